@@ -1,0 +1,322 @@
+"""The policy: pydantic models of the ``fairness_checker:`` YAML document (DESIGN.md, "Policy file").
+
+Unknown keys are errors, and every error names the place in the file and what to write instead.
+Parsing YAML *text* is pure; reading the file is the caller's job (tasks/).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fairgate.config_delivery import DeliveryConfig
+from fairgate.config_proxy import ProxyConfig
+from fairgate.errors import PolicyError
+
+Direction = Literal["lower_is_better", "higher_is_better"]
+FailOn = Literal["any", "majority", "critical_only"]
+ReportFormat = Literal["json", "html", "pdf", "junit"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SensitiveAttribute(_Strict):
+    name: str = Field(min_length=1)
+    values: list[str] | None = None
+    reference_group: str | None = None
+    # What to do with people whose value is missing: leave them out (default) or audit them as a group.
+    missing: Literal["exclude", "unknown"] = "exclude"
+    unknown_label: str = "unknown"
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _values_as_strings(cls, values: Any) -> Any:
+        # Group values are strings as they appear in the data (DESIGN.md): YAML may read 1 or true.
+        if isinstance(values, list):
+            return [str(v) for v in values]
+        return values
+
+    @field_validator("reference_group", mode="before")
+    @classmethod
+    def _reference_as_string(cls, value: Any) -> Any:
+        return None if value is None else str(value)
+
+    @model_validator(mode="after")
+    def _reference_among_values(self) -> SensitiveAttribute:
+        if self.values is not None:
+            if len(set(self.values)) != len(self.values):
+                raise ValueError(f"attribute {self.name!r} lists a value twice in values: {self.values}")
+            if self.reference_group is not None and self.reference_group not in self.values:
+                raise ValueError(
+                    f"reference_group {self.reference_group!r} of attribute {self.name!r} is not among its "
+                    f"values {self.values}; write one of those, or add it to values"
+                )
+        return self
+
+    @property
+    def declared_values(self) -> list[str] | None:
+        """The values a row may hold, including the explicit unknown group when missing values are kept."""
+        if self.values is None:
+            return None
+        return self.values + ([self.unknown_label] if self.missing == "unknown" else [])
+
+
+class MetricRule(_Strict):
+    name: str
+    threshold: float
+    direction: Direction | None = None
+
+    @model_validator(mode="after")
+    def _known_and_consistent(self) -> MetricRule:
+        from fairgate.metrics import policy_metric  # local: metrics imports nothing from config
+
+        metric = policy_metric(self.name)  # raises ValueError naming the known metrics
+        natural = metric.direction
+        if self.direction is not None and self.direction != natural:
+            raise ValueError(
+                f"metric {self.name!r} is {metric.describe()}, so its direction is {natural}; "
+                f"write direction: {natural} (or leave direction out)"
+            )
+        low, high = metric.threshold_range
+        if not (low <= self.threshold <= high):
+            raise ValueError(
+                f"threshold {self.threshold} for {self.name!r} is out of range: {metric.describe()}, so the "
+                f"threshold must lie in [{low}, {high}] (e.g. {metric.example_threshold})"
+            )
+        return self
+
+    @property
+    def effective_direction(self) -> Direction:
+        from fairgate.metrics import policy_metric
+
+        return self.direction or policy_metric(self.name).direction
+
+
+class IntersectionalAnalysis(_Strict):
+    enabled: bool = True
+    min_group_size: int = Field(default=30, ge=1)
+    attribute_pairs: list[tuple[str, str]] | None = None
+    # Triples are audited when at least two of their groups reach min_group_size.
+    include_triples: bool = True
+
+
+class Reporting(_Strict):
+    format: list[ReportFormat] = ["json"]
+    include_confidence_intervals: bool = True
+    confidence_level: float = Field(default=0.95, gt=0.5, lt=1.0)
+    output_dir: str = "./fairness_reports/"
+    # Cells with fewer people than this are suppressed in every report table and chart (privacy).
+    min_cell_size: int = Field(default=10, ge=1)
+
+
+class CiCdGate(_Strict):
+    enabled: bool = True
+    fail_on: FailOn = "any"
+    critical_metrics: list[str] = []
+
+
+class Statistics(_Strict):
+    n_bootstrap: int = Field(default=1000, ge=0, le=100_000)
+    seed: int = 0
+    calibration_bins: int = Field(default=10, ge=2, le=1000)
+    # Significance level for the per-comparison tests after Benjamini-Hochberg adjustment.
+    significance_level: float = Field(default=0.05, gt=0.0, lt=1.0)
+
+
+class Override(_Strict):
+    """A change to the base policy for one metric, slicing, group set or use case. ``reason`` is required."""
+
+    reason: str = Field(min_length=3)
+    metric: str | None = None
+    slicing: list[str] | None = None
+    use_case: str | None = None
+    threshold: float | None = None
+    critical: bool | None = None
+    # Per group: these groups are left out of the judgement of the matched results, and listed as excluded.
+    exclude_groups: list[dict[str, str]] = []
+
+    @field_validator("exclude_groups", mode="before")
+    @classmethod
+    def _group_values_as_strings(cls, groups: Any) -> Any:
+        if isinstance(groups, list):
+            return [{str(k): str(v) for k, v in g.items()} if isinstance(g, dict) else g for g in groups]
+        return groups
+
+    def matches(self, metric: str, slicing: tuple[str, ...], use_case: str | None) -> bool:
+        return (
+            (self.metric is None or self.metric == metric)
+            and (self.slicing is None or tuple(self.slicing) == slicing)
+            and (self.use_case is None or self.use_case == use_case)
+        )
+
+
+class Columns(_Strict):
+    """Names of the input columns after alignment."""
+
+    id: str = "id"
+    y_true: str = "y_true"
+    y_pred: str = "y_pred"
+    score: str = "score"
+    weight: str | None = None
+    # Predictions from a score when y_pred is absent: y_pred = score >= decision_threshold.
+    decision_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class AuditTrail(_Strict):
+    path: str = "./fairness_reports/audit_trail.duckdb"
+
+
+class Policy(_Strict):
+    """A complete fairness policy. Build with :meth:`from_yaml` or :meth:`from_mapping`."""
+
+    sensitive_attributes: list[SensitiveAttribute] = Field(min_length=1)
+    metrics: list[MetricRule] = Field(min_length=1)
+    favorable_label: Literal[0, 1] = 1
+    use_case: str | None = None
+    intersectional_analysis: IntersectionalAnalysis = IntersectionalAnalysis()
+    reporting: Reporting = Reporting()
+    ci_cd_gate: CiCdGate = CiCdGate()
+    statistics: Statistics = Statistics()
+    overrides: list[Override] = []
+    columns: Columns = Columns()
+    audit_trail: AuditTrail = AuditTrail()
+    delivery: DeliveryConfig | None = None
+    proxy: ProxyConfig | None = None
+    # Attributes collected longer ago than this are flagged as stale (when the data carries a date).
+    attribute_max_age_days: int = Field(default=730, ge=1)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Policy:
+        names = [a.name for a in self.sensitive_attributes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"sensitive_attributes names must be unique; got {names}")
+        for pair in self.intersectional_analysis.attribute_pairs or []:
+            for name in pair:
+                if name not in names:
+                    raise ValueError(
+                        f"intersectional_analysis.attribute_pairs names {name!r}, which is not a sensitive "
+                        f"attribute; declared attributes: {names}"
+                    )
+            if pair[0] == pair[1]:
+                raise ValueError(f"attribute pair {list(pair)} pairs an attribute with itself")
+        rule_names = {m.name for m in self.metrics}
+        for critical in self.ci_cd_gate.critical_metrics:
+            if critical not in rule_names:
+                raise ValueError(
+                    f"ci_cd_gate.critical_metrics names {critical!r}, which is not in metrics; "
+                    f"metrics configured: {sorted(rule_names)}"
+                )
+        for override in self.overrides:
+            if override.metric is not None and override.metric not in rule_names:
+                raise ValueError(
+                    f"an override names metric {override.metric!r}, which is not in metrics; "
+                    f"metrics configured: {sorted(rule_names)}"
+                )
+            for name in override.slicing or []:
+                if name not in names:
+                    raise ValueError(f"an override's slicing names {name!r}, which is not a sensitive attribute")
+        return self
+
+    # ----------------------------------------------------------------------------------------- building
+    @classmethod
+    def from_yaml(cls, text: str, *, source: str = "policy") -> Policy:
+        """Parse the policy YAML text (the ``fairness_checker:`` document).
+
+        >>> p = Policy.from_yaml('''
+        ... fairness_checker:
+        ...   sensitive_attributes: [{name: sex, values: [Male, Female], reference_group: Male}]
+        ...   metrics: [{name: disparate_impact_ratio, threshold: 0.8}]
+        ... ''')
+        >>> p.metrics[0].effective_direction
+        'higher_is_better'
+        """
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise PolicyError(f"{source} is not valid YAML: {exc}") from None
+        return cls.from_mapping(document, source=source)
+
+    @classmethod
+    def from_mapping(cls, document: Any, *, source: str = "policy") -> Policy:
+        if not isinstance(document, dict) or "fairness_checker" not in document:
+            raise PolicyError(
+                f"{source} must be a YAML mapping with a top-level 'fairness_checker:' key "
+                "(see the example policy in the README)"
+            )
+        extra = sorted(set(document) - {"fairness_checker"})
+        if extra:
+            raise PolicyError(f"{source}: unknown top-level key(s) {extra}; only 'fairness_checker' is allowed")
+        try:
+            return cls.model_validate(document["fairness_checker"])
+        except ValidationError as exc:
+            raise PolicyError(_explain(exc, source)) from None
+
+    # ----------------------------------------------------------------------------------------- queries
+    @property
+    def attribute_names(self) -> list[str]:
+        return [a.name for a in self.sensitive_attributes]
+
+    def attribute(self, name: str) -> SensitiveAttribute:
+        return next(a for a in self.sensitive_attributes if a.name == name)
+
+    def canonical_json(self) -> str:
+        """The policy as canonical JSON: equal policies give equal text (and hash)."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    def rule_for(self, metric: str, slicing: tuple[str, ...]) -> ResolvedRule:
+        """The rule for one (metric, slicing) after applying matching overrides in file order."""
+        base = next(m for m in self.metrics if m.name == metric)
+        threshold = base.threshold
+        critical = metric in self.ci_cd_gate.critical_metrics
+        excluded: list[dict[str, str]] = []
+        reasons: list[str] = []
+        for override in self.overrides:
+            if not override.matches(metric, slicing, self.use_case):
+                continue
+            reasons.append(override.reason)
+            if override.threshold is not None:
+                threshold = override.threshold
+            if override.critical is not None:
+                critical = override.critical
+            excluded.extend(override.exclude_groups)
+        return ResolvedRule(
+            metric=metric,
+            threshold=threshold,
+            direction=base.effective_direction,
+            critical=critical,
+            excluded_groups=excluded,
+            override_reasons=reasons,
+        )
+
+
+class ResolvedRule(_Strict):
+    metric: str
+    threshold: float
+    direction: Direction
+    critical: bool
+    excluded_groups: list[dict[str, str]]
+    override_reasons: list[str]
+
+
+def _explain(exc: ValidationError, source: str) -> str:
+    """Turn pydantic's errors into lines that name the place in the file and the fix."""
+    lines = [f"{source} is not a valid fairgate policy:"]
+    for error in exc.errors():
+        where = ".".join(str(p) for p in ("fairness_checker", *error["loc"]))
+        if error["type"] == "extra_forbidden":
+            lines.append(f"  - {where}: unknown key (check its spelling against the policy reference in the README)")
+        elif error["type"] == "missing":
+            lines.append(f"  - {where}: required key is missing")
+        else:
+            message = error["msg"].removeprefix("Value error, ")
+            lines.append(f"  - {where}: {message}")
+    return "\n".join(lines)
