@@ -1,11 +1,107 @@
-"""Policy section ``proxy:``: inferring sensitive attributes that were never collected. Owned by the proxy work."""
+"""Policy section ``proxy:``: inferring sensitive attributes that were never collected. Owned by the proxy work.
+
+Example::
+
+    proxy:
+      method: bisg                 # bisg | bifsg | india | custom
+      attribute: race              # the sensitive attribute the proxy produces (declared in sensitive_attributes)
+      mode: probabilistic          # or most_likely (hard assignment when max P >= confidence_cut)
+      confidence_cut: 0.8
+      columns: {surname: last_name, first_name: first_name, zip: zip5}
+      labels: {white: White, black: Black}   # inferred group -> value used in the audit (optional)
+      proxy_features: {columns: [zip5, age], cramers_v_threshold: 0.3}
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ProxyMethod = Literal["bisg", "bifsg", "india", "custom"]
+ProxyMode = Literal["probabilistic", "most_likely"]
+
+# The attribute each built-in method produces unless the policy names another.
+DEFAULT_ATTRIBUTE: dict[str, str] = {"bisg": "race", "bifsg": "race", "india": "caste_category", "custom": "group"}
 
 
-class ProxyConfig(BaseModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    method: str = "bisg"
+
+class ProxyColumns(_Strict):
+    """Input columns (after alignment) the proxy reads. Which are required depends on the method."""
+
+    surname: str = "surname"
+    first_name: str | None = None
+    zip: str | None = None
+    pincode: str | None = None
+    state: str | None = None
+    # custom method: the column holding the area key matched against the area table.
+    area: str | None = None
+
+
+class CustomTables(_Strict):
+    """User tables for ``method: custom``: paths relative to the policy file's folder (or absolute).
+
+    ``name_table``: column ``name`` then one column per group holding P(group | name).
+    ``area_table``: column ``area`` then one column per group holding P(area | group) (each column sums to 1).
+    ``prior``: P(group) for the geography-only and prior fallbacks; omitted -> uniform over the groups.
+    """
+
+    name_table: str
+    area_table: str | None = None
+    prior: dict[str, float] | None = None
+    # How names are normalised before matching: "surname" (Census rules) or "exact" (trim + upper case only).
+    name_normalisation: Literal["surname", "exact"] = "surname"
+
+
+class ProxyFeatures(_Strict):
+    """Proxy-feature detection: how strongly each model input predicts each sensitive attribute."""
+
+    enabled: bool = True
+    columns: list[str] = []
+    cramers_v_threshold: float = Field(default=0.3, gt=0.0, le=1.0)
+    correlation_ratio_threshold: float = Field(default=0.3, gt=0.0, le=1.0)
+    # Held-out balanced accuracy above the majority baseline (1/K) by at least this much confirms a proxy.
+    min_balanced_accuracy_lift: float = Field(default=0.05, ge=0.0, le=1.0)
+    folds: int = Field(default=5, ge=2, le=20)
+    numeric_bins: int = Field(default=10, ge=2, le=100)
+    seed: int = 0
+
+
+class ProxyConfig(_Strict):
+    method: ProxyMethod = "bisg"
+    attribute: str | None = None
+    mode: ProxyMode = "probabilistic"
+    confidence_cut: float = Field(default=0.8, ge=0.0, le=1.0)
+    columns: ProxyColumns = ProxyColumns()
+    labels: dict[str, str] = {}
+    custom: CustomTables | None = None
+    proxy_features: ProxyFeatures | None = None
+    # Declared attributes with a collection date: the column holding it (policy.attribute_max_age_days applies).
+    collected_at_column: str | None = None
+
+    @model_validator(mode="after")
+    def _method_has_its_inputs(self) -> ProxyConfig:
+        c = self.columns
+        if self.method in ("bisg", "bifsg") and c.pincode is not None:
+            raise ValueError(f"proxy.columns.pincode is for method india; method {self.method} uses columns.zip")
+        if self.method == "bifsg" and c.first_name is None:
+            raise ValueError("method bifsg needs proxy.columns.first_name (the first-name column); or use bisg")
+        if self.method == "india" and c.zip is not None:
+            raise ValueError("method india uses proxy.columns.pincode and columns.state, not columns.zip")
+        if self.method == "india" and c.pincode is None and c.state is None:
+            raise ValueError("method india needs proxy.columns.state (and pincode for district-level geography)")
+        if self.method == "custom" and self.custom is None:
+            raise ValueError("method custom needs a proxy.custom section with name_table (and area_table)")
+        if self.method != "custom" and self.custom is not None:
+            raise ValueError(f"proxy.custom is only read by method custom; method is {self.method}")
+        if self.custom is not None and self.custom.area_table is not None and c.area is None:
+            raise ValueError("proxy.custom.area_table needs proxy.columns.area (the column holding the area key)")
+        return self
+
+    @property
+    def attribute_name(self) -> str:
+        """The sensitive attribute the proxy produces."""
+        return self.attribute or DEFAULT_ATTRIBUTE[self.method]
