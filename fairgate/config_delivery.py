@@ -1,11 +1,93 @@
-"""Policy section ``delivery:``: who receives the report and how it is sent. Owned by the report/delivery work."""
+"""Policy section ``delivery:``: who receives the report and how it is sent.
+
+Secrets never appear in the policy: it names the environment variables (or the Prefect Secret block) that
+hold them, so a policy file can be committed and hashed into the audit trail.
+
+>>> d = DeliveryConfig.model_validate({"recipients": ["risk@example.org"], "smtp": {"host": "mail.example.org"}})
+>>> (d.smtp.security, d.smtp.effective_port)
+('starttls', 587)
+>>> d.render_subject(verdict="fail", model="credit", version="3", run_id="r1")
+'[fairgate] FAIL: credit 3 (run r1)'
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import string
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Security = Literal["starttls", "ssl", "none"]
+
+# Fields a subject template may use; anything else is a typo caught when the policy is loaded.
+SUBJECT_FIELDS = frozenset({"verdict", "model", "version", "run_id", "n_failed"})
+_DEFAULT_PORTS: dict[str, int] = {"starttls": 587, "ssl": 465, "none": 25}
 
 
-class DeliveryConfig(BaseModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+
+class SmtpSettings(_Strict):
+    host: str = Field(min_length=1)
+    port: int | None = Field(default=None, ge=1, le=65535)
+    security: Security = "starttls"
+    # Names of environment variables holding the credentials (the values never go in the policy).
+    username_env: str | None = None
+    password_env: str | None = None
+    # A Prefect Secret block holding the password (or JSON {"username": ..., "password": ...}).
+    credentials_block: str | None = None
+    timeout_seconds: float = Field(default=15.0, gt=0)
+    # A CA bundle for servers with a private certificate authority; None uses the system store.
+    ca_file: str | None = None
+
+    @property
+    def effective_port(self) -> int:
+        return self.port if self.port is not None else _DEFAULT_PORTS[self.security]
+
+
+class DeliveryConfig(_Strict):
+    enabled: bool = True
     recipients: list[str] = []
+    sender: str = "fairgate@localhost"
+    subject: str = "[fairgate] {verdict}: {model} {version} (run {run_id})"
+    attach: list[Literal["pdf", "html"]] = ["pdf"]
+    # No smtp section: the message is written as an .eml file to outbox_dir instead of being sent.
+    smtp: SmtpSettings | None = None
+    outbox_dir: str = "./fairness_reports/outbox/"
+    retries: int = Field(default=3, ge=0, le=20)
+    retry_delay_seconds: float = Field(default=2.0, ge=0)
+
+    @field_validator("recipients")
+    @classmethod
+    def _addresses(cls, recipients: list[str]) -> list[str]:
+        for address in recipients:
+            if "@" not in address or any(c.isspace() for c in address.strip()):
+                raise ValueError(f"recipient {address!r} is not an email address; write it as name@example.org")
+        return [a.strip() for a in recipients]
+
+    @field_validator("subject")
+    @classmethod
+    def _known_fields(cls, subject: str) -> str:
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(subject) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"subject template {subject!r} is malformed ({exc}); use {{verdict}}-style fields")
+        unknown = fields - SUBJECT_FIELDS
+        if unknown:
+            raise ValueError(
+                f"subject template uses unknown field(s) {sorted(unknown)}; available: {sorted(SUBJECT_FIELDS)}"
+            )
+        return subject
+
+    @model_validator(mode="after")
+    def _credentials_paired(self) -> DeliveryConfig:
+        smtp = self.smtp
+        if smtp is not None and (smtp.username_env is None) != (smtp.password_env is None):
+            raise ValueError("smtp.username_env and smtp.password_env go together: give both or neither")
+        return self
+
+    def render_subject(self, *, verdict: str, model: str, version: str, run_id: str, n_failed: int = 0) -> str:
+        return self.subject.format(
+            verdict=verdict.upper(), model=model, version=version, run_id=run_id, n_failed=n_failed
+        )
