@@ -1,0 +1,28 @@
+"""fairgate: a fairness checker for ML models (the pure engine).
+
+>>> import polars as pl, fairgate
+>>> policy = fairgate.Policy.from_yaml('''
+... fairness_checker:
+...   sensitive_attributes: [{name: sex}]
+...   metrics: [{name: demographic_parity_difference, threshold: 0.1}]
+...   intersectional_analysis: {min_group_size: 1}
+...   statistics: {n_bootstrap: 50}
+... ''')
+>>> frame = pl.DataFrame({"y_true": [1, 0, 1, 0], "y_pred": [1, 0, 0, 0], "sex": ["F", "F", "M", "M"]})
+>>> fairgate.audit(frame, policy).verdict
+'fail'
+"""
+
+from fairgate.adjudicate import ModelInfo, adjudicate
+from fairgate.audit import audit
+from fairgate.bootstrap import draw_replicates
+from fairgate.config import Policy
+from fairgate.cube import Cube, build_cube
+from fairgate.errors import DataError, FairgateError, PolicyError
+from fairgate.result import SCHEMA_VERSION, AuditResult
+from fairgate.slicing import SlicingResult, compute_slicing, plan_slicings
+
+__all__ = [
+    "SCHEMA_VERSION", "AuditResult", "Cube", "DataError", "FairgateError", "ModelInfo", "Policy", "PolicyError",
+    "SlicingResult", "adjudicate", "audit", "build_cube", "compute_slicing", "draw_replicates", "plan_slicings",
+]

@@ -1,0 +1,32 @@
+"""``audit``: the whole engine in one call, for notebooks and the CLI alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fairgate.adjudicate import ModelInfo, adjudicate
+from fairgate.bootstrap import draw_replicates
+from fairgate.config import Policy
+from fairgate.cube import build_cube
+from fairgate.result import AuditResult
+from fairgate.slicing import compute_slicing, plan_slicings
+
+
+def audit(
+    data: Any,
+    policy: Policy,
+    *,
+    model: ModelInfo | None = None,
+    run_id: str | None = None,
+    context: dict[str, Any] | None = None,
+    source: str = "the audited data",
+) -> AuditResult:
+    """Audit one model's predictions on a Polars/pandas frame or Arrow table against a policy.
+
+    The frame holds the label, prediction and/or score columns named in ``policy.columns`` and one column
+    per sensitive attribute. See the README for an example.
+    """
+    cube = build_cube(data, policy, source=source)
+    replicates = draw_replicates(cube, policy.statistics.n_bootstrap, policy.statistics.seed)
+    parts = [compute_slicing(cube, s, policy, replicates=replicates) for s in plan_slicings(cube, policy)]
+    return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)

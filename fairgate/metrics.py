@@ -1,0 +1,398 @@
+"""Group metrics and the policy metrics judged from them.
+
+A *group metric* (selection rate, TPR, ECE, ...) maps the sufficient statistics of one group to a number.
+A *policy metric* (``demographic_parity_difference``, ``disparate_impact_ratio``, ...) summarises a group
+metric across the groups of a slicing. Both are plain classes that register themselves on definition, so
+adding a metric means adding one class: the cube, the bootstrap, the JSON and the reports pick it up.
+
+Every computation is vectorised over leading axes: arrays shaped ``(..., groups)`` hold one value per group
+for the point estimate (no leading axis) and for each bootstrap replicate (a leading replicate axis).
+Fairlearn's names are used throughout; a rate whose denominator is zero is undefined (NaN, null in JSON).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+
+Summary = Literal["difference", "ratio"]
+IntervalKind = Literal["wilson", "bootstrap", "auc"]
+
+
+@dataclass(frozen=True)
+class GroupCounts:
+    """Sufficient statistics per group of a binary classifier (weighted counts where membership is soft).
+
+    ``tp, fp, tn, fn`` have shape ``(..., G)``; the calibration arrays ``bin_n, bin_positive, bin_score``
+    have shape ``(..., G, bins)`` (count, favourable labels, and sum of scores per equal-width score bin).
+    """
+
+    tp: np.ndarray
+    fp: np.ndarray
+    tn: np.ndarray
+    fn: np.ndarray
+    bin_n: np.ndarray
+    bin_positive: np.ndarray
+    bin_score: np.ndarray
+
+    @property
+    def n(self) -> np.ndarray:
+        return self.tp + self.fp + self.tn + self.fn
+
+    def total(self, names: tuple[str, ...]) -> np.ndarray:
+        return sum((getattr(self, name) for name in names), start=np.zeros_like(self.tp))
+
+
+def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, NaN (undefined) where the denominator is zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
+
+
+# ------------------------------------------------------------------------------------------ group metrics
+class GroupMetric:
+    """A per-group metric. Subclasses with a ``name`` register themselves in ``GroupMetric.registry``."""
+
+    name: ClassVar[str]
+    interval: ClassVar[IntervalKind] = "bootstrap"
+    # Whether a larger value is better for the person (selection of the favourable outcome, accuracy),
+    # worse (error rates), or neither; used to name the worst-off group.
+    higher_is_better: ClassVar[bool | None] = None
+    needs_scores: ClassVar[bool] = False
+    registry: ClassVar[dict[str, type[GroupMetric]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            GroupMetric.registry[cls.name] = cls
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Rate(GroupMetric):
+    """A proportion: the sum of some counts over the sum of others. Intervals are Wilson score intervals."""
+
+    interval = "wilson"
+    numerator: ClassVar[tuple[str, ...]]
+    denominator: ClassVar[tuple[str, ...]]
+
+    def fraction(self, counts: GroupCounts) -> tuple[np.ndarray, np.ndarray]:
+        return counts.total(self.numerator), counts.total(self.denominator)
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:
+        return _divide(*self.fraction(counts))
+
+
+_ALL = ("tp", "fp", "tn", "fn")
+
+
+class SelectionRate(Rate):
+    name = "selection_rate"
+    numerator, denominator = ("tp", "fp"), _ALL
+    higher_is_better = True
+
+
+class BaseRate(Rate):
+    name = "base_rate"
+    numerator, denominator = ("tp", "fn"), _ALL
+
+
+class TruePositiveRate(Rate):
+    name = "true_positive_rate"
+    numerator, denominator = ("tp",), ("tp", "fn")
+    higher_is_better = True
+
+
+class FalsePositiveRate(Rate):
+    name = "false_positive_rate"
+    numerator, denominator = ("fp",), ("fp", "tn")
+    higher_is_better = False
+
+
+class FalseNegativeRate(Rate):
+    name = "false_negative_rate"
+    numerator, denominator = ("fn",), ("tp", "fn")
+    higher_is_better = False
+
+
+class TrueNegativeRate(Rate):
+    name = "true_negative_rate"
+    numerator, denominator = ("tn",), ("fp", "tn")
+    higher_is_better = True
+
+
+class PositivePredictiveValue(Rate):
+    name = "positive_predictive_value"
+    numerator, denominator = ("tp",), ("tp", "fp")
+    higher_is_better = True
+
+
+class NegativePredictiveValue(Rate):
+    name = "negative_predictive_value"
+    numerator, denominator = ("tn",), ("tn", "fn")
+    higher_is_better = True
+
+
+class FalseDiscoveryRate(Rate):
+    name = "false_discovery_rate"
+    numerator, denominator = ("fp",), ("tp", "fp")
+    higher_is_better = False
+
+
+class FalseOmissionRate(Rate):
+    name = "false_omission_rate"
+    numerator, denominator = ("fn",), ("tn", "fn")
+    higher_is_better = False
+
+
+class Accuracy(Rate):
+    name = "accuracy"
+    numerator, denominator = ("tp", "tn"), _ALL
+    higher_is_better = True
+
+
+class ExpectedCalibrationError(GroupMetric):
+    """ECE over equal-width score bins: sum over bins of |sum of scores - favourable labels| / n."""
+
+    name = "expected_calibration_error"
+    higher_is_better = False
+    needs_scores = True
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:
+        gap = np.abs(counts.bin_score - counts.bin_positive).sum(axis=-1)
+        return _divide(gap, counts.bin_n.sum(axis=-1))
+
+
+class GeneralizedEntropyIndex(GroupMetric):
+    """AIF360's generalized entropy index of the benefit b = 1 + y_pred - y_true (alpha = 2).
+
+    b is 0 for a false negative, 1 for a correct decision and 2 for a false positive, so the index is a
+    function of the confusion counts: GE = (1 / (n a (a - 1))) * sum((b / mean b) ** a - 1).
+    """
+
+    name = "generalized_entropy_index"
+    alpha: ClassVar[float] = 2.0
+    higher_is_better = False
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:
+        n = counts.n
+        mean_benefit = _divide(counts.tp + counts.tn + 2.0 * counts.fp, n)
+        a = self.alpha
+        with np.errstate(divide="ignore", invalid="ignore"):
+            total = (
+                counts.fn * -1.0
+                + (counts.tp + counts.tn) * ((1.0 / mean_benefit) ** a - 1.0)
+                + counts.fp * ((2.0 / mean_benefit) ** a - 1.0)
+            )
+        return _divide(total, n * a * (a - 1.0))
+
+
+class TheilIndex(GroupMetric):
+    """AIF360's Theil index: the generalized entropy index with alpha = 1, mean of (b/mu) ln(b/mu)."""
+
+    name = "theil_index"
+    higher_is_better = False
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:
+        n = counts.n
+        mu = _divide(counts.tp + counts.tn + 2.0 * counts.fp, n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ones = (counts.tp + counts.tn) * (1.0 / mu) * np.log(1.0 / mu)
+            twos = np.where(counts.fp > 0, counts.fp * (2.0 / mu) * np.log(2.0 / mu), 0.0)
+        return _divide(ones + twos, n)
+
+
+class RocAuc(GroupMetric):
+    """Exact ROC AUC (ties count 1/2), equal to sklearn's roc_auc_score. Needs the score table, not counts."""
+
+    name = "roc_auc"
+    interval = "auc"
+    higher_is_better = True
+    needs_scores = True
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:  # pragma: no cover - computed from score tables
+        raise TypeError("roc_auc is computed from the score table by fairgate.auc, not from counts")
+
+
+#: Group metrics computed from the cube's counts (everything but the row-level AUC).
+def count_metrics() -> dict[str, GroupMetric]:
+    return {name: cls() for name, cls in GroupMetric.registry.items() if cls is not RocAuc}
+
+
+# ----------------------------------------------------------------------------------------- policy metrics
+class PolicyMetric:
+    """A metric a policy can judge. Subclasses with a ``name`` register in ``PolicyMetric.registry``."""
+
+    name: ClassVar[str]
+    direction: ClassVar[Literal["lower_is_better", "higher_is_better"]]
+    threshold_range: ClassVar[tuple[float, float]]
+    example_threshold: ClassVar[float]
+    bases: ClassVar[tuple[str, ...]]
+    # Judged on the whole population (one slicing, no attributes) rather than per attribute slicing.
+    population_level: ClassVar[bool] = False
+    registry: ClassVar[dict[str, type[PolicyMetric]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            PolicyMetric.registry[cls.name] = cls
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """The metric from per-group values of its bases, each shaped (..., G); NaN groups are ignored."""
+        raise NotImplementedError
+
+
+def difference(values: np.ndarray) -> np.ndarray:
+    """max_g - min_g over defined groups (Fairlearn's ``between_groups``); NaN with fewer than 2 groups.
+
+    >>> float(difference(np.array([0.2, np.nan, 0.5])))
+    0.3
+    """
+    defined = np.isfinite(values)
+    enough = defined.sum(axis=-1) >= 2
+    high = np.where(defined, values, -np.inf).max(axis=-1)
+    low = np.where(defined, values, np.inf).min(axis=-1)
+    return np.where(enough, high - low, np.nan)
+
+
+def ratio(values: np.ndarray) -> np.ndarray:
+    """min_g / max_g over defined groups (Fairlearn's ``ratio``); NaN when max is 0 or < 2 groups.
+
+    >>> float(ratio(np.array([0.2, 0.5])))
+    0.4
+    """
+    defined = np.isfinite(values)
+    enough = defined.sum(axis=-1) >= 2
+    high = np.where(defined, values, -np.inf).max(axis=-1)
+    low = np.where(defined, values, np.inf).min(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(enough & (high > 0), low / np.where(high > 0, high, 1.0), np.nan)
+
+
+class SummaryOf(PolicyMetric):
+    """The difference or ratio of one group metric across groups."""
+
+    summary: ClassVar[Summary]
+
+    def __init__(self) -> None:
+        if self.summary == "difference":
+            self.direction, self.threshold_range, self.example_threshold = "lower_is_better", (0.0, 1.0), 0.1
+        else:
+            self.direction, self.threshold_range, self.example_threshold = "higher_is_better", (0.0, 1.0), 0.8
+
+    def describe(self) -> str:
+        if self.summary == "difference":
+            return f"the largest gap in {self.bases[0]} between groups (0 is parity)"
+        return f"the smallest over largest {self.bases[0]} across groups (1 is parity)"
+
+    def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        summarise = difference if self.summary == "difference" else ratio
+        return summarise(values[self.bases[0]])
+
+
+class WorstCaseOf(SummaryOf):
+    """Fairlearn's ``worst_case``: the largest difference (or smallest ratio) over several group metrics."""
+
+    def describe(self) -> str:
+        joined = " and ".join(self.bases)
+        return f"the worst {self.summary} between groups over {joined}"
+
+    def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        summarise = difference if self.summary == "difference" else ratio
+        each = np.stack([summarise(values[base]) for base in self.bases])
+        reduce = np.fmax.reduce if self.summary == "difference" else np.fmin.reduce
+        return reduce(each, axis=0)
+
+
+class PopulationIndex(PolicyMetric):
+    """An inequality index over the whole population (AIF360's individual fairness indices)."""
+
+    direction = "lower_is_better"
+    threshold_range = (0.0, 10.0)
+    example_threshold = 0.1
+    population_level = True
+
+    def describe(self) -> str:
+        return f"AIF360's {self.bases[0]} over the whole population (0 is perfect equality of benefit)"
+
+    def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        return values[self.bases[0]][..., 0]
+
+
+class DemographicParityDifference(SummaryOf):
+    name, bases, summary = "demographic_parity_difference", ("selection_rate",), "difference"
+
+
+class DemographicParityRatio(SummaryOf):
+    name, bases, summary = "demographic_parity_ratio", ("selection_rate",), "ratio"
+
+
+class DisparateImpactRatio(SummaryOf):
+    """Selection rate ratio; the EEOC four-fifths rule judges it against 0.8."""
+
+    name, bases, summary = "disparate_impact_ratio", ("selection_rate",), "ratio"
+
+
+class EqualOpportunityDifference(SummaryOf):
+    name, bases, summary = "equal_opportunity_difference", ("true_positive_rate",), "difference"
+
+
+class EqualOpportunityRatio(SummaryOf):
+    name, bases, summary = "equal_opportunity_ratio", ("true_positive_rate",), "ratio"
+
+
+class EqualizedOddsDifference(WorstCaseOf):
+    name, bases, summary = "equalized_odds_difference", ("true_positive_rate", "false_positive_rate"), "difference"
+
+
+class EqualizedOddsRatio(WorstCaseOf):
+    name, bases, summary = "equalized_odds_ratio", ("true_positive_rate", "false_positive_rate"), "ratio"
+
+
+class PredictiveParityDifference(SummaryOf):
+    name, bases, summary = "predictive_parity_difference", ("positive_predictive_value",), "difference"
+
+
+class CalibrationDifference(SummaryOf):
+    name, bases, summary = "calibration_difference", ("expected_calibration_error",), "difference"
+
+
+class AucDifference(SummaryOf):
+    name, bases, summary = "auc_difference", ("roc_auc",), "difference"
+
+
+class TheilIndexPolicy(PopulationIndex):
+    name, bases = "theil_index", ("theil_index",)
+
+
+class GeneralizedEntropyIndexPolicy(PopulationIndex):
+    name, bases = "generalized_entropy_index", ("generalized_entropy_index",)
+
+
+def policy_metric(name: str) -> PolicyMetric:
+    """The policy metric called ``name``: a registered class, or ``<group metric>_difference|_ratio``.
+
+    >>> policy_metric("false_positive_rate_difference").bases
+    ('false_positive_rate',)
+    """
+    if name in PolicyMetric.registry:
+        return PolicyMetric.registry[name]()
+    for summary in ("difference", "ratio"):
+        base = name.removesuffix(f"_{summary}")
+        if base != name and base in GroupMetric.registry:
+            # Built without a ``name`` in its body so that it does not join the registry.
+            generic = type(name, (SummaryOf,), {"bases": (base,), "summary": summary})
+            generic.name = name
+            return generic()
+    raise ValueError(f"unknown metric {name!r}; use one of: {', '.join(known_policy_metrics())}")
+
+
+def known_policy_metrics() -> list[str]:
+    generic = [f"{base}_{s}" for base in GroupMetric.registry for s in ("difference", "ratio")]
+    return sorted(set(PolicyMetric.registry) | set(generic))

@@ -1,0 +1,363 @@
+"""One slicing of the audit (an attribute, a pair, a triple, or the whole population) as a marginal of the cube.
+
+``compute_slicing`` is the unit of work a metric task runs: group values with intervals, comparisons with
+the reference group, the difference/ratio summaries of every group metric, and the policy metrics' values
+with bootstrap intervals. Judging them (thresholds, verdict, multiple-testing adjustment) is adjudication's job.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+
+from fairgate import auc as auc_module
+from fairgate.bootstrap import draw_replicates
+from fairgate.config import Policy
+from fairgate.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
+from fairgate.metrics import GroupCounts, Rate, count_metrics, difference, policy_metric, ratio
+from fairgate.stats import (
+    hanley_mcneil_se,
+    katz_ratio_interval,
+    newcombe_interval,
+    percentile_interval,
+    two_proportion_p_value,
+    wilson_interval,
+    z_value,
+)
+
+Slicing = tuple[str, ...]
+Group = dict[str, str]
+
+
+def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
+    """The slicings to audit: the population, each attribute, the pairs, and triples that can be compared.
+
+    Pairs are the configured ``attribute_pairs`` (all pairs when none are listed). A triple is audited when
+    at least two of its groups reach ``min_group_size``, so a comparison inside it is possible.
+    """
+    attributes = cube.attributes
+    slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
+    options = policy.intersectional_analysis
+    if not options.enabled or len(attributes) < 2:
+        return slicings
+    pairs = options.attribute_pairs
+    slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
+    if options.include_triples:
+        for triple in itertools.combinations(attributes, 3):
+            sizes = cube.cells.group_by(list(triple)).agg(pl.col(WEIGHT).sum())[WEIGHT]
+            if int((sizes >= options.min_group_size).sum()) >= 2:
+                slicings.append(triple)
+    return slicings
+
+
+@dataclass
+class MetricValues:
+    """One group metric over the groups of a slicing."""
+
+    value: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    replicates: np.ndarray  # (replicates, groups); dropped before the result leaves the task
+
+
+@dataclass
+class SlicingResult:
+    """Everything computed for one slicing. Plain data: picklable, so Prefect tasks can return it."""
+
+    slicing: Slicing
+    groups: list[Group]
+    n: list[float]
+    rows: list[int]
+    sufficient: list[bool]
+    reference: Group | None
+    metrics: dict[str, dict[str, list[float | None]]]  # metric -> value/ci_low/ci_high -> per group
+    comparisons: list[dict[str, Any]]
+    summaries: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    counts: dict[str, list[float]]  # tp/fp/tn/fn per group, for diagnostics
+    roc: list[dict[str, Any]] = field(default_factory=list)
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+
+
+def compute_slicing(
+    cube: Cube, slicing: Slicing, policy: Policy, *, replicates: np.ndarray | None = None
+) -> SlicingResult:
+    """All metrics of one slicing from the cube (and its bootstrap replicates, drawn if not given)."""
+    stats = policy.statistics
+    if replicates is None:
+        replicates = draw_replicates(cube, stats.n_bootstrap, stats.seed)
+    groups_frame, group_index = _group_index(cube, slicing)
+    groups = [{k: str(v) for k, v in row.items() if k != "g"} for row in groups_frame.iter_rows(named=True)]
+    n_groups = len(groups)
+    point, boot = _counts(cube, group_index, n_groups, replicates)
+    n = point.n
+    rows = np.bincount(group_index, weights=cube.cells[ROWS].to_numpy(), minlength=n_groups)
+    sufficient = n >= policy.intersectional_analysis.min_group_size
+    z = z_value(policy.reporting.confidence_level)
+    level = policy.reporting.confidence_level
+
+    values: dict[str, MetricValues] = {}
+    for name, metric in count_metrics().items():
+        if metric.needs_scores and not cube.has_scores:
+            continue
+        value = metric.compute(point)
+        reps = metric.compute(boot)
+        if isinstance(metric, Rate):
+            low, high = wilson_interval(*metric.fraction(point), z)
+        else:
+            low, high = percentile_interval(reps, level)
+        values[name] = MetricValues(value, low, high, reps)
+    roc_curves: list[dict[str, Any]] = []
+    if cube.scores is not None:
+        table = auc_module.score_table(cube, slicing, groups_frame)
+        auc, n_pos, n_neg = auc_module.exact_auc(table, n_groups)
+        se = hanley_mcneil_se(auc, n_pos, n_neg)
+        rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
+        reps = auc + se * rng.standard_normal((replicates.shape[0], n_groups))  # parametric replicates
+        values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps)
+        if len(slicing) <= 1:
+            roc_curves = auc_module.roc_curves(table, groups, slicing)
+
+    reference_index = _reference_index(groups, slicing, policy, n)
+    eligible = sufficient.copy()
+    result = SlicingResult(
+        slicing=slicing,
+        groups=groups,
+        n=n.tolist(),
+        rows=[int(r) for r in rows],
+        sufficient=sufficient.tolist(),
+        reference=groups[reference_index] if reference_index is not None else None,
+        metrics={
+            name: {"value": _list(v.value), "ci_low": _list(v.ci_low), "ci_high": _list(v.ci_high)}
+            for name, v in values.items()
+        },
+        comparisons=_comparisons(slicing, groups, values, point, reference_index, eligible, z, level),
+        summaries=_summaries(slicing, groups, values, eligible, level),
+        results=_policy_results(slicing, groups, values, eligible, policy, level),
+        counts={k: getattr(point, k).tolist() for k in ("tp", "fp", "tn", "fn")},
+        roc=roc_curves,
+        calibration=_calibration_curves(slicing, groups, point, cube) if len(slicing) <= 1 else [],
+    )
+    return result
+
+
+# ----------------------------------------------------------------------------------------------- counting
+def _group_index(cube: Cube, slicing: Slicing) -> tuple[pl.DataFrame, np.ndarray]:
+    """The distinct groups of a slicing (sorted) and, per cube cell, the index of its group."""
+    if not slicing:
+        return pl.DataFrame({"g": [0]}, schema={"g": pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
+    keys = list(slicing)
+    groups = cube.cells.select(keys).unique().sort(keys).with_row_index("g")
+    index = cube.cells.select(keys).join(groups, on=keys, how="left", maintain_order="left")["g"]
+    return groups, index.to_numpy().astype(np.int64)
+
+
+def _counts(
+    cube: Cube, group_index: np.ndarray, n_groups: int, replicates: np.ndarray
+) -> tuple[GroupCounts, GroupCounts]:
+    """Group counts for the point estimate and for every bootstrap replicate."""
+    bins = cube.calibration_bins
+    cells = cube.cells
+    flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[BIN].to_numpy()
+    size = n_groups * 4 * bins
+    weight = cells[WEIGHT].to_numpy()
+    score_sum = cells[SCORE_SUM].to_numpy()
+    point = _as_counts(
+        np.bincount(flat, weights=weight, minlength=size), np.bincount(flat, weights=score_sum, minlength=size),
+        n_groups, bins,
+    )
+    # Resampled rows carry their cell's mean weight and mean score.
+    rows = cells[ROWS].to_numpy().astype(np.float64)
+    per_row = sparse.csr_matrix((weight / rows, (np.arange(rows.size), flat)), shape=(rows.size, size))
+    per_row_score = sparse.csr_matrix((score_sum / rows, (np.arange(rows.size), flat)), shape=(rows.size, size))
+    boot_weight = np.asarray((per_row.T @ replicates.T).T)
+    boot_score = np.asarray((per_row_score.T @ replicates.T).T)
+    return point, _as_counts(boot_weight, boot_score, n_groups, bins)
+
+
+def _as_counts(weight: np.ndarray, score: np.ndarray, n_groups: int, bins: int) -> GroupCounts:
+    shape = (*weight.shape[:-1], n_groups, 2, 2, bins)  # (..., group, y_true, y_pred, bin)
+    w = weight.reshape(shape)
+    s = score.reshape(shape)
+    cell = w.sum(axis=-1)
+    return GroupCounts(
+        tp=cell[..., 1, 1], fp=cell[..., 0, 1], tn=cell[..., 0, 0], fn=cell[..., 1, 0],
+        bin_n=w.sum(axis=(-3, -2)), bin_positive=w[..., 1, :, :].sum(axis=-2), bin_score=s.sum(axis=(-3, -2)),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- comparing
+def _reference_index(groups: list[Group], slicing: Slicing, policy: Policy, n: np.ndarray) -> int | None:
+    """The reference group: the configured reference of every attribute, else the largest group."""
+    if not slicing:
+        return None
+    configured = {a: policy.attribute(a).reference_group for a in slicing}
+    if all(v is not None for v in configured.values()):
+        for i, group in enumerate(groups):
+            if group == configured:
+                return i
+    return int(np.argmax(n))
+
+
+def _comparisons(
+    slicing: Slicing,
+    groups: list[Group],
+    values: dict[str, MetricValues],
+    point: GroupCounts,
+    ref: int | None,
+    eligible: np.ndarray,
+    z: float,
+    level: float,
+) -> list[dict[str, Any]]:
+    """Each group against the reference: signed difference and ratio with intervals, and a raw p-value."""
+    if ref is None:
+        return []
+    out: list[dict[str, Any]] = []
+    metrics = count_metrics()
+    for name, v in values.items():
+        metric = metrics.get(name)
+        for g in range(len(groups)):
+            if g == ref:
+                continue
+            diff = v.value[g] - v.value[ref]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rat = v.value[g] / v.value[ref] if v.value[ref] > 0 else np.nan
+                boot_diff = v.replicates[:, g] - v.replicates[:, ref]
+                boot_ratio = np.where(v.replicates[:, ref] > 0, v.replicates[:, g] / v.replicates[:, ref], np.nan)
+            if isinstance(metric, Rate):
+                x, m = metric.fraction(point)
+                d_low, d_high = newcombe_interval(x[g], m[g], x[ref], m[ref], z)
+                r_low, r_high = katz_ratio_interval(x[g], m[g], x[ref], m[ref], z)
+                p_value = float(two_proportion_p_value(x[g], m[g], x[ref], m[ref])[0])
+                method = "newcombe/katz/two-proportion"
+            else:
+                d_low, d_high = percentile_interval(boot_diff, level)
+                r_low, r_high = percentile_interval(boot_ratio, level)
+                p_value = _bootstrap_p_value(boot_diff)
+                method = "bootstrap"
+            out.append(
+                {
+                    "metric": name, "slicing": list(slicing), "group": groups[g], "reference": groups[ref],
+                    "difference": _num(diff), "difference_ci_low": _num(d_low), "difference_ci_high": _num(d_high),
+                    "ratio": _num(rat), "ratio_ci_low": _num(r_low), "ratio_ci_high": _num(r_high),
+                    "p_value": _num(p_value if np.isfinite(diff) else np.nan), "method": method,
+                    "sufficient": bool(eligible[g] and eligible[ref]),
+                }
+            )
+    return out
+
+
+def _bootstrap_p_value(replicate_differences: np.ndarray) -> float:
+    """Two-sided bootstrap p-value for a difference of zero (twice the smaller tail, capped at 1)."""
+    defined = replicate_differences[np.isfinite(replicate_differences)]
+    if defined.size == 0:
+        return float("nan")
+    tail = min(np.mean(defined <= 0), np.mean(defined >= 0))
+    return float(min(1.0, 2.0 * tail))
+
+
+def _masked(values: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    return np.where(eligible, values, np.nan)
+
+
+def _summaries(
+    slicing: Slicing, groups: list[Group], values: dict[str, MetricValues], eligible: np.ndarray, level: float
+) -> list[dict[str, Any]]:
+    """Difference (max - min) and ratio (min / max) of every group metric over eligible groups."""
+    if len(groups) < 2:
+        return []
+    out = []
+    for name, v in values.items():
+        entry: dict[str, Any] = {"metric": name, "slicing": list(slicing)}
+        for summary, summarise in (("difference", difference), ("ratio", ratio)):
+            low, high = percentile_interval(summarise(_masked(v.replicates, eligible)), level)
+            entry[summary] = _num(summarise(_masked(v.value, eligible)))
+            entry[f"{summary}_ci_low"], entry[f"{summary}_ci_high"] = _num(low), _num(high)
+        masked = _masked(v.value, eligible)
+        if np.isfinite(masked).any():
+            entry["max_group"] = groups[int(np.nanargmax(masked))]
+            entry["min_group"] = groups[int(np.nanargmin(masked))]
+        out.append(entry)
+    return out
+
+
+def _policy_results(
+    slicing: Slicing,
+    groups: list[Group],
+    values: dict[str, MetricValues],
+    eligible: np.ndarray,
+    policy: Policy,
+    level: float,
+) -> list[dict[str, Any]]:
+    """The policy's metrics on this slicing: value and bootstrap interval (judged later)."""
+    out = []
+    for rule in policy.metrics:
+        metric = policy_metric(rule.name)
+        if metric.population_level != (not slicing):
+            continue
+        resolved = policy.rule_for(rule.name, slicing)
+        excluded = np.array([_matches_any(g, resolved.excluded_groups) for g in groups], dtype=bool)
+        use = eligible & ~excluded
+        missing = [b for b in metric.bases if b not in values]
+        entry: dict[str, Any] = {
+            "metric": rule.name, "slicing": list(slicing), "bases": list(metric.bases),
+            "n_groups_judged": int(use.sum()),
+            "excluded_groups": [g for g, x in zip(groups, excluded, strict=True) if x],
+            "insufficient_groups": [g for g, ok in zip(groups, eligible, strict=True) if not ok],
+            "override_reasons": resolved.override_reasons,
+        }
+        if missing:
+            entry.update(value=None, ci_low=None, ci_high=None, unavailable=f"needs {missing}: give scores")
+            out.append(entry)
+            continue
+        point = metric.evaluate({b: _masked(values[b].value, use) for b in metric.bases})
+        reps = metric.evaluate({b: _masked(values[b].replicates, use) for b in metric.bases})
+        low, high = percentile_interval(reps, level)
+        entry.update(value=_num(point), ci_low=_num(low), ci_high=_num(high))
+        base = values[metric.bases[0]].value
+        masked = _masked(base, use)
+        if slicing and np.isfinite(masked).any():
+            entry["max_group"] = groups[int(np.nanargmax(masked))]
+            entry["min_group"] = groups[int(np.nanargmin(masked))]
+        out.append(entry)
+    return out
+
+
+def _matches_any(group: Group, patterns: list[Group]) -> bool:
+    """Whether a group matches an override's group pattern ({"gender": "x"} matches every gender=x subgroup)."""
+    return any(all(group.get(k) == v for k, v in pattern.items()) for pattern in patterns)
+
+
+def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCounts, cube: Cube) -> list[dict[str, Any]]:
+    if not cube.has_scores:
+        return []
+    bins = cube.calibration_bins
+    curves = []
+    for g, group in enumerate(groups):
+        entries = []
+        for b in range(bins):
+            count = float(point.bin_n[g, b])
+            entries.append(
+                {
+                    "lower": b / bins, "upper": (b + 1) / bins, "n": count,
+                    "mean_score": _num(point.bin_score[g, b] / count) if count > 0 else None,
+                    "fraction_positive": _num(point.bin_positive[g, b] / count) if count > 0 else None,
+                }
+            )
+        curves.append({"slicing": list(slicing), "group": group, "bins": entries})
+    return curves
+
+
+def _num(value: Any) -> float | None:
+    """A JSON number, or None where undefined."""
+    number = float(np.asarray(value).reshape(-1)[0]) if np.ndim(value) else float(value)
+    return number if np.isfinite(number) else None
+
+
+def _list(values: np.ndarray) -> list[float | None]:
+    return [float(v) if np.isfinite(v) else None for v in values]

@@ -1,0 +1,140 @@
+"""Interval estimates and tests: Wilson, Newcombe, Katz, Hanley-McNeil, two-proportion tests, BH.
+
+All functions are vectorised over numpy arrays and return NaN where a quantity is undefined.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+
+def z_value(confidence_level: float) -> float:
+    """The two-sided normal quantile for a confidence level.
+
+    >>> round(z_value(0.95), 4)
+    1.96
+    """
+    return float(_scipy_stats.norm.ppf(0.5 + confidence_level / 2.0))
+
+
+def wilson_interval(successes: np.ndarray, trials: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for successes / trials; NaN where trials is 0.
+
+    >>> low, high = wilson_interval(np.array([5.0]), np.array([10.0]), 1.959964)
+    >>> round(float(low[0]), 4), round(float(high[0]), 4)
+    (0.2366, 0.7634)
+    """
+    successes = np.asarray(successes, dtype=float)
+    trials = np.asarray(trials, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = successes / trials
+        denominator = 1.0 + z**2 / trials
+        centre = (p + z**2 / (2.0 * trials)) / denominator
+        half = z * np.sqrt(p * (1.0 - p) / trials + z**2 / (4.0 * trials**2)) / denominator
+    defined = trials > 0
+    return np.where(defined, np.clip(centre - half, 0.0, 1.0), np.nan), np.where(
+        defined, np.clip(centre + half, 0.0, 1.0), np.nan
+    )
+
+
+def newcombe_interval(
+    x1: np.ndarray, n1: np.ndarray, x2: np.ndarray, n2: np.ndarray, z: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe's hybrid score interval (method 10) for p1 - p2 of independent proportions."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p1, p2 = x1 / n1, x2 / n2
+    l1, u1 = wilson_interval(x1, n1, z)
+    l2, u2 = wilson_interval(x2, n2, z)
+    d = p1 - p2
+    low = d - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = d + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return low, high
+
+
+def katz_ratio_interval(
+    x1: np.ndarray, n1: np.ndarray, x2: np.ndarray, n2: np.ndarray, z: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Katz log interval for the ratio (x1/n1) / (x2/n2); NaN when either count of successes is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        defined = (x1 > 0) & (x2 > 0) & (n1 > 0) & (n2 > 0)
+        log_ratio = np.log((x1 / n1) / (x2 / n2))
+        se = np.sqrt(1.0 / x1 - 1.0 / n1 + 1.0 / x2 - 1.0 / n2)
+        return (
+            np.where(defined, np.exp(log_ratio - z * se), np.nan),
+            np.where(defined, np.exp(log_ratio + z * se), np.nan),
+        )
+
+
+def two_proportion_p_value(x1: np.ndarray, n1: np.ndarray, x2: np.ndarray, n2: np.ndarray) -> np.ndarray:
+    """Two-sided p-value for p1 = p2: Fisher's exact test when an expected cell is under 5, else the pooled z-test.
+
+    Weighted (non-integer) counts are rounded for Fisher's test.
+    """
+    x1, n1, x2, n2 = (np.atleast_1d(np.asarray(a, dtype=float)) for a in (x1, n1, x2, n2))
+    out = np.full(x1.shape, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pooled = (x1 + x2) / (n1 + n2)
+        se = np.sqrt(pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2))
+        z = (x1 / n1 - x2 / n2) / se
+    for i in range(x1.size):
+        if n1[i] <= 0 or n2[i] <= 0:
+            continue
+        expected = np.array([n1[i], n2[i]])[:, None] * np.array([pooled[i], 1.0 - pooled[i]])[None, :]
+        if expected.min() < 5.0:
+            table = np.rint([[x1[i], n1[i] - x1[i]], [x2[i], n2[i] - x2[i]]]).astype(int)
+            out[i] = _scipy_stats.fisher_exact(table).pvalue
+        elif se[i] == 0:
+            out[i] = 1.0
+        else:
+            out[i] = 2.0 * _scipy_stats.norm.sf(abs(z[i]))
+    return out
+
+
+def hanley_mcneil_se(auc: np.ndarray, n_pos: np.ndarray, n_neg: np.ndarray) -> np.ndarray:
+    """Hanley & McNeil (1982) standard error of an AUC."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q1 = auc / (2.0 - auc)
+        q2 = 2.0 * auc**2 / (1.0 + auc)
+        variance = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)) / (n_pos * n_neg)
+        return np.sqrt(np.clip(variance, 0.0, None))
+
+
+def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values; NaN entries stay NaN and do not count as tests.
+
+    >>> benjamini_hochberg(np.array([0.01, np.nan, 0.04, 0.03])).round(3).tolist()
+    [0.03, nan, 0.04, 0.04]
+    """
+    p_values = np.asarray(p_values, dtype=float)
+    adjusted = np.full(p_values.shape, np.nan)
+    defined = np.isfinite(p_values)
+    if defined.any():
+        adjusted[defined] = _scipy_stats.false_discovery_control(p_values[defined], method="bh")
+    return adjusted
+
+
+def percentile_interval(replicates: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval over the first axis, ignoring undefined (NaN) replicates."""
+    if replicates.shape[0] == 0:
+        shape = replicates.shape[1:]
+        return np.full(shape, np.nan), np.full(shape, np.nan)
+    tail = (1.0 - confidence_level) / 2.0
+    with np.errstate(invalid="ignore"), _quiet_all_nan():
+        low = np.nanquantile(replicates, tail, axis=0)
+        high = np.nanquantile(replicates, 1.0 - tail, axis=0)
+    return low, high
+
+
+class _quiet_all_nan:
+    """Silence numpy's 'All-NaN slice' warning: an undefined interval is a legitimate NaN here."""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._catch.__exit__(*exc)
