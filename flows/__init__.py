@@ -1,0 +1,1 @@
+"""Prefect flows: recipes of task calls."""

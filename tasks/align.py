@@ -1,0 +1,257 @@
+"""ALIGN: join predictions, labels and sensitive attributes on id with the DuckDB SQL in ``sql/``.
+
+Two steps, so that validation sits between them: :func:`stage_inputs` makes each input queryable under the
+contract's column names (``stg_*`` views, values as given); :func:`align_inputs` joins the staged inputs
+(ids validated unique first, so the join cannot multiply rows), reports the join and returns the aligned rows
+as an Arrow table. Column names from the policy are checked against each input's schema and quoted as
+identifiers; values are bound as parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from fairgate.config import Policy
+from fairgate.config_proxy import DEFAULT_ATTRIBUTE
+from fairgate.errors import DataError
+from tasks.io import Source, explain_scan_error, parse_source, register_source, sha256_of
+
+SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
+def quote_identifier(name: str) -> str:
+    """Quote a column name for DuckDB: ``a"b`` -> ``"a""b"``.
+
+    >>> quote_identifier('x"; drop table runs; --')
+    '"x""; drop table runs; --"'
+    """
+    return '"' + name.replace('"', '""') + '"'
+
+
+def render_sql(name: str, **fragments: str) -> str:
+    """Load ``sql/<name>.sql`` and fill its ``{{ placeholders }}`` with identifier lists built here.
+
+    Fragments are made only of quoted, schema-checked identifiers and fixed SQL; values never go in.
+    """
+    text = (SQL_DIR / f"{name}.sql").read_text()
+    missing = set(_PLACEHOLDER.findall(text)) - set(fragments)
+    if missing:
+        raise KeyError(f"sql/{name}.sql needs fragments {sorted(missing)}")
+    return _PLACEHOLDER.sub(lambda m: fragments[m.group(1)], text)
+
+
+@dataclass
+class Staged:
+    """The inputs, registered and renamed to the contract, in one DuckDB connection."""
+
+    con: duckdb.DuckDBPyConnection
+    policy: Policy
+    sources: dict[str, Source]
+    input_columns: dict[str, str]  # contract name -> input column name, for messages
+    attributes: list[str]  # sensitive attributes read from the attributes input
+    passthrough: list[str]  # extra attribute-file columns the proxy reads
+    has_score: bool
+    has_y_pred: bool
+    row_counts: dict[str, int] = field(default_factory=dict)
+    sha256: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Aligned:
+    """The aligned rows (contract columns) and the join report."""
+
+    table: pa.Table
+    join_report: dict[str, Any]
+    group_sizes: list[dict[str, Any]]
+
+
+def proxy_attribute(policy: Policy) -> str | None:
+    """The sensitive attribute the proxy infers, if the policy has a proxy section."""
+    if policy.proxy is None:
+        return None
+    return policy.proxy.attribute or DEFAULT_ATTRIBUTE[policy.proxy.method]
+
+
+@task(name="stage inputs", cache_policy=NO_CACHE)
+def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
+    """Register the three inputs in a fresh DuckDB connection and create the ``stg_*`` views."""
+    sources = {
+        "predictions": parse_source("predictions", predictions),
+        "labels": parse_source("labels", labels),
+        "attributes": parse_source("attributes", attributes),
+    }
+    con = duckdb.connect()
+    present = {role: register_source(con, source, f"src_{role}") for role, source in sources.items()}
+    cols = policy.columns
+
+    pred_cols = present["predictions"]
+    _require(cols.id, pred_cols, sources["predictions"], "columns.id")
+    has_score = cols.score in pred_cols
+    has_y_pred = cols.y_pred in pred_cols
+    if not (has_score or has_y_pred):
+        raise DataError(
+            f"{sources['predictions'].label} has neither the prediction column {cols.y_pred!r} nor the score "
+            f"column {cols.score!r}; columns present: {pred_cols}. Set columns.y_pred or columns.score in the "
+            "policy to the column holding the model's output"
+        )
+    _require(cols.id, present["labels"], sources["labels"], "columns.id")
+    _require(cols.y_true, present["labels"], sources["labels"], "columns.y_true")
+
+    attr_cols = present["attributes"]
+    _require(cols.id, attr_cols, sources["attributes"], "columns.id")
+    inferred = proxy_attribute(policy)
+    read_attributes = []
+    for name in policy.attribute_names:
+        if name == inferred and name not in attr_cols:
+            continue  # the proxy adds it after alignment
+        _require(name, attr_cols, sources["attributes"], f"sensitive_attributes (name: {name})")
+        read_attributes.append(name)
+    passthrough = _proxy_columns(policy, attr_cols, exclude={cols.id, *read_attributes})
+
+    id_q = quote_identifier(cols.id)
+    _create_view(con, "stg_predictions", render_sql(
+        "stg_predictions",
+        id_column=id_q,
+        score_column=quote_identifier(cols.score) if has_score else "cast(null as double)",
+        y_pred_column=quote_identifier(cols.y_pred) if has_y_pred else "null",
+    ))
+    _create_view(con, "stg_labels", render_sql(
+        "stg_labels", id_column=id_q, y_true_column=quote_identifier(cols.y_true)
+    ))
+    attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in read_attributes]
+    attribute_list += [quote_identifier(c) for c in passthrough]
+    _create_view(con, "stg_attributes", render_sql(
+        "stg_attributes", id_column=id_q, attribute_columns=",\n        ".join(attribute_list) or "null as _none"
+    ))
+    staged = Staged(
+        con=con,
+        policy=policy,
+        sources=sources,
+        input_columns={"id": cols.id, "y_true": cols.y_true, "y_pred": cols.y_pred, "score": cols.score},
+        attributes=read_attributes,
+        passthrough=passthrough,
+        has_score=has_score,
+        has_y_pred=has_y_pred,
+    )
+    for role in sources:
+        staged.row_counts[role] = _count(staged, f"stg_{role}")
+        if staged.row_counts[role] == 0:
+            raise DataError(
+                f"{sources[role].label} has a header but no rows; an audit needs at least one row per input"
+            )
+    staged.sha256 = {role: sha256_of(source) for role, source in sources.items()}
+    return staged
+
+
+@task(name="align", cache_policy=NO_CACHE)
+def align_inputs(staged: Staged) -> Aligned:
+    """Join the staged inputs, report the join, and return the aligned rows (contract column names)."""
+    con, policy = staged.con, staged.policy
+    attrs_q = [quote_identifier(a) for a in staged.attributes]
+    joined_columns = [f"attributes.{quote_identifier(c)}" for c in (*staged.attributes, *staged.passthrough)]
+    _run(staged, lambda: con.sql(render_sql(
+        "joined", attribute_columns=",\n        ".join(joined_columns) or "null as _none"
+    )).to_table("joined"))
+
+    missing_counts = [f"count(*) filter (where has_prediction and has_label and {q} is null) as {q}" for q in attrs_q]
+    report_sql = render_sql("join_report", missing_counts=",\n        ".join(missing_counts) or "0 as _none")
+    cursor = con.execute(report_sql)
+    names = [d[0] for d in cursor.description]
+    row = cursor.fetchall()[0]
+    values = dict(zip(names, row or (), strict=True))
+    report: dict[str, Any] = {k: int(values[k]) for k in (
+        "matched", "predictions_without_labels", "labels_without_predictions", "people_without_attributes"
+    )}
+    report["missing_attribute_values"] = {
+        a: {
+            "count": int(values[a]),
+            "handling": policy.attribute(a).missing,
+            "unknown_label": policy.attribute(a).unknown_label if policy.attribute(a).missing == "unknown" else None,
+        }
+        for a in staged.attributes
+    }
+    if report["matched"] == 0:
+        raise DataError(
+            f"no id of {staged.sources['predictions'].label} matches an id of {staged.sources['labels'].label} "
+            f"(columns {policy.columns.id!r}); check that both files describe the same people and the same id"
+        )
+
+    values_sql, params = [], {"decision_threshold": policy.columns.decision_threshold}
+    filters = []
+    for i, name in enumerate(staged.attributes):
+        q = quote_identifier(name)
+        attribute = policy.attribute(name)
+        if attribute.missing == "unknown":
+            params[f"unknown_{i}"] = attribute.unknown_label
+            values_sql.append(f"coalesce({q}, ${'unknown_' + str(i)}) as {q}")
+        else:
+            values_sql.append(q)
+            filters.append(f"{q} is not null")
+    values_sql += [quote_identifier(c) for c in staged.passthrough]
+    aligned_sql = render_sql(
+        "aligned",
+        attribute_values=",\n        ".join(values_sql) or "null as _none",
+        missing_filter=" and ".join(filters) or "true",
+    )
+    table = _run(staged, lambda: con.sql(aligned_sql, params=params).to_arrow_table())
+    if not staged.has_score:
+        table = table.drop_columns(["score"])
+    if "_none" in table.column_names:
+        table = table.drop_columns(["_none"])
+    report["aligned_rows"] = table.num_rows
+    report["excluded_for_missing_attributes"] = report["matched"] - table.num_rows
+    if table.num_rows == 0:
+        raise DataError(
+            f"no rows are left after leaving out people with missing attribute values ({staged.attributes}); "
+            "set missing: unknown on those attributes in the policy to audit them as their own group"
+        )
+    con.register("aligned", table)
+    sizes: list[dict[str, Any]] = []
+    if attrs_q:
+        rows = con.execute(render_sql("group_sizes", attribute_columns=", ".join(attrs_q))).fetchall()
+        sizes = [{"attribute": a, "group": g, "n": int(n)} for a, g, n in sorted(rows, key=lambda r: (r[0], -r[2]))]
+    return Aligned(table=table, join_report=report, group_sizes=sizes)
+
+
+def _proxy_columns(policy: Policy, present: list[str], exclude: set[str]) -> list[str]:
+    """Attribute-file columns the proxy reads (names, zip codes, model inputs), when they are present."""
+    if policy.proxy is None:
+        return []
+    wanted = [v for v in policy.proxy.columns.model_dump().values() if isinstance(v, str)]
+    features = getattr(policy.proxy, "proxy_features", None)
+    wanted += list(getattr(features, "columns", []) or [])
+    return [c for c in dict.fromkeys(wanted) if c in present and c not in exclude]
+
+
+def _require(column: str, present: list[str], source: Source, setting: str) -> None:
+    if column not in present:
+        raise DataError(
+            f"column {column!r} is missing from {source.label}; columns present: {present}. "
+            f"Rename the column in the file, or set {setting} in the policy to the column's name"
+        )
+
+
+def _create_view(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
+    con.sql(sql).create_view(name, replace=True)
+
+
+def _count(staged: Staged, view: str) -> int:
+    row = _run(staged, lambda: staged.con.execute(f"select count(*) from {view}").fetchall()[0])  # view: fixed name
+    return int(row[0]) if row else 0
+
+
+def _run(staged: Staged, action: Any) -> Any:
+    """Run a query; a scan error (a broken CSV row far into a file) becomes a DataError naming the file."""
+    try:
+        return action()
+    except duckdb.Error as exc:
+        raise explain_scan_error(list(staged.sources.values()), exc) from None

@@ -1,0 +1,189 @@
+"""Reading the audit's inputs: CSV or Parquet files, or tables in a DuckDB or SQLite database.
+
+A source is written ``PATH`` (``.csv``, ``.csv.gz``, ``.parquet``) or ``PATH::TABLE`` for a table in a database
+file (``.duckdb``/``.ddb`` or ``.sqlite``/``.sqlite3``/``.db``). Each source becomes a DuckDB view in the
+audit's connection; nothing is copied until the alignment query runs. Every failure is a ``DataError`` that
+names the source and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from fairgate.errors import DataError
+
+_SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
+_DUCKDB_SUFFIXES = {".duckdb", ".ddb"}
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a file, or a table inside a database file."""
+
+    role: str  # predictions | labels | attributes
+    path: Path
+    table: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name this source: the path as given, plus the table."""
+        return f"{self.path}::{self.table}" if self.table else str(self.path)
+
+    @property
+    def kind(self) -> str:
+        suffix = self.path.suffix.lower()
+        if self.table is not None:
+            return "sqlite" if suffix in _SQLITE_SUFFIXES else "duckdb"
+        if suffix == ".parquet" or suffix == ".pq":
+            return "parquet"
+        return "csv"
+
+
+def parse_source(role: str, text: str) -> Source:
+    """Parse ``PATH`` or ``PATH::TABLE``; check the file exists and is a format fairgate reads.
+
+    >>> parse_source("labels", "setup.py::t").table
+    't'
+    """
+    path_text, sep, table = text.partition("::")
+    path = Path(path_text).expanduser()
+    if sep and not table:
+        raise DataError(f"--{role} {text!r}: name the table after '::', e.g. {path_text}::{role}")
+    if not path.exists():
+        raise DataError(f"--{role}: file {str(path)!r} does not exist; check the path (relative to {Path.cwd()})")
+    if not path.is_file():
+        raise DataError(f"--{role}: {str(path)!r} is not a file; give a CSV or Parquet file or DB::TABLE")
+    if path.stat().st_size == 0:
+        raise DataError(f"--{role}: file {str(path)!r} is empty (0 bytes); an audit needs rows with a header")
+    source = Source(role=role, path=path, table=table or None)
+    suffixes = "".join(s.lower() for s in path.suffixes[-2:])
+    known = source.kind in {"parquet", "sqlite", "duckdb"} or suffixes.endswith((".csv", ".csv.gz", ".tsv", ".txt"))
+    if not known:
+        raise DataError(
+            f"--{role}: cannot tell the format of {str(path)!r}; use a .csv or .parquet file, "
+            f"or DATABASE::TABLE for a table in a .duckdb or .sqlite file"
+        )
+    if source.table is None and path.suffix.lower() in _SQLITE_SUFFIXES | _DUCKDB_SUFFIXES:
+        raise DataError(f"--{role}: {str(path)!r} is a database; name the table as {path}::TABLE")
+    return source
+
+
+def sha256_of(source: Source) -> str:
+    """The sha256 of the file behind a source (for a table: of the whole database file, then the table name)."""
+    digest = hashlib.sha256()
+    with source.path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    if source.table:
+        digest.update(b"::" + source.table.encode())
+    return digest.hexdigest()
+
+
+def register_source(con: duckdb.DuckDBPyConnection, source: Source, view: str) -> list[str]:
+    """Make ``source`` queryable as the view ``view``; return its column names.
+
+    Paths and table names reach DuckDB through its relation API (no SQL text is formatted with them).
+    """
+    try:
+        relation = _relation(con, source)
+        relation.create_view(view, replace=True)
+        columns = list(relation.columns)
+    except duckdb.Error as exc:
+        raise DataError(_explain_read_error(source, exc)) from None
+    if not columns:
+        raise DataError(f"{source.label} has no columns; it needs a header row naming id and the data columns")
+    return columns
+
+
+def _relation(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.DuckDBPyRelation:
+    if source.kind == "parquet":
+        return con.read_parquet(str(source.path))
+    if source.kind == "csv":
+        # An explicit delimiter and header make a row with a wrong number of fields an error, not a re-sniff.
+        return con.read_csv(str(source.path), header=True, sep=_delimiter(source.path))
+    if source.kind == "duckdb":
+        return _duckdb_table(con, source)
+    return con.from_arrow(_sqlite_table(source))
+
+
+def _delimiter(path: Path) -> str:
+    return "\t" if path.suffix.lower() == ".tsv" else ","
+
+
+def _duckdb_table(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.DuckDBPyRelation:
+    # Read through a separate read-only connection and hand over Arrow: attaching would need the path in SQL.
+    try:
+        other = duckdb.connect(str(source.path), read_only=True)
+    except duckdb.Error as exc:
+        raise DataError(f"{source.label}: cannot open the DuckDB database: {_first_line(exc)}") from None
+    try:
+        tables = {row[0] for row in other.execute("select table_name from information_schema.tables").fetchall()}
+        if source.table not in tables:
+            raise DataError(
+                f"{source.label}: no table {source.table!r} in {source.path}; tables present: {sorted(tables)}"
+            )
+        arrow = other.table(_quote(source.table or "")).to_arrow_table()
+    finally:
+        other.close()
+    return con.from_arrow(arrow)
+
+
+def _sqlite_table(source: Source) -> pa.Table:
+    """Load a SQLite table into Arrow with Python's sqlite3 (DuckDB's sqlite extension needs a download)."""
+    uri = f"{source.path.resolve().as_uri()}?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise DataError(f"{source.label}: cannot open the SQLite database: {exc}") from None
+    try:
+        tables = {r[0] for r in db.execute("select name from sqlite_master where type in ('table','view')")}
+        if source.table not in tables:
+            raise DataError(
+                f"{source.label}: no table {source.table!r} in {source.path}; tables present: {sorted(tables)}"
+            )
+        cursor = db.execute(f"select * from {_quote(source.table or '')}")  # name checked against the catalogue
+        names = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+    except sqlite3.Error as exc:
+        raise DataError(f"{source.label}: cannot read the table: {exc}") from None
+    finally:
+        db.close()
+    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
+    return pa.table({name: pa.array(list(values)) for name, values in zip(names, columns, strict=True)})
+
+
+def _quote(identifier: str) -> str:
+    """Quote an identifier for SQL: double quotes, embedded quotes doubled."""
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _explain_read_error(source: Source, exc: duckdb.Error) -> str:
+    text = str(exc)
+    if "sniff" in text or "Expected Number of Columns" in text or "CSV Error" in text or "Conversion" in text:
+        detail = "; ".join(line.strip() for line in text.splitlines()[:3] if line.strip())
+        return (
+            f"{source.label} is not a well-formed CSV file ({detail}). Every row needs as many comma-separated "
+            f"fields as the header; fix or remove the broken row"
+        )
+    return f"{source.label}: cannot read it as {source.kind}: {_first_line(exc)}"
+
+
+def explain_scan_error(sources: list[Source], exc: duckdb.Error) -> DataError:
+    """A DuckDB error raised while scanning (a broken CSV row far into a file), named after its source."""
+    text = str(exc)
+    culprit = next((s for s in sources if str(s.path) in text or s.path.name in text), None)
+    if culprit is not None:
+        return DataError(_explain_read_error(culprit, exc))
+    names = ", ".join(s.label for s in sources)
+    return DataError(f"reading the inputs ({names}) failed: {_first_line(exc)}")
