@@ -47,7 +47,7 @@ class ProxyColumns(_Strict):
 
 
 class CustomTables(_Strict):
-    """User tables for ``method: custom``: paths relative to the policy file's folder (or absolute).
+    """User tables for ``method: custom``: CSV or Parquet paths, relative to the working directory (or absolute).
 
     ``name_table``: column ``name`` then one column per group holding P(group | name).
     ``area_table``: column ``area`` then one column per group holding P(area | group) (each column sums to 1).
