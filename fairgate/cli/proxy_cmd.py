@@ -1,0 +1,167 @@
+"""``fairgate proxy``: infer group-membership probabilities from names and places, one row per person.
+
+Registered on the CLI app as ``app.command("proxy")(proxy_cmd.proxy)``. Thin: parse options, call the proxy
+tasks' plain functions, write the file atomically. Bad input exits with code 2 and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import polars as pl
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from fairgate.config_proxy import ProxyConfig
+from fairgate.errors import DataError, FairgateError
+
+_err = Console(stderr=True)
+_FLAGS = {
+    "first_name": "--first-name-col",
+    "zip": "--zip-col",
+    "pincode": "--pincode-col",
+    "state": "--state-col",
+}
+
+
+class Method(str, Enum):
+    bisg = "bisg"
+    bifsg = "bifsg"
+    india = "india"
+
+
+def proxy(
+    method: Annotated[
+        Method, typer.Option(help="bisg (surname + ZIP), bifsg (+ first name), india (surname + PIN/state)")
+    ],
+    input: Annotated[str, typer.Option("--input", help="CSV/Parquet file, or DB::TABLE")],
+    id_col: Annotated[str, typer.Option("--id-col", help="column identifying each person")],
+    surname_col: Annotated[str, typer.Option("--surname-col", help="surname column")],
+    out: Annotated[Path, typer.Option("--out", help="output file (.csv or .parquet)")],
+    first_name_col: Annotated[
+        str | None, typer.Option("--first-name-col", help="first-name column (bifsg)")
+    ] = None,
+    zip_col: Annotated[str | None, typer.Option("--zip-col", help="ZIP code column (bisg, bifsg)")] = None,
+    pincode_col: Annotated[str | None, typer.Option("--pincode-col", help="PIN code column (india)")] = None,
+    state_col: Annotated[str | None, typer.Option("--state-col", help="state column (india)")] = None,
+) -> None:
+    """Write one row per person: the id, a probability column per group, and the fallback used."""
+    try:
+        written = run_proxy(
+            method=method.value,
+            input=input,
+            id_col=id_col,
+            surname_col=surname_col,
+            out=out,
+            first_name_col=first_name_col,
+            zip_col=zip_col,
+            pincode_col=pincode_col,
+            state_col=state_col,
+        )
+    except FairgateError as exc:
+        _err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+        raise typer.Exit(code=2) from None
+    _err.print(
+        f"wrote {written['rows']} people to {out} ({_fallback_line(written['fallbacks'])})", highlight=False
+    )
+
+
+def run_proxy(
+    *,
+    method: str,
+    input: str,
+    id_col: str,
+    surname_col: str,
+    out: Path,
+    first_name_col: str | None = None,
+    zip_col: str | None = None,
+    pincode_col: str | None = None,
+    state_col: str | None = None,
+) -> dict[str, object]:
+    """The command without typer: returns the row count and fallback counts; raises FairgateError."""
+    from tasks import proxy as proxy_tasks  # CLI layer may import tasks (pyproject per-file ignore)
+    from tasks.io import parse_source, register_source
+
+    config = _config(method, surname_col, first_name_col, zip_col, pincode_col, state_col)
+    if out.suffix.lower() not in (".csv", ".parquet"):
+        raise DataError(f"--out {str(out)!r}: write a .csv or .parquet file")
+    if not out.parent.exists():
+        raise DataError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it first")
+    source = parse_source("input", input)
+    con = duckdb.connect()
+    try:
+        columns = register_source(con, source, "proxy_input")
+        if id_col not in columns:
+            raise DataError(
+                f"column {id_col!r} is missing from {source.label}; columns present: {columns}. "
+                "Pass the id column's name with --id-col"
+            )
+        frame = pl.from_arrow(con.sql("select * from proxy_input").to_arrow_table())
+    except duckdb.Error as exc:
+        raise DataError(f"{source.label}: cannot read it: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    assert isinstance(frame, pl.DataFrame)
+    if frame.height == 0:
+        raise DataError(f"{source.label} has a header but no rows; nothing to infer")
+    posterior, tables = proxy_tasks.infer_posterior(frame, config, source=source.label)
+    wide = proxy_tasks.wide_posterior(posterior, tables.groups)
+    result = (
+        frame.select(id_col)
+        .with_row_index("person")
+        .join(wide, on="person", how="left")
+        .sort("person")
+        .drop("person")
+    )
+    _write_atomically(result, out)
+    return {"rows": result.height, "fallbacks": proxy_tasks.coverage(posterior)["fallbacks"]}
+
+
+def _config(
+    method: str,
+    surname_col: str,
+    first_name_col: str | None,
+    zip_col: str | None,
+    pincode_col: str | None,
+    state_col: str | None,
+) -> ProxyConfig:
+    columns = {
+        "surname": surname_col,
+        "first_name": first_name_col,
+        "zip": zip_col,
+        "pincode": pincode_col,
+        "state": state_col,
+    }
+    try:
+        return ProxyConfig(method=method, columns=columns)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        message = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        for setting, flag in _FLAGS.items():
+            message = message.replace(f"proxy.columns.{setting}", flag).replace(f"columns.{setting}", flag)
+        raise DataError(f"--method {method}: {message}") from None
+
+
+def _write_atomically(frame: pl.DataFrame, out: Path) -> None:
+    """Write to a temporary file beside ``out`` and rename: a failure leaves no partial file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    try:
+        if out.suffix.lower() == ".parquet":
+            frame.write_parquet(tmp)
+        else:
+            frame.write_csv(tmp)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _fallback_line(fallbacks: object) -> str:
+    assert isinstance(fallbacks, dict)
+    return ", ".join(f"{k}: {v}" for k, v in fallbacks.items() if v)
