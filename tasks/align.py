@@ -22,7 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from fairgate.config import Policy
 from fairgate.config_proxy import DEFAULT_ATTRIBUTE
 from fairgate.errors import DataError
-from tasks.io import Source, explain_scan_error, parse_source, register_source, sha256_of
+from tasks.io import Source, explain_scan_error, guard_input, parse_source, register_source, sha256_of
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
@@ -82,6 +82,7 @@ def proxy_attribute(policy: Policy) -> str | None:
 
 
 @task(name="stage inputs", cache_policy=NO_CACHE)
+@guard_input
 def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
     """Register the three inputs in a fresh DuckDB connection and create the ``stg_*`` views."""
     sources = {
@@ -153,6 +154,7 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
 
 
 @task(name="align", cache_policy=NO_CACHE)
+@guard_input
 def align_inputs(staged: Staged) -> Aligned:
     """Join the staged inputs, report the join, and return the aligned rows (contract column names)."""
     con, policy = staged.con, staged.policy

@@ -8,15 +8,21 @@ names the source and the fix.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn, ParamSpec, TypeVar
 
 import duckdb
 import pyarrow as pa
 
-from fairgate.errors import DataError
+from fairgate.errors import DataError, FairgateError
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 _DUCKDB_SUFFIXES = {".duckdb", ".ddb"}
@@ -187,3 +193,47 @@ def explain_scan_error(sources: list[Source], exc: duckdb.Error) -> DataError:
         return DataError(_explain_read_error(culprit, exc))
     names = ", ".join(s.label for s in sources)
     return DataError(f"reading the inputs ({names}) failed: {_first_line(exc)}")
+
+
+@dataclass(frozen=True)
+class InvalidInput:
+    """What an input task returns instead of raising when the input is unusable.
+
+    A raising Prefect task logs an ERROR traceback; bad input is the user's to fix, not a crash, so the task
+    completes with this value and the flow ends in a Failed state named ``InvalidInput`` carrying the message.
+    """
+
+    message: str
+
+    def raise_(self) -> NoReturn:
+        raise DataError(self.message)
+
+
+def guard_input(function: Callable[P, R]) -> Callable[P, R | InvalidInput]:
+    """Turn a FairgateError raised by ``function`` into an :class:`InvalidInput` return value."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | InvalidInput:
+        try:
+            return function(*args, **kwargs)
+        except FairgateError as exc:
+            return InvalidInput(exc.message)
+
+    return wrapper
+
+
+def write_demo_inputs(compas_csv: Path, workdir: Path) -> dict[str, Path]:
+    """Split the bundled COMPAS file into predictions, labels and attributes Parquet files (sql/demo_*.sql)."""
+    from tasks.align import render_sql  # local: align imports this module
+
+    con = duckdb.connect()
+    try:
+        con.read_csv(str(compas_csv), header=True, sep=",").create_view("compas_raw")
+        files = {}
+        for role in ("predictions", "labels", "attributes"):
+            path = workdir / f"compas_{role}.parquet"
+            con.sql(render_sql(f"demo_{role}")).to_parquet(str(path))
+            files[role] = path
+    finally:
+        con.close()
+    return files

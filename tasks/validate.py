@@ -29,6 +29,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import DataError
 from tasks.align import Aligned, Staged, quote_identifier, render_sql
+from tasks.io import guard_input
 
 _BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
 # A bounded column with more distinct values than this is certainly not binary / categorical as declared.
@@ -89,6 +90,7 @@ def _validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any], res
 
 
 @task(name="validate inputs", cache_policy=NO_CACHE)
+@guard_input
 def validate_inputs(staged: Staged) -> Validation:
     """Validate the three staged inputs; raise DataError on the first failed critical expectation."""
     gx = _gx()
@@ -134,6 +136,7 @@ def validate_inputs(staged: Staged) -> Validation:
 
 
 @task(name="validate aligned", cache_policy=NO_CACHE)
+@guard_input
 def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -> Validation:
     """Group sizes against min_group_size (severity warning: small groups are reported, not fatal)."""
     gx = _gx()

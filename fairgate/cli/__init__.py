@@ -1,0 +1,254 @@
+"""``fairgate``: the command line. Thin: parse options, run the ``fairness-audit`` flow, print, exit.
+
+Exit codes: 0 pass, 1 fail, 2 invalid input or configuration (message on stderr, no traceback, nothing
+written), 3 an internal error (a bug: please report it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+# Before Prefect is imported: its ephemeral server's telemetry heartbeat writes to the SQLite database while
+# the flow run does, and logs "database is locked" tracebacks. Off unless the user turned it on.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from fairgate.errors import FairgateError  # noqa: E402
+
+EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+DEMO_POLICY = PACKAGE_DIR / "policies" / "compas_demo.yaml"
+DEMO_DATA = PACKAGE_DIR / "data" / "compas" / "compas-scores-two-years.csv"
+DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
+
+app = typer.Typer(
+    name="fairgate",
+    help="Fairness checker for ML models: audit predictions against a policy; the exit code gates deployment.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+trail_app = typer.Typer(help="The audit trail: list, show and verify recorded runs.", no_args_is_help=True)
+app.add_typer(trail_app, name="trail")
+
+_out = Console()
+_err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
+    _err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _precheck(policy: Path, predictions: str, labels: str, attributes: str) -> None:
+    """Fail fast (before Prefect starts) on a bad policy or a missing input file."""
+    from tasks.audit import read_policy
+    from tasks.io import InvalidInput, parse_source
+
+    checked = read_policy.fn(policy)
+    if isinstance(checked, InvalidInput):
+        _fail(checked.message)
+    try:
+        for role, text in (("predictions", predictions), ("labels", labels), ("attributes", attributes)):
+            parse_source(role, text)
+    except FairgateError as exc:
+        _fail(exc.message)
+
+
+def _run_audit(
+    *,
+    policy: Path,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    out: Path | None,
+    model: str | None,
+    model_version: str | None,
+    trail: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> NoReturn:
+    _precheck(policy, predictions, labels, attributes)
+    from flows.audit import INVALID_INPUT, fairness_audit
+
+    parameters: dict[str, Any] = {
+        "policy": str(policy),
+        "predictions": predictions,
+        "labels": labels,
+        "attributes": attributes,
+        "out_dir": str(out) if out else None,
+        "model_name": model,
+        "model_version": model_version,
+        "trail": str(trail) if trail else None,
+    }
+    if quiet or as_json:
+        state = fairness_audit(**parameters, return_state=True)
+    else:
+        with _err.status("running the fairness-audit flow (align, validate, cube, metrics, verdict)"):
+            state = fairness_audit(**parameters, return_state=True)
+    if state.is_failed():
+        if state.name == INVALID_INPUT:
+            _fail(state.message or "invalid input")
+        _fail(f"the audit crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
+    summary = state.result()
+    if as_json:
+        sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
+    elif not quiet:
+        _print_summary(summary)
+    raise typer.Exit(summary["exit_code"])
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    document = summary["document"]
+    table = Table(title="fairness results", show_lines=False)
+    for column in ("metric", "slicing", "value", "CI", "threshold", "status"):
+        table.add_column(column)
+    for r in document.get("results", []):
+        value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
+        ci = "" if r.get("ci_low") is None else f"{r['ci_low']:.3f} .. {r['ci_high']:.3f}"
+        status = r.get("status", "")
+        colour = {"pass": "green", "fail": "red"}.get(status, "yellow")
+        flag = " (uncertain)" if r.get("uncertain") else ""
+        table.add_row(
+            r.get("metric", ""), " x ".join(r.get("slicing") or []) or "(all)", value, ci,
+            str(r.get("threshold")), f"[{colour}]{status}[/]{flag}",
+        )
+    _out.print(table)
+    verdict = document["verdict"]
+    _out.print(f"verdict: [bold {'green' if verdict == 'pass' else 'red'}]{verdict.upper()}[/]")
+    for kind, path in summary["outputs"].items():
+        _out.print(f"{kind}: {path}", highlight=False)
+    report = summary.get("report") or {}
+    for kind in ("html", "pdf"):
+        if report.get(kind):
+            _out.print(f"{kind}: {report[kind]}", highlight=False)
+    _out.print(f"audit trail: {summary['trail']['trail']} (run {summary['trail']['seq']})", highlight=False)
+
+
+@app.command()
+def audit(
+    policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML).")],
+    predictions: Annotated[str, typer.Option(help="Predictions: CSV/Parquet file, or DB::TABLE.")],
+    labels: Annotated[str, typer.Option(help="Ground-truth labels: CSV/Parquet file, or DB::TABLE.")],
+    attributes: Annotated[str, typer.Option(help="Sensitive attributes: CSV/Parquet file, or DB::TABLE.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name for the record.")] = None,
+    model_version: Annotated[str | None, typer.Option("--model-version", help="Model version.")] = None,
+    trail: Annotated[Path | None, typer.Option("--trail", help="Audit trail file (default: in --out).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the audit document on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+) -> None:
+    """Audit a model's predictions against a fairness policy. Exit 0 pass, 1 fail, 2 invalid input."""
+    _run_audit(
+        policy=policy, predictions=predictions, labels=labels, attributes=attributes, out=out, model=model,
+        model_version=model_version, trail=trail, as_json=as_json, quiet=quiet,
+    )
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("fairness_reports"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the audit document on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+) -> None:
+    """Audit the bundled COMPAS risk scores (ProPublica data) with the bundled demo policy."""
+    from tasks.io import write_demo_inputs
+
+    workdir = Path(tempfile.mkdtemp(prefix="fairgate-demo-"))
+    try:
+        files = write_demo_inputs(DEMO_DATA, workdir)
+        if not (quiet or as_json):
+            _err.print(f"demo: COMPAS ({DEMO_DATA.name}) split into {', '.join(p.name for p in files.values())}")
+        _run_audit(
+            policy=DEMO_POLICY, predictions=str(files["predictions"]), labels=str(files["labels"]),
+            attributes=str(files["attributes"]), out=out, model="compas", model_version="northpointe-2013",
+            trail=None, as_json=as_json, quiet=quiet,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+TrailOption = Annotated[Path, typer.Option("--trail", help="The audit trail file.")]
+
+
+@trail_app.command("list")
+def trail_list(
+    trail: TrailOption = DEFAULT_TRAIL,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List the recorded runs, oldest first."""
+    from tasks.trail import list_runs
+
+    runs = _trail_call(list_runs, trail)
+    if as_json:
+        sys.stdout.write(json.dumps(runs, indent=2, default=str) + "\n")
+        return
+    table = Table(title=str(trail))
+    for column in ("seq", "run_id", "recorded_at", "model", "verdict", "rows", "hash"):
+        table.add_column(column)
+    for run in runs:
+        table.add_row(
+            str(run["seq"]), run["run_id"], run["recorded_at"], f"{run['model_name']} {run['model_version']}",
+            run["verdict"], str(run["n_rows"]), run["run_hash"][:12],
+        )
+    _out.print(table)
+
+
+@trail_app.command("show")
+def trail_show(
+    run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
+    trail: TrailOption = DEFAULT_TRAIL,
+) -> None:
+    """Print one recorded run (its row, inputs, validation, and audit document) as JSON."""
+    from tasks.trail import show_run
+
+    sys.stdout.write(json.dumps(_trail_call(show_run, trail, run), indent=2, default=str) + "\n")
+
+
+@trail_app.command("verify")
+def trail_verify(
+    trail: TrailOption = DEFAULT_TRAIL,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recompute the hash chains; exit 1 if any row was edited or deleted."""
+    from tasks.trail import verify
+
+    report = _trail_call(verify, trail)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif report["ok"]:
+        _out.print(f"[green]intact[/]: {report['runs']} runs, {report['deliveries']} deliveries; head {report['head']}")
+    else:
+        _err.print(f"[bold red]TAMPERED[/]: {trail}")
+        for problem in report["problems"]:
+            _err.print(f"  - {problem}", highlight=False)
+    raise typer.Exit(0 if report["ok"] else 1)
+
+
+def _trail_call(function: Any, *args: Any) -> Any:
+    try:
+        return function(*args)
+    except FairgateError as exc:
+        _fail(exc.message)
+
+
+if importlib.util.find_spec("fairgate.cli.proxy_cmd") is not None:
+    from fairgate.cli import proxy_cmd
+
+    app.command("proxy")(proxy_cmd.proxy)
+
+
+def main() -> None:
+    """Console entry point (``fairgate``)."""
+    app()

@@ -1,0 +1,119 @@
+"""Engine adapters: load the policy, hand the aligned rows to the engine step by step, publish artifacts.
+
+Each task is a thin call into ``fairgate``; the metric task is mapped once per slicing by the flow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+import fairgate
+from fairgate.errors import PolicyError
+from tasks.io import guard_input
+
+Slicing = tuple[str, ...]
+
+
+@task(name="read policy", cache_policy=NO_CACHE)
+@guard_input
+def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
+    """Read and parse the policy file; return the policy and its text (recorded verbatim in the trail)."""
+    if not path.exists():
+        raise PolicyError(f"policy file {str(path)!r} does not exist; pass --policy with a fairgate policy YAML")
+    if not path.is_file():
+        raise PolicyError(f"--policy {str(path)!r} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PolicyError(f"policy file {path} is not UTF-8 text; save it as UTF-8 YAML") from None
+    if not text.strip():
+        raise PolicyError(f"policy file {path} is empty; see the policy reference in the README")
+    return fairgate.Policy.from_yaml(text, source=str(path)), text
+
+
+def engine_frame(aligned: pa.Table, policy: fairgate.Policy) -> pa.Table:
+    """Rename the contract columns (y_true, y_pred, score, weight) to the names the policy gives the engine."""
+    cols = policy.columns
+    mapping = {"y_true": cols.y_true, "y_pred": cols.y_pred, "score": cols.score}
+    if cols.weight:
+        mapping["weight"] = cols.weight
+    return aligned.rename_columns([mapping.get(name, name) for name in aligned.column_names])
+
+
+@task(name="build cube", cache_policy=NO_CACHE)
+@guard_input
+def build_cube(frame: pa.Table, policy: fairgate.Policy) -> fairgate.Cube:
+    return fairgate.build_cube(frame, policy, source="the aligned rows")
+
+
+@task(name="plan slicings", cache_policy=NO_CACHE)
+def plan_slicings(cube: fairgate.Cube, policy: fairgate.Policy) -> tuple[list[Slicing], np.ndarray]:
+    """The slicings to audit, and the bootstrap replicates they all share (drawn once, from the cube)."""
+    replicates = fairgate.draw_replicates(cube, policy.statistics.n_bootstrap, policy.statistics.seed)
+    return fairgate.plan_slicings(cube, policy), replicates
+
+
+@task(name="metrics", task_run_name="metrics {slicing}", cache_policy=NO_CACHE)
+def compute_slicing(
+    cube: fairgate.Cube, slicing: Slicing, policy: fairgate.Policy, replicates: np.ndarray
+) -> fairgate.SlicingResult:
+    return fairgate.compute_slicing(cube, slicing, policy, replicates=replicates)
+
+
+@task(name="adjudicate", cache_policy=NO_CACHE)
+def adjudicate(
+    cube: fairgate.Cube,
+    parts: list[fairgate.SlicingResult],
+    policy: fairgate.Policy,
+    model: fairgate.ModelInfo,
+    run_id: str,
+    context: dict[str, Any],
+) -> dict[str, Any]:
+    return fairgate.adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context).to_dict()
+
+
+def cube_cells(cube: fairgate.Cube) -> list[dict[str, Any]]:
+    """The cube's cells as plain rows, for the audit trail (small: its size depends on cardinalities only)."""
+    return cube.cells.to_dicts()
+
+
+@task(name="publish artifacts", cache_policy=NO_CACHE)
+def publish_artifacts(document: dict[str, Any]) -> None:
+    """The verdict (markdown) and the metric table as Prefect artifacts of the flow run."""
+    detail = document.get("verdict_detail") or {}
+    model = document.get("model") or {}
+    lines = [
+        f"# Fairness verdict: **{str(document.get('verdict')).upper()}**",
+        "",
+        f"Model `{model.get('name')}` version `{model.get('version')}`, run `{document.get('run_id')}`, "
+        f"{document.get('n_rows')} rows.",
+        f"{detail.get('n_failed', 0)} of {detail.get('n_results', 0)} results failed (fail_on: "
+        f"{detail.get('fail_on')}).",
+    ]
+    create_markdown_artifact("\n".join(lines), key="fairness-verdict", description="fairgate verdict")
+    table = [
+        {
+            "metric": r.get("metric"),
+            "slicing": " x ".join(r.get("slicing") or []) or "(all)",
+            "value": _round(r.get("value")),
+            "ci_low": _round(r.get("ci_low")),
+            "ci_high": _round(r.get("ci_high")),
+            "threshold": r.get("threshold"),
+            "status": r.get("status"),
+            "uncertain": r.get("uncertain"),
+            "worst_group": str(r.get("worst_group")),
+        }
+        for r in document.get("results", [])
+    ]
+    create_table_artifact(table, key="fairness-metrics", description="fairgate metric results")
+
+
+def _round(value: Any) -> Any:
+    return None if value is None else round(float(value), 4)

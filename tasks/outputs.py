@@ -1,0 +1,119 @@
+"""Writing the audit's machine outputs: the JSON document and JUnit XML, each atomically.
+
+Atomic = written to a temporary file in the same folder, flushed to disk, then renamed over the target, so a
+reader (or a run killed mid-way) never sees half a file. JUnit XML makes CI systems show each failed metric as
+a failed test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+
+def output_stem(document: dict[str, Any]) -> str:
+    """File name stem carrying model, version and run id (same rule as the report's file names).
+
+    >>> output_stem({"model": {"name": "credit risk/v2", "version": "3.1"}, "run_id": "r-9"})
+    'fairness_credit_risk_v2_3.1_r-9'
+    """
+    model = document.get("model") or {}
+    parts = ["fairness", str(model.get("name") or "model"), str(model.get("version") or "unversioned"),
+             str(document.get("run_id") or "norun")]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("._")[:180]
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o644 & ~_umask())  # mkstemp makes 0600; outputs are ordinary files
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def junit_xml(document: dict[str, Any]) -> str:
+    """One ``<testcase>`` per judged (metric, slicing): failure for FAIL, skipped for insufficient data."""
+    results = document.get("results", [])
+    suite = ET.Element(
+        "testsuite",
+        name=f"fairgate {(document.get('model') or {}).get('name') or 'model'}",
+        tests=str(len(results)),
+        failures=str(sum(r.get("status") == "fail" for r in results)),
+        skipped=str(sum(r.get("status") == "insufficient_data" for r in results)),
+        errors="0",
+    )
+    for r in results:
+        slicing = " x ".join(r.get("slicing") or [])
+        case = ET.SubElement(suite, "testcase", classname=f"fairness.{slicing}", name=str(r.get("metric")))
+        detail = (
+            f"{r.get('metric')} on {slicing} = {r.get('value')} (CI {r.get('ci_low')} .. {r.get('ci_high')}), "
+            f"threshold {r.get('threshold')} ({r.get('direction')}); worst group {r.get('worst_group')}"
+        )
+        if r.get("status") == "fail":
+            ET.SubElement(case, "failure", message=detail, type="FairnessThresholdFailed").text = detail
+        elif r.get("status") == "insufficient_data":
+            ET.SubElement(case, "skipped", message="insufficient data: groups below min_group_size")
+        else:
+            ET.SubElement(case, "system-out").text = detail
+    suites = ET.Element("testsuites", name="fairgate")
+    suites.append(suite)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+@task(name="write outputs", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
+    """Write the JSON document and its JUnit XML rendering into ``out_dir``."""
+    stem = output_stem(document)
+    # JUnit always: it is small, and CI systems pick it up to show failed metrics as failed tests.
+    return {
+        "json": str(write_atomic(out_dir / f"{stem}.json", json.dumps(document, indent=2).encode())),
+        "junit": str(write_atomic(out_dir / f"{stem}.junit.xml", junit_xml(document).encode())),
+    }
+
+
+def staging_dir(out_dir: Path, run_id: str) -> Path:
+    """A hidden folder inside ``out_dir`` where a run writes everything before it is complete."""
+    return out_dir / f".partial-{run_id}"
+
+
+@task(name="promote outputs", cache_policy=NO_CACHE)
+def promote_outputs(staging: Path, out_dir: Path) -> dict[str, str]:
+    """Move a finished run's files from its staging folder into ``out_dir`` (renames, same file system)."""
+    moved: dict[str, str] = {}
+    for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+        target = out_dir / path.relative_to(staging)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        moved[str(path)] = str(target)
+    discard_staging(staging)
+    return moved
+
+
+def discard_staging(staging: Path) -> None:
+    """Remove a run's staging folder (after promotion, or when the run failed)."""
+    shutil.rmtree(staging, ignore_errors=True)
