@@ -163,6 +163,10 @@ def _group_label(group: dict[str, str] | None) -> str | None:
     return ", ".join(f"{k}={v}" for k, v in group.items())
 
 
+def _group_key(group: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in (group or {}).items()))
+
+
 def _known_use_case(use_case: str | None) -> str | None:
     if use_case is None:
         return None
@@ -195,16 +199,21 @@ def priority_note(use_case: str | None) -> dict[str, Any]:
             "note": note}
 
 
-def recommend(result_doc: dict[str, Any], use_case: str | None = None) -> list[dict[str, Any]]:
+def recommend(
+    result_doc: dict[str, Any], use_case: str | None = None, *, min_cell_size: int = 10
+) -> list[dict[str, Any]]:
     """One mitigation per failed (metric, slicing), most severe first, then the use-case priority note.
 
-    ``use_case`` falls back to the document's (``use_case`` or ``policy.use_case``).
+    ``use_case`` falls back to the document's (``use_case`` or ``policy.use_case``). A worst-off group with
+    fewer than ``min_cell_size`` people is not named (the report suppresses it too).
     """
     if use_case is None:
         use_case = result_doc.get("use_case") or (result_doc.get("policy") or {}).get("use_case")
     priority = priority_note(use_case)
     prioritised = set(priority["priority_metrics"])
     base_rates_differ = bool((result_doc.get("diagnostics") or {}).get("impossibility"))
+    sizes = {(tuple(g.get("slicing", [])), _group_key(g.get("group"))): g.get("n")
+             for g in result_doc.get("groups", [])}
     recs: list[dict[str, Any]] = []
     for result in result_doc.get("results", []):
         if result.get("status") != "fail":
@@ -218,7 +227,10 @@ def recommend(result_doc: dict[str, Any], use_case: str | None = None) -> list[d
         )
         info = _TECHNIQUES[technique]
         slicing = list(result.get("slicing", []))
+        worst_n = sizes.get((tuple(slicing), _group_key(result.get("worst_group"))))
         worst = _group_label(result.get("worst_group"))
+        if worst_n is not None and worst_n < min_cell_size:
+            worst = "a small group (suppressed in the report)"
         reason = f"{metric} fails on {_slicing_label(slicing)}"
         if result.get("value") is not None and result.get("threshold") is not None:
             reason += f" ({result['value']:.3g} against a threshold of {result['threshold']:.3g})"
@@ -239,6 +251,7 @@ def recommend(result_doc: dict[str, Any], use_case: str | None = None) -> list[d
             "stage": info["stage"],
             "title": info["title"],
             "constraint": constraint,
+            "summary": why[0].upper() + why[1:] + ".",
             "reason": reason,
             "how": info["how"],
             "critical": bool(result.get("critical")),

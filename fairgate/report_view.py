@@ -181,6 +181,7 @@ class Recommendation:
     slicing_label: str
     title: str
     stage: str
+    summary: str
     reason: str
     how: str
     critical: bool
@@ -298,12 +299,13 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
 
     recs_raw = doc.get("recommendations")
     if not isinstance(recs_raw, list):
-        recs_raw = recommend(dict(doc), use_case)
+        recs_raw = recommend(dict(doc), use_case, min_cell_size=min_cell_size)
     priority = next((r for r in recs_raw if r.get("kind") == "use_case_priority"), None) or priority_note(use_case)
     recommendations = [
         Recommendation(
             metric_label=metric_label(r["metric"]), slicing_label=slicing_key(r.get("slicing", [])),
-            title=r["title"], stage=r.get("stage", ""), reason=r["reason"], how=r.get("how", ""),
+            title=r["title"], stage=r.get("stage", ""), summary=r.get("summary") or r["reason"],
+            reason=r["reason"], how=r.get("how", ""),
             critical=bool(r.get("critical")), prioritised=bool(r.get("prioritised_for_use_case")),
         )
         for r in recs_raw
@@ -436,6 +438,11 @@ def _section(slicing: tuple[str, ...], rows: Sequence[Mapping[str, Any]], result
              reference: tuple[tuple[str, str], ...] | None) -> SlicingSection:
     present = {m for r in rows for m in (r.get("metrics") or {})}
     metric_names = [m for m in TABLE_METRICS if m in present]
+    if len(slicing) > 1:
+        # Intersections can hold hundreds of groups: their tables keep the metrics the policy judges (and the
+        # selection rate), which is what a reviewer compares there; the attribute tables carry the rest.
+        judged = {"selection_rate"} | {b for r in results for b in base_metrics(r.metric)}
+        metric_names = [m for m in metric_names if m in judged]
     group_rows = []
     for r in sorted(rows, key=lambda r: -(r.get("n") or 0)):
         gk = _gkey(r["group"])

@@ -1,34 +1,167 @@
-"""Render the audit result as HTML (Jinja2) and PDF (WeasyPrint). Work in progress."""
+"""Render the audit result as HTML (Jinja2) and PDF (WeasyPrint), and write the files atomically.
+
+Reads only the audit result document (never rows), so the cost does not depend on the row count. The HTML is
+self-contained (inline CSS, charts as SVG data URIs) and the PDF renderer is given a URL fetcher that refuses
+everything but inline ``data:`` URLs, so rendering never touches the network.
+"""
 
 from __future__ import annotations
 
-import html as _html
+import base64
+import logging
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from prefect import task
+from weasyprint import HTML
+from weasyprint.urls import URLFetcher
 
-def output_stem(doc: dict[str, Any]) -> str:
+from fairgate.report_view import ReportView, build_view
+from tasks import charts as chart_lib
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "reports"
+log = logging.getLogger(__name__)
+
+
+class OfflineFetchError(ValueError):
+    """The report tried to load a resource from outside the document; reports must render offline."""
+
+
+def output_stem(doc: Mapping[str, Any]) -> str:
+    """File name stem carrying model, version and run id, safe on every file system.
+
+    >>> output_stem({"model": {"name": "credit risk/v2", "version": "3.1"}, "run_id": "r-9"})
+    'fairness_credit_risk_v2_3.1_r-9'
+    """
     model = doc.get("model") or {}
-    parts = ["fairness", str(model.get("name", "model")), str(model.get("version", "")), str(doc.get("run_id", ""))]
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(p for p in parts if p))
+    parts = ["fairness", str(model.get("name") or "model"), str(model.get("version") or "unversioned"),
+             str(doc.get("run_id") or "norun")]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("._")[:180]
 
 
-def render_html(doc: dict[str, Any]) -> str:
-    model = doc.get("model") or {}
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>fairgate report</title></head><body>"
-        f"<h1>Fairness audit: {_html.escape(str(model.get('name')))} {_html.escape(str(model.get('version')))}</h1>"
-        f"<p>Verdict: {_html.escape(str(doc.get('verdict')).upper())}</p></body></html>"
+def _environment() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(TEMPLATE_DIR),
+        autoescape=select_autoescape(["html", "j2", "html.j2"], default_for_string=True, default=True),
+        undefined=StrictUndefined,  # a missing field is a bug in the view model, not an empty cell
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
+def _data_uri(svg: str) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def render_charts(view: ReportView) -> dict[str, str]:
+    """Every chart of the report as an SVG data URI, keyed by its place in the template.
+
+    Curves go on attribute slicings (and small intersections); intersections get a heatmap instead, so the
+    number of charts, and the rendering time, stays bounded however many subgroups there are.
+    """
+    out: dict[str, str | None] = {"breakdown": chart_lib.breakdown_chart(view.breakdowns, view.min_cell_size)}
+    small = {s.key for s in view.sections if not s.intersection or len(s.groups) <= chart_lib.MAX_SERIES}
+    for section in view.sections:
+        if section.key in small:
+            out[f"rates:{section.key}"] = chart_lib.rates_chart(section)
+    for curves in view.roc:
+        if curves.key in small:
+            out[f"roc:{curves.key}"] = chart_lib.roc_chart(curves)
+    for curves in view.calibration:
+        if curves.key in small:
+            out[f"calibration:{curves.key}"] = chart_lib.calibration_chart(curves)
+    for heatmap in view.heatmaps:
+        out[f"heatmap:{heatmap.key}"] = chart_lib.heatmap_chart(heatmap, view.min_cell_size)
+    return {key: _data_uri(svg) for key, svg in out.items() if svg}
+
+
+def render_html(view: ReportView, charts: Mapping[str, str] | None = None) -> str:
+    """The report as one self-contained HTML page."""
+    template = _environment().get_template("base.html.j2")
+    return template.render(view=view, charts=dict(render_charts(view) if charts is None else charts))
+
+
+class OfflineURLFetcher(URLFetcher):
+    """WeasyPrint URL fetcher for inline ``data:`` URLs only: anything else stops the rendering, never fetches.
+
+    ``requested`` lists every URL the document asked for (tests check that none leaves the document).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(allowed_protocols={"data"}, fail_on_errors=True, allow_redirects=False)
+        self.requested: list[str] = []
+
+    def fetch(self, url: str, headers: Any = None) -> Any:
+        self.requested.append(url)
+        if not url.startswith("data:"):
+            raise OfflineFetchError(f"report tried to fetch {url!r}; reports must be self-contained")
+        return super().fetch(url, headers)
+
+
+def html_to_pdf(html: str, fetcher: OfflineURLFetcher | None = None) -> bytes:
+    # base_url=None: relative links cannot resolve to local files either.
+    document = HTML(string=html, base_url=None, url_fetcher=fetcher or OfflineURLFetcher())
+    return document.write_pdf(pdf_identifier=b"fairgate") or b""
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """Write to a temporary file beside ``path`` then rename, so readers never see half a report."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def build_report_files(
+    result_doc: Mapping[str, Any],
+    *,
+    out_dir: Path,
+    formats: Iterable[str] = ("html", "pdf"),
+    min_cell_size: int = 10,
+    use_case: str | None = None,
+) -> dict[str, Path | None]:
+    """Render the requested formats ("html", "pdf") into ``out_dir``; JSON is written by the audit flow."""
+    wanted = set(formats)
+    paths: dict[str, Path | None] = {"html": None, "pdf": None}
+    if not wanted & {"html", "pdf"}:
+        return paths
+    view = build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case)
+    html = render_html(view)
+    stem = output_stem(result_doc)
+    pdf = html_to_pdf(html) if "pdf" in wanted else None  # render both before writing either
+    if "html" in wanted:
+        paths["html"] = write_text_atomic(Path(out_dir) / f"{stem}.html", html)
+    if pdf is not None:
+        paths["pdf"] = write_bytes_atomic(Path(out_dir) / f"{stem}.pdf", pdf)
+    log.info("report written: %s", ", ".join(str(p) for p in paths.values() if p))
+    return paths
+
+
+@task(name="render-report", task_run_name="render-report-{result_doc[run_id]}")
+def render_report(
+    result_doc: dict[str, Any],
+    out_dir: Path,
+    formats: list[str],
+    min_cell_size: int = 10,
+    use_case: str | None = None,
+) -> dict[str, Path | None]:
+    """Prefect task: render the HTML/PDF report files (no retries: rendering is deterministic)."""
+    return build_report_files(result_doc, out_dir=out_dir, formats=formats, min_cell_size=min_cell_size,
+                              use_case=use_case)

@@ -1,0 +1,235 @@
+"""Charts for the report, drawn with matplotlib from the view model and returned as SVG text.
+
+They read only the view model, where small cells are already suppressed, so no chart can show a group (or a
+calibration bin) under the minimum cell size. Text stays text in the SVG (``svg.fonttype: none``): the PDF is
+searchable and the fonts are the report's local ones.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: charts are files, never windows
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from fairgate.report_view import (  # noqa: E402
+    Breakdown,
+    CurveSet,
+    Heatmap,
+    SlicingSection,
+    base_metrics,
+)
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+INK, MUTED, GRID, FAIL, PASS = "#1f2933", "#6b7280", "#e5e7eb", "#b42318", "#067647"
+MAX_SERIES = 8  # curves per chart: more are unreadable; the tables carry the rest
+MAX_BARS = 24
+
+_STYLE = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "fairgate",  # stable element ids: identical input gives identical SVG
+    "font.family": "DejaVu Sans",
+    "font.size": 7.5,
+    "axes.edgecolor": MUTED,
+    "axes.labelcolor": INK,
+    "axes.titlesize": 8.5,
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": GRID,
+    "grid.linewidth": 0.6,
+    "xtick.color": MUTED,
+    "ytick.color": MUTED,
+    "legend.frameon": False,
+    "legend.fontsize": 6.8,
+    "figure.dpi": 100,
+}
+
+
+@contextmanager
+def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list]]:
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
+        try:
+            yield fig, list(axes[0])
+        finally:
+            plt.close(fig)
+
+
+def to_svg(fig: Figure) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": "fairgate"})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and doctype: the SVG is embedded
+
+
+def _short(label: str, width: int = 28) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def roc_chart(curves: CurveSet) -> str | None:
+    """ROC curves by group (largest groups first), with the chance diagonal."""
+    shown = sorted(curves.curves, key=lambda c: -c.n)[:MAX_SERIES]
+    if not shown:
+        return None
+    with _figure(3.4, 2.9) as (fig, (ax,)):
+        ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8)
+        for i, curve in enumerate(shown):
+            ax.plot(curve.x, curve.y, color=PALETTE[i % len(PALETTE)], linewidth=1.3,
+                    label=f"{_short(curve.label)} (n={curve.n:,})")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="False positive rate", ylabel="True positive rate")
+        ax.set_title(f"ROC by {curves.key}")
+        ax.legend(loc="lower right")
+        return to_svg(fig)
+
+
+def calibration_chart(curves: CurveSet) -> str | None:
+    """Reliability curves by group: observed positive fraction against mean score, per score bin."""
+    shown = [c for c in sorted(curves.curves, key=lambda c: -c.n) if c.x][:MAX_SERIES]
+    if not shown:
+        return None
+    with _figure(3.4, 2.9) as (fig, (ax,)):
+        ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8, label="perfect calibration")
+        for i, curve in enumerate(shown):
+            ax.plot(curve.x, curve.y, color=PALETTE[i % len(PALETTE)], linewidth=1.2, marker="o",
+                    markersize=2.5, label=_short(curve.label))
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="Mean predicted score", ylabel="Observed fraction positive")
+        ax.set_title(f"Calibration by {curves.key}")
+        ax.legend(loc="upper left")
+        return to_svg(fig)
+
+
+_RATE_PANELS = (("selection_rate", "Selection rate"), ("false_positive_rate", "False positive rate"),
+                ("false_negative_rate", "False negative rate"))
+
+
+def _threshold_line(section: SlicingSection, metric: str, values: list[float]) -> tuple[float, str] | None:
+    """Where a group's rate would breach the policy, given the other groups (drawn as a dashed line).
+
+    Selection rate: the ratio threshold times the highest rate (four-fifths rule), or the highest rate minus a
+    difference threshold. Error rates: the lowest rate plus the difference threshold.
+    """
+    if not values:
+        return None
+    aliases = {metric, "true_positive_rate"} if metric == "false_negative_rate" else {metric}
+    for result in section.results:
+        if result.threshold is None or not aliases & set(base_metrics(result.metric)):
+            continue
+        if result.metric.endswith("_ratio"):
+            return max(values) * result.threshold, f"{result.threshold:g} × highest"
+        if metric == "selection_rate":
+            return max(values) - result.threshold, f"highest − {result.threshold:g}"
+        return min(values) + result.threshold, f"lowest + {result.threshold:g}"
+    return None
+
+
+def rates_chart(section: SlicingSection) -> str | None:
+    """Selection and error rates by group with CI bars and the policy threshold line."""
+    panels = [(m, t) for m, t in _RATE_PANELS if m in section.metric_names]
+    rows = [g for g in section.groups if not g.suppressed][:MAX_BARS]
+    if not panels or not rows:
+        return None
+    height = 0.8 + 0.19 * len(rows)
+    with _figure(7.2, height, ncols=len(panels)) as (fig, axes):
+        y = np.arange(len(rows))
+        for ax, (metric, title) in zip(axes, panels, strict=True):
+            col = section.metric_names.index(metric)
+            cells = [g.cells[col] for g in rows]
+            values = [c.value for c in cells]
+            defined = [v for v in values if v is not None]
+            x = np.array([np.nan if v is None else v for v in values])
+            low = np.array([np.nan if c.ci_low is None or c.value is None else c.value - c.ci_low for c in cells])
+            high = np.array([np.nan if c.ci_high is None or c.value is None else c.ci_high - c.value
+                             for c in cells])
+            ax.errorbar(x, y, xerr=[np.nan_to_num(low), np.nan_to_num(high)], fmt="o", color=PALETTE[0],
+                        ecolor="#94a3b8", elinewidth=1.2, capsize=1.8, markersize=3.2)
+            line = _threshold_line(section, metric, defined)
+            if line is not None and 0 <= line[0] <= 1:
+                ax.axvline(line[0], color=FAIL, linestyle="--", linewidth=0.9)
+                right = line[0] > 0.55  # keep the label inside the panel
+                ax.annotate(f"threshold: {line[1]}", xy=(line[0], 1), xycoords=("data", "axes fraction"),
+                            xytext=(-3 if right else 3, -8), textcoords="offset points", fontsize=5.8,
+                            color=FAIL, ha="right" if right else "left")
+            ax.set_xlim(0, 1)
+            ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
+            ax.set_xticklabels(["0", "", "0.5", "", "1"])
+            ax.set_ylim(len(rows) - 0.5, -0.5)
+            ax.set_yticks(y)
+            ax.set_yticklabels([_short(g.label, 24) for g in rows] if ax is axes[0] else [])
+            ax.set_title(title)
+            ax.grid(axis="y", visible=False)
+        fig.subplots_adjust(wspace=0.12)  # bbox_inches="tight" trims the rest; tight_layout costs a draw
+        return to_svg(fig)
+
+
+def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
+    """The worst metric's base value over an intersection; suppressed cells are grey and unlabelled."""
+    if not heatmap.row_labels or not heatmap.col_labels:
+        return None
+    rows, cols = len(heatmap.row_labels), len(heatmap.col_labels)
+    data = np.array([[np.nan if v is None else v for v in row] for row in heatmap.values], dtype=float)
+    width = min(7.2, 1.6 + 0.55 * cols)
+    height = min(9.0, 0.9 + 0.28 * rows)
+    cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"])
+    cmap.set_bad("#d1d5db")
+    with _figure(width, height) as (fig, (ax,)):
+        image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=max(1e-9, np.nanmax(data))
+                          if np.isfinite(data).any() else 1, aspect="auto")
+        ax.grid(False)
+        ax.set_xticks(range(cols))
+        ax.set_xticklabels([_short(c, 18) for c in heatmap.col_labels], rotation=40 if cols > 4 else 0,
+                           ha="right" if cols > 4 else "center")
+        ax.set_yticks(range(rows))
+        ax.set_yticklabels([_short(r, 22) for r in heatmap.row_labels])
+        if rows * cols <= 120:
+            for i in range(rows):
+                for j in range(cols):
+                    if heatmap.suppressed[i][j]:
+                        text, color = f"<{min_cell_size}", MUTED
+                    elif np.isnan(data[i, j]):
+                        text, color = "–", MUTED
+                    else:
+                        text = f"{data[i, j]:.2f}"
+                        color = "white" if data[i, j] > 0.6 * np.nanmax(data) else INK
+                    ax.text(j, i, text, ha="center", va="center", fontsize=6.3, color=color)
+        ax.set_title(f"{heatmap.metric_label}: {heatmap.base_metric.replace('_', ' ')} over {heatmap.key}")
+        fig.colorbar(image, ax=ax, shrink=0.8, pad=0.02)
+        return to_svg(fig)
+
+
+def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | None:
+    """Who was evaluated: group sizes per attribute; suppressed groups are shown as such, without a bar."""
+    items = [b for b in breakdowns if b.labels]
+    if not items:
+        return None
+    tallest = max(len(b.labels) for b in items)
+    with _figure(7.2, 0.7 + 0.2 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
+        for ax, b in zip(axes, items, strict=True):
+            labels = b.labels[:MAX_BARS]
+            counts = [c if c is not None else 0 for c in b.counts[:MAX_BARS]]
+            y = np.arange(len(labels))
+            ax.barh(y, counts, color=PALETTE[0], height=0.65)
+            top = max(counts) if counts and max(counts) > 0 else 1
+            for yi, count, share in zip(y, b.counts[:MAX_BARS], b.shares[:MAX_BARS], strict=True):
+                text = f"<{min_cell_size} (suppressed)" if count is None else f"{count:,} ({share:.0%})"
+                ax.text((count or 0) + top * 0.02, yi, text, va="center", fontsize=6.3, color=INK)
+            ax.set_yticks(y)
+            ax.set_yticklabels([_short(label, 20) for label in labels])
+            ax.set_ylim(len(labels) - 0.5, -0.5)
+            ax.set_xlim(0, top * 1.45)
+            ax.set_title(b.attribute)
+            ax.grid(axis="y", visible=False)
+            ax.tick_params(axis="x", labelsize=6)
+        fig.subplots_adjust(wspace=0.55)
+        return to_svg(fig)
