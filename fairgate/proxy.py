@@ -919,7 +919,12 @@ def stale_attributes(collected_at: pl.Series, *, as_of: dt.date, max_age_days: i
     The median (not the oldest record) decides, so a few old records do not flag a fresh dataset; the share
     of records older than ``max_age_days`` is reported beside it.
     """
-    dates = collected_at.cast(pl.Date, strict=False) if collected_at.dtype != pl.Date else collected_at
+    if collected_at.dtype == pl.String:
+        dates = collected_at.str.to_date(strict=False)
+    elif collected_at.dtype == pl.Date:
+        dates = collected_at
+    else:
+        dates = collected_at.cast(pl.Date, strict=False)  # datetimes
     n_unparsed = int(dates.is_null().sum() - collected_at.is_null().sum())
     valid = dates.drop_nulls()
     if valid.len() == 0:
