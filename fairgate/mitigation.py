@@ -148,7 +148,9 @@ _USE_CASES: dict[str, tuple[list[str], str]] = {
         "prioritise demographic parity.",
     ),
 }
-_USE_CASE_ALIASES = {"recidivism": "criminal_justice", "justice": "criminal_justice", "recruiting": "hiring",
+_USE_CASE_ALIASES = {"recidivism": "criminal_justice", "justice": "criminal_justice", "pretrial": "criminal_justice",
+                     "pretrial_risk_assessment": "criminal_justice", "bail": "criminal_justice",
+                     "sentencing": "criminal_justice", "parole": "criminal_justice", "recruiting": "hiring",
                      "employment": "hiring", "health": "healthcare", "medical": "healthcare",
                      "admissions": "education", "ads": "advertising", "loans": "lending"}
 
@@ -211,7 +213,10 @@ def recommend(
         use_case = result_doc.get("use_case") or (result_doc.get("policy") or {}).get("use_case")
     priority = priority_note(use_case)
     prioritised = set(priority["priority_metrics"])
-    base_rates_differ = bool((result_doc.get("diagnostics") or {}).get("impossibility"))
+    diagnostics = result_doc.get("diagnostics") or {}
+    base_rates_differ = bool(diagnostics.get("impossibility")) or any(
+        isinstance(item, dict) and item.get("differ") for item in diagnostics.get("base_rates") or []
+    )
     sizes = {(tuple(g.get("slicing", [])), _group_key(g.get("group"))): g.get("n")
              for g in result_doc.get("groups", [])}
     recs: list[dict[str, Any]] = []

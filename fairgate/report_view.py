@@ -189,6 +189,45 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
+class Action:
+    """A first-page action: one mitigation for one metric, over every slicing where that metric failed."""
+
+    title: str
+    stage: str
+    metric_label: str
+    slicings: list[str]
+    summary: str
+    reason: str  # the full reason for the most severe of its failures
+    how: str
+    critical: bool
+    prioritised: bool
+
+
+@dataclass(frozen=True)
+class ScoreCell:
+    text: str
+    status: str
+    uncertain: bool
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    slicing_label: str
+    anchor: str
+    cells: list[ScoreCell]
+
+
+@dataclass(frozen=True)
+class ScoreCard:
+    """Every judged result at a glance: one row per slicing, one column per policy metric."""
+
+    metric_labels: list[str]
+    thresholds: list[str]
+    critical: list[bool]
+    rows: list[ScoreRow]
+
+
+@dataclass(frozen=True)
 class KeyValue:
     key: str
     value: str
@@ -244,6 +283,9 @@ class ReportView:
     min_cell_size: int
     use_case: str
     failures: list[ResultRow]
+    headline_failures: list[ResultRow]  # the most severe failure of each metric
+    scorecard: ScoreCard
+    actions: list[Action]
     watch: list[ResultRow]  # passes whose CI crosses the threshold
     recommendations: list[Recommendation]
     use_case_note: str
@@ -347,7 +389,7 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
         n_rows_text=fmt_count(doc.get("n_rows")),
         data_window=_data_window(doc),
         favorable_label=str(fav),
-        favorable_note=(
+        favorable_note=str(doc.get("favorable_label_note") or "") or (
             "The favourable outcome is label 1: selection rate and disparate impact count positive predictions."
             if str(fav) == "1" else
             f"The favourable outcome is label {fav} (e.g. 'low risk'): selection rate and disparate impact count "
@@ -357,13 +399,16 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
         min_cell_size=min_cell_size,
         use_case=str(use_case or "not stated"),
         failures=failures,
+        headline_failures=_headline(failures),
+        scorecard=_scorecard(results, sections),
+        actions=_actions(recommendations),
         watch=watch,
         recommendations=recommendations,
         use_case_note=str(priority.get("note", "")),
         priority_metrics=[metric_label(m) for m in priority.get("priority_metrics", [])],
         sections=sections,
         base_rates=_base_rates(doc, hide),
-        impossibility=_notes((doc.get("diagnostics") or {}).get("impossibility")),
+        impossibility=_impossibility(doc.get("diagnostics") or {}),
         simpson=_notes((doc.get("diagnostics") or {}).get("simpson")),
         worst_subgroups=_worst_subgroups((doc.get("diagnostics") or {}).get("worst_subgroups"), hide),
         insufficient=_insufficient(doc, hide, min_cell_size),
@@ -390,6 +435,53 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
         breakdowns=_breakdowns(sections),
         n_suppressed_total=n_suppressed_total,
     )
+
+
+def _headline(failures: list[ResultRow]) -> list[ResultRow]:
+    seen: set[str] = set()
+    out = []
+    for r in failures:
+        if r.metric not in seen:
+            seen.add(r.metric)
+            out.append(r)
+    return out
+
+
+def _scorecard(results: list[ResultRow], sections: list[SlicingSection]) -> ScoreCard:
+    metrics: list[str] = []
+    for r in results:
+        if r.metric not in metrics:
+            metrics.append(r.metric)
+    by_key = {(r.metric, tuple(r.slicing)): r for r in results}
+    first = {m: next(r for r in results if r.metric == m) for m in metrics}
+    anchors = {tuple(s.attributes): s.anchor for s in sections}
+    slicings: list[tuple[str, ...]] = []
+    for r in results:
+        if tuple(r.slicing) not in slicings:
+            slicings.append(tuple(r.slicing))
+    slicings.sort(key=len)
+    rows = []
+    for slicing in slicings:
+        cells = []
+        for m in metrics:
+            r = by_key.get((m, slicing))
+            cells.append(ScoreCell("" if r is None else r.value_text, "none" if r is None else r.status,
+                                   bool(r and r.uncertain)))
+        rows.append(ScoreRow(slicing_key(slicing), anchors.get(slicing, ""), cells))
+    return ScoreCard([metric_label(m) for m in metrics], [first[m].threshold_text for m in metrics],
+                     [any(r.critical for r in results if r.metric == m) for m in metrics], rows)
+
+
+def _actions(recommendations: list[Recommendation]) -> list[Action]:
+    grouped: dict[tuple[str, str], list[Recommendation]] = {}
+    for rec in recommendations:
+        grouped.setdefault((rec.metric_label, rec.title), []).append(rec)
+    return [
+        Action(title=recs[0].title, stage=recs[0].stage, metric_label=recs[0].metric_label,
+               slicings=[r.slicing_label for r in recs], summary=recs[0].summary, reason=recs[0].reason,
+               how=recs[0].how, critical=any(r.critical for r in recs), prioritised=recs[0].prioritised)
+        for recs in grouped.values()
+    ]
 
 
 def _gkey(group: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -560,7 +652,12 @@ def _worst_subgroups(items: Any, hide: Any) -> list[NoteRow]:
     for item in items or []:
         if isinstance(item, Mapping) and hide(item.get("slicing") or [], item.get("group")):
             continue
-        if isinstance(item, Mapping) and item.get("n") is not None and item.get("group") is None:
+        if isinstance(item, Mapping) and item.get("metric") and item.get("group"):
+            slicing = item.get("slicing") or []
+            n = item.get("n")
+            out.append(NoteRow(slicing_key(slicing), f"{group_label(item['group'], slicing)}: lowest "
+                               f"{metric_label(str(item['metric']))} = {fmt(_round(item.get('value')))}"
+                               + (f" (n = {fmt_count(n)})" if n is not None else "")))
             continue
         out.extend(_notes([item]))
     return out
@@ -572,7 +669,18 @@ def _base_rates(doc: Mapping[str, Any], hide: Any) -> list[KeyValue]:
         if not isinstance(item, Mapping):
             continue
         slicing = item.get("slicing") or []
-        if "group" in item:
+        if isinstance(item.get("groups"), list):  # engine shape: one item per slicing with its groups
+            parts = []
+            for g in item["groups"]:
+                if hide(slicing, g.get("group")):
+                    continue
+                parts.append(f"{group_label(g.get('group'), slicing)} {fmt(_round(g.get('base_rate')))}")
+            hidden = len(item["groups"]) - len(parts)
+            text = "; ".join(parts) + (f"; {hidden} suppressed" if hidden else "")
+            if item.get("differ") is not None:
+                text += " (differ significantly)" if item["differ"] else " (no significant difference)"
+            out.append(KeyValue(slicing_key(slicing), text))
+        elif "group" in item:
             if hide(slicing, item["group"]):
                 continue
             label = f"{slicing_key(slicing)}: {group_label(item['group'], slicing)}"
@@ -583,17 +691,35 @@ def _base_rates(doc: Mapping[str, Any], hide: Any) -> list[KeyValue]:
     return out
 
 
+def _impossibility(diagnostics: Mapping[str, Any]) -> list[NoteRow]:
+    """Impossibility notes: the engine's per-slicing texts, with their shared explanation stated once."""
+    notes = _notes(diagnostics.get("impossibility"))
+    texts = [(item.get("slicing") or [], str(item["impossibility"])) for item in diagnostics.get("base_rates") or []
+             if isinstance(item, Mapping) and item.get("impossibility")]
+    if not texts:
+        return notes
+    heads, tails = [], []
+    for slicing, text in texts:
+        head, _, tail = text.partition(". ")
+        heads.append(NoteRow(slicing_key(slicing), head + "."))
+        tails.append(tail)
+    if len(set(tails)) == 1 and tails[0]:
+        return [*notes, *heads, NoteRow("", tails[0])]
+    return [*notes, *(NoteRow(slicing_key(sl), t) for sl, t in texts)]
+
+
 def _insufficient(doc: Mapping[str, Any], hide: Any, k: int) -> list[KeyValue]:
-    out = []
+    """Insufficient groups, one row per slicing; suppressed groups show as "n < k", never their size."""
+    by_slicing: dict[str, list[str]] = {}
     for item in (doc.get("diagnostics") or {}).get("insufficient_groups") or []:
         if not isinstance(item, Mapping):
             continue
         slicing = item.get("slicing") or []
         n = item.get("n")
         small = hide(slicing, item.get("group")) or (n is not None and n < k)
-        out.append(KeyValue(f"{slicing_key(slicing)}: {group_label(item.get('group'), slicing)}",
-                            f"n < {k}" if small else f"n = {fmt_count(n)}"))
-    return out
+        size = f"n < {k}" if small else f"n = {fmt_count(n)}"
+        by_slicing.setdefault(slicing_key(slicing), []).append(f"{group_label(item.get('group'), slicing)} ({size})")
+    return [KeyValue(key, "; ".join(items)) for key, items in by_slicing.items()]
 
 
 def flatten(value: Any, prefix: str = "", limit: int = 60) -> list[KeyValue]:
@@ -690,7 +816,7 @@ def _heatmaps(sections: list[SlicingSection], failures: list[ResultRow],
 def _breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
     out = []
     for section in sections:
-        if section.intersection:
+        if section.intersection or not section.attributes:
             continue
         known = sum(g.n or 0 for g in section.groups)
         total = known if known else 1
