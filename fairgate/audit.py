@@ -20,13 +20,15 @@ def audit(
     run_id: str | None = None,
     context: dict[str, Any] | None = None,
     source: str = "the audited data",
+    exact_auc: bool = True,
 ) -> AuditResult:
     """Audit one model's predictions on a Polars/pandas frame or Arrow table against a policy.
 
     The frame holds the label, prediction and/or score columns named in ``policy.columns`` and one column
-    per sensitive attribute. See the README for an example.
+    per sensitive attribute. See the README for an example. ``exact_auc`` keeps a score table for exact
+    per-group ROC AUC; its size grows with the number of distinct scores, so it can be turned off.
     """
-    cube = build_cube(data, policy, source=source)
+    cube = build_cube(data, policy, source=source, exact_auc=exact_auc)
     replicates = draw_replicates(cube, policy.statistics.n_bootstrap, policy.statistics.seed)
     parts = [compute_slicing(cube, s, policy, replicates=replicates) for s in plan_slicings(cube, policy)]
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)

@@ -14,13 +14,17 @@ Cells carry ``rows`` (how many input rows fell in the cell) and ``weight`` (the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from fairgate.config import Policy
-from fairgate.errors import _EMPTY_DATA, _MISSING_COLUMN, _NOT_BINARY, DataError
+from fairgate.errors import _BAD_SCORE, _EMPTY_DATA, _MISSING_COLUMN, _NOT_BINARY, DataError
+
+if TYPE_CHECKING:
+    from fairgate.auc import ScoreArrays
 
 TRUE, PRED, BIN = "y_true", "y_pred", "score_bin"
 ROWS, WEIGHT, SCORE_SUM, SCORE = "rows", "weight", "score_sum", "score"
@@ -54,6 +58,15 @@ class Cube:
 
     def levels(self, attribute: str) -> list[str]:
         return sorted(self.cells[attribute].unique().to_list())
+
+    @cached_property
+    def score_arrays(self) -> ScoreArrays:
+        """The score table sorted by score once, shared by every slicing's AUC."""
+        from fairgate.auc import ScoreArrays
+
+        if self.scores is None:
+            raise DataError("this cube was built without a score table (exact_auc=False)")
+        return ScoreArrays.from_table(self.scores, self.attributes)
 
     def __add__(self, other: Cube) -> Cube:
         """The cube of the union of two disjoint row sets."""
@@ -135,6 +148,8 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
     # The score of the favourable outcome: P(y = 1) flips to P(y = 0) when 0 is favourable.
     score = pl.col(columns.score).cast(pl.Float64)
     score = (1.0 - score) if favourable == 0 else score
+    if has_scores:
+        _require_scores(frame, columns.score, source)
     bins = policy.statistics.calibration_bins
     score_bin = (
         (score * bins).floor().clip(0, bins - 1).cast(pl.Int16) if has_scores else pl.lit(NO_SCORE_BIN, pl.Int16)
@@ -151,6 +166,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
     cells = (
         rows.group_by(keys)
         .agg(pl.len().cast(pl.Int64).alias(ROWS), pl.col(WEIGHT).sum(), (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM))
+        .with_columns(pl.col(a).cast(pl.String) for a in attributes)
         .sort(keys)
         .collect()
     )
@@ -160,6 +176,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
         scores = (
             rows.group_by(score_keys)
             .agg(pl.len().cast(pl.Int64).alias(ROWS), pl.col(WEIGHT).sum())
+            .with_columns(pl.col(a).cast(pl.String) for a in attributes)
             .collect()
         )
     return Cube(cells, attributes, bins if has_scores else 1, has_scores, scores, excluded)
@@ -176,6 +193,15 @@ def _require_columns(frame: pl.DataFrame, names: list[str], source: str) -> None
                     fix="rename the column in the data or set its name in the policy",
                 )
             )
+
+
+def _require_scores(frame: pl.DataFrame, column: str, source: str) -> None:
+    values = frame[column].cast(pl.Float64, strict=False)
+    bad = values.is_null() | values.is_nan() | (values < 0) | (values > 1)
+    n_bad = int(bad.sum())
+    if n_bad:
+        example = frame[column].filter(bad).head(1).to_list()[0]
+        raise DataError(_BAD_SCORE.format(column=column, source=source, example=example, count=n_bad))
 
 
 def _binary(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
@@ -195,26 +221,34 @@ def _binary(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
 
 
 def _normalise_attributes(frame: pl.DataFrame, policy: Policy, source: str) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Attributes as strings; missing values excluded or kept as the unknown group; unknown values refused."""
+    """Attributes as strings; missing values excluded or kept as the unknown group; unknown values refused.
+
+    Categorical columns stay categorical here (grouping them is cheaper); the cube's keys become strings.
+    """
     excluded: dict[str, int] = {}
     for attribute in policy.sensitive_attributes:
         column = pl.col(attribute.name)
-        frame = frame.with_columns(column.cast(pl.String))
-        missing = int(frame[attribute.name].is_null().sum())
+        if frame[attribute.name].dtype not in (pl.String, pl.Categorical) and not isinstance(
+            frame[attribute.name].dtype, pl.Enum
+        ):
+            frame = frame.with_columns(column.cast(pl.String))
+        missing = frame[attribute.name].null_count()
         if missing and attribute.missing == "unknown":
-            frame = frame.with_columns(column.fill_null(attribute.unknown_label))
+            frame = frame.with_columns(column.cast(pl.String).fill_null(attribute.unknown_label))
         elif missing:
             excluded[attribute.name] = missing
             frame = frame.filter(column.is_not_null())
         allowed = attribute.declared_values
         if allowed is not None:
-            stray = frame.filter(~column.is_in(allowed))
-            if stray.height:
-                example = stray[attribute.name][0]
+            present = frame[attribute.name].unique().cast(pl.String)
+            stray = present.filter(~present.is_in(allowed))
+            if stray.len():
+                example = stray[0]
+                count = int((frame[attribute.name].cast(pl.String) == example).sum())
                 raise DataError(
-                    f"attribute {attribute.name!r} in {source} has value {example!r} in {stray.height} row(s), "
-                    f"which the policy does not declare (values: {allowed}); add it to the attribute's values "
-                    "in the policy, or recode the data"
+                    f"attribute {attribute.name!r} in {source} has value {example!r} in {count} row(s) "
+                    f"(undeclared values: {sorted(stray.to_list())[:5]}), which the policy does not declare "
+                    f"(values: {allowed}); add them to the attribute's values in the policy, or recode the data"
                 )
     if frame.height == 0:
         raise DataError(

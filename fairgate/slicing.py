@@ -114,14 +114,14 @@ def compute_slicing(
         values[name] = MetricValues(value, low, high, reps)
     roc_curves: list[dict[str, Any]] = []
     if cube.scores is not None:
-        table = auc_module.score_table(cube, slicing, groups_frame)
-        auc, n_pos, n_neg = auc_module.exact_auc(table, n_groups)
+        runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
+        auc, n_pos, n_neg = auc_module.exact_auc(runs, n_groups)
         se = hanley_mcneil_se(auc, n_pos, n_neg)
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
         reps = auc + se * rng.standard_normal((replicates.shape[0], n_groups))  # parametric replicates
         values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps)
         if len(slicing) <= 1:
-            roc_curves = auc_module.roc_curves(table, groups, slicing)
+            roc_curves = auc_module.roc_curves(runs, groups, slicing)
 
     reference_index = _reference_index(groups, slicing, policy, n)
     eligible = sufficient.copy()
@@ -214,51 +214,60 @@ def _comparisons(
     z: float,
     level: float,
 ) -> list[dict[str, Any]]:
-    """Each group against the reference: signed difference and ratio with intervals, and a raw p-value."""
+    """Each group against the reference: signed difference and ratio with intervals, and a raw p-value.
+
+    Rates use Newcombe (difference), Katz (ratio) and a two-proportion test; other metrics use the bootstrap.
+    All groups of one metric are computed at once.
+    """
     if ref is None:
         return []
     out: list[dict[str, Any]] = []
     metrics = count_metrics()
+    others = np.array([g for g in range(len(groups)) if g != ref], dtype=np.int64)
+    if others.size == 0:
+        return []
     for name, v in values.items():
         metric = metrics.get(name)
-        for g in range(len(groups)):
-            if g == ref:
-                continue
-            diff = v.value[g] - v.value[ref]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            diff = v.value[others] - v.value[ref]
+            rat = np.where(v.value[ref] > 0, v.value[others] / v.value[ref], np.nan)
+        if isinstance(metric, Rate):
+            x, m = metric.fraction(point)
+            d_low, d_high = newcombe_interval(x[others], m[others], x[ref], m[ref], z)
+            r_low, r_high = katz_ratio_interval(x[others], m[others], x[ref], m[ref], z)
+            p_values = two_proportion_p_value(x[others], m[others], np.full(others.size, x[ref]), np.full(others.size, m[ref]))
+            method = "newcombe/katz/two-proportion"
+        else:
+            boot_ref = v.replicates[:, [ref]]
             with np.errstate(divide="ignore", invalid="ignore"):
-                rat = v.value[g] / v.value[ref] if v.value[ref] > 0 else np.nan
-                boot_diff = v.replicates[:, g] - v.replicates[:, ref]
-                boot_ratio = np.where(v.replicates[:, ref] > 0, v.replicates[:, g] / v.replicates[:, ref], np.nan)
-            if isinstance(metric, Rate):
-                x, m = metric.fraction(point)
-                d_low, d_high = newcombe_interval(x[g], m[g], x[ref], m[ref], z)
-                r_low, r_high = katz_ratio_interval(x[g], m[g], x[ref], m[ref], z)
-                p_value = float(two_proportion_p_value(x[g], m[g], x[ref], m[ref])[0])
-                method = "newcombe/katz/two-proportion"
-            else:
-                d_low, d_high = percentile_interval(boot_diff, level)
-                r_low, r_high = percentile_interval(boot_ratio, level)
-                p_value = _bootstrap_p_value(boot_diff)
-                method = "bootstrap"
+                boot_diff = v.replicates[:, others] - boot_ref
+                boot_ratio = np.where(boot_ref > 0, v.replicates[:, others] / boot_ref, np.nan)
+            d_low, d_high = percentile_interval(boot_diff, level)
+            r_low, r_high = percentile_interval(boot_ratio, level)
+            p_values = _bootstrap_p_values(boot_diff)
+            method = "bootstrap"
+        for i, g in enumerate(others):
             out.append(
                 {
                     "metric": name, "slicing": list(slicing), "group": groups[g], "reference": groups[ref],
-                    "difference": _num(diff), "difference_ci_low": _num(d_low), "difference_ci_high": _num(d_high),
-                    "ratio": _num(rat), "ratio_ci_low": _num(r_low), "ratio_ci_high": _num(r_high),
-                    "p_value": _num(p_value if np.isfinite(diff) else np.nan), "method": method,
+                    "difference": _num(diff[i]), "difference_ci_low": _num(d_low[i]),
+                    "difference_ci_high": _num(d_high[i]),
+                    "ratio": _num(rat[i]), "ratio_ci_low": _num(r_low[i]), "ratio_ci_high": _num(r_high[i]),
+                    "p_value": _num(p_values[i] if np.isfinite(diff[i]) else np.nan), "method": method,
                     "sufficient": bool(eligible[g] and eligible[ref]),
                 }
             )
     return out
 
 
-def _bootstrap_p_value(replicate_differences: np.ndarray) -> float:
-    """Two-sided bootstrap p-value for a difference of zero (twice the smaller tail, capped at 1)."""
-    defined = replicate_differences[np.isfinite(replicate_differences)]
-    if defined.size == 0:
-        return float("nan")
-    tail = min(np.mean(defined <= 0), np.mean(defined >= 0))
-    return float(min(1.0, 2.0 * tail))
+def _bootstrap_p_values(replicate_differences: np.ndarray) -> np.ndarray:
+    """Two-sided bootstrap p-values for a difference of zero, per column (twice the smaller tail, at most 1)."""
+    defined = np.isfinite(replicate_differences)
+    count = defined.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        below = (defined & (replicate_differences <= 0)).sum(axis=0) / count
+        above = (defined & (replicate_differences >= 0)).sum(axis=0) / count
+    return np.where(count > 0, np.minimum(1.0, 2.0 * np.minimum(below, above)), np.nan)
 
 
 def _masked(values: np.ndarray, eligible: np.ndarray) -> np.ndarray:
