@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fairgate import diagnostics
+from fairgate import diagnostics, mitigation
 from fairgate.config import Policy
 from fairgate.cube import Cube
 from fairgate.metrics import GroupMetric, policy_metric
@@ -108,6 +108,7 @@ def adjudicate(
             for name in ("theil_index", "generalized_entropy_index")
         },
     }
+    document["recommendations"] = mitigation.recommend(document, policy.use_case)
     for key, value in (context or {}).items():
         if key in document:
             raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
