@@ -1,6 +1,7 @@
-"""The report subflow: render the audit result as HTML/PDF and deliver it by email.
+"""The report subflow: render the audit result as HTML/PDF, then deliver it by email (or to the outbox).
 
-Reads only the audit result document (never rows), so its cost does not depend on the row count.
+Reads only the audit result document (never rows), so its cost does not depend on the row count. Called by
+the ``fairness-audit`` flow as a subflow; runs on its own too (e.g. to re-send an old run's report).
 """
 
 from __future__ import annotations
@@ -8,12 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from prefect import flow
+
 import fairgate
-from tasks.report import render_html, write_text_atomic, output_stem
+from tasks.deliver import deliver
+from tasks.report import email_body, render_report
 
 
-def publish_report(result_doc: dict[str, Any], policy: fairgate.Policy, out_dir: Path, trail_path: Path) -> dict:
+@flow(name="publish-report")
+def publish_report(
+    result_doc: dict[str, Any], policy: fairgate.Policy, out_dir: Path, trail_path: Path
+) -> dict[str, Any]:
     """Render the report in the policy's formats, deliver it, and return the paths and the delivery outcome."""
-    html = render_html(result_doc)
-    html_path = write_text_atomic(Path(out_dir) / f"{output_stem(result_doc)}.html", html)
-    return {"html": html_path, "pdf": None, "delivery": {"status": "skipped", "detail": "not implemented yet"}}
+    reporting, delivery = policy.reporting, policy.delivery
+    # The email attaches the PDF even when the policy's formats leave it out: render what delivery needs too.
+    formats = sorted(set(reporting.format) | set(delivery.attach if delivery and delivery.enabled else []))
+    paths = render_report(result_doc, Path(out_dir), formats, reporting.min_cell_size, policy.use_case)
+    outcome: dict[str, Any] = {"status": "skipped", "detail": "no delivery section in the policy"}
+    if delivery is not None and delivery.enabled:
+        body = email_body(result_doc, min_cell_size=reporting.min_cell_size, use_case=policy.use_case)
+        outcome = deliver(result_doc, delivery, paths, body, Path(trail_path))
+    return {"html": paths["html"], "pdf": paths["pdf"], "delivery": outcome}

@@ -18,10 +18,11 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 from weasyprint import HTML
 from weasyprint.urls import URLFetcher
 
-from fairgate.report_view import ReportView, build_view
+from fairgate.report_view import ReportView, build_view, email_summary
 from tasks import charts as chart_lib
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "reports"
@@ -87,7 +88,7 @@ def render_html(view: ReportView, charts: Mapping[str, str] | None = None) -> st
 
 
 class OfflineURLFetcher(URLFetcher):
-    """WeasyPrint URL fetcher for inline ``data:`` URLs only: anything else stops the rendering, never fetches.
+    """WeasyPrint URL fetcher for inline ``data:`` URLs only: anything else stops the rendering.
 
     ``requested`` lists every URL the document asked for (tests check that none leaves the document).
     """
@@ -154,7 +155,7 @@ def build_report_files(
     return paths
 
 
-@task(name="render-report", task_run_name="render-report-{result_doc[run_id]}")
+@task(name="render-report", cache_policy=NO_CACHE)
 def render_report(
     result_doc: dict[str, Any],
     out_dir: Path,
@@ -165,3 +166,8 @@ def render_report(
     """Prefect task: render the HTML/PDF report files (no retries: rendering is deterministic)."""
     return build_report_files(result_doc, out_dir=out_dir, formats=formats, min_cell_size=min_cell_size,
                               use_case=use_case)
+
+
+def email_body(result_doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str | None = None) -> str:
+    """The plain-text email body: verdict and top failures (same suppression as the report)."""
+    return email_summary(build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case))

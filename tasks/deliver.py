@@ -1,0 +1,224 @@
+"""DELIVER: email the report to the policy's recipients, or write it to an outbox as an .eml file.
+
+Credentials come from environment variables or a Prefect Secret block named in the policy; they are resolved
+inside the task (never passed as task parameters, which Prefect stores) and never logged. A failed send is
+retried (tenacity), then recorded as failed in the audit trail; the report files stay on disk and the message
+is kept in the outbox so it can be re-sent by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import smtplib
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+from fairgate.config_delivery import DeliveryConfig, SmtpSettings
+from fairgate.errors import FairgateError
+from tasks.report import output_stem, write_bytes_atomic
+
+log = logging.getLogger(__name__)
+
+# Errors worth another attempt: the network or the server, not our message or our credentials' absence.
+TRANSIENT = (OSError, smtplib.SMTPException)
+
+
+class DeliveryError(FairgateError):
+    """Delivery is configured in a way that cannot work (e.g. a credential variable is not set)."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    username: str
+    password: str
+
+    def __repr__(self) -> str:  # never print the secret, even by accident in a traceback
+        return f"Credentials(username={self.username!r}, password=***)"
+
+
+def resolve_credentials(smtp: SmtpSettings, environ: Mapping[str, str] | None = None) -> Credentials | None:
+    """The SMTP login from environment variables or a Prefect Secret block; None when none is configured."""
+    env = os.environ if environ is None else environ
+    username = env.get(smtp.username_env) if smtp.username_env else None
+    if smtp.username_env and username is None:
+        raise DeliveryError(
+            f"delivery.smtp.username_env names {smtp.username_env!r}, which is not set in the environment; "
+            "export it or remove username_env from the policy"
+        )
+    if smtp.credentials_block:
+        secret = _load_secret_block(smtp.credentials_block)
+        if isinstance(secret, Mapping):
+            return Credentials(str(secret.get("username") or username or ""), str(secret.get("password", "")))
+        return Credentials(username or "", str(secret))
+    if smtp.password_env:
+        password = env.get(smtp.password_env)
+        if password is None:
+            raise DeliveryError(
+                f"delivery.smtp.password_env names {smtp.password_env!r}, which is not set in the environment; "
+                "export it or remove password_env from the policy"
+            )
+        return Credentials(username or "", password)
+    return None
+
+
+def _load_secret_block(name: str) -> Any:
+    from prefect.blocks.system import Secret
+
+    try:
+        value = Secret.load(name).get()
+    except ValueError as exc:
+        raise DeliveryError(f"Prefect Secret block {name!r} (delivery.smtp.credentials_block) not found: {exc}")
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def build_message(
+    result_doc: Mapping[str, Any],
+    delivery: DeliveryConfig,
+    body: str,
+    attachments: Mapping[str, Path | None],
+) -> EmailMessage:
+    """The email: plain-text summary body, the report files (PDF by default) attached."""
+    model = result_doc.get("model") or {}
+    message = EmailMessage()
+    message["Subject"] = delivery.render_subject(
+        verdict=str(result_doc.get("verdict", "unknown")),
+        model=str(model.get("name", "model")),
+        version=str(model.get("version", "")),
+        run_id=str(result_doc.get("run_id", "")),
+        n_failed=int((result_doc.get("verdict_detail") or {}).get("n_failed", 0)),
+    )
+    message["From"] = delivery.sender
+    message["To"] = ", ".join(delivery.recipients)
+    message["Date"] = formatdate(localtime=False)
+    message["Message-ID"] = make_msgid(domain=delivery.sender.rpartition("@")[2] or "fairgate.local")
+    message["X-Fairgate-Run-Id"] = str(result_doc.get("run_id", ""))
+    message.set_content(body)
+    kinds = {"pdf": ("application", "pdf"), "html": ("text", "html")}
+    for kind in delivery.attach:
+        path = attachments.get(kind)
+        if path is None:
+            continue
+        maintype, subtype = kinds[kind]
+        data = Path(path).read_bytes()
+        if maintype == "text":
+            message.add_attachment(data.decode("utf-8"), subtype=subtype, filename=Path(path).name)
+        else:
+            message.add_attachment(data, maintype=maintype, subtype=subtype, filename=Path(path).name)
+    return message
+
+
+def send_smtp(message: EmailMessage, smtp: SmtpSettings, credentials: Credentials | None,
+              context: ssl.SSLContext | None = None) -> None:
+    """One attempt to send over SMTP with the configured transport security."""
+    if context is None and smtp.security != "none":
+        context = ssl.create_default_context(cafile=smtp.ca_file)
+    port = smtp.effective_port
+    client: smtplib.SMTP
+    if smtp.security == "ssl":
+        client = smtplib.SMTP_SSL(smtp.host, port, timeout=smtp.timeout_seconds, context=context)
+    else:
+        client = smtplib.SMTP(smtp.host, port, timeout=smtp.timeout_seconds)
+    with client:
+        client.ehlo()
+        if smtp.security == "starttls":
+            client.starttls(context=context)
+            client.ehlo()
+        if credentials is not None:
+            client.login(credentials.username, credentials.password)
+        client.send_message(message)
+
+
+def write_outbox(message: EmailMessage, outbox_dir: Path, stem: str) -> Path:
+    """The message as an .eml file (RFC 5322), readable by any mail client."""
+    return write_bytes_atomic(Path(outbox_dir) / f"{stem}.eml", message.as_bytes())
+
+
+def _record(trail_path: Path | None, run_id: str, recipients: list[str], status: str, detail: str) -> None:
+    if trail_path is None:
+        return
+    from tasks.trail import record_delivery  # the pipeline's trail module
+
+    record_delivery(Path(trail_path), run_id, recipients, status, detail)
+
+
+def deliver_report(
+    result_doc: Mapping[str, Any],
+    delivery: DeliveryConfig | None,
+    report_paths: Mapping[str, Path | None],
+    body: str,
+    trail_path: Path | None,
+    *,
+    sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None] = send_smtp,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Send (or write to the outbox) and record the outcome; never raises for a failed send."""
+    run_id = str(result_doc.get("run_id", ""))
+    if delivery is None or not delivery.enabled:
+        return {"status": "skipped", "detail": "no delivery section in the policy", "recipients": []}
+    recipients = list(delivery.recipients)
+    message = build_message(result_doc, delivery, body, report_paths)
+    stem = output_stem(result_doc)
+    if delivery.smtp is None:
+        path = write_outbox(message, Path(delivery.outbox_dir), stem)
+        _record(trail_path, run_id, recipients, "outbox", f"written to {path}")
+        log.info("no SMTP settings: report message written to %s", path)
+        return {"status": "outbox", "detail": f"written to {path}", "recipients": recipients, "eml": path,
+                "attempts": 0}
+    if not recipients:
+        _record(trail_path, run_id, recipients, "skipped", "no recipients configured")
+        return {"status": "skipped", "detail": "no recipients configured", "recipients": [], "attempts": 0}
+
+    smtp = delivery.smtp
+    credentials = resolve_credentials(smtp, environ)  # a misconfiguration is an error, not a retry
+    attempts = 0
+    try:
+        for attempt in Retrying(
+            stop=stop_after_attempt(delivery.retries + 1),
+            wait=wait_fixed(delivery.retry_delay_seconds),
+            retry=retry_if_exception_type(TRANSIENT),
+            reraise=False,
+        ):
+            with attempt:
+                attempts = attempt.retry_state.attempt_number
+                sender(message, smtp, credentials)
+    except RetryError as exc:
+        error = exc.last_attempt.exception()
+        detail = (f"failed after {attempts} attempt(s) to {smtp.host}:{smtp.effective_port}: "
+                  f"{type(error).__name__}: {error}")
+        kept = write_outbox(message, Path(delivery.outbox_dir), stem)
+        detail += f"; message kept in {kept}"
+        _record(trail_path, run_id, recipients, "failed", detail)
+        log.warning("report delivery %s", detail)
+        return {"status": "failed", "detail": detail, "recipients": recipients, "eml": kept, "attempts": attempts}
+    detail = f"sent to {len(recipients)} recipient(s) via {smtp.host}:{smtp.effective_port} ({smtp.security})"
+    _record(trail_path, run_id, recipients, "sent", detail)
+    log.info("report %s", detail)
+    return {"status": "sent", "detail": detail, "recipients": recipients, "attempts": attempts}
+
+
+@task(name="deliver-report", cache_policy=NO_CACHE)
+def deliver(
+    result_doc: dict[str, Any],
+    delivery: DeliveryConfig | None,
+    report_paths: dict[str, Path | None],
+    body: str,
+    trail_path: Path | None,
+) -> dict[str, Any]:
+    """Prefect task: email the report (retries inside, with tenacity, so the failure is recorded once)."""
+    return deliver_report(result_doc, delivery, report_paths, body, trail_path)

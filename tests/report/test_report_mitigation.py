@@ -1,0 +1,80 @@
+"""Recommendations: the mitigation fits the failed metric, with a reason; the use-case note."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fairgate.mitigation import priority_note, recommend
+
+
+def _result(metric: str, *, value: float, threshold: float, status: str = "fail", critical: bool = False,
+            direction: str = "lower_is_better", uncertain: bool = False) -> dict[str, Any]:
+    return {"metric": metric, "slicing": ["sex"], "value": value, "threshold": threshold, "direction": direction,
+            "status": status, "uncertain": uncertain, "critical": critical, "worst_group": {"sex": "F"}}
+
+
+@pytest.mark.parametrize(
+    ("metric", "technique"),
+    [
+        ("disparate_impact_ratio", "reweighing"),
+        ("demographic_parity_difference", "reweighing"),
+        ("equal_opportunity_difference", "group_specific_thresholds"),
+        ("false_positive_rate_difference", "group_specific_thresholds"),
+        ("equalized_odds_difference", "constrained_retraining"),
+        ("predictive_parity_difference", "constrained_retraining"),
+        ("calibration_difference", "constrained_retraining"),
+        ("true_negative_rate_difference", "constrained_retraining"),  # generic fallback
+    ],
+)
+def test_technique_fits_the_metric(metric: str, technique: str) -> None:
+    recs = recommend({"results": [_result(metric, value=0.3, threshold=0.1)]}, None)
+    mitigation = [r for r in recs if r["kind"] == "mitigation"]
+    assert [r["technique"] for r in mitigation] == [technique]
+    assert metric in mitigation[0]["reason"] and "sex=F" in mitigation[0]["reason"]
+    assert mitigation[0]["how"] and mitigation[0]["summary"].endswith(".")
+
+
+def test_only_failures_get_a_mitigation_and_critical_come_first() -> None:
+    doc = {"results": [
+        _result("disparate_impact_ratio", value=0.5, threshold=0.8, direction="higher_is_better"),
+        _result("equal_opportunity_difference", value=0.12, threshold=0.1, critical=True),
+        _result("predictive_parity_difference", value=0.05, threshold=0.1, status="pass"),
+    ]}
+    recs = [r for r in recommend(doc, None) if r["kind"] == "mitigation"]
+    assert [r["metric"] for r in recs] == ["equal_opportunity_difference", "disparate_impact_ratio"]
+
+
+def test_uncertain_and_impossibility_change_the_reason() -> None:
+    doc = {"results": [_result("equal_opportunity_difference", value=0.11, threshold=0.1, uncertain=True)],
+           "diagnostics": {"base_rates": [{"slicing": ["sex"], "differ": True}]}}
+    reason = recommend(doc, None)[0]["reason"]
+    assert "confirm on more data" in reason and "Base rates differ" in reason
+
+
+def test_small_worst_group_is_not_named() -> None:
+    doc = {"results": [_result("equal_opportunity_difference", value=0.3, threshold=0.1)],
+           "groups": [{"slicing": ["sex"], "group": {"sex": "F"}, "n": 4}]}
+    reason = recommend(doc, None, min_cell_size=10)[0]["reason"]
+    assert "sex=F" not in reason and "suppressed" in reason
+
+
+def test_use_case_priority_note() -> None:
+    hiring = priority_note("Hiring")
+    assert hiring["known"] and hiring["priority_metrics"][0] == "disparate_impact_ratio"
+    assert "four-fifths" in hiring["note"]
+    assert priority_note("pretrial_risk_assessment")["use_case"] == "criminal_justice"
+    unknown = priority_note("astrology")
+    assert not unknown["known"] and "'astrology'" in unknown["note"]
+    # recommend() always ends with the note, falling back to the document's use case.
+    recs = recommend({"results": [], "policy": {"use_case": "insurance"}}, None)
+    assert recs == [priority_note("insurance")]
+
+
+def test_passing_audit_has_no_mitigation(compas_doc: dict[str, Any]) -> None:
+    passing = {**compas_doc, "results": [dict(r, status="pass") for r in compas_doc["results"]]}
+    assert [r["kind"] for r in recommend(passing, None)] == ["use_case_priority"]
+    failing = [r for r in recommend(compas_doc, None) if r["kind"] == "mitigation"]
+    assert len(failing) == compas_doc["verdict_detail"]["n_failed"]
+    assert failing[0]["critical"] and failing[0]["metric"] == "equal_opportunity_difference"
