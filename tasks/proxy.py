@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,28 @@ class ProxyTables:
     prior: pl.DataFrame  # prior_key, grp, p
     description: str
     notes: dict[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def vectors(self) -> dict[str, pa.Table]:
+        """Each factor table as one probability list per key (sql/proxy_factor_vectors.sql), built once."""
+        con = duckdb.connect()
+        try:
+            groups = pl.DataFrame({"grp": list(self.groups), "position": list(range(len(self.groups)))})
+            con.register("proxy_groups", groups.to_arrow())
+            out = {}
+            prior = self.prior.rename({"prior_key": "key"})
+            for name, long in [
+                ("name", self.name_given),
+                ("first", self.first_given),
+                ("area", self.area_given),
+                ("prior", prior),
+            ]:
+                con.register("factor_long", long.select("key", "grp", "p").to_arrow())
+                out[name] = con.sql(sql_text("proxy_factor_vectors")).to_arrow_table()
+                con.unregister("factor_long")
+            return out
+        finally:
+            con.close()
 
 
 def sql_text(name: str) -> str:
@@ -211,48 +234,61 @@ def people_keys(frame: pl.DataFrame, config: ProxyConfig, tables: ProxyTables, s
     """The normalised lookup keys of each person (row i -> person i)."""
     c = config.columns
     _require_columns(frame, config, source)
+    n = frame.height
+    nothing = pl.Series([None] * n, dtype=pl.String)
     surname = _text(frame, c.surname, source)
-    first = pl.lit(None, dtype=pl.String)
-    prior_key = pl.lit(US_PRIOR_KEY)
-    if config.method == "bifsg" and c.first_name:
-        first = fp.first_name_key(_text(frame, c.first_name, source))
+    first, area, alt = nothing, nothing, nothing
+    prior_key = pl.Series([US_PRIOR_KEY] * n, dtype=pl.String)
     if config.method in ("bisg", "bifsg"):
-        area = pl.lit(fp.zip5(frame[c.zip])) if c.zip else pl.lit(None, dtype=pl.String)
-        name, alt = fp.surname_key(surname), fp.surname_alt_key(surname)
+        if config.method == "bifsg" and c.first_name:
+            (first,) = _by_unique(_text(frame, c.first_name, source), fp.first_name_key)
+        area = fp.zip5(frame[c.zip]) if c.zip else nothing
+        name, alt = _by_unique(surname, fp.surname_key, fp.surname_alt_key)
     elif config.method == "india":
-        pins = (
-            fp.pincode6(frame[c.pincode]) if c.pincode else pl.Series("pin", [None] * frame.height, pl.String)
-        )
+        area = fp.pincode6(frame[c.pincode]) if c.pincode else nothing
         pin_states: pl.DataFrame = tables.notes["pin_states"]
-        from_pin = pl.DataFrame({"pincode": pins}).join(pin_states, on="pincode", how="left")["state_key"]
-        given = (
-            pl.select(fp.state_key_expr(_text(frame, c.state, source))).to_series()
-            if c.state
-            else pl.Series([None] * frame.height, dtype=pl.String)
+        from_pin = pl.DataFrame({"pincode": area}).join(
+            pin_states, on="pincode", how="left", maintain_order="left"
         )
-        state = given.fill_null(from_pin)
-        known_states = set(tables.prior["prior_key"].to_list())
-        area = pl.lit(pins)
-        name = pl.concat_str([pl.lit(state), pl.lit("|"), fp.surname_key(surname)])
-        alt = pl.concat_str([pl.lit(state), pl.lit("|"), fp.surname_alt_key(surname)])
-        prior_key = (
-            pl.when(pl.lit(state).is_in(list(known_states)))
-            .then(pl.lit(state))
-            .otherwise(pl.lit(INDIA_PRIOR_KEY))
-        )
+        given = _by_unique(_text(frame, c.state, source), fp.state_key_expr)[0] if c.state else nothing
+        state = given.fill_null(from_pin["state_key"])
+        surname_part, alt_part = _by_unique(surname, fp.surname_key, fp.surname_alt_key)
+        name = pl.select(pl.concat_str([pl.lit(state), pl.lit("|"), pl.lit(surname_part)])).to_series()
+        alt = pl.select(pl.concat_str([pl.lit(state), pl.lit("|"), pl.lit(alt_part)])).to_series()
+        known = state.is_in(tables.prior["prior_key"].unique().implode())
+        prior_key = pl.select(
+            pl.when(pl.lit(known)).then(pl.lit(state)).otherwise(pl.lit(INDIA_PRIOR_KEY))
+        ).to_series()
     else:
         assert config.custom is not None
         normalise = fp.surname_key if config.custom.name_normalisation == "surname" else fp.exact_key
-        name, alt = normalise(surname), pl.lit(None, dtype=pl.String)
-        area = fp.exact_key(_text(frame, c.area, source)) if c.area else pl.lit(None, dtype=pl.String)
-    return pl.select(
-        pl.int_range(frame.height, dtype=pl.UInt32).alias(fp.PERSON),
-        name.cast(pl.String).alias("name_key"),
-        alt.cast(pl.String).alias("name_alt_key"),
-        first.cast(pl.String).alias("first_key"),
-        area.cast(pl.String).alias("area_key"),
-        prior_key.cast(pl.String).alias("prior_key"),
+        (name,) = _by_unique(surname, normalise)
+        area = _by_unique(_text(frame, c.area, source), fp.exact_key)[0] if c.area else nothing
+    return pl.DataFrame(
+        {
+            fp.PERSON: pl.int_range(n, dtype=pl.UInt32, eager=True),
+            "name_key": name.cast(pl.String),
+            "name_alt_key": alt.cast(pl.String),
+            "first_key": first.cast(pl.String),
+            "area_key": area.cast(pl.String),
+            "prior_key": prior_key.cast(pl.String),
+        }
     )
+
+
+def _by_unique(series: pl.Series, *make_keys: Callable[[pl.Expr], pl.Expr]) -> list[pl.Series]:
+    """Apply key expressions to the distinct values only, then map back: names repeat a lot.
+
+    The second key (the compound-surname alternative) is computed only for values that can have one.
+    """
+    distinct = series.unique()
+    keys = pl.select(make_keys[0](pl.lit(distinct)).alias("k0"), distinct.alias("raw"))
+    for i, make in enumerate(make_keys[1:], start=1):
+        subset = distinct.filter(distinct.str.contains(r"[\s-]").fill_null(False))
+        extra = pl.select(make(pl.lit(subset)).alias(f"k{i}"), subset.alias("raw"))
+        keys = keys.join(extra, on="raw", how="left")
+    joined = pl.DataFrame({"raw": series}).join(keys, on="raw", how="left", maintain_order="left")
+    return [joined[f"k{i}"] for i in range(len(make_keys))]
 
 
 def _require_columns(frame: pl.DataFrame, config: ProxyConfig, source: str) -> None:
@@ -273,49 +309,60 @@ def _require_columns(frame: pl.DataFrame, config: ProxyConfig, source: str) -> N
             )
 
 
-def _text(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
+def _text(frame: pl.DataFrame, column: str, source: str) -> pl.Series:
     series = frame[column]
     if series.dtype.is_numeric():
         raise DataError(
             f"column {column!r} in {source} holds numbers ({series.dtype}), not names; check the column given"
         )
-    return pl.lit(series.cast(pl.String))
+    return series.cast(pl.String)
 
 
 def infer_posterior(
     frame: pl.DataFrame, config: ProxyConfig, *, source: str = "input"
 ) -> tuple[pl.DataFrame, ProxyTables]:
-    """P(group | ...) for each row of ``frame``: long rows ``person, grp, probability, fallback``."""
+    """P(group | ...) for each row of ``frame``: one row per person with ``person, probabilities, fallback``.
+
+    ``probabilities`` is a list in ``tables.groups`` order; see :func:`long_posterior` and
+    :func:`wide_posterior` for the other shapes.
+    """
     tables = tables_for(config)
     people = people_keys(frame, config, tables, source)
+    vectors = tables.vectors
     con = duckdb.connect()
     try:
         con.register("proxy_people", people.to_arrow())
-        con.register("proxy_name_given", tables.name_given.to_arrow())
-        con.register("proxy_first_given", tables.first_given.to_arrow())
-        con.register("proxy_area_given", tables.area_given.to_arrow())
-        con.register("proxy_prior", tables.prior.to_arrow())
+        for name, table in vectors.items():
+            con.register(f"proxy_{name}_vectors", table)
         posterior = pl.from_arrow(con.sql(sql_text("proxy_posterior")).to_arrow_table())
     finally:
         con.close()
     assert isinstance(posterior, pl.DataFrame)
-    return posterior.sort(fp.PERSON, fp.GROUP), tables
+    return posterior.sort(fp.PERSON), tables
+
+
+def long_posterior(posterior: pl.DataFrame, groups: tuple[str, ...]) -> pl.DataFrame:
+    """One row per person x group: ``person, grp, probability, fallback`` (the shape fairgate.proxy uses)."""
+    return (
+        posterior.with_columns(pl.lit(pl.Series(list(groups), dtype=pl.String)).implode().alias(fp.GROUP))
+        .explode(["probabilities", fp.GROUP])
+        .select(fp.PERSON, fp.GROUP, pl.col("probabilities").alias(fp.PROBABILITY), fp.FALLBACK)
+    )
 
 
 def wide_posterior(posterior: pl.DataFrame, groups: tuple[str, ...]) -> pl.DataFrame:
     """One row per person: a probability column per group (in the table's group order) and the fallback."""
-    wide = posterior.pivot(on=fp.GROUP, index=[fp.PERSON, fp.FALLBACK], values=fp.PROBABILITY)
-    for g in groups:
-        if g not in wide.columns:
-            wide = wide.with_columns(pl.lit(0.0).alias(g))
-    return wide.sort(fp.PERSON).select(fp.PERSON, *groups, fp.FALLBACK)
+    return posterior.select(
+        fp.PERSON,
+        *[pl.col("probabilities").list.get(i).alias(g) for i, g in enumerate(groups)],
+        fp.FALLBACK,
+    )
 
 
 def coverage(posterior: pl.DataFrame) -> dict[str, Any]:
     """How many people took each fallback, and how many had their name / area found."""
-    per_person = posterior.group_by(fp.PERSON).agg(pl.col(fp.FALLBACK).first())
-    counts = dict(per_person.group_by(fp.FALLBACK).len().iter_rows())
-    n = per_person.height
+    counts = dict(posterior.group_by(fp.FALLBACK).len().iter_rows())
+    n = posterior.height
     fallbacks = {label: int(counts.get(label, 0)) for label in fp.FALLBACKS}
     surname = sum(v for k, v in fallbacks.items() if k.startswith("surname"))
     geography = sum(v for k, v in fallbacks.items() if k.endswith("geography"))
@@ -352,7 +399,8 @@ def proxy_rows(
     attribute = policy.attribute(attribute_name)
     frame = pl.from_arrow(aligned)
     assert isinstance(frame, pl.DataFrame)
-    posterior, tables = infer_posterior(frame, config, source="the aligned input")
+    per_person, tables = infer_posterior(frame, config, source="the aligned input")
+    posterior = long_posterior(per_person, tables.groups)
     labels = {g: config.labels.get(g, g) for g in tables.groups}
     _check_labels(attribute.values, labels, attribute_name)
 
@@ -363,7 +411,7 @@ def proxy_rows(
         "mode": config.mode,
         "groups": [labels[g] for g in tables.groups],
         "tables": tables.description,
-        "coverage": coverage(posterior),
+        "coverage": coverage(per_person),
         "caveats": fp.CAVEATS.format(tables=tables.description),
     }
     if "district_reconciliation" in tables.notes:

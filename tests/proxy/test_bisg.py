@@ -43,7 +43,9 @@ def surnames(data_dir, prob_rows):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def zctas(data_dir, prob_rows):  # type: ignore[no-untyped-def]
-    return prob_rows(data_dir / "bisg" / "prob_zcta_given_race_2010.csv", "zcta5", {"60629", "02134", "10027", "01199"})
+    return prob_rows(
+        data_dir / "bisg" / "prob_zcta_given_race_2010.csv", "zcta5", {"60629", "02134", "10027", "01199"}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +57,13 @@ BISG = ProxyConfig(method="bisg", columns={"surname": "surname", "zip": "zip"})
 
 
 def test_bisg_equals_hand_computation(surnames, zctas) -> None:  # type: ignore[no-untyped-def]
-    cases = [("Washington", "60629", "WASHINGTON"), ("Zhang", "02134", "ZHANG"), ("garcia", "10027", "GARCIA"),
-             ("O'Brien", "02134", "OBRIEN"), ("Null", "10027", "NULL")]
+    cases = [
+        ("Washington", "60629", "WASHINGTON"),
+        ("Zhang", "02134", "ZHANG"),
+        ("garcia", "10027", "GARCIA"),
+        ("O'Brien", "02134", "OBRIEN"),
+        ("Null", "10027", "NULL"),
+    ]
     people = pl.DataFrame({"surname": [c[0] for c in cases], "zip": [c[1] for c in cases]})
     wide = posterior_of(people, BISG)
     for i, (_, zip_code, key) in enumerate(cases):
@@ -125,11 +132,16 @@ def test_compound_surname_not_in_the_table_uses_its_first_part(surnames) -> None
 def test_bifsg_equals_hand_computation(surnames, zctas, first_names) -> None:  # type: ignore[no-untyped-def]
     config = ProxyConfig(method="bifsg", columns={"surname": "surname", "zip": "zip", "first_name": "first"})
     people = pl.DataFrame(
-        {"surname": ["Garcia", "Washington", "Washington"], "first": ["Maria", "John", "Qxzvbn"],
-         "zip": ["10027", "60629", "60629"]}
+        {
+            "surname": ["Garcia", "Washington", "Washington"],
+            "first": ["Maria", "John", "Qxzvbn"],
+            "zip": ["10027", "60629", "60629"],
+        }
     )
     wide = posterior_of(people, config)
-    full = normalised({g: surnames["GARCIA"][g] * first_names["MARIA"][g] * zctas["10027"][g] for g in BISG_GROUPS})
+    full = normalised(
+        {g: surnames["GARCIA"][g] * first_names["MARIA"][g] * zctas["10027"][g] for g in BISG_GROUPS}
+    )
     row = wide.row(0, named=True)
     assert row["fallback"] == "surname_first_name_geography"
     for g in BISG_GROUPS:
@@ -142,7 +154,9 @@ def test_bifsg_equals_hand_computation(surnames, zctas, first_names) -> None:  #
 
 
 def test_posteriors_are_distributions() -> None:
-    people = pl.DataFrame({"surname": ["Smith", "Nguyen", "Qxzv", "Lee"], "zip": ["10027", None, "60629", "02134"]})
+    people = pl.DataFrame(
+        {"surname": ["Smith", "Nguyen", "Qxzv", "Lee"], "zip": ["10027", None, "60629", "02134"]}
+    )
     wide = posterior_of(people, BISG)
     sums = wide.select(pl.sum_horizontal(BISG_GROUPS)).to_series().to_list()
     assert sums == pytest.approx([1.0] * 4, abs=1e-12)

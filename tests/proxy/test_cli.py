@@ -29,8 +29,21 @@ def test_bisg_writes_one_row_per_person(app: typer.Typer, tmp_path: Path) -> Non
     source = tmp_path / "people.csv"
     source.write_text("pid,last,zip\nA7,Washington,60629\nB2,Zhang,02134\nC9,Qxzvbnm,\n")
     out = tmp_path / "proxy.csv"
-    result = run(app, "--method", "bisg", "--input", str(source), "--id-col", "pid", "--surname-col", "last",
-                 "--zip-col", "zip", "--out", str(out))
+    result = run(
+        app,
+        "--method",
+        "bisg",
+        "--input",
+        str(source),
+        "--id-col",
+        "pid",
+        "--surname-col",
+        "last",
+        "--zip-col",
+        "zip",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 0, result.output
     written = pl.read_csv(out, infer_schema=False)
     assert written.columns == ["pid", "white", "black", "api", "native", "multiple", "hispanic", "fallback"]
@@ -42,11 +55,32 @@ def test_bisg_writes_one_row_per_person(app: typer.Typer, tmp_path: Path) -> Non
 
 def test_india_parquet_output(app: typer.Typer, tmp_path: Path) -> None:
     source = tmp_path / "people.parquet"
-    pl.DataFrame({"id": [1, 2], "surname": ["Paswan", "Meena"], "pin": [800001, 302001],
-                  "state": ["Bihar", "Rajasthan"]}).write_parquet(source)
+    pl.DataFrame(
+        {
+            "id": [1, 2],
+            "surname": ["Paswan", "Meena"],
+            "pin": [800001, 302001],
+            "state": ["Bihar", "Rajasthan"],
+        }
+    ).write_parquet(source)
     out = tmp_path / "proxy.parquet"
-    result = run(app, "--method", "india", "--input", str(source), "--id-col", "id", "--surname-col", "surname",
-                 "--pincode-col", "pin", "--state-col", "state", "--out", str(out))
+    result = run(
+        app,
+        "--method",
+        "india",
+        "--input",
+        str(source),
+        "--id-col",
+        "id",
+        "--surname-col",
+        "surname",
+        "--pincode-col",
+        "pin",
+        "--state-col",
+        "state",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 0, result.output
     written = pl.read_parquet(out)
     assert written.columns == ["id", "sc", "st", "other", "fallback"]
@@ -64,7 +98,9 @@ def test_india_parquet_output(app: typer.Typer, tmp_path: Path) -> None:
         (["--surname-col", "last", "--id-col", "nope"], "--id-col"),
     ],
 )
-def test_bad_input_exits_2_and_writes_nothing(app: typer.Typer, tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_input_exits_2_and_writes_nothing(
+    app: typer.Typer, tmp_path: Path, args: list[str], message: str
+) -> None:
     source = tmp_path / "people.csv"
     source.write_text("pid,last,zip\n1,Smith,10027\n")
     out = tmp_path / "proxy.csv"
@@ -83,15 +119,39 @@ def test_float_zip_codes_are_refused(app: typer.Typer, tmp_path: Path) -> None:
     source = tmp_path / "people.parquet"
     pl.DataFrame({"pid": [1], "last": ["Zhang"], "zip": [2134.0]}).write_parquet(source)
     out = tmp_path / "proxy.csv"
-    result = run(app, "--method", "bisg", "--input", str(source), "--id-col", "pid", "--surname-col", "last",
-                 "--zip-col", "zip", "--out", str(out))
+    result = run(
+        app,
+        "--method",
+        "bisg",
+        "--input",
+        str(source),
+        "--id-col",
+        "pid",
+        "--surname-col",
+        "last",
+        "--zip-col",
+        "zip",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 2 and "read as text" in result.output.replace("\n", "")
     assert not out.exists()
 
 
 def test_missing_input_file(app: typer.Typer, tmp_path: Path) -> None:
     out = tmp_path / "proxy.csv"
-    result = run(app, "--method", "bisg", "--input", str(tmp_path / "nope.csv"), "--id-col", "pid",
-                 "--surname-col", "last", "--out", str(out))
+    result = run(
+        app,
+        "--method",
+        "bisg",
+        "--input",
+        str(tmp_path / "nope.csv"),
+        "--id-col",
+        "pid",
+        "--surname-col",
+        "last",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 2 and "does not exist" in result.output.replace("\n", "")
     assert not out.exists()

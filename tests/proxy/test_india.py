@@ -33,9 +33,15 @@ def secc(data_dir):  # type: ignore[no-untyped-def]
 
 
 def surname_share(secc: pl.DataFrame, state: str, surname: str) -> dict[str, float]:
-    row = secc.filter((pl.col("state") == state) & (pl.col("last_name") == surname)).select(
-        pl.col("n_sc").sum().alias("sc"), pl.col("n_st").sum().alias("st"), pl.col("n_other").sum().alias("other")
-    ).row(0, named=True)
+    row = (
+        secc.filter((pl.col("state") == state) & (pl.col("last_name") == surname))
+        .select(
+            pl.col("n_sc").sum().alias("sc"),
+            pl.col("n_st").sum().alias("st"),
+            pl.col("n_other").sum().alias("other"),
+        )
+        .row(0, named=True)
+    )
     total = sum(row.values())
     return {g: row[g] / total for g in GROUPS}
 
@@ -90,13 +96,21 @@ def test_india_fallbacks(census, secc) -> None:  # type: ignore[no-untyped-def]
     )
     posterior, tables = tp.infer_posterior(people, INDIA)
     wide = tp.wide_posterior(posterior, tables.groups)
-    assert wide["fallback"].to_list() == ["geography_only", "surname_only", "prior", "surname_geography", "surname_geography"]
+    assert wide["fallback"].to_list() == [
+        "geography_only",
+        "surname_only",
+        "prior",
+        "surname_geography",
+        "surname_geography",
+    ]
     # geography only: P(g | district) is the district's own composition
     patna = census.filter(pl.col("district") == "Patna").row(0, named=True)
     expected = normalised({g: patna[g] for g in GROUPS})
     assert wide.row(0, named=True)["sc"] == pytest.approx(expected["sc"], abs=1e-12)
     # surname only: the SECC share in the state
-    assert wide.row(1, named=True)["sc"] == pytest.approx(surname_share(secc, "bihar", "paswan")["sc"], abs=1e-12)
+    assert wide.row(1, named=True)["sc"] == pytest.approx(
+        surname_share(secc, "bihar", "paswan")["sc"], abs=1e-12
+    )
     # prior: the state's 2011 shares
     bihar = census.filter(pl.col("state") == "BIHAR").select(pl.col(GROUPS).sum()).row(0, named=True)
     assert wide.row(2, named=True)["st"] == pytest.approx(normalised(bihar)["st"], abs=1e-12)
@@ -114,14 +128,20 @@ def test_district_reconciliation_coverage_and_care(data_dir) -> None:  # type: i
     assert all(name.startswith("Na (") for name in coverage["unmatched_district_names"])
 
     def census_name(district: str, state: str) -> str:
-        code = crosswalk.filter((pl.col("district") == district) & (pl.col("state") == state))["district_code"][0]
+        code = crosswalk.filter((pl.col("district") == district) & (pl.col("state") == state))[
+            "district_code"
+        ][0]
         return census.filter(pl.col("District code") == code)["District name"][0]
 
     assert census_name("Gurugram", "Haryana") == "Gurgaon"  # renamed
     assert census_name("Kamrup Metro", "Assam") == "Kamrup Metropolitan"
-    assert census_name("South East", "Delhi") == "South"  # carved out of South; never fuzzy-matched to South West
+    assert (
+        census_name("South East", "Delhi") == "South"
+    )  # carved out of South; never fuzzy-matched to South West
     assert census_name("Medinipur West", "West Bengal") == "Paschim Medinipur"
     # State-scoped: Aurangabad exists in Bihar and in Maharashtra, and each maps within its own state.
-    aurangabad = crosswalk.filter(pl.col("district") == "Aurangabad").select("state", "district_code").unique()
+    aurangabad = (
+        crosswalk.filter(pl.col("district") == "Aurangabad").select("state", "district_code").unique()
+    )
     codes = dict(aurangabad.iter_rows())
     assert len(set(codes.values())) == len(codes) >= 2

@@ -51,8 +51,15 @@ def test_the_attribute_itself_is_flagged_and_a_random_column_is_not() -> None:
     race = RNG.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1])
     pin = np.array([f"{i:06d}" for i in RNG.integers(0, 2000, n)])  # high cardinality, unrelated
     income = RNG.normal(50, 10, n) + (race == "b") * 15  # numeric, associated
-    features = pl.DataFrame({"race_copy": race, "noise": RNG.choice(["x", "y"], n), "pin": pin, "income": income,
-                             "coin": RNG.normal(size=n)})
+    features = pl.DataFrame(
+        {
+            "race_copy": race,
+            "noise": RNG.choice(["x", "y"], n),
+            "pin": pin,
+            "income": income,
+            "coin": RNG.normal(size=n),
+        }
+    )
     rows = proxy_feature_strength(features, pl.DataFrame({"race": race}))
     by_feature = {r["feature"]: r for r in rows}
     assert by_feature["race_copy"]["flag"] and by_feature["race_copy"]["cramers_v"] == pytest.approx(1.0)
@@ -87,5 +94,7 @@ def test_stale_attributes() -> None:
     assert old["stale"] is True and old["n_older_than_max"] == 2
     fresh = stale_attributes(dates, as_of=dt.date(2022, 6, 1), max_age_days=730)
     assert fresh["stale"] is False and fresh["n_older_than_max"] == 1
-    text = stale_attributes(pl.Series("c", ["2024-01-01", "nonsense"]), as_of=dt.date(2024, 2, 1), max_age_days=730)
+    text = stale_attributes(
+        pl.Series("c", ["2024-01-01", "nonsense"]), as_of=dt.date(2024, 2, 1), max_age_days=730
+    )
     assert text["n"] == 1 and text["n_unparsed"] == 1 and text["stale"] is False
