@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from fairgate.config_proxy import ProxyConfig
+from fairgate.config_proxy import ProxyColumns, ProxyConfig
 from tasks import proxy as tp
 
 DATA = Path(__file__).resolve().parents[1] / "fairgate" / "data" / "bisg"
@@ -78,7 +78,7 @@ def main() -> None:
     args = parser.parse_args()
 
     people = generate(args.rows)
-    config = ProxyConfig(method="bisg", columns={"surname": "surname", "zip": "zip"})
+    config = ProxyConfig(method="bisg", columns=ProxyColumns(surname="surname", zip="zip"))
     start = time.perf_counter()
     _ = tp.bisg_tables(False).vectors  # read the shipped tables and build the per-key vectors once
     print(f"load shipped tables (once per process): {time.perf_counter() - start:.2f} s")

@@ -1,10 +1,10 @@
-"""Policy section ``proxy:``: inferring sensitive attributes that were never collected. Owned by the proxy work.
+"""Policy section ``proxy:``: inferring sensitive attributes that were never collected.
 
 Example::
 
     proxy:
       method: bisg                 # bisg | bifsg | india | custom
-      attribute: race              # the sensitive attribute the proxy produces (declared in sensitive_attributes)
+      attribute: race              # the attribute it produces (listed in sensitive_attributes)
       mode: probabilistic          # or most_likely (hard assignment when max P >= confidence_cut)
       confidence_cut: 0.8
       columns: {surname: last_name, first_name: first_name, zip: zip5}
@@ -47,7 +47,7 @@ class ProxyColumns(_Strict):
 
 
 class CustomTables(_Strict):
-    """User tables for ``method: custom``: CSV or Parquet paths, relative to the working directory (or absolute).
+    """User tables for ``method: custom``: CSV or Parquet paths, relative to the working directory.
 
     ``name_table``: column ``name`` then one column per group holding P(group | name).
     ``area_table``: column ``area`` then one column per group holding P(area | group) (each column sums to 1).
@@ -84,7 +84,7 @@ class ProxyConfig(_Strict):
     labels: dict[str, str] = {}
     custom: CustomTables | None = None
     proxy_features: ProxyFeatures | None = None
-    # Declared attributes with a collection date: the column holding it (policy.attribute_max_age_days applies).
+    # Column holding when the declared attributes were collected (policy.attribute_max_age_days applies).
     collected_at_column: str | None = None
 
     @model_validator(mode="after")

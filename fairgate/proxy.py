@@ -63,7 +63,8 @@ def surname_key(column: str | pl.Expr) -> pl.Expr:
     The 2010 Census surname list removes spaces, apostrophes and hyphens (DELACRUZ, OBRIEN, GARCIALOPEZ).
     Empty results become null (an unknown surname).
 
-    >>> pl.select(surname_key(pl.lit(pl.Series(["Yaniv", "O'Brien", "de la Cruz", "Smith, Jr.", "  "])))).to_series().to_list()
+    >>> names = pl.Series(["Yaniv", "O'Brien", "de la Cruz", "Smith, Jr.", "  "])
+    >>> pl.select(surname_key(pl.lit(names))).to_series().to_list()
     ['YANIV', 'OBRIEN', 'DELACRUZ', 'SMITH', None]
     """
     expr = pl.col(column) if isinstance(column, str) else column
@@ -114,7 +115,7 @@ def exact_key(column: str | pl.Expr) -> pl.Expr:
 
 
 def _digits_key(series: pl.Series, width: int, what: str) -> pl.Series:
-    """Zero-padded digit strings from text or integer codes; a float column is refused (it may have lost digits)."""
+    """Zero-padded digit strings from text or integer codes; floats are refused (digits may be lost)."""
     if series.dtype.is_float():
         raise DataError(
             f"column {series.name!r} holds floating-point numbers; {what} codes must be read as text "
@@ -198,7 +199,8 @@ def state_key_expr(column: str | pl.Expr) -> pl.Expr:
 def district_key(name: str) -> str:
     """District name key: lower case letters only, without '(...)' asides and the word 'district'.
 
-    >>> [district_key(s) for s in ["Leh(Ladakh)", "Sri Potti Sriramulu Nellore", "Y.S.R.", "North 24 Parganas"]]
+    >>> names = ["Leh(Ladakh)", "Sri Potti Sriramulu Nellore", "Y.S.R.", "North 24 Parganas"]
+    >>> [district_key(s) for s in names]
     ['leh', 'sripottisriramulunellore', 'ysr', 'northparganas']
     """
     text = name.lower().replace("&", "and")
@@ -510,7 +512,8 @@ def reconcile_districts(
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Map India Post (pincode, district, state) rows to 2011 census district codes, state by state.
 
-    ``pincodes``: columns ``pincode, district, state``. ``census``: ``District code, State name, District name``.
+    ``pincodes``: columns ``pincode, district, state``.
+    ``census``: columns ``District code, State name, District name``.
     Matching, within the census state(s) the post state covered in 2011: normalised names equal ("exact"),
     then a known rename or post-2011 split ("renamed"), then a unique close spelling ("fuzzy", difflib ratio >=
     ``fuzzy_cutoff``). Returns the crosswalk (``pincode, district_code, match``; unmatched rows have a null
@@ -712,12 +715,14 @@ def disagreement(
     table = joined.group_by("declared", "most_likely").len("n").sort("declared", "most_likely")
     return {
         "n_compared": joined.height,
-        "most_likely_agreement": float((joined["declared"] == joined["most_likely"]).mean() or 0.0)
-        if joined.height
-        else None,
-        "expected_agreement": float(p_declared.mean()) if p_declared.len() else None,  # type: ignore[arg-type]
+        "most_likely_agreement": _mean(joined["declared"] == joined["most_likely"]),
+        "expected_agreement": _mean(p_declared),
         "table": table.to_dicts(),
     }
+
+
+def _mean(series: pl.Series) -> float | None:
+    return float(series.cast(pl.Float64).to_numpy().mean()) if series.len() else None
 
 
 # ------------------------------------------------------------------------------------------- proxy features
@@ -925,7 +930,7 @@ def stale_attributes(collected_at: pl.Series, *, as_of: dt.date, max_age_days: i
         dates = collected_at
     else:
         dates = collected_at.cast(pl.Date, strict=False)  # datetimes
-    n_unparsed = int(dates.is_null().sum() - collected_at.is_null().sum())
+    n_unparsed = dates.null_count() - collected_at.null_count()
     valid = dates.drop_nulls()
     if valid.len() == 0:
         return {
@@ -935,7 +940,8 @@ def stale_attributes(collected_at: pl.Series, *, as_of: dt.date, max_age_days: i
             "stale": None,
             "n_unparsed": n_unparsed,
         }
-    ages = np.array([(as_of - d).days for d in valid.to_list()])
+    days = [d for d in valid.to_list() if isinstance(d, dt.date)]
+    ages = np.array([(as_of - d).days for d in days])
     median_age = float(np.median(ages))
     return {
         "column": collected_at.name,
@@ -943,8 +949,8 @@ def stale_attributes(collected_at: pl.Series, *, as_of: dt.date, max_age_days: i
         "max_age_days": max_age_days,
         "n": int(valid.len()),
         "n_unparsed": n_unparsed,
-        "oldest": min(valid.to_list()).isoformat(),
-        "newest": max(valid.to_list()).isoformat(),
+        "oldest": min(days).isoformat(),
+        "newest": max(days).isoformat(),
         "median_age_days": median_age,
         "n_older_than_max": int((ages > max_age_days).sum()),
         "share_older_than_max": float((ages > max_age_days).mean()),

@@ -393,7 +393,8 @@ def proxy_rows(
     attribute_name = config.attribute_name
     if attribute_name not in policy.attribute_names:
         raise PolicyError(
-            f"proxy infers {attribute_name!r}, which is not among sensitive_attributes {policy.attribute_names}; "
+            f"proxy infers {attribute_name!r}, which is not among sensitive_attributes "
+            f"{policy.attribute_names}; "
             f"add {{name: {attribute_name}}} there (or set proxy.attribute to the attribute it produces)"
         )
     attribute = policy.attribute(attribute_name)
@@ -455,7 +456,8 @@ def proxy_rows(
         summary["confidence_cut"] = config.confidence_cut
         summary["most_likely"] = counts
         summary["statement"] = (
-            f"Each person is assigned the most likely {attribute_name} group when its probability is at least "
+            f"Each person is assigned the most likely {attribute_name} group when its probability is at "
+            "least "
             f"{config.confidence_cut}; below that they are "
             + (f"audited as {unknown!r}." if unknown else "left out of the audit.")
         )
@@ -465,7 +467,8 @@ def proxy_rows(
     if config.collected_at_column is not None:
         if config.collected_at_column not in frame.columns:
             raise DataError(
-                f"column {config.collected_at_column!r} (proxy.collected_at_column) is missing from the aligned "
+                f"column {config.collected_at_column!r} (proxy.collected_at_column) is missing from the "
+                "aligned "
                 f"input; columns present: {frame.columns}"
             )
         summary["stale_attributes"] = fp.stale_attributes(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -30,7 +30,7 @@ _FLAGS = {
 }
 
 
-class Method(str, Enum):
+class Method(StrEnum):
     bisg = "bisg"
     bifsg = "bifsg"
     india = "india"
