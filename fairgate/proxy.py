@@ -515,9 +515,9 @@ def reconcile_districts(
     ``pincodes``: columns ``pincode, district, state``.
     ``census``: columns ``District code, State name, District name``.
     Matching, within the census state(s) the post state covered in 2011: normalised names equal ("exact"),
-    then a known rename or post-2011 split ("renamed"), then a unique close spelling ("fuzzy", difflib ratio >=
-    ``fuzzy_cutoff``). Returns the crosswalk (``pincode, district_code, match``; unmatched rows have a null
-    code) and a coverage summary.
+    then a known rename or post-2011 split ("renamed"), then a unique close spelling ("fuzzy": difflib
+    ratio >= ``fuzzy_cutoff``, never across compass words). Returns the crosswalk (``pincode,
+    district_code, match``; unmatched rows have a null code) and a coverage summary.
     """
     census_keys = census.select(
         pl.col("District code").alias("district_code"),
