@@ -315,7 +315,7 @@ class ReportView:
 def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str | None = None) -> ReportView:
     """The view model of one audit result document.
 
-    ``doc["recommendations"]`` is used when the document carries it, else :func:`fairgate.mitigation.recommend`.
+    Recommendations come from :func:`fairgate.mitigation.recommend` with this ``min_cell_size``.
     """
     policy = doc.get("policy") or {}
     if use_case is None:
@@ -339,9 +339,9 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
     failures = sorted((r for r in results if r.status == "fail"), key=lambda r: (not r.critical, -r.severity))
     watch = [r for r in results if r.status == "pass" and r.uncertain]
 
-    recs_raw = doc.get("recommendations")
-    if not isinstance(recs_raw, list):
-        recs_raw = recommend(dict(doc), use_case, min_cell_size=min_cell_size)
+    # Recomputed rather than read from doc["recommendations"]: same function, but with this report's
+    # min_cell_size, so a reason never names a group the report suppresses.
+    recs_raw = recommend(dict(doc), use_case, min_cell_size=min_cell_size)
     priority = next((r for r in recs_raw if r.get("kind") == "use_case_priority"), None) or priority_note(use_case)
     recommendations = [
         Recommendation(

@@ -1,7 +1,11 @@
-"""The report subflow: render the audit result as HTML/PDF, then deliver it by email (or to the outbox).
+"""The report step: render the audit result as HTML/PDF, then deliver it by email (or to the outbox).
 
-Reads only the audit result document (never rows), so its cost does not depend on the row count. Called by
-the ``fairness-audit`` flow as a subflow; runs on its own too (e.g. to re-send an old run's report).
+Reads only the audit result document (never rows), so its cost does not depend on the row count. Called from
+inside the ``fairness-audit`` flow; its steps are Prefect tasks of that flow run.
+
+Why a function and not a subflow: Prefect stores a flow run's parameters in its API and refuses more than
+512 KB, and an audit document with curves and intersections is larger than that (COMPAS: about 770 KB). Task
+inputs are not sent to the API, so the document travels through tasks only.
 """
 
 from __future__ import annotations
@@ -9,14 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
-
 import fairgate
 from tasks.deliver import deliver
 from tasks.report import email_body, render_report
 
 
-@flow(name="publish-report")
 def publish_report(
     result_doc: dict[str, Any], policy: fairgate.Policy, out_dir: Path, trail_path: Path
 ) -> dict[str, Any]:

@@ -181,17 +181,24 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
     data = np.array([[np.nan if v is None else v for v in row] for row in heatmap.values], dtype=float)
     width = min(7.2, 1.6 + 0.55 * cols)
     height = min(9.0, 0.9 + 0.28 * rows)
-    cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"])
-    cmap.set_bad("#d1d5db")
+    # Suppressed or undefined cells are masked and drawn in the "bad" grey, with no value.
+    cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(
+        bad="#d1d5db"
+    )
+    top = float(np.nanmax(data)) if np.isfinite(data).any() else 1.0
     with _figure(width, height) as (fig, (ax,)):
-        image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=max(1e-9, np.nanmax(data))
-                          if np.isfinite(data).any() else 1, aspect="auto")
+        # pcolormesh, not imshow: one vector quad per cell, where imshow would embed a raster image.
+        mesh = ax.pcolormesh(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=max(top, 1e-9),
+                             edgecolors="white", linewidth=0.6)
         ax.grid(False)
-        ax.set_xticks(range(cols))
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks(np.arange(cols) + 0.5)
         ax.set_xticklabels([_short(c, 18) for c in heatmap.col_labels], rotation=40 if cols > 4 else 0,
                            ha="right" if cols > 4 else "center")
-        ax.set_yticks(range(rows))
+        ax.set_yticks(np.arange(rows) + 0.5)
         ax.set_yticklabels([_short(r, 22) for r in heatmap.row_labels])
+        ax.tick_params(length=0)
         if rows * cols <= 120:
             for i in range(rows):
                 for j in range(cols):
@@ -201,10 +208,12 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
                         text, color = "–", MUTED
                     else:
                         text = f"{data[i, j]:.2f}"
-                        color = "white" if data[i, j] > 0.6 * np.nanmax(data) else INK
-                    ax.text(j, i, text, ha="center", va="center", fontsize=6.3, color=color)
+                        color = "white" if data[i, j] > 0.6 * top else INK
+                    ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
         ax.set_title(f"{heatmap.metric_label}: {heatmap.base_metric.replace('_', ' ')} over {heatmap.key}")
-        fig.colorbar(image, ax=ax, shrink=0.8, pad=0.02)
+        colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
+        if colorbar.solids is not None:
+            colorbar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep vectors
         return to_svg(fig)
 
 
