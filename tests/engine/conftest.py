@@ -62,7 +62,9 @@ def compas() -> pl.DataFrame:
     return frame
 
 
-def generate(seed: int, n: int = 4000, *, ties: bool = False, levels: dict[str, list[str]] | None = None) -> pl.DataFrame:
+def generate(
+    seed: int, n: int = 4000, *, ties: bool = False, levels: dict[str, list[str]] | None = None
+) -> pl.DataFrame:
     """Synthetic audit data: skewed attribute frequencies, group-dependent base rates, an imperfect model.
 
     ``ties=True`` rounds scores to one decimal so that many rows share a score (exercises AUC tie handling).
@@ -110,7 +112,9 @@ def make_policy(
     return fairgate.Policy.from_mapping({"fairness_checker": document}, source="test-policy")
 
 
-def group_key(slicing: list[str] | tuple[str, ...], group: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def group_key(
+    slicing: list[str] | tuple[str, ...], group: dict[str, str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(slicing), tuple(group[a] for a in slicing)
 
 

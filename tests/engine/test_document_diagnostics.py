@@ -30,7 +30,7 @@ def _refuse_constant(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def documents(h: Any, compas: pl.DataFrame) -> list[str]:
-    """Audits whose documents hold nulls (tiny triples, undefined rates), with and without scores and context."""
+    """Audits whose documents hold nulls (tiny triples, undefined rates), with/without scores and context."""
     with_scores = fairgate.audit(
         compas,
         h.make_policy(["race", "sex", "age_cat"], METRICS, min_group_size=1, n_bootstrap=30),
@@ -53,7 +53,9 @@ def test_json_is_valid_and_has_no_nan(documents: list[str]) -> None:
     first = json.loads(documents[0])
     assert first["run_id"] == "run-1" and first["model"] == {"name": "compas", "version": "2016"}
     assert first["inputs"] == {"rows": 7214}
-    assert any(g["metrics"]["true_positive_rate"]["value"] is None for g in first["groups"])  # nulls exercised
+    assert any(
+        g["metrics"]["true_positive_rate"]["value"] is None for g in first["groups"]
+    )  # nulls exercised
 
 
 def test_context_cannot_overwrite_result_fields(h: Any, compas: pl.DataFrame) -> None:
@@ -63,7 +65,9 @@ def test_context_cannot_overwrite_result_fields(h: Any, compas: pl.DataFrame) ->
 
 def test_document_validates_against_the_shipped_schema(documents: list[str]) -> None:
     if not SCHEMA.exists():
-        pytest.skip(f"{SCHEMA.relative_to(SCHEMA.parents[2])} is not in the repository yet (the lead is writing it)")
+        pytest.skip(
+            f"{SCHEMA.relative_to(SCHEMA.parents[2])} is not in the repository yet (the lead is writing it)"
+        )
     import jsonschema
 
     schema = json.loads(SCHEMA.read_text())

@@ -9,7 +9,7 @@ import pytest
 
 import fairgate
 
-DP = {"name": "demographic_parity_difference", "threshold": 0.1}
+DP: dict[str, Any] = {"name": "demographic_parity_difference", "threshold": 0.1}
 
 
 def _base(**changes: Any) -> dict[str, Any]:
@@ -50,8 +50,14 @@ def test_unknown_metric_lists_the_known_ones() -> None:
     message = _error(_base(metrics=[{"name": "demographic_parity_diff", "threshold": 0.1}]))
     assert "fairness_checker.metrics.0" in message
     assert "'demographic_parity_diff'" in message
-    for known in ("demographic_parity_difference", "disparate_impact_ratio", "equalized_odds_difference",
-                  "equal_opportunity_difference", "theil_index", "false_positive_rate_difference"):
+    for known in (
+        "demographic_parity_difference",
+        "disparate_impact_ratio",
+        "equalized_odds_difference",
+        "equal_opportunity_difference",
+        "theil_index",
+        "false_positive_rate_difference",
+    ):
         assert known in message
 
 
@@ -70,14 +76,17 @@ def test_threshold_out_of_range_says_the_range_and_an_example(rule: dict[str, An
 
 
 def test_wrong_direction_says_the_right_one() -> None:
-    message = _error(_base(metrics=[{"name": "disparate_impact_ratio", "threshold": 0.8,
-                                     "direction": "lower_is_better"}]))
+    message = _error(
+        _base(metrics=[{"name": "disparate_impact_ratio", "threshold": 0.8, "direction": "lower_is_better"}])
+    )
     assert "fairness_checker.metrics.0" in message
     assert "direction: higher_is_better" in message
 
 
 def test_reference_group_not_among_values() -> None:
-    message = _error(_base(sensitive_attributes=[{"name": "sex", "values": ["M", "F"], "reference_group": "X"}]))
+    message = _error(
+        _base(sensitive_attributes=[{"name": "sex", "values": ["M", "F"], "reference_group": "X"}])
+    )
     assert "fairness_checker.sensitive_attributes.0" in message
     assert "'X'" in message and "['M', 'F']" in message
 
@@ -101,7 +110,9 @@ def test_bad_fail_on_lists_choices() -> None:
 
 
 def test_override_naming_an_unconfigured_metric() -> None:
-    message = _error(_base(overrides=[{"reason": "pilot", "metric": "equal_opportunity_difference", "threshold": 0.2}]))
+    message = _error(
+        _base(overrides=[{"reason": "pilot", "metric": "equal_opportunity_difference", "threshold": 0.2}])
+    )
     assert "override" in message and "'equal_opportunity_difference'" in message
 
 
@@ -109,7 +120,7 @@ def test_every_policy_error_is_a_fairgate_error() -> None:
     assert issubclass(fairgate.PolicyError, fairgate.FairgateError)
 
 
-# ------------------------------------------------------------------------------------------- data for verdicts
+# ----------------------------------------------------------------------------------------- data for verdicts
 def _frame(groups: dict[str, tuple[int, int]], attribute: str = "grp") -> pl.DataFrame:
     """groups: value -> (rows, rows predicted favourable). Labels alternate 1, 0."""
     values, y_true, y_pred = [], [], []
@@ -132,16 +143,22 @@ def test_point_estimate_decides_and_exit_codes(h: Any) -> None:
     assert (failing.verdict, failing.exit_code) == ("fail", 1)
     passing = fairgate.audit(frame, h.make_policy(["grp"], [{**DP, "threshold": 0.25}], n_bootstrap=100))
     assert (passing.verdict, passing.exit_code) == ("pass", 0)
-    gate_off = fairgate.audit(frame, h.make_policy(["grp"], [DP], n_bootstrap=100, ci_cd_gate={"enabled": False}))
+    gate_off = fairgate.audit(
+        frame, h.make_policy(["grp"], [DP], n_bootstrap=100, ci_cd_gate={"enabled": False})
+    )
     assert (gate_off.verdict, gate_off.exit_code) == ("fail", 0)
 
 
 def test_uncertain_when_the_interval_crosses_the_threshold(h: Any) -> None:
-    small = fairgate.audit(_frame({"x": (40, 20), "y": (40, 14)}), h.make_policy(["grp"], [DP], n_bootstrap=300))
+    small = fairgate.audit(
+        _frame({"x": (40, 20), "y": (40, 14)}), h.make_policy(["grp"], [DP], n_bootstrap=300)
+    )
     judged = _result(small, DP["name"], ["grp"])
     assert judged["value"] == pytest.approx(0.15) and judged["status"] == "fail"
     assert judged["ci_low"] < 0.1 < judged["ci_high"] and judged["uncertain"] is True
-    large = fairgate.audit(_frame({"x": (4000, 2000), "y": (4000, 1400)}), h.make_policy(["grp"], [DP], n_bootstrap=300))
+    large = fairgate.audit(
+        _frame({"x": (4000, 2000), "y": (4000, 1400)}), h.make_policy(["grp"], [DP], n_bootstrap=300)
+    )
     judged = _result(large, DP["name"], ["grp"])
     assert judged["ci_low"] > 0.1 and judged["uncertain"] is False
     assert large.to_dict()["verdict_detail"]["n_uncertain"] == 0
@@ -177,7 +194,9 @@ def test_per_use_case_override(h: Any, use_case: str | None, applies: bool) -> N
     extra: dict[str, Any] = {"overrides": overrides}
     if use_case is not None:
         extra["use_case"] = use_case
-    result = fairgate.audit(_frame({"x": (1000, 500), "y": (1000, 300)}), h.make_policy(["grp"], [DP], n_bootstrap=50, **extra))
+    result = fairgate.audit(
+        _frame({"x": (1000, 500), "y": (1000, 300)}), h.make_policy(["grp"], [DP], n_bootstrap=50, **extra)
+    )
     judged = _result(result, DP["name"], ["grp"])
     assert judged["threshold"] == (0.3 if applies else 0.1)
     assert judged["status"] == ("pass" if applies else "fail")
@@ -197,9 +216,14 @@ def test_exclude_groups_leaves_them_out_of_the_judgement(h: Any) -> None:
 
 def _mixed(h: Any, fail_on: str, critical: list[str]) -> fairgate.AuditResult:
     """Three judged results: demographic parity fails (0.2 > 0.1); accuracy and FPR gaps pass."""
-    metrics = [DP, {"name": "accuracy_difference", "threshold": 0.5}, {"name": "false_positive_rate_difference",
-                                                                      "threshold": 0.5}]
-    policy = h.make_policy(["grp"], metrics, n_bootstrap=20, ci_cd_gate={"fail_on": fail_on, "critical_metrics": critical})
+    metrics = [
+        DP,
+        {"name": "accuracy_difference", "threshold": 0.5},
+        {"name": "false_positive_rate_difference", "threshold": 0.5},
+    ]
+    policy = h.make_policy(
+        ["grp"], metrics, n_bootstrap=20, ci_cd_gate={"fail_on": fail_on, "critical_metrics": critical}
+    )
     return fairgate.audit(_frame({"x": (1000, 500), "y": (1000, 300)}), policy)
 
 
@@ -216,8 +240,11 @@ def test_fail_on_any_majority_and_critical_only(h: Any) -> None:
 
 
 def test_majority_fails_when_most_results_fail(h: Any) -> None:
-    metrics = [DP, {"name": "disparate_impact_ratio", "threshold": 0.8}, {"name": "accuracy_difference",
-                                                                         "threshold": 0.5}]
+    metrics = [
+        DP,
+        {"name": "disparate_impact_ratio", "threshold": 0.8},
+        {"name": "accuracy_difference", "threshold": 0.5},
+    ]
     policy = h.make_policy(["grp"], metrics, n_bootstrap=20, ci_cd_gate={"fail_on": "majority"})
     result = fairgate.audit(_frame({"x": (1000, 500), "y": (1000, 300)}), policy)
     assert result.to_dict()["verdict_detail"]["n_failed"] == 2
@@ -233,7 +260,26 @@ def test_small_groups_are_listed_and_left_out_of_the_judgement(h: Any) -> None:
     assert judged["insufficient_groups"] == [{"grp": "z"}]
     listed = result.to_dict()["diagnostics"]["insufficient_groups"]
     assert {"slicing": ["grp"], "group": {"grp": "z"}, "n": 12.0, "min_group_size": 30} in listed
-    summary = next(s for s in result.to_dict()["summaries"] if s["metric"] == "selection_rate" and s["slicing"] == ["grp"])
+    summary = next(
+        s
+        for s in result.to_dict()["summaries"]
+        if s["metric"] == "selection_rate" and s["slicing"] == ["grp"]
+    )
     assert summary["difference"] == pytest.approx(0.02)
     z = next(g for g in result.to_dict()["groups"] if g["group"] == {"grp": "z"})
     assert z["sufficient"] is False and z["metrics"]["selection_rate"]["value"] == 0.0  # still reported
+
+
+def test_slicing_plan_follows_pairs_and_triple_sizes(h: Any) -> None:
+    frame = h.generate(3, 600)
+    attributes = list(h.levels)
+    everything = fairgate.plan_slicings(
+        fairgate.build_cube(frame, h.make_policy(attributes)), h.make_policy(attributes)
+    )
+    assert sum(len(s) == 2 for s in everything) == 6 and sum(len(s) == 3 for s in everything) == 4
+    configured = h.make_policy(
+        attributes, min_group_size=200, intersectional_analysis={"attribute_pairs": [["a", "d"]]}
+    )
+    planned = fairgate.plan_slicings(fairgate.build_cube(frame, configured), configured)
+    # No triple has two groups of 200 or more people out of 600 rows spread over >= 48 cells.
+    assert planned == [(), ("a",), ("b",), ("c",), ("d",), ("a", "d")]

@@ -50,8 +50,14 @@ def _frame(rows: list[tuple[Any, ...]]) -> pl.DataFrame:
     g, k, y, p, s, w = zip(*rows, strict=True)
     return pl.DataFrame(
         {"grp": list(g), "k": list(k), "y_true": list(y), "y_pred": list(p), "score": list(s), "w": list(w)},
-        schema={"grp": pl.String, "k": pl.String, "y_true": pl.Int64, "y_pred": pl.Int64, "score": pl.Float64,
-                "w": pl.Int64},
+        schema={
+            "grp": pl.String,
+            "k": pl.String,
+            "y_true": pl.Int64,
+            "y_pred": pl.Int64,
+            "score": pl.Float64,
+            "w": pl.Int64,
+        },
     )
 
 
@@ -106,7 +112,9 @@ def test_partitioning_does_not_change_any_slicing(h: Any, rows: list[tuple[Any, 
     split = min(max(1, int(cut * frame.height)), frame.height - 1)
     policy = _policy(h, n_bootstrap=0)
     union = fairgate.build_cube(frame, policy)
-    summed = fairgate.build_cube(frame.head(split), policy) + fairgate.build_cube(frame.tail(frame.height - split), policy)
+    summed = fairgate.build_cube(frame.head(split), policy) + fairgate.build_cube(
+        frame.tail(frame.height - split), policy
+    )
     for slicing in fairgate.plan_slicings(union, policy):
         whole = fairgate.compute_slicing(union, slicing, policy)
         parts = fairgate.compute_slicing(summed, slicing, policy)
@@ -158,10 +166,12 @@ def test_weights_of_one_equal_no_weights(h: Any, rows: list[tuple[Any, ...]]) ->
 
 
 def _point_view(document: dict[str, Any]) -> dict[str, Any]:
-    """Everything that does not depend on the bootstrap: values, n, Wilson intervals, comparisons' point tests."""
+    """What does not depend on the bootstrap: values, n, Wilson intervals, comparisons' point tests."""
     groups = [
         {
-            "slicing": g["slicing"], "group": g["group"], "n": g["n"],
+            "slicing": g["slicing"],
+            "group": g["group"],
+            "n": g["n"],
             "metrics": {
                 name: (m if name != "roc_auc" and _is_rate(name) else {"value": m["value"]})
                 for name, m in g["metrics"].items()
@@ -171,10 +181,16 @@ def _point_view(document: dict[str, Any]) -> dict[str, Any]:
     ]
     comparisons = [
         {k: c[k] for k in ("metric", "slicing", "group", "reference", "difference", "ratio")}
-        | ({k: c[k] for k in ("difference_ci_low", "difference_ci_high", "p_value")} if _is_rate(c["metric"]) else {})
+        | (
+            {k: c[k] for k in ("difference_ci_low", "difference_ci_high", "p_value")}
+            if _is_rate(c["metric"])
+            else {}
+        )
         for c in document["comparisons"]
     ]
-    summaries = [{k: s[k] for k in ("metric", "slicing", "difference", "ratio")} for s in document["summaries"]]
+    summaries = [
+        {k: s[k] for k in ("metric", "slicing", "difference", "ratio")} for s in document["summaries"]
+    ]
     # Not ``status``: a value equal to its threshold up to the last bit (sums in another order) may flip it.
     results = [{k: r[k] for k in ("metric", "slicing", "value")} for r in document["results"]]
     return {"groups": groups, "comparisons": comparisons, "summaries": summaries, "results": results}
@@ -212,18 +228,34 @@ def _rows_frame(spec: list[tuple[str, int, int, int]], score: float | None = Non
 
 
 def test_group_without_favourable_labels_has_null_tpr_not_zero(h: Any) -> None:
-    frame = _rows_frame([("x", 1, 1, 30), ("x", 1, 0, 10), ("x", 0, 0, 20), ("y", 0, 1, 5), ("y", 0, 0, 25),
-                         ("z", 1, 1, 20), ("z", 0, 0, 20), ("z", 1, 0, 20)])
+    frame = _rows_frame(
+        [
+            ("x", 1, 1, 30),
+            ("x", 1, 0, 10),
+            ("x", 0, 0, 20),
+            ("y", 0, 1, 5),
+            ("y", 0, 0, 25),
+            ("z", 1, 1, 20),
+            ("z", 0, 0, 20),
+            ("z", 1, 0, 20),
+        ]
+    )
     policy = h.make_policy(["grp"], [{"name": "equal_opportunity_difference", "threshold": 0.1}])
     document = fairgate.audit(frame, policy).to_dict()
-    tpr = {g["group"]["grp"]: g["metrics"]["true_positive_rate"] for g in document["groups"] if g["slicing"] == ["grp"]}
+    tpr = {
+        g["group"]["grp"]: g["metrics"]["true_positive_rate"]
+        for g in document["groups"]
+        if g["slicing"] == ["grp"]
+    }
     assert tpr["y"] == {"value": None, "ci_low": None, "ci_high": None}
     assert tpr["x"]["value"] == pytest.approx(0.75) and tpr["z"]["value"] == pytest.approx(0.5)
     # The summary is taken over the groups where TPR is defined: 0.75 - 0.5, not 0.75 - 0.
     result = next(r for r in document["results"] if r["slicing"] == ["grp"])
     assert result["value"] == pytest.approx(0.25)
     comparison = next(
-        c for c in document["comparisons"] if c["metric"] == "true_positive_rate" and c["group"] == {"grp": "y"}
+        c
+        for c in document["comparisons"]
+        if c["metric"] == "true_positive_rate" and c["group"] == {"grp": "y"}
     )
     assert comparison["difference"] is None and comparison["p_value"] is None
     assert '"NaN"' not in fairgate.audit(frame, policy).to_json()
@@ -238,14 +270,19 @@ def test_declared_group_without_rows_is_reported_not_dropped(h: Any) -> None:
     assert result["value"] == pytest.approx(0.0)  # x and y both select half
     insufficient = [entry["group"] for entry in document["diagnostics"]["insufficient_groups"]]
     assert {"grp": "z"} in insufficient, (
-        "declared group g=z has no rows; DESIGN.md: groups too small to judge are listed, never silently dropped"
+        "declared group grp=z has no rows; DESIGN.md: groups too small to judge are listed, never dropped"
     )
 
 
 def test_single_group_gives_insufficient_data(h: Any) -> None:
     frame = _rows_frame([("x", 1, 1, 30), ("x", 0, 0, 30), ("x", 1, 0, 5)])
-    policy = h.make_policy(["grp"], [{"name": "demographic_parity_difference", "threshold": 0.1},
-                                   {"name": "disparate_impact_ratio", "threshold": 0.8}])
+    policy = h.make_policy(
+        ["grp"],
+        [
+            {"name": "demographic_parity_difference", "threshold": 0.1},
+            {"name": "disparate_impact_ratio", "threshold": 0.8},
+        ],
+    )
     document = fairgate.audit(frame, policy).to_dict()
     for result in (r for r in document["results"] if r["slicing"] == ["grp"]):
         assert result["value"] is None and result["ci_low"] is None and result["ci_high"] is None
@@ -277,7 +314,9 @@ def test_cubes_with_different_attributes_refuse_to_add(h: Any) -> None:
 def test_any_attribute_name_works(h: Any, name: str) -> None:
     """An attribute may be called anything, including the engine's internal column names (``g`` is a
     natural name for a group column)."""
-    frame = _rows_frame([("x", 1, 1, 30), ("x", 0, 0, 30), ("y", 1, 0, 30), ("y", 0, 1, 30)]).rename({"grp": name})
+    frame = _rows_frame([("x", 1, 1, 30), ("x", 0, 0, 30), ("y", 1, 0, 30), ("y", 0, 1, 30)]).rename(
+        {"grp": name}
+    )
     document = fairgate.audit(frame, h.make_policy([name])).to_dict()
     assert next(r for r in document["results"] if r["slicing"] == [name])["value"] == pytest.approx(0.0)
 
@@ -285,10 +324,16 @@ def test_any_attribute_name_works(h: Any, name: str) -> None:
 def test_auc_intervals_stay_within_their_range(h: Any) -> None:
     """AUC lies in [0, 1]: its replicates, and so the summaries' and comparisons' intervals, must as well."""
     frame = pl.DataFrame(
-        {"grp": ["x"] * 4 + ["y"] * 4, "y_true": [1, 0, 1, 0, 1, 0, 0, 0], "y_pred": [1, 0, 0, 0, 1, 0, 0, 1],
-         "score": [0.5] * 8}
+        {
+            "grp": ["x"] * 4 + ["y"] * 4,
+            "y_true": [1, 0, 1, 0, 1, 0, 0, 0],
+            "y_pred": [1, 0, 0, 0, 1, 0, 0, 1],
+            "score": [0.5] * 8,
+        }
     )
-    document = fairgate.audit(frame, h.make_policy(["grp"], [{"name": "auc_difference", "threshold": 0.1}])).to_dict()
+    document = fairgate.audit(
+        frame, h.make_policy(["grp"], [{"name": "auc_difference", "threshold": 0.1}])
+    ).to_dict()
     summary = next(s for s in document["summaries"] if s["metric"] == "roc_auc")
     assert 0.0 <= summary["ratio_ci_low"] <= summary["ratio_ci_high"] <= 1.0, summary
     assert 0.0 <= summary["difference_ci_low"] <= summary["difference_ci_high"] <= 1.0, summary
