@@ -27,6 +27,7 @@ R = TypeVar("R")
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 _DUCKDB_SUFFIXES = {".duckdb", ".ddb"}
 _HASH_CHUNK = 1 << 20
+_CSV_TYPES = ["BIGINT", "DOUBLE", "VARCHAR"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,10 @@ def _relation(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.DuckDBPy
         return con.read_parquet(str(source.path))
     if source.kind == "csv":
         # An explicit delimiter and header make a row with a wrong number of fields an error, not a re-sniff.
-        return con.read_csv(str(source.path), header=True, sep=_delimiter(source.path))
+        # No BOOLEAN/date candidates: "yes"/"no" must stay text, so validation rejects a label of "yes".
+        return con.read_csv(
+            str(source.path), header=True, sep=_delimiter(source.path), auto_type_candidates=_CSV_TYPES
+        )
     if source.kind == "duckdb":
         return _duckdb_table(con, source)
     return con.from_arrow(_sqlite_table(source))

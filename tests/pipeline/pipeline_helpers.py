@@ -1,0 +1,121 @@
+"""Helpers for the end-to-end tests: the real COMPAS file split into the three inputs, policies, running the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import fairgate.cli  # noqa: F401  (sets the Prefect/GE environment defaults before Prefect is imported)
+import prefect  # noqa: E402, F401
+from prefect.logging.configuration import setup_logging  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_DATA = REPO / ".." / "shared" / "data"
+COMPAS_CSV = SHARED_DATA / "compas" / "compas-scores-two-years.csv"
+
+POLICY_FAILING = """\
+fairness_checker:
+  favorable_label: 0
+  sensitive_attributes:
+    - {name: race, values: [African-American, Caucasian, Hispanic, Other, Asian, Native American],
+       reference_group: Caucasian}
+    - {name: sex, values: [Male, Female], reference_group: Male}
+    - {name: age_cat, values: [Less than 25, 25 - 45, Greater than 45]}
+  metrics:
+    - {name: disparate_impact_ratio, threshold: 0.8}
+    - {name: equal_opportunity_difference, threshold: 0.1}
+  intersectional_analysis: {enabled: true, min_group_size: 50, attribute_pairs: [[race, sex]]}
+  reporting: {format: [json, junit]}
+  columns: {y_true: two_year_recid}
+  statistics: {n_bootstrap: 100}
+"""
+
+# Sex only: COMPAS flags women and men at similar rates (DI 0.92) with similar TPR (difference 0.003).
+POLICY_PASSING = """\
+fairness_checker:
+  favorable_label: 0
+  sensitive_attributes:
+    - {name: sex, values: [Male, Female], reference_group: Male}
+  metrics:
+    - {name: disparate_impact_ratio, threshold: 0.8}
+    - {name: equal_opportunity_difference, threshold: 0.1}
+  reporting: {format: [json]}
+  columns: {y_true: two_year_recid}
+  statistics: {n_bootstrap: 100}
+"""
+
+
+@dataclass
+class Inputs:
+    """Three input files and a policy file in one folder, and where the run's outputs should go."""
+
+    folder: Path
+    predictions: Path
+    labels: Path
+    attributes: Path
+    policy: Path
+
+    @property
+    def out(self) -> Path:
+        return self.folder / "out"
+
+    def args(self, *extra: str) -> list[str]:
+        return [
+            "audit", "--policy", str(self.policy), "--predictions", str(self.predictions),
+            "--labels", str(self.labels), "--attributes", str(self.attributes), "--out", str(self.out),
+            "--model", "compas", "--model-version", "1", *extra,
+        ]
+
+
+def split_compas(folder: Path, *, suffix: str = "csv") -> dict[str, Path]:
+    """The real COMPAS file as predictions / labels / attributes files (the demo's split)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.read_csv(str(COMPAS_CSV), header=True, sep=",").create_view("compas")
+    queries = {
+        "predictions": "select id, decile_score / 10.0 as score, "
+        "cast(score_text in ('Medium', 'High') as integer) as y_pred from compas",
+        "labels": "select id, two_year_recid from compas",
+        "attributes": "select id, race, sex, age_cat from compas",
+    }
+    paths = {}
+    for role, query in queries.items():
+        path = folder / f"{role}.{suffix}"
+        relation = con.sql(query)
+        relation.to_parquet(str(path)) if suffix == "parquet" else relation.to_csv(str(path))
+        paths[role] = path
+    con.close()
+    return paths
+
+
+def run_fairgate(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run the installed CLI as a user would, in a fresh process."""
+    env = {**os.environ, "COLUMNS": "160"}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "fairgate"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=timeout,
+    )
+
+
+class InProcessRunner(CliRunner):
+    """CliRunner that keeps Prefect's log handlers off the runner's temporary streams.
+
+    Prefect binds its console handler to ``sys.stderr`` whenever it (re)configures logging, which can happen
+    inside an invocation, where ``sys.stderr`` is the runner's buffer; once that buffer is closed, later log
+    lines fail with "I/O operation on closed file". Re-binding after each invocation keeps them on pytest's
+    stream, so ``result.stderr`` holds exactly what the CLI itself printed.
+    """
+
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        setup_logging()
+        try:
+            return super().invoke(*args, **kwargs)
+        finally:
+            setup_logging()
