@@ -30,16 +30,12 @@ class ScoreArrays:
     negative: np.ndarray
 
     @classmethod
-    def from_table(cls, table: pl.DataFrame, attributes: tuple[str, ...]) -> ScoreArrays:
-        ordered = table.sort(SCORE)
-        levels = {a: sorted(ordered[a].unique().cast(pl.String).to_list()) for a in attributes}
-        codes = {
-            a: ordered[a].cast(pl.String).cast(pl.Enum(levels[a])).to_physical().to_numpy().astype(np.int64)
-            for a in attributes
-        }
-        weight = ordered[WEIGHT].to_numpy()
-        y = ordered[TRUE].to_numpy()
-        return cls(codes, levels, ordered[SCORE].to_numpy(), weight * y, weight * (1 - y))
+    def from_table(cls, table: pl.DataFrame, levels: dict[str, list[str]]) -> ScoreArrays:
+        """From the cube's score table (already sorted by score, attributes coded into ``levels``)."""
+        codes = {a: table[a].to_numpy().astype(np.int64) for a in levels}
+        weight = table[WEIGHT].to_numpy()
+        y = table[TRUE].to_numpy()
+        return cls(codes, levels, table[SCORE].to_numpy(), weight * y, weight * (1 - y))
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fairgate.adjudicate import ModelInfo, adjudicate
@@ -30,5 +31,8 @@ def audit(
     """
     cube = build_cube(data, policy, source=source, exact_auc=exact_auc)
     replicates = draw_replicates(cube, policy.statistics.n_bootstrap, policy.statistics.seed)
-    parts = [compute_slicing(cube, s, policy, replicates=replicates) for s in plan_slicings(cube, policy)]
+    # Slicings are independent; their heavy steps (sparse products, sorts) release the GIL, so two threads
+    # keep both cores busy. Results come back in plan order.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        parts = list(pool.map(lambda s: compute_slicing(cube, s, policy, replicates=replicates), plan_slicings(cube, policy)))
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)

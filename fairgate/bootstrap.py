@@ -17,7 +17,8 @@ _STREAMS = 2
 
 
 def draw_replicates(cube: Cube, n_bootstrap: int, seed: int) -> np.ndarray:
-    """Row counts per cell for ``n_bootstrap`` resamples of the audited rows (int32, replicates x cells).
+    """Row counts per cell for ``n_bootstrap`` resamples of the audited rows: a (cells x replicates) float
+    matrix, laid out so that each slicing's sparse aggregation reads it without copying.
 
     The same ``(cube, n_bootstrap, seed)`` always gives the same matrix, so slicings computed in separate
     tasks share one set of replicates.
@@ -25,7 +26,7 @@ def draw_replicates(cube: Cube, n_bootstrap: int, seed: int) -> np.ndarray:
     rows = cube.cells[ROWS].to_numpy().astype(np.float64)
     total = int(rows.sum())
     if n_bootstrap == 0 or total == 0:
-        return np.zeros((0, rows.size), dtype=np.int32)
+        return np.zeros((rows.size, 0))
     # Two independent streams drawn on two threads (numpy releases the GIL while sampling); the split is
     # fixed, so the matrix depends only on the seed.
     streams = np.random.SeedSequence(seed).spawn(_STREAMS)
@@ -36,4 +37,5 @@ def draw_replicates(cube: Cube, n_bootstrap: int, seed: int) -> np.ndarray:
         return np.random.default_rng(stream).multinomial(total, probabilities, size=size).astype(np.int32)
 
     with ThreadPoolExecutor(_STREAMS) as pool:
-        return np.concatenate(list(pool.map(draw, streams, sizes)))
+        counts = np.concatenate(list(pool.map(draw, streams, sizes)))
+    return np.ascontiguousarray(counts.T, dtype=np.float64)

@@ -37,7 +37,8 @@ class Cube:
 
     ``cells`` is a Polars frame with the attribute columns (strings), ``y_true``, ``y_pred`` (favourable
     outcome indicators, 0/1), ``score_bin``, ``rows``, ``weight`` and ``score_sum`` (weighted sum of
-    favourable-outcome scores). ``scores`` holds (attributes, score, y_true, weight) when exact AUC is wanted.
+    favourable-outcome scores). ``scores`` holds the rows sorted by score (attribute codes into ``levels``,
+    score, y_true, weight) when exact AUC is wanted.
     """
 
     cells: pl.DataFrame
@@ -57,7 +58,8 @@ class Cube:
         return not np.allclose(self.cells[ROWS].to_numpy(), self.cells[WEIGHT].to_numpy())
 
     def levels(self, attribute: str) -> list[str]:
-        return sorted(self.cells[attribute].unique().to_list())
+        """The attribute's values present in the data, sorted; score-table codes index into this list."""
+        return _levels(self.cells, attribute)
 
     @cached_property
     def score_arrays(self) -> ScoreArrays:
@@ -66,7 +68,11 @@ class Cube:
 
         if self.scores is None:
             raise DataError("this cube was built without a score table (exact_auc=False)")
-        return ScoreArrays.from_table(self.scores, self.attributes)
+        return ScoreArrays.from_table(self.scores, {a: self.levels(a) for a in self.attributes})
+
+    def _recoded_scores(self, levels: dict[str, list[str]]) -> pl.DataFrame:
+        """The score table with attribute codes re-pointed at another (larger) list of levels."""
+        return _recoded_scores_impl(self, levels)
 
     def __add__(self, other: Cube) -> Cube:
         """The cube of the union of two disjoint row sets."""
@@ -80,14 +86,23 @@ class Cube:
         cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, SCORE_SUM])
         scores = None
         if self.scores is not None and other.scores is not None:
-            scores = _sum_by(
-                pl.concat([self.scores, other.scores]), [*self.attributes, SCORE, TRUE], [ROWS, WEIGHT]
+            union = {a: _levels(cells, a) for a in self.attributes}
+            scores = (
+                pl.concat([self._recoded_scores(union), other._recoded_scores(union)]).sort(SCORE)
             )
         excluded = {
             a: self.excluded_missing.get(a, 0) + other.excluded_missing.get(a, 0)
             for a in set(self.excluded_missing) | set(other.excluded_missing)
         }
         return Cube(cells, self.attributes, self.calibration_bins, self.has_scores, scores, excluded)
+
+
+def _recoded_scores_impl(cube: Cube, levels: dict[str, list[str]]) -> pl.DataFrame:
+    assert cube.scores is not None
+    recode = {
+        a: pl.Series([levels[a].index(v) for v in cube.levels(a)], dtype=pl.Int16) for a in cube.attributes
+    }
+    return cube.scores.with_columns(pl.col(a).map_batches(lambda c, m=recode[a]: m.gather(c)) for a in cube.attributes)
 
 
 def _sum_by(frame: pl.DataFrame, keys: list[str], values: list[str]) -> pl.DataFrame:
@@ -172,14 +187,20 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
     )
     scores = None
     if has_scores and exact_auc:
-        score_keys = [*attributes, SCORE, TRUE]
+        # Rows sorted by score once, attributes as small integer codes into the cube's sorted levels.
         scores = (
-            rows.group_by(score_keys)
-            .agg(pl.len().cast(pl.Int64).alias(ROWS), pl.col(WEIGHT).sum())
-            .with_columns(pl.col(a).cast(pl.String) for a in attributes)
+            rows.select(
+                *[pl.col(a).cast(pl.String).cast(pl.Enum(_levels(cells, a))).to_physical().cast(pl.Int16) for a in attributes],
+                SCORE, TRUE, WEIGHT,
+            )
+            .sort(SCORE)
             .collect()
         )
     return Cube(cells, attributes, bins if has_scores else 1, has_scores, scores, excluded)
+
+
+def _levels(cells: pl.DataFrame, attribute: str) -> list[str]:
+    return sorted(cells[attribute].unique().to_list())
 
 
 def _require_columns(frame: pl.DataFrame, names: list[str], source: str) -> None:

@@ -8,6 +8,7 @@ with bootstrap intervals. Judging them (thresholds, verdict, multiple-testing ad
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +119,7 @@ def compute_slicing(
         auc, n_pos, n_neg = auc_module.exact_auc(runs, n_groups)
         se = hanley_mcneil_se(auc, n_pos, n_neg)
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
-        reps = auc + se * rng.standard_normal((replicates.shape[0], n_groups))  # parametric replicates
+        reps = auc + se * rng.standard_normal((replicates.shape[1], n_groups))  # parametric replicates
         values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps)
         if len(slicing) <= 1:
             roc_curves = auc_module.roc_curves(runs, groups, slicing)
@@ -171,13 +172,16 @@ def _counts(
         np.bincount(flat, weights=weight, minlength=size), np.bincount(flat, weights=score_sum, minlength=size),
         n_groups, bins,
     )
-    # Resampled rows carry their cell's mean weight and mean score.
+    # Resampled rows carry their cell's mean weight and mean score: one sparse (2K x cells) matrix maps the
+    # (cells x replicates) row counts to weight and score sums per (group, y_true, y_pred, bin).
     rows = cells[ROWS].to_numpy().astype(np.float64)
-    per_row = sparse.csr_matrix((weight / rows, (np.arange(rows.size), flat)), shape=(rows.size, size))
-    per_row_score = sparse.csr_matrix((score_sum / rows, (np.arange(rows.size), flat)), shape=(rows.size, size))
-    boot_weight = np.asarray((per_row.T @ replicates.T).T)
-    boot_score = np.asarray((per_row_score.T @ replicates.T).T)
-    return point, _as_counts(boot_weight, boot_score, n_groups, bins)
+    cell = np.arange(rows.size)
+    aggregate = sparse.csr_matrix(
+        (np.concatenate([weight / rows, score_sum / rows]), (np.concatenate([flat, flat + size]), np.tile(cell, 2))),
+        shape=(2 * size, rows.size),
+    )
+    sums = (aggregate @ replicates).T  # (replicates, 2K)
+    return point, _as_counts(sums[:, :size], sums[:, size:], n_groups, bins)
 
 
 def _as_counts(weight: np.ndarray, score: np.ndarray, n_groups: int, bins: int) -> GroupCounts:
@@ -364,8 +368,8 @@ def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCount
 
 def _num(value: Any) -> float | None:
     """A JSON number, or None where undefined."""
-    number = float(np.asarray(value).reshape(-1)[0]) if np.ndim(value) else float(value)
-    return number if np.isfinite(number) else None
+    number = float(value if np.ndim(value) == 0 else np.asarray(value).reshape(-1)[0])
+    return number if math.isfinite(number) else None
 
 
 def _list(values: np.ndarray) -> list[float | None]:
