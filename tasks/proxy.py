@@ -405,6 +405,13 @@ def proxy_rows(
     labels = {g: config.labels.get(g, g) for g in tables.groups}
     _check_labels(attribute.values, labels, attribute_name)
 
+    if config.mode == "probabilistic" and policy.columns.weight is None:
+        # Without a weight column the engine would count every person fully in every group.
+        raise PolicyError(
+            "proxy.mode probabilistic gives each person a weight per inferred group, and the audit must sum "
+            "those weights: set columns: {weight: proxy_weight} in the policy (any column name not already "
+            "in the data), or use proxy.mode: most_likely"
+        )
     weight_column = policy.columns.weight or "weight"
     summary: dict[str, Any] = {
         "method": config.method,
@@ -453,6 +460,8 @@ def proxy_rows(
             unknown_label=unknown,
             labels=labels,
         )
+        if policy.columns.weight is not None and policy.columns.weight not in rows.columns:
+            rows = rows.with_columns(pl.lit(1.0).alias(policy.columns.weight))  # hard assignment: weight 1
         summary["confidence_cut"] = config.confidence_cut
         summary["most_likely"] = counts
         summary["statement"] = (
