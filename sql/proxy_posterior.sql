@@ -1,5 +1,6 @@
 -- proxy_posterior: P(group | surname, first name, area) for each person, BISG-style, with the fallback used.
--- grain: one row per person; probabilities is a list in the groups' order (see proxy_factor_vectors).
+-- grain: one row per person; probabilities is a list in the groups' order (see proxy_factor_vectors);
+-- has_name / has_first_name / has_area say which lookups found the person's key (for the coverage report).
 --
 -- Inputs (registered by tasks/proxy.py; keys already normalised, tables already as vectors):
 --   proxy_people(person, name_key, name_alt_key, first_key, area_key, prior_key)
@@ -68,7 +69,10 @@ final as (
             when joint_total > 0 and has_area then 'geography_only'
             when joint_total > 0 and has_first then 'first_name_only'
             else 'prior'
-        end as fallback
+        end as fallback,
+        has_name,
+        has_first as has_first_name,
+        has_area
     from totals
 )
 

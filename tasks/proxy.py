@@ -356,19 +356,26 @@ def wide_posterior(posterior: pl.DataFrame, groups: tuple[str, ...]) -> pl.DataF
         fp.PERSON,
         *[pl.col("probabilities").list.get(i).alias(g) for i, g in enumerate(groups)],
         fp.FALLBACK,
-    )
+    )  # has_* flags stay internal: the CLI's output is the id, the probabilities and the fallback
 
 
 def coverage(posterior: pl.DataFrame) -> dict[str, Any]:
     """How many people took each fallback, and how many had their name / area found."""
     counts = dict(posterior.group_by(fp.FALLBACK).len().iter_rows())
     n = posterior.height
+    found = {
+        "surname_in_table": int(posterior["has_name"].sum()),
+        "first_name_in_table": int(posterior["has_first_name"].sum()),
+        "area_in_table": int(posterior["has_area"].sum()),
+    }
     fallbacks = {label: int(counts.get(label, 0)) for label in fp.FALLBACKS}
     surname = sum(v for k, v in fallbacks.items() if k.startswith("surname"))
-    geography = sum(v for k, v in fallbacks.items() if k.endswith("geography"))
+    geography = sum(v for k, v in fallbacks.items() if "geography" in k)
     return {
         "n_people": n,
         "fallbacks": fallbacks,
+        # Keys found in the tables; an area found can still be dropped when it contradicts the surname.
+        "found": found,
         "surname_found": surname,
         "geography_used": geography,
         "share_surname_found": surname / n if n else None,

@@ -203,7 +203,7 @@ def test_proxy_features_and_stale_attributes_in_summary(compas: pl.DataFrame) ->
         PROXY_BIFSG + "\n    proxy_features: {columns: [last, y_pred]}\n    collected_at_column: collected"
     )
     aligned = compas.with_columns(pl.lit(dt.date(2013, 1, 1)).alias("collected")).to_arrow()
-    _, summary = tp.proxy_rows(aligned, policy_yaml(proxy), today=dt.date(2016, 5, 20))
+    _, summary = tp.proxy_rows(aligned, policy_yaml(proxy, weight="w"), today=dt.date(2016, 5, 20))
     features = {(f["feature"], f["attribute"]): f for f in summary["proxy_features"]}
     assert features[("last", "race (inferred)")]["flag"]  # the surname is what the proxy is made of
     assert summary["stale_attributes"]["stale"] is True
@@ -217,3 +217,8 @@ def test_apply_proxy_task_body_matches_proxy_rows(compas: pl.DataFrame) -> None:
     expected_rows, expected_summary = tp.proxy_rows(aligned, policy)
     assert isinstance(rows, pa.Table) and rows.equals(expected_rows)
     assert summary["coverage"] == expected_summary["coverage"]
+
+
+def test_probabilistic_mode_needs_a_weight_column(compas: pl.DataFrame) -> None:
+    with pytest.raises(PolicyError, match="columns: {weight: proxy_weight}"):
+        tp.proxy_rows(compas.head(10).to_arrow(), policy_yaml(PROXY_BIFSG))

@@ -15,7 +15,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
+COMPAS_CSV = (
+    Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
+)
 
 POLICY = """\
 fairness_checker:
@@ -64,11 +66,27 @@ def test_audit_on_inferred_race(tmp_path: Path, mode: str) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY.replace("{mode}", mode).replace("{{", "{").replace("}}", "}"))
     out = tmp_path / "out"
-    args = ["audit", "--policy", str(policy), "--predictions", str(files["predictions"]), "--labels",
-            str(files["labels"]), "--attributes", str(files["attributes"]), "--out", str(out), "--quiet"]
+    args = [
+        "audit",
+        "--policy",
+        str(policy),
+        "--predictions",
+        str(files["predictions"]),
+        "--labels",
+        str(files["labels"]),
+        "--attributes",
+        str(files["attributes"]),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "fairgate"), *args], cwd=tmp_path, capture_output=True, text=True,
-        timeout=600, env={**os.environ, "COLUMNS": "160"},
+        [str(Path(sys.executable).parent / "fairgate"), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "160"},
     )
     assert done.returncode in (0, 1), done.stderr
     (path,) = out.glob("fairness_*.json")
@@ -95,11 +113,27 @@ def test_probabilistic_mode_without_a_weight_column_is_refused(tmp_path: Path) -
     text = POLICY.replace("{mode}", "probabilistic").replace("{{", "{").replace("}}", "}")
     policy.write_text(text.replace(", weight: proxy_weight", ""))
     out = tmp_path / "out"
-    args = ["audit", "--policy", str(policy), "--predictions", str(files["predictions"]), "--labels",
-            str(files["labels"]), "--attributes", str(files["attributes"]), "--out", str(out), "--quiet"]
+    args = [
+        "audit",
+        "--policy",
+        str(policy),
+        "--predictions",
+        str(files["predictions"]),
+        "--labels",
+        str(files["labels"]),
+        "--attributes",
+        str(files["attributes"]),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "fairgate"), *args], cwd=tmp_path, capture_output=True, text=True,
-        timeout=600, env={**os.environ, "COLUMNS": "160"},
+        [str(Path(sys.executable).parent / "fairgate"), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "160"},
     )
     assert done.returncode == 2, done.stderr
     assert "columns: {weight: proxy_weight}" in done.stderr
