@@ -1,4 +1,4 @@
-"""``fairgate audit`` with a proxy section, end to end through the CLI and the Prefect flow, in a fresh process.
+"""``fairgate audit`` with a proxy section, end to end through the CLI and the Prefect flow (fresh process).
 
 COMPAS has names but no address: BIFSG (surname + first name) infers race; the declared race is in the
 attributes file too, so the audit document shows where declared and inferred groups disagree.
