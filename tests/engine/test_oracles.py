@@ -119,7 +119,7 @@ def case(request: pytest.FixtureRequest, h: Any, compas: pl.DataFrame) -> Case:
     y_raw, p_raw, s_raw = (frame[c].to_numpy() for c in ("y_true", "y_pred", "score"))
     flip = favorable == 0
     return Case(
-        name=request.node.name,
+        name=f"{dataset}-{seed}-fav{favorable}",
         frame=frame,
         pandas=frame.to_pandas(),
         attributes=attributes,
