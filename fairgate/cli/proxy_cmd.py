@@ -17,6 +17,7 @@ import polars as pl
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from fairgate.config_proxy import ProxyConfig
 from fairgate.errors import DataError, FairgateError
@@ -65,7 +66,7 @@ def proxy(
             state_col=state_col,
         )
     except FairgateError as exc:
-        _err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+        _err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(code=2) from None
     _err.print(
         f"wrote {written['rows']} people to {out} ({_fallback_line(written['fallbacks'])})", highlight=False
