@@ -99,10 +99,10 @@ class Cube:
 
 def _recoded_scores_impl(cube: Cube, levels: dict[str, list[str]]) -> pl.DataFrame:
     assert cube.scores is not None
-    recode = {
-        a: pl.Series([levels[a].index(v) for v in cube.levels(a)], dtype=pl.Int16) for a in cube.attributes
-    }
-    return cube.scores.with_columns(pl.col(a).map_batches(lambda c, m=recode[a]: m.gather(c)) for a in cube.attributes)
+    recode = {a: [levels[a].index(v) for v in cube.levels(a)] for a in cube.attributes}
+    return cube.scores.with_columns(
+        pl.col(a).replace_strict(list(range(len(m))), m, return_dtype=pl.Int16) for a, m in recode.items()
+    )
 
 
 def _sum_by(frame: pl.DataFrame, keys: list[str], values: list[str]) -> pl.DataFrame:
