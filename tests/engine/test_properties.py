@@ -99,10 +99,22 @@ def test_cube_of_union_is_sum_of_cubes(h: Any, rows: list[tuple[Any, ...]], cut:
     summed = fairgate.build_cube(part_a, policy) + fairgate.build_cube(part_b, policy)
     _assert_cells_equal(_sorted_cells(union), _sorted_cells(summed))
     assert summed.n_rows == frame.height
-    # The exact-AUC score tables add as well.
-    keys = ["grp", "k", "score", "y_true"]
-    assert union.scores is not None and summed.scores is not None
-    assert union.scores.sort(keys).equals(summed.scores.select(union.scores.columns).sort(keys))
+    # The exact-AUC score tables add as well: the same weight per (group, score, label).
+    assert _score_weights(union).equals(_score_weights(summed))
+
+
+def _score_weights(cube: fairgate.Cube) -> pl.DataFrame:
+    """The score table as weight per (attribute values, score, y_true), whatever its storage (codes, rows)."""
+    assert cube.scores is not None
+    table = cube.scores
+    decoded = table.with_columns(
+        pl.Series(a, cube.levels(a)).gather(table[a].cast(pl.Int64))
+        if table[a].dtype.is_integer()
+        else pl.col(a)
+        for a in cube.attributes
+    )
+    keys = [*cube.attributes, "score", "y_true"]
+    return decoded.group_by(keys).agg(pl.col("weight").sum()).sort(keys)
 
 
 @FAST
