@@ -95,7 +95,7 @@ def main() -> None:
     fallbacks = {k: v for k, v in tp.coverage(posterior)["fallbacks"].items() if v}
     print(f"people: {args.rows:,}; fallbacks: {fallbacks}")
     print(f"bare join (surnames + ZCTAs):        {join_s:.2f} s")
-    print(f"proxy inference (per-person posterior):{infer_s:.2f} s")
+    print(f"proxy inference (per-person posterior): {infer_s:.2f} s")
     print(f"proxy inference + one row per person: {wide_s:.2f} s")
     print(f"ratio inference / bare join: {infer_s / join_s:.1f}x (with pivot: {wide_s / join_s:.1f}x)")
 
