@@ -19,6 +19,9 @@ from typing import Annotated, Any, NoReturn
 # the flow run does, and logs "database is locked" tracebacks. Off unless the user turned it on.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+# Two audits started together each start an ephemeral server on the same SQLite database; on a busy machine
+# start-up (with migrations) can take longer than Prefect's default 20 s.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -92,11 +95,16 @@ def _run_audit(
         "model_version": model_version,
         "trail": str(trail) if trail else None,
     }
-    if quiet or as_json:
-        state = fairness_audit(**parameters, return_state=True)
-    else:
-        with _err.status("running the fairness-audit flow (align, validate, cube, metrics, verdict)"):
+    try:
+        if quiet or as_json:
             state = fairness_audit(**parameters, return_state=True)
+        else:
+            with _err.status("running the fairness-audit flow (align, validate, cube, metrics, verdict)"):
+                state = fairness_audit(**parameters, return_state=True)
+    except Exception as exc:  # not bad input: Prefect unreachable, a bug; never exit 1 (= "fail") for it
+        if os.environ.get("FAIRGATE_DEBUG"):
+            raise
+        _fail(f"the audit could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1 for details)", EXIT_INTERNAL)
     if state.is_failed():
         if state.name == INVALID_INPUT:
             _fail(state.message or "invalid input")
@@ -251,4 +259,7 @@ if importlib.util.find_spec("fairgate.cli.proxy_cmd") is not None:
 
 def main() -> None:
     """Console entry point (``fairgate``)."""
+    if {"--quiet", "-q", "--json"} & set(sys.argv[1:]):
+        # Machines: Prefect's INFO lines off (warnings and errors still shown on stderr). Read by Prefect at import.
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     app()

@@ -1,0 +1,138 @@
+"""The audit trail: hash chain catches edits and deletions; concurrent audits both recorded; crashes roll back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from pipeline_helpers import InProcessRunner, Inputs
+
+from fairgate.cli import app
+from tasks import trail as trail_module
+from tasks.trail import list_runs, record_delivery, record_run, verify
+
+
+def _document(run_id: str, verdict: str = "fail") -> dict:
+    return {
+        "run_id": run_id, "verdict": verdict, "model": {"name": "m", "version": "1"}, "n_rows": 10,
+        "created_at": "2026-01-01T00:00:00+00:00", "fairgate_version": "0.1.0", "policy_sha256": "ab" * 32,
+        "results": [
+            {"metric": "disparate_impact_ratio", "slicing": ["sex"], "value": 0.7, "ci_low": 0.6, "ci_high": 0.8,
+             "threshold": 0.8, "direction": "higher_is_better", "status": verdict, "uncertain": False,
+             "critical": False},
+            {"metric": "disparate_impact_ratio", "slicing": ["race"], "value": None, "ci_low": None,
+             "ci_high": None, "threshold": 0.8, "direction": "higher_is_better", "status": "insufficient_data",
+             "uncertain": False, "critical": False},
+        ],
+    }
+
+
+def _record(path: Path, run_id: str) -> dict:
+    return record_run.fn(
+        path, _document(run_id), policy_text="fairness_checker: {}", inputs={"labels": {"sha256": "00"}},
+        validation={"success": True}, join_report={"matched": 10},
+        cube_cells=[{"sex": "F", "y_true": 1, "y_pred": 1, "rows": 4}],
+    )
+
+
+@pytest.fixture
+def trail(tmp_path: Path) -> Path:
+    path = tmp_path / "trail.duckdb"
+    for run_id in ("r1", "r2", "r3"):
+        _record(path, run_id)
+    record_delivery(path, "r2", ["a@example.org"], "sent", "smtp ok")
+    record_delivery(path, "r3", ["a@example.org"], "sent", "smtp ok")
+    return path
+
+
+def _tamper(path: Path, statement: str) -> None:
+    with duckdb.connect(str(path)) as con:
+        con.execute(statement)
+
+
+def _verify_cli(runner: InProcessRunner, path: Path) -> tuple[int, str]:
+    result = runner.invoke(app, ["trail", "verify", "--trail", str(path)])
+    return result.exit_code, " ".join((result.stdout + result.stderr).split())
+
+
+def test_intact_trail_verifies(runner: InProcessRunner, trail: Path) -> None:
+    code, output = _verify_cli(runner, trail)
+    assert code == 0 and "intact: 3 runs, 2 deliveries" in output
+    assert [r["seq"] for r in list_runs(trail)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("update metric_results set value = 0.95 where run_id = 'r2' and position = 0", "run 2 (r2) was altered"),
+        ("update runs set verdict = 'pass' where run_id = 'r1'", "run 1 (r1) was altered"),
+        ("update cubes set cells = '[]' where run_id = 'r3'", "run 3 (r3) was altered"),
+        ("delete from runs where run_id = 'r2'", "seq 2 is missing"),
+        ("delete from metric_results where run_id = 'r1' and position = 1", "run 1 (r1) was altered"),
+        ("update deliveries set status = 'failed' where seq = 1", "delivery 1 was altered"),
+        ("delete from deliveries where seq = 1", "the chain breaks at delivery 2"),
+    ],
+    ids=["edit-metric", "edit-run", "edit-cube", "delete-run", "delete-metric", "edit-delivery", "delete-delivery"],
+)
+def test_verify_detects_edited_and_deleted_rows(
+    runner: InProcessRunner, trail: Path, statement: str, expected: str
+) -> None:
+    _tamper(trail, statement)
+    code, output = _verify_cli(runner, trail)
+    assert code == 1
+    assert "TAMPERED" in output and expected in output, output
+
+
+def test_deleted_run_and_rechained_successor_is_still_caught(trail: Path) -> None:
+    """Deleting run 2 and renumbering run 3 to seq 2 still breaks the chain (run 3 names run 2's hash)."""
+    _tamper(trail, "delete from runs where run_id = 'r2'")
+    _tamper(trail, "update runs set seq = 2 where run_id = 'r3'")
+    report = verify(trail)
+    assert not report["ok"] and any("does not follow the previous run" in p for p in report["problems"])
+
+
+def test_a_run_that_fails_mid_write_leaves_nothing(trail: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure after the run row is inserted (here: the metric insert breaks): the transaction rolls back."""
+    before = list_runs(trail)
+    broken = [*trail_module.METRIC_COLUMNS[:-1], "no_such_column"]
+    monkeypatch.setattr(trail_module, "METRIC_COLUMNS", broken)
+    with pytest.raises(duckdb.Error):
+        _record(trail, "r4")
+    monkeypatch.undo()
+    assert list_runs(trail) == before
+    assert verify(trail)["ok"]
+    assert _record(trail, "r5")["seq"] == 4  # and the next run continues the chain
+
+
+def test_two_concurrent_audits_are_both_recorded(inputs: Inputs, tmp_path: Path) -> None:
+    """Two `fairgate audit` processes started together on one trail: both runs recorded, chain intact."""
+    shared_trail = tmp_path / "shared" / "trail.duckdb"
+    processes = []
+    for name in ("a", "b"):
+        out = tmp_path / f"out_{name}"
+        args = inputs.args("--quiet", "--trail", str(shared_trail))
+        args[args.index("--out") + 1] = str(out)
+        args[args.index("--model") + 1] = f"model_{name}"
+        processes.append(subprocess.Popen(
+            [str(Path(sys.executable).parent / "fairgate"), *args], cwd=tmp_path,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ))
+    outcomes = [p.communicate(timeout=900) for p in processes]
+    assert [p.returncode for p in processes] == [1, 1], [o[1][-2000:] for o in outcomes]
+    runs = list_runs(shared_trail)
+    assert sorted(r["model_name"] for r in runs) == ["model_a", "model_b"]
+    assert verify(shared_trail)["ok"]
+    for name in ("a", "b"):
+        (document,) = (tmp_path / f"out_{name}").glob("*.json")
+        assert json.loads(document.read_text())["run_id"] in {r["run_id"] for r in runs}
+
+
+def test_missing_trail_is_a_clear_error(runner: InProcessRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["trail", "list", "--trail", str(tmp_path / "none.duckdb")])
+    assert result.exit_code == 2 and "no audit trail" in result.stderr
+    shutil.rmtree(tmp_path, ignore_errors=True)
