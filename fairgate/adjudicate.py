@@ -18,6 +18,9 @@ from fairgate.slicing import SlicingResult
 from fairgate.stats import benjamini_hochberg
 
 
+_TOLERANCE = 1e-12
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     name: str = "model"
@@ -68,7 +71,7 @@ def adjudicate(
             {
                 "name": name,
                 "reference_group": _reference_of(parts, name),
-                "values": cube.levels(name),
+                "values": _values_of(parts, name),
                 "excluded_missing": cube.excluded_missing.get(name, 0),
             }
             for name in cube.attributes
@@ -124,7 +127,8 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
     if value is None:
         status, uncertain = "insufficient_data", False
     else:
-        passed = value >= rule.threshold if higher else value <= rule.threshold
+        # A value equal to the threshold up to float rounding passes (sums in another order must not flip it).
+        passed = value >= rule.threshold - _TOLERANCE if higher else value <= rule.threshold + _TOLERANCE
         status = "pass" if passed else "fail"
         uncertain = low is not None and high is not None and low <= rule.threshold <= high
     judged = {
@@ -156,7 +160,9 @@ def _verdict(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[s
     gate = policy.ci_cd_gate
     judged = [r for r in results if r["status"] in ("pass", "fail")]
     failed = [r for r in judged if r["status"] == "fail"]
-    if gate.fail_on == "any":
+    if not judged:
+        fails = True  # nothing could be judged (too few people per group): never a silent pass
+    elif gate.fail_on == "any":
         fails = bool(failed)
     elif gate.fail_on == "majority":
         fails = len(failed) * 2 > len(judged)
@@ -171,10 +177,17 @@ def _verdict(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[s
         "n_failed": len(failed),
         "n_uncertain": sum(r["uncertain"] for r in results),
         "n_insufficient": len(results) - len(judged),
+        "nothing_judged": not judged,
         "failed": [{"metric": r["metric"], "slicing": r["slicing"], "value": r["value"],
                     "threshold": r["threshold"], "critical": r["critical"]} for r in failed],
     }
     return ("fail" if fails else "pass"), detail
+
+
+def _values_of(parts: list[SlicingResult], attribute: str) -> list[str]:
+    """The attribute's values: those in the data and those the policy declares (even without rows)."""
+    part = next(p for p in parts if p.slicing == (attribute,))
+    return [g[attribute] for g in part.groups]
 
 
 def _reference_of(parts: list[SlicingResult], attribute: str) -> str | None:

@@ -56,6 +56,8 @@ def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[
             combined = combined * len(arrays.levels[attribute]) + arrays.codes[attribute]
         lookup = np.full(int(np.prod([len(arrays.levels[a]) for a in slicing])), -1, dtype=np.int64)
         for index, group in enumerate(groups):
+            if any(group[a] not in arrays.levels[a] for a in slicing):
+                continue  # a declared value with no rows: no score belongs to it
             code = 0
             for attribute in slicing:
                 code = code * len(arrays.levels[attribute]) + arrays.levels[attribute].index(group[attribute])

@@ -3,7 +3,7 @@
 Secrets never appear in the policy: it names the environment variables (or the Prefect Secret block) that
 hold them, so a policy file can be committed and hashed into the audit trail.
 
->>> d = DeliveryConfig.model_validate({"recipients": ["risk@example.org"], "smtp": {"host": "mail.example.org"}})
+>>> d = DeliveryConfig.model_validate({"recipients": ["risk@example.org"], "smtp": {"host": "mail.example"}})
 >>> (d.smtp.security, d.smtp.effective_port)
 ('starttls', 587)
 >>> d.render_subject(verdict="fail", model="credit", version="3", run_id="r1")
@@ -63,7 +63,9 @@ class DeliveryConfig(_Strict):
     def _addresses(cls, recipients: list[str]) -> list[str]:
         for address in recipients:
             if "@" not in address or any(c.isspace() for c in address.strip()):
-                raise ValueError(f"recipient {address!r} is not an email address; write it as name@example.org")
+                raise ValueError(
+                    f"recipient {address!r} is not an email address; write it as name@example.org"
+                )
         return [a.strip() for a in recipients]
 
     @field_validator("subject")
@@ -72,11 +74,14 @@ class DeliveryConfig(_Strict):
         try:
             fields = {name for _, name, _, _ in string.Formatter().parse(subject) if name is not None}
         except ValueError as exc:
-            raise ValueError(f"subject template {subject!r} is malformed ({exc}); use {{verdict}}-style fields")
+            raise ValueError(
+                f"subject template {subject!r} is malformed ({exc}); use {{verdict}}-style fields"
+            ) from None
         unknown = fields - SUBJECT_FIELDS
         if unknown:
             raise ValueError(
-                f"subject template uses unknown field(s) {sorted(unknown)}; available: {sorted(SUBJECT_FIELDS)}"
+                f"subject template uses unknown field(s) {sorted(unknown)}; available: "
+                f"{sorted(SUBJECT_FIELDS)}"
             )
         return subject
 
@@ -87,7 +92,9 @@ class DeliveryConfig(_Strict):
             raise ValueError("smtp.username_env and smtp.password_env go together: give both or neither")
         return self
 
-    def render_subject(self, *, verdict: str, model: str, version: str, run_id: str, n_failed: int = 0) -> str:
+    def render_subject(
+        self, *, verdict: str, model: str, version: str, run_id: str, n_failed: int = 0
+    ) -> str:
         return self.subject.format(
             verdict=verdict.upper(), model=model, version=version, run_id=run_id, n_failed=n_failed
         )

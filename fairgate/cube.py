@@ -26,8 +26,9 @@ from fairgate.errors import _BAD_SCORE, _EMPTY_DATA, _MISSING_COLUMN, _NOT_BINAR
 if TYPE_CHECKING:
     from fairgate.auc import ScoreArrays
 
-TRUE, PRED, BIN = "y_true", "y_pred", "score_bin"
-ROWS, WEIGHT, SCORE_SUM, SCORE = "rows", "weight", "score_sum", "score"
+# Internal column names carry a "__" prefix so that a sensitive attribute may be called anything.
+TRUE, PRED, BIN = "__y_true", "__y_pred", "__score_bin"
+ROWS, WEIGHT, SCORE_SUM, SCORE = "__rows", "__weight", "__score_sum", "__score"
 NO_SCORE_BIN = 0  # without scores every row sits in bin 0 and calibration is undefined
 
 
@@ -35,8 +36,8 @@ NO_SCORE_BIN = 0  # without scores every row sits in bin 0 and calibration is un
 class Cube:
     """Counts per cell of (attributes x y_true x y_pred x score bin), plus what is needed to audit them.
 
-    ``cells`` is a Polars frame with the attribute columns (strings), ``y_true``, ``y_pred`` (favourable
-    outcome indicators, 0/1), ``score_bin``, ``rows``, ``weight`` and ``score_sum`` (weighted sum of
+    ``cells`` is a Polars frame with the attribute columns (strings), ``__y_true``, ``__y_pred`` (favourable
+    outcome indicators, 0/1), ``__score_bin``, ``__rows``, ``__weight`` and ``__score_sum`` (weighted sum of
     favourable-outcome scores). ``scores`` holds the rows sorted by score (attribute codes into ``levels``,
     score, y_true, weight) when exact AUC is wanted.
     """

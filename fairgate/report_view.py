@@ -20,25 +20,46 @@ from fairgate.mitigation import priority_note, recommend
 
 #: Group metrics shown in the by-group tables, in reading order.
 TABLE_METRICS: tuple[str, ...] = (
-    "selection_rate", "base_rate", "true_positive_rate", "false_positive_rate", "false_negative_rate",
-    "positive_predictive_value", "accuracy", "roc_auc", "expected_calibration_error",
+    "selection_rate",
+    "base_rate",
+    "true_positive_rate",
+    "false_positive_rate",
+    "false_negative_rate",
+    "positive_predictive_value",
+    "accuracy",
+    "roc_auc",
+    "expected_calibration_error",
 )
 METRIC_LABELS: dict[str, str] = {
-    "selection_rate": "Selection rate", "base_rate": "Base rate", "true_positive_rate": "TPR",
-    "false_positive_rate": "FPR", "false_negative_rate": "FNR", "true_negative_rate": "TNR",
-    "positive_predictive_value": "PPV", "negative_predictive_value": "NPV", "false_discovery_rate": "FDR",
-    "false_omission_rate": "FOR", "accuracy": "Accuracy", "roc_auc": "AUC", "expected_calibration_error": "ECE",
+    "selection_rate": "Selection rate",
+    "base_rate": "Base rate",
+    "true_positive_rate": "TPR",
+    "false_positive_rate": "FPR",
+    "false_negative_rate": "FNR",
+    "true_negative_rate": "TNR",
+    "positive_predictive_value": "PPV",
+    "negative_predictive_value": "NPV",
+    "false_discovery_rate": "FDR",
+    "false_omission_rate": "FOR",
+    "accuracy": "Accuracy",
+    "roc_auc": "AUC",
+    "expected_calibration_error": "ECE",
     "demographic_parity_difference": "Demographic parity difference",
     "demographic_parity_ratio": "Demographic parity ratio",
     "disparate_impact_ratio": "Disparate impact ratio",
     "equal_opportunity_difference": "Equal opportunity difference",
     "equal_opportunity_ratio": "Equal opportunity ratio",
-    "equalized_odds_difference": "Equalized odds difference", "equalized_odds_ratio": "Equalized odds ratio",
+    "equalized_odds_difference": "Equalized odds difference",
+    "equalized_odds_ratio": "Equalized odds ratio",
     "predictive_parity_difference": "Predictive parity difference",
-    "calibration_difference": "Calibration difference", "auc_difference": "AUC difference",
-    "theil_index": "Theil index", "generalized_entropy_index": "Generalized entropy index",
+    "calibration_difference": "Calibration difference",
+    "auc_difference": "AUC difference",
+    "theil_index": "Theil index",
+    "generalized_entropy_index": "Generalized entropy index",
 }
 SUPPRESSED = "suppressed"
+#: Rows of an intersection's group table in the PDF; the HTML lists every group, the heatmap shows them all.
+PDF_ROW_LIMIT = 30
 
 
 def metric_label(name: str) -> str:
@@ -158,6 +179,9 @@ class SlicingSection:
     n_suppressed: int
     n_insufficient: int
     failed: bool
+    # The groups the PDF lists when the intersection is large: the furthest from the median on the judged
+    # metrics, in size order (all groups when there are at most PDF_ROW_LIMIT).
+    highlight: list[GroupRow]
 
 
 @dataclass(frozen=True)
@@ -342,13 +366,20 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
     # Recomputed rather than read from doc["recommendations"]: same function, but with this report's
     # min_cell_size, so a reason never names a group the report suppresses.
     recs_raw = recommend(dict(doc), use_case, min_cell_size=min_cell_size)
-    priority = next((r for r in recs_raw if r.get("kind") == "use_case_priority"), None) or priority_note(use_case)
+    priority = next((r for r in recs_raw if r.get("kind") == "use_case_priority"), None) or priority_note(
+        use_case
+    )
     recommendations = [
         Recommendation(
-            metric_label=metric_label(r["metric"]), slicing_label=slicing_key(r.get("slicing", [])),
-            title=r["title"], stage=r.get("stage", ""), summary=r.get("summary") or r["reason"],
-            reason=r["reason"], how=r.get("how", ""),
-            critical=bool(r.get("critical")), prioritised=bool(r.get("prioritised_for_use_case")),
+            metric_label=metric_label(r["metric"]),
+            slicing_label=slicing_key(r.get("slicing", [])),
+            title=r["title"],
+            stage=r.get("stage", ""),
+            summary=r.get("summary") or r["reason"],
+            reason=r["reason"],
+            how=r.get("how", ""),
+            critical=bool(r.get("critical")),
+            prioritised=bool(r.get("prioritised_for_use_case")),
         )
         for r in recs_raw
         if r.get("kind", "mitigation") == "mitigation"
@@ -362,8 +393,16 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
         section_results = [r for r in results if tuple(r.slicing) == slicing]
         if not rows and not section_results:
             continue
-        sections.append(_section(slicing, rows, section_results, hidden.get(slicing, set()), min_cell_size,
-                                 reference.get(slicing)))
+        sections.append(
+            _section(
+                slicing,
+                rows,
+                section_results,
+                hidden.get(slicing, set()),
+                min_cell_size,
+                reference.get(slicing),
+            )
+        )
 
     n_suppressed_total = sum(s.n_suppressed for s in sections)
     verdict = str(doc.get("verdict", "unknown")).lower()
@@ -389,11 +428,13 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
         n_rows_text=fmt_count(doc.get("n_rows")),
         data_window=_data_window(doc),
         favorable_label=str(fav),
-        favorable_note=str(doc.get("favorable_label_note") or "") or (
-            "The favourable outcome is label 1: selection rate and disparate impact count positive predictions."
-            if str(fav) == "1" else
-            f"The favourable outcome is label {fav} (e.g. 'low risk'): selection rate and disparate impact count "
-            f"predictions of {fav}, as AIF360 does; error rates keep label 1 as the positive class."
+        favorable_note=str(doc.get("favorable_label_note") or "")
+        or (
+            "The favourable outcome is label 1: selection rate and disparate impact count positive "
+            "predictions."
+            if str(fav) == "1"
+            else f"The favourable outcome is label {fav} (e.g. 'low risk'): selection rate and disparate "
+            f"impact count predictions of {fav}, as AIF360 does."
         ),
         confidence_level_text=f"{conf:.0%}" if isinstance(conf, int | float) else "95%",
         min_cell_size=min_cell_size,
@@ -412,9 +453,11 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
         simpson=_notes((doc.get("diagnostics") or {}).get("simpson")),
         worst_subgroups=_worst_subgroups((doc.get("diagnostics") or {}).get("worst_subgroups"), hide),
         insufficient=_insufficient(doc, hide, min_cell_size),
-        individual_fairness=[KeyValue(metric_label(k), fmt(v, 4))
-                             for k, v in (doc.get("individual_fairness") or {}).items()
-                             if not isinstance(v, Mapping | list)],
+        individual_fairness=[
+            KeyValue(metric_label(k), fmt(v, 4))
+            for k, v in (doc.get("individual_fairness") or {}).items()
+            if not isinstance(v, Mapping | list)
+        ],
         alignment=flatten(doc.get("alignment")),
         validation=flatten(doc.get("validation")),
         proxy=flatten(doc.get("proxy")),
@@ -425,8 +468,11 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
             KeyValue("Schema version", str(doc.get("schema_version") or "–")),
             KeyValue("fairgate version", str(doc.get("fairgate_version") or "–")),
             KeyValue("Created at", str(doc.get("created_at") or "–")),
-            *(KeyValue(k.replace("_", " ").capitalize(), str(doc[k]))
-              for k in ("previous_hash", "content_hash", "run_hash") if doc.get(k)),
+            *(
+                KeyValue(k.replace("_", " ").capitalize(), str(doc[k]))
+                for k in ("previous_hash", "content_hash", "run_hash")
+                if doc.get(k)
+            ),
         ],
         policy_text=_policy_text(policy),
         roc=_curve_sets(doc, "roc", hide, min_cell_size),
@@ -464,12 +510,21 @@ def _scorecard(results: list[ResultRow], sections: list[SlicingSection]) -> Scor
     for slicing in slicings:
         cells = []
         for m in metrics:
-            r = by_key.get((m, slicing))
-            cells.append(ScoreCell("" if r is None else r.value_text, "none" if r is None else r.status,
-                                   bool(r and r.uncertain)))
+            found = by_key.get((m, slicing))
+            cells.append(
+                ScoreCell(
+                    "" if found is None else found.value_text,
+                    "none" if found is None else found.status,
+                    bool(found and found.uncertain),
+                )
+            )
         rows.append(ScoreRow(slicing_key(slicing), anchors.get(slicing, ""), cells))
-    return ScoreCard([metric_label(m) for m in metrics], [first[m].threshold_text for m in metrics],
-                     [any(r.critical for r in results if r.metric == m) for m in metrics], rows)
+    return ScoreCard(
+        [metric_label(m) for m in metrics],
+        [first[m].threshold_text for m in metrics],
+        [any(r.critical for r in results if r.metric == m) for m in metrics],
+        rows,
+    )
 
 
 def _actions(recommendations: list[Recommendation]) -> list[Action]:
@@ -477,9 +532,17 @@ def _actions(recommendations: list[Recommendation]) -> list[Action]:
     for rec in recommendations:
         grouped.setdefault((rec.metric_label, rec.title), []).append(rec)
     return [
-        Action(title=recs[0].title, stage=recs[0].stage, metric_label=recs[0].metric_label,
-               slicings=[r.slicing_label for r in recs], summary=recs[0].summary, reason=recs[0].reason,
-               how=recs[0].how, critical=any(r.critical for r in recs), prioritised=recs[0].prioritised)
+        Action(
+            title=recs[0].title,
+            stage=recs[0].stage,
+            metric_label=recs[0].metric_label,
+            slicings=[r.slicing_label for r in recs],
+            summary=recs[0].summary,
+            reason=recs[0].reason,
+            how=recs[0].how,
+            critical=any(r.critical for r in recs),
+            prioritised=recs[0].prioritised,
+        )
         for recs in grouped.values()
     ]
 
@@ -525,9 +588,14 @@ def _cell(entry: Any) -> Cell:
     return Cell(fmt(value), ci, value, low, high)
 
 
-def _section(slicing: tuple[str, ...], rows: Sequence[Mapping[str, Any]], results: list[ResultRow],
-             hidden: set[tuple[tuple[str, str], ...]], k: int,
-             reference: tuple[tuple[str, str], ...] | None) -> SlicingSection:
+def _section(
+    slicing: tuple[str, ...],
+    rows: Sequence[Mapping[str, Any]],
+    results: list[ResultRow],
+    hidden: set[tuple[tuple[str, str], ...]],
+    k: int,
+    reference: tuple[tuple[str, str], ...] | None,
+) -> SlicingSection:
     present = {m for r in rows for m in (r.get("metrics") or {})}
     metric_names = [m for m in TABLE_METRICS if m in present]
     if len(slicing) > 1:
@@ -540,26 +608,60 @@ def _section(slicing: tuple[str, ...], rows: Sequence[Mapping[str, Any]], result
         gk = _gkey(r["group"])
         suppressed = gk in hidden
         n = r.get("n")
-        cells = ([Cell(SUPPRESSED) for _ in metric_names] if suppressed
-                 else [_cell((r.get("metrics") or {}).get(m)) for m in metric_names])
-        group_rows.append(GroupRow(
-            label=group_label(r["group"], slicing),
-            group={str(a): str(v) for a, v in r["group"].items()},
-            n=None if suppressed or n is None else int(round(n)),
-            n_text=(f"<{k}" if n is not None and n < k else SUPPRESSED) if suppressed else fmt_count(n),
-            suppressed=suppressed,
-            sufficient=bool(r.get("sufficient", True)),
-            is_reference=reference == gk,
-            cells=cells,
-        ))
+        cells = (
+            [Cell(SUPPRESSED) for _ in metric_names]
+            if suppressed
+            else [_cell((r.get("metrics") or {}).get(m)) for m in metric_names]
+        )
+        group_rows.append(
+            GroupRow(
+                label=group_label(r["group"], slicing),
+                group={str(a): str(v) for a, v in r["group"].items()},
+                n=None if suppressed or n is None else int(round(n)),
+                n_text=(f"<{k}" if n is not None and n < k else SUPPRESSED) if suppressed else fmt_count(n),
+                suppressed=suppressed,
+                sufficient=bool(r.get("sufficient", True)),
+                is_reference=reference == gk,
+                cells=cells,
+            )
+        )
+    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else _furthest(group_rows, PDF_ROW_LIMIT)
     anchor = "s-" + "-".join("".join(c if c.isalnum() else "_" for c in a) for a in slicing)
     return SlicingSection(
-        key=slicing_key(slicing), anchor=anchor, attributes=list(slicing), intersection=len(slicing) > 1,
-        results=results, metric_names=metric_names, metric_labels=[metric_label(m) for m in metric_names],
-        groups=group_rows, n_suppressed=sum(g.suppressed for g in group_rows),
+        key=slicing_key(slicing),
+        anchor=anchor,
+        attributes=list(slicing),
+        intersection=len(slicing) > 1,
+        results=results,
+        metric_names=metric_names,
+        metric_labels=[metric_label(m) for m in metric_names],
+        groups=group_rows,
+        n_suppressed=sum(g.suppressed for g in group_rows),
         n_insufficient=sum(not g.sufficient and not g.suppressed for g in group_rows),
         failed=any(r.status == "fail" for r in results),
+        highlight=highlight,
     )
+
+
+def _furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
+    """The ``limit`` visible groups furthest from the median of any metric column, kept in size order."""
+    visible = [g for g in rows if not g.suppressed]
+    n_columns = len(visible[0].cells) if visible else 0
+    medians = []
+    for j in range(n_columns):
+        values = sorted(v for g in visible if (v := g.cells[j].value) is not None)
+        medians.append(values[len(values) // 2] if values else None)
+
+    def distance(g: GroupRow) -> float:
+        gaps = [
+            abs(c.value - m)
+            for c, m in zip(g.cells, medians, strict=True)
+            if c.value is not None and m is not None
+        ]
+        return max(gaps, default=0.0)
+
+    keep = {id(g) for g in sorted(visible, key=lambda g: (-distance(g), -(g.n or 0)))[:limit]}
+    return [g for g in rows if id(g) in keep]
 
 
 def _result_row(r: Mapping[str, Any], hide: Any) -> ResultRow:
@@ -584,28 +686,47 @@ def _result_row(r: Mapping[str, Any], hide: Any) -> ResultRow:
 
     excluded = "; ".join(group_label(g, slicing) for g in r.get("excluded_groups") or [])
     return ResultRow(
-        metric=str(r["metric"]), metric_label=metric_label(str(r["metric"])), slicing=slicing,
-        slicing_label=slicing_key(slicing), value=value, value_text=fmt(value),
+        metric=str(r["metric"]),
+        metric_label=metric_label(str(r["metric"])),
+        slicing=slicing,
+        slicing_label=slicing_key(slicing),
+        value=value,
+        value_text=fmt(value),
         ci_text=f"{fmt(low)}–{fmt(high)}" if low is not None and high is not None else "",
-        ci_low=low, ci_high=high, threshold=threshold,
+        ci_low=low,
+        ci_high=high,
+        threshold=threshold,
         threshold_text=("≥ " if higher else "≤ ") + fmt(threshold) if threshold is not None else "–",
-        status=status, mark={"pass": "PASS", "fail": "FAIL"}.get(status, "N/A"),
-        uncertain=bool(r.get("uncertain")), critical=bool(r.get("critical")), gap_text=gap_text,
-        worst_group=name(r.get("worst_group")), best_group=name(r.get("best_group")), excluded=excluded,
-        override_reasons=[str(x) for x in r.get("override_reasons") or []], severity=severity,
+        status=status,
+        mark={"pass": "PASS", "fail": "FAIL"}.get(status, "N/A"),
+        uncertain=bool(r.get("uncertain")),
+        critical=bool(r.get("critical")),
+        gap_text=gap_text,
+        worst_group=name(r.get("worst_group")),
+        best_group=name(r.get("best_group")),
+        excluded=excluded,
+        override_reasons=[str(x) for x in r.get("override_reasons") or []],
+        severity=severity,
     )
 
 
-def _verdict_sentence(verdict: str, n_failed: int, n_results: int, fail_on: Any,
-                      failures: list[ResultRow]) -> str:
+def _verdict_sentence(
+    verdict: str, n_failed: int, n_results: int, fail_on: Any, failures: list[ResultRow]
+) -> str:
     if verdict == "pass":
-        extra = f" {n_failed} result(s) failed but the gate (fail_on: {fail_on}) allows it." if n_failed else ""
-        return f"All gating checks passed: {n_results - n_failed} of {n_results} results within policy.{extra}"
+        extra = (
+            f" {n_failed} result(s) failed but the gate (fail_on: {fail_on}) allows it." if n_failed else ""
+        )
+        return (
+            f"All gating checks passed: {n_results - n_failed} of {n_results} results within policy.{extra}"
+        )
     worst = failures[0] if failures else None
     head = f"{n_failed} of {n_results} fairness results are outside the policy (fail_on: {fail_on})."
     if worst:
-        head += (f" Most severe: {worst.metric_label} on {worst.slicing_label} = {worst.value_text}, "
-                 f"{worst.gap_text}.")
+        head += (
+            f" Most severe: {worst.metric_label} on {worst.slicing_label} = {worst.value_text}, "
+            f"{worst.gap_text}."
+        )
     return head + " Do not deploy until the failures below are mitigated or explicitly overridden."
 
 
@@ -655,9 +776,14 @@ def _worst_subgroups(items: Any, hide: Any) -> list[NoteRow]:
         if isinstance(item, Mapping) and item.get("metric") and item.get("group"):
             slicing = item.get("slicing") or []
             n = item.get("n")
-            out.append(NoteRow(slicing_key(slicing), f"{group_label(item['group'], slicing)}: lowest "
-                               f"{metric_label(str(item['metric']))} = {fmt(_round(item.get('value')))}"
-                               + (f" (n = {fmt_count(n)})" if n is not None else "")))
+            out.append(
+                NoteRow(
+                    slicing_key(slicing),
+                    f"{group_label(item['group'], slicing)}: lowest "
+                    f"{metric_label(str(item['metric']))} = {fmt(_round(item.get('value')))}"
+                    + (f" (n = {fmt_count(n)})" if n is not None else ""),
+                )
+            )
             continue
         out.extend(_notes([item]))
     return out
@@ -685,7 +811,9 @@ def _base_rates(doc: Mapping[str, Any], hide: Any) -> list[KeyValue]:
                 continue
             label = f"{slicing_key(slicing)}: {group_label(item['group'], slicing)}"
             value = item.get("base_rate", item.get("value"))
-            out.append(KeyValue(label, fmt(_round(value)) if not isinstance(value, Mapping) else _short(value)))
+            out.append(
+                KeyValue(label, fmt(_round(value)) if not isinstance(value, Mapping) else _short(value))
+            )
         else:
             out.append(KeyValue(slicing_key(slicing), _inline(item)))
     return out
@@ -694,8 +822,11 @@ def _base_rates(doc: Mapping[str, Any], hide: Any) -> list[KeyValue]:
 def _impossibility(diagnostics: Mapping[str, Any]) -> list[NoteRow]:
     """Impossibility notes: the engine's per-slicing texts, with their shared explanation stated once."""
     notes = _notes(diagnostics.get("impossibility"))
-    texts = [(item.get("slicing") or [], str(item["impossibility"])) for item in diagnostics.get("base_rates") or []
-             if isinstance(item, Mapping) and item.get("impossibility")]
+    texts = [
+        (item.get("slicing") or [], str(item["impossibility"]))
+        for item in diagnostics.get("base_rates") or []
+        if isinstance(item, Mapping) and item.get("impossibility")
+    ]
     if not texts:
         return notes
     heads, tails = [], []
@@ -718,7 +849,9 @@ def _insufficient(doc: Mapping[str, Any], hide: Any, k: int) -> list[KeyValue]:
         n = item.get("n")
         small = hide(slicing, item.get("group")) or (n is not None and n < k)
         size = f"n < {k}" if small else f"n = {fmt_count(n)}"
-        by_slicing.setdefault(slicing_key(slicing), []).append(f"{group_label(item.get('group'), slicing)} ({size})")
+        by_slicing.setdefault(slicing_key(slicing), []).append(
+            f"{group_label(item.get('group'), slicing)} ({size})"
+        )
     return [KeyValue(key, "; ".join(items)) for key, items in by_slicing.items()]
 
 
@@ -738,8 +871,14 @@ def flatten(value: Any, prefix: str = "", limit: int = 60) -> list[KeyValue]:
         if isinstance(v, Mapping):
             out.extend(flatten(v, key, limit))
         elif isinstance(v, list) and v and isinstance(v[0], Mapping):
-            out.append(KeyValue(key, f"{len(v)} item(s): " + " | ".join(_inline(x) for x in v[:5])
-                                + (" | …" if len(v) > 5 else "")))
+            out.append(
+                KeyValue(
+                    key,
+                    f"{len(v)} item(s): "
+                    + " | ".join(_inline(x) for x in v[:5])
+                    + (" | …" if len(v) > 5 else ""),
+                )
+            )
         else:
             out.append(KeyValue(key, _short(v)))
         if len(out) >= limit:
@@ -773,17 +912,29 @@ def _curve_sets(doc: Mapping[str, Any], kind: str, hide: Any, k: int) -> list[Cu
         if kind == "roc":
             xs, ys = item.get("fpr") or [], item.get("tpr") or []
         else:  # reliability: bins with fewer than k people are cells too, so they are dropped
-            kept = [b for b in item.get("bins") or [] if (b.get("n") or 0) >= k
-                    and b.get("mean_score") is not None and b.get("fraction_positive") is not None]
+            kept = [
+                b
+                for b in item.get("bins") or []
+                if (b.get("n") or 0) >= k
+                and b.get("mean_score") is not None
+                and b.get("fraction_positive") is not None
+            ]
             xs = [b["mean_score"] for b in kept]
             ys = [b["fraction_positive"] for b in kept]
-        current.curves.append(Curve(group_label(group, slicing), [_round(x) or 0.0 for x in xs],
-                                    [_round(y) or 0.0 for y in ys], int(n)))
+        current.curves.append(
+            Curve(
+                group_label(group, slicing),
+                [_round(x) or 0.0 for x in xs],
+                [_round(y) or 0.0 for y in ys],
+                int(n),
+            )
+        )
     return list(sets.values())
 
 
-def _heatmaps(sections: list[SlicingSection], failures: list[ResultRow],
-              results: list[ResultRow]) -> list[Heatmap]:
+def _heatmaps(
+    sections: list[SlicingSection], failures: list[ResultRow], results: list[ResultRow]
+) -> list[Heatmap]:
     """One heatmap per intersection, of the base metric of its worst result (a failure if there is one)."""
     out = []
     for section in sections:
@@ -791,7 +942,9 @@ def _heatmaps(sections: list[SlicingSection], failures: list[ResultRow],
             continue
         candidates = [r for r in results if tuple(r.slicing) == tuple(section.attributes)]
         candidates.sort(key=lambda r: (r.status != "fail", -r.severity))
-        base = next((b for r in candidates for b in base_metrics(r.metric) if b in section.metric_names), None)
+        base = next(
+            (b for r in candidates for b in base_metrics(r.metric) if b in section.metric_names), None
+        )
         if base is None:
             base = "selection_rate" if "selection_rate" in section.metric_names else None
         if base is None:
@@ -808,8 +961,17 @@ def _heatmaps(sections: list[SlicingSection], failures: list[ResultRow],
             j = col_labels.index(" · ".join(g.group[a] for a in rest))
             suppressed[i][j] = g.suppressed
             values[i][j] = None if g.suppressed else g.cells[col].value
-        out.append(Heatmap(section.key, metric_label(worst.metric) if worst else metric_label(base), base,
-                           row_labels, col_labels, values, suppressed))
+        out.append(
+            Heatmap(
+                section.key,
+                metric_label(worst.metric) if worst else metric_label(base),
+                base,
+                row_labels,
+                col_labels,
+                values,
+                suppressed,
+            )
+        )
     return out
 
 
@@ -820,16 +982,22 @@ def _breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
             continue
         known = sum(g.n or 0 for g in section.groups)
         total = known if known else 1
-        out.append(Breakdown(
-            section.key, [g.label for g in section.groups], [g.n for g in section.groups],
-            [None if g.n is None else round(g.n / total, 4) for g in section.groups]))
+        out.append(
+            Breakdown(
+                section.key,
+                [g.label for g in section.groups],
+                [g.n for g in section.groups],
+                [None if g.n is None else round(g.n / total, 4) for g in section.groups],
+            )
+        )
     return out
 
 
 def email_summary(view: ReportView, *, top: int = 5) -> str:
     """The plain-text email body: verdict, then the top failures, then the first recommendation."""
     lines = [
-        f"fairgate verdict: {view.verdict_text} for {view.model_name} {view.model_version} (run {view.run_id})",
+        f"fairgate verdict: {view.verdict_text} for {view.model_name} {view.model_version} (run "
+        f"{view.run_id})",
         "",
         view.verdict_sentence,
         "",
@@ -839,14 +1007,20 @@ def email_summary(view: ReportView, *, top: int = 5) -> str:
         for r in view.failures[:top]:
             flag = " [critical]" if r.critical else ""
             unsure = " (uncertain)" if r.uncertain else ""
-            lines.append(f"  - {r.metric_label} on {r.slicing_label}: {r.value_text} "
-                         f"(threshold {r.threshold_text}; {r.gap_text}){flag}{unsure}")
+            lines.append(
+                f"  - {r.metric_label} on {r.slicing_label}: {r.value_text} "
+                f"(threshold {r.threshold_text}; {r.gap_text}){flag}{unsure}"
+            )
         if len(view.failures) > top:
             lines.append(f"  ... and {len(view.failures) - top} more in the attached report.")
         lines.append("")
     if view.recommendations:
         first = view.recommendations[0]
-        lines += [f"Recommended first step: {first.title} ({first.metric_label} on {first.slicing_label}).", ""]
-    lines.append("The full report is attached. Cells with fewer than "
-                 f"{view.min_cell_size} people are suppressed.")
+        lines += [
+            f"Recommended first step: {first.title} ({first.metric_label} on {first.slicing_label}).",
+            "",
+        ]
+    lines.append(
+        f"The full report is attached. Cells with fewer than {view.min_cell_size} people are suppressed."
+    )
     return "\n".join(lines) + "\n"

@@ -32,6 +32,7 @@ from fairgate.stats import (
 )
 
 Slicing = tuple[str, ...]
+GROUP = "__group"  # index of a cell's group within a slicing
 Group = dict[str, str]
 
 
@@ -92,8 +93,9 @@ def compute_slicing(
     stats = policy.statistics
     if replicates is None:
         replicates = draw_replicates(cube, stats.n_bootstrap, stats.seed)
-    groups_frame, group_index = _group_index(cube, slicing)
-    groups = [{k: str(v) for k, v in row.items() if k != "g"} for row in groups_frame.iter_rows(named=True)]
+    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    groups_frame, group_index = _group_index(cube, slicing, declared)
+    groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
     point, boot = _counts(cube, group_index, n_groups, replicates)
     n = point.n
@@ -119,7 +121,8 @@ def compute_slicing(
         auc, n_pos, n_neg = auc_module.exact_auc(runs, n_groups)
         se = hanley_mcneil_se(auc, n_pos, n_neg)
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
-        reps = auc + se * rng.standard_normal((replicates.shape[1], n_groups))  # parametric replicates
+        # Parametric replicates from the normal approximation, kept inside AUC's range.
+        reps = np.clip(auc + se * rng.standard_normal((replicates.shape[1], n_groups)), 0.0, 1.0)
         values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps)
         if len(slicing) <= 1:
             roc_curves = auc_module.roc_curves(runs, groups, slicing)
@@ -148,13 +151,21 @@ def compute_slicing(
 
 
 # ----------------------------------------------------------------------------------------------- counting
-def _group_index(cube: Cube, slicing: Slicing) -> tuple[pl.DataFrame, np.ndarray]:
-    """The distinct groups of a slicing (sorted) and, per cube cell, the index of its group."""
+def _group_index(
+    cube: Cube, slicing: Slicing, declared: list[str] | None = None
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The groups of a slicing (sorted) and, per cube cell, the index of its group.
+
+    A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
+    """
     if not slicing:
-        return pl.DataFrame({"g": [0]}, schema={"g": pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
+        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
     keys = list(slicing)
-    groups = cube.cells.select(keys).unique().sort(keys).with_row_index("g")
-    index = cube.cells.select(keys).join(groups, on=keys, how="left", maintain_order="left")["g"]
+    present = cube.cells.select(keys).unique()
+    if declared is not None:
+        present = pl.concat([present, pl.DataFrame({keys[0]: declared}, schema=present.schema)]).unique()
+    groups = present.sort(keys).with_row_index(GROUP)
+    index = cube.cells.select(keys).join(groups, on=keys, how="left", maintain_order="left")[GROUP]
     return groups, index.to_numpy().astype(np.int64)
 
 

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import fairgate
+from fairgate.cube import BIN, PRED, SCORE, SCORE_SUM, TRUE, WEIGHT
+from fairgate.cube import ROWS as ROWS_COLUMN
 
 # No shrinking: an audit per example makes shrinking take minutes; the explicit tests below pin down the
 # minimal cases found while writing these properties.
@@ -66,14 +68,14 @@ def _policy(h: Any, **extra: Any) -> fairgate.Policy:
 
 
 def _sorted_cells(cube: fairgate.Cube) -> pl.DataFrame:
-    keys = [*cube.attributes, "y_true", "y_pred", "score_bin"]
-    return cube.cells.select(*keys, "rows", "weight", "score_sum").sort(keys)
+    keys = [*cube.attributes, TRUE, PRED, BIN]
+    return cube.cells.select(*keys, ROWS_COLUMN, WEIGHT, SCORE_SUM).sort(keys)
 
 
 def _assert_cells_equal(left: pl.DataFrame, right: pl.DataFrame) -> None:
-    assert left.drop("score_sum", "weight").equals(right.drop("score_sum", "weight"))
-    np.testing.assert_allclose(left["weight"].to_numpy(), right["weight"].to_numpy(), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(left["score_sum"].to_numpy(), right["score_sum"].to_numpy(), rtol=0, atol=1e-9)
+    assert left.drop(SCORE_SUM, WEIGHT).equals(right.drop(SCORE_SUM, WEIGHT))
+    np.testing.assert_allclose(left[WEIGHT].to_numpy(), right[WEIGHT].to_numpy(), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(left[SCORE_SUM].to_numpy(), right[SCORE_SUM].to_numpy(), rtol=0, atol=1e-9)
 
 
 # --------------------------------------------------------------------------------------------- invariance
@@ -113,8 +115,8 @@ def _score_weights(cube: fairgate.Cube) -> pl.DataFrame:
         else pl.col(a)
         for a in cube.attributes
     )
-    keys = [*cube.attributes, "score", "y_true"]
-    return decoded.group_by(keys).agg(pl.col("weight").sum()).sort(keys)
+    keys = [*cube.attributes, SCORE, TRUE]
+    return decoded.group_by(keys).agg(pl.col(WEIGHT).sum()).sort(keys)
 
 
 @FAST
