@@ -21,7 +21,7 @@ from tasks.report import email_body, render_report
 def publish_report(
     result_doc: dict[str, Any], policy: fairgate.Policy, out_dir: Path, trail_path: Path
 ) -> dict[str, Any]:
-    """Render the report in the policy's formats, deliver it, and return the paths and the delivery outcome."""
+    """Render the report in the policy's formats and deliver it; return the paths and the delivery outcome."""
     reporting, delivery = policy.reporting, policy.delivery
     # The email attaches the PDF even when the policy's formats leave it out: render what delivery needs too.
     formats = sorted(set(reporting.format) | set(delivery.attach if delivery and delivery.enabled else []))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import matplotlib
 
@@ -34,7 +35,7 @@ INK, MUTED, GRID, FAIL, PASS = "#1f2933", "#6b7280", "#e5e7eb", "#b42318", "#067
 MAX_SERIES = 8  # curves per chart: more are unreadable; the tables carry the rest
 MAX_BARS = 24
 
-_STYLE = {
+_STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "fairgate",  # stable element ids: identical input gives identical SVG
     "font.family": "DejaVu Sans",
@@ -59,7 +60,7 @@ _STYLE = {
 
 @contextmanager
 def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list]]:
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
         fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
         try:
             yield fig, list(axes[0])
@@ -67,11 +68,43 @@ def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figur
             plt.close(fig)
 
 
-def to_svg(fig: Figure) -> str:
+def to_svg(fig: Figure, *, tight: bool = False) -> str:
+    """The figure as SVG text. Charts set their margins themselves: a "tight" bounding box costs a second
+    draw (about 40% of the rendering time), so only the one-off breakdown chart uses it."""
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": "fairgate"})
+    fig.savefig(
+        buffer,
+        format="svg",
+        bbox_inches="tight" if tight else None,
+        metadata={"Date": None, "Creator": "fairgate"},
+    )
     text = buffer.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and doctype: the SVG is embedded
+    return text[text.index("<svg") :]  # drop the XML prolog and doctype: the SVG is embedded
+
+
+def _margins(
+    fig: Figure,
+    *,
+    left: float,
+    bottom: float,
+    top: float = 0.3,
+    right: float = 0.12,
+    wspace: float | None = None,
+) -> None:
+    """Margins in inches (labels need absolute room, whatever the figure's size)."""
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(
+        left=min(0.6, left / width),
+        right=1 - right / width,
+        bottom=min(0.6, bottom / height),
+        top=1 - top / height,
+        wspace=wspace,
+    )
+
+
+def _label_inches(labels: list[str], size: float = 7.5) -> float:
+    """Rough width of the longest tick label at ``size`` points (DejaVu Sans is about 0.6 em per char)."""
+    return max((len(label) for label in labels), default=0) * size * 0.6 / 72
 
 
 def _short(label: str, width: int = 28) -> str:
@@ -86,11 +119,17 @@ def roc_chart(curves: CurveSet) -> str | None:
     with _figure(3.4, 2.9) as (fig, (ax,)):
         ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8)
         for i, curve in enumerate(shown):
-            ax.plot(curve.x, curve.y, color=PALETTE[i % len(PALETTE)], linewidth=1.3,
-                    label=f"{_short(curve.label)} (n={curve.n:,})")
+            ax.plot(
+                curve.x,
+                curve.y,
+                color=PALETTE[i % len(PALETTE)],
+                linewidth=1.3,
+                label=f"{_short(curve.label)} (n={curve.n:,})",
+            )
         ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="False positive rate", ylabel="True positive rate")
         ax.set_title(f"ROC by {curves.key}")
         ax.legend(loc="lower right")
+        _margins(fig, left=0.55, bottom=0.45)
         return to_svg(fig)
 
 
@@ -102,16 +141,29 @@ def calibration_chart(curves: CurveSet) -> str | None:
     with _figure(3.4, 2.9) as (fig, (ax,)):
         ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8, label="perfect calibration")
         for i, curve in enumerate(shown):
-            ax.plot(curve.x, curve.y, color=PALETTE[i % len(PALETTE)], linewidth=1.2, marker="o",
-                    markersize=2.5, label=_short(curve.label))
-        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="Mean predicted score", ylabel="Observed fraction positive")
+            ax.plot(
+                curve.x,
+                curve.y,
+                color=PALETTE[i % len(PALETTE)],
+                linewidth=1.2,
+                marker="o",
+                markersize=2.5,
+                label=_short(curve.label),
+            )
+        ax.set(
+            xlim=(0, 1), ylim=(0, 1.01), xlabel="Mean predicted score", ylabel="Observed fraction positive"
+        )
         ax.set_title(f"Calibration by {curves.key}")
         ax.legend(loc="upper left")
+        _margins(fig, left=0.55, bottom=0.45)
         return to_svg(fig)
 
 
-_RATE_PANELS = (("selection_rate", "Selection rate"), ("false_positive_rate", "False positive rate"),
-                ("false_negative_rate", "False negative rate"))
+_RATE_PANELS = (
+    ("selection_rate", "Selection rate"),
+    ("false_positive_rate", "False positive rate"),
+    ("false_negative_rate", "False negative rate"),
+)
 
 
 def _threshold_line(section: SlicingSection, metric: str, values: list[float]) -> tuple[float, str] | None:
@@ -149,18 +201,37 @@ def rates_chart(section: SlicingSection) -> str | None:
             values = [c.value for c in cells]
             defined = [v for v in values if v is not None]
             x = np.array([np.nan if v is None else v for v in values])
-            low = np.array([np.nan if c.ci_low is None or c.value is None else c.value - c.ci_low for c in cells])
-            high = np.array([np.nan if c.ci_high is None or c.value is None else c.ci_high - c.value
-                             for c in cells])
-            ax.errorbar(x, y, xerr=[np.nan_to_num(low), np.nan_to_num(high)], fmt="o", color=PALETTE[0],
-                        ecolor="#94a3b8", elinewidth=1.2, capsize=1.8, markersize=3.2)
+            low = np.array(
+                [np.nan if c.ci_low is None or c.value is None else c.value - c.ci_low for c in cells]
+            )
+            high = np.array(
+                [np.nan if c.ci_high is None or c.value is None else c.ci_high - c.value for c in cells]
+            )
+            ax.errorbar(
+                x,
+                y,
+                xerr=[np.nan_to_num(low), np.nan_to_num(high)],
+                fmt="o",
+                color=PALETTE[0],
+                ecolor="#94a3b8",
+                elinewidth=1.4,
+                capsize=0,
+                markersize=3.2,
+            )
             line = _threshold_line(section, metric, defined)
             if line is not None and 0 <= line[0] <= 1:
                 ax.axvline(line[0], color=FAIL, linestyle="--", linewidth=0.9)
                 right = line[0] > 0.55  # keep the label inside the panel
-                ax.annotate(f"threshold: {line[1]}", xy=(line[0], 1), xycoords=("data", "axes fraction"),
-                            xytext=(-3 if right else 3, -8), textcoords="offset points", fontsize=5.8,
-                            color=FAIL, ha="right" if right else "left")
+                ax.annotate(
+                    f"threshold: {line[1]}",
+                    xy=(line[0], 1),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(-3 if right else 3, -8),
+                    textcoords="offset points",
+                    fontsize=5.8,
+                    color=FAIL,
+                    ha="right" if right else "left",
+                )
             ax.set_xlim(0, 1)
             ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
             ax.set_xticklabels(["0", "", "0.5", "", "1"])
@@ -169,7 +240,13 @@ def rates_chart(section: SlicingSection) -> str | None:
             ax.set_yticklabels([_short(g.label, 24) for g in rows] if ax is axes[0] else [])
             ax.set_title(title)
             ax.grid(axis="y", visible=False)
-        fig.subplots_adjust(wspace=0.12)  # bbox_inches="tight" trims the rest; tight_layout costs a draw
+        _margins(
+            fig,
+            left=0.2 + _label_inches([_short(g.label, 24) for g in rows]),
+            bottom=0.3,
+            top=0.25,
+            wspace=0.12,
+        )
         return to_svg(fig)
 
 
@@ -179,8 +256,13 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
         return None
     rows, cols = len(heatmap.row_labels), len(heatmap.col_labels)
     data = np.array([[np.nan if v is None else v for v in row] for row in heatmap.values], dtype=float)
-    width = min(7.2, 1.6 + 0.55 * cols)
-    height = min(9.0, 0.9 + 0.28 * rows)
+    rotated = cols > 4
+    row_labels = [_short(r, 22) for r in heatmap.row_labels]
+    col_labels = [_short(c, 18) for c in heatmap.col_labels]
+    left = 0.2 + _label_inches(row_labels)
+    bottom = 0.25 + (_label_inches(col_labels) * 0.65 if rotated else 0.1)
+    width = min(7.2, left + 0.55 * cols + 1.0)  # + colour bar
+    height = min(9.0, bottom + 0.3 + 0.26 * rows)
     # Suppressed or undefined cells are masked and drawn in the "bad" grey, with no value.
     cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(
         bad="#d1d5db"
@@ -188,18 +270,23 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
     top = float(np.nanmax(data)) if np.isfinite(data).any() else 1.0
     with _figure(width, height) as (fig, (ax,)):
         # pcolormesh, not imshow: one vector quad per cell, where imshow would embed a raster image.
-        mesh = ax.pcolormesh(np.ma.masked_invalid(data), cmap=cmap, vmin=0, vmax=max(top, 1e-9),
-                             edgecolors="white", linewidth=0.6)
+        mesh = ax.pcolormesh(
+            np.ma.masked_invalid(data),
+            cmap=cmap,
+            vmin=0,
+            vmax=max(top, 1e-9),
+            edgecolors="white",
+            linewidth=0.6,
+        )
         ax.grid(False)
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
         ax.set_xticks(np.arange(cols) + 0.5)
-        ax.set_xticklabels([_short(c, 18) for c in heatmap.col_labels], rotation=40 if cols > 4 else 0,
-                           ha="right" if cols > 4 else "center")
+        ax.set_xticklabels(col_labels, rotation=40 if rotated else 0, ha="right" if rotated else "center")
         ax.set_yticks(np.arange(rows) + 0.5)
-        ax.set_yticklabels([_short(r, 22) for r in heatmap.row_labels])
+        ax.set_yticklabels(row_labels)
         ax.tick_params(length=0)
-        if rows * cols <= 120:
+        if rows * cols <= 60:  # values in the cells while they stay legible (and cheap to draw)
             for i in range(rows):
                 for j in range(cols):
                     if heatmap.suppressed[i][j]:
@@ -211,6 +298,7 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
                         color = "white" if data[i, j] > 0.6 * top else INK
                     ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
         ax.set_title(f"{heatmap.metric_label}: {heatmap.base_metric.replace('_', ' ')} over {heatmap.key}")
+        _margins(fig, left=left, bottom=bottom, top=0.3, right=0.1)
         colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
         if colorbar.solids is not None:
             colorbar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep vectors
@@ -241,4 +329,4 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             ax.grid(axis="y", visible=False)
             ax.tick_params(axis="x", labelsize=6)
         fig.subplots_adjust(wspace=0.55)
-        return to_svg(fig)
+        return to_svg(fig, tight=True)

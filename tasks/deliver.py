@@ -65,7 +65,8 @@ def resolve_credentials(smtp: SmtpSettings, environ: Mapping[str, str] | None = 
         password = env.get(smtp.password_env)
         if password is None:
             raise DeliveryError(
-                f"delivery.smtp.password_env names {smtp.password_env!r}, which is not set in the environment; "
+                f"delivery.smtp.password_env names {smtp.password_env!r}, which is not set in the "
+                f"environment; "
                 "export it or remove password_env from the policy"
             )
         return Credentials(username or "", password)
@@ -76,9 +77,11 @@ def _load_secret_block(name: str) -> Any:
     from prefect.blocks.system import Secret
 
     try:
-        value = Secret.load(name).get()
+        value = Secret.load(name).get()  # type: ignore[union-attr]  # sync call: a Secret, no coroutine
     except ValueError as exc:
-        raise DeliveryError(f"Prefect Secret block {name!r} (delivery.smtp.credentials_block) not found: {exc}")
+        raise DeliveryError(
+            f"Prefect Secret block {name!r} (delivery.smtp.credentials_block) not found: {exc}"
+        ) from None
     if isinstance(value, str) and value.lstrip().startswith("{"):
         try:
             return json.loads(value)
@@ -123,8 +126,12 @@ def build_message(
     return message
 
 
-def send_smtp(message: EmailMessage, smtp: SmtpSettings, credentials: Credentials | None,
-              context: ssl.SSLContext | None = None) -> None:
+def send_smtp(
+    message: EmailMessage,
+    smtp: SmtpSettings,
+    credentials: Credentials | None,
+    context: ssl.SSLContext | None = None,
+) -> None:
     """One attempt to send over SMTP with the configured transport security."""
     if context is None and smtp.security != "none":
         context = ssl.create_default_context(cafile=smtp.ca_file)
@@ -178,8 +185,13 @@ def deliver_report(
         path = write_outbox(message, Path(delivery.outbox_dir), stem)
         _record(trail_path, run_id, recipients, "outbox", f"written to {path}")
         log.info("no SMTP settings: report message written to %s", path)
-        return {"status": "outbox", "detail": f"written to {path}", "recipients": recipients, "eml": path,
-                "attempts": 0}
+        return {
+            "status": "outbox",
+            "detail": f"written to {path}",
+            "recipients": recipients,
+            "eml": path,
+            "attempts": 0,
+        }
     if not recipients:
         _record(trail_path, run_id, recipients, "skipped", "no recipients configured")
         return {"status": "skipped", "detail": "no recipients configured", "recipients": [], "attempts": 0}
@@ -199,13 +211,21 @@ def deliver_report(
                 sender(message, smtp, credentials)
     except RetryError as exc:
         error = exc.last_attempt.exception()
-        detail = (f"failed after {attempts} attempt(s) to {smtp.host}:{smtp.effective_port}: "
-                  f"{type(error).__name__}: {error}")
+        detail = (
+            f"failed after {attempts} attempt(s) to {smtp.host}:{smtp.effective_port}: "
+            f"{type(error).__name__}: {error}"
+        )
         kept = write_outbox(message, Path(delivery.outbox_dir), stem)
         detail += f"; message kept in {kept}"
         _record(trail_path, run_id, recipients, "failed", detail)
         log.warning("report delivery %s", detail)
-        return {"status": "failed", "detail": detail, "recipients": recipients, "eml": kept, "attempts": attempts}
+        return {
+            "status": "failed",
+            "detail": detail,
+            "recipients": recipients,
+            "eml": kept,
+            "attempts": attempts,
+        }
     detail = f"sent to {len(recipients)} recipient(s) via {smtp.host}:{smtp.effective_port} ({smtp.security})"
     _record(trail_path, run_id, recipients, "sent", detail)
     log.info("report %s", detail)

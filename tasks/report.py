@@ -12,7 +12,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,12 @@ def output_stem(doc: Mapping[str, Any]) -> str:
     'fairness_credit_risk_v2_3.1_r-9'
     """
     model = doc.get("model") or {}
-    parts = ["fairness", str(model.get("name") or "model"), str(model.get("version") or "unversioned"),
-             str(doc.get("run_id") or "norun")]
+    parts = [
+        "fairness",
+        str(model.get("name") or "model"),
+        str(model.get("version") or "unversioned"),
+        str(doc.get("run_id") or "norun"),
+    ]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("._")[:180]
 
 
@@ -81,10 +85,18 @@ def render_charts(view: ReportView) -> dict[str, str]:
     return {key: _data_uri(svg) for key, svg in out.items() if svg}
 
 
-def render_html(view: ReportView, charts: Mapping[str, str] | None = None) -> str:
-    """The report as one self-contained HTML page."""
+def render_html(
+    view: ReportView, charts: Mapping[str, str] | None = None, *, full_tables: bool = True
+) -> str:
+    """The report as one self-contained HTML page.
+
+    ``full_tables=False`` is the PDF's variant: a large intersection's group table lists only its most
+    divergent groups (the heatmap shows all), which keeps the PDF readable and its rendering time bounded.
+    """
     template = _environment().get_template("base.html.j2")
-    return template.render(view=view, charts=dict(render_charts(view) if charts is None else charts))
+    return template.render(
+        view=view, charts=dict(render_charts(view) if charts is None else charts), full_tables=full_tables
+    )
 
 
 class OfflineURLFetcher(URLFetcher):
@@ -119,11 +131,18 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is as readable as any other file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
@@ -144,9 +163,11 @@ def build_report_files(
     if not wanted & {"html", "pdf"}:
         return paths
     view = build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case)
-    html = render_html(view)
+    charts = render_charts(view)
+    html = render_html(view, charts) if "html" in wanted else ""
     stem = output_stem(result_doc)
-    pdf = html_to_pdf(html) if "pdf" in wanted else None  # render both before writing either
+    # Render everything before writing anything: a failure leaves no partial report behind.
+    pdf = html_to_pdf(render_html(view, charts, full_tables=False)) if "pdf" in wanted else None
     if "html" in wanted:
         paths["html"] = write_text_atomic(Path(out_dir) / f"{stem}.html", html)
     if pdf is not None:
@@ -159,13 +180,14 @@ def build_report_files(
 def render_report(
     result_doc: dict[str, Any],
     out_dir: Path,
-    formats: list[str],
+    formats: Sequence[str],
     min_cell_size: int = 10,
     use_case: str | None = None,
 ) -> dict[str, Path | None]:
     """Prefect task: render the HTML/PDF report files (no retries: rendering is deterministic)."""
-    return build_report_files(result_doc, out_dir=out_dir, formats=formats, min_cell_size=min_cell_size,
-                              use_case=use_case)
+    return build_report_files(
+        result_doc, out_dir=out_dir, formats=formats, min_cell_size=min_cell_size, use_case=use_case
+    )
 
 
 def email_body(result_doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str | None = None) -> str:

@@ -20,7 +20,9 @@ DEMO_POLICY = REPO / "fairgate" / "policies" / "compas_demo.yaml"
 def compas_frame() -> pl.DataFrame:
     """COMPAS as the engine's input (issue 4): race, sex, age_cat; score = first decile_score / 10."""
     raw = pl.read_csv(COMPAS_CSV)
-    assert "decile_score_duplicated_0" in raw.columns  # the header has decile_score twice: the first is the score
+    assert (
+        "decile_score_duplicated_0" in raw.columns
+    )  # the header has decile_score twice: the first is the score
     return raw.select(
         pl.col("race"),
         pl.col("sex"),
@@ -47,7 +49,9 @@ def compas_policy() -> fairgate.Policy:
 def compas_doc(compas_policy: fairgate.Policy) -> dict[str, Any]:
     """The engine's audit document for COMPAS, as the JSON a reader would load (round-tripped)."""
     result = fairgate.audit(
-        compas_frame(), compas_policy, model=fairgate.ModelInfo(name="compas", version="northpointe-2013"),
+        compas_frame(),
+        compas_policy,
+        model=fairgate.ModelInfo(name="compas", version="northpointe-2013"),
         run_id="report-test-run",
         context={
             "inputs": {"predictions": {"source": "compas.csv", "sha256": "0" * 64, "rows": 7214}},

@@ -45,7 +45,11 @@ class Inbox:
 
 
 def _authenticator(server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> AuthResult:
-    ok = isinstance(auth_data, LoginPassword) and auth_data.login == b"reports" and auth_data.password == PASSWORD.encode()
+    ok = (
+        isinstance(auth_data, LoginPassword)
+        and auth_data.login == b"reports"
+        and auth_data.password == PASSWORD.encode()
+    )
     return AuthResult(success=ok, handled=False)
 
 
@@ -62,19 +66,30 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = dt.datetime.now(dt.UTC)
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                    x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            False,
+        )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     folder = tmp_path_factory.mktemp("tls")
     cert_path, key_path = folder / "cert.pem", folder / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return cert_path, key_path
 
 
@@ -98,9 +113,16 @@ def smtp_server() -> Iterator[tuple[Inbox, int]]:
 @pytest.fixture
 def starttls_server(certificate: tuple[Path, Path]) -> Iterator[tuple[Inbox, int]]:
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port(), tls_context=_server_context(certificate),
-                            require_starttls=True, authenticator=_authenticator, auth_require_tls=True,
-                            auth_required=True)
+    controller = Controller(
+        inbox,
+        hostname="127.0.0.1",
+        port=_free_port(),
+        tls_context=_server_context(certificate),
+        require_starttls=True,
+        authenticator=_authenticator,
+        auth_require_tls=True,
+        auth_required=True,
+    )
     controller.start()
     try:
         yield inbox, controller.port
@@ -116,15 +138,23 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], di
 
 
 def _delivery(tmp_path: Path, **smtp: Any) -> DeliveryConfig:
-    return DeliveryConfig.model_validate({
-        "recipients": ["risk@example.org", "model-owner@example.org"], "sender": "fairgate@example.org",
-        "smtp": smtp or None, "outbox_dir": str(tmp_path / "outbox"), "retries": 2, "retry_delay_seconds": 0,
-    })
+    return DeliveryConfig.model_validate(
+        {
+            "recipients": ["risk@example.org", "model-owner@example.org"],
+            "sender": "fairgate@example.org",
+            "smtp": smtp or None,
+            "outbox_dir": str(tmp_path / "outbox"),
+            "retries": 2,
+            "retry_delay_seconds": 0,
+        }
+    )
 
 
 def _deliveries(trail: Path) -> list[tuple[Any, ...]]:
     with duckdb.connect(str(trail), read_only=True) as con:
-        return con.execute("select run_id, recipients, status, detail from deliveries order by seq").fetchall()
+        return con.execute(
+            "select run_id, recipients, status, detail from deliveries order by seq"
+        ).fetchall()
 
 
 def _pdf_attachment(message: email.message.EmailMessage) -> bytes:
@@ -133,12 +163,15 @@ def _pdf_attachment(message: email.message.EmailMessage) -> bytes:
     return parts[0].get_content()
 
 
-def test_email_over_plain_smtp_carries_the_pdf(smtp_server: tuple[Inbox, int], report: Any, tmp_path: Path) -> None:
+def test_email_over_plain_smtp_carries_the_pdf(
+    smtp_server: tuple[Inbox, int], report: Any, tmp_path: Path
+) -> None:
     inbox, port = smtp_server
     doc, paths = report
     trail = tmp_path / "trail.duckdb"
-    outcome = deliver_report(doc, _delivery(tmp_path, host="127.0.0.1", port=port, security="none"), paths,
-                             email_body(doc), trail)
+    outcome = deliver_report(
+        doc, _delivery(tmp_path, host="127.0.0.1", port=port, security="none"), paths, email_body(doc), trail
+    )
     assert outcome["status"] == "sent" and outcome["attempts"] == 1
     (message,) = inbox.messages
     assert sorted(inbox.envelopes[0].rcpt_tos) == ["model-owner@example.org", "risk@example.org"]
@@ -146,19 +179,32 @@ def test_email_over_plain_smtp_carries_the_pdf(smtp_server: tuple[Inbox, int], r
     assert _pdf_attachment(message) == paths["pdf"].read_bytes()
     body = message.get_body(("plain",)).get_content()
     assert body.startswith("fairgate verdict: FAIL") and "Top failures:" in body
-    assert _deliveries(trail) == [(doc["run_id"], '["risk@example.org","model-owner@example.org"]', "sent",
-                                   outcome["detail"])]
+    assert _deliveries(trail) == [
+        (doc["run_id"], '["risk@example.org","model-owner@example.org"]', "sent", outcome["detail"])
+    ]
 
 
-def test_starttls_with_login_from_environment(starttls_server: tuple[Inbox, int], certificate: tuple[Path, Path],
-                                             report: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_starttls_with_login_from_environment(
+    starttls_server: tuple[Inbox, int],
+    certificate: tuple[Path, Path],
+    report: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     inbox, port = starttls_server
     doc, paths = report
     monkeypatch.setenv("FG_SMTP_USER", "reports")
     monkeypatch.setenv("FG_SMTP_PASSWORD", PASSWORD)
-    delivery = _delivery(tmp_path, host="127.0.0.1", port=port, security="starttls", ca_file=str(certificate[0]),
-                         username_env="FG_SMTP_USER", password_env="FG_SMTP_PASSWORD")
+    delivery = _delivery(
+        tmp_path,
+        host="127.0.0.1",
+        port=port,
+        security="starttls",
+        ca_file=str(certificate[0]),
+        username_env="FG_SMTP_USER",
+        password_env="FG_SMTP_PASSWORD",
+    )
     trail = tmp_path / "trail.duckdb"
     with caplog.at_level(logging.DEBUG):
         outcome = deliver_report(doc, delivery, paths, email_body(doc), trail)
@@ -169,20 +215,35 @@ def test_starttls_with_login_from_environment(starttls_server: tuple[Inbox, int]
     assert all(PASSWORD not in str(row) for row in _deliveries(trail))
 
 
-def test_starttls_rejects_a_wrong_password(starttls_server: tuple[Inbox, int], certificate: tuple[Path, Path],
-                                          report: Any, tmp_path: Path) -> None:
+def test_starttls_rejects_a_wrong_password(
+    starttls_server: tuple[Inbox, int], certificate: tuple[Path, Path], report: Any, tmp_path: Path
+) -> None:
     _, port = starttls_server
     doc, paths = report
-    delivery = _delivery(tmp_path, host="127.0.0.1", port=port, security="starttls", ca_file=str(certificate[0]),
-                         username_env="U", password_env="P")
-    outcome = deliver_report(doc, delivery, paths, "body", tmp_path / "trail.duckdb",
-                             environ={"U": "reports", "P": "wrong-password"})
+    delivery = _delivery(
+        tmp_path,
+        host="127.0.0.1",
+        port=port,
+        security="starttls",
+        ca_file=str(certificate[0]),
+        username_env="U",
+        password_env="P",
+    )
+    outcome = deliver_report(
+        doc,
+        delivery,
+        paths,
+        "body",
+        tmp_path / "trail.duckdb",
+        environ={"U": "reports", "P": "wrong-password"},
+    )
     assert outcome["status"] == "failed" and "SMTPAuthenticationError" in outcome["detail"]
     assert "wrong-password" not in outcome["detail"]
 
 
-def test_starttls_refuses_an_untrusted_certificate(starttls_server: tuple[Inbox, int], report: Any,
-                                                   tmp_path: Path) -> None:
+def test_starttls_refuses_an_untrusted_certificate(
+    starttls_server: tuple[Inbox, int], report: Any, tmp_path: Path
+) -> None:
     _, port = starttls_server
     doc, paths = report
     delivery = _delivery(tmp_path, host="127.0.0.1", port=port, security="starttls")  # system CAs only
@@ -192,12 +253,15 @@ def test_starttls_refuses_an_untrusted_certificate(starttls_server: tuple[Inbox,
 
 def test_implicit_tls(certificate: tuple[Path, Path], report: Any, tmp_path: Path) -> None:
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port(), ssl_context=_server_context(certificate))
+    controller = Controller(
+        inbox, hostname="127.0.0.1", port=_free_port(), ssl_context=_server_context(certificate)
+    )
     controller.start()
     try:
         doc, paths = report
-        delivery = _delivery(tmp_path, host="127.0.0.1", port=controller.port, security="ssl",
-                             ca_file=str(certificate[0]))
+        delivery = _delivery(
+            tmp_path, host="127.0.0.1", port=controller.port, security="ssl", ca_file=str(certificate[0])
+        )
         outcome = deliver_report(doc, delivery, paths, "body", tmp_path / "trail.duckdb")
     finally:
         controller.stop()
@@ -209,8 +273,13 @@ def test_unreachable_server_is_retried_then_recorded_as_failed(report: Any, tmp_
     doc, paths = report
     port = _free_port()  # nothing listens there once the probe socket is closed
     trail = tmp_path / "trail.duckdb"
-    outcome = deliver_report(doc, _delivery(tmp_path, host="127.0.0.1", port=port, security="none",
-                                            timeout_seconds=2), paths, "body", trail)
+    outcome = deliver_report(
+        doc,
+        _delivery(tmp_path, host="127.0.0.1", port=port, security="none", timeout_seconds=2),
+        paths,
+        "body",
+        trail,
+    )
     assert outcome["status"] == "failed" and outcome["attempts"] == 3  # 1 + retries (2)
     assert "ConnectionRefusedError" in outcome["detail"]
     (row,) = _deliveries(trail)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import email
 import email.policy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import json
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -20,8 +19,8 @@ from prefect import flow
 from test_report_deliver import Inbox, _free_port
 
 import fairgate
-from flows.report_flow import publish_report
 from fairgate.config_delivery import DeliveryConfig
+from flows.report_flow import publish_report
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -49,23 +48,31 @@ def test_the_document_is_too_big_to_be_a_flow_parameter(compas_doc: dict[str, An
 
 def _with(policy: fairgate.Policy, *, formats: list[str], delivery: dict[str, Any] | None) -> fairgate.Policy:
     reporting = policy.reporting.model_copy(update={"format": formats})
-    return policy.model_copy(update={
-        "reporting": reporting,
-        "delivery": None if delivery is None else DeliveryConfig.model_validate(delivery),
-    })
+    return policy.model_copy(
+        update={
+            "reporting": reporting,
+            "delivery": None if delivery is None else DeliveryConfig.model_validate(delivery),
+        }
+    )
 
 
-def test_publish_report_renders_and_emails(compas_doc: dict[str, Any], compas_policy: fairgate.Policy,
-                                           tmp_path: Path) -> None:
+def test_publish_report_renders_and_emails(
+    compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
+) -> None:
     inbox = Inbox()
     controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
     controller.start()
     try:
-        policy = _with(compas_policy, formats=["json", "html", "pdf"], delivery={
-            "recipients": ["reviewers@example.org"],
-            "smtp": {"host": "127.0.0.1", "port": controller.port, "security": "none"},
-            "outbox_dir": str(tmp_path / "outbox"), "retries": 0,
-        })
+        policy = _with(
+            compas_policy,
+            formats=["json", "html", "pdf"],
+            delivery={
+                "recipients": ["reviewers@example.org"],
+                "smtp": {"host": "127.0.0.1", "port": controller.port, "security": "none"},
+                "outbox_dir": str(tmp_path / "outbox"),
+                "retries": 0,
+            },
+        )
         out = _run(compas_doc, policy, tmp_path, tmp_path / "reports")
     finally:
         controller.stop()
@@ -76,20 +83,27 @@ def test_publish_report_renders_and_emails(compas_doc: dict[str, Any], compas_po
     assert attachment.get_content() == Path(out["pdf"]).read_bytes()
 
 
-def test_delivery_attaches_a_pdf_even_when_formats_leave_it_out(compas_doc: dict[str, Any],
-                                                               compas_policy: fairgate.Policy,
-                                                               tmp_path: Path) -> None:
-    policy = _with(compas_policy, formats=["json", "html"],
-                   delivery={"recipients": ["r@example.org"], "outbox_dir": str(tmp_path / "outbox")})
+def test_delivery_attaches_a_pdf_even_when_formats_leave_it_out(
+    compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
+) -> None:
+    policy = _with(
+        compas_policy,
+        formats=["json", "html"],
+        delivery={"recipients": ["r@example.org"], "outbox_dir": str(tmp_path / "outbox")},
+    )
     out = _run(compas_doc, policy, tmp_path, tmp_path / "reports")
     assert out["delivery"]["status"] == "outbox" and out["pdf"] is not None
     message = email.message_from_bytes(Path(out["delivery"]["eml"]).read_bytes(), policy=email.policy.default)
     assert [p.get_content_type() for p in message.iter_attachments()] == ["application/pdf"]
 
 
-def test_no_report_formats_and_no_delivery(compas_doc: dict[str, Any], compas_policy: fairgate.Policy,
-                                           tmp_path: Path) -> None:
+def test_no_report_formats_and_no_delivery(
+    compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
+) -> None:
     out = _run(compas_doc, _with(compas_policy, formats=["json"], delivery=None), tmp_path, tmp_path / "r")
-    assert out == {"html": None, "pdf": None, "delivery": {"status": "skipped",
-                                                          "detail": "no delivery section in the policy"}}
+    assert out == {
+        "html": None,
+        "pdf": None,
+        "delivery": {"status": "skipped", "detail": "no delivery section in the policy"},
+    }
     assert not (tmp_path / "r").exists()

@@ -9,10 +9,27 @@ import pytest
 from fairgate.mitigation import priority_note, recommend
 
 
-def _result(metric: str, *, value: float, threshold: float, status: str = "fail", critical: bool = False,
-            direction: str = "lower_is_better", uncertain: bool = False) -> dict[str, Any]:
-    return {"metric": metric, "slicing": ["sex"], "value": value, "threshold": threshold, "direction": direction,
-            "status": status, "uncertain": uncertain, "critical": critical, "worst_group": {"sex": "F"}}
+def _result(
+    metric: str,
+    *,
+    value: float,
+    threshold: float,
+    status: str = "fail",
+    critical: bool = False,
+    direction: str = "lower_is_better",
+    uncertain: bool = False,
+) -> dict[str, Any]:
+    return {
+        "metric": metric,
+        "slicing": ["sex"],
+        "value": value,
+        "threshold": threshold,
+        "direction": direction,
+        "status": status,
+        "uncertain": uncertain,
+        "critical": critical,
+        "worst_group": {"sex": "F"},
+    }
 
 
 @pytest.mark.parametrize(
@@ -37,25 +54,31 @@ def test_technique_fits_the_metric(metric: str, technique: str) -> None:
 
 
 def test_only_failures_get_a_mitigation_and_critical_come_first() -> None:
-    doc = {"results": [
-        _result("disparate_impact_ratio", value=0.5, threshold=0.8, direction="higher_is_better"),
-        _result("equal_opportunity_difference", value=0.12, threshold=0.1, critical=True),
-        _result("predictive_parity_difference", value=0.05, threshold=0.1, status="pass"),
-    ]}
+    doc = {
+        "results": [
+            _result("disparate_impact_ratio", value=0.5, threshold=0.8, direction="higher_is_better"),
+            _result("equal_opportunity_difference", value=0.12, threshold=0.1, critical=True),
+            _result("predictive_parity_difference", value=0.05, threshold=0.1, status="pass"),
+        ]
+    }
     recs = [r for r in recommend(doc, None) if r["kind"] == "mitigation"]
     assert [r["metric"] for r in recs] == ["equal_opportunity_difference", "disparate_impact_ratio"]
 
 
 def test_uncertain_and_impossibility_change_the_reason() -> None:
-    doc = {"results": [_result("equal_opportunity_difference", value=0.11, threshold=0.1, uncertain=True)],
-           "diagnostics": {"base_rates": [{"slicing": ["sex"], "differ": True}]}}
+    doc = {
+        "results": [_result("equal_opportunity_difference", value=0.11, threshold=0.1, uncertain=True)],
+        "diagnostics": {"base_rates": [{"slicing": ["sex"], "differ": True}]},
+    }
     reason = recommend(doc, None)[0]["reason"]
     assert "confirm on more data" in reason and "Base rates differ" in reason
 
 
 def test_small_worst_group_is_not_named() -> None:
-    doc = {"results": [_result("equal_opportunity_difference", value=0.3, threshold=0.1)],
-           "groups": [{"slicing": ["sex"], "group": {"sex": "F"}, "n": 4}]}
+    doc = {
+        "results": [_result("equal_opportunity_difference", value=0.3, threshold=0.1)],
+        "groups": [{"slicing": ["sex"], "group": {"sex": "F"}, "n": 4}],
+    }
     reason = recommend(doc, None, min_cell_size=10)[0]["reason"]
     assert "sex=F" not in reason and "suppressed" in reason
 

@@ -34,8 +34,11 @@ def _pdf_text(path: Path) -> str:
 
 @pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="needs poppler-utils (pdftoppm)")
 def test_compas_pdf_pages_render_to_non_blank_images(compas_report: dict[str, Path], tmp_path: Path) -> None:
-    subprocess.run(["pdftoppm", "-r", "40", "-png", str(compas_report["pdf"]), str(tmp_path / "page")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["pdftoppm", "-r", "40", "-png", str(compas_report["pdf"]), str(tmp_path / "page")],
+        check=True,
+        capture_output=True,
+    )
     pages = sorted(tmp_path.glob("page-*.png"))
     assert len(pages) == len(PdfReader(compas_report["pdf"]).pages) >= 5
     for page in pages:
@@ -53,8 +56,15 @@ def test_compas_pdf_text_is_extractable(compas_report: dict[str, Path], compas_d
     assert "FAIL" in first and "compas" in first and "northpointe-2013" in first
     assert "What failed" in first and "What to do" in first
     text = _pdf_text(compas_report["pdf"])
-    for heading in ("By sensitive attribute", "Intersections", "Base rates and what they imply",
-                    "Insufficient groups", "Join and validation", "Traceability", "Policy applied"):
+    for heading in (
+        "By sensitive attribute",
+        "Intersections",
+        "Base rates and what they imply",
+        "Insufficient groups",
+        "Join and validation",
+        "Traceability",
+        "Policy applied",
+    ):
         assert heading in text
     assert compas_doc["policy_sha256"] in text.replace("\n", "")
     assert "report-test-run" in text
@@ -64,8 +74,16 @@ def test_compas_pdf_text_is_extractable(compas_report: dict[str, Path], compas_d
 
 def test_content_comes_in_the_reviewers_order(compas_report: dict[str, Path]) -> None:
     text = _pdf_text(compas_report["pdf"])
-    order = ["What failed", "What to do", "By sensitive attribute", "Intersections", "Base rates and what",
-             "Insufficient groups", "Join and validation", "Traceability"]
+    order = [
+        "What failed",
+        "What to do",
+        "By sensitive attribute",
+        "Intersections",
+        "Base rates and what",
+        "Insufficient groups",
+        "Join and validation",
+        "Traceability",
+    ]
     positions = [text.index(h) for h in order]
     assert positions == sorted(positions)
 
@@ -75,8 +93,15 @@ def test_html_embeds_every_chart_as_vector_graphics(compas_report: dict[str, Pat
     svgs = [base64.b64decode(m).decode() for m in CHART_URI.findall(html)]
     titles = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", " ".join(svgs)))
     # ROC and calibration by group, rates with the threshold line, heatmaps, demographic breakdown.
-    for expected in ("ROC by race", "Calibration by race", "Selection rate", "False negative rate",
-                     "threshold", "over race × sex", "Native American"):
+    for expected in (
+        "ROC by race",
+        "Calibration by race",
+        "Selection rate",
+        "False negative rate",
+        "threshold",
+        "over race × sex",
+        "Native American",
+    ):
         assert expected in titles, expected
     assert all(svg.startswith("<svg") and "<image" not in svg for svg in svgs)  # vectors, no raster
 
@@ -135,13 +160,14 @@ def test_json_only_policy_writes_nothing(tmp_path: Path) -> None:
 def test_charts_never_show_a_suppressed_group() -> None:
     doc = synthetic_doc({"sex": ["M", "F"], "race": ["a", "b", "c", "zz_tiny"]}, tiny=("zz_tiny",), seed=2)
     view = build_view(doc, min_cell_size=10)
-    charts = {key: base64.b64decode(uri.split(",", 1)[1]).decode() for key, uri in render_charts(view).items()}
+    charts = {
+        key: base64.b64decode(uri.split(",", 1)[1]).decode() for key, uri in render_charts(view).items()
+    }
     for key, svg in charts.items():
         if key.startswith(("roc:", "calibration:", "rates:")):
             assert "zz_tiny" not in svg, key  # curves and bars of a small group are not drawn at all
     # The breakdown and the heatmap name the group (its row) but show no figure for it.
     assert "zz_tiny" in charts["breakdown"] and "&lt;10 (suppressed)" in charts["breakdown"]
     assert "&lt;10" in charts["heatmap:sex × race"]
-    race = next(b for b in view.breakdowns if b.attribute == "race")
     hidden_n = next(g["n"] for g in doc["groups"] if g["group"] == {"race": "zz_tiny"})
     assert f">{hidden_n:,} (" not in charts["breakdown"]

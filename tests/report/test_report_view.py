@@ -53,7 +53,9 @@ def test_secondary_suppression_hides_the_next_smallest_group(doc: dict[str, Any]
     assert len(hidden) == 2
     visible = [g.n for g in race.groups if not g.suppressed]
     secondary = next(g for g in hidden if g.group != {"race": "tiny"})
-    n_secondary = next(x["n"] for x in doc["groups"] if x["slicing"] == ["race"] and x["group"] == secondary.group)
+    n_secondary = next(
+        x["n"] for x in doc["groups"] if x["slicing"] == ["race"] and x["group"] == secondary.group
+    )
     assert n_secondary <= min(v for v in visible if v is not None)
     assert secondary.n_text == "suppressed"
 
@@ -105,10 +107,24 @@ def test_scorecard_has_one_cell_per_result(doc: dict[str, Any]) -> None:
 
 def test_gap_text_says_how_far_past_the_threshold() -> None:
     doc = synthetic_doc({"g": ["x", "y"]}, pairs=False)
-    doc["results"] = [{"metric": "disparate_impact_ratio", "slicing": ["g"], "value": 0.62, "ci_low": 0.55,
-                       "ci_high": 0.7, "threshold": 0.8, "direction": "higher_is_better", "status": "fail",
-                       "uncertain": False, "critical": True, "worst_group": {"g": "y"}, "best_group": {"g": "x"},
-                       "excluded_groups": [], "override_reasons": []}]
+    doc["results"] = [
+        {
+            "metric": "disparate_impact_ratio",
+            "slicing": ["g"],
+            "value": 0.62,
+            "ci_low": 0.55,
+            "ci_high": 0.7,
+            "threshold": 0.8,
+            "direction": "higher_is_better",
+            "status": "fail",
+            "uncertain": False,
+            "critical": True,
+            "worst_group": {"g": "y"},
+            "best_group": {"g": "x"},
+            "excluded_groups": [],
+            "override_reasons": [],
+        }
+    ]
     view = build_view(doc)
     assert view.failures[0].gap_text == "below the threshold by 0.180"
     assert view.failures[0].threshold_text == "≥ 0.800"
@@ -135,7 +151,10 @@ def test_email_summary_states_verdict_and_top_failures(doc: dict[str, Any]) -> N
 def test_flatten_any_shape() -> None:
     rows = flatten({"join": {"matched": 10, "rates": [0.5, 0.25]}, "steps": [{"a": 1}, {"a": 2}]})
     assert [(r.key, r.value) for r in rows] == [
-        ("join.matched", "10"), ("join.rates", "0.500, 0.250"), ("steps", "2 item(s): a: 1 | a: 2")]
+        ("join.matched", "10"),
+        ("join.rates", "0.500, 0.250"),
+        ("steps", "2 item(s): a: 1 | a: 2"),
+    ]
 
 
 def test_metric_labels() -> None:
@@ -151,7 +170,9 @@ def test_compas_view_from_the_engine_document(compas_doc: dict[str, Any]) -> Non
     race = next(s for s in view.sections if s.attributes == ["race"])
     counts = {g.label: g.n for g in race.groups}
     # README facts; Native American (18) and Asian (32) are above 10 and stay visible.
-    assert counts["African-American"] == 3696 and counts["Caucasian"] == 2454 and counts["Native American"] == 18
+    assert (
+        counts["African-American"] == 3696 and counts["Caucasian"] == 2454 and counts["Native American"] == 18
+    )
     triple = next(s for s in view.sections if len(s.attributes) == 3)
     assert any(g.suppressed for g in triple.groups)
     # No group under 10 people shows a size anywhere in the view.
