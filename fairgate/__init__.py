@@ -23,6 +23,19 @@ from fairgate.result import SCHEMA_VERSION, AuditResult
 from fairgate.slicing import SlicingResult, compute_slicing, plan_slicings
 
 __all__ = [
-    "SCHEMA_VERSION", "AuditResult", "Cube", "DataError", "FairgateError", "ModelInfo", "Policy", "PolicyError",
-    "SlicingResult", "adjudicate", "audit", "build_cube", "compute_slicing", "draw_replicates", "plan_slicings",
+    "SCHEMA_VERSION",
+    "AuditResult",
+    "Cube",
+    "DataError",
+    "FairgateError",
+    "ModelInfo",
+    "Policy",
+    "PolicyError",
+    "SlicingResult",
+    "adjudicate",
+    "audit",
+    "build_cube",
+    "compute_slicing",
+    "draw_replicates",
+    "plan_slicings",
 ]

@@ -17,7 +17,6 @@ from fairgate.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.slicing import SlicingResult
 from fairgate.stats import benjamini_hochberg
 
-
 _TOLERANCE = 1e-12
 
 
@@ -150,7 +149,13 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         worst_is_min = base.higher_is_better is not False
         judged["worst_group"] = entry["min_group"] if worst_is_min else entry["max_group"]
         judged["best_group"] = entry["max_group"] if worst_is_min else entry["min_group"]
-    for key in ("n_groups_judged", "excluded_groups", "insufficient_groups", "override_reasons", "unavailable"):
+    for key in (
+        "n_groups_judged",
+        "excluded_groups",
+        "insufficient_groups",
+        "override_reasons",
+        "unavailable",
+    ):
         if key in entry:
             judged[key] = entry[key]
     return judged
@@ -178,8 +183,16 @@ def _verdict(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[s
         "n_uncertain": sum(r["uncertain"] for r in results),
         "n_insufficient": len(results) - len(judged),
         "nothing_judged": not judged,
-        "failed": [{"metric": r["metric"], "slicing": r["slicing"], "value": r["value"],
-                    "threshold": r["threshold"], "critical": r["critical"]} for r in failed],
+        "failed": [
+            {
+                "metric": r["metric"],
+                "slicing": r["slicing"],
+                "value": r["value"],
+                "threshold": r["threshold"],
+                "critical": r["critical"],
+            }
+            for r in failed
+        ],
     }
     return ("fail" if fails else "pass"), detail
 

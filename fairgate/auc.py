@@ -32,7 +32,7 @@ class ScoreArrays:
     @classmethod
     def from_table(cls, table: pl.DataFrame, levels: dict[str, list[str]]) -> ScoreArrays:
         """From the cube's score table (already sorted by score, attributes coded into ``levels``)."""
-        codes = {a: table[a].to_numpy().astype(np.int64) for a in levels}
+        codes = {a: table[a].to_numpy() for a in levels}  # int16: small, and cheap to combine
         weight = table[WEIGHT].to_numpy()
         y = table[TRUE].to_numpy()
         return cls(codes, levels, table[SCORE].to_numpy(), weight * y, weight * (1 - y))
@@ -51,9 +51,10 @@ class ScoreRuns:
 def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[str, str]]) -> ScoreRuns:
     """Collapse the score table to runs of equal score within each group of the slicing."""
     if slicing:
-        combined = np.zeros(arrays.score.size, dtype=np.int64)
+        combined = np.zeros(arrays.score.size, dtype=np.int32)
         for attribute in slicing:
-            combined = combined * len(arrays.levels[attribute]) + arrays.codes[attribute]
+            combined *= len(arrays.levels[attribute])
+            combined += arrays.codes[attribute]
         lookup = np.full(int(np.prod([len(arrays.levels[a]) for a in slicing])), -1, dtype=np.int64)
         for index, group in enumerate(groups):
             if any(group[a] not in arrays.levels[a] for a in slicing):
@@ -63,7 +64,7 @@ def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[
                 code = code * len(arrays.levels[attribute]) + arrays.levels[attribute].index(group[attribute])
             lookup[code] = index
         # Small integer codes let numpy's stable sort run as a radix sort: linear in the rows.
-        group_index = lookup[combined].astype(np.int16 if len(groups) < 2**15 else np.int64)
+        group_index = lookup.astype(np.int16 if len(groups) < 2**15 else np.int64)[combined]
         order = np.argsort(group_index, kind="stable")  # keeps score order within each group
         g, s = group_index[order], arrays.score[order]
         positive, negative = arrays.positive[order], arrays.negative[order]
@@ -75,11 +76,16 @@ def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[
         return ScoreRuns(empty.astype(np.int64), empty, empty, empty)
     starts = np.empty(s.size, dtype=bool)
     starts[0] = True
-    starts[1:] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])
+    np.not_equal(s[1:], s[:-1], out=starts[1:])
+    starts[1:] |= g[1:] != g[:-1]
+    if starts.all():  # continuous scores: every row is its own run
+        return ScoreRuns(group=g.astype(np.int64), score=s, positive=positive, negative=negative)
     run = np.cumsum(starts) - 1
     return ScoreRuns(
-        group=g[starts].astype(np.int64), score=s[starts],
-        positive=np.bincount(run, weights=positive), negative=np.bincount(run, weights=negative),
+        group=g[starts].astype(np.int64),
+        score=s[starts],
+        positive=np.bincount(run, weights=positive),
+        negative=np.bincount(run, weights=negative),
     )
 
 
@@ -97,7 +103,9 @@ def exact_auc(runs: ScoreRuns, n_groups: int) -> tuple[np.ndarray, np.ndarray, n
     return auc, n_pos, n_neg
 
 
-def roc_curves(runs: ScoreRuns, groups: list[dict[str, str]], slicing: tuple[str, ...]) -> list[dict[str, Any]]:
+def roc_curves(
+    runs: ScoreRuns, groups: list[dict[str, str]], slicing: tuple[str, ...]
+) -> list[dict[str, Any]]:
     """ROC points per group (thresholds from high to low score), thinned to at most 101 points."""
     curves = []
     bounds = np.searchsorted(runs.group, np.arange(len(groups) + 1))
@@ -110,7 +118,11 @@ def roc_curves(runs: ScoreRuns, groups: list[dict[str, str]], slicing: tuple[str
         fpr = np.concatenate([[0.0], np.cumsum(negative) / negative.sum()])
         keep = np.unique(np.linspace(0, tpr.size - 1, min(tpr.size, MAX_CURVE_POINTS)).round().astype(int))
         curves.append(
-            {"slicing": list(slicing), "group": group, "fpr": fpr[keep].round(6).tolist(),
-             "tpr": tpr[keep].round(6).tolist()}
+            {
+                "slicing": list(slicing),
+                "group": group,
+                "fpr": fpr[keep].round(6).tolist(),
+                "tpr": tpr[keep].round(6).tolist(),
+            }
         )
     return curves

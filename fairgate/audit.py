@@ -34,5 +34,9 @@ def audit(
     # Slicings are independent; their heavy steps (sparse products, sorts) release the GIL, so two threads
     # keep both cores busy. Results come back in plan order.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        parts = list(pool.map(lambda s: compute_slicing(cube, s, policy, replicates=replicates), plan_slicings(cube, policy)))
+        parts = list(
+            pool.map(
+                lambda s: compute_slicing(cube, s, policy, replicates=replicates), plan_slicings(cube, policy)
+            )
+        )
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)

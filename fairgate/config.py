@@ -220,7 +220,9 @@ class Policy(_Strict):
                 )
             for name in override.slicing or []:
                 if name not in names:
-                    raise ValueError(f"an override's slicing names {name!r}, which is not a sensitive attribute")
+                    raise ValueError(
+                        f"an override's slicing names {name!r}, which is not a sensitive attribute"
+                    )
         return self
 
     # ----------------------------------------------------------------------------------------- building
@@ -251,7 +253,9 @@ class Policy(_Strict):
             )
         extra = sorted(set(document) - {"fairness_checker"})
         if extra:
-            raise PolicyError(f"{source}: unknown top-level key(s) {extra}; only 'fairness_checker' is allowed")
+            raise PolicyError(
+                f"{source}: unknown top-level key(s) {extra}; only 'fairness_checker' is allowed"
+            )
         try:
             return cls.model_validate(document["fairness_checker"])
         except ValidationError as exc:
@@ -313,7 +317,9 @@ def _explain(exc: ValidationError, source: str) -> str:
     for error in exc.errors():
         where = ".".join(str(p) for p in ("fairness_checker", *error["loc"]))
         if error["type"] == "extra_forbidden":
-            lines.append(f"  - {where}: unknown key (check its spelling against the policy reference in the README)")
+            lines.append(
+                f"  - {where}: unknown key (check its spelling against the policy reference in the README)"
+            )
         elif error["type"] == "missing":
             lines.append(f"  - {where}: required key is missing")
         else:

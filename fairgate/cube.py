@@ -88,9 +88,7 @@ class Cube:
         scores = None
         if self.scores is not None and other.scores is not None:
             union = {a: _levels(cells, a) for a in self.attributes}
-            scores = (
-                pl.concat([self._recoded_scores(union), other._recoded_scores(union)]).sort(SCORE)
-            )
+            scores = pl.concat([self._recoded_scores(union), other._recoded_scores(union)]).sort(SCORE)
         excluded = {
             a: self.excluded_missing.get(a, 0) + other.excluded_missing.get(a, 0)
             for a in set(self.excluded_missing) | set(other.excluded_missing)
@@ -110,171 +108,231 @@ def _sum_by(frame: pl.DataFrame, keys: list[str], values: list[str]) -> pl.DataF
     return frame.group_by(keys).agg(pl.col(v).sum() for v in values).sort(keys)
 
 
-def as_polars(data: Any) -> pl.DataFrame:
-    """Accept a Polars or pandas frame or a pyarrow Table (zero-copy where possible)."""
-    if isinstance(data, pl.DataFrame):
-        return data
+def as_lazy(data: Any) -> pl.LazyFrame:
+    """Accept a Polars frame or lazy frame (e.g. ``pl.scan_parquet``), a pandas frame or a pyarrow Table."""
     if isinstance(data, pl.LazyFrame):
-        return data.collect()
+        return data
+    if isinstance(data, pl.DataFrame):
+        return data.lazy()
     module = type(data).__module__
     if module.startswith("pandas"):
-        return pl.from_pandas(data)
+        return pl.from_pandas(data).lazy()
     if module.startswith("pyarrow"):
         frame = pl.from_arrow(data)
         assert isinstance(frame, pl.DataFrame)
-        return frame
+        return frame.lazy()
     raise DataError(
-        f"cannot audit a {type(data).__name__}; pass a Polars or pandas DataFrame or a pyarrow Table"
+        f"cannot audit a {type(data).__name__}; pass a Polars (lazy) frame, a pandas DataFrame or a pyarrow Table"
     )
 
 
-def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool = True) -> Cube:
-    """Count the rows into a cube keyed by every sensitive attribute of the policy.
+_RAW_TRUE, _RAW_PRED, _BAD_SCORES, _BAD_SCORE_EXAMPLE, _BAD_WEIGHTS = (
+    "__raw_y_true",
+    "__raw_y_pred",
+    "__bad_scores",
+    "__bad_score_example",
+    "__bad_weights",
+)
 
-    Labels are recoded to the favourable outcome (``policy.favorable_label``), so a COMPAS-style risk flag
-    with favourable label 0 counts "not flagged" as selection; the score is flipped to match.
+
+def build_cube(
+    data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool = True
+) -> Cube:
+    """Count the rows into a cube keyed by every sensitive attribute of the policy, in one scan.
+
+    The scan groups by the *raw* label and prediction values and counts bad scores and weights per cell,
+    so every check (binary labels, scores in [0, 1], declared attribute values, missing values) runs on the
+    small grouped result instead of on the rows. Labels are then recoded to the favourable outcome
+    (``policy.favorable_label``): a COMPAS-style risk flag with favourable label 0 counts "not flagged" as
+    selection, and the score is flipped to match.
     """
-    frame = as_polars(data)
+    lazy = as_lazy(data)
     columns = policy.columns
     attributes = tuple(policy.attribute_names)
-    has_scores = columns.score in frame.columns
-    _require_columns(frame, [columns.y_true, *attributes], source)
-    if frame.height == 0:
-        raise DataError(_EMPTY_DATA.format(source=source))
-    if columns.y_pred not in frame.columns and not has_scores:
+    present = lazy.collect_schema().names()
+    has_scores = columns.score in present
+    _require_columns(
+        present, [columns.y_true, *attributes, *([columns.weight] if columns.weight else [])], source
+    )
+    if columns.y_pred not in present and not has_scores:
         raise DataError(
             _MISSING_COLUMN.format(
                 column=columns.y_pred,
                 source=source,
-                present=frame.columns,
+                present=present,
                 fix=f"give predictions in {columns.y_pred!r}, or scores in {columns.score!r} to threshold",
             )
         )
-
-    frame, excluded = _normalise_attributes(frame, policy, source)
+    bins = policy.statistics.calibration_bins if has_scores else 1
     favourable = policy.favorable_label
-    y_true = _binary(frame, columns.y_true, source)
-    if columns.y_pred in frame.columns:
-        y_pred = _binary(frame, columns.y_pred, source)
-    else:
-        y_pred = (pl.col(columns.score) >= columns.decision_threshold).cast(pl.Int8)
-    weight = pl.col(columns.weight).cast(pl.Float64) if columns.weight else pl.lit(1.0)
-    if columns.weight:
-        _require_columns(frame, [columns.weight], source)
+    raw_score = pl.col(columns.score).cast(pl.Float64, strict=False) if has_scores else pl.lit(0.0)
+    bad_score = raw_score.is_null() | raw_score.is_nan() | (raw_score < 0) | (raw_score > 1)
     # The score of the favourable outcome: P(y = 1) flips to P(y = 0) when 0 is favourable.
-    score = pl.col(columns.score).cast(pl.Float64)
-    score = (1.0 - score) if favourable == 0 else score
-    if has_scores:
-        _require_scores(frame, columns.score, source)
-    bins = policy.statistics.calibration_bins
-    score_bin = (
-        (score * bins).floor().clip(0, bins - 1).cast(pl.Int16) if has_scores else pl.lit(NO_SCORE_BIN, pl.Int16)
+    score = pl.when(bad_score).then(0.0).otherwise((1.0 - raw_score) if favourable == 0 else raw_score)
+    y_pred = (
+        pl.col(columns.y_pred)
+        if columns.y_pred in present
+        else (raw_score >= columns.decision_threshold).cast(pl.Int8)
     )
-    rows = frame.lazy().select(
-        *[pl.col(a) for a in attributes],
-        (y_true == favourable).cast(pl.Int8).alias(TRUE),
-        (y_pred == favourable).cast(pl.Int8).alias(PRED),
-        score_bin.alias(BIN),
+    weight = pl.col(columns.weight).cast(pl.Float64, strict=False) if columns.weight else pl.lit(1.0)
+    rows = lazy.select(
+        *[_attribute_expression(policy, a, lazy) for a in attributes],
+        pl.col(columns.y_true).alias(_RAW_TRUE),
+        y_pred.alias(_RAW_PRED),
+        (score * bins).floor().clip(0, bins - 1).cast(pl.Int16).alias(BIN),
         weight.alias(WEIGHT),
-        (score if has_scores else pl.lit(0.0)).alias(SCORE),
+        score.alias(SCORE),
+        bad_score.alias(_BAD_SCORES),
+        raw_score.alias(_BAD_SCORE_EXAMPLE),
     )
-    keys = [*attributes, TRUE, PRED, BIN]
-    cells = (
+    keys = [*attributes, _RAW_TRUE, _RAW_PRED, BIN]
+    raw_cells = (
         rows.group_by(keys)
-        .agg(pl.len().cast(pl.Int64).alias(ROWS), pl.col(WEIGHT).sum(), (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM))
-        .with_columns(pl.col(a).cast(pl.String) for a in attributes)
-        .sort(keys)
+        .agg(
+            pl.len().cast(pl.Int64).alias(ROWS),
+            pl.col(WEIGHT).sum(),
+            (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM),
+            pl.col(_BAD_SCORES).sum(),
+            pl.col(_BAD_SCORE_EXAMPLE).filter(pl.col(_BAD_SCORES)).first(),
+            (pl.col(WEIGHT).is_null() | ~pl.col(WEIGHT).is_finite() | (pl.col(WEIGHT) < 0))
+            .sum()
+            .alias(_BAD_WEIGHTS),
+        )
+        .collect()
+    )
+    if raw_cells.height == 0:
+        raise DataError(_EMPTY_DATA.format(source=source))
+    _check_cells(raw_cells, policy, source, has_scores)
+    raw_cells, excluded = _apply_missing(raw_cells, policy, source)
+    cells = (
+        raw_cells.lazy()
+        .with_columns(
+            (_as_binary(_RAW_TRUE) == favourable).cast(pl.Int8).alias(TRUE),
+            (_as_binary(_RAW_PRED) == favourable).cast(pl.Int8).alias(PRED),
+        )
+        .group_by([*attributes, TRUE, PRED, BIN])
+        .agg(pl.col(ROWS).sum(), pl.col(WEIGHT).sum(), pl.col(SCORE_SUM).sum())
+        .sort([*attributes, TRUE, PRED, BIN])
         .collect()
     )
     scores = None
     if has_scores and exact_auc:
-        # Rows sorted by score once, attributes as small integer codes into the cube's sorted levels.
+        # A second pass, only for exact AUC: rows sorted by score, attributes as integer codes into the
+        # cube's sorted levels (missing values handled as in the cube).
+        kept = pl.all_horizontal(pl.col(a).is_not_null() for a in excluded) if excluded else pl.lit(True)
         scores = (
-            rows.select(
-                *[pl.col(a).cast(pl.String).cast(pl.Enum(_levels(cells, a))).to_physical().cast(pl.Int16) for a in attributes],
-                SCORE, TRUE, WEIGHT,
+            rows.filter(kept)
+            .select(
+                *[_coded(policy, a, _levels(cells, a)) for a in attributes],
+                SCORE,
+                (_as_binary(_RAW_TRUE) == favourable).cast(pl.Int8).alias(TRUE),
+                WEIGHT,
             )
             .sort(SCORE)
             .collect()
         )
-    return Cube(cells, attributes, bins if has_scores else 1, has_scores, scores, excluded)
+    return Cube(cells, attributes, bins, has_scores, scores, excluded)
+
+
+def _attribute_expression(policy: Policy, name: str, lazy: pl.LazyFrame) -> pl.Expr:
+    """The attribute as grouped: strings and categoricals as they are, anything else as its string form."""
+    dtype = lazy.collect_schema()[name]
+    column = pl.col(name)
+    if dtype == pl.String or dtype == pl.Categorical or isinstance(dtype, pl.Enum):
+        return column
+    return column.cast(pl.String)
+
+
+def _coded(policy: Policy, name: str, levels: list[str]) -> pl.Expr:
+    attribute = policy.attribute(name)
+    column = pl.col(name).cast(pl.String)
+    if attribute.missing == "unknown":
+        column = column.fill_null(attribute.unknown_label)
+    return column.cast(pl.Enum(levels)).to_physical().cast(pl.Int16).alias(name)
+
+
+def _as_binary(column: str) -> pl.Expr:
+    return pl.col(column).cast(pl.Float64, strict=False).cast(pl.Int8)
+
+
+def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: bool) -> None:
+    """Refuse non-binary labels or predictions, bad scores and bad weights, naming an example and a count."""
+    columns = policy.columns
+    for raw, name in ((_RAW_TRUE, columns.y_true), (_RAW_PRED, columns.y_pred if columns.y_pred else "")):
+        values = cells[raw]
+        if values.dtype == pl.Boolean:
+            continue
+        numeric = values.cast(pl.Float64, strict=False)
+        bad = numeric.is_null() | ~numeric.is_in([0.0, 1.0]).fill_null(False)
+        if bad.any():
+            example = values.filter(bad)[0]
+            count = int(cells[ROWS].filter(bad).sum())
+            shown = name if raw == _RAW_TRUE or name in cells.columns else f"{name} (derived from scores)"
+            raise DataError(
+                _NOT_BINARY.format(
+                    column=shown, source=source, example=example, count=count, fix="recode it to 0 and 1"
+                )
+            )
+    if has_scores and int(cells[_BAD_SCORES].sum()):
+        bad_cells = cells.filter(pl.col(_BAD_SCORES) > 0)
+        raise DataError(
+            _BAD_SCORE.format(
+                column=columns.score,
+                source=source,
+                example=bad_cells[_BAD_SCORE_EXAMPLE][0],
+                count=int(bad_cells[_BAD_SCORES].sum()),
+            )
+        )
+    if columns.weight and int(cells[_BAD_WEIGHTS].sum()):
+        raise DataError(
+            f"column {columns.weight!r} in {source} must hold finite, non-negative weights; "
+            f"{int(cells[_BAD_WEIGHTS].sum())} row(s) do not"
+        )
+
+
+def _apply_missing(cells: pl.DataFrame, policy: Policy, source: str) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Missing attribute values excluded (and counted) or kept as the unknown group; undeclared values refused."""
+    excluded: dict[str, int] = {}
+    for attribute in policy.sensitive_attributes:
+        name = attribute.name
+        cells = cells.with_columns(pl.col(name).cast(pl.String))
+        missing = cells.filter(pl.col(name).is_null())
+        if missing.height and attribute.missing == "unknown":
+            cells = cells.with_columns(pl.col(name).fill_null(attribute.unknown_label))
+        elif missing.height:
+            excluded[name] = int(missing[ROWS].sum())
+            cells = cells.filter(pl.col(name).is_not_null())
+        allowed = attribute.declared_values
+        if allowed is not None:
+            stray = cells.filter(~pl.col(name).is_in(allowed))
+            if stray.height:
+                values = sorted(stray[name].unique().to_list())
+                count = int(stray.filter(pl.col(name) == values[0])[ROWS].sum())
+                raise DataError(
+                    f"attribute {name!r} in {source} has value {values[0]!r} in {count} row(s) "
+                    f"(undeclared values: {values[:5]}), which the policy does not declare "
+                    f"(values: {allowed}); add them to the attribute's values in the policy, or recode the data"
+                )
+    if cells.height == 0:
+        raise DataError(
+            f"no rows of {source} are left after excluding missing attribute values ({excluded}); "
+            "set missing: unknown on those attributes to audit them as their own group"
+        )
+    return cells, excluded
 
 
 def _levels(cells: pl.DataFrame, attribute: str) -> list[str]:
     return sorted(cells[attribute].unique().to_list())
 
 
-def _require_columns(frame: pl.DataFrame, names: list[str], source: str) -> None:
+def _require_columns(present: list[str], names: list[str], source: str) -> None:
     for name in names:
-        if name not in frame.columns:
+        if name not in present:
             raise DataError(
                 _MISSING_COLUMN.format(
                     column=name,
                     source=source,
-                    present=frame.columns,
+                    present=present,
                     fix="rename the column in the data or set its name in the policy",
                 )
             )
-
-
-def _require_scores(frame: pl.DataFrame, column: str, source: str) -> None:
-    values = frame[column].cast(pl.Float64, strict=False)
-    bad = values.is_null() | values.is_nan() | (values < 0) | (values > 1)
-    n_bad = int(bad.sum())
-    if n_bad:
-        example = frame[column].filter(bad).head(1).to_list()[0]
-        raise DataError(_BAD_SCORE.format(column=column, source=source, example=example, count=n_bad))
-
-
-def _binary(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
-    values = frame[column]
-    if values.dtype == pl.Boolean:
-        return pl.col(column).cast(pl.Int8)
-    bad = values.is_null() | ~values.cast(pl.Float64, strict=False).is_in([0.0, 1.0]).fill_null(False)
-    n_bad = int(bad.sum())
-    if n_bad:
-        example = values.filter(bad).head(1).to_list()[0]
-        raise DataError(
-            _NOT_BINARY.format(
-                column=column, source=source, example=example, count=n_bad, fix="recode it to 0 and 1"
-            )
-        )
-    return pl.col(column).cast(pl.Float64).cast(pl.Int8)
-
-
-def _normalise_attributes(frame: pl.DataFrame, policy: Policy, source: str) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Attributes as strings; missing values excluded or kept as the unknown group; unknown values refused.
-
-    Categorical columns stay categorical here (grouping them is cheaper); the cube's keys become strings.
-    """
-    excluded: dict[str, int] = {}
-    for attribute in policy.sensitive_attributes:
-        column = pl.col(attribute.name)
-        if frame[attribute.name].dtype not in (pl.String, pl.Categorical) and not isinstance(
-            frame[attribute.name].dtype, pl.Enum
-        ):
-            frame = frame.with_columns(column.cast(pl.String))
-        missing = frame[attribute.name].null_count()
-        if missing and attribute.missing == "unknown":
-            frame = frame.with_columns(column.cast(pl.String).fill_null(attribute.unknown_label))
-        elif missing:
-            excluded[attribute.name] = missing
-            frame = frame.filter(column.is_not_null())
-        allowed = attribute.declared_values
-        if allowed is not None:
-            present = frame[attribute.name].unique().cast(pl.String)
-            stray = present.filter(~present.is_in(allowed))
-            if stray.len():
-                example = stray[0]
-                count = int((frame[attribute.name].cast(pl.String) == example).sum())
-                raise DataError(
-                    f"attribute {attribute.name!r} in {source} has value {example!r} in {count} row(s) "
-                    f"(undeclared values: {sorted(stray.to_list())[:5]}), which the policy does not declare "
-                    f"(values: {allowed}); add them to the attribute's values in the policy, or recode the data"
-                )
-    if frame.height == 0:
-        raise DataError(
-            f"no rows of {source} are left after excluding missing attribute values ({excluded}); "
-            "set missing: unknown on those attributes to audit them as their own group"
-        )
-    return frame, excluded

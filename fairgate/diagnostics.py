@@ -12,15 +12,33 @@ from fairgate.metrics import GroupMetric
 from fairgate.slicing import SlicingResult
 
 # Criteria that cannot all hold when base rates differ and the classifier is imperfect.
-_SEPARATION = {"equalized_odds_difference", "equalized_odds_ratio", "false_positive_rate_difference",
-               "false_negative_rate_difference", "equal_opportunity_difference", "equal_opportunity_ratio"}
-_SUFFICIENCY = {"predictive_parity_difference", "calibration_difference", "positive_predictive_value_difference",
-                "false_omission_rate_difference", "false_discovery_rate_difference"}
-_INDEPENDENCE = {"demographic_parity_difference", "demographic_parity_ratio", "disparate_impact_ratio",
-                 "selection_rate_difference", "selection_rate_ratio"}
+_SEPARATION = {
+    "equalized_odds_difference",
+    "equalized_odds_ratio",
+    "false_positive_rate_difference",
+    "false_negative_rate_difference",
+    "equal_opportunity_difference",
+    "equal_opportunity_ratio",
+}
+_SUFFICIENCY = {
+    "predictive_parity_difference",
+    "calibration_difference",
+    "positive_predictive_value_difference",
+    "false_omission_rate_difference",
+    "false_discovery_rate_difference",
+}
+_INDEPENDENCE = {
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "disparate_impact_ratio",
+    "selection_rate_difference",
+    "selection_rate_ratio",
+}
 
 
-def base_rates(parts: list[SlicingResult], comparisons: list[dict[str, Any]], policy: Policy) -> list[dict[str, Any]]:
+def base_rates(
+    parts: list[SlicingResult], comparisons: list[dict[str, Any]], policy: Policy
+) -> list[dict[str, Any]]:
     """Base rates per group of each single attribute, whether they differ significantly, and what that rules out."""
     configured = {m.name for m in policy.metrics}
     out = []
@@ -34,10 +52,11 @@ def base_rates(parts: list[SlicingResult], comparisons: list[dict[str, Any]], po
             if ok
         ]
         significant = [
-            c for c in comparisons
+            c
+            for c in comparisons
             if c["metric"] == "base_rate" and c["slicing"] == list(part.slicing) and c.get("significant")
         ]
-        defined = [g["base_rate"] for g in groups if g["base_rate"] is not None]
+        defined: list[float] = [r for r, ok in zip(rates, part.sufficient, strict=True) if ok and r is not None]
         differ = bool(significant)
         out.append(
             {
@@ -69,7 +88,11 @@ def _impossibility_note(attribute: str, rates: list[float], differ: bool, config
     ]
     chosen = [
         (name, family)
-        for family, names in (("separation", _SEPARATION), ("sufficiency", _SUFFICIENCY), ("independence", _INDEPENDENCE))
+        for family, names in (
+            ("separation", _SEPARATION),
+            ("sufficiency", _SUFFICIENCY),
+            ("independence", _INDEPENDENCE),
+        )
         for name in sorted(configured & names)
     ]
     families = {family for _, family in chosen}
@@ -113,7 +136,9 @@ def worst_subgroups(parts: list[SlicingResult]) -> list[dict[str, Any]]:
     return out
 
 
-def simpson_reversals(parts: list[SlicingResult], metrics: tuple[str, ...] = ("selection_rate", "true_positive_rate")) -> list[dict[str, Any]]:
+def simpson_reversals(
+    parts: list[SlicingResult], metrics: tuple[str, ...] = ("selection_rate", "true_positive_rate")
+) -> list[dict[str, Any]]:
     """Disparities on one attribute whose sign reverses inside every stratum of another attribute.
 
     For groups a and b of attribute A, the overall difference m(a) - m(b) is compared with m(a, s) - m(b, s)
@@ -135,18 +160,24 @@ def simpson_reversals(parts: list[SlicingResult], metrics: tuple[str, ...] = ("s
                 strata = sorted({s for (_, s) in cells})
                 levels = sorted(overall)
                 for i, a in enumerate(levels):
-                    for b in levels[i + 1:]:
+                    for b in levels[i + 1 :]:
                         total = overall[a] - overall[b]
                         inside = [
-                            cells[(a, s)] - cells[(b, s)] for s in strata if (a, s) in cells and (b, s) in cells
+                            cells[(a, s)] - cells[(b, s)]
+                            for s in strata
+                            if (a, s) in cells and (b, s) in cells
                         ]
                         if abs(total) < 1e-12 or len(inside) < 2:
                             continue
                         if all(np.sign(d) == -np.sign(total) and abs(d) > 1e-12 for d in inside):
                             out.append(
                                 {
-                                    "metric": metric, "attribute": attribute, "stratified_by": stratifier,
-                                    "groups": [a, b], "overall_difference": total, "stratum_differences": inside,
+                                    "metric": metric,
+                                    "attribute": attribute,
+                                    "stratified_by": stratifier,
+                                    "groups": [a, b],
+                                    "overall_difference": total,
+                                    "stratum_differences": inside,
                                     "note": (
                                         f"{metric} of {attribute}={a} minus {attribute}={b} is {total:+.3f} overall "
                                         f"but has the opposite sign in every stratum of {stratifier}: the overall "

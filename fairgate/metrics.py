@@ -227,9 +227,10 @@ class PolicyMetric:
     """A metric a policy can judge. Subclasses with a ``name`` register in ``PolicyMetric.registry``."""
 
     name: ClassVar[str]
-    direction: ClassVar[Literal["lower_is_better", "higher_is_better"]]
-    threshold_range: ClassVar[tuple[float, float]]
-    example_threshold: ClassVar[float]
+    # Per instance: a summary's direction and range follow from whether it is a difference or a ratio.
+    direction: Literal["lower_is_better", "higher_is_better"]
+    threshold_range: tuple[float, float]
+    example_threshold: float
     bases: ClassVar[tuple[str, ...]]
     # Judged on the whole population (one slicing, no attributes) rather than per attribute slicing.
     population_level: ClassVar[bool] = False
@@ -348,7 +349,11 @@ class EqualOpportunityRatio(SummaryOf):
 
 
 class EqualizedOddsDifference(WorstCaseOf):
-    name, bases, summary = "equalized_odds_difference", ("true_positive_rate", "false_positive_rate"), "difference"
+    name, bases, summary = (
+        "equalized_odds_difference",
+        ("true_positive_rate", "false_positive_rate"),
+        "difference",
+    )
 
 
 class EqualizedOddsRatio(WorstCaseOf):

@@ -67,9 +67,21 @@ class AuditResult:
     def results_frame(self) -> pl.DataFrame:
         """The judged policy metrics, one row per (metric, slicing)."""
         rows = [
-            {**{k: v for k, v in r.items() if k not in ("worst_group", "best_group", "excluded_groups",
-                                                         "insufficient_groups", "override_reasons")},
-             "slicing": " x ".join(r["slicing"]) or "(all)"}
+            {
+                **{
+                    k: v
+                    for k, v in r.items()
+                    if k
+                    not in (
+                        "worst_group",
+                        "best_group",
+                        "excluded_groups",
+                        "insufficient_groups",
+                        "override_reasons",
+                    )
+                },
+                "slicing": " x ".join(r["slicing"]) or "(all)",
+            }
             for r in self._document["results"]
         ]
         return pl.DataFrame(rows, infer_schema_length=None)

@@ -48,7 +48,9 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     if not options.enabled or len(attributes) < 2:
         return slicings
     pairs = options.attribute_pairs
-    slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
+    slicings += (
+        [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
+    )
     if options.include_triples:
         for triple in itertools.combinations(attributes, 3):
             sizes = cube.cells.group_by(list(triple)).agg(pl.col(WEIGHT).sum())[WEIGHT]
@@ -116,7 +118,7 @@ def compute_slicing(
             low, high = percentile_interval(reps, level)
         values[name] = MetricValues(value, low, high, reps)
     roc_curves: list[dict[str, Any]] = []
-    if cube.scores is not None:
+    if cube.scores is not None and _wants_auc(slicing, policy):
         runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
         auc, n_pos, n_neg = auc_module.exact_auc(runs, n_groups)
         se = hanley_mcneil_se(auc, n_pos, n_neg)
@@ -150,6 +152,12 @@ def compute_slicing(
     return result
 
 
+def _wants_auc(slicing: Slicing, policy: Policy) -> bool:
+    """Exact AUC reads every scored row once per slicing, so intersections get it only when the policy
+    judges AUC; the population and single attributes always do (with their ROC curves)."""
+    return len(slicing) <= 1 or any(policy_metric(m.name).bases == ("roc_auc",) for m in policy.metrics)
+
+
 # ----------------------------------------------------------------------------------------------- counting
 def _group_index(
     cube: Cube, slicing: Slicing, declared: list[str] | None = None
@@ -159,7 +167,9 @@ def _group_index(
     A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
     """
     if not slicing:
-        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
+        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(
+            cube.cells.height, dtype=np.int64
+        )
     keys = list(slicing)
     present = cube.cells.select(keys).unique()
     if declared is not None:
@@ -175,20 +185,27 @@ def _counts(
     """Group counts for the point estimate and for every bootstrap replicate."""
     bins = cube.calibration_bins
     cells = cube.cells
-    flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[BIN].to_numpy()
+    flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[
+        BIN
+    ].to_numpy()
     size = n_groups * 4 * bins
     weight = cells[WEIGHT].to_numpy()
     score_sum = cells[SCORE_SUM].to_numpy()
     point = _as_counts(
-        np.bincount(flat, weights=weight, minlength=size), np.bincount(flat, weights=score_sum, minlength=size),
-        n_groups, bins,
+        np.bincount(flat, weights=weight, minlength=size),
+        np.bincount(flat, weights=score_sum, minlength=size),
+        n_groups,
+        bins,
     )
     # Resampled rows carry their cell's mean weight and mean score: one sparse (2K x cells) matrix maps the
     # (cells x replicates) row counts to weight and score sums per (group, y_true, y_pred, bin).
     rows = cells[ROWS].to_numpy().astype(np.float64)
     cell = np.arange(rows.size)
     aggregate = sparse.csr_matrix(
-        (np.concatenate([weight / rows, score_sum / rows]), (np.concatenate([flat, flat + size]), np.tile(cell, 2))),
+        (
+            np.concatenate([weight / rows, score_sum / rows]),
+            (np.concatenate([flat, flat + size]), np.tile(cell, 2)),
+        ),
         shape=(2 * size, rows.size),
     )
     sums = (aggregate @ replicates).T  # (replicates, 2K)
@@ -201,8 +218,13 @@ def _as_counts(weight: np.ndarray, score: np.ndarray, n_groups: int, bins: int) 
     s = score.reshape(shape)
     cell = w.sum(axis=-1)
     return GroupCounts(
-        tp=cell[..., 1, 1], fp=cell[..., 0, 1], tn=cell[..., 0, 0], fn=cell[..., 1, 0],
-        bin_n=w.sum(axis=(-3, -2)), bin_positive=w[..., 1, :, :].sum(axis=-2), bin_score=s.sum(axis=(-3, -2)),
+        tp=cell[..., 1, 1],
+        fp=cell[..., 0, 1],
+        tn=cell[..., 0, 0],
+        fn=cell[..., 1, 0],
+        bin_n=w.sum(axis=(-3, -2)),
+        bin_positive=w[..., 1, :, :].sum(axis=-2),
+        bin_score=s.sum(axis=(-3, -2)),
     )
 
 
@@ -250,7 +272,9 @@ def _comparisons(
             x, m = metric.fraction(point)
             d_low, d_high = newcombe_interval(x[others], m[others], x[ref], m[ref], z)
             r_low, r_high = katz_ratio_interval(x[others], m[others], x[ref], m[ref], z)
-            p_values = two_proportion_p_value(x[others], m[others], np.full(others.size, x[ref]), np.full(others.size, m[ref]))
+            p_values = two_proportion_p_value(
+                x[others], m[others], np.full(others.size, x[ref]), np.full(others.size, m[ref])
+            )
             method = "newcombe/katz/two-proportion"
         else:
             boot_ref = v.replicates[:, [ref]]
@@ -264,11 +288,18 @@ def _comparisons(
         for i, g in enumerate(others):
             out.append(
                 {
-                    "metric": name, "slicing": list(slicing), "group": groups[g], "reference": groups[ref],
-                    "difference": _num(diff[i]), "difference_ci_low": _num(d_low[i]),
+                    "metric": name,
+                    "slicing": list(slicing),
+                    "group": groups[g],
+                    "reference": groups[ref],
+                    "difference": _num(diff[i]),
+                    "difference_ci_low": _num(d_low[i]),
                     "difference_ci_high": _num(d_high[i]),
-                    "ratio": _num(rat[i]), "ratio_ci_low": _num(r_low[i]), "ratio_ci_high": _num(r_high[i]),
-                    "p_value": _num(p_values[i] if np.isfinite(diff[i]) else np.nan), "method": method,
+                    "ratio": _num(rat[i]),
+                    "ratio_ci_low": _num(r_low[i]),
+                    "ratio_ci_high": _num(r_high[i]),
+                    "p_value": _num(p_values[i] if np.isfinite(diff[i]) else np.nan),
+                    "method": method,
                     "sufficient": bool(eligible[g] and eligible[ref]),
                 }
             )
@@ -329,7 +360,9 @@ def _policy_results(
         use = eligible & ~excluded
         missing = [b for b in metric.bases if b not in values]
         entry: dict[str, Any] = {
-            "metric": rule.name, "slicing": list(slicing), "bases": list(metric.bases),
+            "metric": rule.name,
+            "slicing": list(slicing),
+            "bases": list(metric.bases),
             "n_groups_judged": int(use.sum()),
             "excluded_groups": [g for g, x in zip(groups, excluded, strict=True) if x],
             "insufficient_groups": [g for g, ok in zip(groups, eligible, strict=True) if not ok],
@@ -357,7 +390,9 @@ def _matches_any(group: Group, patterns: list[Group]) -> bool:
     return any(all(group.get(k) == v for k, v in pattern.items()) for pattern in patterns)
 
 
-def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCounts, cube: Cube) -> list[dict[str, Any]]:
+def _calibration_curves(
+    slicing: Slicing, groups: list[Group], point: GroupCounts, cube: Cube
+) -> list[dict[str, Any]]:
     if not cube.has_scores:
         return []
     bins = cube.calibration_bins
@@ -368,7 +403,9 @@ def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCount
             count = float(point.bin_n[g, b])
             entries.append(
                 {
-                    "lower": b / bins, "upper": (b + 1) / bins, "n": count,
+                    "lower": b / bins,
+                    "upper": (b + 1) / bins,
+                    "n": count,
                     "mean_score": _num(point.bin_score[g, b] / count) if count > 0 else None,
                     "fraction_positive": _num(point.bin_positive[g, b] / count) if count > 0 else None,
                 }

@@ -32,6 +32,8 @@ POLICY_METRICS = [
     {"name": "equal_opportunity_difference", "threshold": 0.1},
     {"name": "theil_index", "threshold": 1.0},
     {"name": "generalized_entropy_index", "threshold": 1.0},
+    # Judging AUC makes the engine compute exact AUC on intersections too (else single attributes only).
+    {"name": "auc_difference", "threshold": 0.1},
 ]
 # (dataset, seed or None, favourable label, ties in generated scores, audit triples)
 # Triples are audited on COMPAS and on one generated seed only: with 4 attributes they hold ~250 groups and
