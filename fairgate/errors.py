@@ -9,7 +9,9 @@ from __future__ import annotations
 _UNKNOWN_METRIC = "unknown metric {name!r}{where}; use one of: {known}"
 _MISSING_COLUMN = "column {column!r} is missing from {source}; columns present: {present}. {fix}"
 _EMPTY_DATA = "{source} has no rows; an audit needs at least one row with a prediction and a label"
-_NOT_BINARY = "column {column!r} in {source} must be binary (0/1 or true/false); found {example!r} in {count} row(s). {fix}"
+_NOT_BINARY = (
+    "column {column!r} in {source} must be binary (0/1 or true/false); found {example!r} in {count} row(s). {fix}"
+)
 _BAD_SCORE = (
     "column {column!r} in {source} must hold finite scores in [0, 1]; found {example!r} in {count} row(s)"
 )
