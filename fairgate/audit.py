@@ -8,7 +8,7 @@ from typing import Any
 from fairgate.adjudicate import ModelInfo, adjudicate
 from fairgate.bootstrap import draw_replicates
 from fairgate.config import Policy
-from fairgate.cube import build_cube
+from fairgate.cube import add_score_table, build_cube
 from fairgate.result import AuditResult
 from fairgate.slicing import compute_slicing, plan_slicings
 
@@ -29,8 +29,13 @@ def audit(
     per sensitive attribute. See the README for an example. ``exact_auc`` keeps a score table for exact
     per-group ROC AUC; its size grows with the number of distinct scores, so it can be turned off.
     """
-    cube = build_cube(data, policy, source=source, exact_auc=exact_auc)
-    replicates = draw_replicates(cube, policy.statistics.n_bootstrap, policy.statistics.seed)
+    cube = build_cube(data, policy, source=source, exact_auc=False)
+    with ThreadPoolExecutor(max_workers=1) as background:
+        # The bootstrap draw needs only the cells, so it overlaps the (optional) second pass for exact AUC.
+        drawing = background.submit(draw_replicates, cube, policy.statistics.n_bootstrap, policy.statistics.seed)
+        if exact_auc:
+            cube = add_score_table(cube, data, policy, source=source)
+        replicates = drawing.result()
     # Slicings are independent; their heavy steps (sparse products, sorts) release the GIL, so two threads
     # keep both cores busy. Results come back in plan order.
     with ThreadPoolExecutor(max_workers=2) as pool:

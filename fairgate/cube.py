@@ -13,7 +13,7 @@ Cells carry ``rows`` (how many input rows fell in the cell) and ``weight`` (the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -135,56 +135,18 @@ _RAW_TRUE, _RAW_PRED, _BAD_SCORES, _BAD_SCORE_EXAMPLE, _BAD_WEIGHTS = (
 )
 
 
-def build_cube(
-    data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool = True
-) -> Cube:
+def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool = True) -> Cube:
     """Count the rows into a cube keyed by every sensitive attribute of the policy, in one scan.
 
     The scan groups by the *raw* label and prediction values and counts bad scores and weights per cell,
     so every check (binary labels, scores in [0, 1], declared attribute values, missing values) runs on the
     small grouped result instead of on the rows. Labels are then recoded to the favourable outcome
     (``policy.favorable_label``): a COMPAS-style risk flag with favourable label 0 counts "not flagged" as
-    selection, and the score is flipped to match.
+    selection, and the score is flipped to match. ``exact_auc`` adds the score table (see ``add_score_table``).
     """
-    lazy = as_lazy(data)
-    columns = policy.columns
-    attributes = tuple(policy.attribute_names)
-    present = lazy.collect_schema().names()
-    has_scores = columns.score in present
-    _require_columns(
-        present, [columns.y_true, *attributes, *([columns.weight] if columns.weight else [])], source
-    )
-    if columns.y_pred not in present and not has_scores:
-        raise DataError(
-            _MISSING_COLUMN.format(
-                column=columns.y_pred,
-                source=source,
-                present=present,
-                fix=f"give predictions in {columns.y_pred!r}, or scores in {columns.score!r} to threshold",
-            )
-        )
-    bins = policy.statistics.calibration_bins if has_scores else 1
+    rows, has_scores, bins = _rows(data, policy, source)
     favourable = policy.favorable_label
-    raw_score = pl.col(columns.score).cast(pl.Float64, strict=False) if has_scores else pl.lit(0.0)
-    bad_score = raw_score.is_null() | raw_score.is_nan() | (raw_score < 0) | (raw_score > 1)
-    # The score of the favourable outcome: P(y = 1) flips to P(y = 0) when 0 is favourable.
-    score = pl.when(bad_score).then(0.0).otherwise((1.0 - raw_score) if favourable == 0 else raw_score)
-    y_pred = (
-        pl.col(columns.y_pred)
-        if columns.y_pred in present
-        else (raw_score >= columns.decision_threshold).cast(pl.Int8)
-    )
-    weight = pl.col(columns.weight).cast(pl.Float64, strict=False) if columns.weight else pl.lit(1.0)
-    rows = lazy.select(
-        *[_attribute_expression(policy, a, lazy) for a in attributes],
-        pl.col(columns.y_true).alias(_RAW_TRUE),
-        y_pred.alias(_RAW_PRED),
-        (score * bins).floor().clip(0, bins - 1).cast(pl.Int16).alias(BIN),
-        weight.alias(WEIGHT),
-        score.alias(SCORE),
-        bad_score.alias(_BAD_SCORES),
-        raw_score.alias(_BAD_SCORE_EXAMPLE),
-    )
+    attributes = tuple(policy.attribute_names)
     keys = [*attributes, _RAW_TRUE, _RAW_PRED, BIN]
     raw_cells = (
         rows.group_by(keys)
@@ -215,23 +177,74 @@ def build_cube(
         .sort([*attributes, TRUE, PRED, BIN])
         .collect()
     )
-    scores = None
-    if has_scores and exact_auc:
-        # A second pass, only for exact AUC: rows sorted by score, attributes as integer codes into the
-        # cube's sorted levels (missing values handled as in the cube).
-        kept = pl.all_horizontal(pl.col(a).is_not_null() for a in excluded) if excluded else pl.lit(True)
-        scores = (
-            rows.filter(kept)
-            .select(
-                *[_coded(policy, a, _levels(cells, a)) for a in attributes],
-                SCORE,
-                (_as_binary(_RAW_TRUE) == favourable).cast(pl.Int8).alias(TRUE),
-                WEIGHT,
-            )
-            .sort(SCORE)
-            .collect()
+    cube = Cube(cells, attributes, bins, has_scores, None, excluded)
+    return add_score_table(cube, data, policy, source=source) if exact_auc and has_scores else cube
+
+
+def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the audited data") -> Cube:
+    """The cube with its score table, for exact AUC: a second pass over the same rows, which are sorted by
+    score with attributes as integer codes into the cube's sorted levels (missing values as in the cube)."""
+    rows, has_scores, _ = _rows(data, policy, source)
+    if not has_scores:
+        return cube
+    excluded = cube.excluded_missing
+    kept = pl.all_horizontal(pl.col(a).is_not_null() for a in excluded) if excluded else pl.lit(True)
+    scores = (
+        rows.filter(kept)
+        .select(
+            *[_coded(policy, a, cube.levels(a)) for a in cube.attributes],
+            SCORE,
+            (_as_binary(_RAW_TRUE) == policy.favorable_label).cast(pl.Int8).alias(TRUE),
+            WEIGHT,
         )
-    return Cube(cells, attributes, bins, has_scores, scores, excluded)
+        .sort(SCORE)
+        .collect()
+    )
+    return replace(cube, scores=scores)
+
+
+def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, int]:
+    """The rows as the cube sees them (lazy): attributes, raw label and prediction, score bin, weight, score."""
+    lazy = as_lazy(data)
+    columns = policy.columns
+    attributes = tuple(policy.attribute_names)
+    present = lazy.collect_schema().names()
+    has_scores = columns.score in present
+    _require_columns(
+        present, [columns.y_true, *attributes, *([columns.weight] if columns.weight else [])], source
+    )
+    if columns.y_pred not in present and not has_scores:
+        raise DataError(
+            _MISSING_COLUMN.format(
+                column=columns.y_pred,
+                source=source,
+                present=present,
+                fix=f"give predictions in {columns.y_pred!r}, or scores in {columns.score!r} to threshold",
+            )
+        )
+    bins = policy.statistics.calibration_bins if has_scores else 1
+    raw_score = pl.col(columns.score).cast(pl.Float64, strict=False) if has_scores else pl.lit(0.0)
+    bad_score = raw_score.is_null() | raw_score.is_nan() | (raw_score < 0) | (raw_score > 1)
+    # The score of the favourable outcome: P(y = 1) flips to P(y = 0) when 0 is favourable.
+    flipped = (1.0 - raw_score) if policy.favorable_label == 0 else raw_score
+    score = pl.when(bad_score).then(0.0).otherwise(flipped)
+    y_pred = (
+        pl.col(columns.y_pred)
+        if columns.y_pred in present
+        else (raw_score >= columns.decision_threshold).cast(pl.Int8)
+    )
+    weight = pl.col(columns.weight).cast(pl.Float64, strict=False) if columns.weight else pl.lit(1.0)
+    rows = lazy.select(
+        *[_attribute_expression(policy, a, lazy) for a in attributes],
+        pl.col(columns.y_true).alias(_RAW_TRUE),
+        y_pred.alias(_RAW_PRED),
+        (score * bins).floor().clip(0, bins - 1).cast(pl.Int16).alias(BIN),
+        weight.alias(WEIGHT),
+        score.alias(SCORE),
+        bad_score.alias(_BAD_SCORES),
+        raw_score.alias(_BAD_SCORE_EXAMPLE),
+    )
+    return rows, has_scores, bins
 
 
 def _attribute_expression(policy: Policy, name: str, lazy: pl.LazyFrame) -> pl.Expr:
@@ -245,9 +258,10 @@ def _attribute_expression(policy: Policy, name: str, lazy: pl.LazyFrame) -> pl.E
 
 def _coded(policy: Policy, name: str, levels: list[str]) -> pl.Expr:
     attribute = policy.attribute(name)
-    column = pl.col(name).cast(pl.String)
+    column = pl.col(name)
     if attribute.missing == "unknown":
-        column = column.fill_null(attribute.unknown_label)
+        column = column.cast(pl.String).fill_null(attribute.unknown_label)
+    # Strings and categoricals cast straight to the Enum of the cube's levels (no string round trip).
     return column.cast(pl.Enum(levels)).to_physical().cast(pl.Int16).alias(name)
 
 

@@ -13,7 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, cast
 
 # Before Prefect is imported: its ephemeral server's telemetry heartbeat writes to the SQLite database while
 # the flow run does, and logs "database is locked" tracebacks. Off unless the user turned it on.
@@ -109,7 +109,7 @@ def _run_audit(
         if state.name == INVALID_INPUT:
             _fail(state.message or "invalid input")
         _fail(f"the audit crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
-    summary = state.result()
+    summary = cast(dict[str, Any], state.result())
     if as_json:
         sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
     elif not quiet:
