@@ -8,12 +8,14 @@ Bad input (an unusable file, a failed expectation, an invalid policy) ends the r
 from __future__ import annotations
 
 import importlib.util
+import os
 import uuid
 from pathlib import Path
 from typing import Any, TypeVar
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.states import Completed, Failed, State
+from prefect.task_runners import ThreadPoolTaskRunner
 
 import fairgate
 from fairgate.errors import FairgateError
@@ -37,7 +39,8 @@ INVALID_INPUT = "InvalidInput"
 T = TypeVar("T")
 
 
-@flow(name="fairness-audit", validate_parameters=True)
+# Metric tasks run in threads; more threads than cores only adds memory (each slicing holds its replicates).
+@flow(name="fairness-audit", task_runner=ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1))))
 def fairness_audit(
     policy: str,
     predictions: str,

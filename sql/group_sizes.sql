@@ -1,26 +1,18 @@
 -- group_sizes: one row per (sensitive attribute, value) among the aligned rows, with its row count.
+-- One scan with a grouping set per attribute; each row has exactly one attribute column set.
 with aligned as (
 
     select * from aligned
 
 ),
 
-long as (
-
-    unpivot (select {{ attribute_columns }} from aligned)
-    on columns(*)
-    into name attribute value group_value
-
-),
-
 final as (
 
     select
-        attribute,
-        group_value,
+        {{ attribute_columns }},
         count(*) as n
-    from long
-    group by all
+    from aligned
+    group by grouping sets ({{ grouping_sets }})
 
 )
 

@@ -1,19 +1,20 @@
--- join_report: one row; how the inputs matched on id, and how many matched people lack each attribute.
-with joined as (
+-- join_report: one row; how the inputs matched on id (ids are unique per input, so the unmatched counts are
+-- differences of row counts) and how many matched people lack each attribute.
+with aligned as (
 
-    select * from joined
+    select * from aligned
 
 ),
 
 final as (
 
     select
-        count(*) filter (where has_prediction and has_label) as matched,
-        count(*) filter (where has_prediction and not has_label) as predictions_without_labels,
-        count(*) filter (where has_label and not has_prediction) as labels_without_predictions,
-        count(*) filter (where has_prediction and has_label and not has_attributes) as people_without_attributes,
+        count(*) as matched,
+        $n_predictions - count(*) as predictions_without_labels,
+        $n_labels - count(*) as labels_without_predictions,
+        count(*) filter (where not has_attributes) as people_without_attributes,
         {{ missing_counts }}
-    from joined
+    from aligned
 
 )
 

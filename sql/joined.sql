@@ -1,6 +1,6 @@
--- joined: one row per id seen in the predictions or the labels (ids are unique per input, validated before).
--- Keeps every id with flags saying which inputs hold it, so that the join report and the aligned rows
--- come from one join.
+-- joined: one row per person with both a prediction and a label (ids are unique per input, validated before),
+-- with their attributes when the attributes input has them (has_attributes false otherwise).
+-- Values are still as given; aligned casts them.
 with predictions as (
 
     select * from stg_predictions
@@ -19,28 +19,18 @@ attributes as (
 
 ),
 
-predictions_and_labels as (
-
-    select
-        coalesce(predictions.id, labels.id) as id,
-        predictions.id is not null as has_prediction,
-        labels.id is not null as has_label,
-        labels.y_true,
-        predictions.y_pred,
-        predictions.score
-    from predictions
-    full outer join labels on predictions.id = labels.id
-
-),
-
 final as (
 
     select
-        predictions_and_labels.*,
+        predictions.id,
+        labels.y_true,
+        predictions.y_pred,
+        predictions.score,
         coalesce(attributes.has_attributes, false) as has_attributes,
         {{ attribute_columns }}
-    from predictions_and_labels
-    left join attributes on predictions_and_labels.id = attributes.id
+    from predictions
+    inner join labels on predictions.id = labels.id
+    left join attributes on predictions.id = attributes.id
 
 )
 

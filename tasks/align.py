@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -156,59 +157,70 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
 @task(name="align", cache_policy=NO_CACHE)
 @guard_input
 def align_inputs(staged: Staged) -> Aligned:
-    """Join the staged inputs, report the join, and return the aligned rows (contract column names)."""
-    con, policy = staged.con, staged.policy
-    attrs_q = [quote_identifier(a) for a in staged.attributes]
-    joined_columns = [f"attributes.{quote_identifier(c)}" for c in (*staged.attributes, *staged.passthrough)]
-    _run(staged, lambda: con.sql(render_sql(
-        "joined", attribute_columns=",\n        ".join(joined_columns) or "null as _none"
-    )).to_table("joined"))
+    """Join the staged inputs, report the join, and return the aligned rows (contract column names).
 
-    missing_counts = [f"count(*) filter (where has_prediction and has_label and {q} is null) as {q}" for q in attrs_q]
+    One join, streamed straight into Arrow (no intermediate table): the report is an aggregate over the
+    Arrow result, and missing attribute values are handled on it column by column, copying only when a
+    value is actually missing.
+    """
+    con, policy = staged.con, staged.policy
+    columns = [quote_identifier(c) for c in (*staged.attributes, *staged.passthrough)]
+    _create_view(con, "joined", render_sql(
+        "joined", attribute_columns=",\n        ".join(f"attributes.{c}" for c in columns) or "null as _none"
+    ))
+    aligned_sql = render_sql(
+        "aligned",
+        attribute_columns=",\n        ".join(columns) or "null as _none",
+        y_true_value=_binary_value(con, "stg_labels", "y_true"),
+        y_pred_value=_binary_value(con, "stg_predictions", "y_pred"),
+    )
+    params = {"decision_threshold": policy.columns.decision_threshold}
+    table = _run(staged, lambda: con.sql(aligned_sql, params=params).to_arrow_table())
+    if "_none" in table.column_names:
+        table = table.drop_columns(["_none"])
+    if not staged.has_score:
+        table = table.drop_columns(["score"])
+
+    con.register("aligned", table)
+    missing_counts = [f"count(*) filter (where {quote_identifier(a)} is null) as {quote_identifier(a)}"
+                      for a in staged.attributes]
     report_sql = render_sql("join_report", missing_counts=",\n        ".join(missing_counts) or "0 as _none")
-    cursor = con.execute(report_sql)
+    cursor = con.execute(
+        report_sql, {"n_predictions": staged.row_counts["predictions"], "n_labels": staged.row_counts["labels"]}
+    )
     names = [d[0] for d in cursor.description]
-    row = cursor.fetchall()[0]
-    values = dict(zip(names, row or (), strict=True))
+    values = dict(zip(names, cursor.fetchall()[0], strict=True))
+    con.unregister("aligned")
     report: dict[str, Any] = {k: int(values[k]) for k in (
         "matched", "predictions_without_labels", "labels_without_predictions", "people_without_attributes"
     )}
-    report["missing_attribute_values"] = {
-        a: {
-            "count": int(values[a]),
-            "handling": policy.attribute(a).missing,
-            "unknown_label": policy.attribute(a).unknown_label if policy.attribute(a).missing == "unknown" else None,
-        }
-        for a in staged.attributes
-    }
     if report["matched"] == 0:
         raise DataError(
             f"no id of {staged.sources['predictions'].label} matches an id of {staged.sources['labels'].label} "
             f"(columns {policy.columns.id!r}); check that both files describe the same people and the same id"
         )
-
-    values_sql, params = [], {"decision_threshold": policy.columns.decision_threshold}
-    filters = []
-    for i, name in enumerate(staged.attributes):
-        q = quote_identifier(name)
+    report["missing_attribute_values"] = {}
+    keep = None
+    for name in staged.attributes:
         attribute = policy.attribute(name)
+        count = int(values[name])
+        report["missing_attribute_values"][name] = {
+            "count": count,
+            "handling": attribute.missing,
+            "unknown_label": attribute.unknown_label if attribute.missing == "unknown" else None,
+        }
+        if not count:
+            continue
+        column = table.column(name)
         if attribute.missing == "unknown":
-            params[f"unknown_{i}"] = attribute.unknown_label
-            values_sql.append(f"coalesce({q}, ${'unknown_' + str(i)}) as {q}")
+            index = table.column_names.index(name)
+            table = table.set_column(index, name, pc.fill_null(column, attribute.unknown_label))
         else:
-            values_sql.append(q)
-            filters.append(f"{q} is not null")
-    values_sql += [quote_identifier(c) for c in staged.passthrough]
-    aligned_sql = render_sql(
-        "aligned",
-        attribute_values=",\n        ".join(values_sql) or "null as _none",
-        missing_filter=" and ".join(filters) or "true",
-    )
-    table = _run(staged, lambda: con.sql(aligned_sql, params=params).to_arrow_table())
-    if not staged.has_score:
-        table = table.drop_columns(["score"])
-    if "_none" in table.column_names:
-        table = table.drop_columns(["_none"])
+            present = pc.is_valid(column)
+            keep = present if keep is None else pc.and_(keep, present)
+    if keep is not None:
+        table = table.filter(keep)
+    table = table.drop_columns(["has_attributes"])
     report["aligned_rows"] = table.num_rows
     report["excluded_for_missing_attributes"] = report["matched"] - table.num_rows
     if table.num_rows == 0:
@@ -216,12 +228,38 @@ def align_inputs(staged: Staged) -> Aligned:
             f"no rows are left after leaving out people with missing attribute values ({staged.attributes}); "
             "set missing: unknown on those attributes in the policy to audit them as their own group"
         )
-    con.register("aligned", table)
     sizes: list[dict[str, Any]] = []
-    if attrs_q:
-        rows = con.execute(render_sql("group_sizes", attribute_columns=", ".join(attrs_q))).fetchall()
-        sizes = [{"attribute": a, "group": g, "n": int(n)} for a, g, n in sorted(rows, key=lambda r: (r[0], -r[2]))]
+    if staged.attributes:
+        quoted = [quote_identifier(a) for a in staged.attributes]
+        group_sql = render_sql(
+            "group_sizes",
+            attribute_columns=", ".join(quoted),
+            grouping_sets=", ".join(f"({q})" for q in quoted),
+        )
+        con.register("aligned", table)
+        rows = con.execute(group_sql).fetchall()
+        con.unregister("aligned")
+        for row in rows:
+            *values, n = row
+            # Exactly one attribute is set per grouping set (aligned attributes hold no nulls).
+            position = next(i for i, v in enumerate(values) if v is not None)
+            sizes.append({"attribute": staged.attributes[position], "group": values[position], "n": int(n)})
+        order = {a: i for i, a in enumerate(staged.attributes)}
+        sizes.sort(key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
     return Aligned(table=table, join_report=report, group_sizes=sizes)
+
+
+_INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                  "UBIGINT", "BOOLEAN"}
+
+
+def _binary_value(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:
+    """SQL turning a validated binary column into 0/1: a plain cast for integer/boolean inputs (fast), a text
+    match for anything else (text "true"/"1", floats 1.0). ``view`` and ``column`` are fixed contract names."""
+    column_type = str(con.sql(f"select {column} from {view} limit 0").types[0]).upper()
+    if column_type in _INTEGER_TYPES:
+        return f"cast({column} as tinyint)"
+    return f"cast(lower(cast({column} as varchar)) in ('1', '1.0', 'true') as tinyint)"
 
 
 def _proxy_columns(policy: Policy, present: list[str], exclude: set[str]) -> list[str]:

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -165,7 +165,7 @@ def _sqlite_table(source: Source) -> pa.Table:
         raise DataError(f"{source.label}: cannot read the table: {exc}") from None
     finally:
         db.close()
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
+    columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
     return pa.table({name: pa.array(list(values)) for name, values in zip(names, columns, strict=True)})
 
 

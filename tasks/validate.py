@@ -23,7 +23,6 @@ from functools import lru_cache
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -34,6 +33,8 @@ from tasks.io import guard_input
 _BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
 # A bounded column with more distinct values than this is certainly not binary / categorical as declared.
 _MAX_DISTINCT = 1000
+# Violation samples handed to GE are capped; exact totals come with them from DuckDB.
+_MAX_VIOLATIONS = 10_000
 
 
 @dataclass
@@ -94,26 +95,24 @@ def _validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any], res
 def validate_inputs(staged: Staged) -> Validation:
     """Validate the three staged inputs; raise DataError on the first failed critical expectation."""
     gx = _gx()
-    policy, con = staged.policy, staged.con
+    policy = staged.policy
     validation = Validation()
-    rows_columns: dict[str, list[str]] = {
-        "predictions": ["id", "score"] if staged.has_score else ["id"],
-        "labels": ["id"],
-        "attributes": ["id"],
-    }
-    for role, columns in rows_columns.items():
-        frame = _row_frame(staged, f"stg_{role}", columns)
+    for role in ("predictions", "labels", "attributes"):
+        duplicates = _violations(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="id"),
-            gx.expectations.ExpectColumnValuesToBeUnique(column="id"),
+            gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
         ]
-        if "score" in columns:
-            expectations += [
-                gx.expectations.ExpectColumnValuesToNotBeNull(column="score"),
-                gx.expectations.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0),
-            ]
-        result = _validate_frame(f"{role}_rows", frame, expectations, "SUMMARY")
-        _collect(validation, staged, role, result, counts=None)
+        result = _validate_frame(f"{role}_ids", duplicates, expectations, "COMPLETE")
+        _collect(validation, staged, role, result, counts=None, frame=duplicates, column="id")
+    if staged.has_score:
+        scores = _violations(staged, render_sql("score_violations"))
+        expectations = [
+            gx.expectations.ExpectColumnValuesToNotBeNull(column="score"),
+            gx.expectations.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0),
+        ]
+        result = _validate_frame("predictions_scores", scores, expectations, "COMPLETE")
+        _collect(validation, staged, "predictions", result, counts=None, frame=scores, column="score")
 
     bounded: list[tuple[str, str, list[str] | None, bool]] = [("labels", "y_true", _BINARY_TEXT, True)]
     if staged.has_y_pred:
@@ -168,17 +167,9 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
     return validation
 
 
-def _row_frame(staged: Staged, view: str, columns: list[str]) -> pd.DataFrame:
-    """Only the columns GE checks row by row, NumPy-backed where the type allows (no default object copy)."""
-    select = ", ".join(
-        "try_cast(score as double) as score" if c == "score" else quote_identifier(c) for c in columns
-    )
-    table: pa.Table = staged.con.sql(f"select {select} from {view}").to_arrow_table()  # view: fixed name
-    return table.to_pandas(
-        types_mapper=lambda t: pd.ArrowDtype(t) if pa.types.is_string(t) or pa.types.is_large_string(t) else None,
-        split_blocks=True,
-        self_destruct=True,
-    )
+def _violations(staged: Staged, sql: str) -> pd.DataFrame:
+    """The candidate violations DuckDB selects in one scan (at most _MAX_VIOLATIONS rows), for GE to judge."""
+    return staged.con.sql(sql, params={"max_rows": _MAX_VIOLATIONS}).to_df()
 
 
 def _value_counts(staged: Staged, view: str, column: str, *, lowercase: bool) -> pd.DataFrame:
@@ -197,6 +188,7 @@ def _collect(
     *,
     counts: pd.DataFrame | None,
     column: str | None = None,
+    frame: pd.DataFrame | None = None,
 ) -> None:
     """Record each expectation's outcome; raise a DataError naming file, column, rows and example on failure."""
     document = result.to_json_dict()
@@ -205,9 +197,8 @@ def _collect(
     for outcome in result.results:
         config = outcome.expectation_config
         kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
-        checked = column if counts is not None else kwargs.get("column")
-        input_column = _input_column(staged, checked or "")
-        unexpected, example = _unexpected(outcome.result, counts)
+        input_column = _input_column(staged, column or "")
+        unexpected, example = _unexpected(outcome.result, counts if counts is not None else frame, config.type)
         check = {
             "input": source.label,
             "column": input_column,
@@ -223,17 +214,26 @@ def _collect(
             raise DataError(_failure_message(source.label, input_column, config.type, unexpected, example, staged))
 
 
-def _unexpected(result: dict[str, Any], counts: pd.DataFrame | None) -> tuple[int, Any]:
-    """Rows failing, and one failing value. On a value-counts frame, rows are the sum of the failing values' n."""
-    if counts is None:
-        examples = result.get("partial_unexpected_list") or []
-        example = examples[0] if examples else None
-        return int(result.get("unexpected_count") or 0), _plain(example)
+def _unexpected(result: dict[str, Any], frame: pd.DataFrame | None, expectation: str) -> tuple[int, Any]:
+    """Rows failing, and one failing value, from GE's unexpected index list over a DuckDB-computed table.
+
+    value counts (``n``): the failing values' rows summed; id duplicates (``occurrences``): the failing ids'
+    occurrences summed; score violations: GE's count, or DuckDB's exact total when the sample was capped.
+    """
     indexes = result.get("unexpected_index_list") or []
-    if indexes:
-        failing = counts.loc[indexes]
+    if frame is None or not indexes:
+        examples = result.get("partial_unexpected_list") or []
+        return int(result.get("unexpected_count") or 0), _plain(examples[0] if examples else None)
+    failing = frame.loc[indexes]
+    if "n" in frame.columns:
         return int(failing["n"].sum()), _plain(failing.iloc[0]["value"])
-    return 0, None
+    if "occurrences" in frame.columns:
+        example = failing.iloc[0]["id"]
+        return int(failing["occurrences"].sum()), _plain(None if pd.isna(example) else example)
+    count = int(result.get("unexpected_count") or 0)
+    if len(frame) >= _MAX_VIOLATIONS and "violating_rows" in frame.columns:
+        count = max(count, int(frame["violating_rows"].iloc[0]))
+    return count, _plain(failing.iloc[0]["score"])
 
 
 def _plain(value: Any) -> Any:
@@ -252,27 +252,24 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
 
 
-_FIXES = {
-    "expect_column_values_to_be_unique": "each id may appear once per input; remove or merge the duplicate rows",
-    "expect_column_values_to_not_be_null": "fill in the missing values or drop those rows",
-    "expect_column_values_to_be_between": "scores must be probabilities in [0, 1]; rescale or drop those rows",
-    "expect_column_values_to_be_in_set": "recode labels and predictions to 0/1, or declare the attribute's "
-    "value under sensitive_attributes.values in the policy",
-}
-
-
 def _failure_message(
     source: str, column: str, expectation: str, unexpected: int, example: Any, staged: Staged
 ) -> str:
-    what = {
-        "expect_column_values_to_be_unique": "has duplicate values",
-        "expect_column_values_to_not_be_null": "has missing (null or NaN) values",
-        "expect_column_values_to_be_between": "has values outside [0, 1] (or infinite)",
-        "expect_column_values_to_be_in_set": "has values outside the allowed set",
-    }.get(expectation, f"fails {expectation}")
-    if expectation == "expect_column_values_to_not_be_null" and column == staged.input_columns["score"]:
-        what = "has missing or NaN scores"
+    is_id = column == staged.input_columns["id"]
+    if expectation == "expect_column_values_to_not_be_null":
+        what, fix = "has missing (null or NaN) values", "fill in the missing values or drop those rows"
+    elif expectation == "expect_column_values_to_be_between" and is_id:
+        what, fix = "has duplicate values", "each id may appear once per input; remove or merge the duplicate rows"
+    elif expectation == "expect_column_values_to_be_between":
+        what, fix = "has values outside [0, 1] (or infinite)", "scores must be probabilities; rescale or drop them"
+    elif expectation == "expect_column_values_to_be_in_set":
+        what = "has values outside the allowed set"
+        fix = ("recode labels and predictions to 0/1" if column in (staged.input_columns["y_true"],
+               staged.input_columns["y_pred"]) else "declare the value under the attribute's values in the "
+               "policy, or recode the data")
+    else:
+        what, fix = f"fails {expectation}", "correct the input"
     return (
         f"validation failed: column {column!r} in {source} {what}: {unexpected} row(s), e.g. {example!r} "
-        f"(Great Expectations: {expectation}). Fix: {_FIXES.get(expectation, 'correct the input')}"
+        f"(Great Expectations: {expectation}). Fix: {fix}"
     )

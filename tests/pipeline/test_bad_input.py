@@ -62,12 +62,16 @@ def label_two(i: Inputs) -> tuple[list[str], list[str]]:
 
 
 def label_yes(i: Inputs) -> tuple[list[str], list[str]]:
-    _rewrite(i.labels, "select id, case when id = 7 then 'yes' else two_year_recid::varchar end as two_year_recid from t")
+    _rewrite(
+        i.labels, "select id, case when id = 7 then 'yes' else two_year_recid::varchar end as two_year_recid from t"
+    )
     return i.args(), [i.labels.name, "'two_year_recid'", "'yes'", "1 row(s)", "outside the allowed set"]
 
 
 def nan_score(i: Inputs) -> tuple[list[str], list[str]]:
-    _rewrite(i.predictions, "select id, case when id in (1, 3) then 'nan'::double else score end as score, y_pred from t")
+    _rewrite(
+        i.predictions, "select id, case when id in (1, 3) then 'nan'::double else score end as score, y_pred from t"
+    )
     return i.args(), [i.predictions.name, "'score'", "NaN", "2 row(s)"]
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from pipeline_helpers import POLICY_PASSING, Inputs, run_fairgate
 from typer.testing import CliRunner
 
 from fairgate.cli import app
 from tasks.trail import list_runs, verify
-from pipeline_helpers import POLICY_PASSING, Inputs, run_fairgate
 
 
 def _document(out: Path) -> dict:
@@ -37,10 +37,13 @@ def test_failing_policy_exits_1_and_writes_json_junit_and_trail(runner: CliRunne
     # Validation results travel with the record: real GE expectations, all passed.
     validation = document["validation"]
     assert validation["success"] and validation["engine"] == "great_expectations"
-    assert {c["expectation"] for c in validation["checks"]} >= {
-        "expect_column_values_to_be_unique", "expect_column_values_to_be_between",
-        "expect_column_values_to_be_in_set", "expect_column_values_to_not_be_null",
-    }
+    checked = {(c["input"].rsplit("/", 1)[-1], c["column"], c["expectation"]) for c in validation["checks"]}
+    for name in ("predictions.csv", "labels.csv", "attributes.csv"):
+        assert (name, "id", "expect_column_values_to_not_be_null") in checked
+        assert (name, "id", "expect_column_values_to_be_between") in checked  # occurrences per id <= 1
+    assert ("predictions.csv", "score", "expect_column_values_to_be_between") in checked
+    assert ("labels.csv", "two_year_recid", "expect_column_values_to_be_in_set") in checked
+    assert ("attributes.csv", "race", "expect_column_values_to_be_in_set") in checked
     assert all("statistics" in r for r in validation["results"])  # GE's own result documents
     assert {r["sha256"] for r in document["inputs"].values()} and len(document["inputs"]) == 3
     # JUnit: one failure per failed result.
