@@ -393,7 +393,7 @@ def policy_metric(name: str) -> PolicyMetric:
         if base != name and base in GroupMetric.registry:
             # Built without a ``name`` in its body so that it does not join the registry.
             generic = type(name, (SummaryOf,), {"bases": (base,), "summary": summary})
-            generic.name = name
+            generic.name = name  # type: ignore[attr-defined]
             return generic()
     raise ValueError(f"unknown metric {name!r}; use one of: {', '.join(known_policy_metrics())}")
 

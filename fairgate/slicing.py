@@ -115,7 +115,7 @@ def compute_slicing(
         if isinstance(metric, Rate):
             low, high = wilson_interval(*metric.fraction(point), z)
         else:
-            low, high = percentile_interval(reps, level)
+            low, high = percentile_interval(reps, level, value)
         values[name] = MetricValues(value, low, high, reps)
     roc_curves: list[dict[str, Any]] = []
     if cube.scores is not None and _wants_auc(slicing, policy):
@@ -281,8 +281,8 @@ def _comparisons(
             with np.errstate(divide="ignore", invalid="ignore"):
                 boot_diff = v.replicates[:, others] - boot_ref
                 boot_ratio = np.where(boot_ref > 0, v.replicates[:, others] / boot_ref, np.nan)
-            d_low, d_high = percentile_interval(boot_diff, level)
-            r_low, r_high = percentile_interval(boot_ratio, level)
+            d_low, d_high = percentile_interval(boot_diff, level, diff)
+            r_low, r_high = percentile_interval(boot_ratio, level, rat)
             p_values = _bootstrap_p_values(boot_diff)
             method = "bootstrap"
         for i, g in enumerate(others):
@@ -330,8 +330,9 @@ def _summaries(
     for name, v in values.items():
         entry: dict[str, Any] = {"metric": name, "slicing": list(slicing)}
         for summary, summarise in (("difference", difference), ("ratio", ratio)):
-            low, high = percentile_interval(summarise(_masked(v.replicates, eligible)), level)
-            entry[summary] = _num(summarise(_masked(v.value, eligible)))
+            point = summarise(_masked(v.value, eligible))
+            low, high = percentile_interval(summarise(_masked(v.replicates, eligible)), level, point)
+            entry[summary] = _num(point)
             entry[f"{summary}_ci_low"], entry[f"{summary}_ci_high"] = _num(low), _num(high)
         masked = _masked(v.value, eligible)
         if np.isfinite(masked).any():
@@ -374,7 +375,7 @@ def _policy_results(
             continue
         point = metric.evaluate({b: _masked(values[b].value, use) for b in metric.bases})
         reps = metric.evaluate({b: _masked(values[b].replicates, use) for b in metric.bases})
-        low, high = percentile_interval(reps, level)
+        low, high = percentile_interval(reps, level, point)
         entry.update(value=_num(point), ci_low=_num(low), ci_high=_num(high))
         base = values[metric.bases[0]].value
         masked = _masked(base, use)

@@ -113,8 +113,13 @@ def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
     return adjusted
 
 
-def percentile_interval(replicates: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+def percentile_interval(
+    replicates: np.ndarray, confidence_level: float, estimate: np.ndarray | float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval over the first axis, ignoring undefined (NaN) replicates.
+
+    With ``estimate``, the interval is extended to contain it: statistics such as ECE or a max - min gap
+    are biased upward under resampling, so their bootstrap distribution can sit wholly above the estimate.
 
     Vectorised: NaNs sort last, so each column's quantiles are read at positions within its defined count
     (linear interpolation, as ``numpy.quantile``'s default).
@@ -141,4 +146,10 @@ def percentile_interval(replicates: np.ndarray, confidence_level: float) -> tupl
         value = ordered[below, columns] * (1.0 - fraction) + ordered[above, columns] * fraction
         return np.where(defined > 0, value, np.nan).reshape(shape)
 
-    return at(tail), at(1.0 - tail)
+    low, high = at(tail), at(1.0 - tail)
+    if estimate is not None:
+        estimate = np.asarray(estimate, dtype=float)
+        defined = np.isfinite(estimate) & np.isfinite(low)
+        low = np.where(defined, np.fmin(low, estimate), low)
+        high = np.where(defined, np.fmax(high, estimate), high)
+    return low, high
