@@ -99,7 +99,12 @@ def _audit(
     context: dict[str, Any] = {"inputs": inputs, "alignment": aligned.join_report, "validation": validation.to_dict()}
     if proxy_summary is not None:
         context["proxy"] = proxy_summary
-    model = fairgate.ModelInfo(name=model_name or "model", version=model_version or "unversioned")
+    if staged.provenance:
+        context["predictions_provenance"] = staged.provenance
+    named_name, named_version = staged.model  # the predictions may name their model; options win
+    model = fairgate.ModelInfo(
+        name=model_name or named_name or "model", version=model_version or named_version or "unversioned"
+    )
     document = adjudicate(cube, parts, policy, model, run_id, context)
 
     # Everything is written into a hidden staging folder and moved into place only once the run is recorded,

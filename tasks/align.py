@@ -64,6 +64,16 @@ class Staged:
     has_y_pred: bool
     row_counts: dict[str, int] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
+    # Models named in the predictions input (optional columns model_name, model_version, timestamp).
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def model(self) -> tuple[str | None, str | None]:
+        """The model name and version the predictions carry, when they name exactly one model."""
+        if len(self.provenance) == 1:
+            only = self.provenance[0]
+            return only["model_name"], only["model_version"]
+        return None, None
 
 
 @dataclass
@@ -151,6 +161,7 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
                 f"{sources[role].label} has a header but no rows; an audit needs at least one row per input"
             )
     staged.sha256 = {role: sha256_of(source) for role, source in sources.items()}
+    staged.provenance = _provenance(con, pred_cols)
     return staged
 
 
@@ -247,6 +258,23 @@ def align_inputs(staged: Staged) -> Aligned:
         order = {a: i for i, a in enumerate(staged.attributes)}
         sizes.sort(key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
     return Aligned(table=table, join_report=report, group_sizes=sizes)
+
+
+PROVENANCE_COLUMNS = ("model_name", "model_version", "timestamp")
+
+
+def _provenance(con: duckdb.DuckDBPyConnection, present: list[str]) -> list[dict[str, Any]]:
+    """Which model(s) and time span the predictions input names, from its optional provenance columns."""
+    if not set(PROVENANCE_COLUMNS) & set(present):
+        return []
+    fragments = {
+        "model_name": "cast(model_name as varchar)" if "model_name" in present else "null",
+        "model_version": "cast(model_version as varchar)" if "model_version" in present else "null",
+        "first_timestamp": "cast(min(timestamp) as varchar)" if "timestamp" in present else "null",
+        "last_timestamp": "cast(max(timestamp) as varchar)" if "timestamp" in present else "null",
+    }
+    relation = con.sql(render_sql("prediction_provenance", **fragments)).limit(100)
+    return [dict(zip(relation.columns, row, strict=True)) for row in relation.fetchall()]
 
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",

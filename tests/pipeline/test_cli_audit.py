@@ -178,3 +178,22 @@ def test_trail_cli_list_show_verify(runner: CliRunner, inputs: Inputs) -> None:
     assert runner.invoke(app, ["trail", "verify", "--trail", trail]).exit_code == 0
     missing = runner.invoke(app, ["trail", "verify", "--trail", str(inputs.folder / "nope.duckdb")])
     assert missing.exit_code == 2 and "no audit trail" in missing.stderr
+
+
+def test_model_named_in_the_predictions_is_recorded(runner: CliRunner, inputs: Inputs) -> None:
+    con = duckdb.connect()
+    con.read_csv(str(inputs.predictions)).create_view("p")
+    con.sql("select *, 'recidivism-gbm' as model_name, '2.3' as model_version, "
+            "timestamp '2026-01-01' + to_days(cast(id % 30 as integer)) as timestamp from p").to_csv(
+        str(inputs.predictions)
+    )
+    con.close()
+    args = [a for a in inputs.args("--quiet")]
+    for option in ("--model", "--model-version"):
+        index = args.index(option)
+        del args[index : index + 2]
+    assert runner.invoke(app, args).exit_code == 1
+    document = _document(inputs.out)
+    assert document["model"] == {"name": "recidivism-gbm", "version": "2.3"}
+    (provenance,) = document["predictions_provenance"]
+    assert provenance["n"] == 7214 and provenance["first_prediction_at"].startswith("2026-01-01")
