@@ -258,6 +258,18 @@ class KeyValue:
 
 
 @dataclass(frozen=True)
+class CheckRow:
+    """One data-validation check (Great Expectations) as the pipeline recorded it."""
+
+    input: str
+    column: str
+    expectation: str
+    severity: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
 class NoteRow:
     slicing_label: str
     text: str
@@ -323,6 +335,8 @@ class ReportView:
     individual_fairness: list[KeyValue]
     alignment: list[KeyValue]
     validation: list[KeyValue]
+    validation_checks: list[CheckRow]
+    validation_warnings: list[str]
     proxy: list[KeyValue]
     inputs: list[KeyValue]
     trail: list[KeyValue]
@@ -459,7 +473,11 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
             if not isinstance(v, Mapping | list)
         ],
         alignment=flatten(doc.get("alignment")),
-        validation=flatten(doc.get("validation")),
+        validation=flatten(_without(doc.get("validation"), "checks", "results", "warnings")),
+        validation_checks=_checks(doc.get("validation")),
+        validation_warnings=[str(w) for w in (doc.get("validation") or {}).get("warnings") or []]
+        if isinstance(doc.get("validation"), Mapping)
+        else [],
         proxy=flatten(doc.get("proxy")),
         inputs=flatten(doc.get("inputs")),
         trail=[
@@ -881,10 +899,41 @@ def flatten(value: Any, prefix: str = "", limit: int = 60) -> list[KeyValue]:
             )
         else:
             out.append(KeyValue(key, _short(v)))
+        if len(out[-1].value) > 240:  # a report cell, not a dump: the JSON document has the rest
+            out[-1] = KeyValue(out[-1].key, out[-1].value[:239] + "…")
         if len(out) >= limit:
             out.append(KeyValue("…", "truncated; see the JSON document"))
             break
     return out
+
+
+def _without(value: Any, *keys: str) -> Any:
+    """The mapping without bulky raw entries (the JSON document keeps them)."""
+    if not isinstance(value, Mapping):
+        return value
+    return {k: v for k, v in value.items() if k not in keys}
+
+
+def _checks(validation: Any) -> list[CheckRow]:
+    if not isinstance(validation, Mapping):
+        return []
+    rows = []
+    for check in validation.get("checks") or []:
+        if not isinstance(check, Mapping):
+            continue
+        count = check.get("unexpected_count")
+        source = str(check.get("input") or "")
+        rows.append(
+            CheckRow(
+                input=source.replace("\\", "/").rsplit("/", 1)[-1],
+                column=str(check.get("column") or "–"),
+                expectation=str(check.get("expectation") or "–").removeprefix("expect_").replace("_", " "),
+                severity=str(check.get("severity") or ""),
+                passed=bool(check.get("success")),
+                detail="" if not count else f"{fmt_count(count)} unexpected",
+            )
+        )
+    return rows
 
 
 def _policy_text(policy: Any) -> str:

@@ -53,9 +53,7 @@ def test_secondary_suppression_hides_the_next_smallest_group(doc: dict[str, Any]
     assert len(hidden) == 2
     visible = [g.n for g in race.groups if not g.suppressed]
     secondary = next(g for g in hidden if g.group != {"race": "tiny"})
-    n_secondary = next(
-        x["n"] for x in doc["groups"] if x["slicing"] == ["race"] and x["group"] == secondary.group
-    )
+    n_secondary = next(x["n"] for x in doc["groups"] if x["slicing"] == ["race"] and x["group"] == secondary.group)
     assert n_secondary <= min(v for v in visible if v is not None)
     assert secondary.n_text == "suppressed"
 
@@ -170,9 +168,7 @@ def test_compas_view_from_the_engine_document(compas_doc: dict[str, Any]) -> Non
     race = next(s for s in view.sections if s.attributes == ["race"])
     counts = {g.label: g.n for g in race.groups}
     # README facts; Native American (18) and Asian (32) are above 10 and stay visible.
-    assert (
-        counts["African-American"] == 3696 and counts["Caucasian"] == 2454 and counts["Native American"] == 18
-    )
+    assert counts["African-American"] == 3696 and counts["Caucasian"] == 2454 and counts["Native American"] == 18
     triple = next(s for s in view.sections if len(s.attributes) == 3)
     assert any(g.suppressed for g in triple.groups)
     # No group under 10 people shows a size anywhere in the view.
@@ -188,3 +184,35 @@ def test_view_does_not_modify_the_document(doc: dict[str, Any]) -> None:
     before = copy.deepcopy(doc)
     build_view(doc)
     assert doc == before
+
+
+def test_validation_details_become_a_checks_table_and_stay_short(doc: dict[str, Any]) -> None:
+    # The pipeline records every Great Expectations check and the raw results (20 KB for COMPAS); one huge
+    # cell made WeasyPrint's table layout quadratic (5 minutes for the demo), so the view summarises them.
+    check = {
+        "input": "/tmp/x/compas_predictions.parquet",
+        "column": "id",
+        "severity": "critical",
+        "expectation": "expect_column_values_to_be_unique",
+        "success": False,
+        "unexpected_count": 3,
+    }
+    doc["validation"] = {
+        "success": False,
+        "checks": [check] * 16,
+        "results": [{"raw": "x" * 9000}],
+        "warnings": ["group race='Asian' has 32 rows"],
+        "note": "y" * 5000,
+    }
+    view = build_view(doc)
+    assert [kv.key for kv in view.validation] == ["success", "note"]
+    assert all(len(kv.value) <= 240 for kv in view.validation)
+    assert len(view.validation_checks) == 16
+    first = view.validation_checks[0]
+    assert (first.input, first.expectation, first.passed, first.detail) == (
+        "compas_predictions.parquet",
+        "column values to be unique",
+        False,
+        "3 unexpected",
+    )
+    assert view.validation_warnings == ["group race='Asian' has 32 rows"]
