@@ -380,9 +380,7 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
     # Recomputed rather than read from doc["recommendations"]: same function, but with this report's
     # min_cell_size, so a reason never names a group the report suppresses.
     recs_raw = recommend(dict(doc), use_case, min_cell_size=min_cell_size)
-    priority = next((r for r in recs_raw if r.get("kind") == "use_case_priority"), None) or priority_note(
-        use_case
-    )
+    priority = next((r for r in recs_raw if r.get("kind") == "use_case_priority"), None) or priority_note(use_case)
     recommendations = [
         Recommendation(
             metric_label=metric_label(r["metric"]),
@@ -444,8 +442,7 @@ def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str
         favorable_label=str(fav),
         favorable_note=str(doc.get("favorable_label_note") or "")
         or (
-            "The favourable outcome is label 1: selection rate and disparate impact count positive "
-            "predictions."
+            "The favourable outcome is label 1: selection rate and disparate impact count positive predictions."
             if str(fav) == "1"
             else f"The favourable outcome is label {fav} (e.g. 'low risk'): selection rate and disparate "
             f"impact count predictions of {fav}, as AIF360 does."
@@ -672,9 +669,7 @@ def _furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
 
     def distance(g: GroupRow) -> float:
         gaps = [
-            abs(c.value - m)
-            for c, m in zip(g.cells, medians, strict=True)
-            if c.value is not None and m is not None
+            abs(c.value - m) for c, m in zip(g.cells, medians, strict=True) if c.value is not None and m is not None
         ]
         return max(gaps, default=0.0)
 
@@ -728,27 +723,24 @@ def _result_row(r: Mapping[str, Any], hide: Any) -> ResultRow:
     )
 
 
-def _verdict_sentence(
-    verdict: str, n_failed: int, n_results: int, fail_on: Any, failures: list[ResultRow]
-) -> str:
+def _verdict_sentence(verdict: str, n_failed: int, n_results: int, fail_on: Any, failures: list[ResultRow]) -> str:
     if verdict == "pass":
-        extra = (
-            f" {n_failed} result(s) failed but the gate (fail_on: {fail_on}) allows it." if n_failed else ""
-        )
-        return (
-            f"All gating checks passed: {n_results - n_failed} of {n_results} results within policy.{extra}"
-        )
+        extra = f" {n_failed} result(s) failed but the gate (fail_on: {fail_on}) allows it." if n_failed else ""
+        return f"All gating checks passed: {n_results - n_failed} of {n_results} results within policy.{extra}"
     worst = failures[0] if failures else None
     head = f"{n_failed} of {n_results} fairness results are outside the policy (fail_on: {fail_on})."
     if worst:
-        head += (
-            f" Most severe: {worst.metric_label} on {worst.slicing_label} = {worst.value_text}, "
-            f"{worst.gap_text}."
-        )
+        head += f" Most severe: {worst.metric_label} on {worst.slicing_label} = {worst.value_text}, {worst.gap_text}."
     return head + " Do not deploy until the failures below are mitigated or explicitly overridden."
 
 
 def _data_window(doc: Mapping[str, Any]) -> str:
+    """The time span of the predictions: the pipeline's provenance (timestamp column), or a stated window."""
+    spans = [p for p in doc.get("predictions_provenance") or [] if isinstance(p, Mapping)]
+    starts = sorted(str(p["first_prediction_at"]) for p in spans if p.get("first_prediction_at"))
+    ends = sorted(str(p["last_prediction_at"]) for p in spans if p.get("last_prediction_at"))
+    if starts and ends:
+        return f"{starts[0]} to {ends[-1]}"
     for source in (doc, doc.get("inputs") or {}, doc.get("alignment") or {}):
         if not isinstance(source, Mapping):
             continue
@@ -829,9 +821,7 @@ def _base_rates(doc: Mapping[str, Any], hide: Any) -> list[KeyValue]:
                 continue
             label = f"{slicing_key(slicing)}: {group_label(item['group'], slicing)}"
             value = item.get("base_rate", item.get("value"))
-            out.append(
-                KeyValue(label, fmt(_round(value)) if not isinstance(value, Mapping) else _short(value))
-            )
+            out.append(KeyValue(label, fmt(_round(value)) if not isinstance(value, Mapping) else _short(value)))
         else:
             out.append(KeyValue(slicing_key(slicing), _inline(item)))
     return out
@@ -867,9 +857,7 @@ def _insufficient(doc: Mapping[str, Any], hide: Any, k: int) -> list[KeyValue]:
         n = item.get("n")
         small = hide(slicing, item.get("group")) or (n is not None and n < k)
         size = f"n < {k}" if small else f"n = {fmt_count(n)}"
-        by_slicing.setdefault(slicing_key(slicing), []).append(
-            f"{group_label(item.get('group'), slicing)} ({size})"
-        )
+        by_slicing.setdefault(slicing_key(slicing), []).append(f"{group_label(item.get('group'), slicing)} ({size})")
     return [KeyValue(key, "; ".join(items)) for key, items in by_slicing.items()]
 
 
@@ -892,9 +880,7 @@ def flatten(value: Any, prefix: str = "", limit: int = 60) -> list[KeyValue]:
             out.append(
                 KeyValue(
                     key,
-                    f"{len(v)} item(s): "
-                    + " | ".join(_inline(x) for x in v[:5])
-                    + (" | …" if len(v) > 5 else ""),
+                    f"{len(v)} item(s): " + " | ".join(_inline(x) for x in v[:5]) + (" | …" if len(v) > 5 else ""),
                 )
             )
         else:
@@ -964,9 +950,7 @@ def _curve_sets(doc: Mapping[str, Any], kind: str, hide: Any, k: int) -> list[Cu
             kept = [
                 b
                 for b in item.get("bins") or []
-                if (b.get("n") or 0) >= k
-                and b.get("mean_score") is not None
-                and b.get("fraction_positive") is not None
+                if (b.get("n") or 0) >= k and b.get("mean_score") is not None and b.get("fraction_positive") is not None
             ]
             xs = [b["mean_score"] for b in kept]
             ys = [b["fraction_positive"] for b in kept]
@@ -981,9 +965,7 @@ def _curve_sets(doc: Mapping[str, Any], kind: str, hide: Any, k: int) -> list[Cu
     return list(sets.values())
 
 
-def _heatmaps(
-    sections: list[SlicingSection], failures: list[ResultRow], results: list[ResultRow]
-) -> list[Heatmap]:
+def _heatmaps(sections: list[SlicingSection], failures: list[ResultRow], results: list[ResultRow]) -> list[Heatmap]:
     """One heatmap per intersection, of the base metric of its worst result (a failure if there is one)."""
     out = []
     for section in sections:
@@ -991,9 +973,7 @@ def _heatmaps(
             continue
         candidates = [r for r in results if tuple(r.slicing) == tuple(section.attributes)]
         candidates.sort(key=lambda r: (r.status != "fail", -r.severity))
-        base = next(
-            (b for r in candidates for b in base_metrics(r.metric) if b in section.metric_names), None
-        )
+        base = next((b for r in candidates for b in base_metrics(r.metric) if b in section.metric_names), None)
         if base is None:
             base = "selection_rate" if "selection_rate" in section.metric_names else None
         if base is None:
@@ -1045,8 +1025,7 @@ def _breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
 def email_summary(view: ReportView, *, top: int = 5) -> str:
     """The plain-text email body: verdict, then the top failures, then the first recommendation."""
     lines = [
-        f"fairgate verdict: {view.verdict_text} for {view.model_name} {view.model_version} (run "
-        f"{view.run_id})",
+        f"fairgate verdict: {view.verdict_text} for {view.model_name} {view.model_version} (run {view.run_id})",
         "",
         view.verdict_sentence,
         "",
@@ -1069,7 +1048,5 @@ def email_summary(view: ReportView, *, top: int = 5) -> str:
             f"Recommended first step: {first.title} ({first.metric_label} on {first.slicing_label}).",
             "",
         ]
-    lines.append(
-        f"The full report is attached. Cells with fewer than {view.min_cell_size} people are suppressed."
-    )
+    lines.append(f"The full report is attached. Cells with fewer than {view.min_cell_size} people are suppressed.")
     return "\n".join(lines) + "\n"

@@ -216,3 +216,22 @@ def test_validation_details_become_a_checks_table_and_stay_short(doc: dict[str, 
         "3 unexpected",
     )
     assert view.validation_warnings == ["group race='Asian' has 32 rows"]
+
+
+def test_data_window_from_the_predictions_provenance(doc: dict[str, Any]) -> None:
+    assert build_view(doc).data_window == "not stated in the inputs"
+    doc["predictions_provenance"] = [
+        {
+            "model_name": "m",
+            "model_version": "1",
+            "first_prediction_at": "2026-01-03 00:00:00",
+            "last_prediction_at": "2026-01-30 00:00:00",
+        },
+        {
+            "model_name": "m",
+            "model_version": "2",
+            "first_prediction_at": "2026-01-01 00:00:00",
+            "last_prediction_at": "2026-01-20 00:00:00",
+        },
+    ]
+    assert build_view(doc).data_window == "2026-01-01 00:00:00 to 2026-01-30 00:00:00"
