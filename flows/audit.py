@@ -19,7 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 import fairgate
 from fairgate.errors import FairgateError
-from tasks.align import align_inputs, stage_inputs
+from tasks.align import align_inputs, release, release_rows, stage_inputs
 from tasks.audit import (
     adjudicate,
     build_cube,
@@ -40,7 +40,10 @@ T = TypeVar("T")
 
 
 # Metric tasks run in threads; more threads than cores only adds memory (each slicing holds its replicates).
-@flow(name="fairness-audit", task_runner=ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1))))
+_TASK_RUNNER: Any = ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
+
+
+@flow(name="fairness-audit", task_runner=_TASK_RUNNER)
 def fairness_audit(
     policy: str,
     predictions: str,
@@ -82,6 +85,7 @@ def _audit(
     validation = _ok(validate_inputs(staged))
     aligned = _ok(align_inputs(staged))
     validation = _ok(validate_aligned(staged, aligned, validation))
+    release(staged)
     for warning in validation.warnings:
         logger.warning(warning)
 
@@ -90,6 +94,8 @@ def _audit(
         rows, proxy_summary = _apply_proxy(rows, policy)
 
     cube = _ok(build_cube(engine_frame(rows, policy), policy))
+    rows = None
+    release_rows(aligned)  # the cube is all the metrics need
     slicings, replicates = plan_slicings(cube, policy)
     parts = compute_slicing.map(unmapped(cube), slicings, unmapped(policy), unmapped(replicates)).result()
     inputs = {

@@ -251,10 +251,10 @@ def align_inputs(staged: Staged) -> Aligned:
         rows = con.execute(group_sql).fetchall()
         con.unregister("aligned")
         for row in rows:
-            *values, n = row
+            *group_values, n = row
             # Exactly one attribute is set per grouping set (aligned attributes hold no nulls).
-            position = next(i for i, v in enumerate(values) if v is not None)
-            sizes.append({"attribute": staged.attributes[position], "group": values[position], "n": int(n)})
+            position = next(i for i, v in enumerate(group_values) if v is not None)
+            sizes.append({"attribute": staged.attributes[position], "group": group_values[position], "n": int(n)})
         order = {a: i for i, a in enumerate(staged.attributes)}
         sizes.sort(key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
     return Aligned(table=table, join_report=report, group_sizes=sizes)
@@ -275,6 +275,17 @@ def _provenance(con: duckdb.DuckDBPyConnection, present: list[str]) -> list[dict
     }
     relation = con.sql(render_sql("prediction_provenance", **fragments)).limit(100)
     return [dict(zip(relation.columns, row, strict=True)) for row in relation.fetchall()]
+
+
+def release(staged: Staged) -> None:
+    """Close the inputs' DuckDB connection once the aligned rows are in Arrow (frees DuckDB's buffers before
+    the engine builds the cube; at 10M rows this and :func:`release_rows` keep the run under 3 GB)."""
+    staged.con.close()
+
+
+def release_rows(aligned: Aligned) -> None:
+    """Drop the aligned rows once the cube holds what the metrics need (the join report stays)."""
+    aligned.table = aligned.table.schema.empty_table()
 
 
 _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
