@@ -8,6 +8,7 @@ searchable and the fonts are the report's local ones.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -107,6 +108,13 @@ def _label_inches(labels: list[str], size: float = 7.5) -> float:
     return max((len(label) for label in labels), default=0) * size * 0.6 / 72
 
 
+def _title(ax: Any, text: str, width_in: float) -> float:
+    """Set a left-aligned title wrapped to the figure's width; returns the top margin it needs (inches)."""
+    lines = textwrap.wrap(text, max(20, int(width_in * 13)))
+    ax.set_title("\n".join(lines))
+    return 0.18 + 0.15 * len(lines)
+
+
 def _short(label: str, width: int = 28) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
@@ -127,9 +135,9 @@ def roc_chart(curves: CurveSet) -> str | None:
                 label=f"{_short(curve.label)} (n={curve.n:,})",
             )
         ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="False positive rate", ylabel="True positive rate")
-        ax.set_title(f"ROC by {curves.key}")
+        top = _title(ax, f"ROC by {curves.key}", 3.4)
         ax.legend(loc="lower right")
-        _margins(fig, left=0.55, bottom=0.45)
+        _margins(fig, left=0.55, bottom=0.45, top=top)
         return to_svg(fig)
 
 
@@ -150,12 +158,10 @@ def calibration_chart(curves: CurveSet) -> str | None:
                 markersize=2.5,
                 label=_short(curve.label),
             )
-        ax.set(
-            xlim=(0, 1), ylim=(0, 1.01), xlabel="Mean predicted score", ylabel="Observed fraction positive"
-        )
-        ax.set_title(f"Calibration by {curves.key}")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="Mean predicted score", ylabel="Observed fraction positive")
+        top = _title(ax, f"Calibration by {curves.key}", 3.4)
         ax.legend(loc="upper left")
-        _margins(fig, left=0.55, bottom=0.45)
+        _margins(fig, left=0.55, bottom=0.45, top=top)
         return to_svg(fig)
 
 
@@ -201,12 +207,8 @@ def rates_chart(section: SlicingSection) -> str | None:
             values = [c.value for c in cells]
             defined = [v for v in values if v is not None]
             x = np.array([np.nan if v is None else v for v in values])
-            low = np.array(
-                [np.nan if c.ci_low is None or c.value is None else c.value - c.ci_low for c in cells]
-            )
-            high = np.array(
-                [np.nan if c.ci_high is None or c.value is None else c.ci_high - c.value for c in cells]
-            )
+            low = np.array([np.nan if c.ci_low is None or c.value is None else c.value - c.ci_low for c in cells])
+            high = np.array([np.nan if c.ci_high is None or c.value is None else c.ci_high - c.value for c in cells])
             ax.errorbar(
                 x,
                 y,
@@ -262,11 +264,9 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
     left = 0.2 + _label_inches(row_labels)
     bottom = 0.25 + (_label_inches(col_labels) * 0.65 if rotated else 0.1)
     width = min(7.2, left + 0.55 * cols + 1.0)  # + colour bar
-    height = min(9.0, bottom + 0.3 + 0.26 * rows)
+    height = min(9.0, bottom + 0.5 + 0.26 * rows)
     # Suppressed or undefined cells are masked and drawn in the "bad" grey, with no value.
-    cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(
-        bad="#d1d5db"
-    )
+    cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(bad="#d1d5db")
     top = float(np.nanmax(data)) if np.isfinite(data).any() else 1.0
     with _figure(width, height) as (fig, (ax,)):
         # pcolormesh, not imshow: one vector quad per cell, where imshow would embed a raster image.
@@ -297,11 +297,14 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
                         text = f"{data[i, j]:.2f}"
                         color = "white" if data[i, j] > 0.6 * top else INK
                     ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
-        ax.set_title(f"{heatmap.metric_label}: {heatmap.base_metric.replace('_', ' ')} over {heatmap.key}")
-        _margins(fig, left=left, bottom=bottom, top=0.3, right=0.1)
+        head = _title(
+            ax, f"{heatmap.metric_label}: {heatmap.base_metric.replace('_', ' ')} over {heatmap.key}", width - 1.0
+        )
+        _margins(fig, left=left, bottom=bottom, top=head, right=0.1)
         colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
         if colorbar.solids is not None:
             colorbar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep vectors
+            colorbar.solids.set_edgecolor("face")  # no hairlines between the bar's vector steps
         return to_svg(fig)
 
 
