@@ -110,7 +110,9 @@ def adjudicate(
             for name in ("theil_index", "generalized_entropy_index")
         },
     }
-    document["recommendations"] = mitigation.recommend(document, policy.use_case)
+    document["recommendations"] = mitigation.recommend(
+        document, policy.use_case, min_cell_size=policy.reporting.min_cell_size
+    )
     for key, value in (context or {}).items():
         if key in document:
             raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
