@@ -21,14 +21,16 @@ def audit(
     run_id: str | None = None,
     context: dict[str, Any] | None = None,
     source: str = "the audited data",
-    exact_auc: bool = True,
+    exact_auc: bool | None = None,
 ) -> AuditResult:
     """Audit one model's predictions on a Polars/pandas frame or Arrow table against a policy.
 
     The frame holds the label, prediction and/or score columns named in ``policy.columns`` and one column
-    per sensitive attribute. See the README for an example. ``exact_auc`` keeps a score table for exact
-    per-group ROC AUC; its size grows with the number of distinct scores, so it can be turned off.
+    per sensitive attribute. See the README for an example. ``exact_auc`` (default: the policy's
+    ``statistics.exact_auc``) keeps a score table for exact per-group ROC AUC.
     """
+    if exact_auc is None:
+        exact_auc = policy.statistics.exact_auc
     cube = build_cube(data, policy, source=source, exact_auc=False)
     with ThreadPoolExecutor(max_workers=1) as background:
         # The bootstrap draw needs only the cells, so it overlaps the (optional) second pass for exact AUC.

@@ -127,6 +127,9 @@ class Statistics(_Strict):
     calibration_bins: int = Field(default=10, ge=2, le=1000)
     # Significance level for the per-comparison tests after Benjamini-Hochberg adjustment.
     significance_level: float = Field(default=0.05, gt=0.0, lt=1.0)
+    # Exact per-group ROC AUC needs a pass over the scored rows sorted by score (O(N log N) once, O(N) per
+    # slicing); turn it off for very large audits that do not judge AUC.
+    exact_auc: bool = True
 
 
 class Override(_Strict):

@@ -135,15 +135,20 @@ _RAW_TRUE, _RAW_PRED, _BAD_SCORES, _BAD_SCORE_EXAMPLE, _BAD_WEIGHTS = (
 )
 
 
-def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool = True) -> Cube:
+def build_cube(
+    data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool | None = None
+) -> Cube:
     """Count the rows into a cube keyed by every sensitive attribute of the policy, in one scan.
 
     The scan groups by the *raw* label and prediction values and counts bad scores and weights per cell,
     so every check (binary labels, scores in [0, 1], declared attribute values, missing values) runs on the
     small grouped result instead of on the rows. Labels are then recoded to the favourable outcome
     (``policy.favorable_label``): a COMPAS-style risk flag with favourable label 0 counts "not flagged" as
-    selection, and the score is flipped to match. ``exact_auc`` adds the score table (see ``add_score_table``).
+    selection, and the score is flipped to match. ``exact_auc`` (default: the policy's
+    ``statistics.exact_auc``) adds the score table (see ``add_score_table``).
     """
+    if exact_auc is None:
+        exact_auc = policy.statistics.exact_auc
     rows, has_scores, bins = _rows(data, policy, source)
     favourable = policy.favorable_label
     attributes = tuple(policy.attribute_names)
