@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import POLICY_FAILING, InProcessRunner, Inputs, split_compas
 
+
 @pytest.fixture(scope="session")
 def compas_split(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return split_compas(tmp_path_factory.mktemp("compas"))

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-
-import fairgate.cli  # noqa: F401  (sets the Prefect/GE environment defaults before Prefect is imported)
 import prefect  # noqa: E402, F401
 from prefect.logging.configuration import setup_logging  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
+
+import fairgate.cli  # noqa: F401  (sets the Prefect/GE environment defaults before Prefect is imported)
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO / ".." / "shared" / "data"
