@@ -10,11 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import prefect  # noqa: E402, F401
-from prefect.logging.configuration import setup_logging  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
+from typer.testing import CliRunner
 
-import fairgate.cli  # noqa: F401  (sets the Prefect/GE environment defaults before Prefect is imported)
+# isort: off
+# fairgate.cli first: it sets the Prefect/GE environment defaults (telemetry off, start-up timeout), which
+# Prefect reads when it is imported.
+import fairgate.cli  # noqa: F401
+import prefect  # noqa: F401
+from prefect.logging.configuration import setup_logging
+
+# isort: on
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO / ".." / "shared" / "data"
