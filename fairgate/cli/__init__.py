@@ -119,12 +119,15 @@ def _run_audit(
 
 def _print_summary(summary: dict[str, Any]) -> None:
     document = summary["document"]
-    table = Table(title="fairness results", show_lines=False)
-    for column in ("metric", "slicing", "value", "CI", "threshold", "status"):
-        table.add_column(column)
+    table = Table(title="fairness results", show_lines=False, pad_edge=False)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("slicing")
+    for column in ("value", "CI", "threshold"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for r in document.get("results", []):
         value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
-        ci = "" if r.get("ci_low") is None else f"{r['ci_low']:.3f} .. {r['ci_high']:.3f}"
+        ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
         status = r.get("status", "")
         colour = {"pass": "green", "fail": "red"}.get(status, "yellow")
         flag = " (uncertain)" if r.get("uncertain") else ""
