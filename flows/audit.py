@@ -91,6 +91,7 @@ def _audit(
 
     rows, proxy_summary = aligned.table, None
     if policy.proxy is not None:
+        policy = _with_proxy_weights(policy)
         rows, proxy_summary = _apply_proxy(rows, policy)
 
     cube = _ok(build_cube(engine_frame(rows, policy), policy))
@@ -137,7 +138,7 @@ def _audit(
     logger.info(f"verdict {document['verdict']}: {written['json']}")
     return {
         "verdict": document["verdict"],
-        "exit_code": 0 if document["verdict"] == "pass" else 1,
+        "exit_code": document["exit_code"],  # 0 also on a fail when the policy disables the gate
         "run_id": run_id,
         "outputs": written,
         "report": report,
@@ -172,7 +173,16 @@ def _trail_path(policy: fairgate.Policy, output: Path) -> Path:
 def _apply_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, dict[str, Any]]:
     from tasks.proxy import apply_proxy  # the proxy work's module; required when the policy has a proxy section
 
-    return apply_proxy(rows, policy)
+    return _ok(apply_proxy(rows, policy))
+
+
+def _with_proxy_weights(policy: fairgate.Policy) -> fairgate.Policy:
+    """Probabilistic membership counts each person in every inferred group with weight P(group | name, place):
+    the cube must sum those weights, so the policy gets a weight column when it names none."""
+    if policy.proxy is None or policy.proxy.mode != "probabilistic" or policy.columns.weight is not None:
+        return policy
+    columns = policy.columns.model_copy(update={"weight": "proxy_weight"})
+    return policy.model_copy(update={"columns": columns})
 
 
 def _wants_report(policy: fairgate.Policy) -> bool:
