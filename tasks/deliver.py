@@ -26,7 +26,7 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_a
 
 from fairgate.config_delivery import DeliveryConfig, SmtpSettings
 from fairgate.errors import FairgateError
-from tasks.report import output_stem, write_bytes_atomic
+from tasks.outputs import output_stem, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def send_smtp(
 
 def write_outbox(message: EmailMessage, outbox_dir: Path, stem: str) -> Path:
     """The message as an .eml file (RFC 5322), readable by any mail client."""
-    return write_bytes_atomic(Path(outbox_dir) / f"{stem}.eml", message.as_bytes())
+    return write_atomic(Path(outbox_dir) / f"{stem}.eml", message.as_bytes())
 
 
 def _record(trail_path: Path | None, run_id: str, recipients: list[str], status: str, detail: str) -> None:

@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 
-def output_stem(document: dict[str, Any]) -> str:
+def output_stem(document: Mapping[str, Any]) -> str:
     """File name stem carrying model, version and run id (same rule as the report's file names).
 
     >>> output_stem({"model": {"name": "credit risk/v2", "version": "3.1"}, "run_id": "r-9"})

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
-import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from weasyprint.urls import URLFetcher
 
 from fairgate.report_view import ReportView, build_view, email_summary
 from tasks import charts as chart_lib
+from tasks.outputs import output_stem, write_atomic
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "reports"
 log = logging.getLogger(__name__)
@@ -31,22 +29,6 @@ log = logging.getLogger(__name__)
 
 class OfflineFetchError(ValueError):
     """The report tried to load a resource from outside the document; reports must render offline."""
-
-
-def output_stem(doc: Mapping[str, Any]) -> str:
-    """File name stem carrying model, version and run id, safe on every file system.
-
-    >>> output_stem({"model": {"name": "credit risk/v2", "version": "3.1"}, "run_id": "r-9"})
-    'fairness_credit_risk_v2_3.1_r-9'
-    """
-    model = doc.get("model") or {}
-    parts = [
-        "fairness",
-        str(model.get("name") or "model"),
-        str(model.get("version") or "unversioned"),
-        str(doc.get("run_id") or "norun"),
-    ]
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("._")[:180]
 
 
 def _environment() -> Environment:
@@ -122,31 +104,8 @@ def html_to_pdf(html: str, fetcher: OfflineURLFetcher | None = None) -> bytes:
     return document.write_pdf(pdf_identifier=b"fairgate") or b""
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> Path:
-    """Write to a temporary file beside ``path`` then rename, so readers never see half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is as readable as any other file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
-
-
 def write_text_atomic(path: Path, text: str) -> Path:
-    return write_bytes_atomic(path, text.encode("utf-8"))
+    return write_atomic(path, text.encode("utf-8"))
 
 
 def build_report_files(
@@ -171,7 +130,7 @@ def build_report_files(
     if "html" in wanted:
         paths["html"] = write_text_atomic(Path(out_dir) / f"{stem}.html", html)
     if pdf is not None:
-        paths["pdf"] = write_bytes_atomic(Path(out_dir) / f"{stem}.pdf", pdf)
+        paths["pdf"] = write_atomic(Path(out_dir) / f"{stem}.pdf", pdf)
     log.info("report written: %s", ", ".join(str(p) for p in paths.values() if p))
     return paths
 
