@@ -30,12 +30,14 @@ def draw_replicates(cube: Cube, n_bootstrap: int, seed: int) -> np.ndarray:
     # Two independent streams drawn on two threads (numpy releases the GIL while sampling); the split is
     # fixed, so the matrix depends only on the seed.
     streams = np.random.SeedSequence(seed).spawn(_STREAMS)
-    sizes = [len(part) for part in np.array_split(np.arange(n_bootstrap), _STREAMS)]
+    bounds = np.cumsum([0] + [len(part) for part in np.array_split(np.arange(n_bootstrap), _STREAMS)])
     probabilities = rows / rows.sum()
+    # Each stream writes its replicates straight into its columns (no intermediate copies).
+    counts = np.empty((rows.size, n_bootstrap), dtype=np.float64)
 
-    def draw(stream: np.random.SeedSequence, size: int) -> np.ndarray:
-        return np.random.default_rng(stream).multinomial(total, probabilities, size=size).astype(np.int32)
+    def draw(stream: np.random.SeedSequence, start: int, stop: int) -> None:
+        counts[:, start:stop] = np.random.default_rng(stream).multinomial(total, probabilities, size=stop - start).T
 
     with ThreadPoolExecutor(_STREAMS) as pool:
-        counts = np.concatenate(list(pool.map(draw, streams, sizes)))
-    return np.ascontiguousarray(counts.T, dtype=np.float64)
+        list(pool.map(draw, streams, bounds[:-1], bounds[1:]))
+    return counts

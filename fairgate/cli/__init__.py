@@ -7,6 +7,7 @@ written), 3 an internal error (a bug: please report it).
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 import typer  # noqa: E402
+from rich import box  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -119,22 +121,27 @@ def _run_audit(
 
 def _print_summary(summary: dict[str, Any]) -> None:
     document = summary["document"]
-    table = Table(title="fairness results", show_lines=False, pad_edge=False)
-    table.add_column("metric", no_wrap=True)
-    table.add_column("slicing")
-    for column in ("value", "CI", "threshold"):
+    # One section per slicing (its name on a row of its own) keeps the table readable in 80 columns.
+    table = Table(title="fairness results", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("metric", overflow="fold")
+    for column in ("value", "interval", "threshold"):
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    for r in document.get("results", []):
-        value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
-        ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
-        status = r.get("status", "")
-        colour = {"pass": "green", "fail": "red"}.get(status, "yellow")
-        flag = " (uncertain)" if r.get("uncertain") else ""
-        table.add_row(
-            r.get("metric", ""), " x ".join(r.get("slicing") or []) or "(all)", value, ci,
-            str(r.get("threshold")), f"[{colour}]{status}[/]{flag}",
-        )
+    uncertain_shown = False
+    for slicing, rows in itertools.groupby(document.get("results", []), key=lambda r: r.get("slicing") or []):
+        table.add_section()
+        table.add_row(f"[bold]{' x '.join(slicing) or 'whole population'}[/]")
+        for r in rows:
+            value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
+            ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+            status = r.get("status", "")
+            colour = {"pass": "green", "fail": "red"}.get(status, "yellow")
+            flag = "*" if r.get("uncertain") else ""
+            uncertain_shown |= bool(flag)
+            metric = f"  {r.get('metric', '')}"
+            table.add_row(metric, value, ci, str(r.get("threshold")), f"[{colour}]{status}[/]{flag}")
+    if uncertain_shown:
+        table.caption = "* uncertain: the interval crosses the threshold"
     _out.print(table)
     verdict = document["verdict"]
     _out.print(f"verdict: [bold {'green' if verdict == 'pass' else 'red'}]{verdict.upper()}[/]")
