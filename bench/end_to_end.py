@@ -157,8 +157,8 @@ def stages(paths: dict[str, Path], policy_path: Path, out: Path) -> dict[str, fl
     aligned = timed("align", align_inputs.fn, staged)
     validation = timed("validate", validate_aligned.fn, staged, aligned, validation)
     cube = timed("cube", build_cube.fn, engine_frame(aligned.table, policy), policy)
-    slicings, replicates = timed("metrics", plan_slicings.fn, cube, policy)
-    parts = [timed("metrics", compute_slicing.fn, cube, s, policy, replicates) for s in slicings]
+    slicings = timed("metrics", plan_slicings.fn, cube, policy)
+    parts = [timed("metrics", compute_slicing.fn, cube, s, policy) for s in slicings]
     model = fairgate.ModelInfo(name="bench", version="1")
     context = {"alignment": aligned.join_report, "validation": validation.to_dict()}
     document = timed("adjudicate", adjudicate.fn, cube, parts, policy, model, "bench", context)

@@ -15,7 +15,6 @@
 
 from fairgate.adjudicate import ModelInfo, adjudicate
 from fairgate.audit import audit
-from fairgate.bootstrap import draw_replicates
 from fairgate.config import Policy
 from fairgate.cube import Cube, build_cube
 from fairgate.errors import DataError, FairgateError, PolicyError
@@ -36,6 +35,5 @@ __all__ = [
     "audit",
     "build_cube",
     "compute_slicing",
-    "draw_replicates",
     "plan_slicings",
 ]

@@ -28,6 +28,7 @@ class ScoreArrays:
     score: np.ndarray
     positive: np.ndarray
     negative: np.ndarray
+    ties: bool  # whether two rows share a score; without ties every row is its own run (the fast path)
 
     @classmethod
     def from_table(cls, table: pl.DataFrame, levels: dict[str, list[str]]) -> ScoreArrays:
@@ -35,69 +36,84 @@ class ScoreArrays:
         codes = {a: table[a].to_numpy() for a in levels}  # int16: small, and cheap to combine
         weight = table[WEIGHT].to_numpy()
         y = table[TRUE].to_numpy()
-        return cls(codes, levels, table[SCORE].to_numpy(), weight * y, weight * (1 - y))
+        score = table[SCORE].to_numpy()
+        ties = bool(score.size > 1 and (score[1:] == score[:-1]).any())
+        return cls(codes, levels, score, weight * y, weight * (1 - y), ties)
 
 
 @dataclass(frozen=True)
 class ScoreRuns:
-    """Per slicing: runs of equal (group, score), ordered by group then score."""
+    """Per slicing: runs of equal (group, score), ordered by group then score; group g's runs are
+    ``bounds[g]:bounds[g + 1]``."""
 
-    group: np.ndarray
-    score: np.ndarray
+    bounds: np.ndarray
     positive: np.ndarray
     negative: np.ndarray
 
 
 def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[str, str]]) -> ScoreRuns:
-    """Collapse the score table to runs of equal score within each group of the slicing."""
+    """The score table regrouped by the slicing's groups (score order kept), equal scores collapsed to runs."""
     if slicing:
-        combined = np.zeros(arrays.score.size, dtype=np.int32)
-        for attribute in slicing:
-            combined *= len(arrays.levels[attribute])
-            combined += arrays.codes[attribute]
-        lookup = np.full(int(np.prod([len(arrays.levels[a]) for a in slicing])), -1, dtype=np.int64)
-        for index, group in enumerate(groups):
-            if any(group[a] not in arrays.levels[a] for a in slicing):
-                continue  # a declared value with no rows: no score belongs to it
-            code = 0
-            for attribute in slicing:
-                code = code * len(arrays.levels[attribute]) + arrays.levels[attribute].index(group[attribute])
-            lookup[code] = index
+        group_index = _row_groups(arrays, slicing, groups)
         # Small integer codes let numpy's stable sort run as a radix sort: linear in the rows.
-        group_index = lookup.astype(np.int16 if len(groups) < 2**15 else np.int64)[combined]
         order = np.argsort(group_index, kind="stable")  # keeps score order within each group
-        g, s = group_index[order], arrays.score[order]
+        counts = np.bincount(group_index, minlength=len(groups))
         positive, negative = arrays.positive[order], arrays.negative[order]
     else:
-        g = np.zeros(arrays.score.size, dtype=np.int64)
-        s, positive, negative = arrays.score, arrays.positive, arrays.negative
-    if s.size == 0:
-        empty = np.zeros(0)
-        return ScoreRuns(empty.astype(np.int64), empty, empty, empty)
-    starts = np.empty(s.size, dtype=bool)
-    starts[0] = True
-    np.not_equal(s[1:], s[:-1], out=starts[1:])
-    starts[1:] |= g[1:] != g[:-1]
-    if starts.all():  # continuous scores: every row is its own run
-        return ScoreRuns(group=g.astype(np.int64), score=s, positive=positive, negative=negative)
-    run = np.cumsum(starts) - 1
+        order, counts = None, np.array([arrays.score.size])
+        positive, negative = arrays.positive, arrays.negative
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    if not arrays.ties:
+        return ScoreRuns(bounds, positive, negative)
+    score = arrays.score if order is None else arrays.score[order]
+    starts = np.ones(score.size, dtype=bool)
+    np.not_equal(score[1:], score[:-1], out=starts[1:])
+    starts[bounds[1:-1][bounds[1:-1] < score.size]] = True  # a group's first row starts a run
+    run_starts = np.flatnonzero(starts)
     return ScoreRuns(
-        group=g[starts].astype(np.int64),
-        score=s[starts],
-        positive=np.bincount(run, weights=positive),
-        negative=np.bincount(run, weights=negative),
+        bounds=np.searchsorted(run_starts, bounds),  # runs before each group's first row
+        positive=np.add.reduceat(positive, run_starts),
+        negative=np.add.reduceat(negative, run_starts),
     )
 
 
-def exact_auc(runs: ScoreRuns, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _row_groups(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[str, str]]) -> np.ndarray:
+    """Each scored row's group index in ``groups``, as the smallest integer type that holds it."""
+    combined = np.zeros(arrays.score.size, dtype=np.int32)
+    for attribute in slicing:
+        combined *= len(arrays.levels[attribute])
+        combined += arrays.codes[attribute]
+    lookup = np.full(int(np.prod([len(arrays.levels[a]) for a in slicing])), -1, dtype=np.int64)
+    for index, group in enumerate(groups):
+        if any(group[a] not in arrays.levels[a] for a in slicing):
+            continue  # a declared value with no rows: no score belongs to it
+        code = 0
+        for attribute in slicing:
+            code = code * len(arrays.levels[attribute]) + arrays.levels[attribute].index(group[attribute])
+        lookup[code] = index
+    return lookup.astype(np.int16 if len(groups) < 2**15 else np.int64)[combined]
+
+
+def _block_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Sum of ``values[bounds[g]:bounds[g + 1]]`` for every g (0 for an empty block)."""
+    sums = np.zeros(bounds.size - 1)
+    nonempty = bounds[:-1] < bounds[1:]
+    if nonempty.any():
+        sums[nonempty] = np.add.reduceat(values, bounds[:-1][nonempty])
+    return sums
+
+
+def exact_auc(runs: ScoreRuns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """AUC, favourable weight and unfavourable weight per group; AUC is NaN where a class is absent."""
-    g = runs.group.astype(np.int64)
-    n_pos = np.bincount(g, weights=runs.positive, minlength=n_groups)
-    n_neg = np.bincount(g, weights=runs.negative, minlength=n_groups)
-    # Unfavourable weight strictly below each run, within its group (runs are sorted by group, score).
-    group_start = np.concatenate([[0.0], np.cumsum(n_neg)])[g]
-    below = np.cumsum(runs.negative) - runs.negative - group_start
-    wins = np.bincount(g, weights=runs.positive * (below + 0.5 * runs.negative), minlength=n_groups)
+    bounds = runs.bounds
+    n_pos = _block_sums(runs.positive, bounds)
+    n_neg = _block_sums(runs.negative, bounds)
+    # Unfavourable weight strictly below each run within its group: the running total, less the run
+    # itself, less what the groups before it hold.
+    running = np.cumsum(runs.negative)
+    before_group = np.concatenate([[0.0], running])[bounds[:-1]]
+    below = running - runs.negative - np.repeat(before_group, np.diff(bounds))
+    wins = _block_sums(runs.positive * (below + 0.5 * runs.negative), bounds)
     with np.errstate(divide="ignore", invalid="ignore"):
         auc = np.where((n_pos > 0) & (n_neg > 0), wins / (n_pos * n_neg), np.nan)
     return auc, n_pos, n_neg
@@ -108,9 +124,8 @@ def roc_curves(
 ) -> list[dict[str, Any]]:
     """ROC points per group (thresholds from high to low score), thinned to at most 101 points."""
     curves = []
-    bounds = np.searchsorted(runs.group, np.arange(len(groups) + 1))
     for index, group in enumerate(groups):
-        part = slice(bounds[index], bounds[index + 1])
+        part = slice(runs.bounds[index], runs.bounds[index + 1])
         positive, negative = runs.positive[part][::-1], runs.negative[part][::-1]
         if positive.sum() <= 0 or negative.sum() <= 0:
             continue

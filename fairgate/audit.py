@@ -6,9 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fairgate.adjudicate import ModelInfo, adjudicate
-from fairgate.bootstrap import draw_replicates
 from fairgate.config import Policy
-from fairgate.cube import add_score_table, build_cube
+from fairgate.cube import build_cube
 from fairgate.result import AuditResult
 from fairgate.slicing import compute_slicing, plan_slicings
 
@@ -31,19 +30,9 @@ def audit(
     """
     if exact_auc is None:
         exact_auc = policy.statistics.exact_auc
-    cube = build_cube(data, policy, source=source, exact_auc=False)
-    with ThreadPoolExecutor(max_workers=1) as background:
-        # The bootstrap draw needs only the cells, so it overlaps the (optional) second pass for exact AUC.
-        drawing = background.submit(draw_replicates, cube, policy.statistics.n_bootstrap, policy.statistics.seed)
-        if exact_auc:
-            cube = add_score_table(cube, data, policy, source=source)
-        replicates = drawing.result()
-    # Slicings are independent; their heavy steps (sparse products, sorts) release the GIL, so two threads
-    # keep both cores busy. Results come back in plan order.
+    cube = build_cube(data, policy, source=source, exact_auc=exact_auc)
+    # Slicings are independent (each draws its own bootstrap replicates); their heavy steps (multinomial
+    # draws, sorts) release the GIL, so two threads keep both cores busy. Results come back in plan order.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        parts = list(
-            pool.map(
-                lambda s: compute_slicing(cube, s, policy, replicates=replicates), plan_slicings(cube, policy)
-            )
-        )
+        parts = list(pool.map(lambda s: compute_slicing(cube, s, policy), plan_slicings(cube, policy)))
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)

@@ -1,43 +1,38 @@
 """Bootstrap replicates drawn from the cube, with no pass over the rows.
 
-Resampling n rows with replacement puts a multinomial number of rows into each cell of the cube, so one
-``(replicates x cells)`` matrix of row counts serves every metric of every slicing. Each slicing then sums
-the columns that fall in its groups (a sparse matrix product). Weighted cells scale with their mean weight.
+Resampling the n audited rows with replacement puts a multinomial number of rows into each cell of the cube.
+Summed over the cells that make up one cell of a slicing (group x y_true x y_pred x score bin), those counts
+are again multinomial, with the summed probabilities. So each slicing draws its replicates directly at its own
+resolution: exactly the distribution that aggregating a draw over the whole cube would give, without drawing
+the cube's finer cells or summing a (cells x replicates) matrix per slicing. Replicates of different slicings
+are independent draws; nothing in an audit combines them.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 
-from fairgate.cube import ROWS, Cube
 
-_STREAMS = 2
+def slicing_seed(seed: int, slicing: Sequence[str]) -> np.random.SeedSequence:
+    """The random stream of one slicing: fixed by the policy's seed and the slicing's attributes, so a
+    slicing gets the same replicates whether it runs in this process, another thread or a Prefect task."""
+    digest = hashlib.sha256("\x1f".join(slicing).encode()).digest()
+    return np.random.SeedSequence([seed, int.from_bytes(digest[:8], "little")])
 
 
-def draw_replicates(cube: Cube, n_bootstrap: int, seed: int) -> np.ndarray:
-    """Row counts per cell for ``n_bootstrap`` resamples of the audited rows: a (cells x replicates) float
-    matrix, laid out so that each slicing's sparse aggregation reads it without copying.
+def draw_counts(rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """Row counts per cell for ``n_bootstrap`` resamples of ``rows.sum()`` rows: an (n_bootstrap x cells)
+    float matrix whose rows are multinomial with cell probabilities proportional to ``rows``.
 
-    The same ``(cube, n_bootstrap, seed)`` always gives the same matrix, so slicings computed in separate
-    tasks share one set of replicates.
+    >>> counts = draw_counts(np.array([2.0, 3.0, 5.0]), 4, np.random.SeedSequence(0))
+    >>> counts.shape, counts.sum(axis=1).tolist()
+    ((4, 3), [10.0, 10.0, 10.0, 10.0])
     """
-    rows = cube.cells[ROWS].to_numpy().astype(np.float64)
-    total = int(rows.sum())
+    total = int(round(float(rows.sum())))
     if n_bootstrap == 0 or total == 0:
-        return np.zeros((rows.size, 0))
-    # Two independent streams drawn on two threads (numpy releases the GIL while sampling); the split is
-    # fixed, so the matrix depends only on the seed.
-    streams = np.random.SeedSequence(seed).spawn(_STREAMS)
-    bounds = np.cumsum([0] + [len(part) for part in np.array_split(np.arange(n_bootstrap), _STREAMS)])
-    probabilities = rows / rows.sum()
-    # Each stream writes its replicates straight into its columns (no intermediate copies).
-    counts = np.empty((rows.size, n_bootstrap), dtype=np.float64)
-
-    def draw(stream: np.random.SeedSequence, start: int, stop: int) -> None:
-        counts[:, start:stop] = np.random.default_rng(stream).multinomial(total, probabilities, size=stop - start).T
-
-    with ThreadPoolExecutor(_STREAMS) as pool:
-        list(pool.map(draw, streams, bounds[:-1], bounds[1:]))
-    return counts
+        return np.zeros((n_bootstrap, rows.size))
+    draws = np.random.default_rng(seed).multinomial(total, rows / rows.sum(), size=n_bootstrap)
+    return draws.astype(np.float64)

@@ -149,6 +149,7 @@ def build_cube(
     """
     if exact_auc is None:
         exact_auc = policy.statistics.exact_auc
+    data = as_lazy(data)  # once: converting an Arrow table or pandas frame copies it
     rows, has_scores, bins = _rows(data, policy, source)
     favourable = policy.favorable_label
     attributes = tuple(policy.attribute_names)

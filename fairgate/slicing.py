@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import sparse
 
 from fairgate import auc as auc_module
-from fairgate.bootstrap import draw_replicates
+from fairgate.bootstrap import draw_counts, slicing_seed
 from fairgate.config import Policy
 from fairgate.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
 from fairgate.metrics import GroupCounts, Rate, count_metrics, difference, policy_metric, ratio
@@ -88,18 +87,14 @@ class SlicingResult:
     calibration: list[dict[str, Any]] = field(default_factory=list)
 
 
-def compute_slicing(
-    cube: Cube, slicing: Slicing, policy: Policy, *, replicates: np.ndarray | None = None
-) -> SlicingResult:
-    """All metrics of one slicing from the cube (and its bootstrap replicates, drawn if not given)."""
+def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResult:
+    """All metrics of one slicing from the cube, with ``statistics.n_bootstrap`` bootstrap replicates."""
     stats = policy.statistics
-    if replicates is None:
-        replicates = draw_replicates(cube, stats.n_bootstrap, stats.seed)
     declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
     groups_frame, group_index = _group_index(cube, slicing, declared)
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
-    point, boot = _counts(cube, group_index, n_groups, replicates)
+    point, boot = _counts(cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing))
     n = point.n
     rows = np.bincount(group_index, weights=cube.cells[ROWS].to_numpy(), minlength=n_groups)
     sufficient = n >= policy.intersectional_analysis.min_group_size
@@ -120,11 +115,11 @@ def compute_slicing(
     roc_curves: list[dict[str, Any]] = []
     if cube.scores is not None and _wants_auc(slicing, policy):
         runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
-        auc, n_pos, n_neg = auc_module.exact_auc(runs, n_groups)
+        auc, n_pos, n_neg = auc_module.exact_auc(runs)
         se = hanley_mcneil_se(auc, n_pos, n_neg)
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
         # Parametric replicates from the normal approximation, kept inside AUC's range.
-        reps = np.clip(auc + se * rng.standard_normal((replicates.shape[1], n_groups)), 0.0, 1.0)
+        reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, n_groups)), 0.0, 1.0)
         values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps)
         if len(slicing) <= 1:
             roc_curves = auc_module.roc_curves(runs, groups, slicing)
@@ -180,36 +175,29 @@ def _group_index(
 
 
 def _counts(
-    cube: Cube, group_index: np.ndarray, n_groups: int, replicates: np.ndarray
+    cube: Cube, group_index: np.ndarray, n_groups: int, n_bootstrap: int, seed: np.random.SeedSequence
 ) -> tuple[GroupCounts, GroupCounts]:
     """Group counts for the point estimate and for every bootstrap replicate."""
     bins = cube.calibration_bins
     cells = cube.cells
+    # The slicing's own cells: (group, y_true, y_pred, score bin), flattened.
     flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[
         BIN
     ].to_numpy()
     size = n_groups * 4 * bins
-    weight = cells[WEIGHT].to_numpy()
-    score_sum = cells[SCORE_SUM].to_numpy()
-    point = _as_counts(
-        np.bincount(flat, weights=weight, minlength=size),
-        np.bincount(flat, weights=score_sum, minlength=size),
-        n_groups,
-        bins,
-    )
-    # Resampled rows carry their cell's mean weight and mean score: one sparse (2K x cells) matrix maps the
-    # (cells x replicates) row counts to weight and score sums per (group, y_true, y_pred, bin).
-    rows = cells[ROWS].to_numpy().astype(np.float64)
-    cell = np.arange(rows.size)
-    aggregate = sparse.csr_matrix(
-        (
-            np.concatenate([weight / rows, score_sum / rows]),
-            (np.concatenate([flat, flat + size]), np.tile(cell, 2)),
-        ),
-        shape=(2 * size, rows.size),
-    )
-    sums = (aggregate @ replicates).T  # (replicates, 2K)
-    return point, _as_counts(sums[:, :size], sums[:, size:], n_groups, bins)
+    weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size)
+    score = np.bincount(flat, weights=cells[SCORE_SUM].to_numpy(), minlength=size)
+    rows = np.bincount(flat, weights=cells[ROWS].to_numpy(), minlength=size)
+    point = _as_counts(weight, score, n_groups, bins)
+    # Resampled rows carry their cell's mean weight and mean score (weights differ only under probabilistic
+    # membership). Only occupied cells are drawn.
+    occupied = np.flatnonzero(rows)
+    drawn = draw_counts(rows[occupied], n_bootstrap, seed)
+    boot_weight = np.zeros((n_bootstrap, size))
+    boot_score = np.zeros((n_bootstrap, size))
+    boot_weight[:, occupied] = drawn * (weight[occupied] / rows[occupied])
+    boot_score[:, occupied] = drawn * (score[occupied] / rows[occupied])
+    return point, _as_counts(boot_weight, boot_score, n_groups, bins)
 
 
 def _as_counts(weight: np.ndarray, score: np.ndarray, n_groups: int, bins: int) -> GroupCounts:

@@ -97,8 +97,8 @@ def _audit(
     cube = _ok(build_cube(engine_frame(rows, policy), policy))
     rows = None
     release_rows(aligned)  # the cube is all the metrics need
-    slicings, replicates = plan_slicings(cube, policy)
-    parts = compute_slicing.map(unmapped(cube), slicings, unmapped(policy), unmapped(replicates)).result()
+    slicings = plan_slicings(cube, policy)
+    parts = compute_slicing.map(unmapped(cube), slicings, unmapped(policy)).result()
     inputs = {
         role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
         for role, source in staged.sources.items()

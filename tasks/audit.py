@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -54,17 +53,14 @@ def build_cube(frame: pa.Table, policy: fairgate.Policy) -> fairgate.Cube:
 
 
 @task(name="plan slicings", cache_policy=NO_CACHE)
-def plan_slicings(cube: fairgate.Cube, policy: fairgate.Policy) -> tuple[list[Slicing], np.ndarray]:
-    """The slicings to audit, and the bootstrap replicates they all share (drawn once, from the cube)."""
-    replicates = fairgate.draw_replicates(cube, policy.statistics.n_bootstrap, policy.statistics.seed)
-    return fairgate.plan_slicings(cube, policy), replicates
+def plan_slicings(cube: fairgate.Cube, policy: fairgate.Policy) -> list[Slicing]:
+    """The slicings to audit: the population, each attribute, the pairs and the comparable triples."""
+    return fairgate.plan_slicings(cube, policy)
 
 
 @task(name="metrics", task_run_name="metrics {slicing}", cache_policy=NO_CACHE)
-def compute_slicing(
-    cube: fairgate.Cube, slicing: Slicing, policy: fairgate.Policy, replicates: np.ndarray
-) -> fairgate.SlicingResult:
-    return fairgate.compute_slicing(cube, slicing, policy, replicates=replicates)
+def compute_slicing(cube: fairgate.Cube, slicing: Slicing, policy: fairgate.Policy) -> fairgate.SlicingResult:
+    return fairgate.compute_slicing(cube, slicing, policy)
 
 
 @task(name="adjudicate", cache_policy=NO_CACHE)
