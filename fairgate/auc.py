@@ -49,6 +49,7 @@ class ScoreRuns:
     bounds: np.ndarray
     positive: np.ndarray
     negative: np.ndarray
+    single_rows: bool = False  # every run is one row: a run is then favourable or unfavourable, never both
 
 
 def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[str, str]]) -> ScoreRuns:
@@ -64,7 +65,7 @@ def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[
         positive, negative = arrays.positive, arrays.negative
     bounds = np.concatenate([[0], np.cumsum(counts)])
     if not arrays.ties:
-        return ScoreRuns(bounds, positive, negative)
+        return ScoreRuns(bounds, positive, negative, single_rows=True)
     score = arrays.score if order is None else arrays.score[order]
     starts = np.ones(score.size, dtype=bool)
     np.not_equal(score[1:], score[:-1], out=starts[1:])
@@ -108,12 +109,16 @@ def exact_auc(runs: ScoreRuns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     bounds = runs.bounds
     n_pos = _block_sums(runs.positive, bounds)
     n_neg = _block_sums(runs.negative, bounds)
-    # Unfavourable weight strictly below each run within its group: the running total, less the run
-    # itself, less what the groups before it hold.
     running = np.cumsum(runs.negative)
-    before_group = np.concatenate([[0.0], running])[bounds[:-1]]
-    below = running - runs.negative - np.repeat(before_group, np.diff(bounds))
-    wins = _block_sums(runs.positive * (below + 0.5 * runs.negative), bounds)
+    before_group = np.concatenate([[0.0], running])[bounds[:-1]]  # unfavourable weight of earlier groups
+    if runs.single_rows:
+        # A favourable row has no unfavourable weight of its own, so the running total at it is exactly
+        # the unfavourable weight below it (plus earlier groups'): one pass instead of several.
+        wins = _block_sums(runs.positive * running, bounds) - before_group * n_pos
+    else:
+        # Unfavourable weight strictly below each run within its group, and half of the ties in the run.
+        below = running - runs.negative - np.repeat(before_group, np.diff(bounds))
+        wins = _block_sums(runs.positive * (below + 0.5 * runs.negative), bounds)
     with np.errstate(divide="ignore", invalid="ignore"):
         auc = np.where((n_pos > 0) & (n_neg > 0), wins / (n_pos * n_neg), np.nan)
     return auc, n_pos, n_neg
@@ -127,17 +132,19 @@ def roc_curves(
     for index, group in enumerate(groups):
         part = slice(runs.bounds[index], runs.bounds[index + 1])
         positive, negative = runs.positive[part][::-1], runs.negative[part][::-1]
-        if positive.sum() <= 0 or negative.sum() <= 0:
+        total_positive, total_negative = positive.sum(), negative.sum()
+        if total_positive <= 0 or total_negative <= 0:
             continue
-        tpr = np.concatenate([[0.0], np.cumsum(positive) / positive.sum()])
-        fpr = np.concatenate([[0.0], np.cumsum(negative) / negative.sum()])
-        keep = np.unique(np.linspace(0, tpr.size - 1, min(tpr.size, MAX_CURVE_POINTS)).round().astype(int))
+        # Cumulative sums at the kept thresholds only: sums of the segments between them, then a short cumsum.
+        keep = np.unique(np.linspace(0, positive.size, min(positive.size + 1, MAX_CURVE_POINTS)).round().astype(int))
+        tpr = np.concatenate([[0.0], np.cumsum(np.add.reduceat(positive, keep[:-1]))]) / total_positive
+        fpr = np.concatenate([[0.0], np.cumsum(np.add.reduceat(negative, keep[:-1]))]) / total_negative
         curves.append(
             {
                 "slicing": list(slicing),
                 "group": group,
-                "fpr": fpr[keep].round(6).tolist(),
-                "tpr": tpr[keep].round(6).tolist(),
+                "fpr": fpr.round(6).tolist(),
+                "tpr": tpr.round(6).tolist(),
             }
         )
     return curves
