@@ -7,9 +7,9 @@ from typing import Any
 
 from fairgate.adjudicate import ModelInfo, adjudicate
 from fairgate.config import Policy
-from fairgate.cube import build_cube
+from fairgate.cube import Cube, add_score_table, as_lazy, build_cube
 from fairgate.result import AuditResult
-from fairgate.slicing import compute_slicing, plan_slicings
+from fairgate.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
 
 
 def audit(
@@ -30,9 +30,22 @@ def audit(
     """
     if exact_auc is None:
         exact_auc = policy.statistics.exact_auc
-    cube = build_cube(data, policy, source=source, exact_auc=exact_auc)
-    # Slicings are independent (each draws its own bootstrap replicates); their heavy steps (multinomial
-    # draws, sorts) release the GIL, so two threads keep both cores busy. Results come back in plan order.
+    rows = as_lazy(data)  # once: converting an Arrow table or a pandas frame copies it
+    cube = build_cube(rows, policy, source=source, exact_auc=False)
+    plan = plan_slicings(cube, policy)
+    # Slicings are independent (each draws its own bootstrap replicates) and their heavy steps release the
+    # GIL, so two threads keep both cores busy. The second pass for exact AUC (the scored rows, sorted) runs
+    # beside the slicings that do not need it; those that do are queued after them.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        parts = list(pool.map(lambda s: compute_slicing(cube, s, policy), plan_slicings(cube, policy)))
+        scored = pool.submit(add_score_table, cube, rows, policy, source=source) if exact_auc else None
+
+        def needs_scores(slicing: Slicing) -> bool:
+            return scored is not None and wants_auc(slicing, policy)
+
+        def run(slicing: Slicing) -> SlicingResult:
+            source_cube: Cube = scored.result() if scored is not None and needs_scores(slicing) else cube
+            return compute_slicing(source_cube, slicing, policy)
+
+        futures = {s: pool.submit(run, s) for s in sorted(plan, key=needs_scores)}
+        parts = [futures[s].result() for s in plan]
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)

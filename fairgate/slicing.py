@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy import sparse
 
 from fairgate import auc as auc_module
 from fairgate.bootstrap import draw_counts, slicing_seed
@@ -113,7 +114,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
             low, high = percentile_interval(reps, level, value)
         values[name] = MetricValues(value, low, high, reps)
     roc_curves: list[dict[str, Any]] = []
-    if cube.scores is not None and _wants_auc(slicing, policy):
+    if cube.scores is not None and wants_auc(slicing, policy):
         runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
         auc, n_pos, n_neg = auc_module.exact_auc(runs)
         se = hanley_mcneil_se(auc, n_pos, n_neg)
@@ -147,7 +148,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     return result
 
 
-def _wants_auc(slicing: Slicing, policy: Policy) -> bool:
+def wants_auc(slicing: Slicing, policy: Policy) -> bool:
     """Exact AUC reads every scored row once per slicing, so intersections get it only when the policy
     judges AUC; the population and single attributes always do (with their ROC curves)."""
     return len(slicing) <= 1 or any(policy_metric(m.name).bases == ("roc_auc",) for m in policy.metrics)
@@ -193,11 +194,50 @@ def _counts(
     # membership). Only occupied cells are drawn.
     occupied = np.flatnonzero(rows)
     drawn = draw_counts(rows[occupied], n_bootstrap, seed)
-    boot_weight = np.zeros((n_bootstrap, size))
-    boot_score = np.zeros((n_bootstrap, size))
-    boot_weight[:, occupied] = drawn * (weight[occupied] / rows[occupied])
-    boot_score[:, occupied] = drawn * (score[occupied] / rows[occupied])
-    return point, _as_counts(boot_weight, boot_score, n_groups, bins)
+    return point, _replicate_counts(
+        drawn, occupied, weight[occupied] / rows[occupied], score[occupied] / rows[occupied], n_groups, bins
+    )
+
+
+def _replicate_counts(
+    drawn: np.ndarray, cells: np.ndarray, mean_weight: np.ndarray, mean_score: np.ndarray, n_groups: int, bins: int
+) -> GroupCounts:
+    """Group counts of every replicate from its row counts per slicing cell, in one sparse product.
+
+    ``drawn`` is (replicates x cells); ``cells`` are the flat (group, y_true, y_pred, bin) indices of its
+    columns. The product sums them straight into the confusion counts and the per-bin calibration sums.
+    """
+    n_cells = cells.size
+    group, rest = np.divmod(cells, 4 * bins)
+    outcome, score_bin = np.divmod(rest, bins)  # outcome = 2 * y_true + y_pred
+    y_true = outcome // 2
+    per_bin = group * bins + score_bin
+    confusion_size, bin_size = 4 * n_groups, n_groups * bins
+    columns = np.concatenate(
+        [
+            group * 4 + outcome,  # tn, fp, fn, tp per group
+            confusion_size + per_bin,  # rows per bin
+            confusion_size + bin_size + per_bin,  # favourable labels per bin
+            confusion_size + 2 * bin_size + per_bin,  # score sum per bin
+        ]
+    )
+    values = np.concatenate([mean_weight, mean_weight, mean_weight * y_true, mean_score])
+    aggregate = sparse.csr_matrix(
+        (values, (columns, np.tile(np.arange(n_cells), 4))), shape=(confusion_size + 3 * bin_size, n_cells)
+    )
+    sums = (aggregate @ np.ascontiguousarray(drawn.T)).T  # (replicates, outputs)
+    replicates = drawn.shape[0]
+    confusion = sums[:, :confusion_size].reshape(replicates, n_groups, 2, 2)
+    calibration = sums[:, confusion_size:].reshape(replicates, 3, n_groups, bins)
+    return GroupCounts(
+        tp=confusion[..., 1, 1],
+        fp=confusion[..., 0, 1],
+        tn=confusion[..., 0, 0],
+        fn=confusion[..., 1, 0],
+        bin_n=calibration[:, 0],
+        bin_positive=calibration[:, 1],
+        bin_score=calibration[:, 2],
+    )
 
 
 def _as_counts(weight: np.ndarray, score: np.ndarray, n_groups: int, bins: int) -> GroupCounts:
