@@ -140,7 +140,7 @@ def main() -> None:
         print(f"fairgate, 10 slicings, all metrics, {BOOTSTRAP} bootstrap replicates: {ours:.3f} s (median)")
         ratios = []
         if not args.skip_fairlearn:
-            theirs = fairlearn_slicings(pl.from_arrow(table))
+            theirs = fairlearn_slicings(pl.DataFrame(table))
             print(f"Fairlearn MetricFrame, 10 slicings, 4 metrics + difference/ratio: {theirs:.1f} s")
             ratios.append(f"fairlearn/fairgate = {theirs / ours:.0f}x")
         duck = median_of(lambda: duckdb_group_by(path), args.repeats)
