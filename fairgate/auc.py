@@ -1,4 +1,4 @@
-"""Exact ROC AUC and ROC curves per group, from the cube's score table (weights per distinct score).
+"""Exact ROC AUC and ROC curves per group, from the cube's score table (the scored rows, sorted by score).
 
 AUC = P(score of a favourable case > score of an unfavourable one) + 1/2 P(tie), which is what sklearn's
 ``roc_auc_score`` computes. The score table is sorted by score once per cube; each slicing then needs only a

@@ -4,8 +4,9 @@ One ``group_by`` keyed by every sensitive attribute, the favourable-outcome indi
 and the calibration score bin gives a table whose size depends on the attributes' cardinalities, not on the
 row count. Every slicing is a marginal of it; cubes of disjoint row sets add.
 
-A second, optional table keeps (attributes, score, y_true) counts for metrics that need exact score order
-(ROC AUC and ROC curves). It is as large as the number of distinct scores, so it is built only on request.
+A second, optional table keeps (attributes, score, y_true, weight) rows for metrics that need exact score order
+(ROC AUC and ROC curves): one per scored row, or per distinct (attributes, score, y_true) when scores repeat
+much (rounded or discrete scores). It can be as long as the data, so it is built only on request.
 
 Cells carry ``rows`` (how many input rows fell in the cell) and ``weight`` (the sum of row weights; equal to
 ``rows`` unless weights are given, e.g. probabilistic group membership from proxy inference).
@@ -206,6 +207,12 @@ def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the
         .sort(SCORE)
         .collect()
     )
+    score = scores[SCORE].to_numpy()
+    if score.size > 1 and np.count_nonzero(score[1:] == score[:-1]) > score.size // 2:
+        # Rounded or discrete scores: rows alike in every column but the weight collapse into one (exact AUC
+        # needs only the weight per attribute codes, score and label), which shortens every later pass.
+        keys = [*cube.attributes, SCORE, TRUE]
+        scores = scores.group_by(keys).agg(pl.col(WEIGHT).sum()).sort(SCORE)
     return replace(cube, scores=scores)
 
 
