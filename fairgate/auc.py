@@ -84,10 +84,13 @@ def score_runs(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[
 
 def _row_groups(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict[str, str]]) -> np.ndarray:
     """Each scored row's group index in ``groups``, as the smallest integer type that holds it."""
-    combined = np.zeros(arrays.score.size, dtype=np.int32)
-    for attribute in slicing:
-        combined *= len(arrays.levels[attribute])
-        combined += arrays.codes[attribute]
+    if len(slicing) == 1:
+        combined = arrays.codes[slicing[0]]  # a single attribute's codes index the lookup as they are
+    else:
+        combined = np.zeros(arrays.score.size, dtype=np.int32)
+        for attribute in slicing:
+            combined *= len(arrays.levels[attribute])
+            combined += arrays.codes[attribute]
     lookup = np.full(int(np.prod([len(arrays.levels[a]) for a in slicing])), -1, dtype=np.int64)
     for index, group in enumerate(groups):
         if any(group[a] not in arrays.levels[a] for a in slicing):
