@@ -204,12 +204,9 @@ def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the
             (_as_binary(_RAW_TRUE) == policy.favorable_label).cast(pl.Int8).alias(TRUE),
             WEIGHT,
         )
+        .sort(SCORE)
         .collect()
     )
-    # numpy's vectorised sort of the float key, then a take per column, is about twice as fast as sorting
-    # the frame by that key.
-    order = np.argsort(scores[SCORE].to_numpy())
-    scores = pl.DataFrame({name: scores[name].to_numpy()[order] for name in scores.columns})
     score = scores[SCORE].to_numpy()
     if score.size > 1 and np.count_nonzero(score[1:] == score[:-1]) > score.size // 2:
         # Rounded or discrete scores: rows alike in every column but the weight collapse into one (exact AUC
