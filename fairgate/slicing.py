@@ -313,20 +313,23 @@ def _comparisons(
             r_low, r_high = percentile_interval(boot_ratio, level, rat)
             p_values = _bootstrap_p_values(boot_diff)
             method = "bootstrap"
-        for i, g in enumerate(others):
+        p_values = np.where(np.isfinite(diff), p_values, np.nan)
+        arrays = (diff, d_low, d_high, rat, r_low, r_high, p_values)
+        columns = zip(*(_list(np.asarray(a, dtype=float)) for a in arrays), strict=True)
+        for g, (d, dl, dh, r, rl, rh, p) in zip(others, columns, strict=True):
             out.append(
                 {
                     "metric": name,
                     "slicing": list(slicing),
                     "group": groups[g],
                     "reference": groups[ref],
-                    "difference": _num(diff[i]),
-                    "difference_ci_low": _num(d_low[i]),
-                    "difference_ci_high": _num(d_high[i]),
-                    "ratio": _num(rat[i]),
-                    "ratio_ci_low": _num(r_low[i]),
-                    "ratio_ci_high": _num(r_high[i]),
-                    "p_value": _num(p_values[i] if np.isfinite(diff[i]) else np.nan),
+                    "difference": d,
+                    "difference_ci_low": dl,
+                    "difference_ci_high": dh,
+                    "ratio": r,
+                    "ratio_ci_low": rl,
+                    "ratio_ci_high": rh,
+                    "p_value": p,
                     "method": method,
                     "sufficient": bool(eligible[g] and eligible[ref]),
                 }
