@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -189,10 +189,12 @@ def _counts(
     weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size)
     score = np.bincount(flat, weights=cells[SCORE_SUM].to_numpy(), minlength=size)
     rows = np.bincount(flat, weights=cells[ROWS].to_numpy(), minlength=size)
-    point = _as_counts(weight, score, n_groups, bins)
+    occupied = np.flatnonzero(rows)
+    # The point estimate: every occupied cell counted once, with its whole weight and score sum.
+    once = _replicate_counts(np.ones((1, occupied.size)), occupied, weight[occupied], score[occupied], n_groups, bins)
+    point = GroupCounts(**{f.name: getattr(once, f.name)[0] for f in fields(once)})
     # Resampled rows carry their cell's mean weight and mean score (weights differ only under probabilistic
     # membership). Only occupied cells are drawn.
-    occupied = np.flatnonzero(rows)
     drawn = draw_counts(rows[occupied], n_bootstrap, seed)
     return point, _replicate_counts(
         drawn, occupied, weight[occupied] / rows[occupied], score[occupied] / rows[occupied], n_groups, bins
@@ -205,7 +207,8 @@ def _replicate_counts(
     """Group counts of every replicate from its row counts per slicing cell, in one sparse product.
 
     ``drawn`` is (replicates x cells); ``cells`` are the flat (group, y_true, y_pred, bin) indices of its
-    columns. The product sums them straight into the confusion counts and the per-bin calibration sums.
+    columns, each count carrying ``mean_weight`` and ``mean_score``. The product sums them straight into the
+    confusion counts and the per-bin calibration sums (shapes ``(replicates, G)`` and ``(replicates, G, bins)``).
     """
     n_cells = cells.size
     group, rest = np.divmod(cells, 4 * bins)
@@ -237,22 +240,6 @@ def _replicate_counts(
         bin_n=calibration[:, 0],
         bin_positive=calibration[:, 1],
         bin_score=calibration[:, 2],
-    )
-
-
-def _as_counts(weight: np.ndarray, score: np.ndarray, n_groups: int, bins: int) -> GroupCounts:
-    shape = (*weight.shape[:-1], n_groups, 2, 2, bins)  # (..., group, y_true, y_pred, bin)
-    w = weight.reshape(shape)
-    s = score.reshape(shape)
-    cell = w.sum(axis=-1)
-    return GroupCounts(
-        tp=cell[..., 1, 1],
-        fp=cell[..., 0, 1],
-        tn=cell[..., 0, 0],
-        fn=cell[..., 1, 0],
-        bin_n=w.sum(axis=(-3, -2)),
-        bin_positive=w[..., 1, :, :].sum(axis=-2),
-        bin_score=s.sum(axis=(-3, -2)),
     )
 
 
