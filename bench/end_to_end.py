@@ -69,12 +69,17 @@ def generate(folder: Path, rows: int, chunk: int = 2_000_000, seed: int = 0) -> 
         tables = {
             "predictions": pa.table({"id": ids, "score": score, "y_pred": (score >= 0.5).astype(np.int8)}),
             "labels": pa.table({"id": ids, "y_true": y_true}),
-            "attributes": pa.table({
-                "id": ids,
-                **{name: pa.DictionaryArray.from_arrays(pa.array(codes[name].astype(np.int32)),
-                                                        pa.array(values)).cast(pa.string())
-                   for name, values in ATTRIBUTES.items()},
-            }),
+            "attributes": pa.table(
+                {
+                    "id": ids,
+                    **{
+                        name: pa.DictionaryArray.from_arrays(
+                            pa.array(codes[name].astype(np.int32)), pa.array(values)
+                        ).cast(pa.string())
+                        for name, values in ATTRIBUTES.items()
+                    },
+                }
+            ),
         }
         for role, table in tables.items():
             if role not in writers:
@@ -118,10 +123,21 @@ def fixed_costs() -> dict[str, float]:
 def cli_run(paths: dict[str, Path], policy: Path, out: Path) -> dict[str, Any]:
     """`fairgate audit` as a user runs it; peak memory is the child's max RSS."""
     args = [
-        str(Path(sys.executable).parent / "fairgate"), "audit", "--policy", str(policy),
-        "--predictions", str(paths["predictions"]), "--labels", str(paths["labels"]),
-        "--attributes", str(paths["attributes"]), "--out", str(out), "--quiet",
-        "--trail", str(out / "bench_trail.duckdb"),
+        str(Path(sys.executable).parent / "fairgate"),
+        "audit",
+        "--policy",
+        str(policy),
+        "--predictions",
+        str(paths["predictions"]),
+        "--labels",
+        str(paths["labels"]),
+        "--attributes",
+        str(paths["attributes"]),
+        "--out",
+        str(out),
+        "--quiet",
+        "--trail",
+        str(out / "bench_trail.duckdb"),
     ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
@@ -151,8 +167,9 @@ def stages(paths: dict[str, Path], policy_path: Path, out: Path) -> dict[str, fl
         return value
 
     policy, _ = timed("policy", read_policy.fn, policy_path)
-    staged = timed("stage", stage_inputs.fn, policy, str(paths["predictions"]), str(paths["labels"]),
-                   str(paths["attributes"]))
+    staged = timed(
+        "stage", stage_inputs.fn, policy, str(paths["predictions"]), str(paths["labels"]), str(paths["attributes"])
+    )
     validation = timed("validate", validate_inputs.fn, staged)
     aligned = timed("align", align_inputs.fn, staged)
     validation = timed("validate", validate_aligned.fn, staged, aligned, validation)

@@ -49,9 +49,7 @@ def generate(rows: int, seed: int = 7) -> pa.Table:
         name: pa.DictionaryArray.from_arrays(pa.array(c), pa.array([f"{name}_{i}" for i in range(k)]))
         for (name, k), c in zip(ATTRIBUTES.items(), codes.values(), strict=True)
     }
-    return pa.table(
-        {**columns, "y_true": y_true, "score": score, "y_pred": (score >= 0.5).astype(np.int8)}
-    )
+    return pa.table({**columns, "y_true": y_true, "score": score, "y_pred": (score >= 0.5).astype(np.int8)})
 
 
 def policy(*, triples: bool) -> fairgate.Policy:

@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from fairgate.config_proxy import ProxyColumns, ProxyConfig
+from fairgate.policy.proxy import ProxyColumns, ProxyConfig
 from tasks import proxy as tp
 
 DATA = Path(__file__).resolve().parents[1] / "fairgate" / "data" / "bisg"

@@ -20,7 +20,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "report")]
 
 from report_docgen import synthetic_doc  # noqa: E402
 
-from fairgate.report_view import build_view  # noqa: E402
+from fairgate.report.view import build_view  # noqa: E402
 from tasks.outputs import write_atomic  # noqa: E402
 from tasks.report import html_to_pdf, render_charts, render_html  # noqa: E402
 
@@ -66,9 +66,7 @@ def main() -> None:
         stages.setdefault("total cpu", []).append(clock[-1][2] - clock[0][2])
     path = write_atomic(args.out / "report_300_subgroups.pdf", pdf)
     for name, values in stages.items():
-        print(
-            f"{name:>12}: median {statistics.median(values):6.2f} s  (min {min(values):.2f}, n={len(values)})"
-        )
+        print(f"{name:>12}: median {statistics.median(values):6.2f} s  (min {min(values):.2f}, n={len(values)})")
     print(f"pdf: {len(pdf) / 1024:.0f} KiB -> {path}")
 
 

@@ -13,13 +13,13 @@
 'fail'
 """
 
-from fairgate.adjudicate import ModelInfo, adjudicate
-from fairgate.audit import audit
-from fairgate.config import Policy
-from fairgate.cube import Cube, build_cube
+from fairgate.document.result import SCHEMA_VERSION, AuditResult
+from fairgate.engine.adjudicate import ModelInfo, adjudicate
+from fairgate.engine.audit import audit
+from fairgate.engine.cube import Cube, build_cube
+from fairgate.engine.slicing import SlicingResult, compute_slicing, plan_slicings
 from fairgate.errors import DataError, FairgateError, PolicyError
-from fairgate.result import SCHEMA_VERSION, AuditResult
-from fairgate.slicing import SlicingResult, compute_slicing, plan_slicings
+from fairgate.policy.core import Policy
 
 __all__ = [
     "SCHEMA_VERSION",

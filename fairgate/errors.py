@@ -12,9 +12,7 @@ _EMPTY_DATA = "{source} has no rows; an audit needs at least one row with a pred
 _NOT_BINARY = (
     "column {column!r} in {source} must be binary (0/1 or true/false); found {example!r} in {count} row(s). {fix}"
 )
-_BAD_SCORE = (
-    "column {column!r} in {source} must hold finite scores in [0, 1]; found {example!r} in {count} row(s)"
-)
+_BAD_SCORE = "column {column!r} in {source} must hold finite scores in [0, 1]; found {example!r} in {count} row(s)"
 
 
 class FairgateError(Exception):

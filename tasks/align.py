@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.config import Policy
-from fairgate.config_proxy import DEFAULT_ATTRIBUTE
 from fairgate.errors import DataError
+from fairgate.policy.core import Policy
+from fairgate.policy.proxy import DEFAULT_ATTRIBUTE
 from tasks.io import Source, explain_scan_error, guard_input, parse_source, register_source, sha256_of
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
@@ -130,20 +130,28 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
     passthrough = _proxy_columns(policy, attr_cols, exclude={cols.id, *read_attributes})
 
     id_q = quote_identifier(cols.id)
-    _create_view(con, "stg_predictions", render_sql(
+    _create_view(
+        con,
         "stg_predictions",
-        id_column=id_q,
-        score_column=quote_identifier(cols.score) if has_score else "cast(null as double)",
-        y_pred_column=quote_identifier(cols.y_pred) if has_y_pred else "null",
-    ))
-    _create_view(con, "stg_labels", render_sql(
-        "stg_labels", id_column=id_q, y_true_column=quote_identifier(cols.y_true)
-    ))
+        render_sql(
+            "stg_predictions",
+            id_column=id_q,
+            score_column=quote_identifier(cols.score) if has_score else "cast(null as double)",
+            y_pred_column=quote_identifier(cols.y_pred) if has_y_pred else "null",
+        ),
+    )
+    _create_view(
+        con, "stg_labels", render_sql("stg_labels", id_column=id_q, y_true_column=quote_identifier(cols.y_true))
+    )
     attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in read_attributes]
     attribute_list += [quote_identifier(c) for c in passthrough]
-    _create_view(con, "stg_attributes", render_sql(
-        "stg_attributes", id_column=id_q, attribute_columns=",\n        ".join(attribute_list) or "null as _none"
-    ))
+    _create_view(
+        con,
+        "stg_attributes",
+        render_sql(
+            "stg_attributes", id_column=id_q, attribute_columns=",\n        ".join(attribute_list) or "null as _none"
+        ),
+    )
     staged = Staged(
         con=con,
         policy=policy,
@@ -176,9 +184,13 @@ def align_inputs(staged: Staged) -> Aligned:
     """
     con, policy = staged.con, staged.policy
     columns = [quote_identifier(c) for c in (*staged.attributes, *staged.passthrough)]
-    _create_view(con, "joined", render_sql(
-        "joined", attribute_columns=",\n        ".join(f"attributes.{c}" for c in columns) or "null as _none"
-    ))
+    _create_view(
+        con,
+        "joined",
+        render_sql(
+            "joined", attribute_columns=",\n        ".join(f"attributes.{c}" for c in columns) or "null as _none"
+        ),
+    )
     aligned_sql = render_sql(
         "aligned",
         attribute_columns=",\n        ".join(columns) or "null as _none",
@@ -193,8 +205,9 @@ def align_inputs(staged: Staged) -> Aligned:
         table = table.drop_columns(["score"])
 
     con.register("aligned", table)
-    missing_counts = [f"count(*) filter (where {quote_identifier(a)} is null) as {quote_identifier(a)}"
-                      for a in staged.attributes]
+    missing_counts = [
+        f"count(*) filter (where {quote_identifier(a)} is null) as {quote_identifier(a)}" for a in staged.attributes
+    ]
     report_sql = render_sql("join_report", missing_counts=",\n        ".join(missing_counts) or "0 as _none")
     cursor = con.execute(
         report_sql, {"n_predictions": staged.row_counts["predictions"], "n_labels": staged.row_counts["labels"]}
@@ -202,9 +215,10 @@ def align_inputs(staged: Staged) -> Aligned:
     names = [d[0] for d in cursor.description]
     values = dict(zip(names, cursor.fetchall()[0], strict=True))
     con.unregister("aligned")
-    report: dict[str, Any] = {k: int(values[k]) for k in (
-        "matched", "predictions_without_labels", "labels_without_predictions", "people_without_attributes"
-    )}
+    report: dict[str, Any] = {
+        k: int(values[k])
+        for k in ("matched", "predictions_without_labels", "labels_without_predictions", "people_without_attributes")
+    }
     if report["matched"] == 0:
         raise DataError(
             f"no id of {staged.sources['predictions'].label} matches an id of {staged.sources['labels'].label} "
@@ -288,8 +302,18 @@ def release_rows(aligned: Aligned) -> None:
     aligned.table = aligned.table.schema.empty_table()
 
 
-_INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-                  "UBIGINT", "BOOLEAN"}
+_INTEGER_TYPES = {
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+    "BOOLEAN",
+}
 
 
 def _binary_value(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:

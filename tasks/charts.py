@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from fairgate.report_view import (  # noqa: E402
+from fairgate.report.view import (  # noqa: E402
     Breakdown,
     CurveSet,
     Heatmap,

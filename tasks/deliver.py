@@ -24,8 +24,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
-from fairgate.config_delivery import DeliveryConfig, SmtpSettings
 from fairgate.errors import FairgateError
+from fairgate.policy.delivery import DeliveryConfig, SmtpSettings
 from tasks.outputs import output_stem, write_atomic
 
 log = logging.getLogger(__name__)
@@ -212,8 +212,7 @@ def deliver_report(
     except RetryError as exc:
         error = exc.last_attempt.exception()
         detail = (
-            f"failed after {attempts} attempt(s) to {smtp.host}:{smtp.effective_port}: "
-            f"{type(error).__name__}: {error}"
+            f"failed after {attempts} attempt(s) to {smtp.host}:{smtp.effective_port}: {type(error).__name__}: {error}"
         )
         kept = write_outbox(message, Path(delivery.outbox_dir), stem)
         detail += f"; message kept in {kept}"

@@ -115,9 +115,7 @@ def _relation(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.DuckDBPy
     if source.kind == "csv":
         # An explicit delimiter and header make a row with a wrong number of fields an error, not a re-sniff.
         # No BOOLEAN/date candidates: "yes"/"no" must stay text, so validation rejects a label of "yes".
-        return con.read_csv(
-            str(source.path), header=True, sep=_delimiter(source.path), auto_type_candidates=_CSV_TYPES
-        )
+        return con.read_csv(str(source.path), header=True, sep=_delimiter(source.path), auto_type_candidates=_CSV_TYPES)
     if source.kind == "duckdb":
         return _duckdb_table(con, source)
     return con.from_arrow(_sqlite_table(source))

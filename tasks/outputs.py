@@ -28,8 +28,12 @@ def output_stem(document: Mapping[str, Any]) -> str:
     'fairness_credit_risk_v2_3.1_r-9'
     """
     model = document.get("model") or {}
-    parts = ["fairness", str(model.get("name") or "model"), str(model.get("version") or "unversioned"),
-             str(document.get("run_id") or "norun")]
+    parts = [
+        "fairness",
+        str(model.get("name") or "model"),
+        str(model.get("version") or "unversioned"),
+        str(document.get("run_id") or "norun"),
+    ]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("._")[:180]
 
 

@@ -21,9 +21,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate import proxy as fp
-from fairgate.config import Policy
-from fairgate.config_proxy import CustomTables, ProxyConfig
 from fairgate.errors import DataError, PolicyError
+from fairgate.policy.core import Policy
+from fairgate.policy.proxy import CustomTables, ProxyConfig
 from tasks.io import guard_input
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
@@ -87,9 +87,7 @@ def bisg_tables(with_first_names: bool) -> ProxyTables:
     surnames = surnames.filter(pl.col("name") != "ALL OTHER NAMES")
     zctas = pl.read_parquet(DATA_DIR / "bisg" / "prob_zcta_given_race_2010.parquet")
     population = pl.read_csv(DATA_DIR / "bisg" / "us_population_2010.csv")
-    prior = fp.normalise_prior(
-        dict(population.select("group", "count").iter_rows()), groups, key=US_PRIOR_KEY
-    )
+    prior = fp.normalise_prior(dict(population.select("group", "count").iter_rows()), groups, key=US_PRIOR_KEY)
     first = _empty_factor()
     if with_first_names:
         first = fp.long_factor(
@@ -178,9 +176,7 @@ def custom_tables(custom: CustomTables) -> ProxyTables:
     prior_counts = custom.prior or dict.fromkeys(groups, 1.0)
     unknown = sorted(set(prior_counts) - set(groups))
     if unknown:
-        raise PolicyError(
-            f"proxy.custom.prior names group(s) {unknown} that are not columns of {custom.name_table}"
-        )
+        raise PolicyError(f"proxy.custom.prior names group(s) {unknown} that are not columns of {custom.name_table}")
     return ProxyTables(
         method="custom",
         groups=groups,
@@ -188,37 +184,28 @@ def custom_tables(custom: CustomTables) -> ProxyTables:
         first_given=_empty_factor(),
         area_given=area_given,
         prior=fp.normalise_prior(prior_counts, groups, key=US_PRIOR_KEY),
-        description=f"user tables {custom.name_table}"
-        + (f" and {custom.area_table}" if custom.area_table else ""),
+        description=f"user tables {custom.name_table}" + (f" and {custom.area_table}" if custom.area_table else ""),
     )
 
 
 def _read_user_table(path_text: str, key: str, setting: str) -> pl.DataFrame:
     path = Path(path_text).expanduser()
     if not path.exists():
-        raise PolicyError(
-            f"{setting}: file {path_text!r} does not exist (paths are relative to {Path.cwd()})"
-        )
+        raise PolicyError(f"{setting}: file {path_text!r} does not exist (paths are relative to {Path.cwd()})")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             table = pl.read_parquet(path)
         else:
-            table = pl.read_csv(
-                path, infer_schema=False, null_values=[""]
-            )  # keys stay text (zeros, NA names)
+            table = pl.read_csv(path, infer_schema=False, null_values=[""])  # keys stay text (zeros, NA names)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise DataError(f"{setting}: cannot read {path_text!r}: {exc}") from None
     if key not in table.columns:
-        raise DataError(
-            f"{path_text}: no column {key!r}; columns present: {table.columns}. {setting} needs it"
-        )
+        raise DataError(f"{path_text}: no column {key!r}; columns present: {table.columns}. {setting} needs it")
     groups = [c for c in table.columns if c != key]
     try:
         return table.with_columns(pl.col(groups).cast(pl.Float64))
     except pl.exceptions.PolarsError:
-        raise DataError(
-            f"{path_text}: the group columns {groups} must hold probabilities (numbers)"
-        ) from None
+        raise DataError(f"{path_text}: the group columns {groups} must hold probabilities (numbers)") from None
 
 
 def tables_for(config: ProxyConfig) -> ProxyTables:
@@ -248,18 +235,14 @@ def people_keys(frame: pl.DataFrame, config: ProxyConfig, tables: ProxyTables, s
     elif config.method == "india":
         area = fp.pincode6(frame[c.pincode]) if c.pincode else nothing
         pin_states: pl.DataFrame = tables.notes["pin_states"]
-        from_pin = pl.DataFrame({"pincode": area}).join(
-            pin_states, on="pincode", how="left", maintain_order="left"
-        )
+        from_pin = pl.DataFrame({"pincode": area}).join(pin_states, on="pincode", how="left", maintain_order="left")
         given = _by_unique(_text(frame, c.state, source), fp.state_key_expr)[0] if c.state else nothing
         state = given.fill_null(from_pin["state_key"])
         surname_part, alt_part = _by_unique(surname, fp.surname_key, fp.surname_alt_key)
         name = pl.select(pl.concat_str([pl.lit(state), pl.lit("|"), pl.lit(surname_part)])).to_series()
         alt = pl.select(pl.concat_str([pl.lit(state), pl.lit("|"), pl.lit(alt_part)])).to_series()
         known = state.is_in(tables.prior["prior_key"].unique().implode())
-        prior_key = pl.select(
-            pl.when(pl.lit(known)).then(pl.lit(state)).otherwise(pl.lit(INDIA_PRIOR_KEY))
-        ).to_series()
+        prior_key = pl.select(pl.when(pl.lit(known)).then(pl.lit(state)).otherwise(pl.lit(INDIA_PRIOR_KEY))).to_series()
     else:
         assert config.custom is not None
         normalise = fp.surname_key if config.custom.name_normalisation == "surname" else fp.exact_key
@@ -392,9 +375,7 @@ def apply_proxy(aligned: pa.Table, policy: Policy) -> tuple[pa.Table, dict[str, 
     return proxy_rows(aligned, policy)
 
 
-def proxy_rows(
-    aligned: pa.Table, policy: Policy, *, today: dt.date | None = None
-) -> tuple[pa.Table, dict[str, Any]]:
+def proxy_rows(aligned: pa.Table, policy: Policy, *, today: dt.date | None = None) -> tuple[pa.Table, dict[str, Any]]:
     """:func:`apply_proxy` without Prefect (for tests and the CLI)."""
     config = policy.proxy
     if config is None:
@@ -433,9 +414,7 @@ def proxy_rows(
     }
     if "district_reconciliation" in tables.notes:
         summary["district_reconciliation"] = {
-            k: v
-            for k, v in tables.notes["district_reconciliation"].items()
-            if k != "unmatched_district_names"
+            k: v for k, v in tables.notes["district_reconciliation"].items() if k != "unmatched_district_names"
         }
     # Expected group sizes: the sum of membership probabilities (what the weighted cube counts).
     expected = posterior.group_by(fp.GROUP).agg(pl.col(fp.PROBABILITY).sum()).sort(fp.GROUP)

@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from weasyprint import HTML
 from weasyprint.urls import URLFetcher
 
-from fairgate.report_view import ReportView, build_view, email_summary
+from fairgate.report.view import ReportView, build_view, email_summary
 from tasks import charts as chart_lib
 from tasks.outputs import output_stem, write_atomic
 
@@ -67,9 +67,7 @@ def render_charts(view: ReportView) -> dict[str, str]:
     return {key: _data_uri(svg) for key, svg in out.items() if svg}
 
 
-def render_html(
-    view: ReportView, charts: Mapping[str, str] | None = None, *, full_tables: bool = True
-) -> str:
+def render_html(view: ReportView, charts: Mapping[str, str] | None = None, *, full_tables: bool = True) -> str:
     """The report as one self-contained HTML page.
 
     ``full_tables=False`` is the PDF's variant: a large intersection's group table lists only its most

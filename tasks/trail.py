@@ -35,13 +35,36 @@ GENESIS = "0" * 64
 # Column order is part of the hash: never reorder, only append (and bump TRAIL_VERSION).
 TRAIL_VERSION = 1
 RUN_COLUMNS = [
-    "seq", "run_id", "recorded_at", "created_at", "model_name", "model_version", "fairgate_version",
-    "verdict", "exit_code", "n_rows", "inputs", "policy_text", "policy_sha256", "validation", "join_report",
+    "seq",
+    "run_id",
+    "recorded_at",
+    "created_at",
+    "model_name",
+    "model_version",
+    "fairgate_version",
+    "verdict",
+    "exit_code",
+    "n_rows",
+    "inputs",
+    "policy_text",
+    "policy_sha256",
+    "validation",
+    "join_report",
     "document",
 ]
 METRIC_COLUMNS = [
-    "run_id", "position", "metric", "slicing", "value", "ci_low", "ci_high", "threshold", "direction",
-    "status", "uncertain", "critical",
+    "run_id",
+    "position",
+    "metric",
+    "slicing",
+    "value",
+    "ci_low",
+    "ci_high",
+    "threshold",
+    "direction",
+    "status",
+    "uncertain",
+    "critical",
 ]
 CUBE_COLUMNS = ["run_id", "cells"]
 DELIVERY_COLUMNS = ["seq", "run_id", "recorded_at", "recipients", "status", "detail"]
@@ -128,11 +151,22 @@ def _locked(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnect
 def _metric_rows(run_id: str, document: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for position, r in enumerate(document.get("results", [])):
-        rows.append([
-            run_id, position, r.get("metric"), canonical(r.get("slicing")), _num(r.get("value")),
-            _num(r.get("ci_low")), _num(r.get("ci_high")), _num(r.get("threshold")), r.get("direction"),
-            r.get("status"), bool(r.get("uncertain")), bool(r.get("critical")),
-        ])
+        rows.append(
+            [
+                run_id,
+                position,
+                r.get("metric"),
+                canonical(r.get("slicing")),
+                _num(r.get("value")),
+                _num(r.get("ci_low")),
+                _num(r.get("ci_high")),
+                _num(r.get("threshold")),
+                r.get("direction"),
+                r.get("status"),
+                bool(r.get("uncertain")),
+                bool(r.get("critical")),
+            ]
+        )
     return rows
 
 
@@ -170,10 +204,21 @@ def record_run(
             last = con.execute("select seq, run_hash from runs order by seq desc limit 1").fetchall()
             seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
             run_row = [
-                seq, run_id, recorded_at, str(document.get("created_at")), model.get("name"), model.get("version"),
-                str(document.get("fairgate_version")), document.get("verdict"),
-                0 if document.get("verdict") == "pass" else 1, document.get("n_rows"), canonical(inputs),
-                policy_text, document.get("policy_sha256"), canonical(validation), canonical(join_report),
+                seq,
+                run_id,
+                recorded_at,
+                str(document.get("created_at")),
+                model.get("name"),
+                model.get("version"),
+                str(document.get("fairgate_version")),
+                document.get("verdict"),
+                0 if document.get("verdict") == "pass" else 1,
+                document.get("n_rows"),
+                canonical(inputs),
+                policy_text,
+                document.get("policy_sha256"),
+                canonical(validation),
+                canonical(join_report),
                 canonical(document),
             ]
             run_hash = _run_hash(prev_hash, run_row, metric_rows, cube_rows)
@@ -255,9 +300,7 @@ def verify(trail_path: Path) -> dict[str, Any]:
     _require_trail(trail_path)
     problems: list[str] = []
     with _locked(trail_path, write=False) as con:
-        runs = con.execute(
-            f"select {', '.join(RUN_COLUMNS)}, prev_hash, run_hash from runs order by seq"
-        ).fetchall()
+        runs = con.execute(f"select {', '.join(RUN_COLUMNS)}, prev_hash, run_hash from runs order by seq").fetchall()
         metrics: dict[str, list[list[Any]]] = {}
         for row in con.execute(
             f"select {', '.join(METRIC_COLUMNS)} from metric_results order by run_id, position"
@@ -280,9 +323,7 @@ def verify(trail_path: Path) -> dict[str, Any]:
             problems.append(f"runs: run {seq} ({run_id}) does not follow the previous run: a run was deleted or edited")
         actual = _run_hash(prev_hash, run_row, metrics.pop(run_id, []), cubes.pop(run_id, []))
         if actual != run_hash:
-            problems.append(
-                f"runs: run {seq} ({run_id}) was altered after recording (its row, metric results or cube)"
-            )
+            problems.append(f"runs: run {seq} ({run_id}) was altered after recording (its row, metric results or cube)")
         expected_prev, expected_seq = run_hash, seq + 1
     for run_id in sorted(set(metrics) | set(cubes)):
         problems.append(f"metric_results/cubes: rows for run {run_id} whose run row is gone")
@@ -307,6 +348,4 @@ def verify(trail_path: Path) -> dict[str, Any]:
 
 def _require_trail(trail_path: Path) -> None:
     if not Path(trail_path).exists():
-        raise TrailError(
-            f"no audit trail at {trail_path}; run an audit first, or pass --trail with the trail's path"
-        )
+        raise TrailError(f"no audit trail at {trail_path}; run an audit first, or pass --trail with the trail's path")

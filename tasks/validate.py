@@ -143,22 +143,22 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
     if not aligned.group_sizes:
         return validation
     sizes = pd.DataFrame(aligned.group_sizes)
-    expectation = gx.expectations.ExpectColumnValuesToBeBetween(
-        column="n", min_value=minimum, severity="warning"
-    )
+    expectation = gx.expectations.ExpectColumnValuesToBeBetween(column="n", min_value=minimum, severity="warning")
     result = _validate_frame("group_sizes", sizes, [expectation], "COMPLETE")
     validation.ge_results.append(result.to_json_dict())
     small = sizes[sizes["n"] < minimum]
-    validation.checks.append({
-        "input": "aligned rows",
-        "column": "sensitive attribute groups",
-        "expectation": "expect_column_values_to_be_between",
-        "kwargs": {"column": "n", "min_value": minimum},
-        "severity": "warning",
-        "success": bool(result.success),
-        "unexpected_count": int(len(small)),
-        "example": None if small.empty else f"{small.iloc[0]['attribute']}={small.iloc[0]['group']}",
-    })
+    validation.checks.append(
+        {
+            "input": "aligned rows",
+            "column": "sensitive attribute groups",
+            "expectation": "expect_column_values_to_be_between",
+            "kwargs": {"column": "n", "min_value": minimum},
+            "severity": "warning",
+            "success": bool(result.success),
+            "unexpected_count": int(len(small)),
+            "example": None if small.empty else f"{small.iloc[0]['attribute']}={small.iloc[0]['group']}",
+        }
+    )
     for _, row in small.iterrows():
         validation.warnings.append(
             f"group {row['attribute']}={row['group']!r} has {int(row['n'])} rows, fewer than min_group_size "
@@ -252,9 +252,7 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
 
 
-def _failure_message(
-    source: str, column: str, expectation: str, unexpected: int, example: Any, staged: Staged
-) -> str:
+def _failure_message(source: str, column: str, expectation: str, unexpected: int, example: Any, staged: Staged) -> str:
     is_id = column == staged.input_columns["id"]
     if expectation == "expect_column_values_to_not_be_null":
         what, fix = "has missing (null or NaN) values", "fill in the missing values or drop those rows"
@@ -264,9 +262,11 @@ def _failure_message(
         what, fix = "has values outside [0, 1] (or infinite)", "scores must be probabilities; rescale or drop them"
     elif expectation == "expect_column_values_to_be_in_set":
         what = "has values outside the allowed set"
-        fix = ("recode labels and predictions to 0/1" if column in (staged.input_columns["y_true"],
-               staged.input_columns["y_pred"]) else "declare the value under the attribute's values in the "
-               "policy, or recode the data")
+        fix = (
+            "recode labels and predictions to 0/1"
+            if column in (staged.input_columns["y_true"], staged.input_columns["y_pred"])
+            else "declare the value under the attribute's values in the policy, or recode the data"
+        )
     else:
         what, fix = f"fails {expectation}", "correct the input"
     return (

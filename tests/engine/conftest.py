@@ -112,9 +112,7 @@ def make_policy(
     return fairgate.Policy.from_mapping({"fairness_checker": document}, source="test-policy")
 
 
-def group_key(
-    slicing: list[str] | tuple[str, ...], group: dict[str, str]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def group_key(slicing: list[str] | tuple[str, ...], group: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(slicing), tuple(group[a] for a in slicing)
 
 

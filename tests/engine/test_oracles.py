@@ -252,13 +252,9 @@ def test_summaries_match_fairlearn_difference_and_ratio(case: Case, h: Any) -> N
                     expected_ratio = frame.ratio(method="between_groups")[name]
             else:
                 # Fairlearn counts an undefined rate as 0: compare with its values on defined groups only.
-                values = np.array(
-                    [present.loc[k if len(slicing) > 1 else k[0], name] for k in defined], float
-                )
+                values = np.array([present.loc[k if len(slicing) > 1 else k[0], name] for k in defined], float)
                 expected_difference = values.max() - values.min() if len(values) >= 2 else np.nan
-                expected_ratio = (
-                    values.min() / values.max() if len(values) >= 2 and values.max() > 0 else np.nan
-                )
+                expected_ratio = values.min() / values.max() if len(values) >= 2 and values.max() > 0 else np.nan
             for key, expected in (("difference", expected_difference), ("ratio", expected_ratio)):
                 ours = summary[key]
                 if np.isnan(expected):
@@ -305,14 +301,10 @@ def test_policy_metrics_match_fairlearn_functions(case: Case, h: Any) -> None:
             if (function, slicing) not in expected_cache:
                 with h.quiet_oracles():
                     features = case.pandas[list(slicing)]
-                    expected_cache[(function, slicing)] = function(
-                        case.y, case.p, sensitive_features=features
-                    )
+                    expected_cache[(function, slicing)] = function(case.y, case.p, sensitive_features=features)
             expected = expected_cache[(function, slicing)]
             assert result["value"] is not None
-            assert abs(result["value"] - expected) <= TOL, (
-                f"{name} {slicing}: {result['value']} vs {expected}"
-            )
+            assert abs(result["value"] - expected) <= TOL, f"{name} {slicing}: {result['value']} vs {expected}"
             compared += 1
     assert compared >= len(oracle) * len(case.attributes)
     print(f"{case.name}: {compared} policy values compared, {skipped} skipped (a rate undefined)")
@@ -401,10 +393,7 @@ def _direct_ece(y: np.ndarray, s: np.ndarray, bins: int = 10) -> float:
 
 def test_expected_calibration_error_matches_direct_computation(case: Case, h: Any) -> None:
     groups = h.groups_by_key(case.document)
-    assert (
-        abs(groups[((), ())]["metrics"]["expected_calibration_error"]["value"] - _direct_ece(case.y, case.s))
-        <= TOL
-    )
+    assert abs(groups[((), ())]["metrics"]["expected_calibration_error"]["value"] - _direct_ece(case.y, case.s)) <= TOL
     compared = 0
     for slicing in case.slicings[:6]:
         for key, rows in case.indices(slicing).items():

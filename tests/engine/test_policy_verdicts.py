@@ -84,9 +84,7 @@ def test_wrong_direction_says_the_right_one() -> None:
 
 
 def test_reference_group_not_among_values() -> None:
-    message = _error(
-        _base(sensitive_attributes=[{"name": "sex", "values": ["M", "F"], "reference_group": "X"}])
-    )
+    message = _error(_base(sensitive_attributes=[{"name": "sex", "values": ["M", "F"], "reference_group": "X"}]))
     assert "fairness_checker.sensitive_attributes.0" in message
     assert "'X'" in message and "['M', 'F']" in message
 
@@ -110,9 +108,7 @@ def test_bad_fail_on_lists_choices() -> None:
 
 
 def test_override_naming_an_unconfigured_metric() -> None:
-    message = _error(
-        _base(overrides=[{"reason": "pilot", "metric": "equal_opportunity_difference", "threshold": 0.2}])
-    )
+    message = _error(_base(overrides=[{"reason": "pilot", "metric": "equal_opportunity_difference", "threshold": 0.2}]))
     assert "override" in message and "'equal_opportunity_difference'" in message
 
 
@@ -143,16 +139,12 @@ def test_point_estimate_decides_and_exit_codes(h: Any) -> None:
     assert (failing.verdict, failing.exit_code) == ("fail", 1)
     passing = fairgate.audit(frame, h.make_policy(["grp"], [{**DP, "threshold": 0.25}], n_bootstrap=100))
     assert (passing.verdict, passing.exit_code) == ("pass", 0)
-    gate_off = fairgate.audit(
-        frame, h.make_policy(["grp"], [DP], n_bootstrap=100, ci_cd_gate={"enabled": False})
-    )
+    gate_off = fairgate.audit(frame, h.make_policy(["grp"], [DP], n_bootstrap=100, ci_cd_gate={"enabled": False}))
     assert (gate_off.verdict, gate_off.exit_code) == ("fail", 0)
 
 
 def test_uncertain_when_the_interval_crosses_the_threshold(h: Any) -> None:
-    small = fairgate.audit(
-        _frame({"x": (40, 20), "y": (40, 14)}), h.make_policy(["grp"], [DP], n_bootstrap=300)
-    )
+    small = fairgate.audit(_frame({"x": (40, 20), "y": (40, 14)}), h.make_policy(["grp"], [DP], n_bootstrap=300))
     judged = _result(small, DP["name"], ["grp"])
     assert judged["value"] == pytest.approx(0.15) and judged["status"] == "fail"
     assert judged["ci_low"] < 0.1 < judged["ci_high"] and judged["uncertain"] is True
@@ -261,9 +253,7 @@ def test_small_groups_are_listed_and_left_out_of_the_judgement(h: Any) -> None:
     listed = result.to_dict()["diagnostics"]["insufficient_groups"]
     assert {"slicing": ["grp"], "group": {"grp": "z"}, "n": 12.0, "min_group_size": 30} in listed
     summary = next(
-        s
-        for s in result.to_dict()["summaries"]
-        if s["metric"] == "selection_rate" and s["slicing"] == ["grp"]
+        s for s in result.to_dict()["summaries"] if s["metric"] == "selection_rate" and s["slicing"] == ["grp"]
     )
     assert summary["difference"] == pytest.approx(0.02)
     z = next(g for g in result.to_dict()["groups"] if g["group"] == {"grp": "z"})

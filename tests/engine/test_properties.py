@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import fairgate
-from fairgate.cube import BIN, PRED, SCORE, SCORE_SUM, TRUE, WEIGHT
-from fairgate.cube import ROWS as ROWS_COLUMN
+from fairgate.engine.cube import BIN, PRED, SCORE, SCORE_SUM, TRUE, WEIGHT
+from fairgate.engine.cube import ROWS as ROWS_COLUMN
 
 # No shrinking: an audit per example makes shrinking take minutes; the explicit tests below pin down the
 # minimal cases found while writing these properties.
@@ -110,9 +110,7 @@ def _score_weights(cube: fairgate.Cube) -> pl.DataFrame:
     assert cube.scores is not None
     table = cube.scores
     decoded = table.with_columns(
-        pl.Series(a, cube.levels(a)).gather(table[a].cast(pl.Int64))
-        if table[a].dtype.is_integer()
-        else pl.col(a)
+        pl.Series(a, cube.levels(a)).gather(table[a].cast(pl.Int64)) if table[a].dtype.is_integer() else pl.col(a)
         for a in cube.attributes
     )
     keys = [*cube.attributes, SCORE, TRUE]
@@ -195,23 +193,17 @@ def _point_view(document: dict[str, Any]) -> dict[str, Any]:
     ]
     comparisons = [
         {k: c[k] for k in ("metric", "slicing", "group", "reference", "difference", "ratio")}
-        | (
-            {k: c[k] for k in ("difference_ci_low", "difference_ci_high", "p_value")}
-            if _is_rate(c["metric"])
-            else {}
-        )
+        | ({k: c[k] for k in ("difference_ci_low", "difference_ci_high", "p_value")} if _is_rate(c["metric"]) else {})
         for c in document["comparisons"]
     ]
-    summaries = [
-        {k: s[k] for k in ("metric", "slicing", "difference", "ratio")} for s in document["summaries"]
-    ]
+    summaries = [{k: s[k] for k in ("metric", "slicing", "difference", "ratio")} for s in document["summaries"]]
     # Not ``status``: a value equal to its threshold up to the last bit (sums in another order) may flip it.
     results = [{k: r[k] for k in ("metric", "slicing", "value")} for r in document["results"]]
     return {"groups": groups, "comparisons": comparisons, "summaries": summaries, "results": results}
 
 
 def _is_rate(name: str) -> bool:
-    from fairgate.metrics import GroupMetric, Rate
+    from fairgate.engine.metrics import GroupMetric, Rate
 
     return issubclass(GroupMetric.registry[name], Rate)
 
@@ -256,20 +248,14 @@ def test_group_without_favourable_labels_has_null_tpr_not_zero(h: Any) -> None:
     )
     policy = h.make_policy(["grp"], [{"name": "equal_opportunity_difference", "threshold": 0.1}])
     document = fairgate.audit(frame, policy).to_dict()
-    tpr = {
-        g["group"]["grp"]: g["metrics"]["true_positive_rate"]
-        for g in document["groups"]
-        if g["slicing"] == ["grp"]
-    }
+    tpr = {g["group"]["grp"]: g["metrics"]["true_positive_rate"] for g in document["groups"] if g["slicing"] == ["grp"]}
     assert tpr["y"] == {"value": None, "ci_low": None, "ci_high": None}
     assert tpr["x"]["value"] == pytest.approx(0.75) and tpr["z"]["value"] == pytest.approx(0.5)
     # The summary is taken over the groups where TPR is defined: 0.75 - 0.5, not 0.75 - 0.
     result = next(r for r in document["results"] if r["slicing"] == ["grp"])
     assert result["value"] == pytest.approx(0.25)
     comparison = next(
-        c
-        for c in document["comparisons"]
-        if c["metric"] == "true_positive_rate" and c["group"] == {"grp": "y"}
+        c for c in document["comparisons"] if c["metric"] == "true_positive_rate" and c["group"] == {"grp": "y"}
     )
     assert comparison["difference"] is None and comparison["p_value"] is None
     assert '"NaN"' not in fairgate.audit(frame, policy).to_json()
@@ -328,9 +314,7 @@ def test_cubes_with_different_attributes_refuse_to_add(h: Any) -> None:
 def test_any_attribute_name_works(h: Any, name: str) -> None:
     """An attribute may be called anything, including the engine's internal column names (``g`` is a
     natural name for a group column)."""
-    frame = _rows_frame([("x", 1, 1, 30), ("x", 0, 0, 30), ("y", 1, 0, 30), ("y", 0, 1, 30)]).rename(
-        {"grp": name}
-    )
+    frame = _rows_frame([("x", 1, 1, 30), ("x", 0, 0, 30), ("y", 1, 0, 30), ("y", 0, 1, 30)]).rename({"grp": name})
     document = fairgate.audit(frame, h.make_policy([name])).to_dict()
     assert next(r for r in document["results"] if r["slicing"] == [name])["value"] == pytest.approx(0.0)
 
@@ -345,9 +329,7 @@ def test_auc_intervals_stay_within_their_range(h: Any) -> None:
             "score": [0.5] * 8,
         }
     )
-    document = fairgate.audit(
-        frame, h.make_policy(["grp"], [{"name": "auc_difference", "threshold": 0.1}])
-    ).to_dict()
+    document = fairgate.audit(frame, h.make_policy(["grp"], [{"name": "auc_difference", "threshold": 0.1}])).to_dict()
     summary = next(s for s in document["summaries"] if s["metric"] == "roc_auc")
     assert 0.0 <= summary["ratio_ci_low"] <= summary["ratio_ci_high"] <= 1.0, summary
     assert 0.0 <= summary["difference_ci_low"] <= summary["difference_ci_high"] <= 1.0, summary

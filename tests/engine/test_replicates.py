@@ -1,7 +1,7 @@
 """Per-slicing bootstrap replicates: reproducible wherever a slicing runs, and tied to the policy's seed.
 
 Each slicing draws its own multinomial replicates (fairgate/bootstrap.py), so a slicing computed alone (as one
-Prefect task) must give exactly the intervals it gets inside ``fairgate.audit`` (threads, other slicings).
+Prefect task) must give exactly the intervals it gets inside ``fairgate.engine.audit`` (threads, other slicings).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 import fairgate
-from fairgate.bootstrap import draw_counts, slicing_seed
+from fairgate.engine.bootstrap import draw_counts, slicing_seed
 
 
 def _frame(seed: int = 3, n: int = 3000) -> pl.DataFrame:

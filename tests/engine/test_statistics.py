@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import fairgate
-from fairgate.stats import benjamini_hochberg, newcombe_interval, wilson_interval, z_value
+from fairgate.engine.stats import benjamini_hochberg, newcombe_interval, wilson_interval, z_value
 
 
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
@@ -31,9 +31,7 @@ def test_wilson_is_undefined_without_trials() -> None:
 
 
 def test_audit_group_intervals_are_wilson(h: Any) -> None:
-    frame = pl.DataFrame(
-        {"grp": ["x"] * 40 + ["y"] * 60, "y_true": [1, 0] * 50, "y_pred": [1] * 13 + [0] * 87}
-    )
+    frame = pl.DataFrame({"grp": ["x"] * 40 + ["y"] * 60, "y_true": [1, 0] * 50, "y_pred": [1] * 13 + [0] * 87})
     document = fairgate.audit(frame, h.make_policy(["grp"])).to_dict()
     entry = next(g for g in document["groups"] if g["group"] == {"grp": "x"})
     expected = stats.binomtest(13, 40).proportion_ci(confidence_level=0.95, method="wilson")
@@ -48,9 +46,7 @@ def test_benjamini_hochberg_matches_scipy() -> None:
     adjusted = benjamini_hochberg(p)
     defined = np.isfinite(p)
     assert np.isnan(adjusted[~defined]).all()
-    np.testing.assert_allclose(
-        adjusted[defined], stats.false_discovery_control(p[defined], method="bh"), atol=1e-12
-    )
+    np.testing.assert_allclose(adjusted[defined], stats.false_discovery_control(p[defined], method="bh"), atol=1e-12)
 
 
 def test_audit_adjusts_p_values_across_the_whole_audit(h: Any) -> None:
@@ -79,9 +75,7 @@ def test_audit_comparisons_use_newcombe_for_rate_differences(h: Any) -> None:
     document = fairgate.audit(frame, h.make_policy([{"name": "grp", "reference_group": "x"}])).to_dict()
     comparison = next(c for c in document["comparisons"] if c["metric"] == "selection_rate")
     assert comparison["group"] == {"grp": "y"} and comparison["reference"] == {"grp": "x"}
-    low, high = newcombe_interval(
-        np.array(20.0), np.array(80.0), np.array(70.0), np.array(120.0), z_value(0.95)
-    )
+    low, high = newcombe_interval(np.array(20.0), np.array(80.0), np.array(70.0), np.array(120.0), z_value(0.95))
     assert comparison["difference"] == pytest.approx(20 / 80 - 70 / 120, abs=1e-12)
     assert comparison["difference_ci_low"] == pytest.approx(float(low), abs=1e-12)
     assert comparison["difference_ci_high"] == pytest.approx(float(high), abs=1e-12)
@@ -90,9 +84,7 @@ def test_audit_comparisons_use_newcombe_for_rate_differences(h: Any) -> None:
 @pytest.mark.parametrize(
     ("p1", "n1", "p2", "n2"), [(0.30, 200, 0.40, 300), (0.10, 80, 0.15, 120), (0.5, 1000, 0.45, 50)]
 )
-def test_newcombe_interval_covers_the_true_difference_about_95_percent(
-    p1: float, n1: int, p2: float, n2: int
-) -> None:
+def test_newcombe_interval_covers_the_true_difference_about_95_percent(p1: float, n1: int, p2: float, n2: int) -> None:
     rng = np.random.default_rng(2024)
     simulations = 4000
     x1 = rng.binomial(n1, p1, simulations).astype(float)

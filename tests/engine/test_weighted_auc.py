@@ -26,9 +26,7 @@ def _frame(ties: bool, seed: int = 5, n: int = 4000) -> pl.DataFrame:
     if ties:
         score = np.round(score, 1)
     assert ties == (np.unique(score).size < n)
-    return pl.DataFrame(
-        {"region": region, "band": band, "y_true": y, "score": score, "w": rng.uniform(0.05, 1.0, n)}
-    )
+    return pl.DataFrame({"region": region, "band": band, "y_true": y, "score": score, "w": rng.uniform(0.05, 1.0, n)})
 
 
 @pytest.mark.parametrize("ties", [False, True])

@@ -13,9 +13,9 @@ import duckdb
 from typer.testing import CliRunner
 
 # isort: off
-# fairgate.cli first: it sets the Prefect/GE environment defaults (telemetry off, start-up timeout), which
+# cli first: it sets the Prefect/GE environment defaults (telemetry off, start-up timeout), which
 # Prefect reads when it is imported.
-import fairgate.cli  # noqa: F401
+import cli  # noqa: F401
 import prefect  # noqa: F401
 from prefect.logging.configuration import setup_logging
 
@@ -73,9 +73,22 @@ class Inputs:
 
     def args(self, *extra: str) -> list[str]:
         return [
-            "audit", "--policy", str(self.policy), "--predictions", str(self.predictions),
-            "--labels", str(self.labels), "--attributes", str(self.attributes), "--out", str(self.out),
-            "--model", "compas", "--model-version", "1", *extra,
+            "audit",
+            "--policy",
+            str(self.policy),
+            "--predictions",
+            str(self.predictions),
+            "--labels",
+            str(self.labels),
+            "--attributes",
+            str(self.attributes),
+            "--out",
+            str(self.out),
+            "--model",
+            "compas",
+            "--model-version",
+            "1",
+            *extra,
         ]
 
 
@@ -104,7 +117,11 @@ def run_fairgate(args: list[str], cwd: Path, timeout: float = 600) -> subprocess
     """Run the installed CLI as a user would, in a fresh process."""
     env = {**os.environ, "COLUMNS": "160"}
     return subprocess.run(
-        [str(Path(sys.executable).parent / "fairgate"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+        [str(Path(sys.executable).parent / "fairgate"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
 

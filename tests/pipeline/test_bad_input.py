@@ -10,7 +10,7 @@ import pytest
 from pipeline_helpers import Inputs
 from typer.testing import CliRunner
 
-from fairgate.cli import app
+from cli import app
 
 
 def _rewrite(path: Path, query: str) -> None:
@@ -97,8 +97,19 @@ def sql_injection_column(i: Inputs) -> tuple[list[str], list[str]]:
 
 
 CASES: list[Callable[[Inputs], tuple[list[str], list[str]]]] = [
-    missing_file, empty_file, header_only, broken_row, duplicate_ids, missing_column, label_two, label_yes,
-    nan_score, score_above_one, unknown_attribute_value, policy_typo, sql_injection_column,
+    missing_file,
+    empty_file,
+    header_only,
+    broken_row,
+    duplicate_ids,
+    missing_column,
+    label_two,
+    label_yes,
+    nan_score,
+    score_above_one,
+    unknown_attribute_value,
+    policy_typo,
+    sql_injection_column,
 ]
 
 

@@ -12,7 +12,7 @@ import pytest
 from pipeline_helpers import POLICY_PASSING, Inputs, run_fairgate
 from typer.testing import CliRunner
 
-from fairgate.cli import app
+from cli import app
 from tasks.trail import list_runs, verify
 
 
@@ -104,8 +104,9 @@ def test_join_report_and_missing_attributes(runner: CliRunner, inputs: Inputs) -
     con.read_csv(str(inputs.labels)).filter("id > 100").to_csv(str(inputs.labels))
     con.read_csv(str(inputs.predictions)).filter("id <= 10 or id > 160").to_csv(str(inputs.predictions))
     con.read_csv(str(inputs.attributes)).filter("id not between 1000 and 1029").create_view("a")
-    con.sql("select id, case when id between 2000 and 2019 then null else race end as race, sex, age_cat "
-            "from a").to_csv(str(inputs.attributes))
+    con.sql(
+        "select id, case when id between 2000 and 2019 then null else race end as race, sex, age_cat from a"
+    ).to_csv(str(inputs.attributes))
     predicted = {r[0] for r in con.read_csv(str(inputs.predictions)).fetchall()}
     labelled = {r[0] for r in con.read_csv(str(inputs.labels)).fetchall()}
     with_attributes = {r[0] for r in con.read_csv(str(inputs.attributes)).fetchall()}
@@ -121,7 +122,9 @@ def test_join_report_and_missing_attributes(runner: CliRunner, inputs: Inputs) -
     assert alignment["people_without_attributes"] == len(matched - with_attributes) > 0
     missing_race = len(matched - with_attributes) + len(matched & blank_race)
     assert alignment["missing_attribute_values"]["race"] == {
-        "count": missing_race, "handling": "exclude", "unknown_label": None,
+        "count": missing_race,
+        "handling": "exclude",
+        "unknown_label": None,
     }
     assert alignment["aligned_rows"] == len(matched) - missing_race
 
@@ -135,8 +138,10 @@ def test_missing_attribute_kept_as_unknown_group(runner: CliRunner, inputs: Inpu
     )
     con.close()
     inputs.policy.write_text(
-        inputs.policy.read_text().replace("reference_group: Caucasian}", "reference_group: Caucasian,\n"
-                                          "       missing: unknown, unknown_label: not recorded}")
+        inputs.policy.read_text().replace(
+            "reference_group: Caucasian}",
+            "reference_group: Caucasian,\n       missing: unknown, unknown_label: not recorded}",
+        )
     )
     result = runner.invoke(app, inputs.args("--quiet"))
     assert result.exit_code == 1, result.output
@@ -183,10 +188,10 @@ def test_trail_cli_list_show_verify(runner: CliRunner, inputs: Inputs) -> None:
 def test_model_named_in_the_predictions_is_recorded(runner: CliRunner, inputs: Inputs) -> None:
     con = duckdb.connect()
     con.read_csv(str(inputs.predictions)).create_view("p")
-    con.sql("select *, 'recidivism-gbm' as model_name, '2.3' as model_version, "
-            "timestamp '2026-01-01' + to_days(cast(id % 30 as integer)) as timestamp from p").to_csv(
-        str(inputs.predictions)
-    )
+    con.sql(
+        "select *, 'recidivism-gbm' as model_name, '2.3' as model_version, "
+        "timestamp '2026-01-01' + to_days(cast(id % 30 as integer)) as timestamp from p"
+    ).to_csv(str(inputs.predictions))
     con.close()
     args = [a for a in inputs.args("--quiet")]
     for option in ("--model", "--model-version"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import COMPAS_CSV, InProcessRunner
 
-from fairgate.cli import DEMO_DATA, DEMO_POLICY, app
+from cli import DEMO_DATA, DEMO_POLICY, app
 from tasks.trail import list_runs, verify
 
 

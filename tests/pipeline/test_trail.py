@@ -12,30 +12,57 @@ import duckdb
 import pytest
 from pipeline_helpers import InProcessRunner, Inputs
 
-from fairgate.cli import app
+from cli import app
 from tasks import trail as trail_module
 from tasks.trail import list_runs, record_delivery, record_run, verify
 
 
 def _document(run_id: str, verdict: str = "fail") -> dict:
     return {
-        "run_id": run_id, "verdict": verdict, "model": {"name": "m", "version": "1"}, "n_rows": 10,
-        "created_at": "2026-01-01T00:00:00+00:00", "fairgate_version": "0.1.0", "policy_sha256": "ab" * 32,
+        "run_id": run_id,
+        "verdict": verdict,
+        "model": {"name": "m", "version": "1"},
+        "n_rows": 10,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "fairgate_version": "0.1.0",
+        "policy_sha256": "ab" * 32,
         "results": [
-            {"metric": "disparate_impact_ratio", "slicing": ["sex"], "value": 0.7, "ci_low": 0.6, "ci_high": 0.8,
-             "threshold": 0.8, "direction": "higher_is_better", "status": verdict, "uncertain": False,
-             "critical": False},
-            {"metric": "disparate_impact_ratio", "slicing": ["race"], "value": None, "ci_low": None,
-             "ci_high": None, "threshold": 0.8, "direction": "higher_is_better", "status": "insufficient_data",
-             "uncertain": False, "critical": False},
+            {
+                "metric": "disparate_impact_ratio",
+                "slicing": ["sex"],
+                "value": 0.7,
+                "ci_low": 0.6,
+                "ci_high": 0.8,
+                "threshold": 0.8,
+                "direction": "higher_is_better",
+                "status": verdict,
+                "uncertain": False,
+                "critical": False,
+            },
+            {
+                "metric": "disparate_impact_ratio",
+                "slicing": ["race"],
+                "value": None,
+                "ci_low": None,
+                "ci_high": None,
+                "threshold": 0.8,
+                "direction": "higher_is_better",
+                "status": "insufficient_data",
+                "uncertain": False,
+                "critical": False,
+            },
         ],
     }
 
 
 def _record(path: Path, run_id: str) -> dict:
     return record_run.fn(
-        path, _document(run_id), policy_text="fairness_checker: {}", inputs={"labels": {"sha256": "00"}},
-        validation={"success": True}, join_report={"matched": 10},
+        path,
+        _document(run_id),
+        policy_text="fairness_checker: {}",
+        inputs={"labels": {"sha256": "00"}},
+        validation={"success": True},
+        join_report={"matched": 10},
         cube_cells=[{"sex": "F", "y_true": 1, "y_pred": 1, "rows": 4}],
     )
 
@@ -118,10 +145,15 @@ def test_two_concurrent_audits_are_both_recorded(inputs: Inputs, tmp_path: Path)
         args = inputs.args("--quiet", "--trail", str(shared_trail))
         args[args.index("--out") + 1] = str(out)
         args[args.index("--model") + 1] = f"model_{name}"
-        processes.append(subprocess.Popen(
-            [str(Path(sys.executable).parent / "fairgate"), *args], cwd=tmp_path,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))
+        processes.append(
+            subprocess.Popen(
+                [str(Path(sys.executable).parent / "fairgate"), *args],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outcomes = [p.communicate(timeout=900) for p in processes]
     assert [p.returncode for p in processes] == [1, 1], [o[1][-2000:] for o in outcomes]
     runs = list_runs(shared_trail)

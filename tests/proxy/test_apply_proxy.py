@@ -93,12 +93,8 @@ def test_weighted_audit_equals_hard_assignment_when_weights_are_0_or_1() -> None
     with_zeros = pl.concat([weighted, wrong])
 
     expected = metric_values(fairgate.audit(hard, policy_yaml()))
-    assert metric_values(fairgate.audit(weighted, policy_yaml(weight="w"))) == pytest.approx(
-        expected, abs=1e-12
-    )
-    assert metric_values(fairgate.audit(with_zeros, policy_yaml(weight="w"))) == pytest.approx(
-        expected, abs=1e-12
-    )
+    assert metric_values(fairgate.audit(weighted, policy_yaml(weight="w"))) == pytest.approx(expected, abs=1e-12)
+    assert metric_values(fairgate.audit(with_zeros, policy_yaml(weight="w"))) == pytest.approx(expected, abs=1e-12)
 
 
 def test_probabilistic_weights_give_expected_rates() -> None:
@@ -199,9 +195,7 @@ fairness_checker:
 
 
 def test_proxy_features_and_stale_attributes_in_summary(compas: pl.DataFrame) -> None:
-    proxy = (
-        PROXY_BIFSG + "\n    proxy_features: {columns: [last, y_pred]}\n    collected_at_column: collected"
-    )
+    proxy = PROXY_BIFSG + "\n    proxy_features: {columns: [last, y_pred]}\n    collected_at_column: collected"
     aligned = compas.with_columns(pl.lit(dt.date(2013, 1, 1)).alias("collected")).to_arrow()
     _, summary = tp.proxy_rows(aligned, policy_yaml(proxy, weight="w"), today=dt.date(2016, 5, 20))
     features = {(f["feature"], f["attribute"]): f for f in summary["proxy_features"]}

@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 
-from fairgate.config_proxy import ProxyConfig
+from fairgate.policy.proxy import ProxyConfig
 from tasks import proxy as tp
 
 BISG_GROUPS = ["white", "black", "api", "native", "multiple", "hispanic"]
@@ -43,9 +43,7 @@ def surnames(data_dir, prob_rows):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def zctas(data_dir, prob_rows):  # type: ignore[no-untyped-def]
-    return prob_rows(
-        data_dir / "bisg" / "prob_zcta_given_race_2010.csv", "zcta5", {"60629", "02134", "10027", "01199"}
-    )
+    return prob_rows(data_dir / "bisg" / "prob_zcta_given_race_2010.csv", "zcta5", {"60629", "02134", "10027", "01199"})
 
 
 @pytest.fixture(scope="module")
@@ -139,9 +137,7 @@ def test_bifsg_equals_hand_computation(surnames, zctas, first_names) -> None:  #
         }
     )
     wide = posterior_of(people, config)
-    full = normalised(
-        {g: surnames["GARCIA"][g] * first_names["MARIA"][g] * zctas["10027"][g] for g in BISG_GROUPS}
-    )
+    full = normalised({g: surnames["GARCIA"][g] * first_names["MARIA"][g] * zctas["10027"][g] for g in BISG_GROUPS})
     row = wide.row(0, named=True)
     assert row["fallback"] == "surname_first_name_geography"
     for g in BISG_GROUPS:
@@ -154,9 +150,7 @@ def test_bifsg_equals_hand_computation(surnames, zctas, first_names) -> None:  #
 
 
 def test_posteriors_are_distributions() -> None:
-    people = pl.DataFrame(
-        {"surname": ["Smith", "Nguyen", "Qxzv", "Lee"], "zip": ["10027", None, "60629", "02134"]}
-    )
+    people = pl.DataFrame({"surname": ["Smith", "Nguyen", "Qxzv", "Lee"], "zip": ["10027", None, "60629", "02134"]})
     wide = posterior_of(people, BISG)
     sums = wide.select(pl.sum_horizontal(BISG_GROUPS)).to_series().to_list()
     assert sums == pytest.approx([1.0] * 4, abs=1e-12)

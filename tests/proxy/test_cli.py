@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from fairgate.cli import proxy_cmd
+from cli import proxy_cmd
 
 
 @pytest.fixture()
@@ -98,9 +98,7 @@ def test_india_parquet_output(app: typer.Typer, tmp_path: Path) -> None:
         (["--surname-col", "last", "--id-col", "nope"], "--id-col"),
     ],
 )
-def test_bad_input_exits_2_and_writes_nothing(
-    app: typer.Typer, tmp_path: Path, args: list[str], message: str
-) -> None:
+def test_bad_input_exits_2_and_writes_nothing(app: typer.Typer, tmp_path: Path, args: list[str], message: str) -> None:
     source = tmp_path / "people.csv"
     source.write_text("pid,last,zip\n1,Smith,10027\n")
     out = tmp_path / "proxy.csv"

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 import fairgate
-from fairgate.config_proxy import ProxyConfig
 from fairgate.errors import DataError, PolicyError
+from fairgate.policy.proxy import ProxyConfig
 from tasks import proxy as tp
 
 
@@ -32,9 +32,7 @@ def test_custom_tables_posterior_by_hand(tmp_path: Path) -> None:
             "custom": {"name_table": str(names), "area_table": str(areas), "prior": {"alpha": 3, "beta": 1}},
         }
     )
-    people = pl.DataFrame(
-        {"name": ["smith", "ONeil", "Nobody", "Nobody"], "area": ["007", "008", "007", "999"]}
-    )
+    people = pl.DataFrame({"name": ["smith", "ONeil", "Nobody", "Nobody"], "area": ["007", "008", "007", "999"]})
     posterior, tables = tp.infer_posterior(people, config)
     assert tables.groups == ("alpha", "beta")
     wide = tp.wide_posterior(posterior, tables.groups)

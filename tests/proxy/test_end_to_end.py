@@ -15,9 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-COMPAS_CSV = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
-)
+COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
 
 POLICY = """\
 fairness_checker:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from fairgate.config_proxy import ProxyConfig
+from fairgate.policy.proxy import ProxyConfig
 from fairgate.proxy import reconcile_districts
 from tasks import proxy as tp
 
@@ -108,9 +108,7 @@ def test_india_fallbacks(census, secc) -> None:  # type: ignore[no-untyped-def]
     expected = normalised({g: patna[g] for g in GROUPS})
     assert wide.row(0, named=True)["sc"] == pytest.approx(expected["sc"], abs=1e-12)
     # surname only: the SECC share in the state
-    assert wide.row(1, named=True)["sc"] == pytest.approx(
-        surname_share(secc, "bihar", "paswan")["sc"], abs=1e-12
-    )
+    assert wide.row(1, named=True)["sc"] == pytest.approx(surname_share(secc, "bihar", "paswan")["sc"], abs=1e-12)
     # prior: the state's 2011 shares
     bihar = census.filter(pl.col("state") == "BIHAR").select(pl.col(GROUPS).sum()).row(0, named=True)
     assert wide.row(2, named=True)["st"] == pytest.approx(normalised(bihar)["st"], abs=1e-12)
@@ -128,20 +126,14 @@ def test_district_reconciliation_coverage_and_care(data_dir) -> None:  # type: i
     assert all(name.startswith("Na (") for name in coverage["unmatched_district_names"])
 
     def census_name(district: str, state: str) -> str:
-        code = crosswalk.filter((pl.col("district") == district) & (pl.col("state") == state))[
-            "district_code"
-        ][0]
+        code = crosswalk.filter((pl.col("district") == district) & (pl.col("state") == state))["district_code"][0]
         return census.filter(pl.col("District code") == code)["District name"][0]
 
     assert census_name("Gurugram", "Haryana") == "Gurgaon"  # renamed
     assert census_name("Kamrup Metro", "Assam") == "Kamrup Metropolitan"
-    assert (
-        census_name("South East", "Delhi") == "South"
-    )  # carved out of South; never fuzzy-matched to South West
+    assert census_name("South East", "Delhi") == "South"  # carved out of South; never fuzzy-matched to South West
     assert census_name("Medinipur West", "West Bengal") == "Paschim Medinipur"
     # State-scoped: Aurangabad exists in Bihar and in Maharashtra, and each maps within its own state.
-    aurangabad = (
-        crosswalk.filter(pl.col("district") == "Aurangabad").select("state", "district_code").unique()
-    )
+    aurangabad = crosswalk.filter(pl.col("district") == "Aurangabad").select("state", "district_code").unique()
     codes = dict(aurangabad.iter_rows())
     assert len(set(codes.values())) == len(codes) >= 2

@@ -94,7 +94,5 @@ def test_stale_attributes() -> None:
     assert old["stale"] is True and old["n_older_than_max"] == 2
     fresh = stale_attributes(dates, as_of=dt.date(2022, 6, 1), max_age_days=730)
     assert fresh["stale"] is False and fresh["n_older_than_max"] == 1
-    text = stale_attributes(
-        pl.Series("c", ["2024-01-01", "nonsense"]), as_of=dt.date(2024, 2, 1), max_age_days=730
-    )
+    text = stale_attributes(pl.Series("c", ["2024-01-01", "nonsense"]), as_of=dt.date(2024, 2, 1), max_age_days=730)
     assert text["n"] == 1 and text["n_unparsed"] == 1 and text["stale"] is False

@@ -20,9 +20,7 @@ DEMO_POLICY = REPO / "fairgate" / "policies" / "compas_demo.yaml"
 def compas_frame() -> pl.DataFrame:
     """COMPAS as the engine's input (issue 4): race, sex, age_cat; score = first decile_score / 10."""
     raw = pl.read_csv(COMPAS_CSV)
-    assert (
-        "decile_score_duplicated_0" in raw.columns
-    )  # the header has decile_score twice: the first is the score
+    assert "decile_score_duplicated_0" in raw.columns  # the header has decile_score twice: the first is the score
     return raw.select(
         pl.col("race"),
         pl.col("sex"),

@@ -73,9 +73,7 @@ def synthetic_doc(
             }
             label = " / ".join(combo)
             sel_values[label] = metrics["selection_rate"]["value"]
-            groups.append(
-                {"slicing": list(slicing), "group": group, "n": n, "sufficient": n >= 30, "metrics": metrics}
-            )
+            groups.append({"slicing": list(slicing), "group": group, "n": n, "sufficient": n >= 30, "metrics": metrics})
             fpr = np.sort(rng.uniform(0, 1, 9))
             roc.append(
                 {
@@ -199,9 +197,7 @@ def synthetic_doc(
             "worst_subgroups": [],
             "simpson": [],
             "insufficient_groups": [
-                {"slicing": list(g["slicing"]), "group": g["group"], "n": g["n"]}
-                for g in groups
-                if not g["sufficient"]
+                {"slicing": list(g["slicing"]), "group": g["group"], "n": g["n"]} for g in groups if not g["sufficient"]
             ],
         },
         "curves": {"roc": roc, "calibration": calibration},

@@ -20,9 +20,7 @@ def _policy(delivery: str) -> fairgate.Policy:
 
 
 def test_defaults_and_ports() -> None:
-    policy = _policy(
-        "    recipients: [risk@example.org]\n    smtp: {host: mail.example.org, security: ssl}\n"
-    )
+    policy = _policy("    recipients: [risk@example.org]\n    smtp: {host: mail.example.org, security: ssl}\n")
     delivery = policy.delivery
     assert delivery is not None and delivery.smtp is not None
     assert delivery.smtp.effective_port == 465 and delivery.attach == ["pdf"] and delivery.retries == 3

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from report_docgen import synthetic_doc
 
-from fairgate.config_delivery import DeliveryConfig
+from fairgate.policy.delivery import DeliveryConfig
 from tasks.deliver import DeliveryError, deliver_report, resolve_credentials
 from tasks.report import build_report_files, email_body
 
@@ -74,9 +74,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
             False,
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -86,9 +84,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     cert_path, key_path = folder / "cert.pem", folder / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return cert_path, key_path
 
@@ -152,9 +148,7 @@ def _delivery(tmp_path: Path, **smtp: Any) -> DeliveryConfig:
 
 def _deliveries(trail: Path) -> list[tuple[Any, ...]]:
     with duckdb.connect(str(trail), read_only=True) as con:
-        return con.execute(
-            "select run_id, recipients, status, detail from deliveries order by seq"
-        ).fetchall()
+        return con.execute("select run_id, recipients, status, detail from deliveries order by seq").fetchall()
 
 
 def _pdf_attachment(message: email.message.EmailMessage) -> bytes:
@@ -163,9 +157,7 @@ def _pdf_attachment(message: email.message.EmailMessage) -> bytes:
     return parts[0].get_content()
 
 
-def test_email_over_plain_smtp_carries_the_pdf(
-    smtp_server: tuple[Inbox, int], report: Any, tmp_path: Path
-) -> None:
+def test_email_over_plain_smtp_carries_the_pdf(smtp_server: tuple[Inbox, int], report: Any, tmp_path: Path) -> None:
     inbox, port = smtp_server
     doc, paths = report
     trail = tmp_path / "trail.duckdb"
@@ -253,9 +245,7 @@ def test_starttls_refuses_an_untrusted_certificate(
 
 def test_implicit_tls(certificate: tuple[Path, Path], report: Any, tmp_path: Path) -> None:
     inbox = Inbox()
-    controller = Controller(
-        inbox, hostname="127.0.0.1", port=_free_port(), ssl_context=_server_context(certificate)
-    )
+    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port(), ssl_context=_server_context(certificate))
     controller.start()
     try:
         doc, paths = report

@@ -19,7 +19,7 @@ from prefect import flow
 from test_report_deliver import Inbox, _free_port
 
 import fairgate
-from fairgate.config_delivery import DeliveryConfig
+from fairgate.policy.delivery import DeliveryConfig
 from flows.report_flow import publish_report
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fairgate.mitigation import priority_note, recommend
+from fairgate.mitigation.advice import priority_note, recommend
 
 
 def _result(

@@ -15,7 +15,7 @@ from PIL import Image
 from pypdf import PdfReader
 from report_docgen import synthetic_doc
 
-from fairgate.report_view import build_view
+from fairgate.report.view import build_view
 from tasks.report import (
     OfflineURLFetcher,
     build_report_files,
@@ -160,9 +160,7 @@ def test_json_only_policy_writes_nothing(tmp_path: Path) -> None:
 def test_charts_never_show_a_suppressed_group() -> None:
     doc = synthetic_doc({"sex": ["M", "F"], "race": ["a", "b", "c", "zz_tiny"]}, tiny=("zz_tiny",), seed=2)
     view = build_view(doc, min_cell_size=10)
-    charts = {
-        key: base64.b64decode(uri.split(",", 1)[1]).decode() for key, uri in render_charts(view).items()
-    }
+    charts = {key: base64.b64decode(uri.split(",", 1)[1]).decode() for key, uri in render_charts(view).items()}
     for key, svg in charts.items():
         if key.startswith(("roc:", "calibration:", "rates:")):
             assert "zz_tiny" not in svg, key  # curves and bars of a small group are not drawn at all

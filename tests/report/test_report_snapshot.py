@@ -81,9 +81,6 @@ def test_report_structure_matches_the_snapshot(compas_report: dict[str, Path]) -
 
 
 def test_outline_sees_structure_changes() -> None:
-    base = (
-        "<h2>A</h2><table class='t'><thead><tr><th>x</th></tr></thead>"
-        "<tbody><tr><td>1</td></tr></tbody></table>"
-    )
+    base = "<h2>A</h2><table class='t'><thead><tr><th>x</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table>"
     assert outline(base) == "h2: A\n  table.t [x] rows=1\n"
     assert outline(base.replace("<td>1</td></tr>", "<td>1</td></tr><tr><td>2</td></tr>")) != outline(base)

@@ -214,7 +214,7 @@ class RocAuc(GroupMetric):
     needs_scores = True
 
     def compute(self, counts: GroupCounts) -> np.ndarray:  # pragma: no cover - computed from score tables
-        raise TypeError("roc_auc is computed from the score table by fairgate.auc, not from counts")
+        raise TypeError("roc_auc is computed from the score table by fairgate.engine.auc, not from counts")
 
 
 #: Group metrics computed from the cube's counts (everything but the row-level AUC).

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairgate.mitigation import priority_note, recommend
+from fairgate.mitigation.advice import priority_note, recommend
 
 #: Group metrics shown in the by-group tables, in reading order.
 TABLE_METRICS: tuple[str, ...] = (
@@ -74,7 +74,7 @@ def metric_label(name: str) -> str:
 def base_metrics(name: str) -> tuple[str, ...]:
     """The group metrics a policy metric summarises (``equalized_odds_difference`` -> TPR and FPR)."""
     try:
-        from fairgate.metrics import policy_metric
+        from fairgate.engine.metrics import policy_metric
 
         return tuple(policy_metric(name).bases)
     except (ImportError, ValueError, AttributeError):
@@ -353,7 +353,7 @@ class ReportView:
 def build_view(doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str | None = None) -> ReportView:
     """The view model of one audit result document.
 
-    Recommendations come from :func:`fairgate.mitigation.recommend` with this ``min_cell_size``.
+    Recommendations come from :func:`fairgate.mitigation.advice.recommend` with this ``min_cell_size``.
     """
     policy = doc.get("policy") or {}
     if use_case is None:

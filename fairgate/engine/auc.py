@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from fairgate.cube import SCORE, TRUE, WEIGHT
+from fairgate.engine.cube import SCORE, TRUE, WEIGHT
 
 MAX_CURVE_POINTS = 101
 
@@ -136,9 +136,7 @@ def exact_auc(runs: ScoreRuns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return auc, n_pos, n_neg
 
 
-def roc_curves(
-    runs: ScoreRuns, groups: list[dict[str, str]], slicing: tuple[str, ...]
-) -> list[dict[str, Any]]:
+def roc_curves(runs: ScoreRuns, groups: list[dict[str, str]], slicing: tuple[str, ...]) -> list[dict[str, Any]]:
     """ROC points per group (thresholds from high to low score), thinned to at most 101 points."""
     curves = []
     for index, group in enumerate(groups):

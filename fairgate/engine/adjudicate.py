@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from fairgate import diagnostics, mitigation
-from fairgate.config import Policy
-from fairgate.cube import Cube
-from fairgate.metrics import GroupMetric, policy_metric
-from fairgate.result import SCHEMA_VERSION, AuditResult, fairgate_version
-from fairgate.slicing import SlicingResult
-from fairgate.stats import benjamini_hochberg
+from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
+from fairgate.engine import diagnostics
+from fairgate.engine.cube import Cube
+from fairgate.engine.metrics import GroupMetric, policy_metric
+from fairgate.engine.slicing import SlicingResult
+from fairgate.engine.stats import benjamini_hochberg
+from fairgate.mitigation import advice as mitigation
+from fairgate.policy.core import Policy
 
 _TOLERANCE = 1e-12
 
@@ -83,9 +84,7 @@ def adjudicate(
                 "n": part.n[i],
                 "rows": part.rows[i],
                 "sufficient": part.sufficient[i],
-                "metrics": {
-                    name: {k: v[i] for k, v in values.items()} for name, values in part.metrics.items()
-                },
+                "metrics": {name: {k: v[i] for k, v in values.items()} for name, values in part.metrics.items()},
             }
             for part in parts
             for i, group in enumerate(part.groups)

@@ -63,9 +63,7 @@ class DeliveryConfig(_Strict):
     def _addresses(cls, recipients: list[str]) -> list[str]:
         for address in recipients:
             if "@" not in address or any(c.isspace() for c in address.strip()):
-                raise ValueError(
-                    f"recipient {address!r} is not an email address; write it as name@example.org"
-                )
+                raise ValueError(f"recipient {address!r} is not an email address; write it as name@example.org")
         return [a.strip() for a in recipients]
 
     @field_validator("subject")
@@ -80,8 +78,7 @@ class DeliveryConfig(_Strict):
         unknown = fields - SUBJECT_FIELDS
         if unknown:
             raise ValueError(
-                f"subject template uses unknown field(s) {sorted(unknown)}; available: "
-                f"{sorted(SUBJECT_FIELDS)}"
+                f"subject template uses unknown field(s) {sorted(unknown)}; available: {sorted(SUBJECT_FIELDS)}"
             )
         return subject
 
@@ -92,9 +89,7 @@ class DeliveryConfig(_Strict):
             raise ValueError("smtp.username_env and smtp.password_env go together: give both or neither")
         return self
 
-    def render_subject(
-        self, *, verdict: str, model: str, version: str, run_id: str, n_failed: int = 0
-    ) -> str:
+    def render_subject(self, *, verdict: str, model: str, version: str, run_id: str, n_failed: int = 0) -> str:
         return self.subject.format(
             verdict=verdict.upper(), model=model, version=version, run_id=run_id, n_failed=n_failed
         )

@@ -13,9 +13,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fairgate.config_delivery import DeliveryConfig
-from fairgate.config_proxy import ProxyConfig
 from fairgate.errors import PolicyError
+from fairgate.policy.delivery import DeliveryConfig
+from fairgate.policy.proxy import ProxyConfig
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 FailOn = Literal["any", "majority", "critical_only"]
@@ -74,7 +74,7 @@ class MetricRule(_Strict):
 
     @model_validator(mode="after")
     def _known_and_consistent(self) -> MetricRule:
-        from fairgate.metrics import policy_metric  # local: metrics imports nothing from config
+        from fairgate.engine.metrics import policy_metric  # local: metrics imports nothing from config
 
         metric = policy_metric(self.name)  # raises ValueError naming the known metrics
         natural = metric.direction
@@ -93,7 +93,7 @@ class MetricRule(_Strict):
 
     @property
     def effective_direction(self) -> Direction:
-        from fairgate.metrics import policy_metric
+        from fairgate.engine.metrics import policy_metric
 
         return self.direction or policy_metric(self.name).direction
 
@@ -223,9 +223,7 @@ class Policy(_Strict):
                 )
             for name in override.slicing or []:
                 if name not in names:
-                    raise ValueError(
-                        f"an override's slicing names {name!r}, which is not a sensitive attribute"
-                    )
+                    raise ValueError(f"an override's slicing names {name!r}, which is not a sensitive attribute")
         return self
 
     # ----------------------------------------------------------------------------------------- building
@@ -256,9 +254,7 @@ class Policy(_Strict):
             )
         extra = sorted(set(document) - {"fairness_checker"})
         if extra:
-            raise PolicyError(
-                f"{source}: unknown top-level key(s) {extra}; only 'fairness_checker' is allowed"
-            )
+            raise PolicyError(f"{source}: unknown top-level key(s) {extra}; only 'fairness_checker' is allowed")
         try:
             return cls.model_validate(document["fairness_checker"])
         except ValidationError as exc:
@@ -320,9 +316,7 @@ def _explain(exc: ValidationError, source: str) -> str:
     for error in exc.errors():
         where = ".".join(str(p) for p in ("fairness_checker", *error["loc"]))
         if error["type"] == "extra_forbidden":
-            lines.append(
-                f"  - {where}: unknown key (check its spelling against the policy reference in the README)"
-            )
+            lines.append(f"  - {where}: unknown key (check its spelling against the policy reference in the README)")
         elif error["type"] == "missing":
             lines.append(f"  - {where}: required key is missing")
         else:

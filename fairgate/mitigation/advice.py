@@ -69,8 +69,7 @@ _BY_METRIC: dict[str, tuple[str, str, str]] = {
     "false_negative_rate_difference": (
         "group_specific_thresholds",
         "true_positive_rate_parity",
-        "missed positives are more frequent in some groups; per-group thresholds move each group's miss rate "
-        "directly",
+        "missed positives are more frequent in some groups; per-group thresholds move each group's miss rate directly",
     ),
     "equalized_odds_difference": (
         "constrained_retraining",
@@ -94,14 +93,12 @@ _BY_METRIC: dict[str, tuple[str, str, str]] = {
     "false_discovery_rate_difference": (
         "constrained_retraining",
         "predictive_parity",
-        "positive predictions are wrong more often for some groups; retrain or recalibrate the score per "
-        "group",
+        "positive predictions are wrong more often for some groups; retrain or recalibrate the score per group",
     ),
     "false_omission_rate_difference": (
         "constrained_retraining",
         "predictive_parity",
-        "negative predictions miss more real positives in some groups; retrain or recalibrate the score per "
-        "group",
+        "negative predictions miss more real positives in some groups; retrain or recalibrate the score per group",
     ),
     "calibration_difference": (
         "constrained_retraining",
@@ -268,8 +265,7 @@ def recommend(
         isinstance(item, dict) and item.get("differ") for item in diagnostics.get("base_rates") or []
     )
     sizes = {
-        (tuple(g.get("slicing", [])), _group_key(g.get("group"))): g.get("n")
-        for g in result_doc.get("groups", [])
+        (tuple(g.get("slicing", [])), _group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
     }
     recs: list[dict[str, Any]] = []
     for result in result_doc.get("results", []):
@@ -298,10 +294,7 @@ def recommend(
         if worst:
             reason += f" The worst-off group is {worst}."
         if result.get("uncertain"):
-            reason += (
-                " The confidence interval crosses the threshold: confirm on more data before changing "
-                "the model."
-            )
+            reason += " The confidence interval crosses the threshold: confirm on more data before changing the model."
         if base_rates_differ and technique != "reweighing":
             reason += (
                 " Base rates differ between groups here, so equalising this metric will move others "

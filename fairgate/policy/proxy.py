@@ -91,27 +91,19 @@ class ProxyConfig(_Strict):
     def _method_has_its_inputs(self) -> ProxyConfig:
         c = self.columns
         if self.method in ("bisg", "bifsg") and c.pincode is not None:
-            raise ValueError(
-                f"proxy.columns.pincode is for method india; method {self.method} uses columns.zip"
-            )
+            raise ValueError(f"proxy.columns.pincode is for method india; method {self.method} uses columns.zip")
         if self.method == "bifsg" and c.first_name is None:
-            raise ValueError(
-                "method bifsg needs proxy.columns.first_name (the first-name column); or use bisg"
-            )
+            raise ValueError("method bifsg needs proxy.columns.first_name (the first-name column); or use bisg")
         if self.method == "india" and c.zip is not None:
             raise ValueError("method india uses proxy.columns.pincode and columns.state, not columns.zip")
         if self.method == "india" and c.pincode is None and c.state is None:
-            raise ValueError(
-                "method india needs proxy.columns.state (and pincode for district-level geography)"
-            )
+            raise ValueError("method india needs proxy.columns.state (and pincode for district-level geography)")
         if self.method == "custom" and self.custom is None:
             raise ValueError("method custom needs a proxy.custom section with name_table (and area_table)")
         if self.method != "custom" and self.custom is not None:
             raise ValueError(f"proxy.custom is only read by method custom; method is {self.method}")
         if self.custom is not None and self.custom.area_table is not None and c.area is None:
-            raise ValueError(
-                "proxy.custom.area_table needs proxy.columns.area (the column holding the area key)"
-            )
+            raise ValueError("proxy.custom.area_table needs proxy.columns.area (the column holding the area key)")
         return self
 
     @property

@@ -29,10 +29,11 @@ from rich import box  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+import fairgate  # noqa: E402
 from fairgate.errors import FairgateError  # noqa: E402
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(fairgate.__file__).resolve().parent
 DEMO_POLICY = PACKAGE_DIR / "policies" / "compas_demo.yaml"
 DEMO_DATA = PACKAGE_DIR / "data" / "compas" / "compas-scores-two-years.csv"
 DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
@@ -169,8 +170,16 @@ def audit(
 ) -> None:
     """Audit a model's predictions against a fairness policy. Exit 0 pass, 1 fail, 2 invalid input."""
     _run_audit(
-        policy=policy, predictions=predictions, labels=labels, attributes=attributes, out=out, model=model,
-        model_version=model_version, trail=trail, as_json=as_json, quiet=quiet,
+        policy=policy,
+        predictions=predictions,
+        labels=labels,
+        attributes=attributes,
+        out=out,
+        model=model,
+        model_version=model_version,
+        trail=trail,
+        as_json=as_json,
+        quiet=quiet,
     )
 
 
@@ -189,9 +198,16 @@ def demo(
         if not (quiet or as_json):
             _err.print(f"demo: COMPAS ({DEMO_DATA.name}) split into {', '.join(p.name for p in files.values())}")
         _run_audit(
-            policy=DEMO_POLICY, predictions=str(files["predictions"]), labels=str(files["labels"]),
-            attributes=str(files["attributes"]), out=out, model="compas", model_version="northpointe-2013",
-            trail=None, as_json=as_json, quiet=quiet,
+            policy=DEMO_POLICY,
+            predictions=str(files["predictions"]),
+            labels=str(files["labels"]),
+            attributes=str(files["attributes"]),
+            out=out,
+            model="compas",
+            model_version="northpointe-2013",
+            trail=None,
+            as_json=as_json,
+            quiet=quiet,
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -217,8 +233,13 @@ def trail_list(
         table.add_column(column)
     for run in runs:
         table.add_row(
-            str(run["seq"]), run["run_id"], run["recorded_at"], f"{run['model_name']} {run['model_version']}",
-            run["verdict"], str(run["n_rows"]), run["run_hash"][:12],
+            str(run["seq"]),
+            run["run_id"],
+            run["recorded_at"],
+            f"{run['model_name']} {run['model_version']}",
+            run["verdict"],
+            str(run["n_rows"]),
+            run["run_hash"][:12],
         )
     _out.print(table)
 
@@ -261,8 +282,8 @@ def _trail_call(function: Any, *args: Any) -> Any:
         _fail(exc.message)
 
 
-if importlib.util.find_spec("fairgate.cli.proxy_cmd") is not None:
-    from fairgate.cli import proxy_cmd
+if importlib.util.find_spec("cli.proxy_cmd") is not None:
+    from cli import proxy_cmd
 
     app.command("proxy")(proxy_cmd.proxy)
 

@@ -93,9 +93,7 @@ def hanley_mcneil_se(auc: np.ndarray, n_pos: np.ndarray, n_neg: np.ndarray) -> n
     with np.errstate(divide="ignore", invalid="ignore"):
         q1 = auc / (2.0 - auc)
         q2 = 2.0 * auc**2 / (1.0 + auc)
-        variance = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)) / (
-            n_pos * n_neg
-        )
+        variance = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)) / (n_pos * n_neg)
         return np.sqrt(np.clip(variance, 0.0, None))
 
 

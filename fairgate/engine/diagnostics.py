@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from fairgate.config import Policy
-from fairgate.metrics import GroupMetric
-from fairgate.slicing import SlicingResult
+from fairgate.engine.metrics import GroupMetric
+from fairgate.engine.slicing import SlicingResult
+from fairgate.policy.core import Policy
 
 # Criteria that cannot all hold when base rates differ and the classifier is imperfect.
 _SEPARATION = {
@@ -36,9 +36,7 @@ _INDEPENDENCE = {
 }
 
 
-def base_rates(
-    parts: list[SlicingResult], comparisons: list[dict[str, Any]], policy: Policy
-) -> list[dict[str, Any]]:
+def base_rates(parts: list[SlicingResult], comparisons: list[dict[str, Any]], policy: Policy) -> list[dict[str, Any]]:
     """Base rates per group of each single attribute, whether they differ significantly, and what that rules out."""
     configured = {m.name for m in policy.metrics}
     out = []
@@ -162,11 +160,7 @@ def simpson_reversals(
                 for i, a in enumerate(levels):
                     for b in levels[i + 1 :]:
                         total = overall[a] - overall[b]
-                        inside = [
-                            cells[(a, s)] - cells[(b, s)]
-                            for s in strata
-                            if (a, s) in cells and (b, s) in cells
-                        ]
+                        inside = [cells[(a, s)] - cells[(b, s)] for s in strata if (a, s) in cells and (b, s) in cells]
                         if abs(total) < 1e-12 or len(inside) < 2:
                             continue
                         if all(np.sign(d) == -np.sign(total) and abs(d) > 1e-12 for d in inside):

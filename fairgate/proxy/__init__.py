@@ -575,8 +575,7 @@ def _match_district(key: str, candidates: Mapping[str, int], cutoff: float) -> t
     # Only an unambiguous close spelling is accepted: two near candidates are left unmatched.
     if len(close) == 1 or (
         len(close) == 2
-        and difflib.SequenceMatcher(None, key, close[0]).ratio()
-        - difflib.SequenceMatcher(None, key, close[1]).ratio()
+        and difflib.SequenceMatcher(None, key, close[0]).ratio() - difflib.SequenceMatcher(None, key, close[1]).ratio()
         > 0.05
     ):
         return candidates[close[0]], "fuzzy"
@@ -626,9 +625,7 @@ def most_likely(posterior: pl.DataFrame) -> pl.DataFrame:
         posterior.sort([PERSON, PROBABILITY, GROUP], descending=[False, True, False])
         .group_by(PERSON, maintain_order=True)
         .first()
-        .select(
-            PERSON, pl.col(GROUP).alias("most_likely"), pl.col(PROBABILITY).alias("max_probability"), FALLBACK
-        )
+        .select(PERSON, pl.col(GROUP).alias("most_likely"), pl.col(PROBABILITY).alias("max_probability"), FALLBACK)
     )
 
 
@@ -700,9 +697,7 @@ def disagreement(
     likely group is the declared one. Large gaps flag where auditing on proxies would mislead (or where a
     model could discriminate through the proxy while the declared attribute looks fair).
     """
-    people = pl.DataFrame(
-        {PERSON: np.arange(declared.len(), dtype=np.uint32), "declared": declared.cast(pl.String)}
-    )
+    people = pl.DataFrame({PERSON: np.arange(declared.len(), dtype=np.uint32), "declared": declared.cast(pl.String)})
     people = people.filter(pl.col("declared").is_not_null())
     mapped = posterior.with_columns(pl.col(GROUP).replace(dict(labels or {})))
     best = most_likely(mapped).with_columns(pl.col(PERSON).cast(pl.UInt32))

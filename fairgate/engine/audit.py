@@ -5,11 +5,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fairgate.adjudicate import ModelInfo, adjudicate
-from fairgate.config import Policy
-from fairgate.cube import Cube, add_score_table, as_lazy, build_cube
-from fairgate.result import AuditResult
-from fairgate.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
+from fairgate.document.result import AuditResult
+from fairgate.engine.adjudicate import ModelInfo, adjudicate
+from fairgate.engine.cube import Cube, add_score_table, as_lazy, build_cube
+from fairgate.engine.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
+from fairgate.policy.core import Policy
 
 
 def audit(

@@ -16,12 +16,11 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from fairgate import auc as auc_module
-from fairgate.bootstrap import draw_counts, slicing_seed
-from fairgate.config import Policy
-from fairgate.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
-from fairgate.metrics import GroupCounts, Rate, count_metrics, difference, policy_metric, ratio
-from fairgate.stats import (
+from fairgate.engine import auc as auc_module
+from fairgate.engine.bootstrap import draw_counts, slicing_seed
+from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
+from fairgate.engine.metrics import GroupCounts, Rate, count_metrics, difference, policy_metric, ratio
+from fairgate.engine.stats import (
     hanley_mcneil_se,
     katz_ratio_interval,
     newcombe_interval,
@@ -30,6 +29,7 @@ from fairgate.stats import (
     wilson_interval,
     z_value,
 )
+from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
 GROUP = "__group"  # index of a cell's group within a slicing
@@ -48,9 +48,7 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     if not options.enabled or len(attributes) < 2:
         return slicings
     pairs = options.attribute_pairs
-    slicings += (
-        [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
-    )
+    slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
     if options.include_triples:
         for triple in itertools.combinations(attributes, 3):
             sizes = cube.cells.group_by(list(triple)).agg(pl.col(WEIGHT).sum())[WEIGHT]
@@ -155,17 +153,13 @@ def wants_auc(slicing: Slicing, policy: Policy) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- counting
-def _group_index(
-    cube: Cube, slicing: Slicing, declared: list[str] | None = None
-) -> tuple[pl.DataFrame, np.ndarray]:
+def _group_index(cube: Cube, slicing: Slicing, declared: list[str] | None = None) -> tuple[pl.DataFrame, np.ndarray]:
     """The groups of a slicing (sorted) and, per cube cell, the index of its group.
 
     A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
     """
     if not slicing:
-        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(
-            cube.cells.height, dtype=np.int64
-        )
+        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
     keys = list(slicing)
     present = cube.cells.select(keys).unique()
     if declared is not None:
@@ -182,9 +176,7 @@ def _counts(
     bins = cube.calibration_bins
     cells = cube.cells
     # The slicing's own cells: (group, y_true, y_pred, score bin), flattened.
-    flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[
-        BIN
-    ].to_numpy()
+    flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[BIN].to_numpy()
     size = n_groups * 4 * bins
     weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size)
     score = np.bincount(flat, weights=cells[SCORE_SUM].to_numpy(), minlength=size)
@@ -409,9 +401,7 @@ def _matches_any(group: Group, patterns: list[Group]) -> bool:
     return any(all(group.get(k) == v for k, v in pattern.items()) for pattern in patterns)
 
 
-def _calibration_curves(
-    slicing: Slicing, groups: list[Group], point: GroupCounts, cube: Cube
-) -> list[dict[str, Any]]:
+def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCounts, cube: Cube) -> list[dict[str, Any]]:
     if not cube.has_scores:
         return []
     bins = cube.calibration_bins

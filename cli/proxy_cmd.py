@@ -19,8 +19,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from fairgate.config_proxy import ProxyConfig
 from fairgate.errors import DataError, FairgateError
+from fairgate.policy.proxy import ProxyConfig
 
 _err = Console(stderr=True)
 _FLAGS = {
@@ -45,9 +45,7 @@ def proxy(
     id_col: Annotated[str, typer.Option("--id-col", help="column identifying each person")],
     surname_col: Annotated[str, typer.Option("--surname-col", help="surname column")],
     out: Annotated[Path, typer.Option("--out", help="output file (.csv or .parquet)")],
-    first_name_col: Annotated[
-        str | None, typer.Option("--first-name-col", help="first-name column (bifsg)")
-    ] = None,
+    first_name_col: Annotated[str | None, typer.Option("--first-name-col", help="first-name column (bifsg)")] = None,
     zip_col: Annotated[str | None, typer.Option("--zip-col", help="ZIP code column (bisg, bifsg)")] = None,
     pincode_col: Annotated[str | None, typer.Option("--pincode-col", help="PIN code column (india)")] = None,
     state_col: Annotated[str | None, typer.Option("--state-col", help="state column (india)")] = None,
@@ -68,9 +66,7 @@ def proxy(
     except FairgateError as exc:
         _err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(code=2) from None
-    _err.print(
-        f"wrote {written['rows']} people to {out} ({_fallback_line(written['fallbacks'])})", highlight=False
-    )
+    _err.print(f"wrote {written['rows']} people to {out} ({_fallback_line(written['fallbacks'])})", highlight=False)
 
 
 def run_proxy(
@@ -114,11 +110,7 @@ def run_proxy(
     posterior, tables = proxy_tasks.infer_posterior(frame, config, source=source.label)
     wide = proxy_tasks.wide_posterior(posterior, tables.groups)
     result = (
-        frame.select(id_col)
-        .with_row_index("person")
-        .join(wide, on="person", how="left")
-        .sort("person")
-        .drop("person")
+        frame.select(id_col).with_row_index("person").join(wide, on="person", how="left").sort("person").drop("person")
     )
     _write_atomically(result, out)
     return {"rows": result.height, "fallbacks": proxy_tasks.coverage(posterior)["fallbacks"]}

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from fairgate.config import Policy
 from fairgate.errors import _BAD_SCORE, _EMPTY_DATA, _MISSING_COLUMN, _NOT_BINARY, DataError
+from fairgate.policy.core import Policy
 
 if TYPE_CHECKING:
-    from fairgate.auc import ScoreArrays
+    from fairgate.engine.auc import ScoreArrays
 
 # Internal column names carry a "__" prefix so that a sensitive attribute may be called anything.
 TRUE, PRED, BIN = "__y_true", "__y_pred", "__score_bin"
@@ -66,7 +66,7 @@ class Cube:
     @cached_property
     def score_arrays(self) -> ScoreArrays:
         """The score table sorted by score once, shared by every slicing's AUC."""
-        from fairgate.auc import ScoreArrays
+        from fairgate.engine.auc import ScoreArrays
 
         if self.scores is None:
             raise DataError("this cube was built without a score table (exact_auc=False)")
@@ -136,9 +136,7 @@ _RAW_TRUE, _RAW_PRED, _BAD_SCORES, _BAD_SCORE_EXAMPLE, _BAD_WEIGHTS = (
 )
 
 
-def build_cube(
-    data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool | None = None
-) -> Cube:
+def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", exact_auc: bool | None = None) -> Cube:
     """Count the rows into a cube keyed by every sensitive attribute of the policy, in one scan.
 
     The scan groups by the *raw* label and prediction values and counts bad scores and weights per cell,
@@ -163,9 +161,7 @@ def build_cube(
             (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM),
             pl.col(_BAD_SCORES).sum(),
             pl.col(_BAD_SCORE_EXAMPLE).filter(pl.col(_BAD_SCORES)).first(),
-            (pl.col(WEIGHT).is_null() | ~pl.col(WEIGHT).is_finite() | (pl.col(WEIGHT) < 0))
-            .sum()
-            .alias(_BAD_WEIGHTS),
+            (pl.col(WEIGHT).is_null() | ~pl.col(WEIGHT).is_finite() | (pl.col(WEIGHT) < 0)).sum().alias(_BAD_WEIGHTS),
         )
         .collect()
     )
@@ -223,9 +219,7 @@ def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, i
     attributes = tuple(policy.attribute_names)
     present = lazy.collect_schema().names()
     has_scores = columns.score in present
-    _require_columns(
-        present, [columns.y_true, *attributes, *([columns.weight] if columns.weight else [])], source
-    )
+    _require_columns(present, [columns.y_true, *attributes, *([columns.weight] if columns.weight else [])], source)
     if columns.y_pred not in present and not has_scores:
         raise DataError(
             _MISSING_COLUMN.format(
@@ -242,9 +236,7 @@ def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, i
     flipped = (1.0 - raw_score) if policy.favorable_label == 0 else raw_score
     score = pl.when(bad_score).then(0.0).otherwise(flipped)
     y_pred = (
-        pl.col(columns.y_pred)
-        if columns.y_pred in present
-        else (raw_score >= columns.decision_threshold).cast(pl.Int8)
+        pl.col(columns.y_pred) if columns.y_pred in present else (raw_score >= columns.decision_threshold).cast(pl.Int8)
     )
     weight = pl.col(columns.weight).cast(pl.Float64, strict=False) if columns.weight else pl.lit(1.0)
     rows = lazy.select(

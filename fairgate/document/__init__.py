@@ -1,0 +1,1 @@
+"""The audit document: the versioned JSON result and its schema."""

@@ -1,0 +1,1 @@
+"""Mitigation: advice today; the mitigation algorithms later."""

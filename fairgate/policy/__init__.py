@@ -1,0 +1,1 @@
+"""Pydantic models of the policy YAML, one module per section."""
