@@ -27,6 +27,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from fairgate import proxy as fp
 from fairgate.policy.proxy import ProxyColumns, ProxyConfig
 from tasks import proxy as tp
 
@@ -80,7 +81,7 @@ def main() -> None:
     people = generate(args.rows)
     config = ProxyConfig(method="bisg", columns=ProxyColumns(surname="surname", zip="zip"))
     start = time.perf_counter()
-    _ = tp.bisg_tables(False).vectors  # read the shipped tables and build the per-key vectors once
+    _ = tp.factor_vectors(tp.bisg_tables(False))  # read the shipped tables and build the per-key vectors once
     print(f"load shipped tables (once per process): {time.perf_counter() - start:.2f} s")
 
     join_s = median_time(lambda: bare_join(people), args.repeats)
@@ -88,11 +89,11 @@ def main() -> None:
 
     def infer_and_pivot() -> None:
         posterior, tables = tp.infer_posterior(people, config)
-        tp.wide_posterior(posterior, tables.groups)
+        fp.wide_posterior(posterior, tables.groups)
 
     wide_s = median_time(infer_and_pivot, args.repeats)
     posterior, _ = tp.infer_posterior(people, config)
-    fallbacks = {k: v for k, v in tp.coverage(posterior)["fallbacks"].items() if v}
+    fallbacks = {k: v for k, v in fp.coverage(posterior)["fallbacks"].items() if v}
     print(f"people: {args.rows:,}; fallbacks: {fallbacks}")
     print(f"bare join (surnames + ZCTAs):        {join_s:.2f} s")
     print(f"proxy inference (per-person posterior): {infer_s:.2f} s")

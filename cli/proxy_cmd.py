@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from fairgate import proxy as fp
 from fairgate.errors import DataError, FairgateError
 from fairgate.policy.proxy import ProxyConfig
 
@@ -108,12 +109,12 @@ def run_proxy(
     if frame.height == 0:
         raise DataError(f"{source.label} has a header but no rows; nothing to infer")
     posterior, tables = proxy_tasks.infer_posterior(frame, config, source=source.label)
-    wide = proxy_tasks.wide_posterior(posterior, tables.groups)
+    wide = fp.wide_posterior(posterior, tables.groups)
     result = (
         frame.select(id_col).with_row_index("person").join(wide, on="person", how="left").sort("person").drop("person")
     )
     _write_atomically(result, out)
-    return {"rows": result.height, "fallbacks": proxy_tasks.coverage(posterior)["fallbacks"]}
+    return {"rows": result.height, "fallbacks": fp.coverage(posterior)["fallbacks"]}
 
 
 def _config(

@@ -7,6 +7,7 @@ import math
 import polars as pl
 import pytest
 
+from fairgate import proxy as fp
 from fairgate.policy.proxy import ProxyConfig
 from tasks import proxy as tp
 
@@ -29,7 +30,7 @@ def normalised(values: dict[str, float]) -> dict[str, float]:
 
 def posterior_of(people: pl.DataFrame, config: ProxyConfig) -> pl.DataFrame:
     posterior, tables = tp.infer_posterior(people, config)
-    return tp.wide_posterior(posterior, tables.groups)
+    return fp.wide_posterior(posterior, tables.groups)
 
 
 @pytest.fixture(scope="module")
@@ -154,4 +155,4 @@ def test_posteriors_are_distributions() -> None:
     wide = posterior_of(people, BISG)
     sums = wide.select(pl.sum_horizontal(BISG_GROUPS)).to_series().to_list()
     assert sums == pytest.approx([1.0] * 4, abs=1e-12)
-    assert tp.coverage(tp.infer_posterior(people, BISG)[0])["n_people"] == 4
+    assert fp.coverage(tp.infer_posterior(people, BISG)[0])["n_people"] == 4

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 import fairgate
+from fairgate import proxy as fp
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.proxy import ProxyConfig
 from tasks import proxy as tp
@@ -35,7 +36,7 @@ def test_custom_tables_posterior_by_hand(tmp_path: Path) -> None:
     people = pl.DataFrame({"name": ["smith", "ONeil", "Nobody", "Nobody"], "area": ["007", "008", "007", "999"]})
     posterior, tables = tp.infer_posterior(people, config)
     assert tables.groups == ("alpha", "beta")
-    wide = tp.wide_posterior(posterior, tables.groups)
+    wide = fp.wide_posterior(posterior, tables.groups)
     smith = 0.8 * 0.1 / (0.8 * 0.1 + 0.2 * 0.6)
     oneil = 0.3 * 0.9 / (0.3 * 0.9 + 0.7 * 0.4)
     geography = 0.75 * 0.1 / (0.75 * 0.1 + 0.25 * 0.6)

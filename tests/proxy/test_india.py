@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from fairgate import proxy as fp
 from fairgate.policy.proxy import ProxyConfig
 from fairgate.proxy import reconcile_districts
 from tasks import proxy as tp
@@ -71,7 +72,7 @@ def test_india_posterior_equals_hand_computation(  # type: ignore[no-untyped-def
 ) -> None:
     people = pl.DataFrame({"surname": [surname], "pin": [pin], "state": [state]})
     posterior, tables = tp.infer_posterior(people, INDIA)
-    row = tp.wide_posterior(posterior, tables.groups).row(0, named=True)
+    row = fp.wide_posterior(posterior, tables.groups).row(0, named=True)
     by_surname = surname_share(secc, secc_state, surname.lower())
     by_district = district_given_group(census, census_state, district)
     expected = normalised({g: by_surname[g] * by_district[g] for g in GROUPS})
@@ -83,7 +84,7 @@ def test_india_posterior_equals_hand_computation(  # type: ignore[no-untyped-def
 def test_paswan_in_patna_is_mostly_sc() -> None:
     people = pl.DataFrame({"surname": ["Paswan"], "pin": [800001], "state": ["Bihar"]})
     posterior, tables = tp.infer_posterior(people, INDIA)
-    assert tp.wide_posterior(posterior, tables.groups).row(0, named=True)["sc"] > 0.85
+    assert fp.wide_posterior(posterior, tables.groups).row(0, named=True)["sc"] > 0.85
 
 
 def test_india_fallbacks(census, secc) -> None:  # type: ignore[no-untyped-def]
@@ -95,7 +96,7 @@ def test_india_fallbacks(census, secc) -> None:  # type: ignore[no-untyped-def]
         }
     )
     posterior, tables = tp.infer_posterior(people, INDIA)
-    wide = tp.wide_posterior(posterior, tables.groups)
+    wide = fp.wide_posterior(posterior, tables.groups)
     assert wide["fallback"].to_list() == [
         "geography_only",
         "surname_only",
