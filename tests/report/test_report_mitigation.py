@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from fairgate.mitigation.advice import priority_note, recommend
+from fairgate.engine.metrics import policy_metric
+from fairgate.mitigation.advice import advice_text, priority_note, recommend
 
 
 def _result(
@@ -101,3 +102,24 @@ def test_passing_audit_has_no_mitigation(compas_doc: dict[str, Any]) -> None:
     failing = [r for r in recommend(compas_doc, None) if r["kind"] == "mitigation"]
     assert len(failing) == compas_doc["verdict_detail"]["n_failed"]
     assert failing[0]["critical"] and failing[0]["metric"] == "equal_opportunity_difference"
+
+
+def test_shipped_advice_names_only_known_techniques_metrics_and_use_cases() -> None:
+    advice = advice_text()
+    techniques = set(advice["techniques"])
+    assert techniques == {"reweighing", "group_specific_thresholds", "constrained_retraining"}
+    assert all(set(info) == {"title", "stage", "how"} for info in advice["techniques"].values())
+    assert {m["technique"] for m in advice["metrics"].values()} | {advice["other_metric"]["technique"]} <= techniques
+    named = set(advice["metrics"]) | {m for u in advice["use_cases"].values() for m in u["priority_metrics"]}
+    for metric in named:
+        policy_metric(metric)  # raises for a metric the policy YAML would not accept
+    assert set(advice["use_case_aliases"].values()) <= set(advice["use_cases"])
+    assert all(u["note"] and u["priority_metrics"] for u in advice["use_cases"].values())
+
+
+def test_every_metric_with_advice_gets_its_own_technique() -> None:
+    for metric, expected in advice_text()["metrics"].items():
+        doc = {"results": [_result(metric, value=0.3, threshold=0.1)]}
+        rec = recommend(doc, None)[0]
+        assert (rec["technique"], rec["constraint"]) == (expected["technique"], expected["constraint"])
+        assert rec["summary"].lower().startswith(expected["why"][:20].lower())
