@@ -1,9 +1,9 @@
-"""Recommendations: for each failed metric, the mitigation that fits it, with the reason; and which metric to
-prioritise for the use case.
+"""Recommendations: the mitigation that fits each failed metric, and which metric the use case puts first.
 
-Pure: reads the audit result document (``AuditResult.to_dict()``) and returns plain dicts, so the same advice
-goes into the JSON document, the report and the email. The prose (techniques, what each failure means, the
-use-case notes) is data: ``fairgate/data/mitigation_advice.yaml``, read once from the package.
+Each recommendation carries its reason. Pure: reads the audit result document (``AuditResult.to_dict()``)
+and returns plain dicts, so the same advice goes into the JSON document, the report and the email. The prose
+(techniques, what each failure means, the use-case notes) is data: ``fairgate/data/mitigation_advice.yaml``,
+read once from the package.
 
 >>> doc = {"results": [{"metric": "equal_opportunity_difference", "slicing": ["sex"], "value": 0.21,
 ...                     "threshold": 0.1, "direction": "lower_is_better", "status": "fail",

@@ -1,5 +1,6 @@
-"""Proxy features: how strongly each model input predicts each sensitive attribute (Cramer's V, correlation
-ratio, mutual information, a held-out predictive check), and the flag for strong proxies.
+"""Proxy features: how strongly each model input predicts each sensitive attribute, and the strong-proxy flag.
+
+Measures: Cramer's V, the correlation ratio, mutual information and a held-out predictive check.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def predictive_check(
 
 
 def _is_numeric(series: pl.Series, bins: int) -> bool:
-    return series.dtype.is_numeric() and not series.dtype == pl.Boolean and series.n_unique() > bins
+    return series.dtype.is_numeric() and series.dtype != pl.Boolean and series.n_unique() > bins
 
 
 def _quantile_bins(series: pl.Series, bins: int) -> np.ndarray:
@@ -243,10 +244,14 @@ def _finite_or_none(value: float) -> float | None:
 def policy_proxy_features(
     frame: pl.DataFrame, posterior: pl.DataFrame, policy: Policy, labels: dict[str, str]
 ) -> list[dict[str, Any]]:
-    """Proxy-feature strengths of the policy's ``proxy_features.columns`` against the declared attributes
-    present in ``frame`` and the inferred attribute's most likely group (``posterior``: long rows)."""
+    """Proxy-feature strengths of the policy's ``proxy_features.columns``.
+
+    Measured against the declared attributes present in ``frame`` and the inferred attribute's most likely
+    group (``posterior``: long rows).
+    """
     config = policy.proxy
-    assert config is not None and config.proxy_features is not None
+    assert config is not None
+    assert config.proxy_features is not None
     settings: ProxyFeatures = config.proxy_features
     missing = [c for c in settings.columns if c not in frame.columns]
     if missing:

@@ -1,5 +1,6 @@
-"""The posterior P(group | name, place) in its shapes, and what it says: coverage, most likely group,
-agreement with a declared attribute.
+"""The posterior P(group | name, place) in its shapes, and what it says about coverage and agreement.
+
+Coverage of the tables, the most likely group, agreement with a declared attribute.
 
 The posterior itself is computed by DuckDB (``sql/proxy_posterior.sql``) in ``tasks/proxy.py``; its per-person
 shape is ``person, probabilities (a list in the tables' group order), fallback, has_*`` flags.

@@ -1,5 +1,6 @@
-"""Weighting: how a posterior becomes audited rows (probabilistic weights or most-likely assignment), and the
-one rule for which column carries the weights.
+"""Weighting: how a posterior becomes audited rows, and the one rule for which column carries the weights.
+
+Rows are either weighted by P(group | ...) (probabilistic) or assigned the most likely group.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli import proxy_cmd
 
 
-@pytest.fixture()
+@pytest.fixture
 def app() -> typer.Typer:
     # The real app registers the same function: app.command("proxy")(proxy_cmd.proxy).
     app = typer.Typer()
@@ -84,7 +84,8 @@ def test_india_parquet_output(app: typer.Typer, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     written = pl.read_parquet(out)
     assert written.columns == ["id", "sc", "st", "other", "fallback"]
-    assert written["sc"][0] > 0.85 and written["st"][1] > 0.9
+    assert written["sc"][0] > 0.85
+    assert written["st"][1] > 0.9
 
 
 @pytest.mark.parametrize(
@@ -132,7 +133,8 @@ def test_float_zip_codes_are_refused(app: typer.Typer, tmp_path: Path) -> None:
         "--out",
         str(out),
     )
-    assert result.exit_code == 2 and "read as text" in result.output.replace("\n", "")
+    assert result.exit_code == 2
+    assert "read as text" in result.output.replace("\n", "")
     assert not out.exists()
 
 
@@ -151,5 +153,6 @@ def test_missing_input_file(app: typer.Typer, tmp_path: Path) -> None:
         "--out",
         str(out),
     )
-    assert result.exit_code == 2 and "does not exist" in result.output.replace("\n", "")
+    assert result.exit_code == 2
+    assert "does not exist" in result.output.replace("\n", "")
     assert not out.exists()

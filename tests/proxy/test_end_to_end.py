@@ -84,7 +84,8 @@ def test_audit_on_inferred_race(tmp_path: Path, mode: str) -> None:
     policy.write_text(POLICY.replace("{mode}", mode).replace("{{", "{").replace("}}", "}"))
     document = audit_document(tmp_path, files, policy)
     proxy = document["proxy"]
-    assert proxy["method"] == "bifsg" and proxy["mode"] == mode
+    assert proxy["method"] == "bifsg"
+    assert proxy["mode"] == mode
     assert proxy["coverage"]["n_people"] == 7214
     assert "estimates" in proxy["caveats"]
     assert proxy["declared_vs_inferred"]["n_compared"] == 7214

@@ -62,15 +62,18 @@ def test_the_attribute_itself_is_flagged_and_a_random_column_is_not() -> None:
     )
     rows = proxy_feature_strength(features, pl.DataFrame({"race": race}))
     by_feature = {r["feature"]: r for r in rows}
-    assert by_feature["race_copy"]["flag"] and by_feature["race_copy"]["cramers_v"] == pytest.approx(1.0)
+    assert by_feature["race_copy"]["flag"]
+    assert by_feature["race_copy"]["cramers_v"] == pytest.approx(1.0)
     assert by_feature["race_copy"]["balanced_accuracy"] == pytest.approx(1.0)
     assert by_feature["race_copy"]["normalized_mutual_information"] == pytest.approx(1.0)
     assert not by_feature["noise"]["flag"]
-    assert not by_feature["coin"]["flag"] and by_feature["coin"]["kind"] == "numeric"
+    assert not by_feature["coin"]["flag"]
+    assert by_feature["coin"]["kind"] == "numeric"
     # A random high-cardinality code has a sizeable plug-in Cramer's V, but predicts nothing held out.
     assert not by_feature["pin"]["flag"]
     assert by_feature["pin"]["balanced_accuracy_lift"] < 0.05
-    assert by_feature["income"]["flag"] and by_feature["income"]["measure"] == "correlation_ratio"
+    assert by_feature["income"]["flag"]
+    assert by_feature["income"]["measure"] == "correlation_ratio"
 
 
 def test_a_pin_code_that_encodes_the_group_is_flagged() -> None:
@@ -80,7 +83,8 @@ def test_a_pin_code_that_encodes_the_group_is_flagged() -> None:
     majority = np.where(pin % 3 == 0, "sc", np.where(pin % 3 == 1, "st", "other"))
     caste = np.where(RNG.random(n) < 0.8, majority, RNG.choice(["sc", "st", "other"], n))
     rows = proxy_feature_strength(pl.DataFrame({"pin": pin.astype(str)}), pl.DataFrame({"caste": caste}))
-    assert rows[0]["flag"] and rows[0]["balanced_accuracy_lift"] > 0.3
+    assert rows[0]["flag"]
+    assert rows[0]["balanced_accuracy_lift"] > 0.3
 
 
 def test_rows_must_align() -> None:
@@ -91,8 +95,12 @@ def test_rows_must_align() -> None:
 def test_stale_attributes() -> None:
     dates = pl.Series("collected", [dt.date(2020, 1, 1), dt.date(2021, 1, 1), dt.date(2025, 6, 1)])
     old = stale_attributes(dates, as_of=dt.date(2025, 12, 31), max_age_days=730)
-    assert old["stale"] is True and old["n_older_than_max"] == 2
+    assert old["stale"] is True
+    assert old["n_older_than_max"] == 2
     fresh = stale_attributes(dates, as_of=dt.date(2022, 6, 1), max_age_days=730)
-    assert fresh["stale"] is False and fresh["n_older_than_max"] == 1
+    assert fresh["stale"] is False
+    assert fresh["n_older_than_max"] == 1
     text = stale_attributes(pl.Series("c", ["2024-01-01", "nonsense"]), as_of=dt.date(2024, 2, 1), max_age_days=730)
-    assert text["n"] == 1 and text["n_unparsed"] == 1 and text["stale"] is False
+    assert text["n"] == 1
+    assert text["n_unparsed"] == 1
+    assert text["stale"] is False
