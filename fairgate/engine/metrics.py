@@ -166,6 +166,52 @@ class ExpectedCalibrationError(GroupMetric):
         return _divide(gap, counts.bin_n.sum(axis=-1))
 
 
+class ExpectedCalibrationErrorDebiased(GroupMetric):
+    """Debiased calibration error (Kumar, Liang & Ma 2019, "Verified Uncertainty Calibration").
+
+    The plug-in ECE is biased upward: a perfectly calibrated group scores about 0.1 at n = 100, because the
+    label mean of each bin is noisy. Over the same equal-width bins, ``sum_b w_b (s_b - y_b) ** 2`` minus the
+    unbiased estimate ``y_b (1 - y_b) / (n_b - 1)`` of each bin's sampling variance is an unbiased estimate of
+    the squared (L2, root-mean-square) calibration error; the metric is its signed square root, so it is
+    centred near 0 (and may be slightly negative) for a calibrated group, and is on the probability scale.
+
+    Bootstrap replicates (a leading replicate axis on ``bin_n``) are centred on the estimate: the resampled
+    world's true error is the plug-in error, not the debiased one, so replicate ``r`` reports
+    ``S(r) - plugin(mean) + S(mean)`` with ``mean`` the replicates' mean counts (the point counts in
+    expectation). Their percentile interval is then the bootstrap pivot interval and covers 0 for a
+    calibrated group.
+    """
+
+    name = "expected_calibration_error_debiased"
+    higher_is_better = False
+    needs_scores = True
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:
+        squared = _debiased_squared_error(counts.bin_n, counts.bin_positive, counts.bin_score)
+        if counts.bin_n.ndim > 2 and counts.bin_n.shape[0] > 0:
+            # Replicates: re-centre on the estimate (see the class docstring).
+            mean = [a.mean(axis=0) for a in (counts.bin_n, counts.bin_positive, counts.bin_score)]
+            world_truth = _plugin_squared_error(*mean)
+            squared = squared - world_truth + _debiased_squared_error(*mean)
+        return np.sign(squared) * np.sqrt(np.abs(squared))
+
+
+def _plugin_squared_error(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """sum_b (n_b / n) (mean score_b - mean label_b) ** 2 over bins (last axis); NaN for an empty group."""
+    gap = _divide(score - positive, bin_n)
+    return _divide((bin_n * np.nan_to_num(gap) ** 2).sum(axis=-1), bin_n.sum(axis=-1))
+
+
+def _debiased_squared_error(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """The plug-in squared calibration error minus each bin's unbiased label-mean variance estimate."""
+    label_mean = np.nan_to_num(_divide(positive, bin_n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # A bin of one row (or less weight) has no variance estimate: it keeps its plug-in term.
+        variance = np.where(bin_n > 1.0, label_mean * (1.0 - label_mean) / np.where(bin_n > 1.0, bin_n - 1.0, 1.0), 0)
+    correction = _divide((bin_n * variance).sum(axis=-1), bin_n.sum(axis=-1))
+    return _plugin_squared_error(bin_n, positive, score) - correction
+
+
 class GeneralizedEntropyIndex(GroupMetric):
     """AIF360's generalized entropy index of the benefit b = 1 + y_pred - y_true (alpha = 2).
 
@@ -365,7 +411,10 @@ class PredictiveParityDifference(SummaryOf):
 
 
 class CalibrationDifference(SummaryOf):
-    name, bases, summary = "calibration_difference", ("expected_calibration_error",), "difference"
+    """Difference of the debiased calibration error across groups (the plug-in ECE is biased upward, more so
+    in small groups, so its difference would grow with the imbalance of group sizes)."""
+
+    name, bases, summary = "calibration_difference", ("expected_calibration_error_debiased",), "difference"
 
 
 class AucDifference(SummaryOf):
