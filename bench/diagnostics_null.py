@@ -8,7 +8,8 @@ Prints (issue 9):
   candidate subgroups' sizes (25% each when size does not drive the choice), for the confidence-bound rule
   and, for comparison, for the point-estimate rule it replaces;
 - calibration: plug-in and debiased ECE of a perfectly calibrated model at n = 100 and 1,000, their means
-  and how often their interval covers 0.
+  and how often their interval covers 0 (the debiased value is the positive part of an unbiased estimate of
+  the squared error, so its mean is small but not 0; its interval starts at 0).
 
 Usage: ``python bench/diagnostics_null.py [--replications 200] [--seed 2026]``. The functions are imported by
 ``tests/engine/test_diagnostics_stats.py`` (fewer replications, marked slow).

@@ -172,14 +172,14 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
     The plug-in ECE is biased upward: a perfectly calibrated group scores about 0.1 at n = 100, because the
     label mean of each bin is noisy. Over the same equal-width bins, ``sum_b w_b (s_b - y_b) ** 2`` minus the
     unbiased estimate ``y_b (1 - y_b) / (n_b - 1)`` of each bin's sampling variance is an unbiased estimate of
-    the squared (L2, root-mean-square) calibration error; the metric is its signed square root, so it is
-    centred near 0 (and may be slightly negative) for a calibrated group, and is on the probability scale.
+    the squared (L2, root-mean-square) calibration error; the metric is the square root of its positive part
+    (an estimate below 0 means "no detectable miscalibration" and reads 0), on the probability scale like ECE.
 
     Bootstrap replicates (a leading replicate axis on ``bin_n``) are centred on the estimate: the resampled
     world's true error is the plug-in error, not the debiased one, so replicate ``r`` reports
     ``S(r) - plugin(mean) + S(mean)`` with ``mean`` the replicates' mean counts (the point counts in
-    expectation). Their percentile interval is then the bootstrap pivot interval and covers 0 for a
-    calibrated group.
+    expectation). Their percentile interval is then the bootstrap pivot interval (clipped at 0 with the
+    estimate), so it starts at 0 for a calibrated group.
     """
 
     name = "expected_calibration_error_debiased"
@@ -193,7 +193,7 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
             mean = [a.mean(axis=0) for a in (counts.bin_n, counts.bin_positive, counts.bin_score)]
             world_truth = _plugin_squared_error(*mean)
             squared = squared - world_truth + _debiased_squared_error(*mean)
-        return np.sign(squared) * np.sqrt(np.abs(squared))
+        return np.sqrt(np.clip(squared, 0.0, None))
 
 
 def _plugin_squared_error(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> np.ndarray:
