@@ -3,6 +3,7 @@ Simpson's-paradox reversals, and the groups too small to judge."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +75,7 @@ def base_rates(parts: list[SlicingResult], comparisons: list[dict[str, Any]], po
                 "p_value": p_value,
                 "p_value_adjusted": p_adjusted,
                 "differ": differ,
-                "impossibility": _impossibility_note(part.slicing[0], defined, differ, configured),
+                "impossibility": _impossibility_note(part.slicing[0], defined, p_value, differ, configured),
             }
         )
     return out
@@ -94,20 +95,26 @@ def _homogeneity_p_value(part: SlicingResult) -> float | None:
 
 
 def _holm(p_values: list[float | None]) -> list[float | None]:
-    """Holm's step-down adjustment over the defined p-values (None stays None)."""
-    defined = [i for i, p in enumerate(p_values) if p is not None]
+    """Holm's step-down adjustment over the defined p-values (None stays None).
+
+    >>> _holm([0.01, None, 0.04, 0.03])
+    [0.03, None, 0.06, 0.06]
+    """
+    defined = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
     adjusted: list[float | None] = [None] * len(p_values)
     running = 0.0
-    for rank, i in enumerate(sorted(defined, key=lambda i: p_values[i])):  # type: ignore[arg-type, return-value]
-        running = max(running, min(1.0, (len(defined) - rank) * float(p_values[i])))  # type: ignore[arg-type]
+    for rank, (p, i) in enumerate(defined):
+        running = max(running, min(1.0, (len(defined) - rank) * p))
         adjusted[i] = running
     return adjusted
 
 
-def _impossibility_note(attribute: str, rates: list[float], differ: bool, configured: set[str]) -> str:
+def _impossibility_note(
+    attribute: str, rates: list[float], p_value: float | None, differ: bool, configured: set[str]
+) -> str:
     """What the base rates imply for the fairness criteria: a claim only where the data shows a difference."""
-    if not rates:
-        return f"No group of {attribute!r} is large enough to compare base rates."
+    if not rates or p_value is None:
+        return f"Fewer than two groups of {attribute!r} are large enough to compare base rates: no conclusion."
     span = f"from {min(rates):.1%} to {max(rates):.1%}"
     if not differ:
         return (
@@ -166,7 +173,7 @@ def worst_subgroups(parts: list[SlicingResult]) -> list[dict[str, Any]]:
         if not candidates:
             continue
         sign = 1.0 if cls.higher_is_better else -1.0
-        part, i = min(candidates, key=lambda c: sign * c[0].metrics[name][bound][c[1]])  # type: ignore[operator]
+        part, i = min(candidates, key=lambda c: sign * float(c[0].metrics[name][bound][c[1]] or 0.0))
         out.append(_worst_entry(name, cls.higher_is_better, part, i, len(candidates), population))
     return out
 
@@ -217,8 +224,13 @@ class _Contrast:
     stratifier: str
     groups: tuple[str, str]
     strata: list[str]
-    crude: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # x_a, n_a, x_b, n_b (scalars)
+    crude: tuple[float, float, float, float]  # x_a, n_a, x_b, n_b over the whole population
     cells: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # the same per stratum
+
+    def defined(self) -> bool:
+        """Both groups have a denominator overall, and some stratum holds both."""
+        _, n_a, _, n_b = self.cells
+        return self.crude[1] > 0 and self.crude[3] > 0 and bool(np.any((n_a > 0) & (n_b > 0)))
 
 
 def simpson_reversals(
@@ -242,7 +254,7 @@ def simpson_reversals(
     z = z_value(level)
     out = []
     for contrast in contrasts:
-        x_a, n_a, x_b, n_b = contrast.crude
+        x_a, n_a, x_b, n_b = (np.array(v) for v in contrast.crude)
         crude = float(x_a / n_a - x_b / n_b)
         crude_low, crude_high = (float(v) for v in newcombe_interval(x_a, n_a, x_b, n_b, z))
         stratified, se = mantel_haenszel_difference(*contrast.cells)
@@ -277,7 +289,7 @@ def mantel_haenszel_difference(
     return difference, float(np.sqrt(max(difference * p_term + q_term, 0.0)) / weight)
 
 
-def _contrasts(parts: list[SlicingResult], metrics: tuple[str, ...]) -> Any:
+def _contrasts(parts: list[SlicingResult], metrics: tuple[str, ...]) -> Iterator[_Contrast]:
     """Every (metric, attribute, stratifier, pair of sufficient groups) with a defined crude and MH difference."""
     singles = {part.slicing[0]: part for part in parts if len(part.slicing) == 1}
     rates = {name: cls() for name, cls in GroupMetric.registry.items() if name in metrics and issubclass(cls, Rate)}
@@ -294,14 +306,26 @@ def _contrasts(parts: list[SlicingResult], metrics: tuple[str, ...]) -> Any:
                 within = _fractions(pair, rate, attribute, stratifier)
                 for i, a in enumerate(levels):
                     for b in levels[i + 1 :]:
-                        crude = (*overall[a], *overall[b])
-                        cells = tuple(
-                            np.array([within.get((g, s), (0.0, 0.0))[k] for s in strata])
-                            for g in (a, b)
-                            for k in (0, 1)
+                        contrast = _Contrast(
+                            name,
+                            attribute,
+                            stratifier,
+                            (a, b),
+                            strata,
+                            (*overall[a], *overall[b]),
+                            _stratum_fractions(within, a, b, strata),
                         )
-                        if crude[1] > 0 and crude[3] > 0 and np.any((cells[1] > 0) & (cells[3] > 0)):
-                            yield _Contrast(name, attribute, stratifier, (a, b), strata, crude, cells)  # type: ignore[arg-type]
+                        if contrast.defined():
+                            yield contrast
+
+
+def _stratum_fractions(
+    within: dict[Any, tuple[float, float]], a: str, b: str, strata: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """x_a, n_a, x_b, n_b per stratum (zeros where a cell has no rows)."""
+    x_a, n_a = (np.array(v) for v in zip(*(within.get((a, s), (0.0, 0.0)) for s in strata), strict=True))
+    x_b, n_b = (np.array(v) for v in zip(*(within.get((b, s), (0.0, 0.0)) for s in strata), strict=True))
+    return x_a, n_a, x_b, n_b
 
 
 def _fractions(part: SlicingResult, rate: Rate, *attributes: str) -> dict[Any, tuple[float, float]]:

@@ -201,3 +201,13 @@ def test_base_rate_test_is_the_chi_square_of_the_groups_table(h: Any, compas: pl
     assert sorted(entries[s]["p_value_adjusted"] for s in entries) == pytest.approx(
         [min(1.0, 2 * raw[0]), max(min(1.0, 2 * raw[0]), raw[1])]
     )
+
+
+def test_impossibility_note_with_one_comparable_group_draws_no_conclusion(h: Any) -> None:
+    frame = pl.DataFrame(
+        {"grp": ["x"] * 100 + ["y"] * 5, "y_true": [1, 0] * 50 + [1] * 5, "y_pred": [1, 0] * 50 + [0] * 5}
+    )
+    document = fairgate.audit(frame, h.make_policy(["grp"], min_group_size=30, n_bootstrap=0)).to_dict()
+    (entry,) = document["diagnostics"]["base_rates"]
+    assert entry["p_value"] is None and entry["differ"] is False
+    assert "no conclusion" in entry["impossibility"] and "can" not in entry["impossibility"].split("compare")[1]
