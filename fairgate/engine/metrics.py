@@ -187,29 +187,27 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
     needs_scores = True
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
-        squared = _debiased_squared_error(counts.bin_n, counts.bin_positive, counts.bin_score)
+        plugin, correction = _squared_error_terms(counts.bin_n, counts.bin_positive, counts.bin_score)
+        squared = plugin - correction
         if counts.bin_n.ndim > 2 and counts.bin_n.shape[0] > 0:
             # Replicates: re-centre on the estimate (see the class docstring).
-            mean = [a.mean(axis=0) for a in (counts.bin_n, counts.bin_positive, counts.bin_score)]
-            world_truth = _plugin_squared_error(*mean)
-            squared = squared - world_truth + _debiased_squared_error(*mean)
+            mean = (a.mean(axis=0) for a in (counts.bin_n, counts.bin_positive, counts.bin_score))
+            # S(r) - plugin(mean) + S(mean) = S(r) - correction(mean).
+            _, world_correction = _squared_error_terms(*mean)
+            squared = squared - world_correction
         return np.sqrt(np.clip(squared, 0.0, None))
 
 
-def _plugin_squared_error(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """sum_b (n_b / n) (mean score_b - mean label_b) ** 2 over bins (last axis); NaN for an empty group."""
-    gap = _divide(score - positive, bin_n)
-    return _divide((bin_n * np.nan_to_num(gap) ** 2).sum(axis=-1), bin_n.sum(axis=-1))
-
-
-def _debiased_squared_error(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """The plug-in squared calibration error minus each bin's unbiased label-mean variance estimate."""
-    label_mean = np.nan_to_num(_divide(positive, bin_n))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # A bin of one row (or less weight) has no variance estimate: it keeps its plug-in term.
-        variance = np.where(bin_n > 1.0, label_mean * (1.0 - label_mean) / np.where(bin_n > 1.0, bin_n - 1.0, 1.0), 0)
-    correction = _divide((bin_n * variance).sum(axis=-1), bin_n.sum(axis=-1))
-    return _plugin_squared_error(bin_n, positive, score) - correction
+def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plug-in squared calibration error sum_b (n_b / n) (mean score_b - mean label_b) ** 2 over the bins
+    (last axis), and the sum of each bin's unbiased label-mean variance estimate y_b (1 - y_b) / (n_b - 1) with
+    the same weights; NaN for an empty group. A bin of one row (or less weight) has no variance estimate."""
+    safe_n = np.where(bin_n > 0, bin_n, 1.0)
+    # n_b * gap_b ** 2 = (score sum - label sum) ** 2 / n_b; an empty bin has both sums 0.
+    plugin = ((score - positive) ** 2 / safe_n).sum(axis=-1)
+    correction = (positive * (bin_n - positive) / (safe_n * np.where(bin_n > 1, bin_n - 1.0, np.inf))).sum(axis=-1)
+    total = bin_n.sum(axis=-1)
+    return _divide(plugin, total), _divide(correction, total)
 
 
 class GeneralizedEntropyIndex(GroupMetric):
