@@ -202,10 +202,19 @@ def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndar
     """The plug-in squared calibration error sum_b (n_b / n) (mean score_b - mean label_b) ** 2 over the bins
     (last axis), and the sum of each bin's unbiased label-mean variance estimate y_b (1 - y_b) / (n_b - 1) with
     the same weights; NaN for an empty group. A bin of one row (or less weight) has no variance estimate."""
-    safe_n = np.where(bin_n > 0, bin_n, 1.0)
-    # n_b * gap_b ** 2 = (score sum - label sum) ** 2 / n_b; an empty bin has both sums 0.
-    plugin = ((score - positive) ** 2 / safe_n).sum(axis=-1)
-    correction = (positive * (bin_n - positive) / (safe_n * np.where(bin_n > 1, bin_n - 1.0, np.inf))).sum(axis=-1)
+    # n_b * gap_b ** 2 = (score sum - label sum) ** 2 / n_b; an empty bin has both sums 0. In place: this runs
+    # on every bootstrap replicate of every slicing.
+    term = score - positive
+    np.square(term, out=term)
+    np.divide(term, bin_n, out=term, where=bin_n > 0)
+    plugin = term.sum(axis=-1)
+    term = bin_n - positive
+    term *= positive
+    spread = bin_n - 1.0
+    spread *= bin_n
+    np.divide(term, spread, out=term, where=bin_n > 1)
+    term[bin_n <= 1] = 0.0
+    correction = term.sum(axis=-1)
     total = bin_n.sum(axis=-1)
     return _divide(plugin, total), _divide(correction, total)
 
