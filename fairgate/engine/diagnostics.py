@@ -3,12 +3,16 @@ Simpson's-paradox reversals, and the groups too small to judge."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats as scipy_stats
 
-from fairgate.engine.metrics import GroupMetric
+from fairgate.engine.metrics import GroupCounts, GroupMetric, Rate
 from fairgate.engine.slicing import SlicingResult
+from fairgate.engine.stats import newcombe_interval, z_value
 from fairgate.policy.core import Policy
 
 # Criteria that cannot all hold when base rates differ and the classifier is imperfect.
@@ -37,52 +41,93 @@ _INDEPENDENCE = {
 
 
 def base_rates(parts: list[SlicingResult], comparisons: list[dict[str, Any]], policy: Policy) -> list[dict[str, Any]]:
-    """Base rates per group of each single attribute, whether they differ significantly, and what that rules out."""
+    """Base rates per group of each single attribute, whether they differ significantly, and what that implies.
+
+    Whether base rates differ is one chi-square test of homogeneity per attribute over its sufficient groups
+    (positives and negatives per group, from the confusion counts), Holm-adjusted across the attributes at the
+    policy's significance level. ``comparisons`` is not used: the pairwise comparisons' family is the gate's.
+    """
+    del comparisons
     configured = {m.name for m in policy.metrics}
+    singles = [part for part in parts if len(part.slicing) == 1]
+    p_values = [_homogeneity_p_value(part) for part in singles]
+    adjusted = _holm(p_values)
+    alpha = policy.statistics.significance_level
     out = []
-    for part in parts:
-        if len(part.slicing) != 1:
-            continue
-        rates = part.metrics["base_rate"]["value"]
+    for part, p_value, p_adjusted in zip(singles, p_values, adjusted, strict=True):
+        rates = part.metrics["base_rate"]
         groups = [
-            {"group": g, "base_rate": r, "n": n}
-            for g, r, n, ok in zip(part.groups, rates, part.n, part.sufficient, strict=True)
+            {"group": g, "base_rate": r, "ci_low": low, "ci_high": high, "n": n}
+            for g, r, low, high, n, ok in zip(
+                part.groups, rates["value"], rates["ci_low"], rates["ci_high"], part.n, part.sufficient, strict=True
+            )
             if ok
         ]
-        significant = [
-            c
-            for c in comparisons
-            if c["metric"] == "base_rate" and c["slicing"] == list(part.slicing) and c.get("significant")
-        ]
-        defined: list[float] = [r for r, ok in zip(rates, part.sufficient, strict=True) if ok and r is not None]
-        differ = bool(significant)
+        defined: list[float] = [g["base_rate"] for g in groups if g["base_rate"] is not None]
+        differ = p_adjusted is not None and p_adjusted < alpha
         out.append(
             {
                 "slicing": list(part.slicing),
                 "groups": groups,
                 "min": min(defined) if defined else None,
                 "max": max(defined) if defined else None,
+                "test": "chi-square test of homogeneity over sufficient groups, Holm-adjusted across attributes",
+                "p_value": p_value,
+                "p_value_adjusted": p_adjusted,
                 "differ": differ,
-                "impossibility": _impossibility_note(part.slicing[0], defined, differ, configured),
+                "impossibility": _impossibility_note(part.slicing[0], defined, p_value, differ, configured),
             }
         )
     return out
 
 
-def _impossibility_note(attribute: str, rates: list[float], differ: bool, configured: set[str]) -> str:
-    if not rates:
-        return f"No group of {attribute!r} is large enough to compare base rates."
+def _homogeneity_p_value(part: SlicingResult) -> float | None:
+    """p-value of equal base rates across the sufficient groups of one attribute; None below two groups."""
+    use = np.array(part.sufficient, dtype=bool)
+    counts = {k: np.asarray(v, dtype=float)[use] for k, v in part.counts.items()}
+    table = np.stack([counts["tp"] + counts["fn"], counts["fp"] + counts["tn"]], axis=1)
+    table = table[table.sum(axis=1) > 0]
+    if table.shape[0] < 2:
+        return None
+    if (table.sum(axis=0) == 0).any():
+        return 1.0  # every group has the same base rate (all 0 or all 1)
+    return float(scipy_stats.chi2_contingency(table, correction=table.shape[0] == 2).pvalue)
+
+
+def _holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment over the defined p-values (None stays None).
+
+    >>> _holm([0.01, None, 0.04, 0.03])
+    [0.03, None, 0.06, 0.06]
+    """
+    defined = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(defined):
+        running = max(running, min(1.0, (len(defined) - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
+def _impossibility_note(
+    attribute: str, rates: list[float], p_value: float | None, differ: bool, configured: set[str]
+) -> str:
+    """What the base rates imply for the fairness criteria: a claim only where the data shows a difference."""
+    if not rates or p_value is None:
+        return f"Fewer than two groups of {attribute!r} are large enough to compare base rates: no conclusion."
     span = f"from {min(rates):.1%} to {max(rates):.1%}"
     if not differ:
         return (
-            f"Base rates of {attribute!r} range {span}, a difference that is not statistically significant; "
-            "the fairness criteria can in principle hold together."
+            f"Base rates of {attribute!r} range {span}; the difference is not statistically significant. This is "
+            "not evidence that they are equal, so no conclusion is drawn about whether calibration and equal "
+            "error rates can hold together."
         )
     lines = [
         f"Base rates of {attribute!r} differ significantly ({span}). Unless the model is perfect, "
         "calibration / predictive parity and equal false positive and false negative rates cannot all hold "
-        "(Chouldechova 2017; Kleinberg, Mullainathan and Raghavan 2016), and equal selection rates "
-        "(demographic parity) cannot hold together with equalized odds or with calibration."
+        "exactly (Chouldechova 2017; Kleinberg, Mullainathan and Raghavan 2016), and equal selection rates "
+        "(demographic parity) cannot hold exactly together with equalized odds or with calibration unless the "
+        "predictions carry no information about the outcome."
     ]
     chosen = [
         (name, family)
@@ -103,96 +148,243 @@ def _impossibility_note(attribute: str, rates: list[float], differ: bool, config
     return " ".join(lines)
 
 
+# ------------------------------------------------------------------------------------------ worst-off subgroup
 def worst_subgroups(parts: list[SlicingResult]) -> list[dict[str, Any]]:
-    """Per metric with a direction, the worst-off sufficient intersectional subgroup and its value."""
+    """Per metric with a direction, the worst-off sufficient intersectional subgroup, ranked by a confidence bound.
+
+    The point estimate would pick the noisiest (smallest) subgroup (the winner's curse). The worst-off subgroup
+    is the one whose bound in the favourable direction is the most adverse: for a metric where higher is
+    better, the lowest upper bound ("even at best, its rate is at most ..."); for one where lower is better,
+    the highest lower bound. It is reported with its estimate, interval and size.
+    """
+    population = next((p for p in parts if not p.slicing), None)
     out = []
     for name, cls in GroupMetric.registry.items():
         if cls.higher_is_better is None:
             continue
-        best: tuple[float, SlicingResult, int] | None = None
-        for part in parts:
-            if len(part.slicing) < 2 or name not in part.metrics:
-                continue
-            for i, value in enumerate(part.metrics[name]["value"]):
-                if value is None or not part.sufficient[i]:
-                    continue
-                badness = -value if cls.higher_is_better else value
-                if best is None or badness > best[0]:
-                    best = (badness, part, i)
-        if best is not None:
-            _, part, i = best
-            out.append(
-                {
-                    "metric": name,
-                    "slicing": list(part.slicing),
-                    "group": part.groups[i],
-                    "value": part.metrics[name]["value"][i],
-                    "n": part.n[i],
-                    "direction": "higher_is_better" if cls.higher_is_better else "lower_is_better",
-                }
-            )
+        bound = "ci_high" if cls.higher_is_better else "ci_low"
+        candidates = [
+            (part, i)
+            for part in parts
+            if len(part.slicing) >= 2 and name in part.metrics
+            for i in range(len(part.groups))
+            if part.sufficient[i] and part.metrics[name][bound][i] is not None
+        ]
+        if not candidates:
+            continue
+        sign = 1.0 if cls.higher_is_better else -1.0
+        part, i = min(candidates, key=lambda c: sign * float(c[0].metrics[name][bound][c[1]] or 0.0))
+        out.append(_worst_entry(name, cls.higher_is_better, part, i, len(candidates), population))
     return out
 
 
-def simpson_reversals(
-    parts: list[SlicingResult], metrics: tuple[str, ...] = ("selection_rate", "true_positive_rate")
-) -> list[dict[str, Any]]:
-    """Disparities on one attribute whose sign reverses inside every stratum of another attribute.
+def _worst_entry(
+    name: str, higher_is_better: bool, part: SlicingResult, i: int, n_candidates: int, population: Any
+) -> dict[str, Any]:
+    values = part.metrics[name]
+    bound = "ci_high" if higher_is_better else "ci_low"
+    overall = population.metrics[name]["value"][0] if population is not None and name in population.metrics else None
+    label = ", ".join(f"{k}={v}" for k, v in part.groups[i].items())
+    side = "upper" if higher_is_better else "lower"
+    extreme = "lowest" if higher_is_better else "highest"
+    value, low, high = values["value"][i], values["ci_low"][i], values["ci_high"][i]
+    note = (
+        f"{label}: {name} {_fmt(value)} (interval {_fmt(low)} to {_fmt(high)}, n = {part.n[i]:g}), the {extreme} "
+        f"{side} confidence bound among {n_candidates} intersectional subgroups"
+        + (f"; the whole population has {_fmt(overall)}" if overall is not None else "")
+        + ". The interval is not adjusted for choosing this subgroup among the others."
+    )
+    return {
+        "metric": name,
+        "slicing": list(part.slicing),
+        "group": part.groups[i],
+        "value": value,
+        "ci_low": low,
+        "ci_high": high,
+        "n": part.n[i],
+        "direction": "higher_is_better" if higher_is_better else "lower_is_better",
+        "ranked_by": bound,
+        "n_candidates": n_candidates,
+        "population_value": overall,
+        "note": note,
+    }
 
-    For groups a and b of attribute A, the overall difference m(a) - m(b) is compared with m(a, s) - m(b, s)
-    in each stratum s of attribute B where both cells are large enough; a flag needs two or more strata.
+
+def _fmt(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+# ------------------------------------------------------------------------------------------ Simpson's paradox
+@dataclass(frozen=True)
+class _Contrast:
+    """Groups a and b of one attribute, one rate metric, stratified by another attribute."""
+
+    metric: str
+    attribute: str
+    stratifier: str
+    groups: tuple[str, str]
+    strata: list[str]
+    crude: tuple[float, float, float, float]  # x_a, n_a, x_b, n_b over the whole population
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # the same per stratum
+
+    def defined(self) -> bool:
+        """Both groups have a denominator overall, and some stratum holds both."""
+        _, n_a, _, n_b = self.cells
+        return self.crude[1] > 0 and self.crude[3] > 0 and bool(np.any((n_a > 0) & (n_b > 0)))
+
+
+def simpson_reversals(
+    parts: list[SlicingResult],
+    metrics: tuple[str, ...] = ("selection_rate", "true_positive_rate"),
+    alpha: float = 0.05,
+) -> list[dict[str, Any]]:
+    """Disparities whose direction reverses once another attribute is held fixed, with evidence both ways.
+
+    For sufficient groups a and b of attribute A and each other attribute B, the crude difference
+    m(a) - m(b) (Newcombe interval) is compared with the Mantel-Haenszel risk difference stratified by B
+    (every stratum where both groups have rows, however small; Sato's variance, valid for sparse strata).
+    A reversal is flagged only when both intervals exclude 0 with opposite signs. Both intervals are at the
+    Bonferroni level 1 - alpha / k over the k contrasts examined, so an audit without any within-stratum
+    disparity flags one with probability at most about alpha / 2.
     """
-    singles = {part.slicing[0]: part for part in parts if len(part.slicing) == 1}
+    contrasts = list(_contrasts(parts, metrics))
+    if not contrasts:
+        return []
+    level = 1.0 - alpha / len(contrasts)
+    z = z_value(level)
     out = []
+    for contrast in contrasts:
+        x_a, n_a, x_b, n_b = (np.array(v) for v in contrast.crude)
+        crude = float(x_a / n_a - x_b / n_b)
+        crude_low, crude_high = (float(v) for v in newcombe_interval(x_a, n_a, x_b, n_b, z))
+        stratified, se = mantel_haenszel_difference(*contrast.cells)
+        low, high = stratified - z * se, stratified + z * se
+        reversed_with_evidence = (crude_low > 0 and high < 0) or (crude_high < 0 and low > 0)
+        if reversed_with_evidence:
+            out.append(_simpson_entry(contrast, crude, (crude_low, crude_high), stratified, (low, high), level))
+    return out
+
+
+def mantel_haenszel_difference(
+    x_a: np.ndarray, n_a: np.ndarray, x_b: np.ndarray, n_b: np.ndarray
+) -> tuple[float, float]:
+    """Mantel-Haenszel risk difference of a vs b over strata, and its standard error (Sato 1989).
+
+    Strata where either group is empty carry no weight. Returns NaNs when no stratum has both groups.
+
+    >>> rd, se = mantel_haenszel_difference(np.array([8.0, 1.0]), np.array([10.0, 10.0]),
+    ...                                     np.array([9.0, 2.0]), np.array([10.0, 10.0]))
+    >>> round(rd, 3)
+    -0.1
+    """
+    total = n_a + n_b
+    keep = (n_a > 0) & (n_b > 0)
+    x_a, n_a, x_b, n_b, total = (v[keep] for v in (x_a, n_a, x_b, n_b, total))
+    weight = (n_a * n_b / total).sum()
+    if weight <= 0:
+        return float("nan"), float("nan")
+    difference = float(((x_a * n_b - x_b * n_a) / total).sum() / weight)
+    p_term = ((n_a**2 * x_b - n_b**2 * x_a + n_a * n_b * (n_b - n_a) / 2.0) / total**2).sum()
+    q_term = ((x_a * (n_b - x_b) + x_b * (n_a - x_a)) / (2.0 * total)).sum()
+    return difference, float(np.sqrt(max(difference * p_term + q_term, 0.0)) / weight)
+
+
+def _contrasts(parts: list[SlicingResult], metrics: tuple[str, ...]) -> Iterator[_Contrast]:
+    """Every (metric, attribute, stratifier, pair of sufficient groups) with a defined crude and MH difference."""
+    singles = {part.slicing[0]: part for part in parts if len(part.slicing) == 1}
+    rates = {name: cls() for name, cls in GroupMetric.registry.items() if name in metrics and issubclass(cls, Rate)}
     for pair in (p for p in parts if len(p.slicing) == 2):
         for position in (0, 1):
             attribute, stratifier = pair.slicing[position], pair.slicing[1 - position]
             single = singles.get(attribute)
             if single is None:
                 continue
-            for metric in metrics:
-                if metric not in single.metrics:
-                    continue
-                overall = _values_by_key(single, metric, attribute)
-                cells = _values_by_key(pair, metric, attribute, stratifier)
-                strata = sorted({s for (_, s) in cells})
-                levels = sorted(overall)
+            strata = sorted({g[stratifier] for g in pair.groups})
+            levels = [g[attribute] for g, ok in zip(single.groups, single.sufficient, strict=True) if ok]
+            for name, rate in rates.items():
+                overall = _fractions(single, rate, attribute)
+                within = _fractions(pair, rate, attribute, stratifier)
                 for i, a in enumerate(levels):
                     for b in levels[i + 1 :]:
-                        total = overall[a] - overall[b]
-                        inside = [cells[(a, s)] - cells[(b, s)] for s in strata if (a, s) in cells and (b, s) in cells]
-                        if abs(total) < 1e-12 or len(inside) < 2:
-                            continue
-                        if all(np.sign(d) == -np.sign(total) and abs(d) > 1e-12 for d in inside):
-                            out.append(
-                                {
-                                    "metric": metric,
-                                    "attribute": attribute,
-                                    "stratified_by": stratifier,
-                                    "groups": [a, b],
-                                    "overall_difference": total,
-                                    "stratum_differences": inside,
-                                    "note": (
-                                        f"{metric} of {attribute}={a} minus {attribute}={b} is {total:+.3f} overall "
-                                        f"but has the opposite sign in every stratum of {stratifier}: the overall "
-                                        f"disparity is driven by how {stratifier} is distributed."
-                                    ),
-                                }
-                            )
-    return out
+                        contrast = _Contrast(
+                            name,
+                            attribute,
+                            stratifier,
+                            (a, b),
+                            strata,
+                            (*overall[a], *overall[b]),
+                            _stratum_fractions(within, a, b, strata),
+                        )
+                        if contrast.defined():
+                            yield contrast
 
 
-def _values_by_key(part: SlicingResult, metric: str, *attributes: str) -> dict[Any, float]:
-    out: dict[Any, float] = {}
-    for group, value, ok in zip(part.groups, part.metrics[metric]["value"], part.sufficient, strict=True):
-        if value is None or not ok:
-            continue
+def _stratum_fractions(
+    within: dict[Any, tuple[float, float]], a: str, b: str, strata: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """x_a, n_a, x_b, n_b per stratum (zeros where a cell has no rows)."""
+    x_a, n_a = (np.array(v) for v in zip(*(within.get((a, s), (0.0, 0.0)) for s in strata), strict=True))
+    x_b, n_b = (np.array(v) for v in zip(*(within.get((b, s), (0.0, 0.0)) for s in strata), strict=True))
+    return x_a, n_a, x_b, n_b
+
+
+def _fractions(part: SlicingResult, rate: Rate, *attributes: str) -> dict[Any, tuple[float, float]]:
+    """(numerator, denominator) of a rate per group of a slicing, keyed by the attributes' values."""
+    counts = {k: np.asarray(v, dtype=float) for k, v in part.counts.items()}
+    empty = np.zeros((len(part.groups), 1))
+    numerator, denominator = rate.fraction(GroupCounts(**counts, bin_n=empty, bin_positive=empty, bin_score=empty))
+    out: dict[Any, tuple[float, float]] = {}
+    for group, x, m in zip(part.groups, numerator, denominator, strict=True):
         key = tuple(group[a] for a in attributes)
-        out[key[0] if len(key) == 1 else key] = value
+        out[key[0] if len(key) == 1 else key] = (float(x), float(m))
     return out
+
+
+def _simpson_entry(
+    contrast: _Contrast,
+    crude: float,
+    crude_interval: tuple[float, float],
+    stratified: float,
+    interval: tuple[float, float],
+    level: float,
+) -> dict[str, Any]:
+    x_a, n_a, x_b, n_b = contrast.cells
+    present = (n_a > 0) & (n_b > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = np.where(present, x_a / np.where(n_a > 0, n_a, 1) - x_b / np.where(n_b > 0, n_b, 1), np.nan)
+    stratum_differences = [float(d) if np.isfinite(d) else None for d in inside]
+    opposite = int(np.sum(np.isfinite(inside) & (np.sign(inside) == -np.sign(crude)) & (inside != 0)))
+    a, b = contrast.groups
+    attribute, stratifier, metric = contrast.attribute, contrast.stratifier, contrast.metric
+    note = (
+        f"{metric} of {attribute}={a} minus {attribute}={b} is {crude:+.3f} overall "
+        f"({level:.2%} interval {crude_interval[0]:+.3f} to {crude_interval[1]:+.3f}) but {stratified:+.3f} "
+        f"({interval[0]:+.3f} to {interval[1]:+.3f}) when {stratifier} is held fixed (Mantel-Haenszel over "
+        f"{int(present.sum())} strata with both groups; the within-stratum difference has the opposite sign in "
+        f"{opposite} of them). The overall disparity reflects how {stratifier} is distributed across the groups."
+    )
+    return {
+        "metric": metric,
+        "attribute": attribute,
+        "stratified_by": stratifier,
+        "groups": [a, b],
+        "overall_difference": crude,
+        "overall_ci_low": crude_interval[0],
+        "overall_ci_high": crude_interval[1],
+        "stratified_difference": stratified,
+        "stratified_ci_low": interval[0],
+        "stratified_ci_high": interval[1],
+        "confidence_level": level,
+        "method": "Mantel-Haenszel risk difference (Sato variance) vs crude Newcombe, Bonferroni over contrasts",
+        "strata": contrast.strata,
+        "stratum_differences": stratum_differences,
+        "n_strata_opposite": opposite,
+        "note": note,
+    }
 
 
 def insufficient_groups(parts: list[SlicingResult], policy: Policy) -> list[dict[str, Any]]:
+    """The groups under ``min_group_size``, left out of every judgement."""
     minimum = policy.intersectional_analysis.min_group_size
     return [
         {"slicing": list(part.slicing), "group": group, "n": n, "min_group_size": minimum}

@@ -166,6 +166,59 @@ class ExpectedCalibrationError(GroupMetric):
         return _divide(gap, counts.bin_n.sum(axis=-1))
 
 
+class ExpectedCalibrationErrorDebiased(GroupMetric):
+    """Debiased calibration error (Kumar, Liang & Ma 2019, "Verified Uncertainty Calibration").
+
+    The plug-in ECE is biased upward: a perfectly calibrated group scores about 0.1 at n = 100, because the
+    label mean of each bin is noisy. Over the same equal-width bins, ``sum_b w_b (s_b - y_b) ** 2`` minus the
+    unbiased estimate ``y_b (1 - y_b) / (n_b - 1)`` of each bin's sampling variance is an unbiased estimate of
+    the squared (L2, root-mean-square) calibration error; the metric is the square root of its positive part
+    (an estimate below 0 means "no detectable miscalibration" and reads 0), on the probability scale like ECE.
+
+    Bootstrap replicates (a leading replicate axis on ``bin_n``) are centred on the estimate: the resampled
+    world's true error is the plug-in error, not the debiased one, so replicate ``r`` reports
+    ``S(r) - plugin(mean) + S(mean)`` with ``mean`` the replicates' mean counts (the point counts in
+    expectation). Their percentile interval is then the bootstrap pivot interval (clipped at 0 with the
+    estimate), so it starts at 0 for a calibrated group.
+    """
+
+    name = "expected_calibration_error_debiased"
+    higher_is_better = False
+    needs_scores = True
+
+    def compute(self, counts: GroupCounts) -> np.ndarray:
+        plugin, correction = _squared_error_terms(counts.bin_n, counts.bin_positive, counts.bin_score)
+        squared = plugin - correction
+        if counts.bin_n.ndim > 2 and counts.bin_n.shape[0] > 0:
+            # Replicates: re-centre on the estimate (see the class docstring).
+            mean = (a.mean(axis=0) for a in (counts.bin_n, counts.bin_positive, counts.bin_score))
+            # S(r) - plugin(mean) + S(mean) = S(r) - correction(mean).
+            _, world_correction = _squared_error_terms(*mean)
+            squared = squared - world_correction
+        return np.sqrt(np.clip(squared, 0.0, None))
+
+
+def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plug-in squared calibration error sum_b (n_b / n) (mean score_b - mean label_b) ** 2 over the bins
+    (last axis), and the sum of each bin's unbiased label-mean variance estimate y_b (1 - y_b) / (n_b - 1) with
+    the same weights; NaN for an empty group. A bin of one row (or less weight) has no variance estimate."""
+    # n_b * gap_b ** 2 = (score sum - label sum) ** 2 / n_b; an empty bin has both sums 0. In place: this runs
+    # on every bootstrap replicate of every slicing.
+    term = score - positive
+    np.square(term, out=term)
+    np.divide(term, bin_n, out=term, where=bin_n > 0)
+    plugin = term.sum(axis=-1)
+    term = bin_n - positive
+    term *= positive
+    spread = bin_n - 1.0
+    spread *= bin_n
+    np.divide(term, spread, out=term, where=bin_n > 1)
+    term[bin_n <= 1] = 0.0
+    correction = term.sum(axis=-1)
+    total = bin_n.sum(axis=-1)
+    return _divide(plugin, total), _divide(correction, total)
+
+
 class GeneralizedEntropyIndex(GroupMetric):
     """AIF360's generalized entropy index of the benefit b = 1 + y_pred - y_true (alpha = 2).
 
@@ -365,7 +418,10 @@ class PredictiveParityDifference(SummaryOf):
 
 
 class CalibrationDifference(SummaryOf):
-    name, bases, summary = "calibration_difference", ("expected_calibration_error",), "difference"
+    """Difference of the debiased calibration error across groups (the plug-in ECE is biased upward, more so
+    in small groups, so its difference would grow with the imbalance of group sizes)."""
+
+    name, bases, summary = "calibration_difference", ("expected_calibration_error_debiased",), "difference"
 
 
 class AucDifference(SummaryOf):

@@ -106,15 +106,47 @@ def _simpson(h: Any, frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def test_simpson_reversal_is_flagged(h: Any) -> None:
-    # a: 80/100 in s1, 2/20 in s2 (82/120 overall); b: 18/20 in s1, 20/100 in s2 (38/120 overall).
-    frame = _cells([("a", "s1", 100, 80), ("a", "s2", 20, 2), ("b", "s1", 20, 18), ("b", "s2", 100, 20)])
+    # a: 400/500 in s1, 10/100 in s2 (410/600 overall); b: 90/100 in s1, 100/500 in s2 (190/600 overall).
+    frame = _cells([("a", "s1", 500, 400), ("a", "s2", 100, 10), ("b", "s1", 100, 90), ("b", "s2", 500, 100)])
     flags = _simpson(h, frame)
     assert len(flags) == 1, flags
     flag = flags[0]
     assert (flag["attribute"], flag["stratified_by"], flag["groups"]) == ("grp", "stratum", ["a", "b"])
-    assert flag["overall_difference"] == pytest.approx(82 / 120 - 38 / 120)
+    assert flag["overall_difference"] == pytest.approx(410 / 600 - 190 / 600)
+    assert flag["strata"] == ["s1", "s2"]
     assert flag["stratum_differences"] == pytest.approx([0.8 - 0.9, 0.1 - 0.2])
-    assert "opposite sign" in flag["note"]
+    # Equal Mantel-Haenszel weights (500 * 100 / 600) in both strata: the stratified difference is -0.1.
+    assert flag["stratified_difference"] == pytest.approx(-0.1)
+    assert flag["stratified_ci_high"] < 0 < flag["overall_ci_low"]
+    assert flag["n_strata_opposite"] == 2
+    assert "opposite sign in 2 of them" in flag["note"] and "every stratum" not in flag["note"]
+
+
+def test_reversal_without_evidence_is_not_flagged(h: Any) -> None:
+    """The same proportions on a fifth of the rows: the within-stratum gap of -0.1 is not distinguishable from 0."""
+    frame = _cells([("a", "s1", 100, 80), ("a", "s2", 20, 2), ("b", "s1", 20, 18), ("b", "s2", 100, 20)])
+    assert _simpson(h, frame) == []
+
+
+def test_small_strata_are_kept_and_the_note_says_what_holds(h: Any) -> None:
+    """A tiny third stratum without a reversal still counts; the note does not claim every stratum reverses."""
+    frame = _cells(
+        [
+            ("a", "s1", 500, 400),
+            ("a", "s2", 100, 10),
+            ("a", "s3", 4, 4),
+            ("b", "s1", 100, 90),
+            ("b", "s2", 500, 100),
+            ("b", "s3", 4, 2),
+        ]
+    )
+    flags = _simpson(h, frame)
+    assert len(flags) == 1, flags
+    flag = flags[0]
+    assert flag["strata"] == ["s1", "s2", "s3"]
+    assert flag["stratum_differences"] == pytest.approx([-0.1, -0.1, 0.5])
+    assert flag["n_strata_opposite"] == 2
+    assert "opposite sign in 2 of them" in flag["note"] and "3 strata" in flag["note"]
 
 
 def test_no_reversal_no_flag(h: Any) -> None:
@@ -154,4 +186,5 @@ def test_no_impossibility_claim_when_base_rates_are_equal(h: Any) -> None:
     entry = _note(h, _base_rate_frame(0.4, 0.4))
     assert entry["differ"] is False
     assert "not statistically significant" in entry["impossibility"]
-    assert "cannot all hold" not in entry["impossibility"]
+    assert "no conclusion" in entry["impossibility"]
+    assert "cannot all hold" not in entry["impossibility"] and "can in principle hold" not in entry["impossibility"]
