@@ -15,7 +15,7 @@ from PIL import Image
 from pypdf import PdfReader
 from report_docgen import synthetic_doc
 
-from fairgate.report.view import build_view
+from fairgate.report import build_view
 from tasks.report import (
     OfflineURLFetcher,
     build_report_files,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from report_docgen import synthetic_doc
 
-from fairgate.report.view import build_view, email_summary, flatten, metric_label
+from fairgate.report import build_view, email_summary, flatten, metric_label
 
 ATTRS = {"sex": ["M", "F"], "race": ["a", "b", "c", "tiny"], "age": ["young", "mid", "old"]}
 
