@@ -8,6 +8,8 @@ from fairgate.document.common import Direction, Group, Part, Slicing
 
 
 class GroupBaseRate(Part):
+    """One group's base rate (share of favourable labels) and size."""
+
     group: Group
     base_rate: float | None
     n: float
@@ -57,6 +59,8 @@ class InsufficientGroup(Part):
 
 
 class Diagnostics(Part):
+    """Reviewer diagnostics: base rates, worst-off subgroups, Simpson's reversals, insufficient groups."""
+
     base_rates: list[BaseRates]
     worst_subgroups: list[WorstSubgroup]
     simpson: list[SimpsonReversal]
@@ -65,6 +69,8 @@ class Diagnostics(Part):
 
 
 class RocCurve(Part):
+    """The ROC curve of one group (false and true positive rates at each score threshold)."""
+
     slicing: Slicing
     group: Group
     fpr: list[float]
@@ -72,6 +78,8 @@ class RocCurve(Part):
 
 
 class CalibrationBin(Part):
+    """One score bin of a reliability curve: its bounds, size, mean score and observed positive share."""
+
     lower: float
     upper: float
     n: float
@@ -80,16 +88,22 @@ class CalibrationBin(Part):
 
 
 class CalibrationCurve(Part):
+    """The reliability (calibration) curve of one group."""
+
     slicing: Slicing
     group: Group
     bins: list[CalibrationBin]
 
 
 class Curves(Part):
+    """ROC and calibration curves per group."""
+
     roc: list[RocCurve] = Field(default_factory=list)
     calibration: list[CalibrationCurve] = Field(default_factory=list)
 
 
 class IndividualFairness(Part):
+    """Population-level individual-fairness indices (null when undefined)."""
+
     theil_index: float | None = None
     generalized_entropy_index: float | None = None

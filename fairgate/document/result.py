@@ -92,6 +92,7 @@ class AuditResult:
         return pl.DataFrame(rows, infer_schema_length=None)
 
     def __repr__(self) -> str:
+        """The verdict, model, failures and rows at a glance."""
         detail = self.document.verdict_detail
         return (
             f"<AuditResult {self.verdict.upper()} model={self.document.model.name} "

@@ -17,6 +17,8 @@ PDF_ROW_LIMIT = 30
 
 @dataclass(frozen=True)
 class Cell:
+    """A table cell: formatted value and interval, and the rounded numbers behind them."""
+
     text: str
     ci: str = ""
     value: float | None = None
@@ -26,6 +28,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class GroupRow:
+    """One group of a slicing's table (sizes and metrics hidden when suppressed)."""
+
     label: str
     group: dict[str, str]
     n: int | None  # None when suppressed
@@ -38,6 +42,8 @@ class GroupRow:
 
 @dataclass(frozen=True)
 class ResultRow:
+    """One judged policy result as the report shows it."""
+
     metric: str
     metric_label: str
     slicing: list[str]
@@ -64,6 +70,8 @@ class ResultRow:
 
 @dataclass(frozen=True)
 class SlicingSection:
+    """The section of one slicing: its results and its group table."""
+
     key: str
     anchor: str
     attributes: list[str]
@@ -82,6 +90,8 @@ class SlicingSection:
 
 @dataclass(frozen=True)
 class Curve:
+    """One group's curve, rounded for a chart."""
+
     label: str
     x: list[float]
     y: list[float]
@@ -90,6 +100,8 @@ class Curve:
 
 @dataclass(frozen=True)
 class CurveSet:
+    """The curves of one slicing, with how many suppressed groups were left out."""
+
     key: str
     curves: list[Curve]
     n_hidden: int
@@ -97,6 +109,8 @@ class CurveSet:
 
 @dataclass(frozen=True)
 class Recommendation:
+    """One mitigation for one failed (metric, slicing)."""
+
     metric_label: str
     slicing_label: str
     title: str
@@ -125,6 +139,8 @@ class Action:
 
 @dataclass(frozen=True)
 class ScoreCell:
+    """One cell of the score card."""
+
     text: str
     status: str  # a result status, or "none" where the metric is not judged on the slicing
     uncertain: bool
@@ -133,6 +149,8 @@ class ScoreCell:
 
 @dataclass(frozen=True)
 class ScoreRow:
+    """One slicing's row of the score card."""
+
     slicing_label: str
     anchor: str
     cells: list[ScoreCell]
@@ -150,6 +168,8 @@ class ScoreCard:
 
 @dataclass(frozen=True)
 class KeyValue:
+    """A key/value row of a facts table."""
+
     key: str
     value: str
 
@@ -168,6 +188,8 @@ class CheckRow:
 
 @dataclass(frozen=True)
 class NoteRow:
+    """A note under a slicing label (empty label: a note for the whole section)."""
+
     slicing_label: str
     text: str
 
@@ -187,6 +209,8 @@ class Heatmap:
 
 @dataclass(frozen=True)
 class Breakdown:
+    """Group sizes and shares of one attribute (None where suppressed)."""
+
     attribute: str
     labels: list[str]
     counts: list[int | None]  # None: suppressed
@@ -195,6 +219,8 @@ class Breakdown:
 
 @dataclass(frozen=True)
 class ReportView:
+    """Everything the report templates read, already formatted and suppressed."""
+
     title: str
     model_name: str
     model_version: str

@@ -66,7 +66,8 @@ def validation_warnings(validation: Mapping[str, Any] | None) -> list[str]:
 def policy_text(policy: Mapping[str, Any]) -> str:
     """The policy as applied, as YAML under its top-level key (JSON if it cannot be dumped as YAML)."""
     try:
-        return yaml.safe_dump({"fairness_checker": dict(policy)}, sort_keys=False, allow_unicode=True, width=100)
+        text: str = yaml.safe_dump({"fairness_checker": dict(policy)}, sort_keys=False, allow_unicode=True, width=100)
+        return text
     except yaml.YAMLError:
         return json.dumps(policy, indent=2, default=str)
 
