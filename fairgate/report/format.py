@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fairgate.engine.metrics import policy_metric
 from fairgate.report.model import KeyValue
 
 #: Group metrics shown in the by-group tables, in reading order.
@@ -69,8 +70,6 @@ def metric_label(name: str) -> str:
 
 def base_metrics(name: str) -> tuple[str, ...]:
     """The group metrics a policy metric summarises (``equalized_odds_difference`` -> TPR and FPR)."""
-    from fairgate.engine.metrics import policy_metric
-
     try:
         return tuple(policy_metric(name).bases)
     except (ValueError, AttributeError):
