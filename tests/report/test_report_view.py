@@ -265,3 +265,15 @@ def test_view_rejects_a_document_that_is_not_the_contract(doc: dict[str, Any]) -
 def test_view_accepts_the_typed_document() -> None:
     typed = synthetic_document({"g": ["x", "y"]}, pairs=False)
     assert build_view(typed) == build_view(AuditResult(typed).to_dict())
+
+
+def test_synthetic_document_meets_the_shipped_schema(doc: dict[str, Any]) -> None:
+    """The report tests' document is the contract, not an approximation of it."""
+    import json
+
+    import jsonschema
+
+    from fairgate.document import SCHEMA_PATH
+
+    jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))
+    assert {len(g["slicing"]) for g in doc["groups"]} == {1, 2}
