@@ -20,7 +20,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "report")]
 
 from report_docgen import synthetic_doc  # noqa: E402
 
-from fairgate.report.view import build_view  # noqa: E402
+from fairgate.report import build_view  # noqa: E402
 from tasks.outputs import write_atomic  # noqa: E402
 from tasks.report import html_to_pdf, render_charts, render_html  # noqa: E402
 

@@ -22,13 +22,8 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from fairgate.report.view import (  # noqa: E402
-    Breakdown,
-    CurveSet,
-    Heatmap,
-    SlicingSection,
-    base_metrics,
-)
+from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection  # noqa: E402
+from fairgate.report.format import base_metrics  # noqa: E402
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]

@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from weasyprint import HTML
 from weasyprint.urls import URLFetcher
 
-from fairgate.report.view import ReportView, build_view, email_summary
+from fairgate.report import ReportView, build_view, email_summary
 from tasks import charts as chart_lib
 from tasks.outputs import output_stem, write_atomic
 

@@ -15,7 +15,7 @@ from PIL import Image
 from pypdf import PdfReader
 from report_docgen import synthetic_doc
 
-from fairgate.report.view import build_view
+from fairgate.report import build_view
 from tasks.report import (
     OfflineURLFetcher,
     build_report_files,
@@ -168,4 +168,18 @@ def test_charts_never_show_a_suppressed_group() -> None:
     assert "zz_tiny" in charts["breakdown"] and "&lt;10 (suppressed)" in charts["breakdown"]
     assert "&lt;10" in charts["heatmap:sex × race"]
     hidden_n = next(g["n"] for g in doc["groups"] if g["group"] == {"race": "zz_tiny"})
-    assert f">{hidden_n:,} (" not in charts["breakdown"]
+    assert f">{int(hidden_n):,} (" not in charts["breakdown"]
+
+
+def test_inconclusive_and_insufficient_results_have_their_own_badge_and_reason() -> None:
+    doc = synthetic_doc({"g": ["x", "y"]}, pairs=False)
+    first, second = doc["results"]
+    first.update(status="inconclusive", reason="the interval straddles the threshold")
+    second.update(status="insufficient_data", value=None, ci_low=None, ci_high=None, reason="fewer than 50 people")
+    html = render_html(build_view(doc), charts={})
+    assert html.count('class="mark mark-inconclusive">INCONCLUSIVE</span>') == 2  # results table and summary
+    assert html.count('class="mark mark-insufficient_data">NO DATA</span>') == 2
+    assert 'class="status-reason">the interval straddles the threshold</div>' in html
+    assert 'class="status-reason">fewer than 50 people</div>' in html
+    assert 'sc-inconclusive" title="the interval straddles the threshold"' in html
+    assert "sc-insufficient_data" in html and 'class="undecided"' in html

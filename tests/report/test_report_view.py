@@ -6,10 +6,12 @@ import copy
 import re
 from typing import Any
 
+import pydantic
 import pytest
-from report_docgen import synthetic_doc
+from report_docgen import synthetic_doc, synthetic_document
 
-from fairgate.report.view import build_view, email_summary, flatten, metric_label
+from fairgate.document import AuditResult
+from fairgate.report import build_view, email_summary, flatten, metric_label
 
 ATTRS = {"sex": ["M", "F"], "race": ["a", "b", "c", "tiny"], "age": ["young", "mid", "old"]}
 
@@ -235,3 +237,43 @@ def test_data_window_from_the_predictions_provenance(doc: dict[str, Any]) -> Non
         },
     ]
     assert build_view(doc).data_window == "2026-01-01 00:00:00 to 2026-01-30 00:00:00"
+
+
+def test_undecided_statuses_are_shown_apart_from_pass_and_fail(doc: dict[str, Any]) -> None:
+    sex = [r for r in doc["results"] if r["slicing"] == ["sex"]]
+    sex[0].update(status="inconclusive", reason="the interval contains the threshold")
+    sex[1].update(status="insufficient_data", value=None, ci_low=None, ci_high=None, unavailable="needs scores")
+    view = build_view(doc)
+    rows = {r.metric: r for r in view.undecided}
+    assert len(view.undecided) == 2
+    inconclusive, missing = rows[sex[0]["metric"]], rows[sex[1]["metric"]]
+    assert (inconclusive.mark, inconclusive.reason) == ("INCONCLUSIVE", "the interval contains the threshold")
+    assert (missing.mark, missing.reason, missing.value_text) == ("NO DATA", "needs scores", "–")
+    assert all(r.status == "fail" for r in view.failures)
+    statuses = {c.status for row in view.scorecard.rows if row.slicing_label == "sex" for c in row.cells}
+    assert statuses == {"inconclusive", "insufficient_data"}
+    text = email_summary(view)
+    assert "Not judged pass or fail:" in text and "INCONCLUSIVE (the interval contains the threshold)" in text
+
+
+def test_view_rejects_a_document_that_is_not_the_contract(doc: dict[str, Any]) -> None:
+    doc["results"][0]["status"] = "maybe"
+    with pytest.raises(pydantic.ValidationError, match="status"):
+        build_view(doc)
+
+
+def test_view_accepts_the_typed_document() -> None:
+    typed = synthetic_document({"g": ["x", "y"]}, pairs=False)
+    assert build_view(typed) == build_view(AuditResult(typed).to_dict())
+
+
+def test_synthetic_document_meets_the_shipped_schema(doc: dict[str, Any]) -> None:
+    """The report tests' document is the contract, not an approximation of it."""
+    import json
+
+    import jsonschema
+
+    from fairgate.document import SCHEMA_PATH
+
+    jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))
+    assert {len(g["slicing"]) for g in doc["groups"]} == {1, 2}

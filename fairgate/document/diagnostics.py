@@ -1,0 +1,109 @@
+"""Reviewer diagnostics, curves and individual fairness: the parts of the document that explain the results."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fairgate.document.common import Direction, Group, Part, Slicing
+
+
+class GroupBaseRate(Part):
+    """One group's base rate (share of favourable labels) and size."""
+
+    group: Group
+    base_rate: float | None
+    n: float
+
+
+class BaseRates(Part):
+    """The base rates of one attribute's groups, whether they differ, and the impossibility note."""
+
+    slicing: Slicing
+    groups: list[GroupBaseRate]
+    min: float | None = None
+    max: float | None = None
+    differ: bool | None
+    impossibility: str | None
+
+
+class WorstSubgroup(Part):
+    """The worst-off sufficient intersectional subgroup on one group metric."""
+
+    metric: str
+    slicing: Slicing
+    group: Group
+    value: float | None
+    n: float
+    direction: Direction
+
+
+class SimpsonReversal(Part):
+    """A disparity whose sign reverses inside every stratum of another attribute."""
+
+    metric: str
+    attribute: str
+    stratified_by: str
+    groups: list[str]
+    overall_difference: float
+    stratum_differences: list[float]
+    note: str
+
+
+class InsufficientGroup(Part):
+    """A group below min_group_size: reported, not judged."""
+
+    slicing: Slicing
+    group: Group
+    n: float
+    min_group_size: int
+
+
+class Diagnostics(Part):
+    """Reviewer diagnostics: base rates, worst-off subgroups, Simpson's reversals, insufficient groups."""
+
+    base_rates: list[BaseRates]
+    worst_subgroups: list[WorstSubgroup]
+    simpson: list[SimpsonReversal]
+    insufficient_groups: list[InsufficientGroup]
+    excluded_missing: dict[str, int] = Field(default_factory=dict)
+
+
+class RocCurve(Part):
+    """The ROC curve of one group (false and true positive rates at each score threshold)."""
+
+    slicing: Slicing
+    group: Group
+    fpr: list[float]
+    tpr: list[float]
+
+
+class CalibrationBin(Part):
+    """One score bin of a reliability curve: its bounds, size, mean score and observed positive share."""
+
+    lower: float
+    upper: float
+    n: float
+    mean_score: float | None
+    fraction_positive: float | None
+
+
+class CalibrationCurve(Part):
+    """The reliability (calibration) curve of one group."""
+
+    slicing: Slicing
+    group: Group
+    bins: list[CalibrationBin]
+
+
+class Curves(Part):
+    """ROC and calibration curves per group."""
+
+    roc: list[RocCurve] = Field(default_factory=list)
+    calibration: list[CalibrationCurve] = Field(default_factory=list)
+
+
+class IndividualFairness(Part):
+    """Population-level individual-fairness indices (null when undefined)."""
+
+    theil_index: float | None = None
+    generalized_entropy_index: float | None = None

@@ -1,0 +1,78 @@
+"""The audit document: fairgate's public contract, one typed model from which the JSON Schema is generated."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from fairgate.document.common import Part, Slicing, Verdict
+from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairness
+from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
+from fairgate.document.results import PolicyResult, VerdictDetail
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_ID = "https://fairgate.dev/schema/audit_result/1.0.json"
+DESCRIPTION = (
+    "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
+    "strings as they appear in the data. Consumers must ignore keys they do not know: minor versions only add keys."
+)
+
+
+class ModelRef(Part):
+    """The audited model."""
+
+    name: str
+    version: str
+
+
+class AuditDocument(Part):
+    """The whole audit result document (``AuditResult.to_dict()``); its JSON Schema is generated from here."""
+
+    model_config = ConfigDict(
+        title="fairgate audit result",
+        json_schema_extra={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_ID,
+            "description": DESCRIPTION,
+        },
+    )
+
+    schema_version: str = Field(pattern=r"^1\.[0-9]+$")
+    run_id: str = Field(min_length=1)
+    created_at: str = Field(json_schema_extra={"format": "date-time"})
+    fairgate_version: str
+    verdict: Verdict
+    exit_code: Literal[0, 1]
+    model: ModelRef
+    n_rows: int = Field(ge=0)
+    weighted: bool = Field(default=False, description="True when rows carry weights (probabilistic group membership).")
+    favorable_label: Literal[0, 1]
+    favorable_label_note: str | None = None
+    confidence_level: float = Field(gt=0, lt=1)
+    n_bootstrap: int = Field(default=0, ge=0)
+    seed: int | None = None
+    use_case: str | None = None
+    policy: dict[str, Any] = Field(description="The policy as applied (after defaults).")
+    policy_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    attributes: list[AttributeInfo]
+    slicings: list[Slicing]
+    groups: list[GroupEntry]
+    comparisons: list[Comparison]
+    summaries: list[Summary]
+    results: list[PolicyResult]
+    verdict_detail: VerdictDetail
+    diagnostics: Diagnostics
+    curves: Curves
+    individual_fairness: IndividualFairness
+    recommendations: list[dict[str, Any]] = Field(
+        default_factory=list, description="Mitigation advice (fairgate.mitigation.advice.recommend)."
+    )
+    # Added by the pipeline through ``context``:
+    inputs: dict[str, Any] | None = Field(default=None, description="Input files and their sha256.")
+    alignment: dict[str, Any] | None = Field(default=None, description="Join report.")
+    validation: dict[str, Any] | None = Field(default=None, description="Great Expectations results.")
+    proxy: dict[str, Any] | None = Field(default=None, description="Proxy inference summary.")
+    predictions_provenance: list[dict[str, Any]] | None = Field(
+        default=None, description="Model and time span of the predictions, per model version."
+    )

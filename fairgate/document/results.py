@@ -1,0 +1,55 @@
+"""Judged policy results and the verdict's detail."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fairgate.document.common import Direction, FailOn, Group, Part, Slicing, Status
+
+
+class PolicyResult(Part):
+    """One policy metric on one slicing, judged against its threshold."""
+
+    metric: str
+    slicing: Slicing
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    threshold: float
+    direction: Direction
+    status: Status
+    uncertain: bool = Field(description="The confidence interval contains the threshold.")
+    critical: bool = False
+    worst_group: Group | None = None
+    best_group: Group | None = None
+    n_groups_judged: int | None = None
+    excluded_groups: list[Group] = Field(default_factory=list)
+    insufficient_groups: list[Group] = Field(default_factory=list)
+    override_reasons: list[str] = Field(default_factory=list)
+    unavailable: str | None = Field(default=None, description="Why the metric could not be computed.")
+    reason: str | None = Field(default=None, description="Why the result has its status (e.g. inconclusive).")
+
+
+class FailedResult(Part):
+    """A failed result as the verdict lists it."""
+
+    metric: str
+    slicing: Slicing
+    value: float | None
+    threshold: float
+    critical: bool
+
+
+class VerdictDetail(Part):
+    """How the verdict was reached from the results under the policy's gate."""
+
+    fail_on: FailOn
+    gate_enabled: bool = True
+    critical_metrics: list[str] = Field(default_factory=list)
+    n_results: int
+    n_judged: int | None = None
+    n_failed: int
+    n_uncertain: int | None = None
+    n_insufficient: int | None = None
+    nothing_judged: bool | None = None
+    failed: list[FailedResult]

@@ -1,0 +1,41 @@
+"""The plain-text e-mail body, from the same view (and so the same suppression) as the report."""
+
+from __future__ import annotations
+
+from fairgate.report.model import ReportView
+
+
+def email_summary(view: ReportView, *, top: int = 5) -> str:
+    """The plain-text email body: verdict, the top failures, results not judged, then the first recommendation."""
+    lines = [
+        f"fairgate verdict: {view.verdict_text} for {view.model_name} {view.model_version} (run {view.run_id})",
+        "",
+        view.verdict_sentence,
+        "",
+    ]
+    if view.failures:
+        lines.append("Top failures:")
+        for r in view.failures[:top]:
+            flag = " [critical]" if r.critical else ""
+            unsure = " (uncertain)" if r.uncertain else ""
+            lines.append(
+                f"  - {r.metric_label} on {r.slicing_label}: {r.value_text} "
+                f"(threshold {r.threshold_text}; {r.gap_text}){flag}{unsure}"
+            )
+        if len(view.failures) > top:
+            lines.append(f"  ... and {len(view.failures) - top} more in the attached report.")
+        lines.append("")
+    if view.undecided:
+        lines.append("Not judged pass or fail:")
+        lines += [f"  - {r.metric_label} on {r.slicing_label}: {r.mark} ({r.reason})" for r in view.undecided[:top]]
+        if len(view.undecided) > top:
+            lines.append(f"  ... and {len(view.undecided) - top} more in the attached report.")
+        lines.append("")
+    if view.recommendations:
+        first = view.recommendations[0]
+        lines += [
+            f"Recommended first step: {first.title} ({first.metric_label} on {first.slicing_label}).",
+            "",
+        ]
+    lines.append(f"The full report is attached. Cells with fewer than {view.min_cell_size} people are suppressed.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,173 @@
+"""Number and label formatting for the report: metric names, rounding, counts, slicing and group labels."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fairgate.engine.metrics import policy_metric
+from fairgate.report.model import KeyValue
+
+#: Group metrics shown in the by-group tables, in reading order.
+TABLE_METRICS: tuple[str, ...] = (
+    "selection_rate",
+    "base_rate",
+    "true_positive_rate",
+    "false_positive_rate",
+    "false_negative_rate",
+    "positive_predictive_value",
+    "accuracy",
+    "roc_auc",
+    "expected_calibration_error",
+)
+METRIC_LABELS: dict[str, str] = {
+    "selection_rate": "Selection rate",
+    "base_rate": "Base rate",
+    "true_positive_rate": "TPR",
+    "false_positive_rate": "FPR",
+    "false_negative_rate": "FNR",
+    "true_negative_rate": "TNR",
+    "positive_predictive_value": "PPV",
+    "negative_predictive_value": "NPV",
+    "false_discovery_rate": "FDR",
+    "false_omission_rate": "FOR",
+    "accuracy": "Accuracy",
+    "roc_auc": "AUC",
+    "expected_calibration_error": "ECE",
+    "demographic_parity_difference": "Demographic parity difference",
+    "demographic_parity_ratio": "Demographic parity ratio",
+    "disparate_impact_ratio": "Disparate impact ratio",
+    "equal_opportunity_difference": "Equal opportunity difference",
+    "equal_opportunity_ratio": "Equal opportunity ratio",
+    "equalized_odds_difference": "Equalized odds difference",
+    "equalized_odds_ratio": "Equalized odds ratio",
+    "predictive_parity_difference": "Predictive parity difference",
+    "calibration_difference": "Calibration difference",
+    "auc_difference": "AUC difference",
+    "theil_index": "Theil index",
+    "generalized_entropy_index": "Generalized entropy index",
+}
+#: The badge text of each result status; statuses that are neither pass nor fail get their own badge.
+STATUS_MARKS: dict[str, str] = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "inconclusive": "INCONCLUSIVE",
+    "insufficient_data": "NO DATA",
+}
+#: Results that were not judged pass or fail (shown with their reason).
+UNDECIDED_STATUSES = ("inconclusive", "insufficient_data")
+
+
+def metric_label(name: str) -> str:
+    """Human name of a metric.
+
+    >>> metric_label("false_positive_rate_difference")
+    'False positive rate difference'
+    """
+    return METRIC_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def base_metrics(name: str) -> tuple[str, ...]:
+    """The group metrics a policy metric summarises (``equalized_odds_difference`` -> TPR and FPR)."""
+    try:
+        return tuple(policy_metric(name).bases)
+    except (ValueError, AttributeError):
+        for suffix in ("_difference", "_ratio"):
+            if name.endswith(suffix):
+                return (name.removesuffix(suffix),)
+        return ()
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A number for a table: fixed digits, an en dash when undefined.
+
+    >>> fmt(0.123456), fmt(None), fmt(float("nan"))
+    ('0.123', '–', '–')
+    """
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def round_number(value: Any, digits: int = 4) -> float | None:
+    """A finite number rounded for the view, None for anything undefined.
+
+    >>> round_number(0.123456789), round_number(None), round_number(float("inf"))
+    (0.1235, None, None)
+    """
+    if value is None or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return round(float(value), digits)
+
+
+def fmt_count(n: float | None) -> str:
+    """A head count with thousands separators.
+
+    >>> fmt_count(7214.0), fmt_count(None)
+    ('7,214', '–')
+    """
+    if n is None:
+        return "–"
+    return f"{int(round(n)):,}"
+
+
+def slicing_key(slicing: Sequence[str]) -> str:
+    """The label of a slicing.
+
+    >>> slicing_key(["race", "sex"]), slicing_key([])
+    ('race × sex', 'whole population')
+    """
+    return " × ".join(slicing) if slicing else "whole population"
+
+
+def group_label(group: Mapping[str, Any] | None, slicing: Sequence[str] | None = None) -> str:
+    """``{"sex": "Female", "race": "Black"}`` -> ``"Female · Black"`` (values only: the columns say which)."""
+    if not group:
+        return "all"
+    keys = list(slicing) if slicing else list(group)
+    return " · ".join(str(group.get(k, "")) for k in keys)
+
+
+def short(value: Any) -> str:
+    """A value of any shape as one short cell text (floats at 3 digits)."""
+    if isinstance(value, float):
+        return fmt(value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={short(x)}" for k, x in value.items())
+    if isinstance(value, list):
+        return ", ".join(short(x) for x in value)
+    return str(value)
+
+
+def inline(item: Mapping[str, Any]) -> str:
+    """A mapping as ``key: value; ...`` (its slicing left out: the row says it)."""
+    return "; ".join(f"{k}: {short(v)}" for k, v in item.items() if k != "slicing")
+
+
+def flatten(value: Any, prefix: str = "", limit: int = 60) -> list[KeyValue]:
+    """Nested facts (alignment, validation, inputs) as key/value rows, for a table whatever their shape.
+
+    >>> [(kv.key, kv.value) for kv in flatten({"a": {"b": 1, "c": [1, 2]}, "d": 0.12345})]
+    [('a.b', '1'), ('a.c', '1, 2'), ('d', '0.123')]
+    """
+    out: list[KeyValue] = []
+    if value is None:
+        return out
+    if not isinstance(value, Mapping):
+        return [KeyValue(prefix or "value", short(value))]
+    for k, v in value.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, Mapping):
+            out.extend(flatten(v, key, limit))
+        elif isinstance(v, list) and v and isinstance(v[0], Mapping):
+            listed = " | ".join(inline(x) for x in v[:5]) + (" | …" if len(v) > 5 else "")
+            out.append(KeyValue(key, f"{len(v)} item(s): {listed}"))
+        else:
+            out.append(KeyValue(key, short(v)))
+        if len(out[-1].value) > 240:  # a report cell, not a dump: the JSON document has the rest
+            out[-1] = KeyValue(out[-1].key, out[-1].value[:239] + "…")
+        if len(out) >= limit:
+            out.append(KeyValue("…", "truncated; see the JSON document"))
+            break
+    return out

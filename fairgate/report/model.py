@@ -1,0 +1,273 @@
+"""The report's view model: plain frozen dataclasses that templates and charts read (no logic here).
+
+Numbers in it are already rounded and formatted, and every cell covering fewer than ``min_cell_size`` people
+is already suppressed (see :mod:`fairgate.report.suppress`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The text of a suppressed cell.
+SUPPRESSED = "suppressed"
+#: Rows of an intersection's group table in the PDF; the HTML lists every group, the heatmap shows them all.
+PDF_ROW_LIMIT = 30
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: formatted value and interval, and the rounded numbers behind them."""
+
+    text: str
+    ci: str = ""
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One group of a slicing's table (sizes and metrics hidden when suppressed)."""
+
+    label: str
+    group: dict[str, str]
+    n: int | None  # None when suppressed
+    n_text: str
+    suppressed: bool
+    sufficient: bool
+    is_reference: bool
+    cells: list[Cell]
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One judged policy result as the report shows it."""
+
+    metric: str
+    metric_label: str
+    slicing: list[str]
+    slicing_label: str
+    value: float | None
+    value_text: str
+    ci_text: str
+    ci_low: float | None
+    ci_high: float | None
+    threshold: float | None
+    threshold_text: str  # "≤ 0.100" / "≥ 0.800"
+    status: str  # pass | fail | inconclusive | insufficient_data
+    mark: str  # PASS | FAIL | INCONCLUSIVE | NO DATA
+    reason: str  # why an inconclusive or insufficient result has its status ("" when judged)
+    uncertain: bool
+    critical: bool
+    gap_text: str  # how far past (or inside) the threshold
+    worst_group: str
+    best_group: str
+    excluded: str
+    override_reasons: list[str]
+    severity: float
+
+
+@dataclass(frozen=True)
+class SlicingSection:
+    """The section of one slicing: its results and its group table."""
+
+    key: str
+    anchor: str
+    attributes: list[str]
+    intersection: bool
+    results: list[ResultRow]
+    metric_names: list[str]
+    metric_labels: list[str]
+    groups: list[GroupRow]
+    n_suppressed: int
+    n_insufficient: int
+    failed: bool
+    # The groups the PDF lists when the intersection is large: the furthest from the median on the judged
+    # metrics, in size order (all groups when there are at most PDF_ROW_LIMIT).
+    highlight: list[GroupRow]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One group's curve, rounded for a chart."""
+
+    label: str
+    x: list[float]
+    y: list[float]
+    n: int
+
+
+@dataclass(frozen=True)
+class CurveSet:
+    """The curves of one slicing, with how many suppressed groups were left out."""
+
+    key: str
+    curves: list[Curve]
+    n_hidden: int
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One mitigation for one failed (metric, slicing)."""
+
+    metric_label: str
+    slicing_label: str
+    title: str
+    stage: str
+    summary: str
+    reason: str
+    how: str
+    critical: bool
+    prioritised: bool
+
+
+@dataclass(frozen=True)
+class Action:
+    """A first-page action: one mitigation for one metric, over every slicing where that metric failed."""
+
+    title: str
+    stage: str
+    metric_label: str
+    slicings: list[str]
+    summary: str
+    reason: str  # the full reason for the most severe of its failures
+    how: str
+    critical: bool
+    prioritised: bool
+
+
+@dataclass(frozen=True)
+class ScoreCell:
+    """One cell of the score card."""
+
+    text: str
+    status: str  # a result status, or "none" where the metric is not judged on the slicing
+    uncertain: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One slicing's row of the score card."""
+
+    slicing_label: str
+    anchor: str
+    cells: list[ScoreCell]
+
+
+@dataclass(frozen=True)
+class ScoreCard:
+    """Every judged result at a glance: one row per slicing, one column per policy metric."""
+
+    metric_labels: list[str]
+    thresholds: list[str]
+    critical: list[bool]
+    rows: list[ScoreRow]
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    """A key/value row of a facts table."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One data-validation check (Great Expectations) as the pipeline recorded it."""
+
+    input: str
+    column: str
+    expectation: str
+    severity: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    """A note under a slicing label (empty label: a note for the whole section)."""
+
+    slicing_label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """The worst failing metric's base value over an intersection: rows = first attribute, columns = rest."""
+
+    key: str
+    metric_label: str
+    base_metric: str
+    row_labels: list[str]
+    col_labels: list[str]
+    values: list[list[float | None]]  # None: suppressed or undefined
+    suppressed: list[list[bool]]
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Group sizes and shares of one attribute (None where suppressed)."""
+
+    attribute: str
+    labels: list[str]
+    counts: list[int | None]  # None: suppressed
+    shares: list[float | None]
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """Everything the report templates read, already formatted and suppressed."""
+
+    title: str
+    model_name: str
+    model_version: str
+    run_id: str
+    created_at: str
+    fairgate_version: str
+    verdict: str  # pass | fail
+    verdict_text: str
+    verdict_sentence: str
+    fail_on: str
+    n_failed: int
+    n_results: int
+    n_uncertain: int
+    n_rows_text: str
+    data_window: str
+    favorable_label: str
+    favorable_note: str
+    confidence_level_text: str
+    min_cell_size: int
+    use_case: str
+    failures: list[ResultRow]
+    headline_failures: list[ResultRow]  # the most severe failure of each metric
+    scorecard: ScoreCard
+    actions: list[Action]
+    watch: list[ResultRow]  # passes whose CI crosses the threshold
+    undecided: list[ResultRow]  # inconclusive or insufficient data: neither pass nor fail
+    recommendations: list[Recommendation]
+    use_case_note: str
+    priority_metrics: list[str]
+    sections: list[SlicingSection]
+    base_rates: list[KeyValue]
+    impossibility: list[NoteRow]
+    simpson: list[NoteRow]
+    worst_subgroups: list[NoteRow]
+    insufficient: list[KeyValue]
+    individual_fairness: list[KeyValue]
+    alignment: list[KeyValue]
+    validation: list[KeyValue]
+    validation_checks: list[CheckRow]
+    validation_warnings: list[str]
+    proxy: list[KeyValue]
+    inputs: list[KeyValue]
+    trail: list[KeyValue]
+    policy_text: str
+    roc: list[CurveSet]
+    calibration: list[CurveSet]
+    heatmaps: list[Heatmap]
+    breakdowns: list[Breakdown]
+    n_suppressed_total: int
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,71 @@
+"""The reviewer notes: base rates, the impossibility note, Simpson's reversals, worst subgroups, small groups."""
+
+from __future__ import annotations
+
+from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal
+from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
+from fairgate.report.model import KeyValue, NoteRow
+from fairgate.report.suppress import Suppression
+
+
+def base_rates(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:
+    """One row per slicing: each visible group's base rate, how many are suppressed, and whether they differ."""
+    out = []
+    for item in diagnostics.base_rates:
+        visible = [g for g in item.groups if not suppression.hides(item.slicing, g.group)]
+        parts = [f"{group_label(g.group, item.slicing)} {fmt(round_number(g.base_rate))}" for g in visible]
+        hidden = len(item.groups) - len(visible)
+        text = "; ".join(parts) + (f"; {hidden} suppressed" if hidden else "")
+        if item.differ is not None:
+            text += " (differ significantly)" if item.differ else " (no significant difference)"
+        out.append(KeyValue(slicing_key(item.slicing), text))
+    return out
+
+
+def impossibility(diagnostics: Diagnostics) -> list[NoteRow]:
+    """Impossibility notes: the engine's per-slicing texts, with their shared explanation stated once."""
+    texts = [(item.slicing, item.impossibility) for item in diagnostics.base_rates if item.impossibility]
+    if not texts:
+        return []
+    heads, tails = [], []
+    for slicing, text in texts:
+        head, _, tail = text.partition(". ")
+        heads.append(NoteRow(slicing_key(slicing), head + "."))
+        tails.append(tail)
+    if len(set(tails)) == 1 and tails[0]:
+        return [*heads, NoteRow("", tails[0])]
+    return [NoteRow(slicing_key(slicing), text) for slicing, text in texts]
+
+
+def simpson(reversals: list[SimpsonReversal]) -> list[NoteRow]:
+    """Simpson's reversals, one note each, under the attribute whose disparity reverses."""
+    return [NoteRow(slicing_key([r.attribute]), r.note) for r in reversals]
+
+
+def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[NoteRow]:
+    """The worst-off subgroup per metric, unless it is suppressed."""
+    return [
+        NoteRow(
+            slicing_key(item.slicing),
+            f"{group_label(item.group, item.slicing)}: lowest {metric_label(item.metric)} = "
+            f"{fmt(round_number(item.value))} (n = {fmt_count(item.n)})",
+        )
+        for item in diagnostics.worst_subgroups
+        if not suppression.hides(item.slicing, item.group)
+    ]
+
+
+def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:
+    """Insufficient groups, one row per slicing; suppressed groups show as "n < k", never their size."""
+    k = suppression.min_cell_size
+    by_slicing: dict[str, list[str]] = {}
+    for item in diagnostics.insufficient_groups:
+        small = suppression.hides(item.slicing, item.group) or item.n < k
+        size = f"n < {k}" if small else f"n = {fmt_count(item.n)}"
+        by_slicing.setdefault(slicing_key(item.slicing), []).append(f"{group_label(item.group, item.slicing)} ({size})")
+    return [KeyValue(key, "; ".join(items)) for key, items in by_slicing.items()]
+
+
+def individual_fairness(scores: IndividualFairness) -> list[KeyValue]:
+    """The population-level individual-fairness indices."""
+    return [KeyValue(metric_label(name), fmt(value, 4)) for name, value in scores.model_dump().items()]

@@ -1,0 +1,72 @@
+"""Result rows: each judged policy result as the report shows it, with its gap, badge and reason."""
+
+from __future__ import annotations
+
+from fairgate.document.common import Group
+from fairgate.document.results import PolicyResult
+from fairgate.report.format import STATUS_MARKS, fmt, group_label, metric_label, round_number, slicing_key
+from fairgate.report.model import ResultRow
+from fairgate.report.suppress import Suppression
+
+
+def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
+    """One policy result as a row: rounded numbers, threshold and gap texts, groups named unless suppressed."""
+    slicing = list(result.slicing)
+    value, threshold = round_number(result.value), round_number(result.threshold)
+    low, high = round_number(result.ci_low), round_number(result.ci_high)
+    higher = result.direction == "higher_is_better"
+    gap_text, severity = _gap(value, threshold, higher)
+
+    def name(group: Group | None) -> str:
+        if not group:
+            return "–"
+        return "a suppressed small group" if suppression.hides(slicing, group) else group_label(group, slicing)
+
+    return ResultRow(
+        metric=result.metric,
+        metric_label=metric_label(result.metric),
+        slicing=slicing,
+        slicing_label=slicing_key(slicing),
+        value=value,
+        value_text=fmt(value),
+        ci_text=f"{fmt(low)}–{fmt(high)}" if low is not None and high is not None else "",
+        ci_low=low,
+        ci_high=high,
+        threshold=threshold,
+        threshold_text=("≥ " if higher else "≤ ") + fmt(threshold) if threshold is not None else "–",
+        status=result.status,
+        mark=STATUS_MARKS.get(result.status, result.status.upper()),
+        reason=status_reason(result),
+        uncertain=result.uncertain,
+        critical=result.critical,
+        gap_text=gap_text,
+        worst_group=name(result.worst_group),
+        best_group=name(result.best_group),
+        excluded="; ".join(group_label(g, slicing) for g in result.excluded_groups),
+        override_reasons=list(result.override_reasons),
+        severity=severity,
+    )
+
+
+def status_reason(result: PolicyResult) -> str:
+    """Why a result is neither pass nor fail: the engine's reason, else what it could not compute."""
+    if result.status in ("pass", "fail"):
+        return result.reason or ""
+    if result.reason:
+        return result.reason
+    if result.unavailable:
+        return result.unavailable
+    if result.status == "insufficient_data":
+        return "too few people in the groups to compute the metric"
+    return ""
+
+
+def _gap(value: float | None, threshold: float | None, higher: bool) -> tuple[str, float]:
+    """How far past (or inside) the threshold the value is, as text, and its severity (relative gap)."""
+    if value is None or threshold is None:
+        return "", 0.0
+    gap = (threshold - value) if higher else (value - threshold)
+    severity = gap / abs(threshold) if threshold else gap
+    if gap > 0:
+        return f"{'below' if higher else 'above'} the threshold by {abs(gap):.3f}", severity
+    return f"within the threshold by {abs(gap):.3f}", severity

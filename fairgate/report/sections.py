@@ -1,0 +1,142 @@
+"""One section per slicing: its results and its by-group table, with small groups suppressed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fairgate.document.common import Estimate
+from fairgate.document.document import AuditDocument
+from fairgate.document.groups import GroupEntry
+from fairgate.report.format import (
+    TABLE_METRICS,
+    base_metrics,
+    fmt,
+    fmt_count,
+    group_label,
+    metric_label,
+    round_number,
+    slicing_key,
+)
+from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
+from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, group_key, groups_by_slicing
+
+
+def sections(document: AuditDocument, results: list[ResultRow], suppression: Suppression) -> list[SlicingSection]:
+    """The sections in the document's slicing order; slicings without groups or results are left out."""
+    by_slicing = groups_by_slicing(document.groups)
+    references = reference_groups(document)
+    order = [tuple(s) for s in document.slicings] or list(by_slicing)
+    out = []
+    for slicing in order:
+        rows = by_slicing.get(slicing, [])
+        section_results = [r for r in results if tuple(r.slicing) == slicing]
+        if rows or section_results:
+            out.append(section(slicing, rows, section_results, suppression, references.get(slicing)))
+    return out
+
+
+def reference_groups(document: AuditDocument) -> dict[SlicingKey, GroupKey]:
+    """The reference group of each slicing, as the comparisons name it."""
+    refs: dict[SlicingKey, GroupKey] = {}
+    for comparison in document.comparisons:
+        if comparison.reference:
+            refs.setdefault(tuple(comparison.slicing), group_key(comparison.reference))
+    return refs
+
+
+def section(
+    slicing: SlicingKey,
+    rows: Sequence[GroupEntry],
+    results: list[ResultRow],
+    suppression: Suppression,
+    reference: GroupKey | None,
+) -> SlicingSection:
+    """The section of one slicing: its results, and its groups largest first."""
+    metric_names = _table_metrics(slicing, rows, results)
+    hidden = suppression.hidden.get(slicing, set())
+    group_rows = [
+        _group_row(entry, slicing, metric_names, group_key(entry.group) in hidden, suppression, reference)
+        for entry in sorted(rows, key=lambda r: -r.n)
+    ]
+    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT)
+    anchor = "s-" + "-".join("".join(c if c.isalnum() else "_" for c in a) for a in slicing)
+    return SlicingSection(
+        key=slicing_key(slicing),
+        anchor=anchor,
+        attributes=list(slicing),
+        intersection=len(slicing) > 1,
+        results=results,
+        metric_names=metric_names,
+        metric_labels=[metric_label(m) for m in metric_names],
+        groups=group_rows,
+        n_suppressed=sum(g.suppressed for g in group_rows),
+        n_insufficient=sum(not g.sufficient and not g.suppressed for g in group_rows),
+        failed=any(r.status == "fail" for r in results),
+        highlight=highlight,
+    )
+
+
+def _table_metrics(slicing: SlicingKey, rows: Sequence[GroupEntry], results: list[ResultRow]) -> list[str]:
+    present = {m for r in rows for m in r.metrics}
+    names = [m for m in TABLE_METRICS if m in present]
+    if len(slicing) > 1:
+        # Intersections can hold hundreds of groups: their tables keep the metrics the policy judges (and the
+        # selection rate), which is what a reviewer compares there; the attribute tables carry the rest.
+        judged = {"selection_rate"} | {b for r in results for b in base_metrics(r.metric)}
+        names = [m for m in names if m in judged]
+    return names
+
+
+def _group_row(
+    entry: GroupEntry,
+    slicing: SlicingKey,
+    metric_names: list[str],
+    suppressed: bool,
+    suppression: Suppression,
+    reference: GroupKey | None,
+) -> GroupRow:
+    k = suppression.min_cell_size
+    if suppressed:
+        cells = [Cell(SUPPRESSED) for _ in metric_names]
+        n_text = f"<{k}" if entry.n < k else SUPPRESSED
+    else:
+        cells = [cell(entry.metrics.get(m)) for m in metric_names]
+        n_text = fmt_count(entry.n)
+    return GroupRow(
+        label=group_label(entry.group, slicing),
+        group={str(a): str(v) for a, v in entry.group.items()},
+        n=None if suppressed else int(round(entry.n)),
+        n_text=n_text,
+        suppressed=suppressed,
+        sufficient=entry.sufficient,
+        is_reference=reference == group_key(entry.group),
+        cells=cells,
+    )
+
+
+def cell(estimate: Estimate | None) -> Cell:
+    """A table cell: the rounded value and its interval."""
+    if estimate is None:
+        return Cell(fmt(None))
+    value, low, high = (round_number(x) for x in (estimate.value, estimate.ci_low, estimate.ci_high))
+    ci = f"{fmt(low, 2)}–{fmt(high, 2)}" if low is not None and high is not None else ""
+    return Cell(fmt(value), ci, value, low, high)
+
+
+def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
+    """The ``limit`` visible groups furthest from the median of any metric column, kept in size order."""
+    visible = [g for g in rows if not g.suppressed]
+    n_columns = len(visible[0].cells) if visible else 0
+    medians = []
+    for j in range(n_columns):
+        values = sorted(v for g in visible if (v := g.cells[j].value) is not None)
+        medians.append(values[len(values) // 2] if values else None)
+
+    def distance(g: GroupRow) -> float:
+        gaps = [
+            abs(c.value - m) for c, m in zip(g.cells, medians, strict=True) if c.value is not None and m is not None
+        ]
+        return max(gaps, default=0.0)
+
+    keep = {id(g) for g in sorted(visible, key=lambda g: (-distance(g), -(g.n or 0)))[:limit]}
+    return [g for g in rows if id(g) in keep]

@@ -1,0 +1,99 @@
+"""The first page: verdict sentence, headline failures, the score card and the actions to take."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fairgate.report.format import metric_label, slicing_key
+from fairgate.report.model import Action, Recommendation, ResultRow, ScoreCard, ScoreCell, ScoreRow, SlicingSection
+
+
+def verdict_sentence(verdict: str, n_failed: int, n_results: int, fail_on: str, failures: list[ResultRow]) -> str:
+    """One sentence that says what the verdict means and, on a fail, the most severe failure."""
+    if verdict == "pass":
+        extra = f" {n_failed} result(s) failed but the gate (fail_on: {fail_on}) allows it." if n_failed else ""
+        return f"All gating checks passed: {n_results - n_failed} of {n_results} results within policy.{extra}"
+    worst = failures[0] if failures else None
+    head = f"{n_failed} of {n_results} fairness results are outside the policy (fail_on: {fail_on})."
+    if worst:
+        head += f" Most severe: {worst.metric_label} on {worst.slicing_label} = {worst.value_text}, {worst.gap_text}."
+    return head + " Do not deploy until the failures below are mitigated or explicitly overridden."
+
+
+def headline(failures: list[ResultRow]) -> list[ResultRow]:
+    """The most severe failure of each metric (failures come sorted by severity)."""
+    seen: set[str] = set()
+    out = []
+    for r in failures:
+        if r.metric not in seen:
+            seen.add(r.metric)
+            out.append(r)
+    return out
+
+
+def scorecard(results: list[ResultRow], sections: list[SlicingSection]) -> ScoreCard:
+    """Every result at a glance: one row per slicing (fewest attributes first), one column per metric."""
+    metrics = list(dict.fromkeys(r.metric for r in results))
+    slicings = sorted(dict.fromkeys(tuple(r.slicing) for r in results), key=len)
+    by_key = {(r.metric, tuple(r.slicing)): r for r in results}
+    anchors = {tuple(s.attributes): s.anchor for s in sections}
+    rows = [
+        ScoreRow(
+            slicing_key(slicing), anchors.get(slicing, ""), [_score_cell(by_key.get((m, slicing))) for m in metrics]
+        )
+        for slicing in slicings
+    ]
+    first = {m: next(r for r in results if r.metric == m) for m in metrics}
+    return ScoreCard(
+        [metric_label(m) for m in metrics],
+        [first[m].threshold_text for m in metrics],
+        [any(r.critical for r in results if r.metric == m) for m in metrics],
+        rows,
+    )
+
+
+def _score_cell(found: ResultRow | None) -> ScoreCell:
+    if found is None:
+        return ScoreCell("", "none", False)
+    return ScoreCell(found.value_text, found.status, found.uncertain, found.reason)
+
+
+def recommendation_rows(advice: Sequence[Mapping[str, Any]]) -> list[Recommendation]:
+    """The mitigation advice as report rows (the use-case priority note is shown elsewhere)."""
+    return [
+        Recommendation(
+            metric_label=metric_label(r["metric"]),
+            slicing_label=slicing_key(r.get("slicing", [])),
+            title=r["title"],
+            stage=r.get("stage", ""),
+            summary=r.get("summary") or r["reason"],
+            reason=r["reason"],
+            how=r.get("how", ""),
+            critical=bool(r.get("critical")),
+            prioritised=bool(r.get("prioritised_for_use_case")),
+        )
+        for r in advice
+        if r.get("kind", "mitigation") == "mitigation"
+    ]
+
+
+def actions(recommendations: list[Recommendation]) -> list[Action]:
+    """One action per (metric, mitigation), over every slicing where that metric failed."""
+    grouped: dict[tuple[str, str], list[Recommendation]] = {}
+    for rec in recommendations:
+        grouped.setdefault((rec.metric_label, rec.title), []).append(rec)
+    return [
+        Action(
+            title=recs[0].title,
+            stage=recs[0].stage,
+            metric_label=recs[0].metric_label,
+            slicings=[r.slicing_label for r in recs],
+            summary=recs[0].summary,
+            reason=recs[0].reason,
+            how=recs[0].how,
+            critical=any(r.critical for r in recs),
+            prioritised=recs[0].prioritised,
+        )
+        for recs in grouped.values()
+    ]
