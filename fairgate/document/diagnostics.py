@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from fairgate.document.common import Direction, Group, Part, Slicing
@@ -13,6 +15,8 @@ class GroupBaseRate(Part):
     group: Group
     base_rate: float | None
     n: float
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 class BaseRates(Part):
@@ -24,6 +28,9 @@ class BaseRates(Part):
     max: float | None = None
     differ: bool | None
     impossibility: str | None
+    test: str | None = Field(default=None, description="The test of equal base rates across the groups.")
+    p_value: float | None = None
+    p_value_adjusted: float | None = Field(default=None, description="Holm-adjusted across attributes.")
 
 
 class WorstSubgroup(Part):
@@ -35,18 +42,35 @@ class WorstSubgroup(Part):
     value: float | None
     n: float
     direction: Direction
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ranked_by: Literal["ci_high", "ci_low"] | None = Field(
+        default=None, description="The adverse confidence bound the subgroups were ranked by (not the estimate)."
+    )
+    n_candidates: int | None = None
+    population_value: float | None = None
+    note: str | None = None
 
 
 class SimpsonReversal(Part):
-    """A disparity whose sign reverses inside every stratum of another attribute."""
+    """A crude disparity whose Mantel-Haenszel stratified counterpart has the opposite sign, with evidence."""
 
     metric: str
     attribute: str
     stratified_by: str
     groups: list[str]
     overall_difference: float
-    stratum_differences: list[float]
+    stratum_differences: list[float | None]
     note: str
+    overall_ci_low: float | None = None
+    overall_ci_high: float | None = None
+    stratified_difference: float | None = None
+    stratified_ci_low: float | None = None
+    stratified_ci_high: float | None = None
+    confidence_level: float | None = None
+    method: str | None = None
+    strata: list[str] = Field(default_factory=list)
+    n_strata_opposite: int | None = None
 
 
 class InsufficientGroup(Part):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal
+from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal, WorstSubgroup
 from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import KeyValue, NoteRow
 from fairgate.report.suppress import Suppression
@@ -47,12 +47,24 @@ def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[
     return [
         NoteRow(
             slicing_key(item.slicing),
-            f"{group_label(item.group, item.slicing)}: lowest {metric_label(item.metric)} = "
-            f"{fmt(round_number(item.value))} (n = {fmt_count(item.n)})",
+            f"{group_label(item.group, item.slicing)}: {_adverse_word(item.direction)} "
+            f"{metric_label(item.metric)} = {fmt(round_number(item.value))}{_interval(item)} "
+            f"(n = {fmt_count(item.n)}; ranked by the adverse confidence bound, not the estimate)",
         )
         for item in diagnostics.worst_subgroups
         if not suppression.hides(item.slicing, item.group)
     ]
+
+
+def _adverse_word(direction: str) -> str:
+    """Lower is worse for a metric where higher is better, and the other way round."""
+    return "lowest" if direction == "higher_is_better" else "highest"
+
+
+def _interval(item: WorstSubgroup) -> str:
+    if item.ci_low is None or item.ci_high is None:
+        return ""
+    return f" [{fmt(round_number(item.ci_low))}, {fmt(round_number(item.ci_high))}]"
 
 
 def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:
