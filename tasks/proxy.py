@@ -24,7 +24,6 @@ from fairgate import proxy as fp
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import CustomTables, ProxyConfig
-from tasks.io import guard_input
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
 DATA_DIR = Path(__file__).resolve().parents[1] / "fairgate" / "data"
@@ -369,7 +368,6 @@ def coverage(posterior: pl.DataFrame) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------------- audit
 @task(name="apply proxy", cache_policy=NO_CACHE)
-@guard_input
 def apply_proxy(aligned: pa.Table, policy: Policy) -> tuple[pa.Table, dict[str, Any]]:
     """The rows to audit with the inferred attribute, and a summary for the JSON document's ``proxy`` key."""
     return proxy_rows(aligned, policy)

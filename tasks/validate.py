@@ -26,9 +26,9 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.errors import DataError
-from tasks.align import Aligned, Staged, quote_identifier, render_sql
-from tasks.io import guard_input
+from fairgate.errors import VALIDATION_FAILED, DataError
+from tasks.align import Aligned, Staged
+from tasks.sql import quote_identifier, render_sql
 
 _BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
 # A bounded column with more distinct values than this is certainly not binary / categorical as declared.
@@ -91,7 +91,6 @@ def _validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any], res
 
 
 @task(name="validate inputs", cache_policy=NO_CACHE)
-@guard_input
 def validate_inputs(staged: Staged) -> Validation:
     """Validate the three staged inputs; raise DataError on the first failed critical expectation."""
     gx = _gx()
@@ -135,7 +134,6 @@ def validate_inputs(staged: Staged) -> Validation:
 
 
 @task(name="validate aligned", cache_policy=NO_CACHE)
-@guard_input
 def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -> Validation:
     """Group sizes against min_group_size (severity warning: small groups are reported, not fatal)."""
     gx = _gx()
@@ -269,7 +267,6 @@ def _failure_message(source: str, column: str, expectation: str, unexpected: int
         )
     else:
         what, fix = f"fails {expectation}", "correct the input"
-    return (
-        f"validation failed: column {column!r} in {source} {what}: {unexpected} row(s), e.g. {example!r} "
-        f"(Great Expectations: {expectation}). Fix: {fix}"
+    return VALIDATION_FAILED.format(
+        column=column, source=source, what=what, count=unexpected, example=example, expectation=expectation, fix=fix
     )
