@@ -192,7 +192,9 @@ def stages(paths: dict[str, Path], policy_path: Path, out: Path) -> dict[str, fl
     )
     if state.is_failed():
         raise SystemExit(f"the in-process flow failed: {state.message}")
-    flow_runs = FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+    flow_run_id = state.state_details.flow_run_id
+    assert flow_run_id is not None  # a flow called in-process always has its run
+    flow_runs = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs(flow_run_filter=flow_runs, limit=10_000)
     timings: dict[str, float] = {}

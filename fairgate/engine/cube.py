@@ -288,9 +288,7 @@ def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: b
             count = int(cells[ROWS].filter(bad).sum())
             shown = name if raw == _RAW_TRUE or name in cells.columns else f"{name} (derived from scores)"
             raise DataError(
-                NOT_BINARY.format(
-                    column=shown, source=source, example=example, count=count, fix="recode it to 0 and 1"
-                )
+                NOT_BINARY.format(column=shown, source=source, example=example, count=count, fix="recode it to 0 and 1")
             )
     if has_scores and int(cells[_BAD_SCORES].sum()):
         bad_cells = cells.filter(pl.col(_BAD_SCORES) > 0)
