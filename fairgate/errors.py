@@ -27,6 +27,7 @@ VALIDATION_FAILED = (
     "validation failed: column {column!r} in {source} {what}: {count} row(s), e.g. {example!r} "
     "(Great Expectations: {expectation}). Fix: {fix}"
 )
+NO_TRAIL = "no audit trail at {path}; run an audit first, or pass --trail with the trail's path"
 
 
 class FairgateError(Exception):

@@ -28,7 +28,7 @@ import duckdb
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.errors import FairgateError
+from fairgate.errors import NO_TRAIL, FairgateError
 
 GENESIS = "0" * 64
 
@@ -348,4 +348,4 @@ def verify(trail_path: Path) -> dict[str, Any]:
 
 def _require_trail(trail_path: Path) -> None:
     if not Path(trail_path).exists():
-        raise TrailError(f"no audit trail at {trail_path}; run an audit first, or pass --trail with the trail's path")
+        raise TrailError(NO_TRAIL.format(path=trail_path))
