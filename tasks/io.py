@@ -52,7 +52,7 @@ class Source:
 def parse_source(role: str, text: str) -> Source:
     """Parse ``PATH`` or ``PATH::TABLE``; check the file exists and is a format fairgate reads.
 
-    >>> parse_source("labels", "setup.py::t").table
+    >>> parse_source("labels", "pyproject.toml::t").table  # run from the repository root
     't'
     """
     path_text, sep, table = text.partition("::")
