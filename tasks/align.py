@@ -34,7 +34,7 @@ class Staged:
     con: duckdb.DuckDBPyConnection
     policy: Policy
     sources: dict[str, Source]
-    input_columns: dict[str, str]  # contract name -> input column name, for messages
+    input_columns: dict[str, str]  # role of a column (id, y_true, y_pred, score) -> its name in the input
     attributes: list[str]  # sensitive attributes read from the attributes input
     passthrough: list[str]  # extra attribute-file columns the proxy reads
     has_score: bool
@@ -125,16 +125,22 @@ def _checked_columns(
 
 
 def _create_staging_views(staged: Staged) -> None:
-    """The ``stg_*`` views: each input under the contract's column names (id, y_true, y_pred, score)."""
+    """The ``stg_*`` views: each input's id as ``id``, every other column under the policy's name for it."""
     cols = staged.policy.columns
     id_q = quote_identifier(cols.id)
-    score = quote_identifier(cols.score) if staged.has_score else "cast(null as double)"
-    y_pred = quote_identifier(cols.y_pred) if staged.has_y_pred else "null"
-    y_true = quote_identifier(cols.y_true)
+    score, y_pred, y_true = (quote_identifier(c) for c in (cols.score, cols.y_pred, cols.y_true))
+    predictions = render_sql(
+        "stg_predictions",
+        id_column=id_q,
+        score_value=score if staged.has_score else "cast(null as double)",
+        score_column=score,
+        y_pred_value=y_pred if staged.has_y_pred else "null",
+        y_pred_column=y_pred,
+    )
     attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in staged.attributes]
     attribute_list += [quote_identifier(c) for c in staged.passthrough]
     views = {
-        "stg_predictions": render_sql("stg_predictions", id_column=id_q, score_column=score, y_pred_column=y_pred),
+        "stg_predictions": predictions,
         "stg_labels": render_sql("stg_labels", id_column=id_q, y_true_column=y_true),
         "stg_attributes": render_sql("stg_attributes", id_column=id_q, attribute_columns=_columns(attribute_list)),
     }
@@ -167,15 +173,19 @@ def _matched_rows(staged: Staged) -> pa.Table:
     """The people with a prediction and a label, values cast, attributes as given (``sql/matched.sql``)."""
     con, cols = staged.con, staged.policy.columns
     columns = [quote_identifier(c) for c in (*staged.attributes, *staged.passthrough)]
-    _create_view(con, "joined", render_sql("joined", attribute_columns=_columns(f"attributes.{c}" for c in columns)))
+    names = {
+        "y_true_column": quote_identifier(cols.y_true),
+        "y_pred_column": quote_identifier(cols.y_pred),
+        "score_column": quote_identifier(cols.score),
+    }
+    joined_sql = render_sql("joined", attribute_columns=_columns(f"attributes.{c}" for c in columns), **names)
+    _create_view(con, "joined", joined_sql)
     matched_sql = render_sql(
         "matched",
         attribute_columns=_columns(columns),
-        y_true_value=_binary_value(con, "stg_labels", "y_true"),
-        y_pred_value=_binary_value(con, "stg_predictions", "y_pred"),
-        y_true_column=quote_identifier(cols.y_true),
-        y_pred_column=quote_identifier(cols.y_pred),
-        score_column=quote_identifier(cols.score),
+        y_true_value=_binary_value(con, "stg_labels", names["y_true_column"]),
+        y_pred_value=_binary_value(con, "stg_predictions", names["y_pred_column"]),
+        **names,
     )
     params = {"decision_threshold": cols.decision_threshold}
     return _run(staged, lambda: con.sql(matched_sql, params=params).to_arrow_table())
@@ -323,7 +333,7 @@ _INTEGER_TYPES = {
 
 def _binary_value(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:
     """SQL turning a validated binary column into 0/1: a plain cast for integer/boolean inputs (fast), a text
-    match for anything else (text "true"/"1", floats 1.0). ``view`` and ``column`` are fixed contract names."""
+    match for anything else (text "true"/"1", floats 1.0). ``view`` is a fixed name, ``column`` a quoted one."""
     column_type = str(con.sql(f"select {column} from {view} limit 0").types[0]).upper()
     if column_type in _INTEGER_TYPES:
         return f"cast({column} as tinyint)"

@@ -95,6 +95,7 @@ def validate_inputs(staged: Staged) -> Validation:
     """Validate the three staged inputs; raise DataError on the first failed critical expectation."""
     gx = _gx()
     policy = staged.policy
+    cols = policy.columns
     validation = Validation()
     for role in ("predictions", "labels", "attributes"):
         duplicates = _violations(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
@@ -103,23 +104,25 @@ def validate_inputs(staged: Staged) -> Validation:
             gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
         ]
         result = _validate_frame(f"{role}_ids", duplicates, expectations, "COMPLETE")
-        _collect(validation, staged, role, result, counts=None, frame=duplicates, column="id")
+        _collect(validation, staged, role, result, counts=None, frame=duplicates, column=cols.id)
     if staged.has_score:
-        scores = _violations(staged, render_sql("score_violations"))
+        scores = _violations(staged, render_sql("score_violations", score_column=quote_identifier(cols.score)))
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="score"),
             gx.expectations.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0),
         ]
         result = _validate_frame("predictions_scores", scores, expectations, "COMPLETE")
-        _collect(validation, staged, "predictions", result, counts=None, frame=scores, column="score")
+        _collect(validation, staged, "predictions", result, counts=None, frame=scores, column=cols.score)
 
-    bounded: list[tuple[str, str, list[str] | None, bool]] = [("labels", "y_true", _BINARY_TEXT, True)]
+    # (input, suite name, column, allowed values, required): suites keep the contract's names (y_true, y_pred).
+    bounded: list[tuple[str, str, str, list[str] | None, bool]] = [
+        ("labels", "y_true", cols.y_true, _BINARY_TEXT, True)
+    ]
     if staged.has_y_pred:
-        bounded.append(("predictions", "y_pred", _BINARY_TEXT, True))
+        bounded.append(("predictions", "y_pred", cols.y_pred, _BINARY_TEXT, True))
     for name in staged.attributes:
-        attribute = policy.attribute(name)
-        bounded.append(("attributes", name, attribute.declared_values, False))
-    for role, column, allowed, required in bounded:
+        bounded.append(("attributes", name, name, policy.attribute(name).declared_values, False))
+    for role, suite, column, allowed, required in bounded:
         counts = _value_counts(staged, f"stg_{role}", column, lowercase=allowed is _BINARY_TEXT)
         expectations = []
         if required:
@@ -128,7 +131,7 @@ def validate_inputs(staged: Staged) -> Validation:
             expectations.append(gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=allowed))
         if not expectations:
             continue
-        result = _validate_frame(f"{role}_{_safe(column)}_values", counts, expectations, "COMPLETE")
+        result = _validate_frame(f"{role}_{_safe(suite)}_values", counts, expectations, "COMPLETE")
         _collect(validation, staged, role, result, counts=counts, column=column)
     return validation
 
@@ -195,7 +198,7 @@ def _collect(
     for outcome in result.results:
         config = outcome.expectation_config
         kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
-        input_column = _input_column(staged, column or "")
+        input_column = column or ""
         unexpected, example = _unexpected(outcome.result, counts if counts is not None else frame, config.type)
         check = {
             "input": source.label,
@@ -240,10 +243,6 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     return value
-
-
-def _input_column(staged: Staged, contract_name: str) -> str:
-    return staged.input_columns.get(contract_name, contract_name)
 
 
 def _safe(name: str) -> str:
