@@ -195,10 +195,12 @@ def stages(paths: dict[str, Path], policy_path: Path, out: Path) -> dict[str, fl
     flow_run_id = state.state_details.flow_run_id
     assert flow_run_id is not None  # a flow called in-process always has its run
     flow_runs = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    runs: list[Any] = []
     with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(flow_run_filter=flow_runs, limit=10_000)
+        while page := client.read_task_runs(flow_run_filter=flow_runs, limit=200, offset=len(runs)):  # API max
+            runs += page
     timings: dict[str, float] = {}
-    for run in runs:
+    for run in sorted(runs, key=lambda r: r.start_time or r.expected_start_time):  # in the flow's order
         task_name = re.sub(r"-[0-9a-f]{3}$", "", run.name)  # Prefect's default run name: "<task>-<hex>"
         stage = STAGES.get(task_name.split(" (")[0], task_name)
         timings[stage] = timings.get(stage, 0.0) + run.total_run_time.total_seconds()
