@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 # Before Prefect is imported: its ephemeral server's telemetry heartbeat writes to the SQLite database while
 # the flow run does, and logs "database is locked" tracebacks. Off unless the user turned it on.
@@ -30,7 +30,11 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import fairgate  # noqa: E402
+from fairgate.engine.labels import slicing_label  # noqa: E402
 from fairgate.errors import FairgateError  # noqa: E402
+
+if TYPE_CHECKING:
+    from prefect.states import State  # imported lazily: main() sets Prefect's log level before its import
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 PACKAGE_DIR = Path(fairgate.__file__).resolve().parent
@@ -60,12 +64,10 @@ def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
 def _precheck(policy: Path, predictions: str, labels: str, attributes: str) -> None:
     """Fail fast (before Prefect starts) on a bad policy or a missing input file."""
     from tasks.audit import read_policy
-    from tasks.io import InvalidInput, parse_source
+    from tasks.io import parse_source
 
-    checked = read_policy.fn(policy)
-    if isinstance(checked, InvalidInput):
-        _fail(checked.message)
     try:
+        read_policy.fn(policy)
         for role, text in (("predictions", predictions), ("labels", labels), ("attributes", attributes)):
             parse_source(role, text)
     except FairgateError as exc:
@@ -86,8 +88,6 @@ def _run_audit(
     quiet: bool,
 ) -> NoReturn:
     _precheck(policy, predictions, labels, attributes)
-    from flows.audit import INVALID_INPUT, fairness_audit
-
     parameters: dict[str, Any] = {
         "policy": str(policy),
         "predictions": predictions,
@@ -98,26 +98,38 @@ def _run_audit(
         "model_version": model_version,
         "trail": str(trail) if trail else None,
     }
-    try:
-        if quiet or as_json:
-            state = fairness_audit(**parameters, return_state=True)
-        else:
-            with _err.status("running the fairness-audit flow (align, validate, cube, metrics, verdict)"):
-                state = fairness_audit(**parameters, return_state=True)
-    except Exception as exc:  # not bad input: Prefect unreachable, a bug; never exit 1 (= "fail") for it
-        if os.environ.get("FAIRGATE_DEBUG"):
-            raise
-        _fail(f"the audit could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1 for details)", EXIT_INTERNAL)
-    if state.is_failed():
-        if state.name == INVALID_INPUT:
-            _fail(state.message or "invalid input")
-        _fail(f"the audit crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
-    summary = cast(dict[str, Any], state.result())
+    summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
     if as_json:
         sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
     elif not quiet:
         _print_summary(summary)
     raise typer.Exit(summary["exit_code"])
+
+
+def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
+    """The ``fairness-audit`` flow's final state; an error outside the flow's own handling exits 3."""
+    from flows.audit import fairness_audit
+
+    try:
+        if not show_progress:
+            return fairness_audit(**parameters, return_state=True)
+        with _err.status("running the fairness-audit flow (align, validate, cube, metrics, verdict)"):
+            return fairness_audit(**parameters, return_state=True)
+    except Exception as exc:  # not bad input: Prefect unreachable, a bug; never exit 1 (= "fail") for it
+        if os.environ.get("FAIRGATE_DEBUG"):
+            raise
+        _fail(f"the audit could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1 for details)", EXIT_INTERNAL)
+
+
+def _summary(state: State) -> dict[str, Any]:
+    """The run summary of a completed flow; a Failed state exits 2 (invalid input) or 3 (a crash)."""
+    from flows.audit import INVALID_INPUT
+
+    if state.is_failed():
+        if state.name == INVALID_INPUT:
+            _fail(state.message or "invalid input")
+        _fail(f"the audit crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
+    return cast(dict[str, Any], state.result())
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -131,7 +143,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     uncertain_shown = False
     for slicing, rows in itertools.groupby(document.get("results", []), key=lambda r: r.get("slicing") or []):
         table.add_section()
-        table.add_row(f"[bold]{' x '.join(slicing) or 'whole population'}[/]")
+        table.add_row(f"[bold]{slicing_label(slicing)}[/]")
         for r in rows:
             value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
             ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"

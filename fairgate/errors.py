@@ -1,18 +1,33 @@
-"""Errors fairgate raises for bad input or configuration.
+"""Errors fairgate raises for bad input or configuration, and the message templates used in more than one
+place (or matched by tests).
 
-Every error carries a message that names what is wrong and how to fix it; the CLI prints the message
-(no traceback) and exits with code 2. Message templates are module constants, as in Fairlearn.
+Every error carries a message that names what is wrong and how to fix it. An invalid input raises a
+:class:`FairgateError` subclass wherever it is found; the audit flow turns it into its ``InvalidInput`` Failed
+state (in one place) and the CLI prints the message (no traceback) and exits with code 2. Message templates
+are public module constants, as in Fairlearn, filled with ``str.format``.
 """
 
 from __future__ import annotations
 
-_UNKNOWN_METRIC = "unknown metric {name!r}{where}; use one of: {known}"
-_MISSING_COLUMN = "column {column!r} is missing from {source}; columns present: {present}. {fix}"
-_EMPTY_DATA = "{source} has no rows; an audit needs at least one row with a prediction and a label"
-_NOT_BINARY = (
+MISSING_COLUMN = "column {column!r} is missing from {source}; columns present: {present}. {fix}"
+EMPTY_DATA = "{source} has no rows; an audit needs at least one row with a prediction and a label"
+HEADER_ONLY = "{source} has a header but no rows; an audit needs at least one row per input"
+NOT_BINARY = (
     "column {column!r} in {source} must be binary (0/1 or true/false); found {example!r} in {count} row(s). {fix}"
 )
-_BAD_SCORE = "column {column!r} in {source} must hold finite scores in [0, 1]; found {example!r} in {count} row(s)"
+BAD_SCORE = "column {column!r} in {source} must hold finite scores in [0, 1]; found {example!r} in {count} row(s)"
+FILE_NOT_FOUND = "--{role}: file {path!r} does not exist; check the path (relative to {cwd})"
+EMPTY_FILE = "--{role}: file {path!r} is empty (0 bytes); an audit needs rows with a header"
+MALFORMED_CSV = (
+    "{source} is not a well-formed CSV file ({detail}). Every row needs as many comma-separated fields as the "
+    "header; fix or remove the broken row"
+)
+NO_SUCH_TABLE = "{source}: no table {table!r} in {path}; tables present: {tables}"
+VALIDATION_FAILED = (
+    "validation failed: column {column!r} in {source} {what}: {count} row(s), e.g. {example!r} "
+    "(Great Expectations: {expectation}). Fix: {fix}"
+)
+NO_TRAIL = "no audit trail at {path}; run an audit first, or pass --trail with the trail's path"
 
 
 class FairgateError(Exception):

@@ -1,15 +1,18 @@
 """The ``fairness-audit`` flow: align -> validate -> cube -> metrics (one task per slicing) -> adjudicate ->
 write JSON + JUnit -> report -> record.
 
-Bad input (an unusable file, a failed expectation, an invalid policy) ends the run in a ``Failed`` state named
-``InvalidInput`` whose message says what to fix; nothing is written and the trail is not touched.
+Bad input (an unusable file, a failed expectation, an invalid policy) raises a ``FairgateError`` in whichever
+task finds it; :func:`fairness_audit` turns it, in one place, into a ``Failed`` state named ``InvalidInput``
+whose message says what to fix. Nothing is written and the trail is not touched.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -20,21 +23,20 @@ from prefect.utilities.annotations import quote
 
 import fairgate
 from fairgate.errors import FairgateError
-from tasks.align import align_inputs, release, release_rows, stage_inputs
+from fairgate.proxy import with_weight_column
+from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
 from tasks.audit import (
     adjudicate,
     build_cube,
     compute_slicing,
     cube_cells,
-    engine_frame,
     plan_slicings,
     publish_artifacts,
     read_policy,
 )
-from tasks.io import InvalidInput
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.trail import record_run
-from tasks.validate import validate_aligned, validate_inputs
+from tasks.validate import Validation, validate_aligned, validate_inputs
 
 INVALID_INPUT = "InvalidInput"
 T = TypeVar("T")
@@ -42,6 +44,39 @@ T = TypeVar("T")
 
 # Metric tasks run in threads; more threads than cores only adds memory (each slicing holds its replicates).
 _TASK_RUNNER: Any = ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
+
+
+class _InvalidInputIsNotACrash(logging.Filter):
+    """Bad input is the user's to fix, not a crash: a task failing with a FairgateError logs its message as a
+    warning, without the traceback Prefect attaches to a failed task (the CLI prints the message once more)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, FairgateError):
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = f"invalid input: {exc.message}", ()
+        return True
+
+
+logging.getLogger("prefect.task_runs").addFilter(_InvalidInputIsNotACrash())
+
+
+@dataclass
+class Inputs:
+    """The audit's inputs once read, validated and aligned (the flow's first half)."""
+
+    staged: Staged
+    aligned: Aligned
+    validation: Validation
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per input: where it came from, its sha256 and its row count (the document's and trail's ``inputs``)."""
+        staged = self.staged
+        return {
+            role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
+            for role, source in staged.sources.items()
+        }
 
 
 @flow(name="fairness-audit", task_runner=_TASK_RUNNER)
@@ -59,7 +94,7 @@ def fairness_audit(
     """Audit one model's predictions against a fairness policy; the state's result is the run summary."""
     try:
         summary = _audit(policy, predictions, labels, attributes, out_dir, model_name, model_version, trail, run_id)
-    except FairgateError as exc:
+    except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     return Completed(message=f"verdict: {summary['verdict']}", data=summary)
 
@@ -75,68 +110,23 @@ def _audit(
     trail: str | None,
     run_id: str | None,
 ) -> dict[str, Any]:
-    logger = get_run_logger()
+    """The recipe: each line one step of the audit."""
     run_id = run_id or uuid.uuid4().hex[:12]
-    policy, policy_text = _ok(read_policy(Path(policy_path)))
+    policy, policy_text = read_policy(Path(policy_path))
+    _require_report_support(policy)
+    inputs = read_inputs(policy, predictions, labels, attributes)
+    rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
+    cube = build_cube(rows, policy)
+    del rows
+    release_rows(inputs.aligned)  # the cube is all the metrics need
+    parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
+    model = model_info(inputs.staged, model_name, model_version)
+    context = audit_context(inputs, proxy_summary)
+    document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
     output = Path(out_dir or policy.reporting.output_dir)
     trail_path = Path(trail) if trail else _trail_path(policy, output)
-    _require_report_support(policy)
-
-    staged = _ok(stage_inputs(policy, predictions, labels, attributes))
-    validation = _ok(validate_inputs(staged))
-    aligned = _ok(align_inputs(staged))
-    validation = _ok(validate_aligned(staged, aligned, validation))
-    release(staged)
-    for warning in validation.warnings:
-        logger.warning(warning)
-
-    rows, proxy_summary = aligned.table, None
-    if policy.proxy is not None:
-        policy = _with_proxy_weights(policy)
-        rows, proxy_summary = _apply_proxy(rows, policy)
-
-    cube = _ok(build_cube(engine_frame(rows, policy), policy))
-    rows = None
-    release_rows(aligned)  # the cube is all the metrics need
-    slicings = plan_slicings(cube, policy)
-    parts = compute_slicing.map(unmapped(cube), slicings, unmapped(policy)).result()
-    inputs = {
-        role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
-        for role, source in staged.sources.items()
-    }
-    context: dict[str, Any] = {"inputs": inputs, "alignment": aligned.join_report, "validation": validation.to_dict()}
-    if proxy_summary is not None:
-        context["proxy"] = proxy_summary
-    if staged.provenance:
-        context["predictions_provenance"] = staged.provenance
-    named_name, named_version = staged.model  # the predictions may name their model; options win
-    model = fairgate.ModelInfo(
-        name=model_name or named_name or "model", version=model_version or named_version or "unversioned"
-    )
-    document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
-
-    # Everything is written into a hidden staging folder and moved into place only once the run is recorded,
-    # so a failed or interrupted run leaves no partial report behind.
-    staging = staging_dir(output, run_id)
-    try:
-        written = write_outputs(_as_is(document), staging)
-        publish_artifacts(_as_is(document))
-        report = _publish_report(document, policy, staging, trail_path)
-        record = record_run(
-            trail_path,
-            _as_is(document),
-            policy_text=policy_text,
-            inputs=inputs,
-            validation=validation.to_dict(),
-            join_report=aligned.join_report,
-            cube_cells=cube_cells(cube),
-        )
-        moved = promote_outputs(staging, output)
-    finally:
-        discard_staging(staging)
-    written = {kind: moved.get(path, path) for kind, path in written.items()}
-    report = _relocated(report, moved)
-    logger.info(f"verdict {document['verdict']}: {written['json']}")
+    written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
+    get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return {
         "verdict": document["verdict"],
         "exit_code": document["exit_code"],  # 0 also on a fail when the policy disables the gate
@@ -146,6 +136,75 @@ def _audit(
         "trail": record,
         "document": document,
     }
+
+
+def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> Inputs:
+    """Stage, validate, align and validate again; then free the inputs' DuckDB connection."""
+    staged = stage_inputs(policy, predictions, labels, attributes)
+    validation = validate_inputs(staged)
+    aligned = align_inputs(staged)
+    validation = validate_aligned(staged, aligned, validation)
+    release(staged)
+    for warning in validation.warnings:
+        get_run_logger().warning(warning)
+    return Inputs(staged, aligned, validation)
+
+
+def model_info(staged: Staged, model_name: str | None, model_version: str | None) -> fairgate.ModelInfo:
+    """The audited model: the options given, else what the predictions name, else placeholders."""
+    named_name, named_version = staged.model
+    return fairgate.ModelInfo(
+        name=model_name or named_name or "model", version=model_version or named_version or "unversioned"
+    )
+
+
+def audit_context(inputs: Inputs, proxy_summary: dict[str, Any] | None) -> dict[str, Any]:
+    """What the audit document records about its inputs: sources, the join, validation, proxy, provenance."""
+    context: dict[str, Any] = {
+        "inputs": inputs.summary(),
+        "alignment": inputs.aligned.join_report,
+        "validation": inputs.validation.to_dict(),
+    }
+    if proxy_summary is not None:
+        context["proxy"] = proxy_summary
+    if inputs.staged.provenance:
+        context["predictions_provenance"] = inputs.staged.provenance
+    return context
+
+
+def _publish(
+    document: dict[str, Any],
+    policy: fairgate.Policy,
+    policy_text: str,
+    inputs: Inputs,
+    cube: fairgate.Cube,
+    output: Path,
+    trail_path: Path,
+) -> tuple[dict[str, str], dict[str, Any] | None, dict[str, Any]]:
+    """Write the outputs and the report, record the run, then move the files into place.
+
+    Everything is written into a hidden staging folder and moved into place only once the run is recorded,
+    so a failed or interrupted run leaves no partial report behind.
+    """
+    staging = staging_dir(output, document["run_id"])
+    try:
+        written = write_outputs(_as_is(document), staging)
+        publish_artifacts(_as_is(document))
+        report = _publish_report(document, policy, staging, trail_path)
+        record = record_run(
+            trail_path,
+            _as_is(document),
+            policy_text=policy_text,
+            inputs=inputs.summary(),
+            validation=inputs.validation.to_dict(),
+            join_report=inputs.aligned.join_report,
+            cube_cells=cube_cells(cube),
+        )
+        moved = promote_outputs(staging, output)
+    finally:
+        discard_staging(staging)
+    written = {kind: moved.get(path, path) for kind, path in written.items()}
+    return written, _relocated(report, moved), record
 
 
 def _relocated(value: Any, moved: dict[str, str]) -> Any:
@@ -163,13 +222,6 @@ def _as_is(value: T) -> T:
     return cast(T, quote(value))
 
 
-def _ok(value: T | InvalidInput) -> T:
-    """Stop the recipe at the first invalid input (the task already explained it)."""
-    if isinstance(value, InvalidInput):
-        value.raise_()
-    return value  # type: ignore[return-value]
-
-
 def _trail_path(policy: fairgate.Policy, output: Path) -> Path:
     """The policy's trail path when it sets one, else ``audit_trail.duckdb`` in the output folder."""
     if "audit_trail" in policy.model_fields_set:
@@ -177,19 +229,16 @@ def _trail_path(policy: fairgate.Policy, output: Path) -> Path:
     return output / "audit_trail.duckdb"
 
 
-def _apply_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, dict[str, Any]]:
+def _with_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, fairgate.Policy, dict[str, Any] | None]:
+    """The rows with the inferred attribute, the policy the cube then needs, and the proxy's summary; the rows
+    and policy unchanged when the policy has no proxy section."""
+    if policy.proxy is None:
+        return rows, policy, None
     from tasks.proxy import apply_proxy  # the proxy work's module; required when the policy has a proxy section
 
-    return _ok(apply_proxy(rows, policy))
-
-
-def _with_proxy_weights(policy: fairgate.Policy) -> fairgate.Policy:
-    """Probabilistic membership counts each person in every inferred group with weight P(group | name, place):
-    the cube must sum those weights, so the policy gets a weight column when it names none."""
-    if policy.proxy is None or policy.proxy.mode != "probabilistic" or policy.columns.weight is not None:
-        return policy
-    columns = policy.columns.model_copy(update={"weight": "proxy_weight"})
-    return policy.model_copy(update={"columns": columns})
+    policy = with_weight_column(policy)
+    rows, summary = apply_proxy(rows, policy)
+    return rows, policy, summary
 
 
 def _wants_report(policy: fairgate.Policy) -> bool:

@@ -1,24 +1,19 @@
--- aligned: one row per person with both a prediction and a label: the rows the audit judges.
--- Labels and predictions become 0/1 integers (validated binary before: a cast for numeric and boolean
--- inputs, a text match for text ones like "true"); y_pred comes from
--- score >= $decision_threshold when the input has no y_pred column. Missing attribute values stay null here;
--- the align task then leaves those people out or names their group, as the policy says per attribute.
-with joined as (
+-- aligned: the rows the audit judges: the matched rows with each sensitive attribute's missing-value rule
+-- applied (missing: unknown names the group with the attribute's unknown_label, bound as a parameter;
+-- missing: exclude leaves the person out). The columns are the engine's: id, the policy's label, prediction
+-- (and score) columns, the attributes and the columns the proxy reads.
+with matched as (
 
-    select * from joined
+    select * from matched
 
 ),
 
 final as (
 
     select
-        id,
-        {{ y_true_value }} as y_true,
-        coalesce({{ y_pred_value }}, cast(score >= $decision_threshold as tinyint)) as y_pred,
-        cast(score as double) as score,
-        has_attributes,
-        {{ attribute_columns }}
-    from joined
+        {{ columns }}
+    from matched
+    where {{ kept }}
 
 )
 

@@ -1,8 +1,8 @@
 -- join_report: one row; how the inputs matched on id (ids are unique per input, so the unmatched counts are
 -- differences of row counts) and how many matched people lack each attribute.
-with aligned as (
+with matched as (
 
-    select * from aligned
+    select * from matched
 
 ),
 
@@ -14,7 +14,7 @@ final as (
         $n_labels - count(*) as labels_without_predictions,
         count(*) filter (where not has_attributes) as people_without_attributes,
         {{ missing_counts }}
-    from aligned
+    from matched
 
 )
 

@@ -23,9 +23,9 @@ final as (
 
     select
         predictions.id,
-        labels.y_true,
-        predictions.y_pred,
-        predictions.score,
+        labels.{{ y_true_column }},
+        predictions.{{ y_pred_column }},
+        predictions.{{ score_column }},
         coalesce(attributes.has_attributes, false) as has_attributes,
         {{ attribute_columns }}
     from predictions

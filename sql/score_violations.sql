@@ -3,7 +3,7 @@
 -- this table: rows left out satisfy them by construction.
 with source as (
 
-    select try_cast(score as double) as score from stg_predictions
+    select try_cast({{ score_column }} as double) as score from stg_predictions
 
 ),
 

@@ -1,4 +1,4 @@
--- stg_labels: one row per row of the labels input (id, y_true), values as given.
+-- stg_labels: one row per row of the labels input: id, and y_true under the policy's name, values as given.
 with source as (
 
     select * from src_labels
@@ -9,7 +9,7 @@ final as (
 
     select
         {{ id_column }} as id,
-        {{ y_true_column }} as y_true
+        {{ y_true_column }}
     from source
 
 )

@@ -1,6 +1,7 @@
 -- stg_predictions: one row per row of the predictions input.
--- Renames the input's columns to the contract (id, score, y_pred); values stay as given so that
--- validation sees exactly what the file holds. An absent score or y_pred column becomes null.
+-- The id column becomes id; score and y_pred keep the names the policy gives them (the engine reads those
+-- names, so nothing renames them back later); values stay as given so that validation sees exactly what the
+-- file holds. An absent score or y_pred column becomes null under the policy's name.
 with source as (
 
     select * from src_predictions
@@ -11,8 +12,8 @@ final as (
 
     select
         {{ id_column }} as id,
-        {{ score_column }} as score,
-        {{ y_pred_column }} as y_pred
+        {{ score_value }} as {{ score_column }},
+        {{ y_pred_value }} as {{ y_pred_column }}
     from source
 
 )

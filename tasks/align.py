@@ -1,53 +1,30 @@
 """ALIGN: join predictions, labels and sensitive attributes on id with the DuckDB SQL in ``sql/``.
 
 Two steps, so that validation sits between them: :func:`stage_inputs` makes each input queryable under the
-contract's column names (``stg_*`` views, values as given); :func:`align_inputs` joins the staged inputs
-(ids validated unique first, so the join cannot multiply rows), reports the join and returns the aligned rows
-as an Arrow table. Column names from the policy are checked against each input's schema and quoted as
-identifiers; values are bound as parameters.
+contract's column names (``stg_*`` views, values as given, so validation sees what the files hold);
+:func:`align_inputs` joins the staged inputs (ids validated unique first, so the join cannot multiply rows),
+reports the join and returns the aligned rows as an Arrow table in the engine's terms: the policy's column
+names, missing attribute values handled as the policy says (``sql/aligned.sql``). Column names from the
+policy are checked against each input's schema and quoted as identifiers; values are bound as parameters.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.errors import DataError
+from fairgate.errors import HEADER_ONLY, MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import DEFAULT_ATTRIBUTE
-from tasks.io import Source, explain_scan_error, guard_input, parse_source, register_source, sha256_of
+from tasks.io import Source, explain_scan_error, parse_source, register_source, sha256_of
+from tasks.sql import quote_identifier, render_sql
 
-SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
-_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
-
-
-def quote_identifier(name: str) -> str:
-    """Quote a column name for DuckDB: ``a"b`` -> ``"a""b"``.
-
-    >>> quote_identifier('x"; drop table runs; --')
-    '"x""; drop table runs; --"'
-    """
-    return '"' + name.replace('"', '""') + '"'
-
-
-def render_sql(name: str, **fragments: str) -> str:
-    """Load ``sql/<name>.sql`` and fill its ``{{ placeholders }}`` with identifier lists built here.
-
-    Fragments are made only of quoted, schema-checked identifiers and fixed SQL; values never go in.
-    """
-    text = (SQL_DIR / f"{name}.sql").read_text()
-    missing = set(_PLACEHOLDER.findall(text)) - set(fragments)
-    if missing:
-        raise KeyError(f"sql/{name}.sql needs fragments {sorted(missing)}")
-    return _PLACEHOLDER.sub(lambda m: fragments[m.group(1)], text)
+_LIST = ",\n        "  # how column lists are joined in the rendered SQL
 
 
 @dataclass
@@ -57,7 +34,7 @@ class Staged:
     con: duckdb.DuckDBPyConnection
     policy: Policy
     sources: dict[str, Source]
-    input_columns: dict[str, str]  # contract name -> input column name, for messages
+    input_columns: dict[str, str]  # role of a column (id, y_true, y_pred, score) -> its name in the input
     attributes: list[str]  # sensitive attributes read from the attributes input
     passthrough: list[str]  # extra attribute-file columns the proxy reads
     has_score: bool
@@ -93,22 +70,31 @@ def proxy_attribute(policy: Policy) -> str | None:
 
 
 @task(name="stage inputs", cache_policy=NO_CACHE)
-@guard_input
 def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
     """Register the three inputs in a fresh DuckDB connection and create the ``stg_*`` views."""
-    sources = {
-        "predictions": parse_source("predictions", predictions),
-        "labels": parse_source("labels", labels),
-        "attributes": parse_source("attributes", attributes),
-    }
+    given = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    sources = {role: parse_source(role, text) for role, text in given.items()}
     con = duckdb.connect()
     present = {role: register_source(con, source, f"src_{role}") for role, source in sources.items()}
-    cols = policy.columns
+    staged = _checked_columns(con, policy, sources, present)
+    _create_staging_views(staged)
+    for role in sources:
+        staged.row_counts[role] = _count(staged, f"stg_{role}")
+        if staged.row_counts[role] == 0:
+            raise DataError(HEADER_ONLY.format(source=sources[role].label))
+    staged.sha256 = {role: sha256_of(source) for role, source in sources.items()}
+    staged.provenance = _provenance(con, present["predictions"])
+    return staged
 
+
+def _checked_columns(
+    con: duckdb.DuckDBPyConnection, policy: Policy, sources: dict[str, Source], present: dict[str, list[str]]
+) -> Staged:
+    """The staged inputs' shape, once every column the policy names is found in its input."""
+    cols = policy.columns
     pred_cols = present["predictions"]
     _require(cols.id, pred_cols, sources["predictions"], "columns.id")
-    has_score = cols.score in pred_cols
-    has_y_pred = cols.y_pred in pred_cols
+    has_score, has_y_pred = cols.score in pred_cols, cols.y_pred in pred_cols
     if not (has_score or has_y_pred):
         raise DataError(
             f"{sources['predictions'].label} has neither the prediction column {cols.y_pred!r} nor the score "
@@ -117,7 +103,6 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
         )
     _require(cols.id, present["labels"], sources["labels"], "columns.id")
     _require(cols.y_true, present["labels"], sources["labels"], "columns.y_true")
-
     attr_cols = present["attributes"]
     _require(cols.id, attr_cols, sources["attributes"], "columns.id")
     inferred = proxy_attribute(policy)
@@ -127,125 +112,53 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
             continue  # the proxy adds it after alignment
         _require(name, attr_cols, sources["attributes"], f"sensitive_attributes (name: {name})")
         read_attributes.append(name)
-    passthrough = _proxy_columns(policy, attr_cols, exclude={cols.id, *read_attributes})
-
-    id_q = quote_identifier(cols.id)
-    _create_view(
-        con,
-        "stg_predictions",
-        render_sql(
-            "stg_predictions",
-            id_column=id_q,
-            score_column=quote_identifier(cols.score) if has_score else "cast(null as double)",
-            y_pred_column=quote_identifier(cols.y_pred) if has_y_pred else "null",
-        ),
-    )
-    _create_view(
-        con, "stg_labels", render_sql("stg_labels", id_column=id_q, y_true_column=quote_identifier(cols.y_true))
-    )
-    attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in read_attributes]
-    attribute_list += [quote_identifier(c) for c in passthrough]
-    _create_view(
-        con,
-        "stg_attributes",
-        render_sql(
-            "stg_attributes", id_column=id_q, attribute_columns=",\n        ".join(attribute_list) or "null as _none"
-        ),
-    )
-    staged = Staged(
+    return Staged(
         con=con,
         policy=policy,
         sources=sources,
         input_columns={"id": cols.id, "y_true": cols.y_true, "y_pred": cols.y_pred, "score": cols.score},
         attributes=read_attributes,
-        passthrough=passthrough,
+        passthrough=_proxy_columns(policy, attr_cols, exclude={cols.id, *read_attributes}),
         has_score=has_score,
         has_y_pred=has_y_pred,
     )
-    for role in sources:
-        staged.row_counts[role] = _count(staged, f"stg_{role}")
-        if staged.row_counts[role] == 0:
-            raise DataError(
-                f"{sources[role].label} has a header but no rows; an audit needs at least one row per input"
-            )
-    staged.sha256 = {role: sha256_of(source) for role, source in sources.items()}
-    staged.provenance = _provenance(con, pred_cols)
-    return staged
+
+
+def _create_staging_views(staged: Staged) -> None:
+    """The ``stg_*`` views: each input's id as ``id``, every other column under the policy's name for it."""
+    cols = staged.policy.columns
+    id_q = quote_identifier(cols.id)
+    score, y_pred, y_true = (quote_identifier(c) for c in (cols.score, cols.y_pred, cols.y_true))
+    predictions = render_sql(
+        "stg_predictions",
+        id_column=id_q,
+        score_value=score if staged.has_score else "cast(null as double)",
+        score_column=score,
+        y_pred_value=y_pred if staged.has_y_pred else "null",
+        y_pred_column=y_pred,
+    )
+    attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in staged.attributes]
+    attribute_list += [quote_identifier(c) for c in staged.passthrough]
+    views = {
+        "stg_predictions": predictions,
+        "stg_labels": render_sql("stg_labels", id_column=id_q, y_true_column=y_true),
+        "stg_attributes": render_sql("stg_attributes", id_column=id_q, attribute_columns=_columns(attribute_list)),
+    }
+    for name, sql in views.items():
+        _create_view(staged.con, name, sql)
 
 
 @task(name="align", cache_policy=NO_CACHE)
-@guard_input
 def align_inputs(staged: Staged) -> Aligned:
-    """Join the staged inputs, report the join, and return the aligned rows (contract column names).
+    """Join the staged inputs, report the join, and return the aligned rows (the policy's column names).
 
-    One join, streamed straight into Arrow (no intermediate table): the report is an aggregate over the
-    Arrow result, and missing attribute values are handled on it column by column, copying only when a
-    value is actually missing.
+    One join, streamed straight into Arrow (``sql/matched.sql``); the report is an aggregate over that Arrow
+    result, and ``sql/aligned.sql`` then applies each attribute's missing-value rule (a copy made only when
+    a value is actually missing).
     """
-    con, policy = staged.con, staged.policy
-    columns = [quote_identifier(c) for c in (*staged.attributes, *staged.passthrough)]
-    _create_view(
-        con,
-        "joined",
-        render_sql(
-            "joined", attribute_columns=",\n        ".join(f"attributes.{c}" for c in columns) or "null as _none"
-        ),
-    )
-    aligned_sql = render_sql(
-        "aligned",
-        attribute_columns=",\n        ".join(columns) or "null as _none",
-        y_true_value=_binary_value(con, "stg_labels", "y_true"),
-        y_pred_value=_binary_value(con, "stg_predictions", "y_pred"),
-    )
-    params = {"decision_threshold": policy.columns.decision_threshold}
-    table = _run(staged, lambda: con.sql(aligned_sql, params=params).to_arrow_table())
-    if "_none" in table.column_names:
-        table = table.drop_columns(["_none"])
-    if not staged.has_score:
-        table = table.drop_columns(["score"])
-
-    con.register("aligned", table)
-    missing_counts = [
-        f"count(*) filter (where {quote_identifier(a)} is null) as {quote_identifier(a)}" for a in staged.attributes
-    ]
-    report_sql = render_sql("join_report", missing_counts=",\n        ".join(missing_counts) or "0 as _none")
-    cursor = con.execute(
-        report_sql, {"n_predictions": staged.row_counts["predictions"], "n_labels": staged.row_counts["labels"]}
-    )
-    names = [d[0] for d in cursor.description]
-    values = dict(zip(names, cursor.fetchall()[0], strict=True))
-    con.unregister("aligned")
-    report: dict[str, Any] = {
-        k: int(values[k])
-        for k in ("matched", "predictions_without_labels", "labels_without_predictions", "people_without_attributes")
-    }
-    if report["matched"] == 0:
-        raise DataError(
-            f"no id of {staged.sources['predictions'].label} matches an id of {staged.sources['labels'].label} "
-            f"(columns {policy.columns.id!r}); check that both files describe the same people and the same id"
-        )
-    report["missing_attribute_values"] = {}
-    keep = None
-    for name in staged.attributes:
-        attribute = policy.attribute(name)
-        count = int(values[name])
-        report["missing_attribute_values"][name] = {
-            "count": count,
-            "handling": attribute.missing,
-            "unknown_label": attribute.unknown_label if attribute.missing == "unknown" else None,
-        }
-        if not count:
-            continue
-        column = table.column(name)
-        if attribute.missing == "unknown":
-            index = table.column_names.index(name)
-            table = table.set_column(index, name, pc.fill_null(column, attribute.unknown_label))
-        else:
-            present = pc.is_valid(column)
-            keep = present if keep is None else pc.and_(keep, present)
-    if keep is not None:
-        table = table.filter(keep)
-    table = table.drop_columns(["has_attributes"])
+    matched = _matched_rows(staged)
+    report = _join_report(staged, matched)
+    table = _apply_missing_rules(staged, matched, report)
     report["aligned_rows"] = table.num_rows
     report["excluded_for_missing_attributes"] = report["matched"] - table.num_rows
     if table.num_rows == 0:
@@ -253,25 +166,127 @@ def align_inputs(staged: Staged) -> Aligned:
             f"no rows are left after leaving out people with missing attribute values ({staged.attributes}); "
             "set missing: unknown on those attributes in the policy to audit them as their own group"
         )
-    sizes: list[dict[str, Any]] = []
-    if staged.attributes:
-        quoted = [quote_identifier(a) for a in staged.attributes]
-        group_sql = render_sql(
-            "group_sizes",
-            attribute_columns=", ".join(quoted),
-            grouping_sets=", ".join(f"({q})" for q in quoted),
+    return Aligned(table=table, join_report=report, group_sizes=_group_sizes(staged, table))
+
+
+def _matched_rows(staged: Staged) -> pa.Table:
+    """The people with a prediction and a label, values cast, attributes as given (``sql/matched.sql``)."""
+    con, cols = staged.con, staged.policy.columns
+    columns = [quote_identifier(c) for c in (*staged.attributes, *staged.passthrough)]
+    names = {
+        "y_true_column": quote_identifier(cols.y_true),
+        "y_pred_column": quote_identifier(cols.y_pred),
+        "score_column": quote_identifier(cols.score),
+    }
+    joined_sql = render_sql("joined", attribute_columns=_columns(f"attributes.{c}" for c in columns), **names)
+    _create_view(con, "joined", joined_sql)
+    matched_sql = render_sql(
+        "matched",
+        attribute_columns=_columns(columns),
+        y_true_value=_binary_value(con, "stg_labels", names["y_true_column"]),
+        y_pred_value=_binary_value(con, "stg_predictions", names["y_pred_column"]),
+        **names,
+    )
+    params = {"decision_threshold": cols.decision_threshold}
+    return _run(staged, lambda: con.sql(matched_sql, params=params).to_arrow_table())
+
+
+def _join_report(staged: Staged, matched: pa.Table) -> dict[str, Any]:
+    """How the inputs matched on id, and the missing values per attribute with the rule applied to them."""
+    policy = staged.policy
+    missing_counts = [
+        f"count(*) filter (where {quote_identifier(a)} is null) as {quote_identifier(a)}" for a in staged.attributes
+    ]
+    report_sql = render_sql("join_report", missing_counts=_columns(missing_counts, empty="0 as _none"))
+    params = {"n_predictions": staged.row_counts["predictions"], "n_labels": staged.row_counts["labels"]}
+    values = _one_row(staged.con, report_sql, params, matched=matched)
+    counted = ("matched", "predictions_without_labels", "labels_without_predictions", "people_without_attributes")
+    report: dict[str, Any] = {k: int(values[k]) for k in counted}
+    if report["matched"] == 0:
+        raise DataError(
+            f"no id of {staged.sources['predictions'].label} matches an id of {staged.sources['labels'].label} "
+            f"(columns {policy.columns.id!r}); check that both files describe the same people and the same id"
         )
-        con.register("aligned", table)
-        rows = con.execute(group_sql).fetchall()
-        con.unregister("aligned")
-        for row in rows:
-            *group_values, n = row
-            # Exactly one attribute is set per grouping set (aligned attributes hold no nulls).
-            position = next(i for i, v in enumerate(group_values) if v is not None)
-            sizes.append({"attribute": staged.attributes[position], "group": group_values[position], "n": int(n)})
-        order = {a: i for i, a in enumerate(staged.attributes)}
-        sizes.sort(key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
-    return Aligned(table=table, join_report=report, group_sizes=sizes)
+    report["missing_attribute_values"] = {}
+    for name in staged.attributes:
+        attribute = policy.attribute(name)
+        report["missing_attribute_values"][name] = {
+            "count": int(values[name]),
+            "handling": attribute.missing,
+            "unknown_label": attribute.unknown_label if attribute.missing == "unknown" else None,
+        }
+    return report
+
+
+def _apply_missing_rules(staged: Staged, matched: pa.Table, report: dict[str, Any]) -> pa.Table:
+    """The aligned rows (``sql/aligned.sql``): each attribute's missing-value rule applied, helper columns gone.
+
+    Without a missing value the rules change nothing, and the matched rows are kept as they are (no copy).
+    """
+    keep = [c for c in matched.column_names if c not in {"has_attributes", "_none"}]
+    if not staged.has_score:
+        keep.remove(staged.policy.columns.score)
+    missing = {name for name, entry in report["missing_attribute_values"].items() if entry["count"]}
+    if not missing:
+        return matched.select(keep)
+    columns: list[str] = []
+    kept: list[str] = []
+    params: dict[str, str] = {}  # unknown labels are values: bound, never spliced into the SQL
+    for column in keep:
+        quoted = quote_identifier(column)
+        attribute = staged.policy.attribute(column) if column in missing else None
+        if attribute is not None and attribute.missing == "unknown":
+            label = f"unknown_{len(params)}"
+            params[label] = attribute.unknown_label
+            quoted = f"coalesce({quoted}, ${label}) as {quoted}"
+        elif attribute is not None:
+            kept.append(f"{quoted} is not null")
+        columns.append(quoted)
+    sql = render_sql("aligned", columns=_columns(columns), kept=" and ".join(kept) or "true")
+    staged.con.register("matched", matched)
+    try:
+        return staged.con.sql(sql, params=params).to_arrow_table()
+    finally:
+        staged.con.unregister("matched")
+
+
+def _group_sizes(staged: Staged, table: pa.Table) -> list[dict[str, Any]]:
+    """Rows per (attribute, group) among the aligned rows, largest group first within each attribute."""
+    if not staged.attributes:
+        return []
+    quoted = [quote_identifier(a) for a in staged.attributes]
+    group_sql = render_sql(
+        "group_sizes", attribute_columns=", ".join(quoted), grouping_sets=", ".join(f"({q})" for q in quoted)
+    )
+    staged.con.register("aligned", table)
+    try:
+        rows = staged.con.execute(group_sql).fetchall()
+    finally:
+        staged.con.unregister("aligned")
+    sizes: list[dict[str, Any]] = []
+    for *group_values, n in rows:
+        # Exactly one attribute is set per grouping set (aligned attributes hold no nulls).
+        position = next(i for i, v in enumerate(group_values) if v is not None)
+        sizes.append({"attribute": staged.attributes[position], "group": group_values[position], "n": int(n)})
+    order = {a: i for i, a in enumerate(staged.attributes)}
+    sizes.sort(key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
+    return sizes
+
+
+def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any], *, matched: pa.Table) -> dict[str, Any]:
+    """The single row of an aggregate over the matched rows, by column name."""
+    con.register("matched", matched)
+    try:
+        cursor = con.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return dict(zip(names, cursor.fetchall()[0], strict=True))
+    finally:
+        con.unregister("matched")
+
+
+def _columns(items: Any, empty: str = "null as _none") -> str:
+    """A column list for a SQL placeholder; a placeholder column when there is none (SQL needs one)."""
+    return _LIST.join(items) or empty
 
 
 PROVENANCE_COLUMNS = ("model_name", "model_version", "timestamp")
@@ -318,7 +333,7 @@ _INTEGER_TYPES = {
 
 def _binary_value(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:
     """SQL turning a validated binary column into 0/1: a plain cast for integer/boolean inputs (fast), a text
-    match for anything else (text "true"/"1", floats 1.0). ``view`` and ``column`` are fixed contract names."""
+    match for anything else (text "true"/"1", floats 1.0). ``view`` is a fixed name, ``column`` a quoted one."""
     column_type = str(con.sql(f"select {column} from {view} limit 0").types[0]).upper()
     if column_type in _INTEGER_TYPES:
         return f"cast({column} as tinyint)"
@@ -337,10 +352,8 @@ def _proxy_columns(policy: Policy, present: list[str], exclude: set[str]) -> lis
 
 def _require(column: str, present: list[str], source: Source, setting: str) -> None:
     if column not in present:
-        raise DataError(
-            f"column {column!r} is missing from {source.label}; columns present: {present}. "
-            f"Rename the column in the file, or set {setting} in the policy to the column's name"
-        )
+        fix = f"Rename the column in the file, or set {setting} in the policy to the column's name"
+        raise DataError(MISSING_COLUMN.format(column=column, source=source.label, present=present, fix=fix))
 
 
 def _create_view(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:

@@ -14,14 +14,13 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 import fairgate
+from fairgate.engine.labels import slicing_label
 from fairgate.errors import PolicyError
-from tasks.io import guard_input
 
 Slicing = tuple[str, ...]
 
 
 @task(name="read policy", cache_policy=NO_CACHE)
-@guard_input
 def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
     """Read and parse the policy file; return the policy and its text (recorded verbatim in the trail)."""
     if not path.exists():
@@ -37,18 +36,9 @@ def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
     return fairgate.Policy.from_yaml(text, source=str(path)), text
 
 
-def engine_frame(aligned: pa.Table, policy: fairgate.Policy) -> pa.Table:
-    """Rename the contract columns (y_true, y_pred, score, weight) to the names the policy gives the engine."""
-    cols = policy.columns
-    mapping = {"y_true": cols.y_true, "y_pred": cols.y_pred, "score": cols.score}
-    if cols.weight:
-        mapping["weight"] = cols.weight
-    return aligned.rename_columns([mapping.get(name, name) for name in aligned.column_names])
-
-
 @task(name="build cube", cache_policy=NO_CACHE)
-@guard_input
 def build_cube(frame: pa.Table, policy: fairgate.Policy) -> fairgate.Cube:
+    """The cube of the aligned rows, which carry the policy's column names (``sql/matched.sql``)."""
     return fairgate.build_cube(frame, policy, source="the aligned rows")
 
 
@@ -97,7 +87,7 @@ def publish_artifacts(document: dict[str, Any]) -> None:
     table = [
         {
             "metric": r.get("metric"),
-            "slicing": " x ".join(r.get("slicing") or []) or "(all)",
+            "slicing": slicing_label(r.get("slicing") or []),
             "value": _round(r.get("value")),
             "ci_low": _round(r.get("ci_low")),
             "ci_high": _round(r.get("ci_high")),

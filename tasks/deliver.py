@@ -183,20 +183,33 @@ def deliver_report(
     stem = output_stem(result_doc)
     if delivery.smtp is None:
         path = write_outbox(message, Path(delivery.outbox_dir), stem)
-        _record(trail_path, run_id, recipients, "outbox", f"written to {path}")
+        written = f"written to {path}"
+        _record(trail_path, run_id, recipients, "outbox", written)
         log.info("no SMTP settings: report message written to %s", path)
-        return {
-            "status": "outbox",
-            "detail": f"written to {path}",
-            "recipients": recipients,
-            "eml": path,
-            "attempts": 0,
-        }
+        return {"status": "outbox", "detail": written, "recipients": recipients, "eml": path, "attempts": 0}
     if not recipients:
         _record(trail_path, run_id, recipients, "skipped", "no recipients configured")
         return {"status": "skipped", "detail": "no recipients configured", "recipients": [], "attempts": 0}
+    status, detail, attempts = _send_with_retries(message, delivery, delivery.smtp, sender, environ)
+    outcome: dict[str, Any] = {"status": status, "detail": detail, "recipients": recipients}
+    if status == "failed":
+        kept = write_outbox(message, Path(delivery.outbox_dir), stem)
+        outcome.update(detail=f"{detail}; message kept in {kept}", eml=kept)
+        log.warning("report delivery %s", outcome["detail"])
+    else:
+        log.info("report %s", detail)
+    _record(trail_path, run_id, recipients, status, outcome["detail"])
+    return {**outcome, "attempts": attempts}
 
-    smtp = delivery.smtp
+
+def _send_with_retries(
+    message: EmailMessage,
+    delivery: DeliveryConfig,
+    smtp: SmtpSettings,
+    sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None],
+    environ: Mapping[str, str] | None,
+) -> tuple[str, str, int]:
+    """Send, retrying transient failures as the policy says: ``sent`` or ``failed``, the detail, the attempts."""
     credentials = resolve_credentials(smtp, environ)  # a misconfiguration is an error, not a retry
     attempts = 0
     try:
@@ -211,24 +224,11 @@ def deliver_report(
                 sender(message, smtp, credentials)
     except RetryError as exc:
         error = exc.last_attempt.exception()
-        detail = (
-            f"failed after {attempts} attempt(s) to {smtp.host}:{smtp.effective_port}: {type(error).__name__}: {error}"
-        )
-        kept = write_outbox(message, Path(delivery.outbox_dir), stem)
-        detail += f"; message kept in {kept}"
-        _record(trail_path, run_id, recipients, "failed", detail)
-        log.warning("report delivery %s", detail)
-        return {
-            "status": "failed",
-            "detail": detail,
-            "recipients": recipients,
-            "eml": kept,
-            "attempts": attempts,
-        }
-    detail = f"sent to {len(recipients)} recipient(s) via {smtp.host}:{smtp.effective_port} ({smtp.security})"
-    _record(trail_path, run_id, recipients, "sent", detail)
-    log.info("report %s", detail)
-    return {"status": "sent", "detail": detail, "recipients": recipients, "attempts": attempts}
+        where = f"{smtp.host}:{smtp.effective_port}"
+        detail = f"failed after {attempts} attempt(s) to {where}: {type(error).__name__}: {error}"
+        return "failed", detail, attempts
+    detail = f"sent to {len(delivery.recipients)} recipient(s) via {smtp.host}:{smtp.effective_port} ({smtp.security})"
+    return "sent", detail, attempts
 
 
 @task(name="deliver-report", cache_policy=NO_CACHE)

@@ -8,21 +8,17 @@ names the source and the fix.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from fairgate.errors import DataError, FairgateError
-
-P = ParamSpec("P")
-R = TypeVar("R")
+from fairgate.errors import EMPTY_FILE, FILE_NOT_FOUND, MALFORMED_CSV, NO_SUCH_TABLE, DataError
+from tasks.sql import quote_identifier, render_sql
 
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 _DUCKDB_SUFFIXES = {".duckdb", ".ddb"}
@@ -56,7 +52,7 @@ class Source:
 def parse_source(role: str, text: str) -> Source:
     """Parse ``PATH`` or ``PATH::TABLE``; check the file exists and is a format fairgate reads.
 
-    >>> parse_source("labels", "setup.py::t").table
+    >>> parse_source("labels", "pyproject.toml::t").table  # run from the repository root
     't'
     """
     path_text, sep, table = text.partition("::")
@@ -64,11 +60,11 @@ def parse_source(role: str, text: str) -> Source:
     if sep and not table:
         raise DataError(f"--{role} {text!r}: name the table after '::', e.g. {path_text}::{role}")
     if not path.exists():
-        raise DataError(f"--{role}: file {str(path)!r} does not exist; check the path (relative to {Path.cwd()})")
+        raise DataError(FILE_NOT_FOUND.format(role=role, path=str(path), cwd=Path.cwd()))
     if not path.is_file():
         raise DataError(f"--{role}: {str(path)!r} is not a file; give a CSV or Parquet file or DB::TABLE")
     if path.stat().st_size == 0:
-        raise DataError(f"--{role}: file {str(path)!r} is empty (0 bytes); an audit needs rows with a header")
+        raise DataError(EMPTY_FILE.format(role=role, path=str(path)))
     source = Source(role=role, path=path, table=table or None)
     suffixes = "".join(s.lower() for s in path.suffixes[-2:])
     known = source.kind in {"parquet", "sqlite", "duckdb"} or suffixes.endswith((".csv", ".csv.gz", ".tsv", ".txt"))
@@ -134,10 +130,8 @@ def _duckdb_table(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.Duck
     try:
         tables = {row[0] for row in other.execute("select table_name from information_schema.tables").fetchall()}
         if source.table not in tables:
-            raise DataError(
-                f"{source.label}: no table {source.table!r} in {source.path}; tables present: {sorted(tables)}"
-            )
-        arrow = other.table(_quote(source.table or "")).to_arrow_table()
+            raise DataError(_no_such_table(source, tables))
+        arrow = other.table(quote_identifier(source.table or "")).to_arrow_table()
     finally:
         other.close()
     return con.from_arrow(arrow)
@@ -153,10 +147,9 @@ def _sqlite_table(source: Source) -> pa.Table:
     try:
         tables = {r[0] for r in db.execute("select name from sqlite_master where type in ('table','view')")}
         if source.table not in tables:
-            raise DataError(
-                f"{source.label}: no table {source.table!r} in {source.path}; tables present: {sorted(tables)}"
-            )
-        cursor = db.execute(f"select * from {_quote(source.table or '')}")  # name checked against the catalogue
+            raise DataError(_no_such_table(source, tables))
+        # The table name is checked against the catalogue above, and quoted.
+        cursor = db.execute(f"select * from {quote_identifier(source.table or '')}")
         names = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
     except sqlite3.Error as exc:
@@ -167,9 +160,8 @@ def _sqlite_table(source: Source) -> pa.Table:
     return pa.table({name: pa.array(list(values)) for name, values in zip(names, columns, strict=True)})
 
 
-def _quote(identifier: str) -> str:
-    """Quote an identifier for SQL: double quotes, embedded quotes doubled."""
-    return '"' + identifier.replace('"', '""') + '"'
+def _no_such_table(source: Source, tables: set[str]) -> str:
+    return NO_SUCH_TABLE.format(source=source.label, table=source.table, path=source.path, tables=sorted(tables))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -180,10 +172,7 @@ def _explain_read_error(source: Source, exc: duckdb.Error) -> str:
     text = str(exc)
     if "sniff" in text or "Expected Number of Columns" in text or "CSV Error" in text or "Conversion" in text:
         detail = "; ".join(line.strip() for line in text.splitlines()[:3] if line.strip())
-        return (
-            f"{source.label} is not a well-formed CSV file ({detail}). Every row needs as many comma-separated "
-            f"fields as the header; fix or remove the broken row"
-        )
+        return MALFORMED_CSV.format(source=source.label, detail=detail)
     return f"{source.label}: cannot read it as {source.kind}: {_first_line(exc)}"
 
 
@@ -197,37 +186,8 @@ def explain_scan_error(sources: list[Source], exc: duckdb.Error) -> DataError:
     return DataError(f"reading the inputs ({names}) failed: {_first_line(exc)}")
 
 
-@dataclass(frozen=True)
-class InvalidInput:
-    """What an input task returns instead of raising when the input is unusable.
-
-    A raising Prefect task logs an ERROR traceback; bad input is the user's to fix, not a crash, so the task
-    completes with this value and the flow ends in a Failed state named ``InvalidInput`` carrying the message.
-    """
-
-    message: str
-
-    def raise_(self) -> NoReturn:
-        raise DataError(self.message)
-
-
-def guard_input(function: Callable[P, R]) -> Callable[P, R | InvalidInput]:
-    """Turn a FairgateError raised by ``function`` into an :class:`InvalidInput` return value."""
-
-    @functools.wraps(function)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | InvalidInput:
-        try:
-            return function(*args, **kwargs)
-        except FairgateError as exc:
-            return InvalidInput(exc.message)
-
-    return wrapper
-
-
 def write_demo_inputs(compas_csv: Path, workdir: Path) -> dict[str, Path]:
     """Split the bundled COMPAS file into predictions, labels and attributes Parquet files (sql/demo_*.sql)."""
-    from tasks.align import render_sql  # local: align imports this module
-
     con = duckdb.connect()
     try:
         con.read_csv(str(compas_csv), header=True, sep=",").create_view("compas_raw")

@@ -20,6 +20,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from fairgate.engine.labels import slicing_label
+
 
 def output_stem(document: Mapping[str, Any]) -> str:
     """File name stem carrying model, version and run id (same rule as the report's file names).
@@ -72,7 +74,7 @@ def junit_xml(document: dict[str, Any]) -> str:
         errors="0",
     )
     for r in results:
-        slicing = " x ".join(r.get("slicing") or [])
+        slicing = slicing_label(r.get("slicing") or [])
         case = ET.SubElement(suite, "testcase", classname=f"fairness.{slicing}", name=str(r.get("metric")))
         detail = (
             f"{r.get('metric')} on {slicing} = {r.get('value')} (CI {r.get('ci_low')} .. {r.get('ci_high')}), "

@@ -25,7 +25,6 @@ from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import CustomTables, ProxyConfig
 from fairgate.proxy.tables import ProxyTables
-from tasks.io import guard_input
 from tasks.sql import load_sql
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "fairgate" / "data"
@@ -190,7 +189,6 @@ def _frame(table: pa.Table) -> pl.DataFrame:
 
 # ----------------------------------------------------------------------------------------------- audit
 @task(name="apply proxy", cache_policy=NO_CACHE)
-@guard_input
 def apply_proxy(aligned: pa.Table, policy: Policy) -> tuple[pa.Table, dict[str, Any]]:
     """The rows to audit with the inferred attribute, and a summary for the JSON document's ``proxy`` key."""
     return proxy_rows(aligned, policy)

@@ -28,7 +28,7 @@ import duckdb
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.errors import FairgateError
+from fairgate.errors import NO_TRAIL, FairgateError
 
 GENESIS = "0" * 64
 
@@ -194,8 +194,8 @@ def record_run(
 ) -> dict[str, Any]:
     """Append one audit run (run row, metric rows, cube) in one transaction; return its seq and hash."""
     run_id = str(document.get("run_id") or uuid.uuid4())
-    model = document.get("model") or {}
     recorded_at = datetime.now(UTC).isoformat()
+    records = {"inputs": inputs, "validation": validation, "join_report": join_report}
     metric_rows = _metric_rows(run_id, document)
     cube_rows = [[run_id, canonical(cube_cells)]]
     with _locked(trail_path, write=True) as con:
@@ -203,42 +203,56 @@ def record_run(
         try:
             last = con.execute("select seq, run_hash from runs order by seq desc limit 1").fetchall()
             seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-            run_row = [
-                seq,
-                run_id,
-                recorded_at,
-                str(document.get("created_at")),
-                model.get("name"),
-                model.get("version"),
-                str(document.get("fairgate_version")),
-                document.get("verdict"),
-                0 if document.get("verdict") == "pass" else 1,
-                document.get("n_rows"),
-                canonical(inputs),
-                policy_text,
-                document.get("policy_sha256"),
-                canonical(validation),
-                canonical(join_report),
-                canonical(document),
-            ]
+            run_row = _run_row(seq, run_id, recorded_at, document, policy_text, records)
             run_hash = _run_hash(prev_hash, run_row, metric_rows, cube_rows)
-            con.execute(
-                f"insert into runs ({', '.join(RUN_COLUMNS)}, prev_hash, run_hash) "
-                f"values ({', '.join('?' * (len(RUN_COLUMNS) + 2))})",
-                [*run_row, prev_hash, run_hash],
-            )
-            if metric_rows:
-                con.executemany(
-                    f"insert into metric_results ({', '.join(METRIC_COLUMNS)}) "
-                    f"values ({', '.join('?' * len(METRIC_COLUMNS))})",
-                    metric_rows,
-                )
-            con.execute("insert into cubes (run_id, cells) values (?, ?)", cube_rows[0])
+            _insert_run(con, [*run_row, prev_hash, run_hash], metric_rows, cube_rows[0])
             con.execute("commit")
         except BaseException:
             con.execute("rollback")
             raise
     return {"seq": seq, "run_id": run_id, "run_hash": run_hash, "trail": str(trail_path)}
+
+
+def _run_row(
+    seq: int, run_id: str, recorded_at: str, document: dict[str, Any], policy_text: str, records: dict[str, Any]
+) -> list[Any]:
+    """The ``runs`` row of one audit (without its hashes), in ``RUN_COLUMNS`` order."""
+    model = document.get("model") or {}
+    return [
+        seq,
+        run_id,
+        recorded_at,
+        str(document.get("created_at")),
+        model.get("name"),
+        model.get("version"),
+        str(document.get("fairgate_version")),
+        document.get("verdict"),
+        0 if document.get("verdict") == "pass" else 1,
+        document.get("n_rows"),
+        canonical(records["inputs"]),
+        policy_text,
+        document.get("policy_sha256"),
+        canonical(records["validation"]),
+        canonical(records["join_report"]),
+        canonical(document),
+    ]
+
+
+def _insert_run(
+    con: duckdb.DuckDBPyConnection, run_row: list[Any], metric_rows: list[list[Any]], cube_row: list[Any]
+) -> None:
+    """Insert one run's row (with its hashes), its metric rows and its cube, inside the caller's transaction."""
+    con.execute(
+        f"insert into runs ({', '.join(RUN_COLUMNS)}, prev_hash, run_hash) "
+        f"values ({', '.join('?' * (len(RUN_COLUMNS) + 2))})",
+        run_row,
+    )
+    if metric_rows:
+        con.executemany(
+            f"insert into metric_results ({', '.join(METRIC_COLUMNS)}) values ({', '.join('?' * len(METRIC_COLUMNS))})",
+            metric_rows,
+        )
+    con.execute("insert into cubes (run_id, cells) values (?, ?)", cube_row)
 
 
 def record_delivery(trail_path: Path, run_id: str, recipients: list[str], status: str, detail: str) -> None:
@@ -348,4 +362,4 @@ def verify(trail_path: Path) -> dict[str, Any]:
 
 def _require_trail(trail_path: Path) -> None:
     if not Path(trail_path).exists():
-        raise TrailError(f"no audit trail at {trail_path}; run an audit first, or pass --trail with the trail's path")
+        raise TrailError(NO_TRAIL.format(path=trail_path))

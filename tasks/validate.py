@@ -26,9 +26,9 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.errors import DataError
-from tasks.align import Aligned, Staged, quote_identifier, render_sql
-from tasks.io import guard_input
+from fairgate.errors import VALIDATION_FAILED, DataError
+from tasks.align import Aligned, Staged
+from tasks.sql import quote_identifier, render_sql
 
 _BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
 # A bounded column with more distinct values than this is certainly not binary / categorical as declared.
@@ -91,11 +91,11 @@ def _validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any], res
 
 
 @task(name="validate inputs", cache_policy=NO_CACHE)
-@guard_input
 def validate_inputs(staged: Staged) -> Validation:
     """Validate the three staged inputs; raise DataError on the first failed critical expectation."""
     gx = _gx()
     policy = staged.policy
+    cols = policy.columns
     validation = Validation()
     for role in ("predictions", "labels", "attributes"):
         duplicates = _violations(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
@@ -104,23 +104,25 @@ def validate_inputs(staged: Staged) -> Validation:
             gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
         ]
         result = _validate_frame(f"{role}_ids", duplicates, expectations, "COMPLETE")
-        _collect(validation, staged, role, result, counts=None, frame=duplicates, column="id")
+        _collect(validation, staged, role, result, counts=None, frame=duplicates, column=cols.id)
     if staged.has_score:
-        scores = _violations(staged, render_sql("score_violations"))
+        scores = _violations(staged, render_sql("score_violations", score_column=quote_identifier(cols.score)))
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="score"),
             gx.expectations.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0),
         ]
         result = _validate_frame("predictions_scores", scores, expectations, "COMPLETE")
-        _collect(validation, staged, "predictions", result, counts=None, frame=scores, column="score")
+        _collect(validation, staged, "predictions", result, counts=None, frame=scores, column=cols.score)
 
-    bounded: list[tuple[str, str, list[str] | None, bool]] = [("labels", "y_true", _BINARY_TEXT, True)]
+    # (input, suite name, column, allowed values, required): suites keep the contract's names (y_true, y_pred).
+    bounded: list[tuple[str, str, str, list[str] | None, bool]] = [
+        ("labels", "y_true", cols.y_true, _BINARY_TEXT, True)
+    ]
     if staged.has_y_pred:
-        bounded.append(("predictions", "y_pred", _BINARY_TEXT, True))
+        bounded.append(("predictions", "y_pred", cols.y_pred, _BINARY_TEXT, True))
     for name in staged.attributes:
-        attribute = policy.attribute(name)
-        bounded.append(("attributes", name, attribute.declared_values, False))
-    for role, column, allowed, required in bounded:
+        bounded.append(("attributes", name, name, policy.attribute(name).declared_values, False))
+    for role, suite, column, allowed, required in bounded:
         counts = _value_counts(staged, f"stg_{role}", column, lowercase=allowed is _BINARY_TEXT)
         expectations = []
         if required:
@@ -129,13 +131,12 @@ def validate_inputs(staged: Staged) -> Validation:
             expectations.append(gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=allowed))
         if not expectations:
             continue
-        result = _validate_frame(f"{role}_{_safe(column)}_values", counts, expectations, "COMPLETE")
+        result = _validate_frame(f"{role}_{_safe(suite)}_values", counts, expectations, "COMPLETE")
         _collect(validation, staged, role, result, counts=counts, column=column)
     return validation
 
 
 @task(name="validate aligned", cache_policy=NO_CACHE)
-@guard_input
 def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -> Validation:
     """Group sizes against min_group_size (severity warning: small groups are reported, not fatal)."""
     gx = _gx()
@@ -197,7 +198,7 @@ def _collect(
     for outcome in result.results:
         config = outcome.expectation_config
         kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
-        input_column = _input_column(staged, column or "")
+        input_column = column or ""
         unexpected, example = _unexpected(outcome.result, counts if counts is not None else frame, config.type)
         check = {
             "input": source.label,
@@ -244,10 +245,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _input_column(staged: Staged, contract_name: str) -> str:
-    return staged.input_columns.get(contract_name, contract_name)
-
-
 def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
 
@@ -269,7 +266,6 @@ def _failure_message(source: str, column: str, expectation: str, unexpected: int
         )
     else:
         what, fix = f"fails {expectation}", "correct the input"
-    return (
-        f"validation failed: column {column!r} in {source} {what}: {unexpected} row(s), e.g. {example!r} "
-        f"(Great Expectations: {expectation}). Fix: {fix}"
+    return VALIDATION_FAILED.format(
+        column=column, source=source, what=what, count=unexpected, example=example, expectation=expectation, fix=fix
     )

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from fairgate.document.document import SCHEMA_VERSION, AuditDocument
+from fairgate.engine.labels import slicing_label
 
 __all__ = ["SCHEMA_VERSION", "AuditResult", "fairgate_version"]
 
@@ -85,7 +86,7 @@ class AuditResult:
         rows = [
             {
                 **{k: v for k, v in result.items() if k not in _NESTED_RESULT_KEYS},
-                "slicing": " x ".join(result["slicing"]) or "(all)",
+                "slicing": slicing_label(result["slicing"]),
             }
             for result in self.to_dict()["results"]
         ]

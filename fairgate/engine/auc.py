@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from fairgate.engine.cube import SCORE, TRUE, WEIGHT
+from fairgate.engine.columns import SCORE, TRUE, WEIGHT
 
 MAX_CURVE_POINTS = 101
 

@@ -16,20 +16,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from fairgate.errors import _BAD_SCORE, _EMPTY_DATA, _MISSING_COLUMN, _NOT_BINARY, DataError
+from fairgate.engine.auc import ScoreArrays
+from fairgate.engine.columns import BIN as BIN
+from fairgate.engine.columns import PRED as PRED
+from fairgate.engine.columns import ROWS as ROWS
+from fairgate.engine.columns import SCORE as SCORE
+from fairgate.engine.columns import SCORE_SUM as SCORE_SUM
+from fairgate.engine.columns import TRUE as TRUE
+from fairgate.engine.columns import WEIGHT as WEIGHT
+from fairgate.errors import BAD_SCORE, EMPTY_DATA, MISSING_COLUMN, NOT_BINARY, DataError
 from fairgate.policy.core import Policy
 
-if TYPE_CHECKING:
-    from fairgate.engine.auc import ScoreArrays
-
-# Internal column names carry a "__" prefix so that a sensitive attribute may be called anything.
-TRUE, PRED, BIN = "__y_true", "__y_pred", "__score_bin"
-ROWS, WEIGHT, SCORE_SUM, SCORE = "__rows", "__weight", "__score_sum", "__score"
 NO_SCORE_BIN = 0  # without scores every row sits in bin 0 and calibration is undefined
 
 
@@ -66,8 +68,6 @@ class Cube:
     @cached_property
     def score_arrays(self) -> ScoreArrays:
         """The score table sorted by score once, shared by every slicing's AUC."""
-        from fairgate.engine.auc import ScoreArrays
-
         if self.scores is None:
             raise DataError("this cube was built without a score table (exact_auc=False)")
         return ScoreArrays.from_table(self.scores, {a: self.levels(a) for a in self.attributes})
@@ -166,7 +166,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
         .collect()
     )
     if raw_cells.height == 0:
-        raise DataError(_EMPTY_DATA.format(source=source))
+        raise DataError(EMPTY_DATA.format(source=source))
     _check_cells(raw_cells, policy, source, has_scores)
     raw_cells, excluded = _apply_missing(raw_cells, policy, source)
     cells = (
@@ -222,7 +222,7 @@ def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, i
     _require_columns(present, [columns.y_true, *attributes, *([columns.weight] if columns.weight else [])], source)
     if columns.y_pred not in present and not has_scores:
         raise DataError(
-            _MISSING_COLUMN.format(
+            MISSING_COLUMN.format(
                 column=columns.y_pred,
                 source=source,
                 present=present,
@@ -288,14 +288,12 @@ def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: b
             count = int(cells[ROWS].filter(bad).sum())
             shown = name if raw == _RAW_TRUE or name in cells.columns else f"{name} (derived from scores)"
             raise DataError(
-                _NOT_BINARY.format(
-                    column=shown, source=source, example=example, count=count, fix="recode it to 0 and 1"
-                )
+                NOT_BINARY.format(column=shown, source=source, example=example, count=count, fix="recode it to 0 and 1")
             )
     if has_scores and int(cells[_BAD_SCORES].sum()):
         bad_cells = cells.filter(pl.col(_BAD_SCORES) > 0)
         raise DataError(
-            _BAD_SCORE.format(
+            BAD_SCORE.format(
                 column=columns.score,
                 source=source,
                 example=bad_cells[_BAD_SCORE_EXAMPLE][0],
@@ -348,7 +346,7 @@ def _require_columns(present: list[str], names: list[str], source: str) -> None:
     for name in names:
         if name not in present:
             raise DataError(
-                _MISSING_COLUMN.format(
+                MISSING_COLUMN.format(
                     column=name,
                     source=source,
                     present=present,

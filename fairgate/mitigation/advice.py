@@ -21,9 +21,11 @@ from typing import Any
 
 import yaml
 
+from fairgate.engine.labels import group_key, slicing_label
+
 ADVICE_RESOURCE = ("data", "mitigation_advice.yaml")
 
-GroupSizes = dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], Any]
+GroupSizes = dict[tuple[tuple[str, ...], str], Any]  # (slicing, group_key) -> n
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,18 +40,10 @@ def advice_text() -> dict[str, Any]:
     return loaded
 
 
-def _slicing_label(slicing: list[str] | tuple[str, ...]) -> str:
-    return " × ".join(slicing)
-
-
 def _group_label(group: dict[str, str] | None) -> str | None:
     if not group:
         return None
     return ", ".join(f"{k}={v}" for k, v in group.items())
-
-
-def _group_key(group: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((str(k), str(v)) for k, v in (group or {}).items()))
 
 
 def _known_use_case(use_case: str | None) -> str | None:
@@ -99,7 +93,7 @@ def recommend(
     prioritised = set(priority["priority_metrics"])
     base_rates_differ = _base_rates_differ(result_doc)
     sizes: GroupSizes = {
-        (tuple(g.get("slicing", [])), _group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
+        (tuple(g.get("slicing", [])), group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
     }
     recs = [
         _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size)
@@ -136,7 +130,7 @@ def _mitigation(
     technique, constraint, why = _metric_advice(metric)
     info = advice_text()["techniques"][technique]
     slicing = list(result.get("slicing", []))
-    worst_n = sizes.get((tuple(slicing), _group_key(result.get("worst_group"))))
+    worst_n = sizes.get((tuple(slicing), group_key(result.get("worst_group"))))
     worst = _group_label(result.get("worst_group"))
     if worst_n is not None and worst_n < min_cell_size:
         worst = "a small group (suppressed in the report)"
@@ -159,7 +153,7 @@ def _mitigation(
 
 def _reason(result: dict[str, Any], slicing: list[str], why: str, worst: str | None, warn_trade_off: bool) -> str:
     """Why this mitigation: the failure, what it means, who is worst off, and the cautions that apply."""
-    reason = f"{result['metric']} fails on {_slicing_label(slicing)}"
+    reason = f"{result['metric']} fails on {slicing_label(slicing)}"
     if result.get("value") is not None and result.get("threshold") is not None:
         reason += f" ({result['value']:.3g} against a threshold of {result['threshold']:.3g})"
     reason += f": {why}."

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import policy_metric
 from fairgate.report.model import KeyValue
 
@@ -118,7 +119,7 @@ def slicing_key(slicing: Sequence[str]) -> str:
     >>> slicing_key(["race", "sex"]), slicing_key([])
     ('race × sex', 'whole population')
     """
-    return " × ".join(slicing) if slicing else "whole population"
+    return slicing_label(slicing)
 
 
 def group_label(group: Mapping[str, Any] | None, slicing: Sequence[str] | None = None) -> str:

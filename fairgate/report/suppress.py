@@ -11,18 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fairgate.document.groups import GroupEntry
+from fairgate.engine.labels import group_key
 
-GroupKey = tuple[tuple[str, str], ...]
+GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever its attribute order
 SlicingKey = tuple[str, ...]
-
-
-def group_key(group: Mapping[str, object]) -> GroupKey:
-    """A hashable key of a group, independent of its attribute order.
-
-    >>> group_key({"sex": "F", "race": "a"})
-    (('race', 'a'), ('sex', 'F'))
-    """
-    return tuple(sorted((str(k), str(v)) for k, v in group.items()))
 
 
 def groups_by_slicing(groups: Iterable[GroupEntry]) -> dict[SlicingKey, list[GroupEntry]]:

@@ -1,0 +1,40 @@
+"""How slicings and groups are named: one spelling of a slicing's label, one key per group.
+
+Every place that shows a slicing (report, CLI, JUnit, Prefect artifacts, mitigation advice) names it with
+:func:`slicing_label`; every place that looks a group up by its attribute values keys it with
+:func:`group_key`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SLICING_SEPARATOR = " × "
+WHOLE_POPULATION = "whole population"
+
+
+def slicing_label(slicing: Sequence[str]) -> str:
+    """The label of a slicing: its attributes joined with ``×``, or "whole population" for the empty slicing.
+
+    >>> slicing_label(["race", "sex"])
+    'race × sex'
+    >>> slicing_label([])
+    'whole population'
+    """
+    return SLICING_SEPARATOR.join(slicing) if slicing else WHOLE_POPULATION
+
+
+def group_key(group: Mapping[str, Any] | None) -> str:
+    """A key identifying a group by its attribute values, whatever their order; ``None`` is the empty group.
+
+    Values are compared as text, as groups are everywhere in the audit document.
+
+    >>> group_key({"sex": "Male", "race": "Black"}) == group_key({"race": "Black", "sex": "Male"})
+    True
+    >>> group_key({"race": "Black"})
+    '{"race": "Black"}'
+    """
+    pairs = sorted((str(k), str(v)) for k, v in (group or {}).items())
+    return json.dumps(dict(pairs), ensure_ascii=False)
