@@ -30,17 +30,6 @@ def runner() -> InProcessRunner:
     return InProcessRunner()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _stop_prefect_server_before_capture_closes() -> object:
-    """Stop the ephemeral Prefect server while pytest's captured stderr is still open.
-
-    Prefect stops it at exit otherwise, and its "Stopping temporary server" log line then hits a closed stream.
-    """
-    yield
-    from prefect.logging.handlers import APILogHandler
-    from prefect.server.api.server import SubprocessASGIServer
-
-    APILogHandler().flush()  # send the last run logs while the server is still up
-
-    for server in list(SubprocessASGIServer._instances.values()):
-        server.stop()
+@pytest.fixture(autouse=True)
+def _flows_use_the_session_server(prefect_server: str) -> None:
+    """The audits here run the Prefect flow, in this process and in subprocesses: all on the one test server."""

@@ -15,6 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)
+
 COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
 
 POLICY = """\

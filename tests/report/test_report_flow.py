@@ -9,7 +9,6 @@ from __future__ import annotations
 import email
 import email.policy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,7 @@ import fairgate
 from fairgate.policy.delivery import DeliveryConfig
 from flows.report_flow import publish_report
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _prefect() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)
 
 
 @flow(name="report-test-audit")
