@@ -113,6 +113,39 @@ def _drain_prefect_workers() -> None:
     EventsWorker.drain_all()
 
 
+class _Server:
+    """The session's server process, launched once (early, in the background) and stopped once."""
+
+    process: subprocess.Popen[bytes] | None = None
+    api_url = ""
+    log_path = _PREFECT_HOME / "server.log"
+
+    @classmethod
+    def launch(cls) -> None:
+        if cls.process is None:
+            port = _free_loopback_port()
+            cls.api_url = f"http://127.0.0.1:{port}/api"
+            cls.process = _start_server(port, cls.log_path)
+            atexit.register(cls.stop)
+
+    @classmethod
+    def stop(cls) -> None:
+        if cls.process is not None:
+            _stop(cls.process)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Launch the server as soon as the run is known to need it, so it starts while other tests run."""
+    if session.config.option.collectonly:
+        return
+    if any("prefect_server" in getattr(item, "fixturenames", ()) for item in session.items):
+        _Server.launch()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _Server.stop()  # also after Ctrl-C; the fixture's teardown normally did it already
+
+
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[str]:
     """One real Prefect server for the whole run; yields its API URL.
@@ -124,12 +157,10 @@ def prefect_server() -> Iterator[str]:
     import prefect.context
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    port = _free_loopback_port()
-    api_url = f"http://127.0.0.1:{port}/api"
-    log_path = _PREFECT_HOME / "server.log"
-    process = _start_server(port, log_path)
-    atexit.register(_stop, process)
-    _wait_until_healthy(process, api_url, log_path)
+    _Server.launch()  # a no-op when collection already launched it
+    assert _Server.process is not None
+    _wait_until_healthy(_Server.process, _Server.api_url, _Server.log_path)
+    api_url = _Server.api_url
     os.environ["PREFECT_API_URL"] = api_url
     try:
         with (
@@ -140,4 +171,4 @@ def prefect_server() -> Iterator[str]:
             _drain_prefect_workers()
     finally:
         os.environ.pop("PREFECT_API_URL", None)
-        _stop(process)
+        _Server.stop()
