@@ -65,6 +65,7 @@ def test_passing_policy_exits_0(runner: CliRunner, inputs: Inputs) -> None:
     assert _document(inputs.out)["verdict"] == "pass"
 
 
+@pytest.mark.slow
 def test_json_flag_prints_only_the_document_on_stdout(inputs: Inputs) -> None:
     completed = run_fairgate(inputs.args("--json"), cwd=inputs.folder)
     assert completed.returncode == 1, completed.stderr[-3000:]

@@ -101,6 +101,7 @@ def test_audit_on_inferred_race(tmp_path: Path, mode: str) -> None:
         assert sum(race.values()) == proxy["most_likely"]["assigned"] < 7214
 
 
+@pytest.mark.slow
 def test_probabilistic_mode_without_a_weight_column_gets_one(tmp_path: Path) -> None:
     """The flow names the weight column itself: the user need not know the cube sums weights."""
     files = split(tmp_path)

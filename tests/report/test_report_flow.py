@@ -49,6 +49,7 @@ def _with(policy: fairgate.Policy, *, formats: list[str], delivery: dict[str, An
     )
 
 
+@pytest.mark.slow
 def test_publish_report_renders_and_emails(
     compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
 ) -> None:
@@ -76,6 +77,7 @@ def test_publish_report_renders_and_emails(
     assert attachment.get_content() == Path(out["pdf"]).read_bytes()
 
 
+@pytest.mark.slow
 def test_delivery_attaches_a_pdf_even_when_formats_leave_it_out(
     compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
 ) -> None:
