@@ -52,8 +52,12 @@ class Source:
 def parse_source(role: str, text: str) -> Source:
     """Parse ``PATH`` or ``PATH::TABLE``; check the file exists and is a format fairgate reads.
 
-    >>> parse_source("labels", "pyproject.toml::t").table  # run from the repository root
-    't'
+    >>> parse_source("labels", "warehouse.sqlite::")
+    Traceback (most recent call last):
+    fairgate.errors.DataError: --labels 'warehouse.sqlite::': name the table after '::', e.g. warehouse.sqlite::labels
+    >>> parse_source("labels", "no-such.sqlite::labels")
+    Traceback (most recent call last):
+    fairgate.errors.DataError: --labels: file 'no-such.sqlite' does not exist; check the path (relative to ...)
     """
     path_text, sep, table = text.partition("::")
     path = Path(path_text).expanduser()

@@ -220,15 +220,66 @@ def test_group_rates_match_fairlearn_metricframe(case: Case, h: Any) -> None:
     print(f"{case.name}: {compared} values compared, {undefined} undefined on one side")
 
 
+def _with_degenerate_groups(case: Case) -> pl.DataFrame:
+    """The case's rows plus two small groups of a new value of its first attribute.
+
+    ``no-favourable-label`` has no favourable label (TPR and FNR undefined), ``no-favourable-decision`` no
+    favourable prediction (PPV undefined): real data may hold no such group, so each case adds them.
+    """
+    first, rest = case.attributes[0], case.attributes[1:]
+    favorable, other = case.favorable, 1 - case.favorable
+    added = pl.DataFrame(
+        {
+            first: ["no-favourable-label"] * 6 + ["no-favourable-decision"] * 6,
+            **{a: [case.frame[a][0]] * 12 for a in rest},
+            "y_true": [other] * 6 + [favorable, other] * 3,
+            "y_pred": [favorable, other] * 3 + [other] * 6,
+            "score": [0.25, 0.75] * 6,
+        }
+    )
+    return pl.concat([case.frame, added.cast(case.frame.schema)], how="vertical")
+
+
 def test_undefined_rates_are_null_where_fairlearn_says_zero(case: Case, h: Any) -> None:
-    """A TPR with no favourable labels in the group is null (Fairlearn reports 0 there)."""
-    for entry in case.document["groups"]:
-        counts = entry["metrics"]
-        if entry["n"] > 0 and counts["base_rate"]["value"] == 0.0:
-            assert counts["true_positive_rate"]["value"] is None
-            assert counts["false_negative_rate"]["value"] is None
-        if counts["selection_rate"]["value"] == 0.0:
-            assert counts["positive_predictive_value"]["value"] is None
+    """A TPR or FNR with no favourable label in the group, a PPV with no favourable decision, is null.
+
+    Fairlearn reports 0 for the TPR there. Checked on the case's data and on two added degenerate groups, so
+    that every case checks some undefined rates.
+    """
+    from fairlearn.metrics import MetricFrame, true_positive_rate
+
+    frame = _with_degenerate_groups(case)
+    policy = h.make_policy(
+        case.attributes,
+        POLICY_METRICS[:1],
+        n_bootstrap=20,
+        favorable_label=case.favorable,
+        intersectional_analysis={"enabled": False},
+    )
+    document = fairgate.audit(frame, policy).to_dict()
+    first = case.attributes[0]
+    y = (frame["y_true"].to_numpy() == case.favorable).astype(np.int64)
+    p = (frame["y_pred"].to_numpy() == case.favorable).astype(np.int64)
+    with h.quiet_oracles():
+        fairlearn_tpr = MetricFrame(
+            metrics=true_positive_rate, y_true=y, y_pred=p, sensitive_features=frame[first].to_numpy()
+        ).by_group
+    checked = 0
+    for entry in [*case.document["groups"], *document["groups"]]:
+        rates = entry["metrics"]
+        if entry["n"] > 0 and rates["base_rate"]["value"] == 0.0:
+            assert rates["true_positive_rate"]["value"] is None and rates["false_negative_rate"]["value"] is None
+            checked += 1
+        if entry["n"] > 0 and rates["selection_rate"]["value"] == 0.0:
+            assert rates["positive_predictive_value"]["value"] is None
+            checked += 1
+    assert checked >= 2  # at least the two added groups went through the checks above
+    added = {g["group"][first]: g["metrics"] for g in document["groups"] if g["slicing"] == [first]}
+    no_label, no_decision = added["no-favourable-label"], added["no-favourable-decision"]
+    assert no_label["base_rate"]["value"] == 0.0 and no_decision["selection_rate"]["value"] == 0.0
+    assert fairlearn_tpr["no-favourable-label"] == 0.0  # Fairlearn's 0 ...
+    assert no_label["true_positive_rate"]["value"] is None  # ... is our null
+    assert no_decision["positive_predictive_value"]["value"] is None
 
 
 def test_summaries_match_fairlearn_difference_and_ratio(case: Case, h: Any) -> None:

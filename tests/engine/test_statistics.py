@@ -97,6 +97,7 @@ def test_newcombe_interval_covers_the_true_difference_about_95_percent(p1: float
     assert 0.93 <= coverage <= 0.97
 
 
+@pytest.mark.slow
 def test_bootstrap_interval_of_a_difference_summary_has_sane_coverage(h: Any) -> None:
     """Percentile bootstrap CI of the selection-rate difference (max - min) over simulated audits."""
     rng = np.random.default_rng(7)

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from pipeline_helpers import POLICY_PASSING, Inputs, run_fairgate
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from cli import app
 from tasks.trail import list_runs, verify
@@ -21,8 +21,8 @@ def _document(out: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def test_failing_policy_exits_1_and_writes_json_junit_and_trail(runner: CliRunner, inputs: Inputs) -> None:
-    result = runner.invoke(app, inputs.args("--quiet"))
+def test_failing_policy_exits_1_and_writes_json_junit_and_trail(failing_run: tuple[Inputs, Result]) -> None:
+    inputs, result = failing_run
     assert result.exit_code == 1, result.output
     document = _document(inputs.out)
     assert document["verdict"] == "fail"
@@ -65,6 +65,7 @@ def test_passing_policy_exits_0(runner: CliRunner, inputs: Inputs) -> None:
     assert _document(inputs.out)["verdict"] == "pass"
 
 
+@pytest.mark.slow
 def test_json_flag_prints_only_the_document_on_stdout(inputs: Inputs) -> None:
     completed = run_fairgate(inputs.args("--json"), cwd=inputs.folder)
     assert completed.returncode == 1, completed.stderr[-3000:]
@@ -169,8 +170,9 @@ def test_failed_report_step_leaves_nothing_behind(
     assert not trail.exists() or list_runs(trail) == []
 
 
-def test_trail_cli_list_show_verify(runner: CliRunner, inputs: Inputs) -> None:
-    assert runner.invoke(app, inputs.args("--quiet")).exit_code == 1
+def test_trail_cli_list_show_verify(runner: CliRunner, failing_run: tuple[Inputs, Result]) -> None:
+    inputs, result = failing_run
+    assert result.exit_code == 1, result.output
     trail = str(inputs.out / "audit_trail.duckdb")
     listed = runner.invoke(app, ["trail", "list", "--trail", trail, "--json"])
     assert listed.exit_code == 0

@@ -136,6 +136,7 @@ def test_a_run_that_fails_mid_write_leaves_nothing(trail: Path, monkeypatch: pyt
     assert _record(trail, "r5")["seq"] == 4  # and the next run continues the chain
 
 
+@pytest.mark.slow
 def test_two_concurrent_audits_are_both_recorded(inputs: Inputs, tmp_path: Path) -> None:
     """Two `fairgate audit` processes started together on one trail: both runs recorded, chain intact."""
     shared_trail = tmp_path / "shared" / "trail.duckdb"

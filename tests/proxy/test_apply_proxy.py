@@ -7,7 +7,6 @@ import re
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 import pytest
 
 import fairgate
@@ -206,16 +205,6 @@ def test_proxy_features_and_stale_attributes_in_summary(compas: pl.DataFrame) ->
     assert features[("last", "race (inferred)")]["flag"]  # the surname is what the proxy is made of
     assert summary["stale_attributes"]["stale"] is True
     assert summary["stale_attributes"]["median_age_days"] == (dt.date(2016, 5, 20) - dt.date(2013, 1, 1)).days
-
-
-def test_apply_proxy_task_body_matches_proxy_rows(compas: pl.DataFrame) -> None:
-    aligned = compas.head(50).to_arrow()
-    policy = policy_yaml(PROXY_BIFSG, weight="w")
-    rows, summary = tp.apply_proxy.fn(aligned, policy)
-    expected_rows, expected_summary = tp.proxy_rows(aligned, policy)
-    assert isinstance(rows, pa.Table)
-    assert rows.equals(expected_rows)
-    assert summary["coverage"] == expected_summary["coverage"]
 
 
 def test_probabilistic_mode_needs_a_weight_column(compas: pl.DataFrame) -> None:

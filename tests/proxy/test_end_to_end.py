@@ -15,6 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)
+
 COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
 
 POLICY = """\
@@ -100,6 +102,7 @@ def test_audit_on_inferred_race(tmp_path: Path, mode: str) -> None:
         assert sum(race.values()) == proxy["most_likely"]["assigned"] < 7214
 
 
+@pytest.mark.slow
 def test_probabilistic_mode_without_a_weight_column_gets_one(tmp_path: Path) -> None:
     """The flow names the weight column itself: the user need not know the cube sums weights."""
     files = split(tmp_path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import email
 import email.policy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,7 @@ import fairgate
 from fairgate.policy.delivery import DeliveryConfig
 from flows.report_flow import publish_report
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _prefect() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)
 
 
 @flow(name="report-test-audit")
@@ -56,6 +49,7 @@ def _with(policy: fairgate.Policy, *, formats: list[str], delivery: dict[str, An
     )
 
 
+@pytest.mark.slow
 def test_publish_report_renders_and_emails(
     compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
 ) -> None:
@@ -83,6 +77,7 @@ def test_publish_report_renders_and_emails(
     assert attachment.get_content() == Path(out["pdf"]).read_bytes()
 
 
+@pytest.mark.slow
 def test_delivery_attaches_a_pdf_even_when_formats_leave_it_out(
     compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
 ) -> None:
