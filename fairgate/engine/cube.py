@@ -8,8 +8,11 @@ A second, optional table keeps (attributes, score, y_true, weight) rows for metr
 (ROC AUC and ROC curves): one per scored row, or per distinct (attributes, score, y_true) when scores repeat
 much (rounded or discrete scores). It can be as long as the data, so it is built only on request.
 
-Cells carry ``rows`` (how many input rows fell in the cell) and ``weight`` (the sum of row weights; equal to
-``rows`` unless weights are given, e.g. probabilistic group membership from proxy inference).
+Cells carry ``rows`` (how many input rows fell in the cell), ``weight`` (the sum of row weights; equal to
+``rows`` unless weights are given, e.g. probabilistic group membership from proxy inference) and
+``weight_sq`` (the sum of squared row weights), from which Kish's effective sample size of any set of cells,
+(sum w)^2 / sum w^2, follows: intervals, tests and ``min_group_size`` use it, so they do not depend on the
+weights' scale.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 # Internal column names carry a "__" prefix so that a sensitive attribute may be called anything.
 TRUE, PRED, BIN = "__y_true", "__y_pred", "__score_bin"
 ROWS, WEIGHT, SCORE_SUM, SCORE = "__rows", "__weight", "__score_sum", "__score"
+WEIGHT_SQ = "__weight_sq"  # sum of squared row weights: Kish's effective sample size needs it
 NO_SCORE_BIN = 0  # without scores every row sits in bin 0 and calibration is undefined
 
 
@@ -38,9 +42,9 @@ class Cube:
     """Counts per cell of (attributes x y_true x y_pred x score bin), plus what is needed to audit them.
 
     ``cells`` is a Polars frame with the attribute columns (strings), ``__y_true``, ``__y_pred`` (favourable
-    outcome indicators, 0/1), ``__score_bin``, ``__rows``, ``__weight`` and ``__score_sum`` (weighted sum of
-    favourable-outcome scores). ``scores`` holds the rows sorted by score (attribute codes into ``levels``,
-    score, y_true, weight) when exact AUC is wanted.
+    outcome indicators, 0/1), ``__score_bin``, ``__rows``, ``__weight``, ``__weight_sq`` (sum of squared
+    weights) and ``__score_sum`` (weighted sum of favourable-outcome scores). ``scores`` holds the rows
+    sorted by score (attribute codes into ``levels``, score, y_true, weight) when exact AUC is wanted.
     """
 
     cells: pl.DataFrame
@@ -58,6 +62,12 @@ class Cube:
     @property
     def weighted(self) -> bool:
         return not np.allclose(self.cells[ROWS].to_numpy(), self.cells[WEIGHT].to_numpy())
+
+    def effective_sizes(self, keys: list[str]) -> pl.Series:
+        """Kish's effective size, (sum w)^2 / sum w^2, of each group of ``keys`` (the row count unweighted)."""
+        sums = self.cells.group_by(keys).agg(pl.col(WEIGHT).sum(), pl.col(WEIGHT_SQ).sum())
+        kish = pl.when(pl.col(WEIGHT_SQ) > 0).then(pl.col(WEIGHT) ** 2 / pl.col(WEIGHT_SQ)).otherwise(0.0)
+        return sums.select(kish.alias("n_effective")).to_series()
 
     def levels(self, attribute: str) -> list[str]:
         """The attribute's values present in the data, sorted; score-table codes index into this list."""
@@ -85,7 +95,7 @@ class Cube:
         ):
             raise DataError("cubes with different attributes, score bins or score presence cannot be added")
         keys = [*self.attributes, TRUE, PRED, BIN]
-        cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, SCORE_SUM])
+        cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, WEIGHT_SQ, SCORE_SUM])
         scores = None
         if self.scores is not None and other.scores is not None:
             union = {a: _levels(cells, a) for a in self.attributes}
@@ -158,6 +168,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
         .agg(
             pl.len().cast(pl.Int64).alias(ROWS),
             pl.col(WEIGHT).sum(),
+            (pl.col(WEIGHT) * pl.col(WEIGHT)).sum().alias(WEIGHT_SQ),
             (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM),
             pl.col(_BAD_SCORES).sum(),
             pl.col(_BAD_SCORE_EXAMPLE).filter(pl.col(_BAD_SCORES)).first(),
@@ -176,7 +187,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
             (_as_binary(_RAW_PRED) == favourable).cast(pl.Int8).alias(PRED),
         )
         .group_by([*attributes, TRUE, PRED, BIN])
-        .agg(pl.col(ROWS).sum(), pl.col(WEIGHT).sum(), pl.col(SCORE_SUM).sum())
+        .agg(pl.col(ROWS).sum(), pl.col(WEIGHT).sum(), pl.col(WEIGHT_SQ).sum(), pl.col(SCORE_SUM).sum())
         .sort([*attributes, TRUE, PRED, BIN])
         .collect()
     )
