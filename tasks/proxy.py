@@ -24,6 +24,7 @@ from fairgate import proxy as fp
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import CustomTables, ProxyConfig
+from fairgate.proxy.attenuation import proxy_attenuation
 from tasks.io import guard_input
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
@@ -459,6 +460,9 @@ def proxy_rows(aligned: pa.Table, policy: Policy, *, today: dt.date | None = Non
             + (f"audited as {unknown!r}." if unknown else "left out of the audit.")
         )
 
+    # [weights] Proxy-weighted gaps shrink toward zero: state it, and correct it through the mixing matrix.
+    probabilities = per_person["probabilities"].list.to_array(len(tables.groups)).to_numpy()
+    summary["attenuation"] = proxy_attenuation(frame, probabilities, [labels[g] for g in tables.groups], policy)
     if config.proxy_features is not None and config.proxy_features.enabled:
         summary["proxy_features"] = proxy_features(frame, posterior, policy, labels)
     if config.collected_at_column is not None:

@@ -28,7 +28,10 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+import polars as pl
 from scipy import stats
+
+from fairgate.policy.core import Policy
 
 # Per-person outcome columns whose group means the corrected rates are built from.
 _MEANS = ("y_pred", "y_true_and_pred", "y_true", "not_true_and_pred", "not_true")
@@ -335,7 +338,10 @@ def _summarise(values: np.ndarray, sizes: list[int], summary: str) -> float:
     out, start = [], 0
     for size in sizes:
         part = values[start : start + size]
+        part = part[np.isfinite(part)]  # a group without weight (or without positives) is left out
         start += size
+        if part.size < 2:
+            return float("nan")
         high, low = float(np.max(part)), float(np.min(part))
         out.append(high - low if summary == "difference" else (low / high if high > 0 else float("nan")))
     return max(out) if summary == "difference" else min(out)
@@ -359,3 +365,63 @@ def _number(value: Any) -> float | None:
 
 def _rounded(array: np.ndarray) -> list[Any]:
     return np.round(np.asarray(array, dtype=float), 6).tolist()  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------------------------- from the proxy stage
+def proxy_attenuation(
+    frame: pl.DataFrame, probabilities: np.ndarray, groups: Sequence[str], policy: Policy
+) -> dict[str, Any]:
+    """The ``attenuation`` block of the proxy summary, from the people before expansion (row i = person i).
+
+    ``probabilities`` is (persons x groups) in the order of ``groups`` (the audit's labels). Membership
+    weights follow ``policy.proxy.mode``: the posteriors (probabilistic), or the most-likely group when its
+    probability reaches the cut (most_likely; people below it carry no weight). A weight column already in
+    the data (survey weights) multiplies them. Outcomes that are missing or not binary leave the correction
+    out with the reason (validation reports the data error itself).
+    """
+    config = policy.proxy
+    assert config is not None
+    probabilities = np.asarray(probabilities, dtype=float)
+    outcomes = _favourable_outcomes(frame, policy)
+    if isinstance(outcomes, str):
+        return {"attenuated": True, "statement": STATEMENT, "groups": list(groups), "metrics": [], "reason": outcomes}
+    y_pred, y_true = outcomes
+    weights = probabilities
+    if config.mode == "most_likely":
+        best = probabilities.max(axis=1, keepdims=True)
+        weights = ((probabilities == best) & (best >= config.confidence_cut - 1e-12)).astype(float)
+        weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1.0)  # ties: split, as one person
+    column = policy.columns.weight
+    if column is not None and column in frame.columns:
+        weights = weights * frame[column].cast(pl.Float64).fill_null(0.0).to_numpy()[:, None]
+    report = attenuation_report(
+        probabilities,
+        groups,
+        y_pred=y_pred,
+        y_true=y_true,
+        metrics=[m.name for m in policy.metrics],
+        weights=weights,
+        confidence_level=policy.reporting.confidence_level,
+        seed=policy.statistics.seed,
+    )
+    return report | {"mode": config.mode}
+
+
+def _favourable_outcomes(frame: pl.DataFrame, policy: Policy) -> tuple[np.ndarray, np.ndarray | None] | str:
+    """Favourable-outcome indicators (y_pred, y_true) per person, or why they cannot be read."""
+    columns = policy.columns
+    favourable = float(policy.favorable_label)
+    if columns.y_pred in frame.columns:
+        raw_pred = frame[columns.y_pred].cast(pl.Float64, strict=False)
+    elif columns.score in frame.columns:
+        score = frame[columns.score].cast(pl.Float64, strict=False)
+        raw_pred = (score >= columns.decision_threshold).cast(pl.Float64)
+    else:
+        return f"no predictions ({columns.y_pred!r}) or scores ({columns.score!r}) to correct"
+    raw_true = frame[columns.y_true].cast(pl.Float64, strict=False) if columns.y_true in frame.columns else None
+    for name, series in (("predictions", raw_pred), ("labels", raw_true)):
+        if series is not None and (series.null_count() or not series.is_in([0.0, 1.0]).all()):
+            return f"{name} are missing or not 0/1, so the correction is left out"
+    y_pred = (raw_pred.to_numpy() == favourable).astype(float)
+    y_true = None if raw_true is None else (raw_true.to_numpy() == favourable).astype(float)
+    return y_pred, y_true
