@@ -206,8 +206,10 @@ def _counts(
             np.ones((1, occupied.size)), occupied, weight_sq[occupied], np.zeros(occupied.size), n_groups, bins
         )
         point = replace(point, **{f"{k}_sq": getattr(squared, k)[0] for k in ("tp", "fp", "tn", "fn")})
-        units = weight[occupied] ** 2 / weight_sq[occupied]  # Kish effective units per cell
-        unit_weight = weight_sq[occupied] / weight[occupied]
+        # Kish effective units per cell, rounded so that rescaled weights (equal up to the last bits) give the
+        # very same draws: one differing bit changes the multinomial's path and every later draw.
+        units = np.round(weight[occupied] ** 2 / weight_sq[occupied], 6)
+        unit_weight = weight[occupied] / units
         unit_score = score[occupied] / units
     drawn = draw_counts(units, n_bootstrap, seed)
     return point, _replicate_counts(drawn, occupied, unit_weight, unit_score, n_groups, bins)
