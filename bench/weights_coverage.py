@@ -27,7 +27,7 @@ from fairgate.engine.bootstrap import slicing_seed
 from fairgate.engine.cube import build_cube
 from fairgate.engine.metrics import SelectionRate
 from fairgate.engine.slicing import _counts, _group_index
-from fairgate.engine.stats import wilson_interval, z_value
+from fairgate.engine.stats import newcombe_interval, wilson_interval, z_value
 from fairgate.proxy.attenuation import attenuation_report
 
 PERMUTATIONS = np.array(
@@ -72,7 +72,7 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
     )
     z = z_value(0.95)
     for scale in (1.0, 10.0, 0.01):
-        kish, old, estimates, spreads = np.zeros(3), np.zeros(3), [], []
+        kish, old, estimates, spreads, newcombe = np.zeros(3), np.zeros(3), [], [], 0
         run_rng = np.random.default_rng(seed + 1)  # the same people at every scale
         for _ in range(runs):
             posterior, y_pred = simulate(people, run_rng)
@@ -81,6 +81,9 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
             point, boot = _counts(cube, index, 3, 400, slicing_seed(0, ("grp",)))
             low, high = wilson_interval(*SelectionRate().fraction(point), z)
             kish += (low <= truth) & (truth <= high)
+            x, m = SelectionRate().fraction(point)
+            d_low, d_high = newcombe_interval(x[2], m[2], x[0], m[0], z)
+            newcombe += bool(d_low <= truth[2] - truth[0] <= d_high)
             old_low, old_high = wilson_interval(point.tp + point.fp, point.n, z)
             old += (old_low <= truth) & (truth <= old_high)
             estimates.append(SelectionRate().compute(point))
@@ -89,7 +92,8 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
         print(
             f"weights x{scale:g}, {people} people, {runs} runs: Wilson coverage on Kish sizes "
             f"{np.round(kish / runs, 3).tolist()}, on sums of weights (old) {np.round(old / runs, 3).tolist()}; "
-            f"bootstrap sd / spread over audits {np.round(ratio, 3).tolist()}"
+            f"bootstrap sd / spread over audits {np.round(ratio, 3).tolist()}; Newcombe c - a on Kish sizes "
+            f"{newcombe / runs:.3f} (conservative: a person in both groups makes their rates covary)"
         )
 
 
