@@ -64,6 +64,7 @@ def test_known_membership_needs_no_correction() -> None:
     labels = (rng.random(900) < 0.5).astype(float)
     report = attenuation_report(posterior, ["a", "b", "c"], y_pred=y, y_true=labels, metrics=metrics)
     dpd, eod, theil = report["metrics"]
+    assert report["attenuated"] is False
     assert dpd["corrected"]["value"] == pytest.approx(dpd["naive_value"])
     assert eod["corrected"]["value"] == pytest.approx(eod["naive_value"])
     assert dpd["attenuation_factor"] == pytest.approx(1.0)
@@ -82,6 +83,7 @@ def test_naive_estimate_is_attenuated_and_corrected_one_recovers_the_truth() -> 
     metrics = ["demographic_parity_difference", "disparate_impact_ratio"]
     report = attenuation_report(posterior, ["a", "b", "c"], y_pred=y_pred, y_true=y_true, metrics=metrics)
     dpd, dir_ = report["metrics"]
+    assert report["attenuated"] is True
     assert dpd["naive_value"] == pytest.approx(0.15 * 0.19, abs=0.01)
     assert dpd["corrected"]["value"] == pytest.approx(0.15, abs=0.02)
     assert dpd["corrected"]["ci_low"] <= 0.15 <= dpd["corrected"]["ci_high"]
@@ -123,3 +125,14 @@ def test_proxy_attenuation_reads_outcomes_from_the_policy_columns() -> None:
     assert set(entry["corrected"]["by_group"]["true_positive_rate"]) == {"a", "b", "c"}
     broken = frame.with_columns(pl.lit(2).alias("y_pred"))
     assert "not 0/1" in proxy_attenuation(broken, posterior, ["a", "b", "c"], policy)["reason"]
+
+
+def test_most_likely_assignment_is_corrected_too() -> None:
+    """Hard assignment to the most likely group also mixes groups; W = one-hot of the assignment."""
+    posterior, y_pred, y_true = bisg_like(100_000, seed=6)
+    hard = np.eye(3)[posterior.argmax(axis=1)]
+    report = attenuation_report(posterior, ["a", "b", "c"], y_pred=y_pred, weights=hard)
+    (entry,) = report["metrics"]
+    assert entry["naive_value"] < 0.08  # attenuated: 0.4 x 0.15 (60% of people assigned to their group)
+    assert entry["corrected"]["ci_low"] <= 0.15 <= entry["corrected"]["ci_high"]
+    assert entry["corrected"]["value"] == pytest.approx(0.15, abs=0.025)
