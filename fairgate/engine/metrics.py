@@ -76,6 +76,16 @@ class GroupCounts:
             return self.n
         return effective_size(self.n, self.total_sq(_CONFUSION))
 
+    def effective_class_sizes(self, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Kish sizes of the favourable (y_true = 1) and unfavourable rows, for AUC standard errors; the given
+        (weighted) class sizes when unweighted."""
+        if not self.weighted:
+            return positives, negatives
+        return (
+            effective_size(self.tp + self.fn, self.total_sq(("tp", "fn"))),
+            effective_size(self.fp + self.tn, self.total_sq(("fp", "tn"))),
+        )
+
     def effective_fraction(
         self, numerator: tuple[str, ...], denominator: tuple[str, ...]
     ) -> tuple[np.ndarray, np.ndarray]:

@@ -115,7 +115,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     if cube.scores is not None and wants_auc(slicing, policy):
         runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
         auc, n_pos, n_neg = auc_module.exact_auc(runs)
-        se = hanley_mcneil_se(auc, n_pos, n_neg)
+        se = hanley_mcneil_se(auc, *point.effective_class_sizes(n_pos, n_neg))  # [weights] Kish class sizes
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
         # Parametric replicates from the normal approximation, kept inside AUC's range.
         reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, n_groups)), 0.0, 1.0)

@@ -68,8 +68,8 @@ def judged_view(document: dict[str, Any]) -> dict[str, Any]:
 def test_rescaled_weights_give_the_same_audit(h: Any, scale: float) -> None:
     posterior, frame = people(600, seed=3)
     policy = weighted_policy(h, n_bootstrap=200)
-    base = judged_view(fairgate.audit(expand(posterior, frame), policy, exact_auc=False).to_dict())
-    scaled = judged_view(fairgate.audit(expand(posterior, frame, scale), policy, exact_auc=False).to_dict())
+    base = judged_view(fairgate.audit(expand(posterior, frame), policy, exact_auc=True).to_dict())
+    scaled = judged_view(fairgate.audit(expand(posterior, frame, scale), policy, exact_auc=True).to_dict())
     # Calibration curves report each bin's weight (an expected count), which scales with the weights.
     for document in (base, scaled):
         document["curves"].pop("calibration")
