@@ -24,7 +24,7 @@ import polars as pl
 
 import fairgate
 from fairgate.engine.bootstrap import slicing_seed
-from fairgate.engine.cube import build_cube
+from fairgate.engine.cube import PERSON_WEIGHT, build_cube
 from fairgate.engine.metrics import SelectionRate
 from fairgate.engine.slicing import _counts, _group_index
 from fairgate.engine.stats import newcombe_interval, wilson_interval, z_value
@@ -51,6 +51,7 @@ def expanded(posterior: np.ndarray, y_pred: np.ndarray, scale: float) -> pl.Data
             "y_true": np.repeat(np.zeros(n, dtype=np.int8), 3),
             "y_pred": np.repeat(y_pred, 3),
             "w": posterior.reshape(-1) * scale,
+            PERSON_WEIGHT: np.full(3 * n, scale),  # each person's total weight, as the proxy stage writes it
         }
     )
 
@@ -59,6 +60,7 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     big_posterior, big_pred = simulate(2_000_000, rng)
     truth = (big_posterior * big_pred[:, None]).sum(axis=0) / big_posterior.sum(axis=0)
+    overall = float(big_pred.mean())
     policy = fairgate.Policy.from_mapping(
         {
             "fairness_checker": {
@@ -66,21 +68,25 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
                 "metrics": [{"name": "demographic_parity_difference", "threshold": 0.1}],
                 "columns": {"weight": "w"},
                 "statistics": {"n_bootstrap": 400},
+                "proxy": {"method": "custom", "custom": {"name_table": "unused.csv"}, "attribute": "grp"},
             }
         },
         source="bench",
     )
     z = z_value(0.95)
     for scale in (1.0, 10.0, 0.01):
-        kish, old, estimates, spreads, newcombe = np.zeros(3), np.zeros(3), [], [], 0
+        kish, old, estimates, spreads, newcombe, population = np.zeros(3), np.zeros(3), [], [], 0, 0
         run_rng = np.random.default_rng(seed + 1)  # the same people at every scale
         for _ in range(runs):
             posterior, y_pred = simulate(people, run_rng)
             cube = build_cube(expanded(posterior, y_pred, scale), policy, exact_auc=False)
             _, index = _group_index(cube, ("grp",))
-            point, boot = _counts(cube, index, 3, 400, slicing_seed(0, ("grp",)))
+            point, boot = _counts(cube, index, 3, 400, slicing_seed(0, ("grp",)), ("grp",))
             low, high = wilson_interval(*SelectionRate().fraction(point), z)
             kish += (low <= truth) & (truth <= high)
+            everyone, _ = _counts(cube, np.zeros(cube.cells.height, dtype=np.int64), 1, 0, slicing_seed(0, ()), ())
+            p_low, p_high = wilson_interval(*SelectionRate().fraction(everyone), z)
+            population += bool(p_low[0] <= overall <= p_high[0])
             x, m = SelectionRate().fraction(point)
             d_low, d_high = newcombe_interval(x[2], m[2], x[0], m[0], z)
             newcombe += bool(d_low <= truth[2] - truth[0] <= d_high)
@@ -93,7 +99,8 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
             f"weights x{scale:g}, {people} people, {runs} runs: Wilson coverage on Kish sizes "
             f"{np.round(kish / runs, 3).tolist()}, on sums of weights (old) {np.round(old / runs, 3).tolist()}; "
             f"bootstrap sd / spread over audits {np.round(ratio, 3).tolist()}; Newcombe c - a on Kish sizes "
-            f"{newcombe / runs:.3f} (conservative: a person in both groups makes their rates covary)"
+            f"{newcombe / runs:.3f} (conservative: a person in both groups makes their rates covary); "
+            f"population rate (people counted once) {population / runs:.3f}"
         )
 
 

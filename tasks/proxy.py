@@ -21,6 +21,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate import proxy as fp
+from fairgate.engine.cube import PERSON_WEIGHT
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import CustomTables, ProxyConfig
@@ -431,8 +432,14 @@ def proxy_rows(aligned: pa.Table, policy: Policy, *, today: dt.date | None = Non
         frame = frame.with_columns(pl.col(attribute_name).alias(declared_column))
 
     if config.mode == "probabilistic":
+        # [weights] Each person's total weight, so that slicings without the inferred attribute count people once.
+        person = pl.col(weight_column).cast(pl.Float64) if weight_column in frame.columns else pl.lit(1.0)
         rows = fp.expand_probabilistic(
-            frame, posterior, attribute=attribute_name, weight_column=weight_column, labels=labels
+            frame.with_columns(person.alias(PERSON_WEIGHT)),
+            posterior,
+            attribute=attribute_name,
+            weight_column=weight_column,
+            labels=labels,
         )
         summary["weight_column"] = weight_column
         summary["statement"] = (

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 TRUE, PRED, BIN = "__y_true", "__y_pred", "__score_bin"
 ROWS, WEIGHT, SCORE_SUM, SCORE = "__rows", "__weight", "__score_sum", "__score"
 WEIGHT_SQ = "__weight_sq"  # sum of squared row weights: Kish's effective sample size needs it
+# Probabilistic membership puts one person in several rows (one per inferred group). Slicings without the
+# inferred attribute hold all of a person's rows in one cell, so their Kish size needs the person's total
+# weight s: PERSON_SQ sums w * s over rows, which is sum over people of s^2. The proxy stage writes s into
+# the input column PERSON_WEIGHT; without it every row is its own person (PERSON_SQ = WEIGHT_SQ).
+PERSON_SQ, PERSON_WEIGHT = "__person_sq", "__person_weight"
 NO_SCORE_BIN = 0  # without scores every row sits in bin 0 and calibration is undefined
 
 
@@ -54,6 +59,8 @@ class Cube:
     scores: pl.DataFrame | None = None
     # People left out before counting (missing attribute values under ``missing: exclude``), per attribute.
     excluded_missing: dict[str, int] = field(default_factory=dict)
+    # The attribute whose membership is probabilistic (a person spread over its groups), if any.
+    membership: str | None = None
 
     @property
     def n_rows(self) -> int:
@@ -63,9 +70,15 @@ class Cube:
     def weighted(self) -> bool:
         return not np.allclose(self.cells[ROWS].to_numpy(), self.cells[WEIGHT].to_numpy())
 
+    def squares_column(self, slicing: tuple[str, ...] | list[str]) -> str:
+        """The column of squared-weight sums for a slicing: per row when it separates a person's rows (it holds
+        the probabilistic attribute), per person otherwise."""
+        return WEIGHT_SQ if self.membership is None or self.membership in slicing else PERSON_SQ
+
     def effective_sizes(self, keys: list[str]) -> pl.Series:
         """Kish's effective size, (sum w)^2 / sum w^2, of each group of ``keys`` (the row count unweighted)."""
-        sums = self.cells.group_by(keys).agg(pl.col(WEIGHT).sum(), pl.col(WEIGHT_SQ).sum())
+        squares = self.squares_column(keys)
+        sums = self.cells.group_by(keys).agg(pl.col(WEIGHT).sum(), pl.col(squares).sum().alias(WEIGHT_SQ))
         kish = pl.when(pl.col(WEIGHT_SQ) > 0).then(pl.col(WEIGHT) ** 2 / pl.col(WEIGHT_SQ)).otherwise(0.0)
         return sums.select(kish.alias("n_effective")).to_series()
 
@@ -95,7 +108,7 @@ class Cube:
         ):
             raise DataError("cubes with different attributes, score bins or score presence cannot be added")
         keys = [*self.attributes, TRUE, PRED, BIN]
-        cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, WEIGHT_SQ, SCORE_SUM])
+        cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM])
         scores = None
         if self.scores is not None and other.scores is not None:
             union = {a: _levels(cells, a) for a in self.attributes}
@@ -104,7 +117,7 @@ class Cube:
             a: self.excluded_missing.get(a, 0) + other.excluded_missing.get(a, 0)
             for a in set(self.excluded_missing) | set(other.excluded_missing)
         }
-        return Cube(cells, self.attributes, self.calibration_bins, self.has_scores, scores, excluded)
+        return Cube(cells, self.attributes, self.calibration_bins, self.has_scores, scores, excluded, self.membership)
 
 
 def _recoded_scores_impl(cube: Cube, levels: dict[str, list[str]]) -> pl.DataFrame:
@@ -169,6 +182,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
             pl.len().cast(pl.Int64).alias(ROWS),
             pl.col(WEIGHT).sum(),
             (pl.col(WEIGHT) * pl.col(WEIGHT)).sum().alias(WEIGHT_SQ),
+            (pl.col(WEIGHT) * pl.col(PERSON_WEIGHT)).sum().alias(PERSON_SQ),
             (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM),
             pl.col(_BAD_SCORES).sum(),
             pl.col(_BAD_SCORE_EXAMPLE).filter(pl.col(_BAD_SCORES)).first(),
@@ -187,11 +201,13 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
             (_as_binary(_RAW_PRED) == favourable).cast(pl.Int8).alias(PRED),
         )
         .group_by([*attributes, TRUE, PRED, BIN])
-        .agg(pl.col(ROWS).sum(), pl.col(WEIGHT).sum(), pl.col(WEIGHT_SQ).sum(), pl.col(SCORE_SUM).sum())
+        .agg(pl.col(ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM).sum())
         .sort([*attributes, TRUE, PRED, BIN])
         .collect()
     )
-    cube = Cube(cells, attributes, bins, has_scores, None, excluded)
+    proxy = policy.proxy
+    membership = proxy.attribute_name if proxy is not None and proxy.mode == "probabilistic" else None
+    cube = Cube(cells, attributes, bins, has_scores, None, excluded, membership)
     return add_score_table(cube, data, policy, source=source) if exact_auc and has_scores else cube
 
 
@@ -256,6 +272,7 @@ def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, i
         y_pred.alias(_RAW_PRED),
         (score * bins).floor().clip(0, bins - 1).cast(pl.Int16).alias(BIN),
         weight.alias(WEIGHT),
+        (pl.col(PERSON_WEIGHT).cast(pl.Float64) if PERSON_WEIGHT in present else weight).alias(PERSON_WEIGHT),
         score.alias(SCORE),
         bad_score.alias(_BAD_SCORES),
         raw_score.alias(_BAD_SCORE_EXAMPLE),

@@ -18,7 +18,7 @@ from scipy import sparse
 
 from fairgate.engine import auc as auc_module
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
-from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, WEIGHT_SQ, Cube
+from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
 from fairgate.engine.metrics import GroupCounts, Rate, count_metrics, difference, policy_metric, ratio
 from fairgate.engine.stats import (
     hanley_mcneil_se,
@@ -93,7 +93,9 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     groups_frame, group_index = _group_index(cube, slicing, declared)
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
-    point, boot = _counts(cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing))
+    point, boot = _counts(  # [weights] the slicing picks per-row or per-person squared weights
+        cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing), slicing
+    )
     n = point.n_effective  # [weights] Kish effective group sizes: equal to point.n when unweighted
     rows = np.bincount(group_index, weights=cube.cells[ROWS].to_numpy(), minlength=n_groups)
     sufficient = n >= policy.intersectional_analysis.min_group_size
@@ -170,7 +172,12 @@ def _group_index(cube: Cube, slicing: Slicing, declared: list[str] | None = None
 
 
 def _counts(
-    cube: Cube, group_index: np.ndarray, n_groups: int, n_bootstrap: int, seed: np.random.SeedSequence
+    cube: Cube,
+    group_index: np.ndarray,
+    n_groups: int,
+    n_bootstrap: int,
+    seed: np.random.SeedSequence,
+    slicing: Slicing = (),
 ) -> tuple[GroupCounts, GroupCounts]:
     """Group counts for the point estimate and for every bootstrap replicate.
 
@@ -181,7 +188,9 @@ def _counts(
     in Kish effective units: n_eff = W^2 / W2 units of weight W2 / W. Its total then has the mean (W) and the
     variance (sum of squared weights, W2) that resampling persons gives, whatever the weights' scale. What it
     leaves out is the positive covariance between groups that share a person (a person counts in several
-    groups), so intervals of between-group differences are conservative rather than too narrow.
+    groups), so intervals of between-group differences are conservative rather than too narrow. A slicing
+    without the probabilistic attribute holds all of a person's rows in one cell: its squared weights are
+    per person (``Cube.squares_column``), so a person split in three rows still counts once.
     """
     bins = cube.calibration_bins
     cells = cube.cells
@@ -191,7 +200,8 @@ def _counts(
     weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size)
     score = np.bincount(flat, weights=cells[SCORE_SUM].to_numpy(), minlength=size)
     rows = np.bincount(flat, weights=cells[ROWS].to_numpy(), minlength=size)
-    weight_sq = np.bincount(flat, weights=cells[WEIGHT_SQ].to_numpy(), minlength=size) if WEIGHT_SQ in cells else None
+    squares = cube.squares_column(slicing)
+    weight_sq = np.bincount(flat, weights=cells[squares].to_numpy(), minlength=size) if squares in cells else None
     # Every weight exactly 1 (sum w = sum w^2 = rows): the plain row counts, bit for bit as without weights.
     unit_weights = weight_sq is None or (np.array_equal(weight, rows) and np.array_equal(weight_sq, rows))
     occupied = np.flatnonzero(rows) if unit_weights else np.flatnonzero(weight > 0)

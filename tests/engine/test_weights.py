@@ -14,7 +14,7 @@ import pytest
 
 import fairgate
 from fairgate.engine.bootstrap import slicing_seed
-from fairgate.engine.cube import build_cube
+from fairgate.engine.cube import PERSON_WEIGHT, build_cube
 from fairgate.engine.metrics import GroupCounts, SelectionRate, effective_size
 from fairgate.engine.slicing import _counts, _group_index
 
@@ -46,16 +46,28 @@ def people(n: int, seed: int, rates: tuple[float, ...] = (0.3, 0.3, 0.45)) -> tu
 
 
 def expand(posterior: np.ndarray, frame: pl.DataFrame, scale: float = 1.0) -> pl.DataFrame:
-    """One row per person and group, weight = posterior (times ``scale``)."""
+    """One row per person and group, weight = posterior (times ``scale``), and the person's total weight, as
+    the proxy stage writes them."""
     k = posterior.shape[1]
     return frame.select(pl.all().repeat_by(k).explode()).with_columns(
-        pl.Series("grp", list(GROUPS) * frame.height), pl.Series("w", posterior.reshape(-1) * scale)
+        pl.Series("grp", list(GROUPS) * frame.height),
+        pl.Series("w", posterior.reshape(-1) * scale),
+        pl.lit(scale).alias(PERSON_WEIGHT),
     )
+
+
+# The proxy section tells the engine that "grp" membership is probabilistic (the flow fills the rows in).
+PROXY = {"method": "custom", "custom": {"name_table": "names.csv"}, "attribute": "grp"}
 
 
 def weighted_policy(h: Any, **extra: Any) -> fairgate.Policy:
     return h.make_policy(
-        ["grp", "sex"], METRICS, columns={"weight": "w"}, min_group_size=extra.pop("min_group_size", 30), **extra
+        ["grp", "sex"],
+        METRICS,
+        columns={"weight": "w"},
+        min_group_size=extra.pop("min_group_size", 30),
+        proxy=PROXY,
+        **extra,
     )
 
 
@@ -78,6 +90,17 @@ def test_rescaled_weights_give_the_same_audit(h: Any, scale: float) -> None:
     race = [g for g in base["groups"] if g["slicing"] == ["grp"]]
     assert all(g["sufficient"] for g in race)
     assert all(g["n"] < 0.8 * g["rows"] for g in race)
+    # Slicings without the inferred attribute count each person once: n = people (weights sum to 1 each).
+    (population,) = [g for g in base["groups"] if g["slicing"] == []]
+    assert population["n"] == pytest.approx(600) and population["rows"] == 1800
+
+
+def test_without_person_weights_each_row_is_a_person(h: Any) -> None:
+    posterior, frame = people(300, seed=5)
+    rows = expand(posterior, frame).drop(PERSON_WEIGHT)
+    document = fairgate.audit(rows, weighted_policy(h, n_bootstrap=10), exact_auc=False).to_dict()
+    (population,) = [g for g in document["groups"] if g["slicing"] == []]
+    assert population["n"] == pytest.approx(300**2 / float((posterior**2).sum()))
 
 
 def test_unit_weights_change_nothing(h: Any) -> None:
@@ -128,7 +151,7 @@ def _selection_rate_spread(posterior: np.ndarray, frame: pl.DataFrame, h: Any) -
     policy = weighted_policy(h, n_bootstrap=400)
     cube = build_cube(expand(posterior, frame), policy, exact_auc=False)
     _, index = _group_index(cube, ("grp",))
-    point, boot = _counts(cube, index, 3, 400, slicing_seed(0, ("grp",)))
+    point, boot = _counts(cube, index, 3, 400, slicing_seed(0, ("grp",)), ("grp",))
     metric = SelectionRate()
     return metric.compute(point), metric.compute(boot).std(axis=0)
 
