@@ -204,7 +204,8 @@ def _counts(
     weight_sq = np.bincount(flat, weights=cells[squares].to_numpy(), minlength=size) if squares in cells else None
     # Every weight exactly 1 (sum w = sum w^2 = rows): the plain row counts, bit for bit as without weights.
     unit_weights = weight_sq is None or (np.array_equal(weight, rows) and np.array_equal(weight_sq, rows))
-    occupied = np.flatnonzero(rows) if unit_weights else np.flatnonzero(weight > 0)
+    squared_positive = weight_sq > 0 if weight_sq is not None else True
+    occupied = np.flatnonzero(rows) if unit_weights else np.flatnonzero((weight > 0) & squared_positive)
     # The point estimate: every occupied cell counted once, with its whole weight and score sum.
     once = _replicate_counts(np.ones((1, occupied.size)), occupied, weight[occupied], score[occupied], n_groups, bins)
     point = GroupCounts(**{f.name: getattr(once, f.name)[0] for f in fields(once) if not f.name.endswith("_sq")})
