@@ -37,10 +37,10 @@ RATES = np.array([0.30, 0.30, 0.45])
 GROUPS = ["a", "b", "c"]
 
 
-def simulate(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def simulate(n: int, rng: np.random.Generator, rates: np.ndarray = RATES) -> tuple[np.ndarray, np.ndarray]:
     posterior = PERMUTATIONS[rng.integers(0, len(PERMUTATIONS), n)]
     truth = (rng.random(n)[:, None] > posterior.cumsum(axis=1)).sum(axis=1)
-    return posterior, (rng.random(n) < RATES[truth]).astype(np.int8)
+    return posterior, (rng.random(n) < rates[truth]).astype(np.int8)
 
 
 def expanded(posterior: np.ndarray, y_pred: np.ndarray, scale: float) -> pl.DataFrame:
@@ -104,13 +104,13 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
         )
 
 
-def attenuation_coverage(runs: int, people: int, seed: int) -> None:
+def attenuation_coverage(runs: int, people: int, seed: int, rates: np.ndarray = RATES) -> None:
     rng = np.random.default_rng(seed)
     naive, corrected, hits = {"dpd": [], "dir": []}, {"dpd": [], "dir": []}, {"dpd": 0, "dir": 0}
-    truths = {"dpd": 0.15, "dir": 0.30 / 0.45}
+    truths = {"dpd": float(rates.max() - rates.min()), "dir": float(rates.min() / rates.max())}
     started = time.perf_counter()
     for run in range(runs):
-        posterior, y_pred = simulate(people, rng)
+        posterior, y_pred = simulate(people, rng, rates)
         report = attenuation_report(
             posterior,
             GROUPS,
@@ -139,6 +139,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     attenuation_coverage(args.runs, args.people, args.seed)
+    attenuation_coverage(args.runs, args.people, args.seed, np.array([0.30, 0.30, 0.30]))  # no gap
     engine_coverage(args.runs, args.engine_people, args.seed)
 
 
