@@ -17,13 +17,13 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: charts are files, never windows
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.figure import Figure
 
-from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection  # noqa: E402
-from fairgate.report.format import base_metrics  # noqa: E402
+from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection
+from fairgate.report.format import base_metrics
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]

@@ -44,7 +44,8 @@ class ScoreArrays:
 @dataclass(frozen=True)
 class ScoreRuns:
     """Per slicing: runs of equal (group, score), ordered by group then score; group g's runs are
-    ``bounds[g]:bounds[g + 1]``."""
+    ``bounds[g]:bounds[g + 1]``.
+    """
 
     bounds: np.ndarray
     positive: np.ndarray

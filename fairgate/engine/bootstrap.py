@@ -18,7 +18,8 @@ import numpy as np
 
 def slicing_seed(seed: int, slicing: Sequence[str]) -> np.random.SeedSequence:
     """The random stream of one slicing: fixed by the policy's seed and the slicing's attributes, so a
-    slicing gets the same replicates whether it runs in this process, another thread or a Prefect task."""
+    slicing gets the same replicates whether it runs in this process, another thread or a Prefect task.
+    """
     digest = hashlib.sha256("\x1f".join(slicing).encode()).digest()
     return np.random.SeedSequence([seed, int.from_bytes(digest[:8], "little")])
 

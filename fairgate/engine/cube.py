@@ -8,8 +8,11 @@ A second, optional table keeps (attributes, score, y_true, weight) rows for metr
 (ROC AUC and ROC curves): one per scored row, or per distinct (attributes, score, y_true) when scores repeat
 much (rounded or discrete scores). It can be as long as the data, so it is built only on request.
 
-Cells carry ``rows`` (how many input rows fell in the cell) and ``weight`` (the sum of row weights; equal to
-``rows`` unless weights are given, e.g. probabilistic group membership from proxy inference).
+Cells carry ``rows`` (how many input rows fell in the cell), ``weight`` (the sum of row weights; equal to
+``rows`` unless weights are given, e.g. probabilistic group membership from proxy inference) and
+``weight_sq`` (the sum of squared row weights), from which Kish's effective sample size of any set of cells,
+(sum w)^2 / sum w^2, follows: intervals, tests and ``min_group_size`` use it, so they do not depend on the
+weights' scale.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ import polars as pl
 
 from fairgate.engine.auc import ScoreArrays
 from fairgate.engine.columns import BIN as BIN
+from fairgate.engine.columns import PERSON_SQ as PERSON_SQ
+from fairgate.engine.columns import PERSON_WEIGHT as PERSON_WEIGHT
 from fairgate.engine.columns import PRED as PRED
 from fairgate.engine.columns import ROWS as ROWS
 from fairgate.engine.columns import SCORE as SCORE
 from fairgate.engine.columns import SCORE_SUM as SCORE_SUM
 from fairgate.engine.columns import TRUE as TRUE
 from fairgate.engine.columns import WEIGHT as WEIGHT
+from fairgate.engine.columns import WEIGHT_SQ as WEIGHT_SQ
 from fairgate.errors import BAD_SCORE, EMPTY_DATA, MISSING_COLUMN, NOT_BINARY, DataError
 from fairgate.policy.core import Policy
 
@@ -40,9 +46,9 @@ class Cube:
     """Counts per cell of (attributes x y_true x y_pred x score bin), plus what is needed to audit them.
 
     ``cells`` is a Polars frame with the attribute columns (strings), ``__y_true``, ``__y_pred`` (favourable
-    outcome indicators, 0/1), ``__score_bin``, ``__rows``, ``__weight`` and ``__score_sum`` (weighted sum of
-    favourable-outcome scores). ``scores`` holds the rows sorted by score (attribute codes into ``levels``,
-    score, y_true, weight) when exact AUC is wanted.
+    outcome indicators, 0/1), ``__score_bin``, ``__rows``, ``__weight``, ``__weight_sq`` (sum of squared
+    weights) and ``__score_sum`` (weighted sum of favourable-outcome scores). ``scores`` holds the rows
+    sorted by score (attribute codes into ``levels``, score, y_true, weight) when exact AUC is wanted.
     """
 
     cells: pl.DataFrame
@@ -52,6 +58,8 @@ class Cube:
     scores: pl.DataFrame | None = None
     # People left out before counting (missing attribute values under ``missing: exclude``), per attribute.
     excluded_missing: dict[str, int] = field(default_factory=dict)
+    # The attribute whose membership is probabilistic (a person spread over its groups), if any.
+    membership: str | None = None
 
     @property
     def n_rows(self) -> int:
@@ -60,6 +68,19 @@ class Cube:
     @property
     def weighted(self) -> bool:
         return not np.allclose(self.cells[ROWS].to_numpy(), self.cells[WEIGHT].to_numpy())
+
+    def squares_column(self, slicing: tuple[str, ...] | list[str]) -> str:
+        """The column of squared-weight sums for a slicing: per row when it separates a person's rows (it holds
+        the probabilistic attribute), per person otherwise.
+        """
+        return WEIGHT_SQ if self.membership is None or self.membership in slicing else PERSON_SQ
+
+    def effective_sizes(self, keys: list[str]) -> pl.Series:
+        """Kish's effective size, (sum w)^2 / sum w^2, of each group of ``keys`` (the row count unweighted)."""
+        squares = self.squares_column(keys)
+        sums = self.cells.group_by(keys).agg(pl.col(WEIGHT).sum(), pl.col(squares).sum().alias(WEIGHT_SQ))
+        kish = pl.when(pl.col(WEIGHT_SQ) > 0).then(pl.col(WEIGHT) ** 2 / pl.col(WEIGHT_SQ)).otherwise(0.0)
+        return sums.select(kish.alias("n_effective")).to_series()
 
     def levels(self, attribute: str) -> list[str]:
         """The attribute's values present in the data, sorted; score-table codes index into this list."""
@@ -85,7 +106,7 @@ class Cube:
         ):
             raise DataError("cubes with different attributes, score bins or score presence cannot be added")
         keys = [*self.attributes, TRUE, PRED, BIN]
-        cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, SCORE_SUM])
+        cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM])
         scores = None
         if self.scores is not None and other.scores is not None:
             union = {a: _levels(cells, a) for a in self.attributes}
@@ -94,7 +115,7 @@ class Cube:
             a: self.excluded_missing.get(a, 0) + other.excluded_missing.get(a, 0)
             for a in set(self.excluded_missing) | set(other.excluded_missing)
         }
-        return Cube(cells, self.attributes, self.calibration_bins, self.has_scores, scores, excluded)
+        return Cube(cells, self.attributes, self.calibration_bins, self.has_scores, scores, excluded, self.membership)
 
 
 def _recoded_scores_impl(cube: Cube, levels: dict[str, list[str]]) -> pl.DataFrame:
@@ -158,6 +179,8 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
         .agg(
             pl.len().cast(pl.Int64).alias(ROWS),
             pl.col(WEIGHT).sum(),
+            (pl.col(WEIGHT) * pl.col(WEIGHT)).sum().alias(WEIGHT_SQ),
+            (pl.col(WEIGHT) * pl.col(PERSON_WEIGHT)).sum().alias(PERSON_SQ),
             (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM),
             pl.col(_BAD_SCORES).sum(),
             pl.col(_BAD_SCORE_EXAMPLE).filter(pl.col(_BAD_SCORES)).first(),
@@ -176,17 +199,20 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
             (_as_binary(_RAW_PRED) == favourable).cast(pl.Int8).alias(PRED),
         )
         .group_by([*attributes, TRUE, PRED, BIN])
-        .agg(pl.col(ROWS).sum(), pl.col(WEIGHT).sum(), pl.col(SCORE_SUM).sum())
+        .agg(pl.col(ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM).sum())
         .sort([*attributes, TRUE, PRED, BIN])
         .collect()
     )
-    cube = Cube(cells, attributes, bins, has_scores, None, excluded)
+    proxy = policy.proxy
+    membership = proxy.attribute_name if proxy is not None and proxy.mode == "probabilistic" else None
+    cube = Cube(cells, attributes, bins, has_scores, None, excluded, membership)
     return add_score_table(cube, data, policy, source=source) if exact_auc and has_scores else cube
 
 
 def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the audited data") -> Cube:
     """The cube with its score table, for exact AUC: a second pass over the same rows, which are sorted by
-    score with attributes as integer codes into the cube's sorted levels (missing values as in the cube)."""
+    score with attributes as integer codes into the cube's sorted levels (missing values as in the cube).
+    """
     rows, has_scores, _ = _rows(data, policy, source)
     if not has_scores:
         return cube
@@ -245,6 +271,7 @@ def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, i
         y_pred.alias(_RAW_PRED),
         (score * bins).floor().clip(0, bins - 1).cast(pl.Int16).alias(BIN),
         weight.alias(WEIGHT),
+        (pl.col(PERSON_WEIGHT).cast(pl.Float64) if PERSON_WEIGHT in present else weight).alias(PERSON_WEIGHT),
         score.alias(SCORE),
         bad_score.alias(_BAD_SCORES),
         raw_score.alias(_BAD_SCORE_EXAMPLE),

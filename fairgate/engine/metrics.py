@@ -27,6 +27,11 @@ class GroupCounts:
 
     ``tp, fp, tn, fn`` have shape ``(..., G)``; the calibration arrays ``bin_n, bin_positive, bin_score``
     have shape ``(..., G, bins)`` (count, favourable labels, and sum of scores per equal-width score bin).
+
+    With weights (probabilistic membership), ``tp_sq, fp_sq, tn_sq, fn_sq`` hold the sums of squared weights
+    of the same cells; interval and test inputs then come from Kish's effective sample size
+    (``effective_fraction``, ``n_effective``), which does not change when every weight is multiplied by a
+    constant. Without them (unweighted data, bootstrap replicates) the counts are used as they are.
     """
 
     tp: np.ndarray
@@ -36,17 +41,86 @@ class GroupCounts:
     bin_n: np.ndarray
     bin_positive: np.ndarray
     bin_score: np.ndarray
+    tp_sq: np.ndarray | None = None
+    fp_sq: np.ndarray | None = None
+    tn_sq: np.ndarray | None = None
+    fn_sq: np.ndarray | None = None
 
     @property
     def n(self) -> np.ndarray:
         return self.tp + self.fp + self.tn + self.fn
 
+    @property
+    def weighted(self) -> bool:
+        """Whether squared-weight sums are present (effective sizes differ from the counts)."""
+        return self.tp_sq is not None
+
     def total(self, names: tuple[str, ...]) -> np.ndarray:
         return sum((getattr(self, name) for name in names), start=np.zeros_like(self.tp))
 
+    def total_sq(self, names: tuple[str, ...]) -> np.ndarray:
+        """The sum of squared weights over some of the confusion cells (the counts when unweighted)."""
+        if not self.weighted:
+            return self.total(names)
+        return sum((getattr(self, f"{name}_sq") for name in names), start=np.zeros_like(self.tp))
+
+    @property
+    def n_effective(self) -> np.ndarray:
+        """Kish's effective group size (sum w)^2 / sum w^2; the group size itself when unweighted.
+
+        >>> counts = GroupCounts(*(np.array([1.0]) for _ in range(7)), *(np.array([0.25]) for _ in range(4)))
+        >>> counts.n.tolist(), counts.n_effective.tolist()
+        ([4.0], [16.0])
+        """
+        if not self.weighted:
+            return self.n
+        return effective_size(self.n, self.total_sq(_CONFUSION))
+
+    def effective_class_sizes(self, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Kish sizes of the favourable (y_true = 1) and unfavourable rows, for AUC standard errors; the given
+        (weighted) class sizes when unweighted.
+        """
+        if not self.weighted:
+            return positives, negatives
+        return (
+            effective_size(self.tp + self.fn, self.total_sq(("tp", "fn"))),
+            effective_size(self.fp + self.tn, self.total_sq(("fp", "tn"))),
+        )
+
+    def effective_fraction(
+        self, numerator: tuple[str, ...], denominator: tuple[str, ...]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(successes, trials) for interval and test formulas: the weighted proportion p times Kish's
+        effective size of the denominator, and that size. Equal to the plain counts when unweighted.
+        """
+        successes, trials = self.total(numerator), self.total(denominator)
+        if not self.weighted:
+            return successes, trials
+        n_eff = effective_size(trials, self.total_sq(denominator))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            proportion = np.where(trials > 0, successes / np.where(trials > 0, trials, 1.0), 0.0)
+        return proportion * n_eff, n_eff
+
+
+_CONFUSION = ("tp", "fp", "tn", "fn")
+
+
+def effective_size(weight_sum: np.ndarray, weight_sq_sum: np.ndarray) -> np.ndarray:
+    """Kish's effective sample size (sum w)^2 / sum w^2, 0 where there is no weight.
+
+    Invariant to the weights' scale, and equal to the number of rows when every weight is 1.
+
+    >>> effective_size(np.array([3.0, 0.6, 0.0]), np.array([3.0, 0.12, 0.0])).tolist()
+    [3.0, 3.0, 0.0]
+    """
+    weight_sum = np.asarray(weight_sum, dtype=float)
+    weight_sq_sum = np.asarray(weight_sq_sum, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(weight_sq_sum > 0, weight_sum**2 / np.where(weight_sq_sum > 0, weight_sq_sum, 1.0), 0.0)
+
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator, NaN (undefined) where the denominator is zero."""
+    """Numerator / denominator, NaN (undefined) where the denominator is zero."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
 
@@ -80,10 +154,11 @@ class Rate(GroupMetric):
     denominator: ClassVar[tuple[str, ...]]
 
     def fraction(self, counts: GroupCounts) -> tuple[np.ndarray, np.ndarray]:
-        return counts.total(self.numerator), counts.total(self.denominator)
+        """(successes, trials) for intervals and tests: effective (Kish) counts where weights are given."""
+        return counts.effective_fraction(self.numerator, self.denominator)
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
-        return _divide(*self.fraction(counts))
+        return _divide(counts.total(self.numerator), counts.total(self.denominator))
 
 
 _ALL = ("tp", "fp", "tn", "fn")
@@ -201,7 +276,8 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
 def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The plug-in squared calibration error sum_b (n_b / n) (mean score_b - mean label_b) ** 2 over the bins
     (last axis), and the sum of each bin's unbiased label-mean variance estimate y_b (1 - y_b) / (n_b - 1) with
-    the same weights; NaN for an empty group. A bin of one row (or less weight) has no variance estimate."""
+    the same weights; NaN for an empty group. A bin of one row (or less weight) has no variance estimate.
+    """
     # n_b * gap_b ** 2 = (score sum - label sum) ** 2 / n_b; an empty bin has both sums 0. In place: this runs
     # on every bootstrap replicate of every slicing.
     term = score - positive
@@ -419,7 +495,8 @@ class PredictiveParityDifference(SummaryOf):
 
 class CalibrationDifference(SummaryOf):
     """Difference of the debiased calibration error across groups (the plug-in ECE is biased upward, more so
-    in small groups, so its difference would grow with the imbalance of group sizes)."""
+    in small groups, so its difference would grow with the imbalance of group sizes).
+    """
 
     name, bases, summary = "calibration_difference", ("expected_calibration_error_debiased",), "difference"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
     if options.include_triples:
         for triple in itertools.combinations(attributes, 3):
-            sizes = cube.cells.group_by(list(triple)).agg(pl.col(WEIGHT).sum())[WEIGHT]
+            sizes = cube.effective_sizes(list(triple))  # [weights] Kish sizes, as min_group_size is judged
             if int((sizes >= options.min_group_size).sum()) >= 2:
                 slicings.append(triple)
     return slicings
@@ -93,8 +93,10 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     groups_frame, group_index = _group_index(cube, slicing, declared)
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
-    point, boot = _counts(cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing))
-    n = point.n
+    point, boot = _counts(  # [weights] the slicing picks per-row or per-person squared weights
+        cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing), slicing
+    )
+    n = point.n_effective  # [weights] Kish effective group sizes: equal to point.n when unweighted
     rows = np.bincount(group_index, weights=cube.cells[ROWS].to_numpy(), minlength=n_groups)
     sufficient = n >= policy.intersectional_analysis.min_group_size
     z = z_value(policy.reporting.confidence_level)
@@ -115,7 +117,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     if cube.scores is not None and wants_auc(slicing, policy):
         runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
         auc, n_pos, n_neg = auc_module.exact_auc(runs)
-        se = hanley_mcneil_se(auc, n_pos, n_neg)
+        se = hanley_mcneil_se(auc, *point.effective_class_sizes(n_pos, n_neg))  # [weights] Kish class sizes
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
         # Parametric replicates from the normal approximation, kept inside AUC's range.
         reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, n_groups)), 0.0, 1.0)
@@ -123,7 +125,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
         if len(slicing) <= 1:
             roc_curves = auc_module.roc_curves(runs, groups, slicing)
 
-    reference_index = _reference_index(groups, slicing, policy, n)
+    reference_index = _reference_index(groups, slicing, policy, point.n)  # [weights] largest expected size
     eligible = sufficient.copy()
     result = SlicingResult(
         slicing=slicing,
@@ -148,7 +150,8 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
 
 def wants_auc(slicing: Slicing, policy: Policy) -> bool:
     """Exact AUC reads every scored row once per slicing, so intersections get it only when the policy
-    judges AUC; the population and single attributes always do (with their ROC curves)."""
+    judges AUC; the population and single attributes always do (with their ROC curves).
+    """
     return len(slicing) <= 1 or any(policy_metric(m.name).bases == ("roc_auc",) for m in policy.metrics)
 
 
@@ -170,9 +173,26 @@ def _group_index(cube: Cube, slicing: Slicing, declared: list[str] | None = None
 
 
 def _counts(
-    cube: Cube, group_index: np.ndarray, n_groups: int, n_bootstrap: int, seed: np.random.SeedSequence
+    cube: Cube,
+    group_index: np.ndarray,
+    n_groups: int,
+    n_bootstrap: int,
+    seed: np.random.SeedSequence,
+    slicing: Slicing = (),
 ) -> tuple[GroupCounts, GroupCounts]:
-    """Group counts for the point estimate and for every bootstrap replicate."""
+    """Group counts for the point estimate and for every bootstrap replicate.
+
+    Unweighted, a replicate resamples rows: a multinomial draw of the rows over the slicing's cells. With
+    weights (probabilistic membership), resampling the expanded rows would be wrong twice over: a cell's
+    weights vary (0.6 for one person, 0.1 for another), so drawing rows at their mean weight understates the
+    variance, and the number of rows depends on how finely membership is split. Instead each cell is drawn
+    in Kish effective units: n_eff = W^2 / W2 units of weight W2 / W. Its total then has the mean (W) and the
+    variance (sum of squared weights, W2) that resampling persons gives, whatever the weights' scale. What it
+    leaves out is the positive covariance between groups that share a person (a person counts in several
+    groups), so intervals of between-group differences are conservative rather than too narrow. A slicing
+    without the probabilistic attribute holds all of a person's rows in one cell: its squared weights are
+    per person (``Cube.squares_column``), so a person split in three rows still counts once.
+    """
     bins = cube.calibration_bins
     cells = cube.cells
     # The slicing's own cells: (group, y_true, y_pred, score bin), flattened.
@@ -181,16 +201,30 @@ def _counts(
     weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size)
     score = np.bincount(flat, weights=cells[SCORE_SUM].to_numpy(), minlength=size)
     rows = np.bincount(flat, weights=cells[ROWS].to_numpy(), minlength=size)
-    occupied = np.flatnonzero(rows)
+    squares = cube.squares_column(slicing)
+    weight_sq = np.bincount(flat, weights=cells[squares].to_numpy(), minlength=size) if squares in cells else None
+    # Every weight exactly 1 (sum w = sum w^2 = rows): the plain row counts, bit for bit as without weights.
+    unit_weights = weight_sq is None or (np.array_equal(weight, rows) and np.array_equal(weight_sq, rows))
+    squared_positive = weight_sq > 0 if weight_sq is not None else True
+    occupied = np.flatnonzero(rows) if unit_weights else np.flatnonzero((weight > 0) & squared_positive)
     # The point estimate: every occupied cell counted once, with its whole weight and score sum.
     once = _replicate_counts(np.ones((1, occupied.size)), occupied, weight[occupied], score[occupied], n_groups, bins)
-    point = GroupCounts(**{f.name: getattr(once, f.name)[0] for f in fields(once)})
-    # Resampled rows carry their cell's mean weight and mean score (weights differ only under probabilistic
-    # membership). Only occupied cells are drawn.
-    drawn = draw_counts(rows[occupied], n_bootstrap, seed)
-    return point, _replicate_counts(
-        drawn, occupied, weight[occupied] / rows[occupied], score[occupied] / rows[occupied], n_groups, bins
-    )
+    point = GroupCounts(**{f.name: getattr(once, f.name)[0] for f in fields(once) if not f.name.endswith("_sq")})
+    units: np.ndarray = rows[occupied]
+    unit_weight, unit_score = np.ones(occupied.size), score[occupied] / rows[occupied]
+    if not unit_weights:
+        assert weight_sq is not None
+        squared = _replicate_counts(
+            np.ones((1, occupied.size)), occupied, weight_sq[occupied], np.zeros(occupied.size), n_groups, bins
+        )
+        point = replace(point, **{f"{k}_sq": getattr(squared, k)[0] for k in ("tp", "fp", "tn", "fn")})
+        # Kish effective units per cell, rounded so that rescaled weights (equal up to the last bits) give the
+        # very same draws: one differing bit changes the multinomial's path and every later draw.
+        units = np.round(weight[occupied] ** 2 / weight_sq[occupied], 6)
+        unit_weight = weight[occupied] / units
+        unit_score = score[occupied] / units
+    drawn = draw_counts(units, n_bootstrap, seed)
+    return point, _replicate_counts(drawn, occupied, unit_weight, unit_score, n_groups, bins)
 
 
 def _replicate_counts(

@@ -10,9 +10,11 @@ from typing import Any
 
 import polars as pl
 
+from fairgate.engine.columns import PERSON_WEIGHT
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import ProxyConfig
+from fairgate.proxy.attenuation import proxy_attenuation
 from fairgate.proxy.features import policy_proxy_features
 from fairgate.proxy.posterior import GROUP, PROBABILITY, coverage, disagreement, long_posterior
 from fairgate.proxy.stale import stale_attributes
@@ -68,6 +70,9 @@ def proxy_audit_rows(
         rows = _probabilistic_rows(frame, posterior, policy, labels, summary)
     else:
         rows = _most_likely_rows(frame, posterior, policy, labels, summary)
+    # Proxy-weighted gaps shrink toward zero: say so, and correct them through the mixing matrix.
+    probabilities = per_person["probabilities"].list.to_array(len(tables.groups)).to_numpy()
+    summary["attenuation"] = proxy_attenuation(frame, probabilities, [labels[g] for g in tables.groups], policy)
     summary.update(_attribute_checks(frame, posterior, policy, labels, as_of))
     return rows, summary
 
@@ -129,6 +134,9 @@ def _probabilistic_rows(
     attribute_name = policy.proxy.attribute_name
     column = weight_column(policy)
     assert column is not None  # _check_weight_column made sure the policy names one
+    # Each person's total weight, so that slicings without the inferred attribute count a person once (Kish).
+    person = pl.col(column).cast(pl.Float64) if column in frame.columns else pl.lit(1.0)
+    frame = frame.with_columns(person.alias(PERSON_WEIGHT))
     rows = expand_probabilistic(frame, posterior, attribute=attribute_name, weight_column=column, labels=labels)
     summary["weight_column"] = column
     summary["statement"] = (

@@ -111,7 +111,8 @@ def test_probabilistic_weights_give_expected_rates() -> None:
     )
     rows = fp.expand_probabilistic(frame, posterior, attribute="race", weight_column="w")
     by_group = fairgate.audit(rows, policy_yaml(weight="w")).by_group(("race",)).sort("race")
-    assert by_group["n"].to_list() == pytest.approx([1.25, 1.75])
+    # n is Kish's effective size (sum w)^2 / sum w^2, not the sum of weights (1.25 and 1.75).
+    assert by_group["n"].to_list() == pytest.approx([1.25**2 / (0.75**2 + 0.5**2), 1.75**2 / (0.25**2 + 0.5**2 + 1.0)])
     assert by_group["selection_rate"].to_list() == pytest.approx([0.75 / 1.25, 0.25 / 1.75])
     assert by_group["true_positive_rate"].to_list() == pytest.approx([1.0, 0.25 / 1.25])
 

@@ -94,10 +94,17 @@ def test_audit_on_inferred_race(tmp_path: Path, mode: str) -> None:
     flagged = {(f["feature"], f["attribute"]) for f in proxy["proxy_features"] if f["flag"]}
     assert ("last", "race (inferred)") in flagged
     race = {g["group"]["race"]: g["n"] for g in document["groups"] if g["slicing"] == ["race"]}
+    attenuation = proxy["attenuation"]
+    assert attenuation["attenuated"] is True and attenuation["mode"] == mode
+    (entry,) = attenuation["metrics"]
+    assert entry["metric"] == "disparate_impact_ratio" and 0 <= entry["naive_value"] <= 1
+    assert "attenuation_factor" in entry and len(attenuation["mixing_matrix"]) == 6
     if mode == "probabilistic":
-        # Expected group sizes: sums of membership probabilities, summing to the number of people.
-        assert sum(race.values()) == pytest.approx(7214)
-        assert race["Hispanic"] == pytest.approx(proxy["expected_group_sizes"]["Hispanic"])
+        # Expected group sizes: sums of membership probabilities, summing to the number of people. The
+        # audited n is Kish's effective size, at most the rows (people) with weight in the group.
+        assert sum(proxy["expected_group_sizes"].values()) == pytest.approx(7214)
+        rows = {g["group"]["race"]: g["rows"] for g in document["groups"] if g["slicing"] == ["race"]}
+        assert all(0 < race[g] <= rows[g] for g in race)
     else:
         assert sum(race.values()) == proxy["most_likely"]["assigned"] < 7214
 
