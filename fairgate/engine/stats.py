@@ -1,9 +1,13 @@
-"""Interval estimates and tests: Wilson, Newcombe, Katz, Hanley-McNeil, two-proportion tests, BH.
+"""Interval estimates and tests: Wilson, Newcombe, Katz, Hanley-McNeil, two-proportion tests, BH, Holm, and
+simultaneous max-t intervals for the range of a metric across groups (``PairFamily``).
 
 All functions are vectorised over numpy arrays and return NaN where a quantity is undefined.
 """
 
 from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as _scipy_stats
@@ -55,11 +59,22 @@ def newcombe_interval(
 def katz_ratio_interval(
     x1: np.ndarray, n1: np.ndarray, x2: np.ndarray, n2: np.ndarray, z: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Katz log interval for the ratio (x1/n1) / (x2/n2); NaN when either count of successes is 0."""
+    """Katz log interval for the ratio (x1/n1) / (x2/n2); NaN only when a denominator is 0.
+
+    Where a count of successes is 0, 0.5 is added to both counts and both denominators of that comparison
+    (the usual continuity correction), so a zero gives an interval (its lower or upper end at 0 or far out).
+
+    >>> low, high = katz_ratio_interval(np.array([0.0]), np.array([50.0]), np.array([10.0]), np.array([50.0]), 1.96)
+    >>> round(float(low[0]), 4), round(float(high[0]), 4)
+    (0.0029, 0.7911)
+    """
+    x1, n1, x2, n2 = (np.asarray(a, dtype=float) for a in (x1, n1, x2, n2))
+    correction = np.where((x1 == 0) | (x2 == 0), 0.5, 0.0)
+    x1, x2, n1, n2 = x1 + correction, x2 + correction, n1 + correction, n2 + correction
     with np.errstate(divide="ignore", invalid="ignore"):
-        defined = (x1 > 0) & (x2 > 0) & (n1 > 0) & (n2 > 0)
+        defined = (x1 > 0) & (x2 > 0) & (n1 > correction) & (n2 > correction)
         log_ratio = np.log((x1 / n1) / (x2 / n2))
-        se = np.sqrt(1.0 / x1 - 1.0 / n1 + 1.0 / x2 - 1.0 / n2)
+        se = np.sqrt(np.clip(1.0 / x1 - 1.0 / n1 + 1.0 / x2 - 1.0 / n2, 0.0, None))
         return (
             np.where(defined, np.exp(log_ratio - z * se), np.nan),
             np.where(defined, np.exp(log_ratio + z * se), np.nan),
@@ -151,3 +166,118 @@ def percentile_interval(
         low = np.where(defined, np.fmin(low, estimate), low)
         high = np.where(defined, np.fmax(high, estimate), high)
     return low, high
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error); NaN entries stay NaN and do not count as tests.
+
+    >>> holm(np.array([0.01, np.nan, 0.04, 0.03])).round(3).tolist()
+    [0.03, nan, 0.06, 0.06]
+    """
+    p_values = np.asarray(p_values, dtype=float)
+    adjusted = np.full(p_values.shape, np.nan)
+    defined = np.flatnonzero(np.isfinite(p_values))
+    if defined.size == 0:
+        return adjusted
+    order = defined[np.argsort(p_values[defined], kind="stable")]
+    m = order.size
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p_values[order])
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted
+
+
+#: Replicates x pairs above which the max-t critical value comes from the studentized range instead of the
+#: bootstrap (keeps slicings with dozens of groups fast; the studentized range is conservative there).
+PAIR_BUDGET = 120_000
+
+
+@dataclass(frozen=True)
+class PairFamily:
+    """Simultaneous inference on the range (max - min) of one or more group metrics over the same groups.
+
+    ``gap`` holds |d_ij| for every pair of groups (i < j) of every component metric and ``se`` its standard
+    error; ``null`` the sorted max-t statistics max_ij |d*_ij - d_ij| / se_ij of the bootstrap replicates
+    (None when the bootstrap was too large or absent: the studentized range is used instead);
+    ``sizes`` the number of groups of each component (for the studentized-range bound).
+    """
+
+    gap: np.ndarray
+    se: np.ndarray
+    null: np.ndarray | None
+    sizes: tuple[int, ...]
+
+    def critical(self, level: float) -> float:
+        """The max-t critical value c with P(max_ij |t_ij| <= c) ~ level, never below the one-pair normal one."""
+        floor = z_value(level)
+        if self.null is not None and self.null.size >= 20:
+            return max(floor, float(np.quantile(self.null, level)))
+        return max(floor, self._studentized_range_critical(level))
+
+    def _studentized_range_critical(self, level: float) -> float:
+        # Tukey-Kramer (conservative for unequal variances, Hayter 1984), Bonferroni over the components.
+        tail = (1.0 - level) / len(self.sizes)
+        return max(_tukey_kramer(1.0 - tail, g) for g in self.sizes)
+
+    def bounds(self, critical: float) -> tuple[float, float]:
+        """The folded interval of the range: [max(0, max(|d| - c se)), max(|d| + c se)]."""
+        return max(0.0, float(np.max(self.gap - critical * self.se))), float(np.max(self.gap + critical * self.se))
+
+    def p_beyond(self, threshold: float) -> float:
+        """One-sided p-value of "the range exceeds ``threshold``" (the lower bound at level 1 - p is the threshold).
+
+        The larger of the bootstrap max-t tail and the studentized-range tail (valid beyond the bootstrap's
+        resolution of 1 / replicates, which a Holm correction over many results needs).
+        """
+        t = float(np.max((self.gap - threshold) / self.se))
+        if t <= 0:
+            return 1.0
+        bound = sum(float(_scipy_stats.studentized_range.sf(t * np.sqrt(2.0), g, np.inf)) for g in self.sizes)
+        boot = float(np.mean(self.null >= t)) if self.null is not None and self.null.size >= 20 else 0.0
+        return min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
+
+    def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
+        """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``:
+        threshold + (c + z_power) * the largest pair standard error."""
+        return threshold + (self.critical(level) + float(_scipy_stats.norm.ppf(power))) * float(np.max(self.se))
+
+
+@functools.lru_cache(maxsize=512)
+def _tukey_kramer(level: float, groups: int) -> float:
+    if groups < 2:
+        return 0.0
+    return float(_scipy_stats.studentized_range.ppf(level, groups, np.inf)) / np.sqrt(2.0)
+
+
+def pair_family(
+    values: list[np.ndarray], replicates: list[np.ndarray], variance_floor: list[np.ndarray | None]
+) -> PairFamily | None:
+    """The simultaneous pairwise family of one or more components (each (G,) values, (B, G) replicates).
+
+    Pair standard errors are the bootstrap standard deviation of each pair difference, never below the
+    analytic floor ``sqrt(floor_i + floor_j)`` where one is given (a rate with few events resamples to
+    degenerate replicates). Returns None when some pair has no positive, finite standard error.
+    """
+    gaps, ses, nulls = [], [], []
+    budget_ok = sum(v.size * (v.size - 1) // 2 for v in values) * (replicates[0].shape[0] if replicates else 0)
+    use_bootstrap = 0 < budget_ok <= PAIR_BUDGET
+    for value, reps, floor in zip(values, replicates, variance_floor, strict=True):
+        first, second = np.triu_indices(value.size, k=1)
+        d = value[first] - value[second]
+        rep_d = reps[:, first] - reps[:, second]
+        with np.errstate(invalid="ignore"):
+            se = np.nanstd(rep_d, axis=0, ddof=1) if reps.shape[0] > 1 else np.full(d.size, np.nan)
+        if floor is not None:
+            se = np.fmax(se, np.sqrt(floor[first] + floor[second]))
+        if not (np.isfinite(d).all() and np.isfinite(se).all() and (se > 0).all()):
+            return None
+        gaps.append(np.abs(d))
+        ses.append(se)
+        if use_bootstrap:
+            nulls.append(np.abs(rep_d - d) / se)
+    null = None
+    if use_bootstrap:
+        stacked = np.concatenate(nulls, axis=1)
+        with np.errstate(invalid="ignore"):
+            worst = np.where(np.isfinite(stacked), stacked, -np.inf).max(axis=1)
+        null = np.sort(worst[np.isfinite(worst)])
+    return PairFamily(np.concatenate(gaps), np.concatenate(ses), null, tuple(v.size for v in values))
