@@ -253,19 +253,24 @@ def pair_family(
 ) -> PairFamily | None:
     """The simultaneous pairwise family of one or more components (each (G,) values, (B, G) replicates).
 
-    Pair standard errors are the bootstrap standard deviation of each pair difference, never below the
-    analytic floor ``sqrt(floor_i + floor_j)`` where one is given (a rate with few events resamples to
-    degenerate replicates). Returns None when some pair has no positive, finite standard error.
+    Pair standard errors are the bootstrap standard deviation of each pair difference (of each group's, summed,
+    when the family is too large for the pairwise bootstrap), never below the analytic floor
+    ``sqrt(floor_i + floor_j)`` where one is given (a rate with few events resamples to degenerate replicates).
+    Returns None when some pair has no positive, finite standard error.
     """
+    n_pairs = sum(v.size * (v.size - 1) // 2 for v in values)
+    n_replicates = replicates[0].shape[0] if replicates else 0
+    use_bootstrap = n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
     gaps, ses, nulls = [], [], []
-    budget_ok = sum(v.size * (v.size - 1) // 2 for v in values) * (replicates[0].shape[0] if replicates else 0)
-    use_bootstrap = 0 < budget_ok <= PAIR_BUDGET
     for value, reps, floor in zip(values, replicates, variance_floor, strict=True):
         first, second = np.triu_indices(value.size, k=1)
         d = value[first] - value[second]
-        rep_d = reps[:, first] - reps[:, second]
-        with np.errstate(invalid="ignore"):
-            se = np.nanstd(rep_d, axis=0, ddof=1) if reps.shape[0] > 1 else np.full(d.size, np.nan)
+        if use_bootstrap:
+            rep_d = reps[:, first] - reps[:, second]
+            se = np.sqrt(_nan_variance(rep_d))
+        else:
+            group_variance = _nan_variance(reps)
+            se = np.sqrt(group_variance[first] + group_variance[second])
         if floor is not None:
             se = np.fmax(se, np.sqrt(floor[first] + floor[second]))
         if not (np.isfinite(d).all() and np.isfinite(se).all() and (se > 0).all()):
@@ -277,7 +282,17 @@ def pair_family(
     null = None
     if use_bootstrap:
         stacked = np.concatenate(nulls, axis=1)
-        with np.errstate(invalid="ignore"):
-            worst = np.where(np.isfinite(stacked), stacked, -np.inf).max(axis=1)
+        worst = np.where(np.isfinite(stacked), stacked, -np.inf).max(axis=1)
         null = np.sort(worst[np.isfinite(worst)])
     return PairFamily(np.concatenate(gaps), np.concatenate(ses), null, tuple(v.size for v in values))
+
+
+def _nan_variance(replicates: np.ndarray) -> np.ndarray:
+    """Sample variance per column over the defined (finite) replicates; NaN with fewer than two."""
+    defined = np.isfinite(replicates)
+    count = defined.sum(axis=0)
+    filled = np.where(defined, replicates, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = filled.sum(axis=0) / count
+        squares = np.where(defined, (replicates - mean) ** 2, 0.0).sum(axis=0)
+        return np.where(count > 1, squares / (count - 1), np.nan)
