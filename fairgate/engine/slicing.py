@@ -31,6 +31,7 @@ from fairgate.engine.metrics import (
     ratio,
 )
 from fairgate.engine.stats import (
+    Component,
     PairFamily,
     hanley_mcneil_se,
     katz_ratio_interval,
@@ -423,32 +424,43 @@ def _label(group: Group) -> str:
 
 def _family(components: list[MetricValues], use: np.ndarray, summary: str) -> PairFamily | None:
     """The pairwise family of the components over the groups in ``use``: differences of the values, or
-    differences of their logarithms for a ratio (zero counts get the 0.5 continuity correction)."""
+    differences of their logarithms for a ratio. Rates carry analytic variances (Agresti-Caffo: never 0, even
+    with no events), in the data and in every replicate; other metrics use bootstrap standard errors."""
     index = np.flatnonzero(use)
-    values, replicates, floors = [], [], []
+    parts = []
     for v in components:
-        if summary == "difference":
-            value, reps = v.value[index], v.replicates[:, index]
-            floor = _agresti_caffo_variance(*(a[index] for a in v.fraction)) if v.fraction else None
-        elif v.fraction is not None and v.replicate_fraction is not None:
-            value = _log_rate(*(a[index] for a in v.fraction))
-            reps = _log_rate(*(a[:, index] for a in v.replicate_fraction))
-            floor = _katz_variance(*(a[index] for a in v.fraction))
+        if v.fraction is not None and v.replicate_fraction is not None:
+            point = tuple(a[index] for a in v.fraction)
+            reps = tuple(a[:, index] for a in v.replicate_fraction)
+            if summary == "difference":
+                parts.append(
+                    Component(v.value[index], v.replicates[:, index], _rate_variance(*point), _rate_variance(*reps))
+                )
+            else:
+                parts.append(
+                    Component(
+                        _log_rate(*point), _log_rate(*reps), _log_rate_variance(*point), _log_rate_variance(*reps)
+                    )
+                )
+        elif summary == "difference":
+            parts.append(Component(v.value[index], v.replicates[:, index]))
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 value = np.where(v.value[index] > 0, np.log(v.value[index]), np.nan)
-                reps = np.where(v.replicates[:, index] > 0, np.log(v.replicates[:, index]), np.nan)
-            floor = None
-        values.append(value)
-        replicates.append(reps)
-        floors.append(floor)
-    return pair_family(values, replicates, floors)
+                replicated = np.where(v.replicates[:, index] > 0, np.log(v.replicates[:, index]), np.nan)
+            parts.append(Component(value, replicated))
+    return pair_family(parts)
 
 
-def _agresti_caffo_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Variance of a rate with one success and one failure added (Agresti & Caffo 2000): never 0."""
-    adjusted = (successes + 1.0) / (trials + 2.0)
-    return adjusted * (1.0 - adjusted) / (trials + 2.0)
+def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """The rate with one success and one failure added (Agresti & Caffo 2000)."""
+    return (successes + 1.0) / (trials + 2.0)
+
+
+def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """Agresti-Caffo variance of a rate: positive even with 0 or all events; NaN without trials."""
+    adjusted = _adjusted(successes, trials)
+    return np.where(trials > 0, adjusted * (1.0 - adjusted) / (trials + 2.0), np.nan)
 
 
 def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
@@ -458,10 +470,10 @@ def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
         return np.where(trials > 0, np.log((successes + correction) / (trials + correction)), np.nan)
 
 
-def _katz_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Katz's variance of a log rate, 1/x - 1/n, with the 0.5 correction (positive for every x < n)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.clip(1.0 / (successes + 0.5) - 1.0 / (trials + 0.5), 0.0, None)
+def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """Delta-method variance of a log rate from the adjusted rate, (1 - p) / (p (n + 2))."""
+    adjusted = _adjusted(successes, trials)
+    return np.where(trials > 0, (1.0 - adjusted) / (adjusted * (trials + 2.0)), np.nan)
 
 
 def _summary_bounds(family: PairFamily, critical: float, summary: str) -> tuple[float, float]:

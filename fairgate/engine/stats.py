@@ -248,43 +248,56 @@ def _tukey_kramer(level: float, groups: int) -> float:
     return float(_scipy_stats.studentized_range.ppf(level, groups, np.inf)) / np.sqrt(2.0)
 
 
-def pair_family(
-    values: list[np.ndarray], replicates: list[np.ndarray], variance_floor: list[np.ndarray | None]
-) -> PairFamily | None:
-    """The simultaneous pairwise family of one or more components (each (G,) values, (B, G) replicates).
+@dataclass(frozen=True)
+class Component:
+    """One metric's values over the groups of a family: ``value`` (G,), bootstrap ``replicates`` (B, G), and
+    where an analytic variance exists (rates), ``variance`` (G,) and its value in each replicate (B, G)."""
 
-    Pair standard errors are the bootstrap standard deviation of each pair difference (of each group's, summed,
-    when the family is too large for the pairwise bootstrap), never below the analytic floor
-    ``sqrt(floor_i + floor_j)`` where one is given (a rate with few events resamples to degenerate replicates).
-    Returns None when some pair has no positive, finite standard error.
+    value: np.ndarray
+    replicates: np.ndarray
+    variance: np.ndarray | None = None
+    replicate_variance: np.ndarray | None = None
+
+
+def pair_family(components: list[Component]) -> PairFamily | None:
+    """The simultaneous pairwise family of one or more components over the same groups.
+
+    With analytic variances the max-t statistic is studentised in every replicate by that replicate's own
+    standard errors (bootstrap-t: it carries the noise of estimating the SE, which a fixed SE misses); without,
+    pair SEs are the bootstrap standard deviations (of each group's, summed, when the family is too large for
+    the pairwise bootstrap). Returns None when some pair has no positive, finite standard error.
     """
-    n_pairs = sum(v.size * (v.size - 1) // 2 for v in values)
-    n_replicates = replicates[0].shape[0] if replicates else 0
+    n_pairs = sum(c.value.size * (c.value.size - 1) // 2 for c in components)
+    n_replicates = components[0].replicates.shape[0] if components else 0
     use_bootstrap = n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
     gaps, ses, nulls = [], [], []
-    for value, reps, floor in zip(values, replicates, variance_floor, strict=True):
-        first, second = np.triu_indices(value.size, k=1)
-        d = value[first] - value[second]
-        if use_bootstrap:
-            rep_d = reps[:, first] - reps[:, second]
+    for c in components:
+        first, second = np.triu_indices(c.value.size, k=1)
+        d = c.value[first] - c.value[second]
+        rep_d = c.replicates[:, first] - c.replicates[:, second] if use_bootstrap else None
+        if c.variance is not None:
+            se = np.sqrt(c.variance[first] + c.variance[second])
+        elif rep_d is not None:
             se = np.sqrt(_nan_variance(rep_d))
         else:
-            group_variance = _nan_variance(reps)
+            group_variance = _nan_variance(c.replicates)
             se = np.sqrt(group_variance[first] + group_variance[second])
-        if floor is not None:
-            se = np.fmax(se, np.sqrt(floor[first] + floor[second]))
         if not (np.isfinite(d).all() and np.isfinite(se).all() and (se > 0).all()):
             return None
         gaps.append(np.abs(d))
         ses.append(se)
-        if use_bootstrap:
-            nulls.append(np.abs(rep_d - d) / se)
+        if rep_d is not None:
+            rep_se: np.ndarray = se
+            if c.replicate_variance is not None:
+                rep_se = np.sqrt(c.replicate_variance[:, first] + c.replicate_variance[:, second])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                nulls.append(np.abs(rep_d - d) / rep_se)
     null = None
     if use_bootstrap:
         stacked = np.concatenate(nulls, axis=1)
         worst = np.where(np.isfinite(stacked), stacked, -np.inf).max(axis=1)
         null = np.sort(worst[np.isfinite(worst)])
-    return PairFamily(np.concatenate(gaps), np.concatenate(ses), null, tuple(v.size for v in values))
+    return PairFamily(np.concatenate(gaps), np.concatenate(ses), null, tuple(c.value.size for c in components))
 
 
 def _nan_variance(replicates: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 import fairgate
-from fairgate.engine.stats import PairFamily, holm, katz_ratio_interval, pair_family, z_value
+from fairgate.engine.stats import Component, PairFamily, holm, katz_ratio_interval, pair_family, z_value
 
 DP = {"name": "demographic_parity_difference", "threshold": 0.1}
 DI = {"name": "disparate_impact_ratio", "threshold": 0.8}
@@ -46,7 +46,7 @@ def test_two_groups_give_the_folded_normal_interval() -> None:
     """With two groups the critical value is the normal one and the interval folds |d| +/- z se at 0."""
     rng = np.random.default_rng(1)
     reps = np.column_stack([rng.normal(0.30, 0.02, 4000), rng.normal(0.25, 0.03, 4000)])
-    family = pair_family([np.array([0.30, 0.25])], [reps], [None])
+    family = pair_family([Component(np.array([0.30, 0.25]), reps)])
     assert family is not None and family.null is not None
     se = float(np.sqrt(0.02**2 + 0.03**2))
     assert family.se[0] == pytest.approx(se, rel=0.05)
@@ -60,7 +60,7 @@ def test_two_groups_give_the_folded_normal_interval() -> None:
 def test_more_groups_need_a_larger_critical_value_and_it_matches_the_studentized_range() -> None:
     rng = np.random.default_rng(2)
     reps = rng.normal(0.3, 0.02, (4000, 5))
-    family = pair_family([np.full(5, 0.3)], [reps], [None])
+    family = pair_family([Component(np.full(5, 0.3), reps)])
     assert family is not None
     boot = family.critical(0.95)
     studentized = PairFamily(family.gap, family.se, None, (5,)).critical(0.95)
@@ -79,10 +79,11 @@ def test_p_value_and_bounds_agree() -> None:
 
 def test_degenerate_replicates_give_no_family() -> None:
     same = np.full((100, 2), 0.5)
-    assert pair_family([np.array([0.5, 0.5])], [same], [None]) is None
-    # A rate's analytic floor keeps the interval open even when every replicate is equal.
-    floored = pair_family([np.array([0.0, 0.0])], [np.zeros((100, 2))], [np.array([0.01, 0.01])])
-    assert floored is not None and floored.se[0] > 0
+    assert pair_family([Component(np.array([0.5, 0.5]), same)]) is None
+    # A rate's analytic (Agresti-Caffo) variance keeps the interval open even when every replicate is equal.
+    variance = np.array([0.01, 0.01])
+    rate = pair_family([Component(np.zeros(2), np.zeros((100, 2)), variance, np.tile(variance, (100, 1)))])
+    assert rate is not None and rate.se[0] > 0 and rate.critical(0.95) == pytest.approx(z_value(0.95))
 
 
 # ----------------------------------------------------------------------------------- undefined and small
