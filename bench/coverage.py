@@ -158,25 +158,31 @@ def main() -> None:
     parser.add_argument("--n-bootstrap", type=int, default=300)
     parser.add_argument("--gate-replications", type=int, default=None, help="default: --replications")
     parser.add_argument("--skip-coverage", action="store_true")
+    parser.add_argument("--skip-gate", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()
     gate_runs = args.gate_replications or args.replications
     if not args.skip_coverage:
         print_coverage_grid(args.replications, args.n_bootstrap)
+    if not args.skip_gate:
+        print_gate(gate_runs, args.n_bootstrap)
+    print(f"({time.perf_counter() - start:.0f} s)")
+
+
+def print_gate(gate_runs: int, n_bootstrap: int) -> None:
     print(f"2. False-fail rate ({gate_runs} audits each), every group identical (3 attributes with 3, 2, 4 values,")
     print("   intersections on, min_group_size 30, DP/DI/equal opportunity/equalized odds at 0.1/0.8/0.1/0.1)")
     for rows in (3000, 30000):
         for decision in ("evidence_of_violation", "point_estimate"):
-            rate, judged, unsure = gate_rate(rows, gate_runs, args.n_bootstrap, False, decision)
+            rate, judged, unsure = gate_rate(rows, gate_runs, n_bootstrap, False, decision)
             print(
                 f"   {rows:>6} rows, decision {decision:<22}: fails {rate:.3f} "
                 f"(target <= 0.05 for the default rule); {judged:.1f} results judged, {unsure:.1f} inconclusive",
                 flush=True,
             )
     print("3. Power: a0 (~20% of people) has TPR 0.5 vs 0.8 and FPR 0.2 vs 0.1, 30,000 rows, default rule")
-    rate, judged, unsure = gate_rate(30000, gate_runs, args.n_bootstrap, True)
+    rate, judged, unsure = gate_rate(30000, gate_runs, n_bootstrap, True)
     print(f"   fails {rate:.3f} (target >= 0.95); {judged:.1f} results judged, {unsure:.1f} inconclusive")
-    print(f"({time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -458,9 +458,11 @@ def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 
 
 def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Agresti-Caffo variance of a rate: positive even with 0 or all events; NaN without trials."""
+    """Variance of a rate from the adjusted rate, p (1 - p) / n: positive even with 0 or all events (dividing
+    by n + 2 as well would understate it near 1/2); NaN without trials."""
     adjusted = _adjusted(successes, trials)
-    return np.where(trials > 0, adjusted * (1.0 - adjusted) / (trials + 2.0), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(trials > 0, adjusted * (1.0 - adjusted) / trials, np.nan)
 
 
 def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
@@ -471,9 +473,10 @@ def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 
 
 def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Delta-method variance of a log rate from the adjusted rate, (1 - p) / (p (n + 2))."""
+    """Delta-method variance of a log rate from the adjusted rate, (1 - p) / (p n)."""
     adjusted = _adjusted(successes, trials)
-    return np.where(trials > 0, (1.0 - adjusted) / (adjusted * (trials + 2.0)), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(trials > 0, (1.0 - adjusted) / (adjusted * trials), np.nan)
 
 
 def _summary_bounds(family: PairFamily, critical: float, summary: str) -> tuple[float, float]:
