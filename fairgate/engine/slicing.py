@@ -374,7 +374,7 @@ def _summaries(
             point = (difference if summary == "difference" else ratio)(masked)
             low = high = None
             if reason is None and np.isfinite(point):
-                family = _family([v], use, summary)
+                family = _family([v], use, summary, bootstrap=False)
                 if family is None:
                     reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
                 else:
@@ -422,34 +422,41 @@ def _label(group: Group) -> str:
     return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
 
 
-def _family(components: list[MetricValues], use: np.ndarray, summary: str) -> PairFamily | None:
+def _family(
+    components: list[MetricValues], use: np.ndarray, summary: str, *, bootstrap: bool = True
+) -> PairFamily | None:
     """The pairwise family of the components over the groups in ``use``: differences of the values, or
-    differences of their logarithms for a ratio. Rates carry analytic variances (Agresti-Caffo: never 0, even
-    with no events), in the data and in every replicate; other metrics use bootstrap standard errors."""
+    differences of their logarithms for a ratio. Rates carry analytic variances (of the rate with one success
+    and one failure added: never 0, even with no events), in the data and, for the bootstrap-t critical value,
+    in every replicate; other metrics use bootstrap standard errors. ``bootstrap=False``: the studentized range
+    gives the critical value (the descriptive ``summaries`` of every group metric, to stay fast)."""
     index = np.flatnonzero(use)
-    parts = []
-    for v in components:
-        if v.fraction is not None and v.replicate_fraction is not None:
-            point = tuple(a[index] for a in v.fraction)
-            reps = tuple(a[:, index] for a in v.replicate_fraction)
-            if summary == "difference":
-                parts.append(
-                    Component(v.value[index], v.replicates[:, index], _rate_variance(*point), _rate_variance(*reps))
-                )
-            else:
-                parts.append(
-                    Component(
-                        _log_rate(*point), _log_rate(*reps), _log_rate_variance(*point), _log_rate_variance(*reps)
-                    )
-                )
-        elif summary == "difference":
-            parts.append(Component(v.value[index], v.replicates[:, index]))
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                value = np.where(v.value[index] > 0, np.log(v.value[index]), np.nan)
-                replicated = np.where(v.replicates[:, index] > 0, np.log(v.replicates[:, index]), np.nan)
-            parts.append(Component(value, replicated))
-    return pair_family(parts)
+    return pair_family([_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
+
+
+def _component(v: MetricValues, index: np.ndarray, summary: str, bootstrap: bool) -> Component:
+    reps = v.replicates[:, index]
+    if v.fraction is not None and v.replicate_fraction is not None:
+        point = tuple(a[index] for a in v.fraction)
+        replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
+        if summary == "difference":
+            return Component(
+                v.value[index], reps, _rate_variance(*point), _rate_variance(*replicated) if replicated else None
+            )
+        return Component(
+            _log_rate(*point),
+            _log_rate(*replicated) if replicated else _log(reps),
+            _log_rate_variance(*point),
+            _log_rate_variance(*replicated) if replicated else None,
+        )
+    if summary == "difference":
+        return Component(v.value[index], reps)
+    return Component(_log(v.value[index]), _log(reps))
+
+
+def _log(values: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(values > 0, np.log(values), np.nan)
 
 
 def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:

@@ -10,9 +10,11 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize
 from scipy import stats as _scipy_stats
 
 
+@functools.lru_cache(maxsize=256)
 def z_value(confidence_level: float) -> float:
     """The two-sided normal quantile for a confidence level.
 
@@ -210,7 +212,12 @@ class PairFamily:
         """The max-t critical value c with P(max_ij |t_ij| <= c) ~ level, never below the one-pair normal one."""
         floor = z_value(level)
         if self.null is not None and self.null.size >= 20:
-            return max(floor, float(np.quantile(self.null, level)))
+            # ``null`` is sorted: numpy's default (linear) quantile, read off directly.
+            position = level * (self.null.size - 1)
+            below = int(position)
+            above = min(below + 1, self.null.size - 1)
+            quantile = self.null[below] + (position - below) * (self.null[above] - self.null[below])
+            return max(floor, float(quantile))
         return max(floor, self._studentized_range_critical(level))
 
     def _studentized_range_critical(self, level: float) -> float:
@@ -231,7 +238,7 @@ class PairFamily:
         t = float(np.max((self.gap - threshold) / self.se))
         if t <= 0:
             return 1.0
-        bound = sum(float(_scipy_stats.studentized_range.sf(t * np.sqrt(2.0), g, np.inf)) for g in self.sizes)
+        bound = sum(studentized_range_sf(t * np.sqrt(2.0), g) for g in self.sizes)
         boot = float(np.mean(self.null >= t)) if self.null is not None and self.null.size >= 20 else 0.0
         return min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
 
@@ -241,11 +248,32 @@ class PairFamily:
         return threshold + (self.critical(level) + float(_scipy_stats.norm.ppf(power))) * float(np.max(self.se))
 
 
-@functools.lru_cache(maxsize=512)
+_GRID = np.linspace(-9.0, 9.0, 3601)
+_GRID_DENSITY = _scipy_stats.norm.pdf(_GRID)
+_GRID_CDF = _scipy_stats.norm.cdf(_GRID)
+
+
+def studentized_range_sf(q: float, groups: int) -> float:
+    """P(range of ``groups`` independent standard normals > q): the studentized range with infinite degrees
+    of freedom, by quadrature of k * integral phi(z) (Phi(z) - Phi(z - q))^(k-1) dz (scipy's own is ~100x slower).
+
+    >>> round(studentized_range_sf(3.314, 3), 3), round(studentized_range_sf(2.772, 2), 3)
+    (0.05, 0.05)
+    """
+    if groups < 2 or q <= 0:
+        return 1.0
+    inside = np.clip(_GRID_CDF - _scipy_stats.norm.cdf(_GRID - q), 0.0, 1.0)
+    cdf = groups * np.trapezoid(_GRID_DENSITY * inside ** (groups - 1), _GRID)
+    return float(min(1.0, max(0.0, 1.0 - cdf)))
+
+
+@functools.lru_cache(maxsize=1024)
 def _tukey_kramer(level: float, groups: int) -> float:
+    """The Tukey-Kramer critical value q(level, groups, inf) / sqrt(2) for standardised pair differences."""
     if groups < 2:
         return 0.0
-    return float(_scipy_stats.studentized_range.ppf(level, groups, np.inf)) / np.sqrt(2.0)
+    q = optimize.brentq(lambda x: studentized_range_sf(x, groups) - (1.0 - level), 1e-6, 40.0, xtol=1e-10)
+    return float(q) / np.sqrt(2.0)
 
 
 @dataclass(frozen=True)
@@ -259,17 +287,18 @@ class Component:
     replicate_variance: np.ndarray | None = None
 
 
-def pair_family(components: list[Component]) -> PairFamily | None:
+def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairFamily | None:
     """The simultaneous pairwise family of one or more components over the same groups.
 
     With analytic variances the max-t statistic is studentised in every replicate by that replicate's own
     standard errors (bootstrap-t: it carries the noise of estimating the SE, which a fixed SE misses); without,
     pair SEs are the bootstrap standard deviations (of each group's, summed, when the family is too large for
-    the pairwise bootstrap). Returns None when some pair has no positive, finite standard error.
+    the pairwise bootstrap). ``bootstrap=False`` takes the critical value from the studentized range
+    (cheaper; conservative). Returns None when some pair has no positive, finite standard error.
     """
     n_pairs = sum(c.value.size * (c.value.size - 1) // 2 for c in components)
     n_replicates = components[0].replicates.shape[0] if components else 0
-    use_bootstrap = n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
+    use_bootstrap = bootstrap and n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
     gaps, ses, nulls = [], [], []
     for c in components:
         first, second = np.triu_indices(c.value.size, k=1)
@@ -287,16 +316,19 @@ def pair_family(components: list[Component]) -> PairFamily | None:
         gaps.append(np.abs(d))
         ses.append(se)
         if rep_d is not None:
-            rep_se: np.ndarray = se
+            # Squared standardised deviations (no square root per replicate and pair); undefined ones count -1.
+            variance = se**2
             if c.replicate_variance is not None:
-                rep_se = np.sqrt(c.replicate_variance[:, first] + c.replicate_variance[:, second])
+                variance = c.replicate_variance[:, first] + c.replicate_variance[:, second]
+            rep_d -= d
+            np.square(rep_d, out=rep_d)
             with np.errstate(divide="ignore", invalid="ignore"):
-                nulls.append(np.abs(rep_d - d) / rep_se)
+                rep_d /= variance
+            nulls.append(np.nan_to_num(rep_d, nan=-1.0, posinf=-1.0).max(axis=1))
     null = None
     if use_bootstrap:
-        stacked = np.concatenate(nulls, axis=1)
-        worst = np.where(np.isfinite(stacked), stacked, -np.inf).max(axis=1)
-        null = np.sort(worst[np.isfinite(worst)])
+        worst = np.max(nulls, axis=0)
+        null = np.sqrt(np.sort(worst[worst >= 0]))
     return PairFamily(np.concatenate(gaps), np.concatenate(ses), null, tuple(c.value.size for c in components))
 
 

@@ -14,7 +14,15 @@ import polars as pl
 import pytest
 
 import fairgate
-from fairgate.engine.stats import Component, PairFamily, holm, katz_ratio_interval, pair_family, z_value
+from fairgate.engine.stats import (
+    Component,
+    PairFamily,
+    holm,
+    katz_ratio_interval,
+    pair_family,
+    studentized_range_sf,
+    z_value,
+)
 
 DP = {"name": "demographic_parity_difference", "threshold": 0.1}
 DI = {"name": "disparate_impact_ratio", "threshold": 0.8}
@@ -191,3 +199,11 @@ def test_intervals_cover_a_moderate_gap_in_small_groups(h: Any) -> None:
     coverage = _coverage(h, 5, 50, np.linspace(0.7, 0.8, 5), np.linspace(0.2, 0.25, 5), runs=150)
     print(f"coverage at a moderate gap, 5 groups of 50: {coverage}")
     assert min(coverage.values()) >= 0.88, coverage
+
+
+@pytest.mark.parametrize(("q", "groups"), [(2.772, 2), (3.314, 3), (4.0, 5), (5.0, 20), (6.5, 80), (8.0, 10)])
+def test_studentized_range_matches_scipy(q: float, groups: int) -> None:
+    from scipy import stats
+
+    expected = stats.studentized_range.sf(q, groups, np.inf)
+    assert studentized_range_sf(q, groups) == pytest.approx(expected, rel=1e-6, abs=1e-12)
