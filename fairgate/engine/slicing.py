@@ -379,10 +379,12 @@ def _summaries(
                     reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
                 else:
                     low, high = _summary_bounds(family, family.critical(level), summary)
+            elif reason is None:
+                reason = f"the {summary} is undefined (fewer than 2 groups with a value, or a largest value of 0)"
             entry[summary] = _num(point)
             entry[f"{summary}_ci_low"], entry[f"{summary}_ci_high"] = low, high
         entry["n_groups_judged"] = int(use.sum())
-        entry["interval_method"] = INTERVAL_METHOD
+        entry["interval_method"] = _method(None)
         if reason is not None:
             entry["interval_reason"] = reason
         if np.isfinite(masked).any():
@@ -392,7 +394,9 @@ def _summaries(
     return out
 
 
-INTERVAL_METHOD = "max-t simultaneous pairwise intervals (bootstrap SEs), folded into the range"
+def _method(family: PairFamily | None) -> str:
+    critical = "bootstrap-t max-t" if family is not None and family.null is not None else "studentized range"
+    return f"simultaneous intervals of all pairwise differences ({critical} critical value), folded into the range"
 
 
 def _interval_obstacle(
@@ -566,7 +570,8 @@ def _attach_interval(
         entry["reason"] = reason
         return
     entry["ci_low"], entry["ci_high"] = _summary_bounds(family, family.critical(level), summary)
-    entry["interval_method"] = "bootstrap standard error" if isinstance(metric, PopulationIndex) else INTERVAL_METHOD
+    population = isinstance(metric, PopulationIndex)
+    entry["interval_method"] = "normal, bootstrap standard error" if population else _method(family)
     entry["_family"] = family
     entry["_summary"] = summary
 
