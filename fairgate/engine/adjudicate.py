@@ -159,7 +159,7 @@ def _adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: f
         if partner is not None and key in adjusted_of:
             c["p_value_adjusted"] = adjusted_of[key]
             c["significant"] = adjusted_of[key] < significance_level
-            c["p_value_family"] += f" (the test of {partner}, shared: counted once)"
+            c["p_value_family"] += f" (the same test as {partner}'s, counted once)"
 
 
 # ----------------------------------------------------------------------------------------------- judging
