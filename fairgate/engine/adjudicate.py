@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +16,7 @@ from fairgate.engine import diagnostics
 from fairgate.engine.cube import Cube
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.slicing import SlicingResult
-from fairgate.engine.stats import benjamini_hochberg
+from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
 
@@ -40,13 +42,9 @@ def adjudicate(
     model = model or ModelInfo()
     parts = sorted(parts, key=lambda p: (len(p.slicing), p.slicing))
     comparisons = [c for part in parts for c in part.comparisons]
-    adjusted = benjamini_hochberg(np.array([_nan(c["p_value"]) for c in comparisons]))
-    alpha = policy.statistics.significance_level
-    for comparison, p in zip(comparisons, adjusted, strict=True):
-        comparison["p_value_adjusted"] = None if np.isnan(p) else float(p)
-        comparison["significant"] = bool(np.isfinite(p) and p < alpha)
+    _adjust_comparisons(comparisons, policy.statistics.significance_level)
 
-    results = [_judge(entry, policy) for part in parts for entry in part.results]
+    results = _judge_all([entry for part in parts for entry in part.results], policy)
     verdict, detail = _verdict(results, policy)
     population = next(p for p in parts if not p.slicing)
     document: dict[str, Any] = {
@@ -119,18 +117,131 @@ def adjudicate(
     return AuditResult(document)
 
 
+# ----------------------------------------------------------------------------------------------- comparisons
+#: A rate and its complement (FNR = 1 - TPR, ...) give the same test: only the first of each pair is counted.
+COMPLEMENT_OF = {
+    "false_negative_rate": "true_positive_rate",
+    "true_negative_rate": "false_positive_rate",
+    "false_discovery_rate": "positive_predictive_value",
+    "false_omission_rate": "negative_predictive_value",
+}
+#: Properties of the data, not of the model: adjusted within their own family, never counted as model tests.
+DESCRIPTIVE = frozenset({"base_rate"})
+
+
+def _adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: float) -> None:
+    """Benjamini-Hochberg within each (metric, slicing) family over the judged (sufficient) groups.
+
+    A complement shares its rate's adjusted p-value (counted once); base rates form descriptive families.
+    Each comparison records its family (``p_value_family``) and whether it was counted as a test (``tested``).
+    """
+    families: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
+    for i, c in enumerate(comparisons):
+        tested_as = COMPLEMENT_OF.get(c["metric"], c["metric"])
+        c["p_value_family"] = f"{tested_as} within {' x '.join(c['slicing'])}"
+        if c["metric"] in DESCRIPTIVE:
+            c["p_value_family"] += " (descriptive: a property of the data, not a test of the model)"
+        c["p_value_adjusted"], c["significant"], c["tested"] = None, False, False
+        if c["metric"] not in COMPLEMENT_OF and c.get("sufficient", True) and c["p_value"] is not None:
+            families[(c["metric"], tuple(c["slicing"]))].append(i)
+    adjusted_of: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], float] = {}
+    for (metric, slicing), members in families.items():
+        adjusted = benjamini_hochberg(np.array([comparisons[i]["p_value"] for i in members], dtype=float))
+        for i, p in zip(members, adjusted, strict=True):
+            c = comparisons[i]
+            c["p_value_adjusted"], c["significant"] = float(p), bool(p < significance_level)
+            c["tested"] = metric not in DESCRIPTIVE
+            c["p_value_family_size"] = len(members)
+            adjusted_of[(metric, slicing, tuple(sorted(c["group"].items())))] = float(p)
+    for c in comparisons:
+        partner = COMPLEMENT_OF.get(c["metric"])
+        key = (partner or "", tuple(c["slicing"]), tuple(sorted(c["group"].items())))
+        if partner is not None and key in adjusted_of:
+            c["p_value_adjusted"] = adjusted_of[key]
+            c["significant"] = adjusted_of[key] < significance_level
+            c["p_value_family"] += f" (the same test as {partner}'s, counted once)"
+
+
+# ----------------------------------------------------------------------------------------------- judging
+def _judge_all(entries: list[dict[str, Any]], policy: Policy) -> list[dict[str, Any]]:
+    """Judge every result; the gate's family-wise error over the whole audit is at most ``statistics.alpha``.
+
+    Each result with an interval has a one-sided max-t p-value for "the disparity is beyond the threshold";
+    Holm's step-down over all of them decides which lie beyond at the audit-wide level (``fail``).
+    """
+    alpha = policy.statistics.alpha
+    tests = [_violation_test(entry, policy) for entry in entries]
+    raw = np.array([np.nan if t is None else t[0] for t in tests])
+    adjusted = holm(raw)
+    n_tests = int(np.isfinite(raw).sum())
+    judged = []
+    for entry, test, p, p_adj in zip(entries, tests, raw, adjusted, strict=True):
+        result = _judge(entry, policy)
+        family: PairFamily | None = entry.get("_family")
+        if test is not None and family is not None:
+            _, threshold = test
+            result["p_value_violation"] = float(p)
+            result["p_value_violation_adjusted"] = float(p_adj)
+            level = 1.0 - alpha / max(n_tests, 1)
+            detectable = family.detectable(threshold, level)
+            result["detectable_disparity"] = math.exp(-detectable) if entry["_summary"] == "ratio" else detectable
+            status, reason = _status(result, family, entry["_summary"], threshold, float(p_adj), policy)
+        else:
+            status, reason = "insufficient_data", entry.get("reason") or "the value is undefined"
+        result["status"], result["reason"] = status, reason
+        judged.append(result)
+    return judged
+
+
+def _violation_test(entry: dict[str, Any], policy: Policy) -> tuple[float, float] | None:
+    """(one-sided p-value, threshold on the family's scale) of "the disparity is beyond the threshold"."""
+    family: PairFamily | None = entry.get("_family")
+    if family is None:
+        return None
+    threshold = policy.rule_for(entry["metric"], tuple(entry["slicing"])).threshold
+    if entry["_summary"] == "ratio":
+        if threshold <= 0:
+            return 1.0, math.inf  # a ratio is never below 0
+        threshold = -math.log(threshold)  # ratio < t  <=>  log range > -log t
+    return family.p_beyond(threshold), threshold
+
+
+def _status(
+    result: dict[str, Any], family: PairFamily, summary: str, threshold: float, p_adjusted: float, policy: Policy
+) -> tuple[str, str]:
+    """Status and its reason from the interval (or, for ``point_estimate``, the point) against the threshold."""
+    alpha = policy.statistics.alpha
+    shown = f"{result['value']:.4g} (interval [{result['ci_low']:.4g}, {result['ci_high']:.4g}])"
+    if policy.ci_cd_gate.decision == "point_estimate":
+        higher = result["direction"] == "higher_is_better"
+        value, limit = result["value"], result["threshold"]
+        passed = value >= limit - _TOLERANCE if higher else value <= limit + _TOLERANCE
+        word = "within" if passed else "beyond"
+        return ("pass" if passed else "fail"), (
+            f"point estimate {value:.4g} is {word} the threshold {limit:g} (decision: point_estimate, which "
+            "fails fair models more often the more groups are compared)"
+        )
+    if p_adjusted <= alpha:
+        return "fail", (
+            f"{shown}: the disparity is beyond the threshold {result['threshold']:g} with audit-wide "
+            f"confidence {1 - alpha:g} (Holm-adjusted p = {p_adjusted:.3g})"
+        )
+    _, upper = family.bounds(family.critical(1.0 - alpha))
+    if upper <= threshold + _TOLERANCE:
+        return "pass", (
+            f"{shown}: the disparity is within the threshold {result['threshold']:g} with confidence {1 - alpha:g}"
+        )
+    return "inconclusive", (
+        f"{shown}: the data can neither show a disparity beyond the threshold {result['threshold']:g} nor rule "
+        f"one out (Holm-adjusted p = {p_adjusted:.3g}); a disparity of {result['detectable_disparity']:.3g} "
+        "would be detected with 80% power"
+    )
+
+
 def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
     slicing = tuple(entry["slicing"])
     rule = policy.rule_for(entry["metric"], slicing)
     value, low, high = entry["value"], entry["ci_low"], entry["ci_high"]
-    higher = rule.direction == "higher_is_better"
-    if value is None:
-        status, uncertain = "insufficient_data", False
-    else:
-        # A value equal to the threshold up to float rounding passes (sums in another order must not flip it).
-        passed = value >= rule.threshold - _TOLERANCE if higher else value <= rule.threshold + _TOLERANCE
-        status = "pass" if passed else "fail"
-        uncertain = low is not None and high is not None and low <= rule.threshold <= high
     judged = {
         "metric": entry["metric"],
         "slicing": entry["slicing"],
@@ -139,8 +250,10 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         "ci_high": high,
         "threshold": rule.threshold,
         "direction": rule.direction,
-        "status": status,
-        "uncertain": uncertain,
+        "status": "insufficient_data",
+        "reason": None,
+        # Kept for compatibility: the interval at the reporting level contains the threshold.
+        "uncertain": low is not None and high is not None and low <= rule.threshold <= high,
         "critical": rule.critical,
         "worst_group": None,
         "best_group": None,
@@ -156,16 +269,23 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         "insufficient_groups",
         "override_reasons",
         "unavailable",
+        "interval_method",
     ):
         if key in entry:
             judged[key] = entry[key]
     return judged
 
 
+def _failing(results: list[dict[str, Any]], decision: str) -> list[dict[str, Any]]:
+    """The results that fail the gate under the decision rule (inconclusive fails only under compliance)."""
+    failing = ("fail", "inconclusive") if decision == "evidence_of_compliance" else ("fail",)
+    return [r for r in results if r["status"] in failing]
+
+
 def _verdict(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[str, Any]]:
     gate = policy.ci_cd_gate
-    judged = [r for r in results if r["status"] in ("pass", "fail")]
-    failed = [r for r in judged if r["status"] == "fail"]
+    judged = [r for r in results if r["status"] in ("pass", "fail", "inconclusive")]
+    failed = _failing(judged, gate.decision)
     if not judged:
         fails = True  # nothing could be judged (too few people per group): never a silent pass
     elif gate.fail_on == "any":
@@ -174,28 +294,31 @@ def _verdict(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[s
         fails = len(failed) * 2 > len(judged)
     else:
         fails = any(r["critical"] for r in failed)
+    inconclusive = [r for r in judged if r["status"] == "inconclusive"]
     detail = {
         "fail_on": gate.fail_on,
+        "decision": gate.decision,
+        "alpha": policy.statistics.alpha,
+        "multiplicity": "holm",
+        "n_tests": sum("p_value_violation" in r for r in results),
         "gate_enabled": gate.enabled,
         "critical_metrics": list(gate.critical_metrics),
         "n_results": len(results),
         "n_judged": len(judged),
         "n_failed": len(failed),
+        "n_inconclusive": len(inconclusive),
         "n_uncertain": sum(r["uncertain"] for r in results),
         "n_insufficient": len(results) - len(judged),
         "nothing_judged": not judged,
-        "failed": [
-            {
-                "metric": r["metric"],
-                "slicing": r["slicing"],
-                "value": r["value"],
-                "threshold": r["threshold"],
-                "critical": r["critical"],
-            }
-            for r in failed
-        ],
+        "failed": [_brief(r) for r in failed],
+        "inconclusive": [_brief(r) for r in inconclusive],
     }
     return ("fail" if fails else "pass"), detail
+
+
+def _brief(result: dict[str, Any]) -> dict[str, Any]:
+    keys = ("metric", "slicing", "value", "ci_low", "ci_high", "threshold", "critical", "status")
+    return {k: result[k] for k in keys}
 
 
 def _values_of(parts: list[SlicingResult], attribute: str) -> list[str]:
@@ -216,7 +339,3 @@ def _favourable_note(label: int) -> str:
         "The favourable outcome is label 0 (e.g. not flagged high-risk): labels and predictions are recoded so "
         "that selection rate, true positive rate and the other rates count the favourable outcome, as AIF360 does."
     )
-
-
-def _nan(value: float | None) -> float:
-    return float("nan") if value is None else value

@@ -145,6 +145,10 @@ class GroupMetric:
     def compute(self, counts: GroupCounts) -> np.ndarray:
         raise NotImplementedError
 
+    def events(self, counts: GroupCounts) -> np.ndarray:
+        """The number of people the metric rests on in each group (checked against ``statistics.min_events``)."""
+        return counts.n
+
 
 class Rate(GroupMetric):
     """A proportion: the sum of some counts over the sum of others. Intervals are Wilson score intervals."""
@@ -159,6 +163,11 @@ class Rate(GroupMetric):
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
         return _divide(counts.total(self.numerator), counts.total(self.denominator))
+
+    def events(self, counts: GroupCounts) -> np.ndarray:
+        """The rate's denominator: positives for TPR/FNR, negatives for FPR/TNR, predicted positives for
+        PPV/FDR, predicted negatives for NPV/FOR, everyone for selection rate."""
+        return counts.total(self.denominator)
 
 
 _ALL = ("tp", "fp", "tn", "fn")
@@ -345,6 +354,10 @@ class RocAuc(GroupMetric):
     def compute(self, counts: GroupCounts) -> np.ndarray:  # pragma: no cover - computed from score tables
         raise TypeError("roc_auc is computed from the score table by fairgate.engine.auc, not from counts")
 
+    def events(self, counts: GroupCounts) -> np.ndarray:
+        """AUC rests on the smaller of the positives and the negatives."""
+        return np.minimum(counts.tp + counts.fn, counts.fp + counts.tn)
+
 
 #: Group metrics computed from the cube's counts (everything but the row-level AUC).
 def count_metrics() -> dict[str, GroupMetric]:
@@ -434,9 +447,11 @@ class WorstCaseOf(SummaryOf):
         return f"the worst {self.summary} between groups over {joined}"
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """The worst component; undefined (NaN) when any component is undefined, never the other one alone
+        (a group without negatives has no FPR, and equalized odds cannot be judged from TPR only)."""
         summarise = difference if self.summary == "difference" else ratio
         each = np.stack([summarise(values[base]) for base in self.bases])
-        reduce = np.fmax.reduce if self.summary == "difference" else np.fmin.reduce
+        reduce = np.maximum.reduce if self.summary == "difference" else np.minimum.reduce
         return reduce(each, axis=0)
 
 

@@ -19,11 +19,24 @@ from scipy import sparse
 from fairgate.engine import auc as auc_module
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
-from fairgate.engine.metrics import GroupCounts, Rate, count_metrics, difference, policy_metric, ratio
+from fairgate.engine.metrics import (
+    GroupCounts,
+    PolicyMetric,
+    PopulationIndex,
+    Rate,
+    SummaryOf,
+    count_metrics,
+    difference,
+    policy_metric,
+    ratio,
+)
 from fairgate.engine.stats import (
+    Component,
+    PairFamily,
     hanley_mcneil_se,
     katz_ratio_interval,
     newcombe_interval,
+    pair_family,
     percentile_interval,
     two_proportion_p_value,
     wilson_interval,
@@ -65,6 +78,11 @@ class MetricValues:
     ci_low: np.ndarray
     ci_high: np.ndarray
     replicates: np.ndarray  # (replicates, groups); dropped before the result leaves the task
+    events: np.ndarray | None = None  # people each group's value rests on (the rate's denominator)
+    # Rates only: the successes and trials of the point estimate and of every replicate, for log-ratios and
+    # the analytic variance floors of the simultaneous intervals.
+    fraction: tuple[np.ndarray, np.ndarray] | None = None
+    replicate_fraction: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -110,9 +128,12 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
         reps = metric.compute(boot)
         if isinstance(metric, Rate):
             low, high = wilson_interval(*metric.fraction(point), z)
+            values[name] = MetricValues(
+                value, low, high, reps, metric.events(point), metric.fraction(point), metric.fraction(boot)
+            )
         else:
             low, high = percentile_interval(reps, level, value)
-        values[name] = MetricValues(value, low, high, reps)
+            values[name] = MetricValues(value, low, high, reps, metric.events(point))
     roc_curves: list[dict[str, Any]] = []
     if cube.scores is not None and wants_auc(slicing, policy):
         runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
@@ -121,7 +142,8 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
         # Parametric replicates from the normal approximation, kept inside AUC's range.
         reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, n_groups)), 0.0, 1.0)
-        values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps)
+        events = np.minimum(np.asarray(n_pos, dtype=float), np.asarray(n_neg, dtype=float))
+        values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps, events)
         if len(slicing) <= 1:
             roc_curves = auc_module.roc_curves(runs, groups, slicing)
 
@@ -139,7 +161,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
             for name, v in values.items()
         },
         comparisons=_comparisons(slicing, groups, values, point, reference_index, eligible, z, level),
-        summaries=_summaries(slicing, groups, values, eligible, level),
+        summaries=_summaries(slicing, groups, values, eligible, level, stats.min_events),
         results=_policy_results(slicing, groups, values, eligible, policy, level),
         counts={k: getattr(point, k).tolist() for k in ("tp", "fp", "tn", "fn")},
         roc=roc_curves,
@@ -365,25 +387,149 @@ def _masked(values: np.ndarray, eligible: np.ndarray) -> np.ndarray:
 
 
 def _summaries(
-    slicing: Slicing, groups: list[Group], values: dict[str, MetricValues], eligible: np.ndarray, level: float
+    slicing: Slicing,
+    groups: list[Group],
+    values: dict[str, MetricValues],
+    eligible: np.ndarray,
+    level: float,
+    min_events: int,
 ) -> list[dict[str, Any]]:
-    """Difference (max - min) and ratio (min / max) of every group metric over eligible groups."""
+    """Difference (max - min) and ratio (min / max) of every group metric over eligible groups, each with a
+    simultaneous (max-t) interval folded into the range; no interval where a group has too few events."""
     if len(groups) < 2:
         return []
     out = []
     for name, v in values.items():
         entry: dict[str, Any] = {"metric": name, "slicing": list(slicing)}
-        for summary, summarise in (("difference", difference), ("ratio", ratio)):
-            point = summarise(_masked(v.value, eligible))
-            low, high = percentile_interval(summarise(_masked(v.replicates, eligible)), level, point)
-            entry[summary] = _num(point)
-            entry[f"{summary}_ci_low"], entry[f"{summary}_ci_high"] = _num(low), _num(high)
         masked = _masked(v.value, eligible)
+        use = eligible & np.isfinite(v.value)
+        reason = _interval_obstacle(groups, {name: v}, use, min_events)
+        for summary in ("difference", "ratio"):
+            point = (difference if summary == "difference" else ratio)(masked)
+            low = high = None
+            if reason is None and np.isfinite(point):
+                family = _family([v], use, summary, bootstrap=False)
+                if family is None:
+                    reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
+                else:
+                    low, high = _summary_bounds(family, family.critical(level), summary)
+            elif reason is None:
+                reason = f"the {summary} is undefined (fewer than 2 groups with a value, or a largest value of 0)"
+            entry[summary] = _num(point)
+            entry[f"{summary}_ci_low"], entry[f"{summary}_ci_high"] = low, high
+        entry["n_groups_judged"] = int(use.sum())
+        entry["interval_method"] = _method(None)
+        if reason is not None:
+            entry["interval_reason"] = reason
         if np.isfinite(masked).any():
             entry["max_group"] = groups[int(np.nanargmax(masked))]
             entry["min_group"] = groups[int(np.nanargmin(masked))]
         out.append(entry)
     return out
+
+
+def _method(family: PairFamily | None) -> str:
+    critical = "bootstrap-t max-t" if family is not None and family.null is not None else "studentized range"
+    return f"simultaneous intervals of all pairwise differences ({critical} critical value), folded into the range"
+
+
+def _interval_obstacle(
+    groups: list[Group], values: dict[str, MetricValues], use: np.ndarray, min_events: int
+) -> str | None:
+    """Why no valid interval can be given over the groups in ``use`` (None when one can)."""
+    if int(use.sum()) < 2:
+        return f"fewer than 2 groups can be compared ({int(use.sum())} judged)"
+    for name, v in values.items():
+        if v.events is None:
+            continue
+        short = [i for i in np.flatnonzero(use) if v.events[i] < min_events]
+        if short:
+            listed = ", ".join(f"{_label(groups[i])} ({v.events[i]:g})" for i in short[:5])
+            more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+            return (
+                f"{name} rests on fewer than min_events={min_events} people in {listed}{more}: "
+                "its interval would be unreliable"
+            )
+        undefined = [i for i in np.flatnonzero(use) if not np.isfinite(v.value[i])]
+        if undefined:
+            return f"{name} is undefined in {_label(groups[undefined[0]])}"
+    return None
+
+
+def _label(group: Group) -> str:
+    return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
+
+
+def _family(
+    components: list[MetricValues], use: np.ndarray, summary: str, *, bootstrap: bool = True
+) -> PairFamily | None:
+    """The pairwise family of the components over the groups in ``use``: differences of the values, or
+    differences of their logarithms for a ratio. Rates carry analytic variances (of the rate with one success
+    and one failure added: never 0, even with no events), in the data and, for the bootstrap-t critical value,
+    in every replicate; other metrics use bootstrap standard errors. ``bootstrap=False``: the studentized range
+    gives the critical value (the descriptive ``summaries`` of every group metric, to stay fast)."""
+    index = np.flatnonzero(use)
+    return pair_family([_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
+
+
+def _component(v: MetricValues, index: np.ndarray, summary: str, bootstrap: bool) -> Component:
+    reps = v.replicates[:, index]
+    if v.fraction is not None and v.replicate_fraction is not None:
+        point = tuple(a[index] for a in v.fraction)
+        replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
+        if summary == "difference":
+            return Component(
+                v.value[index], reps, _rate_variance(*point), _rate_variance(*replicated) if replicated else None
+            )
+        return Component(
+            _log_rate(*point),
+            _log_rate(*replicated) if replicated else _log(reps),
+            _log_rate_variance(*point),
+            _log_rate_variance(*replicated) if replicated else None,
+        )
+    if summary == "difference":
+        return Component(v.value[index], reps)
+    return Component(_log(v.value[index]), _log(reps))
+
+
+def _log(values: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(values > 0, np.log(values), np.nan)
+
+
+def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """The rate with one success and one failure added (Agresti & Caffo 2000)."""
+    return (successes + 1.0) / (trials + 2.0)
+
+
+def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """Variance of a rate from the adjusted rate, p (1 - p) / n: positive even with 0 or all events (dividing
+    by n + 2 as well would understate it near 1/2); NaN without trials."""
+    adjusted = _adjusted(successes, trials)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(trials > 0, adjusted * (1.0 - adjusted) / trials, np.nan)
+
+
+def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """log(successes / trials), with 0.5 added to both where successes is 0; NaN without trials."""
+    correction = np.where(successes == 0, 0.5, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(trials > 0, np.log((successes + correction) / (trials + correction)), np.nan)
+
+
+def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """Delta-method variance of a log rate from the adjusted rate, (1 - p) / (p n)."""
+    adjusted = _adjusted(successes, trials)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(trials > 0, (1.0 - adjusted) / (adjusted * trials), np.nan)
+
+
+def _summary_bounds(family: PairFamily, critical: float, summary: str) -> tuple[float, float]:
+    """The folded interval of a difference, or of a ratio from the interval of its log range."""
+    low, high = family.bounds(critical)
+    if summary == "difference":
+        return low, high
+    return float(np.exp(-high)), float(np.exp(-low))
 
 
 def _policy_results(
@@ -394,7 +540,8 @@ def _policy_results(
     policy: Policy,
     level: float,
 ) -> list[dict[str, Any]]:
-    """The policy's metrics on this slicing: value and bootstrap interval (judged later)."""
+    """The policy's metrics on this slicing: value and simultaneous interval, and the pairwise family the
+    gate tests (``_family``, dropped when judged). Why a result cannot be judged goes to ``reason``."""
     out = []
     for rule in policy.metrics:
         metric = policy_metric(rule.name)
@@ -415,12 +562,12 @@ def _policy_results(
         }
         if missing:
             entry.update(value=None, ci_low=None, ci_high=None, unavailable=f"needs {missing}: give scores")
+            entry["reason"] = f"needs {missing}: the audited data has no scores"
             out.append(entry)
             continue
         point = metric.evaluate({b: _masked(values[b].value, use) for b in metric.bases})
-        reps = metric.evaluate({b: _masked(values[b].replicates, use) for b in metric.bases})
-        low, high = percentile_interval(reps, level, point)
-        entry.update(value=_num(point), ci_low=_num(low), ci_high=_num(high))
+        entry.update(value=_num(point), ci_low=None, ci_high=None)
+        _attach_interval(entry, metric, groups, values, use, policy, level)
         base = values[metric.bases[0]].value
         masked = _masked(base, use)
         if slicing and np.isfinite(masked).any():
@@ -428,6 +575,57 @@ def _policy_results(
             entry["min_group"] = groups[int(np.nanargmin(masked))]
         out.append(entry)
     return out
+
+
+def _attach_interval(
+    entry: dict[str, Any],
+    metric: PolicyMetric,
+    groups: list[Group],
+    values: dict[str, MetricValues],
+    use: np.ndarray,
+    policy: Policy,
+    level: float,
+) -> None:
+    """The result's interval at the reporting level and the family the gate tests; or the reason there is none."""
+    components = {b: values[b] for b in metric.bases}
+    if isinstance(metric, PopulationIndex):
+        family = _population_family(values[metric.bases[0]])
+        summary = "difference"
+        reason = None if family is not None else "the bootstrap replicates are degenerate"
+    else:
+        summary = metric.summary if isinstance(metric, SummaryOf) else "difference"
+        reason = _interval_obstacle(groups, components, use, policy.statistics.min_events)
+        if reason is None and entry["value"] is None:
+            reason = _undefined_reason(metric, summary)
+        family = _family(list(components.values()), use, summary) if reason is None else None
+        if reason is None and family is None:
+            reason = "the bootstrap replicates are degenerate (no spread), so no valid interval exists"
+    if family is None:
+        entry["reason"] = reason
+        return
+    entry["ci_low"], entry["ci_high"] = _summary_bounds(family, family.critical(level), summary)
+    population = isinstance(metric, PopulationIndex)
+    entry["interval_method"] = "normal, bootstrap standard error" if population else _method(family)
+    entry["_family"] = family
+    entry["_summary"] = summary
+
+
+def _undefined_reason(metric: PolicyMetric, summary: str) -> str:
+    if summary == "ratio":
+        base = metric.bases[0]
+        return f"the ratio is undefined: no judged group has a non-zero {base} (e.g. no favourable prediction)"
+    return f"{metric.name} is undefined: a component ({', '.join(metric.bases)}) is undefined in a judged group"
+
+
+def _population_family(v: MetricValues) -> PairFamily | None:
+    """A population index (one value) as a one-member family: its bootstrap standard error, normal interval."""
+    value = float(v.value[0])
+    reps = v.replicates[:, 0]
+    reps = reps[np.isfinite(reps)]
+    se = float(np.std(reps, ddof=1)) if reps.size > 1 else 0.0
+    if not (math.isfinite(value) and se > 0):
+        return None
+    return PairFamily(np.array([value]), np.array([se]), None, (2,))
 
 
 def _matches_any(group: Group, patterns: list[Group]) -> bool:

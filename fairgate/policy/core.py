@@ -19,6 +19,8 @@ from fairgate.policy.proxy import ProxyConfig
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 FailOn = Literal["any", "majority", "critical_only"]
+# What an inconclusive result (interval straddling the threshold) means for the gate (README, "Verdicts").
+Decision = Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"]
 ReportFormat = Literal["json", "html", "pdf", "junit"]
 
 
@@ -119,6 +121,10 @@ class CiCdGate(_Strict):
     enabled: bool = True
     fail_on: FailOn = "any"
     critical_metrics: list[str] = []
+    # evidence_of_violation: a result fails only when its interval (at the audit-wide alpha) lies beyond the
+    # threshold; evidence_of_compliance: it passes only when the interval lies within (inconclusive fails);
+    # point_estimate: the naive rule by the point estimate, biased towards failing when there are many groups.
+    decision: Decision = "evidence_of_violation"
 
 
 class Statistics(_Strict):
@@ -127,6 +133,12 @@ class Statistics(_Strict):
     calibration_bins: int = Field(default=10, ge=2, le=1000)
     # Significance level for the per-comparison tests after Benjamini-Hochberg adjustment.
     significance_level: float = Field(default=0.05, gt=0.0, lt=1.0)
+    # The gate's family-wise error: the chance that a model with no disparity fails the audit, whatever the
+    # number of judged results (Holm over the results' one-sided tests).
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    # A rate whose denominator (positives for TPR, negatives for FPR, predicted positives for PPV, ...) has
+    # fewer people than this in a group is not judged for that group.
+    min_events: int = Field(default=10, ge=1)
     # Exact per-group ROC AUC needs a pass over the scored rows sorted by score (O(N log N) once, O(N) per
     # slicing); turn it off for very large audits that do not judge AUC.
     exact_auc: bool = True

@@ -143,17 +143,37 @@ def test_point_estimate_decides_and_exit_codes(h: Any) -> None:
     assert (gate_off.verdict, gate_off.exit_code) == ("fail", 0)
 
 
-def test_uncertain_when_the_interval_crosses_the_threshold(h: Any) -> None:
+def test_inconclusive_when_the_interval_crosses_the_threshold(h: Any) -> None:
+    """The old rule failed this small audit on its point estimate (0.15 > 0.1); its interval straddles 0.1."""
     small = fairgate.audit(_frame({"x": (40, 20), "y": (40, 14)}), h.make_policy(["grp"], [DP], n_bootstrap=300))
     judged = _result(small, DP["name"], ["grp"])
-    assert judged["value"] == pytest.approx(0.15) and judged["status"] == "fail"
+    assert judged["value"] == pytest.approx(0.15) and judged["status"] == "inconclusive"
     assert judged["ci_low"] < 0.1 < judged["ci_high"] and judged["uncertain"] is True
+    assert "neither" in judged["reason"] and judged["detectable_disparity"] > 0.15
+    detail = small.to_dict()["verdict_detail"]
+    assert (
+        small.verdict == "pass" and detail["n_inconclusive"] == 1 and detail["inconclusive"][0]["metric"] == DP["name"]
+    )
     large = fairgate.audit(
         _frame({"x": (4000, 2000), "y": (4000, 1400)}), h.make_policy(["grp"], [DP], n_bootstrap=300)
     )
     judged = _result(large, DP["name"], ["grp"])
-    assert judged["ci_low"] > 0.1 and judged["uncertain"] is False
+    assert judged["ci_low"] > 0.1 and judged["uncertain"] is False and judged["status"] == "fail"
+    assert judged["p_value_violation_adjusted"] < 0.05
     assert large.to_dict()["verdict_detail"]["n_uncertain"] == 0
+
+
+@pytest.mark.parametrize(
+    ("decision", "verdict"),
+    [("evidence_of_violation", "pass"), ("evidence_of_compliance", "fail"), ("point_estimate", "fail")],
+)
+def test_decision_rule_says_what_inconclusive_means(h: Any, decision: str, verdict: str) -> None:
+    policy = h.make_policy(["grp"], [DP], n_bootstrap=300, ci_cd_gate={"decision": decision})
+    result = fairgate.audit(_frame({"x": (40, 20), "y": (40, 14)}), policy)
+    judged = _result(result, DP["name"], ["grp"])
+    assert judged["status"] == ("fail" if decision == "point_estimate" else "inconclusive")
+    assert result.verdict == verdict
+    assert result.to_dict()["verdict_detail"]["decision"] == decision
 
 
 def test_per_metric_threshold_override(h: Any) -> None:

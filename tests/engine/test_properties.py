@@ -345,8 +345,23 @@ def test_auc_intervals_stay_within_their_range(h: Any) -> None:
     )
     document = fairgate.audit(frame, h.make_policy(["grp"], [{"name": "auc_difference", "threshold": 0.1}])).to_dict()
     summary = next(s for s in document["summaries"] if s["metric"] == "roc_auc")
+    # Two positives per group are under min_events: no interval, and the summary says why.
+    assert summary["ratio_ci_low"] is None and summary["difference_ci_low"] is None
+    assert "min_events" in summary["interval_reason"]
+    summary = next(s for s in _auc_summaries(h) if s["metric"] == "roc_auc")
     assert 0.0 <= summary["ratio_ci_low"] <= summary["ratio_ci_high"] <= 1.0, summary
     assert 0.0 <= summary["difference_ci_low"] <= summary["difference_ci_high"] <= 1.0, summary
     comparison = next(c for c in document["comparisons"] if c["metric"] == "roc_auc")
     assert comparison["ratio_ci_low"] is None or comparison["ratio_ci_low"] >= 0.0, comparison
     assert -1.0 <= comparison["difference_ci_low"] <= comparison["difference_ci_high"] <= 1.0, comparison
+
+
+def _auc_summaries(h: Any) -> list[dict[str, Any]]:
+    """Summaries of an audit whose groups have enough positives and negatives for AUC intervals."""
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, 200)
+    frame = pl.DataFrame(
+        {"grp": ["x", "y"] * 100, "y_true": y, "y_pred": y, "score": np.clip(0.5 * y + rng.random(200), 0, 1)}
+    )
+    policy = h.make_policy(["grp"], [{"name": "auc_difference", "threshold": 0.1}])
+    return list(fairgate.audit(frame, policy).to_dict()["summaries"])

@@ -49,19 +49,43 @@ def test_benjamini_hochberg_matches_scipy() -> None:
     np.testing.assert_allclose(adjusted[defined], stats.false_discovery_control(p[defined], method="bh"), atol=1e-12)
 
 
-def test_audit_adjusts_p_values_across_the_whole_audit(h: Any) -> None:
+def test_audit_adjusts_p_values_within_each_metric_and_slicing(h: Any) -> None:
+    """BH within each (metric, slicing) over judged groups; complements share their rate's test; base rates
+    are descriptive. (Adjusting over every comparison of the audit made one test's significance depend on
+    how many other slicings happened to be audited.)"""
     frame = h.generate(5, 1500).drop("c", "d")
-    document = fairgate.audit(frame, h.make_policy(["a", "b"], n_bootstrap=20)).to_dict()
+    document = fairgate.audit(frame, h.make_policy(["a", "b"], n_bootstrap=20, min_group_size=60)).to_dict()
     comparisons = document["comparisons"]
-    raw = np.array([np.nan if c["p_value"] is None else c["p_value"] for c in comparisons])
-    defined = np.isfinite(raw)
-    assert defined.sum() > 50
-    expected = stats.false_discovery_control(raw[defined], method="bh")
-    got = np.array([c["p_value_adjusted"] for c, ok in zip(comparisons, defined, strict=True) if ok])
-    np.testing.assert_allclose(got, expected, atol=1e-12)
     alpha = document["policy"]["statistics"]["significance_level"]
+    families: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
     for c in comparisons:
-        assert c["significant"] == (c["p_value_adjusted"] is not None and c["p_value_adjusted"] < alpha)
+        if c["sufficient"] and c["p_value"] is not None and c["metric"] not in COMPLEMENTS:
+            families.setdefault((c["metric"], tuple(c["slicing"])), []).append(c)
+        elif not c["sufficient"]:
+            assert c["p_value_adjusted"] is None and c["tested"] is False and c["significant"] is False
+    assert len(families) > 10 and any(not c["sufficient"] for c in comparisons)
+    for (metric, _), members in families.items():
+        raw = np.array([c["p_value"] for c in members])
+        expected = stats.false_discovery_control(raw, method="bh")
+        np.testing.assert_allclose([c["p_value_adjusted"] for c in members], expected, atol=1e-12)
+        for c in members:
+            assert c["tested"] is (metric != "base_rate") and c["p_value_family_size"] == len(members)
+            assert c["significant"] == (c["p_value_adjusted"] < alpha)
+    by_key = {(c["metric"], tuple(c["slicing"]), tuple(c["group"].items())): c for c in comparisons}
+    for (metric, slicing, group), c in by_key.items():
+        partner = COMPLEMENTS.get(metric)
+        if partner is not None and c["sufficient"] and c["p_value"] is not None:
+            twin = by_key[(partner, slicing, group)]
+            assert c["tested"] is False and c["p_value_adjusted"] == twin["p_value_adjusted"]
+            assert c["p_value"] == pytest.approx(twin["p_value"], abs=1e-12)  # the same test
+
+
+COMPLEMENTS = {
+    "false_negative_rate": "true_positive_rate",
+    "true_negative_rate": "false_positive_rate",
+    "false_discovery_rate": "positive_predictive_value",
+    "false_omission_rate": "negative_predictive_value",
+}
 
 
 def test_audit_comparisons_use_newcombe_for_rate_differences(h: Any) -> None:
