@@ -11,8 +11,8 @@ from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairnes
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.results import PolicyResult, VerdictDetail
 
-SCHEMA_VERSION = "1.0"
-SCHEMA_ID = "https://fairgate.dev/schema/audit_result/1.0.json"
+SCHEMA_VERSION = "1.1"  # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
+SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
     "strings as they appear in the data. Consumers must ignore keys they do not know: minor versions only add keys."

@@ -21,7 +21,7 @@ class GroupEntry(Part):
 
     slicing: Slicing
     group: Group
-    n: float = Field(ge=0, description="Weighted count (equals rows when unweighted).")
+    n: float = Field(ge=0, description="Group size: Kish effective size under weights (equals rows when unweighted).")
     rows: int | None = Field(default=None, ge=0)
     sufficient: bool = Field(description="n reaches min_group_size; insufficient groups are not judged.")
     metrics: dict[str, Estimate]
@@ -43,8 +43,15 @@ class Comparison(Part):
     p_value: float | None
     method: str | None = None
     sufficient: bool | None = None
-    p_value_adjusted: float | None = Field(description="Benjamini-Hochberg across the whole audit.")
+    p_value_adjusted: float | None = Field(description="Benjamini-Hochberg within the comparison's family.")
     significant: bool
+    p_value_family: str | None = Field(
+        default=None, description="The (metric, slicing) family the Benjamini-Hochberg adjustment runs over."
+    )
+    tested: bool | None = Field(
+        default=None, description="Counted in its family (judged groups only; a complement shares its partner's)."
+    )
+    p_value_family_size: int | None = Field(default=None, ge=0)
 
 
 class Summary(Part):
@@ -60,3 +67,6 @@ class Summary(Part):
     ratio_ci_high: float | None = None
     max_group: Group | None = None
     min_group: Group | None = None
+    n_groups_judged: int | None = None
+    interval_method: str | None = None
+    interval_reason: str | None = Field(default=None, description="Why there is no interval, when there is none.")

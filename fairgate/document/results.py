@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from fairgate.document.common import Direction, FailOn, Group, Part, Slicing, Status
@@ -28,16 +30,29 @@ class PolicyResult(Part):
     override_reasons: list[str] = Field(default_factory=list)
     unavailable: str | None = Field(default=None, description="Why the metric could not be computed.")
     reason: str | None = Field(default=None, description="Why the result has its status (e.g. inconclusive).")
+    interval_method: str | None = None
+    p_value_violation: float | None = Field(
+        default=None, description="One-sided p-value of 'the disparity lies beyond the threshold'."
+    )
+    p_value_violation_adjusted: float | None = Field(
+        default=None, description="Holm-adjusted over every judged result of the audit (the gate's error control)."
+    )
+    detectable_disparity: float | None = Field(
+        default=None, description="The smallest disparity this slicing could have detected (80% power)."
+    )
 
 
 class FailedResult(Part):
-    """A failed result as the verdict lists it."""
+    """A failed (or inconclusive) result as the verdict lists it."""
 
     metric: str
     slicing: Slicing
     value: float | None
     threshold: float
     critical: bool
+    ci_low: float | None = None
+    ci_high: float | None = None
+    status: Status | None = None
 
 
 class VerdictDetail(Part):
@@ -53,3 +68,9 @@ class VerdictDetail(Part):
     n_insufficient: int | None = None
     nothing_judged: bool | None = None
     failed: list[FailedResult]
+    decision: Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"] | None = None
+    alpha: float | None = Field(default=None, description="The family-wise false-fail rate the gate holds.")
+    multiplicity: str | None = None
+    n_tests: int | None = None
+    n_inconclusive: int | None = None
+    inconclusive: list[FailedResult] = Field(default_factory=list)

@@ -82,10 +82,23 @@ def base_rates(parts: list[SlicingResult], comparisons: list[dict[str, Any]], po
     return out
 
 
+def _effective_counts(part: SlicingResult) -> dict[str, np.ndarray]:
+    """The slicing's confusion counts per group, rescaled to its (Kish effective) group sizes ``part.n``.
+
+    Under weights the counts are sums of weights; tests that take counts need people, so each group's counts
+    are scaled to its effective size (rates unchanged). Unweighted, ``n`` is the count and nothing changes.
+    """
+    counts = {k: np.asarray(v, dtype=float) for k, v in part.counts.items()}
+    total = counts["tp"] + counts["fp"] + counts["tn"] + counts["fn"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(total > 0, np.asarray(part.n, dtype=float) / np.where(total > 0, total, 1.0), 1.0)
+    return {k: v * scale for k, v in counts.items()}
+
+
 def _homogeneity_p_value(part: SlicingResult) -> float | None:
     """p-value of equal base rates across the sufficient groups of one attribute; None below two groups."""
     use = np.array(part.sufficient, dtype=bool)
-    counts = {k: np.asarray(v, dtype=float)[use] for k, v in part.counts.items()}
+    counts = {k: v[use] for k, v in _effective_counts(part).items()}
     table = np.stack([counts["tp"] + counts["fn"], counts["fp"] + counts["tn"]], axis=1)
     table = table[table.sum(axis=1) > 0]
     if table.shape[0] < 2:
@@ -331,7 +344,7 @@ def _stratum_fractions(
 
 def _fractions(part: SlicingResult, rate: Rate, *attributes: str) -> dict[Any, tuple[float, float]]:
     """(numerator, denominator) of a rate per group of a slicing, keyed by the attributes' values."""
-    counts = {k: np.asarray(v, dtype=float) for k, v in part.counts.items()}
+    counts = _effective_counts(part)
     empty = np.zeros((len(part.groups), 1))
     numerator, denominator = rate.fraction(GroupCounts(**counts, bin_n=empty, bin_positive=empty, bin_score=empty))
     out: dict[Any, tuple[float, float]] = {}

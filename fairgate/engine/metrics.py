@@ -76,6 +76,32 @@ class GroupCounts:
             return self.n
         return effective_size(self.n, self.total_sq(_CONFUSION))
 
+    def scaled(self, factor: np.ndarray) -> GroupCounts:
+        """Every count and calibration sum of group g multiplied by ``factor[g]`` (rates are unchanged)."""
+        factor = np.asarray(factor, dtype=float)
+        per_bin = factor[..., None]
+        return GroupCounts(
+            tp=self.tp * factor,
+            fp=self.fp * factor,
+            tn=self.tn * factor,
+            fn=self.fn * factor,
+            bin_n=self.bin_n * per_bin,
+            bin_positive=self.bin_positive * per_bin,
+            bin_score=self.bin_score * per_bin,
+        )
+
+    def effective_scale(self) -> np.ndarray:
+        """Per group, Kish's effective size over the sum of weights (1 when unweighted or empty)."""
+        n = self.n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n > 0, self.n_effective / np.where(n > 0, n, 1.0), 1.0)
+
+    def in_effective_units(self) -> GroupCounts:
+        """The counts rescaled per group so that they sum to Kish's effective size: what variance formulas that
+        take counts (a bin's label variance, a rate's p(1 - p) / n) need; the counts themselves when unweighted.
+        """
+        return self.scaled(self.effective_scale()) if self.weighted else self
+
     def effective_class_sizes(self, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Kish sizes of the favourable (y_true = 1) and unfavourable rows, for AUC standard errors; the given
         (weighted) class sizes when unweighted.
@@ -146,8 +172,9 @@ class GroupMetric:
         raise NotImplementedError
 
     def events(self, counts: GroupCounts) -> np.ndarray:
-        """The number of people the metric rests on in each group (checked against ``statistics.min_events``)."""
-        return counts.n
+        """The number of people the metric rests on in each group (checked against ``statistics.min_events``);
+        Kish effective sizes under weights, so the check does not depend on the weights' scale."""
+        return counts.n_effective
 
 
 class Rate(GroupMetric):
@@ -166,8 +193,8 @@ class Rate(GroupMetric):
 
     def events(self, counts: GroupCounts) -> np.ndarray:
         """The rate's denominator: positives for TPR/FNR, negatives for FPR/TNR, predicted positives for
-        PPV/FDR, predicted negatives for NPV/FOR, everyone for selection rate."""
-        return counts.total(self.denominator)
+        PPV/FDR, predicted negatives for NPV/FOR, everyone for selection rate (effective sizes under weights)."""
+        return self.fraction(counts)[1]
 
 
 _ALL = ("tp", "fp", "tn", "fn")
@@ -271,6 +298,7 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
     needs_scores = True
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
+        counts = counts.in_effective_units()  # the bin variance needs counts of people, not sums of weights
         plugin, correction = _squared_error_terms(counts.bin_n, counts.bin_positive, counts.bin_score)
         squared = plugin - correction
         if counts.bin_n.ndim > 2 and counts.bin_n.shape[0] > 0:
@@ -355,8 +383,8 @@ class RocAuc(GroupMetric):
         raise TypeError("roc_auc is computed from the score table by fairgate.engine.auc, not from counts")
 
     def events(self, counts: GroupCounts) -> np.ndarray:
-        """AUC rests on the smaller of the positives and the negatives."""
-        return np.minimum(counts.tp + counts.fn, counts.fp + counts.tn)
+        """AUC rests on the smaller of the positives and the negatives (effective sizes under weights)."""
+        return np.minimum(*counts.effective_class_sizes(counts.tp + counts.fn, counts.fp + counts.tn))
 
 
 #: Group metrics computed from the cube's counts (everything but the row-level AUC).

@@ -138,11 +138,12 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     if cube.scores is not None and wants_auc(slicing, policy):
         runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
         auc, n_pos, n_neg = auc_module.exact_auc(runs)
-        se = hanley_mcneil_se(auc, *point.effective_class_sizes(n_pos, n_neg))  # [weights] Kish class sizes
+        class_sizes = point.effective_class_sizes(n_pos, n_neg)  # [weights] Kish class sizes
+        se = hanley_mcneil_se(auc, *class_sizes)
         rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
         # Parametric replicates from the normal approximation, kept inside AUC's range.
         reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, n_groups)), 0.0, 1.0)
-        events = np.minimum(np.asarray(n_pos, dtype=float), np.asarray(n_neg, dtype=float))
+        events = np.minimum(*(np.asarray(size, dtype=float) for size in class_sizes))
         values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps, events)
         if len(slicing) <= 1:
             roc_curves = auc_module.roc_curves(runs, groups, slicing)
@@ -246,7 +247,10 @@ def _counts(
         unit_weight = weight[occupied] / units
         unit_score = score[occupied] / units
     drawn = draw_counts(units, n_bootstrap, seed)
-    return point, _replicate_counts(drawn, occupied, unit_weight, unit_score, n_groups, bins)
+    replicates = _replicate_counts(drawn, occupied, unit_weight, unit_score, n_groups, bins)
+    # Replicates in effective units (rates unchanged), so that the interval code reading counts from them
+    # (bootstrap-t rate variances, the debiased calibration error) sees people, not sums of weights.
+    return point, replicates if unit_weights else replicates.scaled(point.effective_scale())
 
 
 def _replicate_counts(

@@ -222,13 +222,25 @@ def test_integer_weights_equal_duplicated_rows(h: Any, rows: list[tuple[Any, ...
 
 
 def _values_only(view: Any) -> Any:
-    """A point view without group sizes, intervals and p-values."""
+    """A point view without group sizes, intervals, p-values and the debiased calibration error (its bias
+    correction depends on the effective number of people, which frequency weights do not give)."""
     if isinstance(view, dict):
-        dropped = ("n", "ci_low", "ci_high", "difference_ci_low", "difference_ci_high", "p_value")
+        dropped = (
+            "n",
+            "ci_low",
+            "ci_high",
+            "difference_ci_low",
+            "difference_ci_high",
+            "p_value",
+            "expected_calibration_error_debiased",
+        )
         return {k: _values_only(v) for k, v in view.items() if k not in dropped}
     if isinstance(view, list):
-        return [_values_only(v) for v in view]
+        return [_values_only(v) for v in view if not (isinstance(v, dict) and v.get("metric") in _SIZE_DEPENDENT)]
     return view
+
+
+_SIZE_DEPENDENT = ("expected_calibration_error_debiased", "calibration_difference")
 
 
 # --------------------------------------------------------------------------------------------- explicit cases

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from fairgate.document import AuditDocument, AuditResult, ModelRef
+from fairgate.document.document import SCHEMA_VERSION
 from fairgate.document.common import Estimate, Group
 from fairgate.document.diagnostics import (
     BaseRates,
@@ -231,7 +232,7 @@ def synthetic_document(
     detail = _verdict_detail(results)
     verdict = "fail" if detail.failed else "pass"
     return AuditDocument(
-        schema_version="1.0",
+        schema_version=SCHEMA_VERSION,
         run_id="run-0001-synthetic",
         created_at="2026-11-29T12:00:00Z",
         fairgate_version="0.1.0",
