@@ -17,13 +17,14 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: charts are files, never windows
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.figure import Figure
 
-from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection  # noqa: E402
-from fairgate.report.format import base_metrics  # noqa: E402
+from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection
+from fairgate.report.format import base_metrics
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -55,7 +56,7 @@ _STYLE: dict[str, Any] = {
 
 
 @contextmanager
-def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list]]:
+def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
     with plt.rc_context(_STYLE):  # type: ignore[arg-type]
         fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
         try:
@@ -318,7 +319,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             top = max(counts) if counts and max(counts) > 0 else 1
             for yi, count, share in zip(y, b.counts[:MAX_BARS], b.shares[:MAX_BARS], strict=True):
                 text = f"<{min_cell_size} (suppressed)" if count is None else f"{count:,} ({share:.0%})"
-                ax.text((count or 0) + top * 0.02, yi, text, va="center", fontsize=6.3, color=INK)
+                ax.text((count or 0) + top * 0.02, float(yi), text, va="center", fontsize=6.3, color=INK)
             ax.set_yticks(y)
             ax.set_yticklabels([_short(label, 20) for label in labels])
             ax.set_ylim(len(labels) - 0.5, -0.5)

@@ -156,7 +156,7 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
             "kwargs": {"column": "n", "min_value": minimum},
             "severity": "warning",
             "success": bool(result.success),
-            "unexpected_count": int(len(small)),
+            "unexpected_count": len(small),
             "example": None if small.empty else f"{small.iloc[0]['attribute']}={small.iloc[0]['group']}",
         }
     )
