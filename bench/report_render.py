@@ -10,6 +10,7 @@ never on the row count; the document here is synthetic (tests/report/report_docg
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import time
@@ -59,7 +60,7 @@ def main() -> None:
         clock.append(("html", time.perf_counter(), time.process_time()))
         pdf = html_to_pdf(html)
         clock.append(("pdf", time.perf_counter(), time.process_time()))
-        for (_, wall0, cpu0), (name, wall1, cpu1) in zip(clock, clock[1:], strict=False):
+        for (_, wall0, cpu0), (name, wall1, cpu1) in itertools.pairwise(clock):
             stages.setdefault(name, []).append(wall1 - wall0)
             stages.setdefault(f"{name} cpu", []).append(cpu1 - cpu0)
         stages.setdefault("total", []).append(clock[-1][1] - clock[0][1])

@@ -24,17 +24,19 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 # start-up (with migrations) can take longer than Prefect's default 20 s.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
-import typer  # noqa: E402
-from rich import box  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
-import fairgate  # noqa: E402
-from fairgate.engine.labels import slicing_label  # noqa: E402
-from fairgate.errors import FairgateError  # noqa: E402
+import fairgate
+from fairgate.engine.labels import slicing_label
+from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
-    from prefect.states import State  # imported lazily: main() sets Prefect's log level before its import
+    from prefect.client.schemas.objects import (
+        State,  # imported lazily: main() sets Prefect's log level before its import
+    )
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 PACKAGE_DIR = Path(fairgate.__file__).resolve().parent

@@ -1,5 +1,6 @@
-"""Errors fairgate raises for bad input or configuration, and the message templates used in more than one
-place (or matched by tests).
+"""Errors fairgate raises for bad input or configuration.
+
+Also the message templates used in more than one place (or matched by tests).
 
 Every error carries a message that names what is wrong and how to fix it. An invalid input raises a
 :class:`FairgateError` subclass wherever it is found; the audit flow turns it into its ``InvalidInput`` Failed

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from prefect import flow, get_run_logger, unmapped
-from prefect.states import Completed, Failed, State
+from prefect.client.schemas.objects import State
+from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 

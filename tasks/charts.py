@@ -19,6 +19,7 @@ matplotlib.use("Agg")  # no display: charts are files, never windows
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
@@ -55,7 +56,7 @@ _STYLE: dict[str, Any] = {
 
 
 @contextmanager
-def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list]]:
+def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
     with plt.rc_context(_STYLE):  # type: ignore[arg-type]
         fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
         try:
@@ -318,7 +319,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             top = max(counts) if counts and max(counts) > 0 else 1
             for yi, count, share in zip(y, b.counts[:MAX_BARS], b.shares[:MAX_BARS], strict=True):
                 text = f"<{min_cell_size} (suppressed)" if count is None else f"{count:,} ({share:.0%})"
-                ax.text((count or 0) + top * 0.02, yi, text, va="center", fontsize=6.3, color=INK)
+                ax.text((count or 0) + top * 0.02, float(yi), text, va="center", fontsize=6.3, color=INK)
             ax.set_yticks(y)
             ax.set_yticklabels([_short(label, 20) for label in labels])
             ax.set_ylim(len(labels) - 0.5, -0.5)

@@ -79,7 +79,7 @@ def render_html(view: ReportView, charts: Mapping[str, str] | None = None, *, fu
     )
 
 
-class OfflineURLFetcher(URLFetcher):
+class OfflineURLFetcher(URLFetcher):  # type: ignore[misc]  # weasyprint ships no type hints
     """WeasyPrint URL fetcher for inline ``data:`` URLs only: anything else stops the rendering.
 
     ``requested`` lists every URL the document asked for (tests check that none leaves the document).

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fairgate.document import SCHEMA_PATH, audit_json_schema  # noqa: E402
+from fairgate.document import SCHEMA_PATH, audit_json_schema
 
 
 def schema_text() -> str:

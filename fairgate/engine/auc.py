@@ -43,8 +43,9 @@ class ScoreArrays:
 
 @dataclass(frozen=True)
 class ScoreRuns:
-    """Per slicing: runs of equal (group, score), ordered by group then score; group g's runs are
-    ``bounds[g]:bounds[g + 1]``.
+    """Per slicing: runs of equal (group, score), ordered by group then score.
+
+    Group g's runs are ``bounds[g]:bounds[g + 1]``.
     """
 
     bounds: np.ndarray
@@ -100,7 +101,8 @@ def _row_groups(arrays: ScoreArrays, slicing: tuple[str, ...], groups: list[dict
         for attribute in slicing:
             code = code * len(arrays.levels[attribute]) + arrays.levels[attribute].index(group[attribute])
         lookup[code] = index
-    return lookup.astype(np.int16 if len(groups) < 2**15 else np.int64)[combined]
+    row_groups: np.ndarray = lookup.astype(np.int16 if len(groups) < 2**15 else np.int64)[combined]
+    return row_groups
 
 
 def _block_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:

@@ -17,22 +17,25 @@ import numpy as np
 
 
 def slicing_seed(seed: int, slicing: Sequence[str]) -> np.random.SeedSequence:
-    """The random stream of one slicing: fixed by the policy's seed and the slicing's attributes, so a
-    slicing gets the same replicates whether it runs in this process, another thread or a Prefect task.
+    """The random stream of one slicing, fixed by the policy's seed and the slicing's attributes.
+
+    A slicing thus gets the same replicates whether it runs in this process, another thread or a Prefect task.
     """
     digest = hashlib.sha256("\x1f".join(slicing).encode()).digest()
     return np.random.SeedSequence([seed, int.from_bytes(digest[:8], "little")])
 
 
 def draw_counts(rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence) -> np.ndarray:
-    """Row counts per cell for ``n_bootstrap`` resamples of ``rows.sum()`` rows: an (n_bootstrap x cells)
-    float matrix whose rows are multinomial with cell probabilities proportional to ``rows``.
+    """Row counts per cell for ``n_bootstrap`` resamples of ``rows.sum()`` rows.
+
+    An (n_bootstrap x cells) float matrix whose rows are multinomial with cell probabilities proportional
+    to ``rows``.
 
     >>> counts = draw_counts(np.array([2.0, 3.0, 5.0]), 4, np.random.SeedSequence(0))
     >>> counts.shape, counts.sum(axis=1).tolist()
     ((4, 3), [10.0, 10.0, 10.0, 10.0])
     """
-    total = int(round(float(rows.sum())))
+    total = round(float(rows.sum()))
     if n_bootstrap == 0 or total == 0:
         return np.zeros((n_bootstrap, rows.size))
     draws = np.random.default_rng(seed).multinomial(total, rows / rows.sum(), size=n_bootstrap)

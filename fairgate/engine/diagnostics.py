@@ -1,5 +1,7 @@
-"""What a reviewer needs besides pass/fail: base rates and the impossibility theorem, worst-off subgroups,
-Simpson's-paradox reversals, and the groups too small to judge.
+"""What a reviewer needs besides pass/fail.
+
+Base rates and the impossibility theorem, worst-off subgroups, Simpson's-paradox reversals, and the groups
+too small to judge.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ class GroupMetric:
 
     def events(self, counts: GroupCounts) -> np.ndarray:
         """The number of people the metric rests on in each group (checked against ``statistics.min_events``);
-        Kish effective sizes under weights, so the check does not depend on the weights' scale."""
+        Kish effective sizes under weights, so the check does not depend on the weights' scale.
+        """
         return counts.n_effective
 
 
@@ -193,7 +194,8 @@ class Rate(GroupMetric):
 
     def events(self, counts: GroupCounts) -> np.ndarray:
         """The rate's denominator: positives for TPR/FNR, negatives for FPR/TNR, predicted positives for
-        PPV/FDR, predicted negatives for NPV/FOR, everyone for selection rate (effective sizes under weights)."""
+        PPV/FDR, predicted negatives for NPV/FOR, everyone for selection rate (effective sizes under weights).
+        """
         return self.fraction(counts)[1]
 
 
@@ -476,7 +478,8 @@ class WorstCaseOf(SummaryOf):
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
         """The worst component; undefined (NaN) when any component is undefined, never the other one alone
-        (a group without negatives has no FPR, and equalized odds cannot be judged from TPR only)."""
+        (a group without negatives has no FPR, and equalized odds cannot be judged from TPR only).
+        """
         summarise = difference if self.summary == "difference" else ratio
         each = np.stack([summarise(values[base]) for base in self.bases])
         reduce = np.maximum.reduce if self.summary == "difference" else np.minimum.reduce

@@ -399,7 +399,8 @@ def _summaries(
     min_events: int,
 ) -> list[dict[str, Any]]:
     """Difference (max - min) and ratio (min / max) of every group metric over eligible groups, each with a
-    simultaneous (max-t) interval folded into the range; no interval where a group has too few events."""
+    simultaneous (max-t) interval folded into the range; no interval where a group has too few events.
+    """
     if len(groups) < 2:
         return []
     out = []
@@ -471,7 +472,8 @@ def _family(
     differences of their logarithms for a ratio. Rates carry analytic variances (of the rate with one success
     and one failure added: never 0, even with no events), in the data and, for the bootstrap-t critical value,
     in every replicate; other metrics use bootstrap standard errors. ``bootstrap=False``: the studentized range
-    gives the critical value (the descriptive ``summaries`` of every group metric, to stay fast)."""
+    gives the critical value (the descriptive ``summaries`` of every group metric, to stay fast).
+    """
     index = np.flatnonzero(use)
     return pair_family([_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
 
@@ -508,7 +510,8 @@ def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 
 def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
     """Variance of a rate from the adjusted rate, p (1 - p) / n: positive even with 0 or all events (dividing
-    by n + 2 as well would understate it near 1/2); NaN without trials."""
+    by n + 2 as well would understate it near 1/2); NaN without trials.
+    """
     adjusted = _adjusted(successes, trials)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(trials > 0, adjusted * (1.0 - adjusted) / trials, np.nan)
@@ -545,7 +548,8 @@ def _policy_results(
     level: float,
 ) -> list[dict[str, Any]]:
     """The policy's metrics on this slicing: value and simultaneous interval, and the pairwise family the
-    gate tests (``_family``, dropped when judged). Why a result cannot be judged goes to ``reason``."""
+    gate tests (``_family``, dropped when judged). Why a result cannot be judged goes to ``reason``.
+    """
     out = []
     for rule in policy.metrics:
         metric = policy_metric(rule.name)

@@ -244,7 +244,8 @@ class PairFamily:
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``:
-        threshold + (c + z_power) * the largest pair standard error."""
+        threshold + (c + z_power) * the largest pair standard error.
+        """
         return threshold + (self.critical(level) + float(_scipy_stats.norm.ppf(power))) * float(np.max(self.se))
 
 
@@ -279,7 +280,8 @@ def _tukey_kramer(level: float, groups: int) -> float:
 @dataclass(frozen=True)
 class Component:
     """One metric's values over the groups of a family: ``value`` (G,), bootstrap ``replicates`` (B, G), and
-    where an analytic variance exists (rates), ``variance`` (G,) and its value in each replicate (B, G)."""
+    where an analytic variance exists (rates), ``variance`` (G,) and its value in each replicate (B, G).
+    """
 
     value: np.ndarray
     replicates: np.ndarray

@@ -175,4 +175,4 @@ def _severity(result: dict[str, Any]) -> float:
     if value is None or threshold is None:
         return 0.0
     gap = value - threshold if result.get("direction") != "higher_is_better" else threshold - value
-    return gap / abs(threshold) if threshold else gap
+    return float(gap / abs(threshold) if threshold else gap)

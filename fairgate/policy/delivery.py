@@ -29,6 +29,8 @@ class _Strict(BaseModel):
 
 
 class SmtpSettings(_Strict):
+    """How to reach the SMTP server: host, port, TLS mode, where the credentials live, and the timeout."""
+
     host: str = Field(min_length=1)
     port: int | None = Field(default=None, ge=1, le=65535)
     security: Security = "starttls"
@@ -43,10 +45,17 @@ class SmtpSettings(_Strict):
 
     @property
     def effective_port(self) -> int:
+        """The port to connect to: ``port`` if given, else the default for ``security`` (587, 465 or 25)."""
         return self.port if self.port is not None else _DEFAULT_PORTS[self.security]
 
 
 class DeliveryConfig(_Strict):
+    """Who receives the report, the message's sender, subject and attachments, and how it is sent.
+
+    Without an ``smtp`` section the message is written as an .eml file to ``outbox_dir``; with one it is sent,
+    transient failures retried ``retries`` times ``retry_delay_seconds`` apart.
+    """
+
     enabled: bool = True
     recipients: list[str] = []
     sender: str = "fairgate@localhost"
@@ -90,6 +99,7 @@ class DeliveryConfig(_Strict):
         return self
 
     def render_subject(self, *, verdict: str, model: str, version: str, run_id: str, n_failed: int = 0) -> str:
+        """The subject line: the ``subject`` template filled in, the verdict in upper case."""
         return self.subject.format(
             verdict=verdict.upper(), model=model, version=version, run_id=run_id, n_failed=n_failed
         )

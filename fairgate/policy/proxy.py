@@ -76,6 +76,12 @@ class ProxyFeatures(_Strict):
 
 
 class ProxyConfig(_Strict):
+    """The ``proxy:`` section: which method infers which attribute, from which columns, and how it is used.
+
+    In ``probabilistic`` mode each person's group probabilities weight the audit; in ``most_likely`` mode each
+    person is assigned the most likely group when its probability is at least ``confidence_cut``.
+    """
+
     method: ProxyMethod = "bisg"
     attribute: str | None = None
     mode: ProxyMode = "probabilistic"

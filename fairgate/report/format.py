@@ -110,7 +110,7 @@ def fmt_count(n: float | None) -> str:
     """
     if n is None:
         return "–"
-    return f"{int(round(n)):,}"
+    return f"{round(n):,}"
 
 
 def slicing_key(slicing: Sequence[str]) -> str:

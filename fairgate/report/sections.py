@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from fairgate.document.common import Estimate
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
+from fairgate.engine.labels import group_key
 from fairgate.report.format import (
     TABLE_METRICS,
     base_metrics,
@@ -18,7 +19,7 @@ from fairgate.report.format import (
     slicing_key,
 )
 from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
-from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, group_key, groups_by_slicing
+from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, groups_by_slicing
 
 
 def sections(document: AuditDocument, results: list[ResultRow], suppression: Suppression) -> list[SlicingSection]:
@@ -105,7 +106,7 @@ def _group_row(
     return GroupRow(
         label=group_label(entry.group, slicing),
         group={str(a): str(v) for a, v in entry.group.items()},
-        n=None if suppressed else int(round(entry.n)),
+        n=None if suppressed else round(entry.n),
         n_text=n_text,
         suppressed=suppressed,
         sufficient=entry.sufficient,

@@ -134,7 +134,8 @@ def assert_close_tree(left: Any, right: Any, *, tol: float = 1e-9, path: str = "
         for key in left:
             assert_close_tree(left[key], right[key], tol=tol, path=f"{path}.{key}")
     elif isinstance(left, list):
-        assert isinstance(right, list) and len(left) == len(right), f"{path}: {left!r} != {right!r}"
+        assert isinstance(right, list), f"{path}: {left!r} != {right!r}"
+        assert len(left) == len(right), f"{path}: {left!r} != {right!r}"
         for i, (a, b) in enumerate(zip(left, right, strict=True)):
             assert_close_tree(a, b, tol=tol, path=f"{path}[{i}]")
     elif isinstance(left, float) and not isinstance(right, bool) and isinstance(right, int | float):

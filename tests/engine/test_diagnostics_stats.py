@@ -5,6 +5,7 @@ that share their code with ``bench/diagnostics_null.py``."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,7 +24,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "diagnostics_null.py"
 @pytest.fixture(scope="module")
 def null() -> ModuleType:
     spec = importlib.util.spec_from_file_location("diagnostics_null", BENCH)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -123,7 +125,8 @@ def test_calibrated_model_debiased_error_is_centred_on_zero_and_covers_it(null: 
     """100 seeded calibrated samples (about 3 s): the plug-in ECE is biased, the debiased one is not."""
     figures = null.calibrated_ece(100, 2026, n)
     plain, debiased = figures["expected_calibration_error"], figures["expected_calibration_error_debiased"]
-    assert plain["mean"] > (0.08 if n == 100 else 0.025) and plain["covers_zero"] < 0.1  # the bias being fixed
+    assert plain["mean"] > (0.08 if n == 100 else 0.025)  # the bias being fixed
+    assert plain["covers_zero"] < 0.1
     # Its positive part (a calibrated group reads 0 about half the time) stays well under the plug-in bias.
     assert debiased["mean"] < 0.4 * plain["mean"]
     assert debiased["covers_zero"] >= 0.95
@@ -144,16 +147,19 @@ def test_worst_subgroup_is_ranked_by_its_upper_bound_not_its_point_estimate(h: A
     # the other cells have TPR 0.8. The point estimate would name (x, p); the upper bound names (y, q).
     cells = [("x", "p", 40, 20, 12), ("y", "q", 1000, 500, 340), ("x", "q", 1000, 500, 400), ("y", "p", 1000, 500, 400)]
     parts = [_rows(*c) for c in cells]
-    frame = pl.DataFrame({k: sum((p[k] for p in parts), []) for k in parts[0]})
+    frame = pl.DataFrame({k: list(itertools.chain.from_iterable(p[k] for p in parts)) for k in parts[0]})
     policy = h.make_policy(["a", "b"], min_group_size=30, n_bootstrap=0)
     worst = {w["metric"]: w for w in fairgate.audit(frame, policy).to_dict()["diagnostics"]["worst_subgroups"]}
     entry = worst["true_positive_rate"]
-    assert entry["group"] == {"a": "y", "b": "q"} and entry["n"] == 1000
+    assert entry["group"] == {"a": "y", "b": "q"}
+    assert entry["n"] == 1000
     assert entry["value"] == pytest.approx(0.68)
     low, high = scipy_stats.binomtest(340, 500).proportion_ci(0.95, method="wilson")
     assert (entry["ci_low"], entry["ci_high"]) == (pytest.approx(low), pytest.approx(high))
-    assert entry["ranked_by"] == "ci_high" and entry["n_candidates"] == 4
-    assert "n = 1000" in entry["note"] and "not adjusted" in entry["note"]
+    assert entry["ranked_by"] == "ci_high"
+    assert entry["n_candidates"] == 4
+    assert "n = 1000" in entry["note"]
+    assert "not adjusted" in entry["note"]
 
 
 @pytest.mark.slow
@@ -209,5 +215,7 @@ def test_impossibility_note_with_one_comparable_group_draws_no_conclusion(h: Any
     )
     document = fairgate.audit(frame, h.make_policy(["grp"], min_group_size=30, n_bootstrap=0)).to_dict()
     (entry,) = document["diagnostics"]["base_rates"]
-    assert entry["p_value"] is None and entry["differ"] is False
-    assert "no conclusion" in entry["impossibility"] and "can" not in entry["impossibility"].split("compare")[1]
+    assert entry["p_value"] is None
+    assert entry["differ"] is False
+    assert "no conclusion" in entry["impossibility"]
+    assert "can" not in entry["impossibility"].split("compare")[1]

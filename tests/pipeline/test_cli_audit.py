@@ -33,10 +33,13 @@ def test_failing_policy_exits_1_and_writes_json_junit_and_trail(failing_run: tup
     assert alignment["matched"] == 7214
     assert alignment["predictions_without_labels"] == alignment["labels_without_predictions"] == 0
     race = {g["group"]["race"]: g["n"] for g in document["groups"] if g["slicing"] == ["race"]}
-    assert race["African-American"] == 3696 and race["Caucasian"] == 2454 and race["Native American"] == 18
+    assert race["African-American"] == 3696
+    assert race["Caucasian"] == 2454
+    assert race["Native American"] == 18
     # Validation results travel with the record: real GE expectations, all passed.
     validation = document["validation"]
-    assert validation["success"] and validation["engine"] == "great_expectations"
+    assert validation["success"]
+    assert validation["engine"] == "great_expectations"
     checked = {(c["input"].rsplit("/", 1)[-1], c["column"], c["expectation"]) for c in validation["checks"]}
     for name in ("predictions.csv", "labels.csv", "attributes.csv"):
         assert (name, "id", "expect_column_values_to_not_be_null") in checked
@@ -45,16 +48,19 @@ def test_failing_policy_exits_1_and_writes_json_junit_and_trail(failing_run: tup
     assert ("labels.csv", "two_year_recid", "expect_column_values_to_be_in_set") in checked
     assert ("attributes.csv", "race", "expect_column_values_to_be_in_set") in checked
     assert all("statistics" in r for r in validation["results"])  # GE's own result documents
-    assert {r["sha256"] for r in document["inputs"].values()} and len(document["inputs"]) == 3
+    assert {r["sha256"] for r in document["inputs"].values()}
+    assert len(document["inputs"]) == 3
     # JUnit: one failure per failed result.
     (junit,) = inputs.out.glob("*.junit.xml")
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     n_failed = sum(r["status"] == "fail" for r in document["results"])
-    assert n_failed > 0 and int(suite.get("failures", "-1")) == n_failed
+    assert n_failed > 0
+    assert int(suite.get("failures", "-1")) == n_failed
     assert len(suite.findall("testcase/failure")) == n_failed
     runs = list_runs(inputs.out / "audit_trail.duckdb")
-    assert [r["verdict"] for r in runs] == ["fail"] and runs[0]["run_id"] == document["run_id"]
+    assert [r["verdict"] for r in runs] == ["fail"]
+    assert runs[0]["run_id"] == document["run_id"]
     assert not list(inputs.out.glob(".partial-*"))
 
 
@@ -72,7 +78,8 @@ def test_json_flag_prints_only_the_document_on_stdout(inputs: Inputs) -> None:
     document = json.loads(completed.stdout)  # nothing else on stdout, or this fails
     assert document == _document(inputs.out)
     # A successful run logs no errors and no tracebacks (Prefect's ephemeral server included).
-    assert "Traceback" not in completed.stderr and "| ERROR" not in completed.stderr, completed.stderr[-3000:]
+    assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    assert "| ERROR" not in completed.stderr, completed.stderr[-3000:]
 
 
 def test_parquet_sqlite_and_duckdb_sources(runner: CliRunner, inputs: Inputs, tmp_path: Path) -> None:
@@ -184,7 +191,8 @@ def test_trail_cli_list_show_verify(runner: CliRunner, failing_run: tuple[Inputs
     assert verify(Path(trail))["ok"]
     assert runner.invoke(app, ["trail", "verify", "--trail", trail]).exit_code == 0
     missing = runner.invoke(app, ["trail", "verify", "--trail", str(inputs.folder / "nope.duckdb")])
-    assert missing.exit_code == 2 and "no audit trail" in missing.stderr
+    assert missing.exit_code == 2
+    assert "no audit trail" in missing.stderr
 
 
 def test_model_named_in_the_predictions_is_recorded(runner: CliRunner, inputs: Inputs) -> None:
@@ -203,4 +211,5 @@ def test_model_named_in_the_predictions_is_recorded(runner: CliRunner, inputs: I
     document = _document(inputs.out)
     assert document["model"] == {"name": "recidivism-gbm", "version": "2.3"}
     (provenance,) = document["predictions_provenance"]
-    assert provenance["n"] == 7214 and provenance["first_prediction_at"].startswith("2026-01-01")
+    assert provenance["n"] == 7214
+    assert provenance["first_prediction_at"].startswith("2026-01-01")

@@ -30,14 +30,17 @@ def test_demo_runs_the_full_audit_and_fails_compas(
     out = tmp_path / "fairness_reports"
     (document_path,) = out.glob("*.json")
     document = json.loads(document_path.read_text())
-    assert document["verdict"] == "fail" and document["n_rows"] == 7214
+    assert document["verdict"] == "fail"
+    assert document["n_rows"] == 7214
     assert document["model"] == {"name": "compas", "version": "northpointe-2013"}
     assert document["favorable_label"] == 0
     # ProPublica's finding: Black defendants are flagged far more often than white ones (DI well under 0.8).
     race_di = next(
         r for r in document["results"] if r["metric"] == "disparate_impact_ratio" and r["slicing"] == ["race"]
     )
-    assert race_di["status"] == "fail" and race_di["value"] < 0.8
+    assert race_di["status"] == "fail"
+    assert race_di["value"] < 0.8
     suffixes = {p.name.split(".", 1)[1] for p in out.glob("fairness_*")}
     assert {"json", "junit.xml", "html", "pdf"} <= suffixes
-    assert len(list_runs(out / "audit_trail.duckdb")) == 1 and verify(out / "audit_trail.duckdb")["ok"]
+    assert len(list_runs(out / "audit_trail.duckdb")) == 1
+    assert verify(out / "audit_trail.duckdb")["ok"]

@@ -89,7 +89,8 @@ def _verify_cli(runner: InProcessRunner, path: Path) -> tuple[int, str]:
 
 def test_intact_trail_verifies(runner: InProcessRunner, trail: Path) -> None:
     code, output = _verify_cli(runner, trail)
-    assert code == 0 and "intact: 3 runs, 2 deliveries" in output
+    assert code == 0
+    assert "intact: 3 runs, 2 deliveries" in output
     assert [r["seq"] for r in list_runs(trail)] == [1, 2, 3]
 
 
@@ -112,7 +113,8 @@ def test_verify_detects_edited_and_deleted_rows(
     _tamper(trail, statement)
     code, output = _verify_cli(runner, trail)
     assert code == 1
-    assert "TAMPERED" in output and expected in output, output
+    assert "TAMPERED" in output, output
+    assert expected in output, output
 
 
 def test_deleted_run_and_rechained_successor_is_still_caught(trail: Path) -> None:
@@ -120,7 +122,8 @@ def test_deleted_run_and_rechained_successor_is_still_caught(trail: Path) -> Non
     _tamper(trail, "delete from runs where run_id = 'r2'")
     _tamper(trail, "update runs set seq = 2 where run_id = 'r3'")
     report = verify(trail)
-    assert not report["ok"] and any("does not follow the previous run" in p for p in report["problems"])
+    assert not report["ok"]
+    assert any("does not follow the previous run" in p for p in report["problems"])
 
 
 def test_a_run_that_fails_mid_write_leaves_nothing(trail: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,5 +170,6 @@ def test_two_concurrent_audits_are_both_recorded(inputs: Inputs, tmp_path: Path)
 
 def test_missing_trail_is_a_clear_error(runner: InProcessRunner, tmp_path: Path) -> None:
     result = runner.invoke(app, ["trail", "list", "--trail", str(tmp_path / "none.duckdb")])
-    assert result.exit_code == 2 and "no audit trail" in result.stderr
+    assert result.exit_code == 2
+    assert "no audit trail" in result.stderr
     shutil.rmtree(tmp_path, ignore_errors=True)

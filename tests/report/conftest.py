@@ -67,5 +67,6 @@ def compas_report(tmp_path_factory: pytest.TempPathFactory, compas_doc: dict[str
 
     out = tmp_path_factory.mktemp("compas-report")
     paths = build_report_files(compas_doc, out_dir=out, formats=["html", "pdf"], min_cell_size=10)
-    assert paths["html"] is not None and paths["pdf"] is not None
+    assert paths["html"] is not None
+    assert paths["pdf"] is not None
     return {"html": paths["html"], "pdf": paths["pdf"], "dir": out}

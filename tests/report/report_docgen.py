@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from fairgate.document import AuditDocument, AuditResult, ModelRef
-from fairgate.document.document import SCHEMA_VERSION
 from fairgate.document.common import Estimate, Group
 from fairgate.document.diagnostics import (
     BaseRates,
@@ -27,6 +26,7 @@ from fairgate.document.diagnostics import (
     InsufficientGroup,
     RocCurve,
 )
+from fairgate.document.document import SCHEMA_VERSION
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.results import FailedResult, PolicyResult, VerdictDetail
 

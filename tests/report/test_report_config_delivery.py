@@ -22,8 +22,11 @@ def _policy(delivery: str) -> fairgate.Policy:
 def test_defaults_and_ports() -> None:
     policy = _policy("    recipients: [risk@example.org]\n    smtp: {host: mail.example.org, security: ssl}\n")
     delivery = policy.delivery
-    assert delivery is not None and delivery.smtp is not None
-    assert delivery.smtp.effective_port == 465 and delivery.attach == ["pdf"] and delivery.retries == 3
+    assert delivery is not None
+    assert delivery.smtp is not None
+    assert delivery.smtp.effective_port == 465
+    assert delivery.attach == ["pdf"]
+    assert delivery.retries == 3
     assert _policy("    recipients: [a@b.c]\n").delivery.smtp is None  # type: ignore[union-attr]
 
 
@@ -40,7 +43,8 @@ def test_defaults_and_ports() -> None:
 def test_mistakes_are_explained(snippet: str, message: str) -> None:
     with pytest.raises(PolicyError) as caught:
         _policy(snippet)
-    assert message in caught.value.message and "policy.yaml" in caught.value.message
+    assert message in caught.value.message
+    assert "policy.yaml" in caught.value.message
 
 
 def test_subject_template() -> None:

@@ -164,13 +164,15 @@ def test_email_over_plain_smtp_carries_the_pdf(smtp_server: tuple[Inbox, int], r
     outcome = deliver_report(
         doc, _delivery(tmp_path, host="127.0.0.1", port=port, security="none"), paths, email_body(doc), trail
     )
-    assert outcome["status"] == "sent" and outcome["attempts"] == 1
+    assert outcome["status"] == "sent"
+    assert outcome["attempts"] == 1
     (message,) = inbox.messages
     assert sorted(inbox.envelopes[0].rcpt_tos) == ["model-owner@example.org", "risk@example.org"]
     assert message["Subject"] == f"[fairgate] FAIL: credit-model 7 (run {doc['run_id']})"
     assert _pdf_attachment(message) == paths["pdf"].read_bytes()
     body = message.get_body(("plain",)).get_content()
-    assert body.startswith("fairgate verdict: FAIL") and "Top failures:" in body
+    assert body.startswith("fairgate verdict: FAIL")
+    assert "Top failures:" in body
     assert _deliveries(trail) == [
         (doc["run_id"], '["risk@example.org","model-owner@example.org"]', "sent", outcome["detail"])
     ]
@@ -203,7 +205,8 @@ def test_starttls_with_login_from_environment(
     assert outcome["status"] == "sent", outcome
     assert _pdf_attachment(inbox.messages[0]) == paths["pdf"].read_bytes()
     # The secret appears nowhere we write: logs, outcome, trail.
-    assert PASSWORD not in caplog.text and PASSWORD not in repr(outcome)
+    assert PASSWORD not in caplog.text
+    assert PASSWORD not in repr(outcome)
     assert all(PASSWORD not in str(row) for row in _deliveries(trail))
 
 
@@ -229,7 +232,8 @@ def test_starttls_rejects_a_wrong_password(
         tmp_path / "trail.duckdb",
         environ={"U": "reports", "P": "wrong-password"},
     )
-    assert outcome["status"] == "failed" and "SMTPAuthenticationError" in outcome["detail"]
+    assert outcome["status"] == "failed"
+    assert "SMTPAuthenticationError" in outcome["detail"]
     assert "wrong-password" not in outcome["detail"]
 
 
@@ -240,7 +244,8 @@ def test_starttls_refuses_an_untrusted_certificate(
     doc, paths = report
     delivery = _delivery(tmp_path, host="127.0.0.1", port=port, security="starttls")  # system CAs only
     outcome = deliver_report(doc, delivery, paths, "body", tmp_path / "trail.duckdb")
-    assert outcome["status"] == "failed" and "CERTIFICATE_VERIFY_FAILED" in outcome["detail"]
+    assert outcome["status"] == "failed"
+    assert "CERTIFICATE_VERIFY_FAILED" in outcome["detail"]
 
 
 def test_implicit_tls(certificate: tuple[Path, Path], report: Any, tmp_path: Path) -> None:
@@ -270,12 +275,15 @@ def test_unreachable_server_is_retried_then_recorded_as_failed(report: Any, tmp_
         "body",
         trail,
     )
-    assert outcome["status"] == "failed" and outcome["attempts"] == 3  # 1 + retries (2)
+    assert outcome["status"] == "failed"
+    assert outcome["attempts"] == 3  # 1 + retries (2)
     assert "ConnectionRefusedError" in outcome["detail"]
     (row,) = _deliveries(trail)
-    assert row[2] == "failed" and "after 3 attempt(s)" in row[3]
+    assert row[2] == "failed"
+    assert "after 3 attempt(s)" in row[3]
     # The report stays on disk, and the message is kept in the outbox for a manual re-send.
-    assert paths["pdf"].exists() and paths["html"].exists()
+    assert paths["pdf"].exists()
+    assert paths["html"].exists()
     kept = email.message_from_bytes(Path(outcome["eml"]).read_bytes(), policy=email.policy.default)
     assert _pdf_attachment(kept) == paths["pdf"].read_bytes()
 
@@ -286,7 +294,8 @@ def test_without_smtp_settings_the_message_goes_to_the_outbox(report: Any, tmp_p
     outcome = deliver_report(doc, _delivery(tmp_path), paths, email_body(doc), trail)
     assert outcome["status"] == "outbox"
     eml = Path(outcome["eml"])
-    assert eml.parent == tmp_path / "outbox" and eml.name == f"fairness_credit-model_7_{doc['run_id']}.eml"
+    assert eml.parent == tmp_path / "outbox"
+    assert eml.name == f"fairness_credit-model_7_{doc['run_id']}.eml"
     message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
     assert message["To"] == "risk@example.org, model-owner@example.org"
     assert _pdf_attachment(message) == paths["pdf"].read_bytes()
@@ -307,4 +316,5 @@ def test_missing_credential_variable_is_a_configuration_error(tmp_path: Path) ->
     with pytest.raises(DeliveryError, match="FG_NOPE_PASSWORD"):
         resolve_credentials(smtp, environ={"FG_NOPE_USER": "u"})
     credentials = resolve_credentials(smtp, environ={"FG_NOPE_USER": "u", "FG_NOPE_PASSWORD": PASSWORD})
-    assert credentials is not None and PASSWORD not in repr(credentials)
+    assert credentials is not None
+    assert PASSWORD not in repr(credentials)

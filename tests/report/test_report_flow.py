@@ -71,7 +71,8 @@ def test_publish_report_renders_and_emails(
     finally:
         controller.stop()
     assert Path(out["html"]).name == "fairness_compas_northpointe-2013_report-test-run.html"
-    assert Path(out["pdf"]).exists() and out["delivery"]["status"] == "sent"
+    assert Path(out["pdf"]).exists()
+    assert out["delivery"]["status"] == "sent"
     (message,) = inbox.messages
     attachment = next(p for p in message.iter_attachments() if p.get_content_type() == "application/pdf")
     assert attachment.get_content() == Path(out["pdf"]).read_bytes()
@@ -87,7 +88,8 @@ def test_delivery_attaches_a_pdf_even_when_formats_leave_it_out(
         delivery={"recipients": ["r@example.org"], "outbox_dir": str(tmp_path / "outbox")},
     )
     out = _run(compas_doc, policy, tmp_path, tmp_path / "reports")
-    assert out["delivery"]["status"] == "outbox" and out["pdf"] is not None
+    assert out["delivery"]["status"] == "outbox"
+    assert out["pdf"] is not None
     message = email.message_from_bytes(Path(out["delivery"]["eml"]).read_bytes(), policy=email.policy.default)
     assert [p.get_content_type() for p in message.iter_attachments()] == ["application/pdf"]
 

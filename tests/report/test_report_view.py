@@ -29,7 +29,9 @@ def test_small_groups_are_suppressed_in_tables_curves_and_breakdowns(doc: dict[s
     view = build_view(doc, min_cell_size=10)
     race = next(s for s in view.sections if s.attributes == ["race"])
     tiny = next(g for g in race.groups if g.group == {"race": "tiny"})
-    assert tiny.suppressed and tiny.n is None and tiny.n_text == "<10"
+    assert tiny.suppressed
+    assert tiny.n is None
+    assert tiny.n_text == "<10"
     assert all(c.value is None and c.text == "suppressed" for c in tiny.cells)
     # Every intersection containing the tiny group is suppressed too (n = 6 there).
     with_tiny = [(s, g) for s in view.sections for g in s.groups if "tiny" in g.group.values()]
@@ -45,7 +47,8 @@ def test_small_groups_are_suppressed_in_tables_curves_and_breakdowns(doc: dict[s
         for i, row in enumerate(heatmap.row_labels):
             for j, col in enumerate(heatmap.col_labels):
                 if "tiny" in (row, *col.split(" · ")):
-                    assert heatmap.suppressed[i][j] and heatmap.values[i][j] is None
+                    assert heatmap.suppressed[i][j]
+                    assert heatmap.values[i][j] is None
                     tiny_cells += 1
     assert tiny_cells > 0
 
@@ -147,7 +150,8 @@ def test_email_summary_states_verdict_and_top_failures(doc: dict[str, Any]) -> N
     view = build_view(doc)
     text = email_summary(view, top=2)
     assert text.startswith(f"fairgate verdict: {view.verdict_text} for credit-model 7")
-    assert "Top failures:" in text and view.failures[0].metric_label in text
+    assert "Top failures:" in text
+    assert view.failures[0].metric_label in text
     assert f"and {len(view.failures) - 2} more" in text
 
 
@@ -173,14 +177,17 @@ def test_compas_view_from_the_engine_document(compas_doc: dict[str, Any]) -> Non
     race = next(s for s in view.sections if s.attributes == ["race"])
     counts = {g.label: g.n for g in race.groups}
     # README facts; Native American (18) and Asian (32) are above 10 and stay visible.
-    assert counts["African-American"] == 3696 and counts["Caucasian"] == 2454 and counts["Native American"] == 18
+    assert counts["African-American"] == 3696
+    assert counts["Caucasian"] == 2454
+    assert counts["Native American"] == 18
     triple = next(s for s in view.sections if len(s.attributes) == 3)
     assert any(g.suppressed for g in triple.groups)
     # No group under 10 people shows a size anywhere in the view.
     for section in view.sections:
         for g in section.groups:
             assert g.suppressed or g.n is None or g.n >= 10
-    assert view.impossibility and "differ" in view.impossibility[0].text
+    assert view.impossibility
+    assert "differ" in view.impossibility[0].text
     assert view.use_case_note.startswith("In criminal justice")
     assert re.fullmatch(r"[0-9a-f]{64}", next(kv.value for kv in view.trail if kv.key == "Policy SHA-256"))
 
@@ -256,7 +263,8 @@ def test_undecided_statuses_are_shown_apart_from_pass_and_fail(doc: dict[str, An
     statuses = {c.status for row in view.scorecard.rows if row.slicing_label == "sex" for c in row.cells}
     assert statuses == {"inconclusive", "insufficient_data"}
     text = email_summary(view)
-    assert "Not judged pass or fail:" in text and "INCONCLUSIVE (the interval contains the threshold)" in text
+    assert "Not judged pass or fail:" in text
+    assert "INCONCLUSIVE (the interval contains the threshold)" in text
 
 
 def test_view_rejects_a_document_that_is_not_the_contract(doc: dict[str, Any]) -> None:
