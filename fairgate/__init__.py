@@ -13,16 +13,19 @@
 'fail'
 """
 
+from fairgate.document.document import AuditDocument
 from fairgate.document.result import SCHEMA_VERSION, AuditResult
 from fairgate.engine.adjudicate import ModelInfo, adjudicate
 from fairgate.engine.audit import audit
 from fairgate.engine.cube import Cube, build_cube
+from fairgate.engine.labels import group_key, slicing_label
 from fairgate.engine.slicing import SlicingResult, compute_slicing, plan_slicings
 from fairgate.errors import DataError, FairgateError, PolicyError
 from fairgate.policy.core import Policy
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AuditDocument",
     "AuditResult",
     "Cube",
     "DataError",
@@ -35,5 +38,7 @@ __all__ = [
     "audit",
     "build_cube",
     "compute_slicing",
+    "group_key",
     "plan_slicings",
+    "slicing_label",
 ]

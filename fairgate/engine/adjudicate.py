@@ -25,6 +25,8 @@ _TOLERANCE = 1e-12
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """The audited model's name and version, as the document and the audit trail record them."""
+
     name: str = "model"
     version: str = "unversioned"
 
@@ -94,7 +96,7 @@ def adjudicate(
         "diagnostics": {
             "base_rates": diagnostics.base_rates(parts, comparisons, policy),
             "worst_subgroups": diagnostics.worst_subgroups(parts),
-            "simpson": diagnostics.simpson_reversals(parts),
+            "simpson": diagnostics.simpson_reversals(parts, alpha=policy.statistics.significance_level),
             "insufficient_groups": diagnostics.insufficient_groups(parts, policy),
             "excluded_missing": dict(cube.excluded_missing),
         },
