@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -417,7 +418,7 @@ def _summaries(
                 if family is None:
                     reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
                 else:
-                    low, high = _summary_bounds(family, family.critical(level), summary)
+                    low, high = _summary_bounds(family, family.critical(level), summary, (name,))
             elif reason is None:
                 reason = f"the {summary} is undefined (fewer than 2 groups with a value, or a largest value of 0)"
             entry[summary] = _num(point)
@@ -531,11 +532,22 @@ def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
         return np.where(trials > 0, (1.0 - adjusted) / (adjusted * trials), np.nan)
 
 
-def _summary_bounds(family: PairFamily, critical: float, summary: str) -> tuple[float, float]:
-    """The folded interval of a difference, or of a ratio from the interval of its log range."""
+# Group metrics not confined to [0, 1] (inequality indices); every other one is a rate, AUC or calibration error.
+_UNBOUNDED_METRICS = frozenset({"theil_index", "generalized_entropy_index"})
+
+
+def _summary_bounds(
+    family: PairFamily, critical: float, summary: str, bases: Sequence[str] = ()
+) -> tuple[float, float]:
+    """The folded interval of a difference, or of a ratio from the interval of its log range.
+
+    A gap between values in [0, 1] is at most 1: the normal bound is cut there (it can pass 1 when a group is
+    small), as a ratio's is cut at 1 by construction.
+    """
     low, high = family.bounds(critical)
     if summary == "difference":
-        return low, high
+        bounded = not _UNBOUNDED_METRICS.intersection(bases)
+        return (min(low, 1.0), min(high, 1.0)) if bounded else (low, high)
     return float(np.exp(-high)), float(np.exp(-low))
 
 
@@ -611,7 +623,7 @@ def _attach_interval(
     if family is None:
         entry["reason"] = reason
         return
-    entry["ci_low"], entry["ci_high"] = _summary_bounds(family, family.critical(level), summary)
+    entry["ci_low"], entry["ci_high"] = _summary_bounds(family, family.critical(level), summary, metric.bases)
     population = isinstance(metric, PopulationIndex)
     entry["interval_method"] = "normal, bootstrap standard error" if population else _method(family)
     entry["_family"] = family
