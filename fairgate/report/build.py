@@ -141,7 +141,14 @@ def _provenance_part(document: AuditDocument) -> dict[str, Any]:
         "validation": flatten(provenance.validation_summary(validation)),
         "validation_checks": provenance.validation_checks(validation),
         "validation_warnings": provenance.validation_warnings(validation),
-        "proxy": flatten(document.proxy),
+        "proxy": flatten(provenance.proxy_facts(document.proxy)),
+        **dict(
+            zip(
+                ("proxy_attenuation_statement", "proxy_attenuation"),
+                provenance.proxy_attenuation(document.proxy),
+                strict=True,
+            )
+        ),
         "inputs": flatten(document.inputs),
         "trail": provenance.trail(document),
         "policy_text": provenance.policy_text(document.policy),

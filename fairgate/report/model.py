@@ -187,6 +187,17 @@ class CheckRow:
 
 
 @dataclass(frozen=True)
+class AttenuationRow:
+    """One proxy-weighted disparity: as measured, corrected for misclassification, and the attenuation."""
+
+    metric: str
+    naive: str
+    corrected: str
+    factor: str
+    note: str
+
+
+@dataclass(frozen=True)
 class NoteRow:
     """A note under a slicing label (empty label: a note for the whole section)."""
 
@@ -262,6 +273,8 @@ class ReportView:
     validation_checks: list[CheckRow]
     validation_warnings: list[str]
     proxy: list[KeyValue]
+    proxy_attenuation_statement: str
+    proxy_attenuation: list[AttenuationRow]
     inputs: list[KeyValue]
     trail: list[KeyValue]
     policy_text: str

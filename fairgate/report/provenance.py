@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 
 from fairgate.document.document import AuditDocument
-from fairgate.report.format import fmt_count
-from fairgate.report.model import CheckRow, KeyValue
+from fairgate.report.format import fmt, fmt_count, metric_label, round_number
+from fairgate.report.model import AttenuationRow, CheckRow, KeyValue
 
 
 def data_window(document: AuditDocument) -> str:
@@ -61,6 +61,46 @@ def validation_summary(validation: Mapping[str, Any] | None) -> dict[str, Any] |
 def validation_warnings(validation: Mapping[str, Any] | None) -> list[str]:
     """The validation's warnings (e.g. groups below the minimum size)."""
     return [str(w) for w in (validation or {}).get("warnings") or []]
+
+
+def proxy_facts(proxy: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The proxy summary without its attenuation block, which the report shows as its own table."""
+    if proxy is None:
+        return None
+    return {k: v for k, v in proxy.items() if k != "attenuation"}
+
+
+def proxy_attenuation(proxy: Mapping[str, Any] | None) -> tuple[str, list[AttenuationRow]]:
+    """What the attenuation of proxy-weighted disparities means here, and each metric as measured and corrected.
+
+    >>> block = {"statement": "Gaps shrink.", "metrics": [{"metric": "demographic_parity_difference",
+    ...     "naive_value": 0.03, "attenuation_factor": 0.2,
+    ...     "corrected": {"value": 0.15, "ci_low": 0.1, "ci_high": 0.2}}]}
+    >>> statement, rows = proxy_attenuation({"attenuation": block})
+    >>> statement, rows[0].corrected, rows[0].factor
+    ('Gaps shrink.', '0.150 [0.100, 0.200]', '0.200')
+    """
+    block = (proxy or {}).get("attenuation")
+    if not block:
+        return "", []
+    rows = []
+    for entry in block.get("metrics", []):
+        corrected = entry.get("corrected") or {}
+        value = corrected.get("value")
+        interval = f" [{fmt(round_number(corrected.get('ci_low')))}, {fmt(round_number(corrected.get('ci_high')))}]"
+        rows.append(
+            AttenuationRow(
+                metric=metric_label(entry["metric"]),
+                naive=fmt(round_number(entry.get("naive_value"))),
+                corrected=fmt(round_number(value)) + (interval if corrected.get("ci_low") is not None else ""),
+                factor=fmt(round_number(entry.get("attenuation_factor"))),
+                note=str(entry.get("reason", "")),
+            )
+        )
+    statement = str(block.get("statement", ""))
+    if block.get("reason"):
+        statement = f"{statement} {block['reason']}".strip()
+    return statement, rows
 
 
 def policy_text(policy: Mapping[str, Any]) -> str:
