@@ -85,7 +85,7 @@ def mixing_matrix(posteriors: np.ndarray, weights: np.ndarray | None = None) -> 
 
     >>> p = np.array([[0.9, 0.1], [0.2, 0.8]])
     >>> mixing_matrix(p).round(3).tolist()
-    [[0.773, 0.227], [0.189, 0.811]]
+    [[0.773, 0.227], [0.278, 0.722]]
     """
     posteriors = np.asarray(posteriors, dtype=float)
     weights = posteriors if weights is None else np.asarray(weights, dtype=float)
@@ -217,8 +217,8 @@ def folded_gap(
 def max_t_critical(covariance: np.ndarray, level: float, seed: int) -> float:
     """The level quantile of max_j |Z_j| / sd_j for Z ~ N(0, covariance), by seeded simulation.
 
-    >>> round(max_t_critical(np.eye(1), 0.95, 0), 1)
-    2.0
+    >>> abs(max_t_critical(np.eye(1), 0.95, 0) - 1.96) < 0.1  # one component: the normal quantile
+    True
     """
     sd = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     keep = sd > 0

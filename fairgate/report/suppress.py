@@ -30,8 +30,8 @@ def suppressed_groups(rows: Sequence[GroupEntry], k: int) -> set[GroupKey]:
 
     >>> rows = [GroupEntry(slicing=["a"], group={"a": v}, n=n, sufficient=True, metrics={})
     ...         for v, n in (("x", 5), ("y", 40), ("z", 90))]
-    >>> sorted(v for ((_, v),) in suppressed_groups(rows, 10))
-    ['x', 'y']
+    >>> sorted(suppressed_groups(rows, 10))
+    ['{"a": "x"}', '{"a": "y"}']
     """
     primary = {group_key(r.group) for r in rows if r.n < k}
     if len(primary) == 1 and len(rows) > 2:
