@@ -63,15 +63,19 @@ class Cube:
 
     @property
     def n_rows(self) -> int:
+        """The number of input rows counted in the cube."""
         return int(self.cells[ROWS].sum())
 
     @property
     def weighted(self) -> bool:
+        """Whether the rows carry weights: some cell's weight sum differs from its row count."""
         return not np.allclose(self.cells[ROWS].to_numpy(), self.cells[WEIGHT].to_numpy())
 
     def squares_column(self, slicing: tuple[str, ...] | list[str]) -> str:
-        """The column of squared-weight sums for a slicing: per row when it separates a person's rows (it holds
-        the probabilistic attribute), per person otherwise.
+        """The column of squared-weight sums for a slicing.
+
+        Per row when the slicing separates a person's rows (it holds the probabilistic attribute), per person
+        otherwise.
         """
         return WEIGHT_SQ if self.membership is None or self.membership in slicing else PERSON_SQ
 
@@ -210,8 +214,10 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
 
 
 def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the audited data") -> Cube:
-    """The cube with its score table, for exact AUC: a second pass over the same rows, which are sorted by
-    score with attributes as integer codes into the cube's sorted levels (missing values as in the cube).
+    """The cube with its score table, for exact AUC.
+
+    A second pass over the same rows, which are sorted by score with attributes as integer codes into the
+    cube's sorted levels (missing values as in the cube).
     """
     rows, has_scores, _ = _rows(data, policy, source)
     if not has_scores:

@@ -48,7 +48,9 @@ class GroupCounts:
 
     @property
     def n(self) -> np.ndarray:
-        return self.tp + self.fp + self.tn + self.fn
+        """The (weighted) group size: ``tp + fp + tn + fn``."""
+        size: np.ndarray = self.tp + self.fp + self.tn + self.fn
+        return size
 
     @property
     def weighted(self) -> bool:
@@ -56,6 +58,7 @@ class GroupCounts:
         return self.tp_sq is not None
 
     def total(self, names: tuple[str, ...]) -> np.ndarray:
+        """The sum of some of the confusion cells, named as in ``("tp", "fn")``."""
         return sum((getattr(self, name) for name in names), start=np.zeros_like(self.tp))
 
     def total_sq(self, names: tuple[str, ...]) -> np.ndarray:
@@ -97,14 +100,17 @@ class GroupCounts:
             return np.where(n > 0, self.n_effective / np.where(n > 0, n, 1.0), 1.0)
 
     def in_effective_units(self) -> GroupCounts:
-        """The counts rescaled per group so that they sum to Kish's effective size: what variance formulas that
-        take counts (a bin's label variance, a rate's p(1 - p) / n) need; the counts themselves when unweighted.
+        """The counts rescaled per group so that they sum to Kish's effective size.
+
+        This is what variance formulas that take counts (a bin's label variance, a rate's p(1 - p) / n) need;
+        the counts themselves when unweighted.
         """
         return self.scaled(self.effective_scale()) if self.weighted else self
 
     def effective_class_sizes(self, positives: np.ndarray, negatives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Kish sizes of the favourable (y_true = 1) and unfavourable rows, for AUC standard errors; the given
-        (weighted) class sizes when unweighted.
+        """Kish sizes of the favourable (y_true = 1) and unfavourable rows, for AUC standard errors.
+
+        The given (weighted) class sizes are returned as they are when unweighted.
         """
         if not self.weighted:
             return positives, negatives
@@ -116,8 +122,10 @@ class GroupCounts:
     def effective_fraction(
         self, numerator: tuple[str, ...], denominator: tuple[str, ...]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(successes, trials) for interval and test formulas: the weighted proportion p times Kish's
-        effective size of the denominator, and that size. Equal to the plain counts when unweighted.
+        """(successes, trials) for interval and test formulas.
+
+        The weighted proportion p times Kish's effective size of the denominator, and that size. Equal to the
+        plain counts when unweighted.
         """
         successes, trials = self.total(numerator), self.total(denominator)
         if not self.weighted:
@@ -169,10 +177,12 @@ class GroupMetric:
             GroupMetric.registry[cls.name] = cls
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
+        """The metric per group, shaped like ``counts.tp`` (NaN where undefined)."""
         raise NotImplementedError
 
     def events(self, counts: GroupCounts) -> np.ndarray:
-        """The number of people the metric rests on in each group (checked against ``statistics.min_events``);
+        """The number of people the metric rests on in each group (checked against ``statistics.min_events``).
+
         Kish effective sizes under weights, so the check does not depend on the weights' scale.
         """
         return counts.n_effective
@@ -190,11 +200,14 @@ class Rate(GroupMetric):
         return counts.effective_fraction(self.numerator, self.denominator)
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
+        """The sum of the numerator cells over the sum of the denominator cells; NaN where the latter is 0."""
         return _divide(counts.total(self.numerator), counts.total(self.denominator))
 
     def events(self, counts: GroupCounts) -> np.ndarray:
-        """The rate's denominator: positives for TPR/FNR, negatives for FPR/TNR, predicted positives for
-        PPV/FDR, predicted negatives for NPV/FOR, everyone for selection rate (effective sizes under weights).
+        """The rate's denominator (effective sizes under weights).
+
+        Positives for TPR/FNR, negatives for FPR/TNR, predicted positives for PPV/FDR, predicted negatives for
+        NPV/FOR, everyone for selection rate, base rate and accuracy.
         """
         return self.fraction(counts)[1]
 
@@ -203,65 +216,87 @@ _ALL = ("tp", "fp", "tn", "fn")
 
 
 class SelectionRate(Rate):
+    """Share of the group given the favourable prediction: (tp + fp) / n."""
+
     name = "selection_rate"
     numerator, denominator = ("tp", "fp"), _ALL
     higher_is_better = True
 
 
 class BaseRate(Rate):
+    """Share of the group with the favourable label: (tp + fn) / n."""
+
     name = "base_rate"
     numerator, denominator = ("tp", "fn"), _ALL
 
 
 class TruePositiveRate(Rate):
+    """Share of the favourable labels predicted favourable: tp / (tp + fn)."""
+
     name = "true_positive_rate"
     numerator, denominator = ("tp",), ("tp", "fn")
     higher_is_better = True
 
 
 class FalsePositiveRate(Rate):
+    """Share of the unfavourable labels predicted favourable: fp / (fp + tn)."""
+
     name = "false_positive_rate"
     numerator, denominator = ("fp",), ("fp", "tn")
     higher_is_better = False
 
 
 class FalseNegativeRate(Rate):
+    """Share of the favourable labels predicted unfavourable: fn / (tp + fn)."""
+
     name = "false_negative_rate"
     numerator, denominator = ("fn",), ("tp", "fn")
     higher_is_better = False
 
 
 class TrueNegativeRate(Rate):
+    """Share of the unfavourable labels predicted unfavourable: tn / (fp + tn)."""
+
     name = "true_negative_rate"
     numerator, denominator = ("tn",), ("fp", "tn")
     higher_is_better = True
 
 
 class PositivePredictiveValue(Rate):
+    """Precision, the share of favourable predictions that are right: tp / (tp + fp)."""
+
     name = "positive_predictive_value"
     numerator, denominator = ("tp",), ("tp", "fp")
     higher_is_better = True
 
 
 class NegativePredictiveValue(Rate):
+    """Share of unfavourable predictions that are right: tn / (tn + fn)."""
+
     name = "negative_predictive_value"
     numerator, denominator = ("tn",), ("tn", "fn")
     higher_is_better = True
 
 
 class FalseDiscoveryRate(Rate):
+    """Share of favourable predictions that are wrong: fp / (tp + fp)."""
+
     name = "false_discovery_rate"
     numerator, denominator = ("fp",), ("tp", "fp")
     higher_is_better = False
 
 
 class FalseOmissionRate(Rate):
+    """Share of unfavourable predictions that are wrong: fn / (tn + fn)."""
+
     name = "false_omission_rate"
     numerator, denominator = ("fn",), ("tn", "fn")
     higher_is_better = False
 
 
 class Accuracy(Rate):
+    """Share of correct predictions: (tp + tn) / n."""
+
     name = "accuracy"
     numerator, denominator = ("tp", "tn"), _ALL
     higher_is_better = True
@@ -275,6 +310,7 @@ class ExpectedCalibrationError(GroupMetric):
     needs_scores = True
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
+        """The ECE per group; NaN for an empty group."""
         gap = np.abs(counts.bin_score - counts.bin_positive).sum(axis=-1)
         return _divide(gap, counts.bin_n.sum(axis=-1))
 
@@ -300,6 +336,7 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
     needs_scores = True
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
+        """The debiased calibration error per group (replicates re-centred, see the class docstring)."""
         counts = counts.in_effective_units()  # the bin variance needs counts of people, not sums of weights
         plugin, correction = _squared_error_terms(counts.bin_n, counts.bin_positive, counts.bin_score)
         squared = plugin - correction
@@ -309,13 +346,16 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
             # S(r) - plugin(mean) + S(mean) = S(r) - correction(mean).
             _, world_correction = _squared_error_terms(*mean)
             squared = squared - world_correction
-        return np.sqrt(np.clip(squared, 0.0, None))
+        error: np.ndarray = np.sqrt(np.clip(squared, 0.0, None))
+        return error
 
 
 def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The plug-in squared calibration error sum_b (n_b / n) (mean score_b - mean label_b) ** 2 over the bins
-    (last axis), and the sum of each bin's unbiased label-mean variance estimate y_b (1 - y_b) / (n_b - 1) with
-    the same weights; NaN for an empty group. A bin of one row (or less weight) has no variance estimate.
+    """The plug-in squared calibration error and its bias correction, over the bins (last axis).
+
+    The first is sum_b (n_b / n) (mean score_b - mean label_b) ** 2, the second the sum of each bin's unbiased
+    label-mean variance estimate y_b (1 - y_b) / (n_b - 1) with the same weights; NaN for an empty group. A bin
+    of one row (or less weight) has no variance estimate.
     """
     # n_b * gap_b ** 2 = (score sum - label sum) ** 2 / n_b; an empty bin has both sums 0. In place: this runs
     # on every bootstrap replicate of every slicing.
@@ -346,6 +386,7 @@ class GeneralizedEntropyIndex(GroupMetric):
     higher_is_better = False
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
+        """The index per group, from the confusion counts; NaN for an empty group."""
         n = counts.n
         mean_benefit = _divide(counts.tp + counts.tn + 2.0 * counts.fp, n)
         a = self.alpha
@@ -365,6 +406,7 @@ class TheilIndex(GroupMetric):
     higher_is_better = False
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
+        """The index per group, from the confusion counts; NaN for an empty group."""
         n = counts.n
         mu = _divide(counts.tp + counts.tn + 2.0 * counts.fp, n)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -382,15 +424,17 @@ class RocAuc(GroupMetric):
     needs_scores = True
 
     def compute(self, counts: GroupCounts) -> np.ndarray:  # pragma: no cover - computed from score tables
+        """Not available from counts: always raises ``TypeError`` (see ``fairgate.engine.auc``)."""
         raise TypeError("roc_auc is computed from the score table by fairgate.engine.auc, not from counts")
 
     def events(self, counts: GroupCounts) -> np.ndarray:
         """AUC rests on the smaller of the positives and the negatives (effective sizes under weights)."""
-        return np.minimum(*counts.effective_class_sizes(counts.tp + counts.fn, counts.fp + counts.tn))
+        smaller: np.ndarray = np.minimum(*counts.effective_class_sizes(counts.tp + counts.fn, counts.fp + counts.tn))
+        return smaller
 
 
-#: Group metrics computed from the cube's counts (everything but the row-level AUC).
 def count_metrics() -> dict[str, GroupMetric]:
+    """One instance of every registered group metric computed from the cube's counts (all but the AUC)."""
     return {name: cls() for name, cls in GroupMetric.registry.items() if cls is not RocAuc}
 
 
@@ -414,6 +458,7 @@ class PolicyMetric:
             PolicyMetric.registry[cls.name] = cls
 
     def describe(self) -> str:
+        """A short plain-language description of the metric, for reports."""
         raise NotImplementedError
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
@@ -460,11 +505,13 @@ class SummaryOf(PolicyMetric):
             self.direction, self.threshold_range, self.example_threshold = "higher_is_better", (0.0, 1.0), 0.8
 
     def describe(self) -> str:
+        """What the summary measures and where parity lies."""
         if self.summary == "difference":
             return f"the largest gap in {self.bases[0]} between groups (0 is parity)"
         return f"the smallest over largest {self.bases[0]} across groups (1 is parity)"
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """The difference or ratio of the base metric across groups; NaN with fewer than 2 defined groups."""
         summarise = difference if self.summary == "difference" else ratio
         return summarise(values[self.bases[0]])
 
@@ -473,17 +520,21 @@ class WorstCaseOf(SummaryOf):
     """Fairlearn's ``worst_case``: the largest difference (or smallest ratio) over several group metrics."""
 
     def describe(self) -> str:
+        """Which summary is taken and over which group metrics."""
         joined = " and ".join(self.bases)
         return f"the worst {self.summary} between groups over {joined}"
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
-        """The worst component; undefined (NaN) when any component is undefined, never the other one alone
-        (a group without negatives has no FPR, and equalized odds cannot be judged from TPR only).
+        """The worst component; undefined (NaN) when any component is undefined.
+
+        Never the other component alone: a group without negatives has no FPR, and equalized odds cannot be
+        judged from TPR only.
         """
         summarise = difference if self.summary == "difference" else ratio
         each = np.stack([summarise(values[base]) for base in self.bases])
         reduce = np.maximum.reduce if self.summary == "difference" else np.minimum.reduce
-        return reduce(each, axis=0)
+        worst: np.ndarray = reduce(each, axis=0)
+        return worst
 
 
 class PopulationIndex(PolicyMetric):
@@ -495,17 +546,23 @@ class PopulationIndex(PolicyMetric):
     population_level = True
 
     def describe(self) -> str:
+        """The index named and what 0 means."""
         return f"AIF360's {self.bases[0]} over the whole population (0 is perfect equality of benefit)"
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """The index of the single population group (the first along the last axis)."""
         return values[self.bases[0]][..., 0]
 
 
 class DemographicParityDifference(SummaryOf):
+    """Largest gap in selection rate between groups (Fairlearn's name)."""
+
     name, bases, summary = "demographic_parity_difference", ("selection_rate",), "difference"
 
 
 class DemographicParityRatio(SummaryOf):
+    """Smallest over largest selection rate across groups (Fairlearn's name)."""
+
     name, bases, summary = "demographic_parity_ratio", ("selection_rate",), "ratio"
 
 
@@ -516,14 +573,20 @@ class DisparateImpactRatio(SummaryOf):
 
 
 class EqualOpportunityDifference(SummaryOf):
+    """Largest gap in true positive rate between groups."""
+
     name, bases, summary = "equal_opportunity_difference", ("true_positive_rate",), "difference"
 
 
 class EqualOpportunityRatio(SummaryOf):
+    """Smallest over largest true positive rate across groups."""
+
     name, bases, summary = "equal_opportunity_ratio", ("true_positive_rate",), "ratio"
 
 
 class EqualizedOddsDifference(WorstCaseOf):
+    """The larger of the TPR and FPR differences (Fairlearn's ``equalized_odds_difference``)."""
+
     name, bases, summary = (
         "equalized_odds_difference",
         ("true_positive_rate", "false_positive_rate"),
@@ -532,30 +595,42 @@ class EqualizedOddsDifference(WorstCaseOf):
 
 
 class EqualizedOddsRatio(WorstCaseOf):
+    """The smaller of the TPR and FPR ratios (Fairlearn's ``equalized_odds_ratio``)."""
+
     name, bases, summary = "equalized_odds_ratio", ("true_positive_rate", "false_positive_rate"), "ratio"
 
 
 class PredictiveParityDifference(SummaryOf):
+    """Largest gap in positive predictive value (precision) between groups."""
+
     name, bases, summary = "predictive_parity_difference", ("positive_predictive_value",), "difference"
 
 
 class CalibrationDifference(SummaryOf):
-    """Difference of the debiased calibration error across groups (the plug-in ECE is biased upward, more so
-    in small groups, so its difference would grow with the imbalance of group sizes).
+    """Difference of the debiased calibration error across groups.
+
+    The plug-in ECE is biased upward, more so in small groups, so its difference would grow with the imbalance
+    of group sizes.
     """
 
     name, bases, summary = "calibration_difference", ("expected_calibration_error_debiased",), "difference"
 
 
 class AucDifference(SummaryOf):
+    """Largest gap in ROC AUC between groups."""
+
     name, bases, summary = "auc_difference", ("roc_auc",), "difference"
 
 
 class TheilIndexPolicy(PopulationIndex):
+    """AIF360's Theil index of the benefit over the whole population."""
+
     name, bases = "theil_index", ("theil_index",)
 
 
 class GeneralizedEntropyIndexPolicy(PopulationIndex):
+    """AIF360's generalized entropy index (alpha = 2) over the whole population."""
+
     name, bases = "generalized_entropy_index", ("generalized_entropy_index",)
 
 
@@ -571,12 +646,13 @@ def policy_metric(name: str) -> PolicyMetric:
         base = name.removesuffix(f"_{summary}")
         if base != name and base in GroupMetric.registry:
             # Built without a ``name`` in its body so that it does not join the registry.
-            generic = type(name, (SummaryOf,), {"bases": (base,), "summary": summary})
-            generic.name = name  # type: ignore[attr-defined]
+            generic: type[SummaryOf] = type(name, (SummaryOf,), {"bases": (base,), "summary": summary})
+            generic.name = name
             return generic()
     raise ValueError(f"unknown metric {name!r}; use one of: {', '.join(known_policy_metrics())}")
 
 
 def known_policy_metrics() -> list[str]:
+    """Every name ``policy_metric`` accepts, sorted: the registered ones and each group metric's summaries."""
     generic = [f"{base}_{s}" for base in GroupMetric.registry for s in ("difference", "ratio")]
     return sorted(set(PolicyMetric.registry) | set(generic))

@@ -173,8 +173,10 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
 
 
 def wants_auc(slicing: Slicing, policy: Policy) -> bool:
-    """Exact AUC reads every scored row once per slicing, so intersections get it only when the policy
-    judges AUC; the population and single attributes always do (with their ROC curves).
+    """Whether this slicing gets exact AUC.
+
+    Exact AUC reads every scored row once per slicing, so intersections get it only when the policy judges
+    AUC; the population and single attributes always do (with their ROC curves).
     """
     return len(slicing) <= 1 or any(policy_metric(m.name).bases == ("roc_auc",) for m in policy.metrics)
 
@@ -399,8 +401,10 @@ def _summaries(
     level: float,
     min_events: int,
 ) -> list[dict[str, Any]]:
-    """Difference (max - min) and ratio (min / max) of every group metric over eligible groups, each with a
-    simultaneous (max-t) interval folded into the range; no interval where a group has too few events.
+    """Difference (max - min) and ratio (min / max) of every group metric over eligible groups.
+
+    Each comes with a simultaneous (max-t) interval folded into the range; no interval where a group has too
+    few events.
     """
     if len(groups) < 2:
         return []
@@ -469,11 +473,13 @@ def _label(group: Group) -> str:
 def _family(
     components: list[MetricValues], use: np.ndarray, summary: str, *, bootstrap: bool = True
 ) -> PairFamily | None:
-    """The pairwise family of the components over the groups in ``use``: differences of the values, or
-    differences of their logarithms for a ratio. Rates carry analytic variances (of the rate with one success
-    and one failure added: never 0, even with no events), in the data and, for the bootstrap-t critical value,
-    in every replicate; other metrics use bootstrap standard errors. ``bootstrap=False``: the studentized range
-    gives the critical value (the descriptive ``summaries`` of every group metric, to stay fast).
+    """The pairwise family of the components over the groups in ``use``.
+
+    Differences of the values, or differences of their logarithms for a ratio. Rates carry analytic variances
+    (of the rate with one success and one failure added: never 0, even with no events), in the data and, for
+    the bootstrap-t critical value, in every replicate; other metrics use bootstrap standard errors.
+    ``bootstrap=False``: the studentized range gives the critical value (the descriptive ``summaries`` of every
+    group metric, to stay fast).
     """
     index = np.flatnonzero(use)
     return pair_family([_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
@@ -510,8 +516,10 @@ def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 
 
 def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Variance of a rate from the adjusted rate, p (1 - p) / n: positive even with 0 or all events (dividing
-    by n + 2 as well would understate it near 1/2); NaN without trials.
+    """Variance of a rate from the adjusted rate, p (1 - p) / n.
+
+    Positive even with 0 or all events (dividing by n + 2 as well would understate it near 1/2); NaN without
+    trials.
     """
     adjusted = _adjusted(successes, trials)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -559,8 +567,10 @@ def _policy_results(
     policy: Policy,
     level: float,
 ) -> list[dict[str, Any]]:
-    """The policy's metrics on this slicing: value and simultaneous interval, and the pairwise family the
-    gate tests (``_family``, dropped when judged). Why a result cannot be judged goes to ``reason``.
+    """The policy's metrics on this slicing.
+
+    Each has its value and simultaneous interval, and the pairwise family the gate tests (``_family``, dropped
+    when judged). Why a result cannot be judged goes to ``reason``.
     """
     out = []
     for rule in policy.metrics:

@@ -1,5 +1,7 @@
-"""Interval estimates and tests: Wilson, Newcombe, Katz, Hanley-McNeil, two-proportion tests, BH, Holm, and
-simultaneous max-t intervals for the range of a metric across groups (``PairFamily``).
+"""Interval estimates and tests.
+
+Wilson, Newcombe, Katz, Hanley-McNeil, two-proportion tests, BH, Holm, and simultaneous max-t intervals for the
+range of a metric across groups (``PairFamily``).
 
 All functions are vectorised over numpy arrays and return NaN where a quantity is undefined.
 """
@@ -111,7 +113,8 @@ def hanley_mcneil_se(auc: np.ndarray, n_pos: np.ndarray, n_neg: np.ndarray) -> n
         q1 = auc / (2.0 - auc)
         q2 = 2.0 * auc**2 / (1.0 + auc)
         variance = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)) / (n_pos * n_neg)
-        return np.sqrt(np.clip(variance, 0.0, None))
+        se: np.ndarray = np.sqrt(np.clip(variance, 0.0, None))
+        return se
 
 
 def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
@@ -243,8 +246,9 @@ class PairFamily:
         return min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
-        """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``:
-        threshold + (c + z_power) * the largest pair standard error.
+        """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``.
+
+        That is threshold + (c + z_power) * the largest pair standard error.
         """
         return threshold + (self.critical(level) + float(_scipy_stats.norm.ppf(power))) * float(np.max(self.se))
 
@@ -255,8 +259,10 @@ _GRID_CDF = _scipy_stats.norm.cdf(_GRID)
 
 
 def studentized_range_sf(q: float, groups: int) -> float:
-    """P(range of ``groups`` independent standard normals > q): the studentized range with infinite degrees
-    of freedom, by quadrature of k * integral phi(z) (Phi(z) - Phi(z - q))^(k-1) dz (scipy's own is ~100x slower).
+    """P(range of ``groups`` independent standard normals > q).
+
+    The studentized range with infinite degrees of freedom, by quadrature of
+    k * integral phi(z) (Phi(z) - Phi(z - q))^(k-1) dz (scipy's own is ~100x slower).
 
     >>> round(studentized_range_sf(3.314, 3), 3), round(studentized_range_sf(2.772, 2), 3)
     (0.05, 0.05)
@@ -274,13 +280,15 @@ def _tukey_kramer(level: float, groups: int) -> float:
     if groups < 2:
         return 0.0
     q = optimize.brentq(lambda x: studentized_range_sf(x, groups) - (1.0 - level), 1e-6, 40.0, xtol=1e-10)
-    return float(q) / np.sqrt(2.0)
+    return float(q / np.sqrt(2.0))
 
 
 @dataclass(frozen=True)
 class Component:
-    """One metric's values over the groups of a family: ``value`` (G,), bootstrap ``replicates`` (B, G), and
-    where an analytic variance exists (rates), ``variance`` (G,) and its value in each replicate (B, G).
+    """One metric's values over the groups of a family.
+
+    ``value`` (G,), bootstrap ``replicates`` (B, G), and where an analytic variance exists (rates),
+    ``variance`` (G,) and its value in each replicate (B, G).
     """
 
     value: np.ndarray

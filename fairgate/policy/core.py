@@ -29,6 +29,8 @@ class _Strict(BaseModel):
 
 
 class SensitiveAttribute(_Strict):
+    """One sensitive attribute (``sensitive_attributes`` entry): its column, values and reference group."""
+
     name: str = Field(min_length=1)
     values: list[str] | None = None
     reference_group: str | None = None
@@ -70,6 +72,8 @@ class SensitiveAttribute(_Strict):
 
 
 class MetricRule(_Strict):
+    """One judged metric (``metrics`` entry): its name, threshold and optional direction."""
+
     name: str
     threshold: float
     direction: Direction | None = None
@@ -95,12 +99,15 @@ class MetricRule(_Strict):
 
     @property
     def effective_direction(self) -> Direction:
+        """The direction given, or else the metric's natural one."""
         from fairgate.engine.metrics import policy_metric
 
         return self.direction or policy_metric(self.name).direction
 
 
 class IntersectionalAnalysis(_Strict):
+    """Which attribute pairs and triples are audited, and the group size they need."""
+
     enabled: bool = True
     min_group_size: int = Field(default=30, ge=1)
     attribute_pairs: list[tuple[str, str]] | None = None
@@ -109,6 +116,8 @@ class IntersectionalAnalysis(_Strict):
 
 
 class Reporting(_Strict):
+    """Report formats, interval level, output directory and the smallest cell shown."""
+
     format: list[ReportFormat] = ["json"]
     include_confidence_intervals: bool = True
     confidence_level: float = Field(default=0.95, gt=0.5, lt=1.0)
@@ -118,6 +127,8 @@ class Reporting(_Strict):
 
 
 class CiCdGate(_Strict):
+    """The CI/CD gate: whether it is on, which failures fail it, and how an interval near the threshold is read."""
+
     enabled: bool = True
     fail_on: FailOn = "any"
     critical_metrics: list[str] = []
@@ -128,6 +139,8 @@ class CiCdGate(_Strict):
 
 
 class Statistics(_Strict):
+    """Statistical settings: bootstrap size and seed, calibration bins, significance levels, min events, AUC."""
+
     n_bootstrap: int = Field(default=1000, ge=0, le=100_000)
     seed: int = 0
     calibration_bins: int = Field(default=10, ge=2, le=1000)
@@ -164,6 +177,7 @@ class Override(_Strict):
         return groups
 
     def matches(self, metric: str, slicing: tuple[str, ...], use_case: str | None) -> bool:
+        """Whether the override applies: each of metric, slicing and use case it sets must be equal."""
         return (
             (self.metric is None or self.metric == metric)
             and (self.slicing is None or tuple(self.slicing) == slicing)
@@ -184,6 +198,8 @@ class Columns(_Strict):
 
 
 class AuditTrail(_Strict):
+    """Where the audit trail (one row per audit) is stored."""
+
     path: str = "./fairness_reports/audit_trail.duckdb"
 
 
@@ -259,6 +275,14 @@ class Policy(_Strict):
 
     @classmethod
     def from_mapping(cls, document: Any, *, source: str = "policy") -> Policy:
+        """Validate an already parsed policy document (a mapping with the ``fairness_checker`` key).
+
+        Raises
+        ------
+        PolicyError
+            When the document is not such a mapping, has other top-level keys, or fails validation; the
+            message names each offending place and the fix.
+        """
         if not isinstance(document, dict) or "fairness_checker" not in document:
             raise PolicyError(
                 f"{source} must be a YAML mapping with a top-level 'fairness_checker:' key "
@@ -275,9 +299,11 @@ class Policy(_Strict):
     # ----------------------------------------------------------------------------------------- queries
     @property
     def attribute_names(self) -> list[str]:
+        """The names of the sensitive attributes, in file order."""
         return [a.name for a in self.sensitive_attributes]
 
     def attribute(self, name: str) -> SensitiveAttribute:
+        """The sensitive attribute called ``name`` (StopIteration when there is none)."""
         return next(a for a in self.sensitive_attributes if a.name == name)
 
     def canonical_json(self) -> str:
@@ -285,6 +311,7 @@ class Policy(_Strict):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:
+        """The SHA-256 hex digest of :meth:`canonical_json`."""
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
     def rule_for(self, metric: str, slicing: tuple[str, ...]) -> ResolvedRule:
@@ -314,6 +341,8 @@ class Policy(_Strict):
 
 
 class ResolvedRule(_Strict):
+    """The rule for one (metric, slicing) after overrides: threshold, direction, criticality, exclusions."""
+
     metric: str
     threshold: float
     direction: Direction

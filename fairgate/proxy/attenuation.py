@@ -92,7 +92,8 @@ def mixing_matrix(posteriors: np.ndarray, weights: np.ndarray | None = None) -> 
     joint = posteriors.T @ weights
     totals = posteriors.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return joint / totals[:, None]
+        mixing: np.ndarray = joint / totals[:, None]
+        return mixing
 
 
 def corrected_means(posteriors: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None) -> CorrectedMeans:
@@ -172,7 +173,8 @@ def naive_rates(weights: np.ndarray, y_pred: np.ndarray, y_true: np.ndarray | No
 
     def rate(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (weights.T @ numerator) / (weights.T @ denominator)
+            ratio: np.ndarray = (weights.T @ numerator) / (weights.T @ denominator)
+            return ratio
 
     out = {"selection_rate": rate(y_pred, np.ones_like(y_pred))}
     if y_true is not None:
@@ -185,8 +187,10 @@ def naive_rates(weights: np.ndarray, y_pred: np.ndarray, y_true: np.ndarray | No
 def folded_gap(
     estimates: np.ndarray, covariance: np.ndarray, families: Sequence[slice], *, summary: str, level: float, seed: int
 ) -> tuple[float, float, float]:
-    """A gap summary over groups and its simultaneous interval: max-min (or min/max) of each family, worst
-    over families, from max-t intervals of all pairwise differences (log-ratios) folded into the range.
+    """A gap summary over groups and its simultaneous interval.
+
+    Max-min (or min/max) of each family, worst over families, from max-t intervals of all pairwise differences
+    (log-ratios) folded into the range.
 
     ``estimates`` concatenates the families' per-group values; ``covariance`` is their joint covariance.
     Returns (value, ci_low, ci_high); NaN where undefined (a ratio needs positive rates).

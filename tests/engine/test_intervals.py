@@ -46,8 +46,10 @@ def test_katz_interval_exists_with_a_zero_count() -> None:
     low, high = katz_ratio_interval(
         np.array([0.0, 5.0]), np.array([40.0, 40.0]), np.array([8.0, 0.0]), np.array([40.0, 40.0]), 1.96
     )
-    assert np.isfinite(low).all() and np.isfinite(high).all()
-    assert low[0] < high[0] < 1.0 and low[1] < 1.0 < 10.0 < high[1]  # a zero count: the interval reaches far out
+    assert np.isfinite(low).all()
+    assert np.isfinite(high).all()
+    assert low[0] < high[0] < 1.0
+    assert low[1] < 1.0 < 10.0 < high[1]  # a zero count: the interval reaches far out
 
 
 def test_two_groups_give_the_folded_normal_interval() -> None:
@@ -55,7 +57,8 @@ def test_two_groups_give_the_folded_normal_interval() -> None:
     rng = np.random.default_rng(1)
     reps = np.column_stack([rng.normal(0.30, 0.02, 4000), rng.normal(0.25, 0.03, 4000)])
     family = pair_family([Component(np.array([0.30, 0.25]), reps)])
-    assert family is not None and family.null is not None
+    assert family is not None
+    assert family.null is not None
     se = float(np.sqrt(0.02**2 + 0.03**2))
     assert family.se[0] == pytest.approx(se, rel=0.05)
     assert family.critical(0.95) == pytest.approx(z_value(0.95), rel=0.05)
@@ -82,7 +85,8 @@ def test_p_value_and_bounds_agree() -> None:
     p = family.p_beyond(0.1)
     low, _ = family.bounds(family.critical(1 - p))
     assert low == pytest.approx(0.1, abs=1e-3)
-    assert family.p_beyond(0.3) == 1.0 and family.p_beyond(0.0) < 1e-6
+    assert family.p_beyond(0.3) == 1.0
+    assert family.p_beyond(0.0) < 1e-6
 
 
 def test_degenerate_replicates_give_no_family() -> None:
@@ -91,7 +95,9 @@ def test_degenerate_replicates_give_no_family() -> None:
     # A rate's analytic (Agresti-Caffo) variance keeps the interval open even when every replicate is equal.
     variance = np.array([0.01, 0.01])
     rate = pair_family([Component(np.zeros(2), np.zeros((100, 2)), variance, np.tile(variance, (100, 1)))])
-    assert rate is not None and rate.se[0] > 0 and rate.critical(0.95) == pytest.approx(z_value(0.95))
+    assert rate is not None
+    assert rate.se[0] > 0
+    assert rate.critical(0.95) == pytest.approx(z_value(0.95))
 
 
 # ----------------------------------------------------------------------------------- undefined and small
@@ -111,7 +117,8 @@ def test_equalized_odds_with_an_undefined_component_is_insufficient_not_zero(h: 
     frame = _rows({"x": [(1, 1, 40), (1, 0, 10), (0, 0, 40), (0, 1, 10)], "y": [(1, 1, 80), (1, 0, 20)]})
     document = fairgate.audit(frame, h.make_policy(["grp"], [EO], n_bootstrap=100)).to_dict()
     result = _result(document, EO["name"], ["grp"])
-    assert result["value"] is None and result["status"] == "insufficient_data"
+    assert result["value"] is None
+    assert result["status"] == "insufficient_data"
     assert "false_positive_rate" in result["reason"] or "undefined" in result["reason"]
     assert document["verdict"] == "fail"  # nothing could be judged: never a silent pass
 
@@ -120,7 +127,8 @@ def test_no_favourable_prediction_makes_disparate_impact_insufficient(h: Any) ->
     frame = _rows({"x": [(1, 0, 50), (0, 0, 50)], "y": [(1, 0, 50), (0, 0, 50)]})
     document = fairgate.audit(frame, h.make_policy(["grp"], [DI], n_bootstrap=100)).to_dict()
     result = _result(document, DI["name"], ["grp"])
-    assert result["value"] is None and result["status"] == "insufficient_data"
+    assert result["value"] is None
+    assert result["status"] == "insufficient_data"
     assert "no judged group has a non-zero selection_rate" in result["reason"]
     assert document["verdict"] == "fail"
 
@@ -131,8 +139,10 @@ def test_too_few_events_is_insufficient_with_the_reason_and_no_zero_width_interv
     metric = {"name": "equal_opportunity_difference", "threshold": 0.1}
     document = fairgate.audit(frame, h.make_policy(["grp"], [DP, metric], n_bootstrap=100)).to_dict()
     result = _result(document, metric["name"], ["grp"])
-    assert result["status"] == "insufficient_data" and result["ci_low"] is None
-    assert "min_events=10" in result["reason"] and "grp=y (3)" in result["reason"]
+    assert result["status"] == "insufficient_data"
+    assert result["ci_low"] is None
+    assert "min_events=10" in result["reason"]
+    assert "grp=y (3)" in result["reason"]
     assert _result(document, DP["name"], ["grp"])["status"] in ("pass", "fail", "inconclusive")
     for entry in document["results"] + document["summaries"]:
         for low, high in (("ci_low", "ci_high"), ("difference_ci_low", "difference_ci_high")):
@@ -140,7 +150,8 @@ def test_too_few_events_is_insufficient_with_the_reason_and_no_zero_width_interv
                 assert entry[high] > entry[low], entry
     lowered = h.make_policy(["grp"], [metric], n_bootstrap=100, statistics={"min_events": 3, "n_bootstrap": 100})
     judged = _result(fairgate.audit(frame, lowered).to_dict(), metric["name"], ["grp"])
-    assert judged["status"] != "insufficient_data" and judged["ci_high"] > judged["ci_low"]
+    assert judged["status"] != "insufficient_data"
+    assert judged["ci_high"] > judged["ci_low"]
 
 
 def test_results_carry_power_and_gate_fields(h: Any) -> None:
@@ -150,13 +161,16 @@ def test_results_carry_power_and_gate_fields(h: Any) -> None:
     assert tested
     for r in tested:
         assert 0.0 <= r["p_value_violation"] <= r["p_value_violation_adjusted"] <= 1.0
-        assert r["reason"] and r["interval_method"]
+        assert r["reason"]
+        assert r["interval_method"]
         if r["direction"] == "lower_is_better":
             assert r["detectable_disparity"] > r["threshold"]
         else:
             assert r["detectable_disparity"] < r["threshold"]
     detail = document["verdict_detail"]
-    assert detail["n_tests"] == len(tested) and detail["multiplicity"] == "holm" and detail["alpha"] == 0.05
+    assert detail["n_tests"] == len(tested)
+    assert detail["multiplicity"] == "holm"
+    assert detail["alpha"] == 0.05
 
 
 # ------------------------------------------------------------------------------------------- coverage

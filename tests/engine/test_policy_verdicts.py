@@ -33,7 +33,8 @@ def _error(document: dict[str, Any]) -> str:
 def test_unknown_key_is_named_with_its_place() -> None:
     message = _error(_base(intersectional_analysis={"min_group_sise": 10}))
     assert "fairness_checker.intersectional_analysis.min_group_sise" in message
-    assert "unknown key" in message and "spelling" in message
+    assert "unknown key" in message
+    assert "spelling" in message
 
 
 def test_unknown_top_level_key() -> None:
@@ -72,7 +73,8 @@ def test_unknown_metric_lists_the_known_ones() -> None:
 def test_threshold_out_of_range_says_the_range_and_an_example(rule: dict[str, Any], expected: str) -> None:
     message = _error(_base(metrics=[dict(DP), rule]))
     assert "fairness_checker.metrics.1" in message
-    assert "threshold" in message and expected in message
+    assert "threshold" in message
+    assert expected in message
 
 
 def test_wrong_direction_says_the_right_one() -> None:
@@ -86,30 +88,35 @@ def test_wrong_direction_says_the_right_one() -> None:
 def test_reference_group_not_among_values() -> None:
     message = _error(_base(sensitive_attributes=[{"name": "sex", "values": ["M", "F"], "reference_group": "X"}]))
     assert "fairness_checker.sensitive_attributes.0" in message
-    assert "'X'" in message and "['M', 'F']" in message
+    assert "'X'" in message
+    assert "['M', 'F']" in message
 
 
 def test_pair_naming_an_unknown_attribute() -> None:
     message = _error(_base(intersectional_analysis={"attribute_pairs": [["sex", "race"]]}))
     assert "intersectional_analysis.attribute_pairs" in message
-    assert "'race'" in message and "['sex']" in message  # what is wrong, and what can be written instead
+    assert "'race'" in message
+    assert "['sex']" in message  # what is wrong, and what can be written instead
 
 
 def test_critical_metric_not_configured() -> None:
     message = _error(_base(ci_cd_gate={"critical_metrics": ["equal_opportunity_difference"]}))
     assert "ci_cd_gate.critical_metrics" in message
-    assert "'equal_opportunity_difference'" in message and "demographic_parity_difference" in message
+    assert "'equal_opportunity_difference'" in message
+    assert "demographic_parity_difference" in message
 
 
 def test_bad_fail_on_lists_choices() -> None:
     message = _error(_base(ci_cd_gate={"fail_on": "all"}))
     assert "fairness_checker.ci_cd_gate.fail_on" in message
-    assert "'majority'" in message and "'critical_only'" in message
+    assert "'majority'" in message
+    assert "'critical_only'" in message
 
 
 def test_override_naming_an_unconfigured_metric() -> None:
     message = _error(_base(overrides=[{"reason": "pilot", "metric": "equal_opportunity_difference", "threshold": 0.2}]))
-    assert "override" in message and "'equal_opportunity_difference'" in message
+    assert "override" in message
+    assert "'equal_opportunity_difference'" in message
 
 
 def test_every_policy_error_is_a_fairgate_error() -> None:
@@ -147,18 +154,23 @@ def test_inconclusive_when_the_interval_crosses_the_threshold(h: Any) -> None:
     """The old rule failed this small audit on its point estimate (0.15 > 0.1); its interval straddles 0.1."""
     small = fairgate.audit(_frame({"x": (40, 20), "y": (40, 14)}), h.make_policy(["grp"], [DP], n_bootstrap=300))
     judged = _result(small, DP["name"], ["grp"])
-    assert judged["value"] == pytest.approx(0.15) and judged["status"] == "inconclusive"
-    assert judged["ci_low"] < 0.1 < judged["ci_high"] and judged["uncertain"] is True
-    assert "neither" in judged["reason"] and judged["detectable_disparity"] > 0.15
+    assert judged["value"] == pytest.approx(0.15)
+    assert judged["status"] == "inconclusive"
+    assert judged["ci_low"] < 0.1 < judged["ci_high"]
+    assert judged["uncertain"] is True
+    assert "neither" in judged["reason"]
+    assert judged["detectable_disparity"] > 0.15
     detail = small.to_dict()["verdict_detail"]
-    assert (
-        small.verdict == "pass" and detail["n_inconclusive"] == 1 and detail["inconclusive"][0]["metric"] == DP["name"]
-    )
+    assert small.verdict == "pass"
+    assert detail["n_inconclusive"] == 1
+    assert detail["inconclusive"][0]["metric"] == DP["name"]
     large = fairgate.audit(
         _frame({"x": (4000, 2000), "y": (4000, 1400)}), h.make_policy(["grp"], [DP], n_bootstrap=300)
     )
     judged = _result(large, DP["name"], ["grp"])
-    assert judged["ci_low"] > 0.1 and judged["uncertain"] is False and judged["status"] == "fail"
+    assert judged["ci_low"] > 0.1
+    assert judged["uncertain"] is False
+    assert judged["status"] == "fail"
     assert judged["p_value_violation_adjusted"] < 0.05
     assert large.to_dict()["verdict_detail"]["n_uncertain"] == 0
 
@@ -181,7 +193,8 @@ def test_per_metric_threshold_override(h: Any) -> None:
     overrides = [{"reason": "pilot phase agreed with legal", "metric": DP["name"], "threshold": 0.25}]
     result = fairgate.audit(frame, h.make_policy(["grp"], [DP], n_bootstrap=50, overrides=overrides))
     judged = _result(result, DP["name"], ["grp"])
-    assert judged["threshold"] == 0.25 and judged["status"] == "pass"
+    assert judged["threshold"] == 0.25
+    assert judged["status"] == "pass"
     assert judged["override_reasons"] == ["pilot phase agreed with legal"]
 
 
@@ -219,7 +232,8 @@ def test_exclude_groups_leaves_them_out_of_the_judgement(h: Any) -> None:
     overrides = [{"reason": "z is a pilot region", "metric": DP["name"], "exclude_groups": [{"grp": "z"}]}]
     result = fairgate.audit(frame, h.make_policy(["grp"], [DP], n_bootstrap=50, overrides=overrides))
     judged = _result(result, DP["name"], ["grp"])
-    assert judged["value"] == pytest.approx(0.05) and judged["status"] == "pass"
+    assert judged["value"] == pytest.approx(0.05)
+    assert judged["status"] == "pass"
     assert judged["excluded_groups"] == [{"grp": "z"}]
     assert judged["n_groups_judged"] == 2
     # The group is still reported with its own metrics.
@@ -267,7 +281,8 @@ def test_small_groups_are_listed_and_left_out_of_the_judgement(h: Any) -> None:
     frame = _frame({"x": (500, 250), "y": (500, 240), "z": (12, 0)})
     result = fairgate.audit(frame, h.make_policy(["grp"], [DP], min_group_size=30, n_bootstrap=50))
     judged = _result(result, DP["name"], ["grp"])
-    assert judged["value"] == pytest.approx(0.02) and judged["status"] == "pass"
+    assert judged["value"] == pytest.approx(0.02)
+    assert judged["status"] == "pass"
     assert judged["n_groups_judged"] == 2
     assert judged["insufficient_groups"] == [{"grp": "z"}]
     listed = result.to_dict()["diagnostics"]["insufficient_groups"]
@@ -277,7 +292,8 @@ def test_small_groups_are_listed_and_left_out_of_the_judgement(h: Any) -> None:
     )
     assert summary["difference"] == pytest.approx(0.02)
     z = next(g for g in result.to_dict()["groups"] if g["group"] == {"grp": "z"})
-    assert z["sufficient"] is False and z["metrics"]["selection_rate"]["value"] == 0.0  # still reported
+    assert z["sufficient"] is False
+    assert z["metrics"]["selection_rate"]["value"] == 0.0  # still reported
 
 
 def test_slicing_plan_follows_pairs_and_triple_sizes(h: Any) -> None:
@@ -286,7 +302,8 @@ def test_slicing_plan_follows_pairs_and_triple_sizes(h: Any) -> None:
     everything = fairgate.plan_slicings(
         fairgate.build_cube(frame, h.make_policy(attributes)), h.make_policy(attributes)
     )
-    assert sum(len(s) == 2 for s in everything) == 6 and sum(len(s) == 3 for s in everything) == 4
+    assert sum(len(s) == 2 for s in everything) == 6
+    assert sum(len(s) == 3 for s in everything) == 4
     configured = h.make_policy(
         attributes, min_group_size=200, intersectional_analysis={"attribute_pairs": [["a", "d"]]}
     )

@@ -274,14 +274,16 @@ def test_group_without_favourable_labels_has_null_tpr_not_zero(h: Any) -> None:
     document = fairgate.audit(frame, policy).to_dict()
     tpr = {g["group"]["grp"]: g["metrics"]["true_positive_rate"] for g in document["groups"] if g["slicing"] == ["grp"]}
     assert tpr["y"] == {"value": None, "ci_low": None, "ci_high": None}
-    assert tpr["x"]["value"] == pytest.approx(0.75) and tpr["z"]["value"] == pytest.approx(0.5)
+    assert tpr["x"]["value"] == pytest.approx(0.75)
+    assert tpr["z"]["value"] == pytest.approx(0.5)
     # The summary is taken over the groups where TPR is defined: 0.75 - 0.5, not 0.75 - 0.
     result = next(r for r in document["results"] if r["slicing"] == ["grp"])
     assert result["value"] == pytest.approx(0.25)
     comparison = next(
         c for c in document["comparisons"] if c["metric"] == "true_positive_rate" and c["group"] == {"grp": "y"}
     )
-    assert comparison["difference"] is None and comparison["p_value"] is None
+    assert comparison["difference"] is None
+    assert comparison["p_value"] is None
     assert '"NaN"' not in fairgate.audit(frame, policy).to_json()
 
 
@@ -311,7 +313,9 @@ def test_single_group_gives_insufficient_data(h: Any) -> None:
     results = [r for r in document["results"] if r["slicing"] == ["grp"]]
     assert len(results) == 2  # one per policy metric: listed, not dropped
     for result in results:
-        assert result["value"] is None and result["ci_low"] is None and result["ci_high"] is None
+        assert result["value"] is None
+        assert result["ci_low"] is None
+        assert result["ci_high"] is None
         assert result["status"] == "insufficient_data"
     # One group: nothing to compare it with, so no between-group summary at all.
     assert [s for s in document["summaries"] if s["slicing"] == ["grp"]] == []
@@ -358,7 +362,8 @@ def test_auc_intervals_stay_within_their_range(h: Any) -> None:
     document = fairgate.audit(frame, h.make_policy(["grp"], [{"name": "auc_difference", "threshold": 0.1}])).to_dict()
     summary = next(s for s in document["summaries"] if s["metric"] == "roc_auc")
     # Two positives per group are under min_events: no interval, and the summary says why.
-    assert summary["ratio_ci_low"] is None and summary["difference_ci_low"] is None
+    assert summary["ratio_ci_low"] is None
+    assert summary["difference_ci_low"] is None
     assert "min_events" in summary["interval_reason"]
     summary = next(s for s in _auc_summaries(h) if s["metric"] == "roc_auc")
     assert 0.0 <= summary["ratio_ci_low"] <= summary["ratio_ci_high"] <= 1.0, summary

@@ -27,7 +27,8 @@ def test_wilson_matches_scipy_binomtest(level: float) -> None:
 
 def test_wilson_is_undefined_without_trials() -> None:
     low, high = wilson_interval(np.array([0.0]), np.array([0.0]), 1.96)
-    assert np.isnan(low[0]) and np.isnan(high[0])
+    assert np.isnan(low[0])
+    assert np.isnan(high[0])
 
 
 def test_audit_group_intervals_are_wilson(h: Any) -> None:
@@ -62,21 +63,26 @@ def test_audit_adjusts_p_values_within_each_metric_and_slicing(h: Any) -> None:
         if c["sufficient"] and c["p_value"] is not None and c["metric"] not in COMPLEMENTS:
             families.setdefault((c["metric"], tuple(c["slicing"])), []).append(c)
         elif not c["sufficient"]:
-            assert c["p_value_adjusted"] is None and c["tested"] is False and c["significant"] is False
-    assert len(families) > 10 and any(not c["sufficient"] for c in comparisons)
+            assert c["p_value_adjusted"] is None
+            assert c["tested"] is False
+            assert c["significant"] is False
+    assert len(families) > 10
+    assert any(not c["sufficient"] for c in comparisons)
     for (metric, _), members in families.items():
         raw = np.array([c["p_value"] for c in members])
         expected = stats.false_discovery_control(raw, method="bh")
         np.testing.assert_allclose([c["p_value_adjusted"] for c in members], expected, atol=1e-12)
         for c in members:
-            assert c["tested"] is (metric != "base_rate") and c["p_value_family_size"] == len(members)
+            assert c["tested"] is (metric != "base_rate")
+            assert c["p_value_family_size"] == len(members)
             assert c["significant"] == (c["p_value_adjusted"] < alpha)
     by_key = {(c["metric"], tuple(c["slicing"]), tuple(c["group"].items())): c for c in comparisons}
     for (metric, slicing, group), c in by_key.items():
         partner = COMPLEMENTS.get(metric)
         if partner is not None and c["sufficient"] and c["p_value"] is not None:
             twin = by_key[(partner, slicing, group)]
-            assert c["tested"] is False and c["p_value_adjusted"] == twin["p_value_adjusted"]
+            assert c["tested"] is False
+            assert c["p_value_adjusted"] == twin["p_value_adjusted"]
             assert c["p_value"] == pytest.approx(twin["p_value"], abs=1e-12)  # the same test
 
 
@@ -98,7 +104,8 @@ def test_audit_comparisons_use_newcombe_for_rate_differences(h: Any) -> None:
     )
     document = fairgate.audit(frame, h.make_policy([{"name": "grp", "reference_group": "x"}])).to_dict()
     comparison = next(c for c in document["comparisons"] if c["metric"] == "selection_rate")
-    assert comparison["group"] == {"grp": "y"} and comparison["reference"] == {"grp": "x"}
+    assert comparison["group"] == {"grp": "y"}
+    assert comparison["reference"] == {"grp": "x"}
     low, high = newcombe_interval(np.array(20.0), np.array(80.0), np.array(70.0), np.array(120.0), z_value(0.95))
     assert comparison["difference"] == pytest.approx(20 / 80 - 70 / 120, abs=1e-12)
     assert comparison["difference_ci_low"] == pytest.approx(float(low), abs=1e-12)

@@ -68,14 +68,16 @@ def test_known_membership_needs_no_correction() -> None:
     assert dpd["corrected"]["value"] == pytest.approx(dpd["naive_value"])
     assert eod["corrected"]["value"] == pytest.approx(eod["naive_value"])
     assert dpd["attenuation_factor"] == pytest.approx(1.0)
-    assert theil["corrected"] is None and "no mixing correction" in theil["reason"]
+    assert theil["corrected"] is None
+    assert "no mixing correction" in theil["reason"]
 
 
 def test_posteriors_that_do_not_separate_groups_are_refused() -> None:
     posterior = np.full((500, 2), 0.5)
     y = (np.arange(500) % 2).astype(float)
     (entry,) = attenuation_report(posterior, ["a", "b"], y_pred=y)["metrics"]
-    assert entry["corrected"] is None and "singular" in entry["reason"]
+    assert entry["corrected"] is None
+    assert "singular" in entry["reason"]
 
 
 def test_naive_estimate_is_attenuated_and_corrected_one_recovers_the_truth() -> None:
@@ -97,7 +99,7 @@ def test_corrected_interval_covers_the_true_disparity() -> None:
     it in at least 90% of runs (bench/weights_coverage.py runs 400)."""
     runs, hits, naive = 80, 0, []
     for seed in range(runs):
-        posterior, y_pred, y_true = bisg_like(20_000, seed=500 + seed)
+        posterior, y_pred, _y_true = bisg_like(20_000, seed=500 + seed)
         (entry,) = attenuation_report(posterior, ["a", "b", "c"], y_pred=y_pred, seed=seed)["metrics"]
         hits += entry["corrected"]["ci_low"] <= 0.15 <= entry["corrected"]["ci_high"]
         naive.append(entry["naive_value"])
@@ -121,7 +123,8 @@ def test_proxy_attenuation_reads_outcomes_from_the_policy_columns() -> None:
     )
     report = proxy_attenuation(frame, posterior, ["a", "b", "c"], policy)
     (entry,) = report["metrics"]
-    assert report["mode"] == "probabilistic" and entry["metric"] == "equal_opportunity_difference"
+    assert report["mode"] == "probabilistic"
+    assert entry["metric"] == "equal_opportunity_difference"
     assert set(entry["corrected"]["by_group"]["true_positive_rate"]) == {"a", "b", "c"}
     broken = frame.with_columns(pl.lit(2).alias("y_pred"))
     assert "not 0/1" in proxy_attenuation(broken, posterior, ["a", "b", "c"], policy)["reason"]
@@ -129,7 +132,7 @@ def test_proxy_attenuation_reads_outcomes_from_the_policy_columns() -> None:
 
 def test_most_likely_assignment_is_corrected_too() -> None:
     """Hard assignment to the most likely group also mixes groups; W = one-hot of the assignment."""
-    posterior, y_pred, y_true = bisg_like(100_000, seed=6)
+    posterior, y_pred, _y_true = bisg_like(100_000, seed=6)
     hard = np.eye(3)[posterior.argmax(axis=1)]
     report = attenuation_report(posterior, ["a", "b", "c"], y_pred=y_pred, weights=hard)
     (entry,) = report["metrics"]
