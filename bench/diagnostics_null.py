@@ -87,8 +87,8 @@ def identical_groups_frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
 
 
 def _skewed(k: int) -> np.ndarray:
-    weights = 1.0 / np.arange(1, k + 1)
-    return weights / weights.sum()
+    weights: np.ndarray = 1.0 / np.arange(1, k + 1)
+    return np.asarray(weights / weights.sum(), dtype=float)
 
 
 WORST_METRICS = ("selection_rate", "true_positive_rate", "false_positive_rate")

@@ -60,7 +60,7 @@ def bare_join(people: pl.DataFrame) -> int:
         "left join zctas as z on z.zcta5 = lpad(people.zip::varchar, 5, '0')"
     ).to_arrow_table()
     con.close()
-    return table.num_rows
+    return int(table.num_rows)
 
 
 def median_time(action: Callable[[], object], repeats: int) -> float:

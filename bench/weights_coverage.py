@@ -106,7 +106,9 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
 
 def attenuation_coverage(runs: int, people: int, seed: int, rates: np.ndarray = RATES) -> None:
     rng = np.random.default_rng(seed)
-    naive, corrected, hits = {"dpd": [], "dir": []}, {"dpd": [], "dir": []}, {"dpd": 0, "dir": 0}
+    naive: dict[str, list[float]] = {"dpd": [], "dir": []}
+    corrected: dict[str, list[float]] = {"dpd": [], "dir": []}
+    hits = {"dpd": 0, "dir": 0}
     truths = {"dpd": float(rates.max() - rates.min()), "dir": float(rates.min() / rates.max())}
     started = time.perf_counter()
     for run in range(runs):

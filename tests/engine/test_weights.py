@@ -92,7 +92,8 @@ def test_rescaled_weights_give_the_same_audit(h: Any, scale: float) -> None:
     assert all(g["n"] < 0.8 * g["rows"] for g in race)
     # Slicings without the inferred attribute count each person once: n = people (weights sum to 1 each).
     (population,) = [g for g in base["groups"] if g["slicing"] == []]
-    assert population["n"] == pytest.approx(600) and population["rows"] == 1800
+    assert population["n"] == pytest.approx(600)
+    assert population["rows"] == 1800
 
 
 def test_without_person_weights_each_row_is_a_person(h: Any) -> None:
