@@ -48,8 +48,36 @@ def adjudicate(
 
     results = _judge_all([entry for part in parts for entry in part.results], policy)
     verdict, detail = _verdict(results, policy)
-    population = next(p for p in parts if not p.slicing)
     document: dict[str, Any] = {
+        **_header(cube, policy, model, run_id, verdict),
+        "attributes": _attributes(cube, parts),
+        "slicings": [list(p.slicing) for p in parts],
+        "groups": _groups(parts),
+        "comparisons": comparisons,
+        "summaries": [s for part in parts for s in part.summaries],
+        "results": results,
+        "verdict_detail": detail,
+        "diagnostics": _diagnostics(cube, parts, comparisons, policy),
+        "curves": {
+            "roc": [c for part in parts for c in part.roc],
+            "calibration": [c for part in parts for c in part.calibration],
+        },
+        "individual_fairness": _individual_fairness(next(p for p in parts if not p.slicing)),
+    }
+    document["recommendations"] = mitigation.recommend(
+        document, policy.use_case, min_cell_size=policy.reporting.min_cell_size
+    )
+    for key, value in (context or {}).items():
+        if key in document:
+            raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
+        document[key] = value
+    return AuditResult(document)
+
+
+# ----------------------------------------------------------------------------------------------- the document
+def _header(cube: Cube, policy: Policy, model: ModelInfo, run_id: str | None, verdict: str) -> dict[str, Any]:
+    """The document's opening fields: identity, verdict, exit code, model, data size and the policy as applied."""
+    return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id or uuid.uuid4().hex,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -67,56 +95,54 @@ def adjudicate(
         "use_case": policy.use_case,
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.sha256(),
-        "attributes": [
-            {
-                "name": name,
-                "reference_group": _reference_of(parts, name),
-                "values": _values_of(parts, name),
-                "excluded_missing": cube.excluded_missing.get(name, 0),
-            }
-            for name in cube.attributes
-        ],
-        "slicings": [list(p.slicing) for p in parts],
-        "groups": [
-            {
-                "slicing": list(part.slicing),
-                "group": group,
-                "n": part.n[i],
-                "rows": part.rows[i],
-                "sufficient": part.sufficient[i],
-                "metrics": {name: {k: v[i] for k, v in values.items()} for name, values in part.metrics.items()},
-            }
-            for part in parts
-            for i, group in enumerate(part.groups)
-        ],
-        "comparisons": comparisons,
-        "summaries": [s for part in parts for s in part.summaries],
-        "results": results,
-        "verdict_detail": detail,
-        "diagnostics": {
-            "base_rates": diagnostics.base_rates(parts, comparisons, policy),
-            "worst_subgroups": diagnostics.worst_subgroups(parts),
-            "simpson": diagnostics.simpson_reversals(parts, alpha=policy.statistics.significance_level),
-            "insufficient_groups": diagnostics.insufficient_groups(parts, policy),
-            "excluded_missing": dict(cube.excluded_missing),
-        },
-        "curves": {
-            "roc": [c for part in parts for c in part.roc],
-            "calibration": [c for part in parts for c in part.calibration],
-        },
-        "individual_fairness": {
-            name: population.metrics[name]["value"][0] if name in population.metrics else None
-            for name in ("theil_index", "generalized_entropy_index")
-        },
     }
-    document["recommendations"] = mitigation.recommend(
-        document, policy.use_case, min_cell_size=policy.reporting.min_cell_size
-    )
-    for key, value in (context or {}).items():
-        if key in document:
-            raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
-        document[key] = value
-    return AuditResult(document)
+
+
+def _attributes(cube: Cube, parts: list[SlicingResult]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "reference_group": _reference_of(parts, name),
+            "values": _values_of(parts, name),
+            "excluded_missing": cube.excluded_missing.get(name, 0),
+        }
+        for name in cube.attributes
+    ]
+
+
+def _groups(parts: list[SlicingResult]) -> list[dict[str, Any]]:
+    """One entry per group of every slicing: size, sufficiency and every group metric with its interval."""
+    return [
+        {
+            "slicing": list(part.slicing),
+            "group": group,
+            "n": part.n[i],
+            "rows": part.rows[i],
+            "sufficient": part.sufficient[i],
+            "metrics": {name: {k: v[i] for k, v in values.items()} for name, values in part.metrics.items()},
+        }
+        for part in parts
+        for i, group in enumerate(part.groups)
+    ]
+
+
+def _diagnostics(
+    cube: Cube, parts: list[SlicingResult], comparisons: list[dict[str, Any]], policy: Policy
+) -> dict[str, Any]:
+    return {
+        "base_rates": diagnostics.base_rates(parts, comparisons, policy),
+        "worst_subgroups": diagnostics.worst_subgroups(parts),
+        "simpson": diagnostics.simpson_reversals(parts, alpha=policy.statistics.significance_level),
+        "insufficient_groups": diagnostics.insufficient_groups(parts, policy),
+        "excluded_missing": dict(cube.excluded_missing),
+    }
+
+
+def _individual_fairness(population: SlicingResult) -> dict[str, float | None]:
+    return {
+        name: population.metrics[name]["value"][0] if name in population.metrics else None
+        for name in ("theil_index", "generalized_entropy_index")
+    }
 
 
 # ----------------------------------------------------------------------------------------------- comparisons

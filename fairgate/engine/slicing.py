@@ -121,33 +121,10 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     z = z_value(policy.reporting.confidence_level)
     level = policy.reporting.confidence_level
 
-    values: dict[str, MetricValues] = {}
-    for name, metric in count_metrics().items():
-        if metric.needs_scores and not cube.has_scores:
-            continue
-        value = metric.compute(point)
-        reps = metric.compute(boot)
-        if isinstance(metric, Rate):
-            low, high = wilson_interval(*metric.fraction(point), z)
-            values[name] = MetricValues(
-                value, low, high, reps, metric.events(point), metric.fraction(point), metric.fraction(boot)
-            )
-        else:
-            low, high = percentile_interval(reps, level, value)
-            values[name] = MetricValues(value, low, high, reps, metric.events(point))
+    values = _count_metric_values(cube, point, boot, z, level)
     roc_curves: list[dict[str, Any]] = []
     if cube.scores is not None and wants_auc(slicing, policy):
-        runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
-        auc, n_pos, n_neg = auc_module.exact_auc(runs)
-        class_sizes = point.effective_class_sizes(n_pos, n_neg)  # [weights] Kish class sizes
-        se = hanley_mcneil_se(auc, *class_sizes)
-        rng = np.random.default_rng([stats.seed, len(slicing), n_groups])
-        # Parametric replicates from the normal approximation, kept inside AUC's range.
-        reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, n_groups)), 0.0, 1.0)
-        events = np.minimum(*(np.asarray(size, dtype=float) for size in class_sizes))
-        values["roc_auc"] = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps, events)
-        if len(slicing) <= 1:
-            roc_curves = auc_module.roc_curves(runs, groups, slicing)
+        values["roc_auc"], roc_curves = _auc_values(cube, slicing, groups, point, policy, z)
 
     reference_index = _reference_index(groups, slicing, policy, point.n)  # [weights] largest expected size
     eligible = sufficient.copy()
@@ -170,6 +147,48 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
         calibration=_calibration_curves(slicing, groups, point, cube) if len(slicing) <= 1 else [],
     )
     return result
+
+
+def _count_metric_values(
+    cube: Cube, point: GroupCounts, boot: GroupCounts, z: float, level: float
+) -> dict[str, MetricValues]:
+    """Every group metric computed from counts: value, interval (Wilson for rates, else bootstrap) and replicates."""
+    values: dict[str, MetricValues] = {}
+    for name, metric in count_metrics().items():
+        if metric.needs_scores and not cube.has_scores:
+            continue
+        value = metric.compute(point)
+        reps = metric.compute(boot)
+        if isinstance(metric, Rate):
+            low, high = wilson_interval(*metric.fraction(point), z)
+            values[name] = MetricValues(
+                value, low, high, reps, metric.events(point), metric.fraction(point), metric.fraction(boot)
+            )
+        else:
+            low, high = percentile_interval(reps, level, value)
+            values[name] = MetricValues(value, low, high, reps, metric.events(point))
+    return values
+
+
+def _auc_values(
+    cube: Cube, slicing: Slicing, groups: list[Group], point: GroupCounts, policy: Policy, z: float
+) -> tuple[MetricValues, list[dict[str, Any]]]:
+    """Exact per-group AUC with its Hanley-McNeil interval and parametric replicates.
+
+    The ROC curves come with it for the population and single attributes.
+    """
+    stats = policy.statistics
+    runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
+    auc, n_pos, n_neg = auc_module.exact_auc(runs)
+    class_sizes = point.effective_class_sizes(n_pos, n_neg)  # [weights] Kish class sizes
+    se = hanley_mcneil_se(auc, *class_sizes)
+    rng = np.random.default_rng([stats.seed, len(slicing), len(groups)])
+    # Parametric replicates from the normal approximation, kept inside AUC's range.
+    reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, len(groups))), 0.0, 1.0)
+    events = np.minimum(*(np.asarray(size, dtype=float) for size in class_sizes))
+    values = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps, events)
+    curves = auc_module.roc_curves(runs, groups, slicing) if len(slicing) <= 1 else []
+    return values, curves
 
 
 def wants_auc(slicing: Slicing, policy: Policy) -> bool:
@@ -240,10 +259,7 @@ def _counts(
     unit_weight, unit_score = np.ones(occupied.size), score[occupied] / rows[occupied]
     if not unit_weights:
         assert weight_sq is not None
-        squared = _replicate_counts(
-            np.ones((1, occupied.size)), occupied, weight_sq[occupied], np.zeros(occupied.size), n_groups, bins
-        )
-        point = replace(point, **{f"{k}_sq": getattr(squared, k)[0] for k in ("tp", "fp", "tn", "fn")})
+        point = _with_squares(point, weight_sq[occupied], occupied, n_groups, bins)
         # Kish effective units per cell, rounded so that rescaled weights (equal up to the last bits) give the
         # very same draws: one differing bit changes the multinomial's path and every later draw.
         units = np.round(weight[occupied] ** 2 / weight_sq[occupied], 6)
@@ -254,6 +270,16 @@ def _counts(
     # Replicates in effective units (rates unchanged), so that the interval code reading counts from them
     # (bootstrap-t rate variances, the debiased calibration error) sees people, not sums of weights.
     return point, replicates if unit_weights else replicates.scaled(point.effective_scale())
+
+
+def _with_squares(
+    point: GroupCounts, weight_sq: np.ndarray, occupied: np.ndarray, n_groups: int, bins: int
+) -> GroupCounts:
+    """The point counts with their cells' sums of squared weights (what Kish's effective sizes need)."""
+    squared = _replicate_counts(
+        np.ones((1, occupied.size)), occupied, weight_sq, np.zeros(occupied.size), n_groups, bins
+    )
+    return replace(point, **{f"{k}_sq": getattr(squared, k)[0] for k in ("tp", "fp", "tn", "fn")})
 
 
 def _replicate_counts(
@@ -339,21 +365,10 @@ def _comparisons(
             diff = v.value[others] - v.value[ref]
             rat = np.where(v.value[ref] > 0, v.value[others] / v.value[ref], np.nan)
         if isinstance(metric, Rate):
-            x, m = metric.fraction(point)
-            d_low, d_high = newcombe_interval(x[others], m[others], x[ref], m[ref], z)
-            r_low, r_high = katz_ratio_interval(x[others], m[others], x[ref], m[ref], z)
-            p_values = two_proportion_p_value(
-                x[others], m[others], np.full(others.size, x[ref]), np.full(others.size, m[ref])
-            )
+            d_low, d_high, r_low, r_high, p_values = _rate_contrasts(metric, point, others, ref, z)
             method = "newcombe/katz/two-proportion"
         else:
-            boot_ref = v.replicates[:, [ref]]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                boot_diff = v.replicates[:, others] - boot_ref
-                boot_ratio = np.where(boot_ref > 0, v.replicates[:, others] / boot_ref, np.nan)
-            d_low, d_high = percentile_interval(boot_diff, level, diff)
-            r_low, r_high = percentile_interval(boot_ratio, level, rat)
-            p_values = _bootstrap_p_values(boot_diff)
+            d_low, d_high, r_low, r_high, p_values = _bootstrap_contrasts(v, others, ref, diff, rat, level)
             method = "bootstrap"
         p_values = np.where(np.isfinite(diff), p_values, np.nan)
         arrays = (diff, d_low, d_high, rat, r_low, r_high, p_values)
@@ -377,6 +392,34 @@ def _comparisons(
                 }
             )
     return out
+
+
+_Contrasts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _rate_contrasts(metric: Rate, point: GroupCounts, others: np.ndarray, ref: int, z: float) -> _Contrasts:
+    """Each group against the reference for a rate: Newcombe, Katz and the two-proportion test.
+
+    Returns the difference's low and high, the ratio's low and high, and the p-values.
+    """
+    x, m = metric.fraction(point)
+    d_low, d_high = newcombe_interval(x[others], m[others], x[ref], m[ref], z)
+    r_low, r_high = katz_ratio_interval(x[others], m[others], x[ref], m[ref], z)
+    p_values = two_proportion_p_value(x[others], m[others], np.full(others.size, x[ref]), np.full(others.size, m[ref]))
+    return d_low, d_high, r_low, r_high, p_values
+
+
+def _bootstrap_contrasts(
+    v: MetricValues, others: np.ndarray, ref: int, diff: np.ndarray, rat: np.ndarray, level: float
+) -> _Contrasts:
+    """Percentile intervals of the difference and ratio to the reference, and bootstrap p-values."""
+    boot_ref = v.replicates[:, [ref]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot_diff = v.replicates[:, others] - boot_ref
+        boot_ratio = np.where(boot_ref > 0, v.replicates[:, others] / boot_ref, np.nan)
+    d_low, d_high = percentile_interval(boot_diff, level, diff)
+    r_low, r_high = percentile_interval(boot_ratio, level, rat)
+    return d_low, d_high, r_low, r_high, _bootstrap_p_values(boot_diff)
 
 
 def _bootstrap_p_values(replicate_differences: np.ndarray) -> np.ndarray:
