@@ -134,15 +134,23 @@ def _summary(state: State) -> dict[str, Any]:
     return cast(dict[str, Any], state.result())
 
 
+# Short enough for 80 columns; the JSON keeps the full status names.
+_STATUS_LABELS = {"insufficient_data": "no data"}
+_STATUS_NOTES = {
+    "inconclusive": "inconclusive: the interval straddles the limit",
+    "insufficient_data": "no data: too few people to judge",
+}
+
+
 def _print_summary(summary: dict[str, Any]) -> None:
     document = summary["document"]
     # One section per slicing (its name on a row of its own) keeps the table readable in 80 columns.
     table = Table(title="fairness results", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("metric", overflow="fold")
-    for column in ("value", "interval", "threshold"):
+    for column in ("value", "interval", "limit"):
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    uncertain_shown = False
+    shown: set[str] = set()
     for slicing, rows in itertools.groupby(document.get("results", []), key=lambda r: r.get("slicing") or []):
         table.add_section()
         table.add_row(f"[bold]{slicing_label(slicing)}[/]")
@@ -150,13 +158,13 @@ def _print_summary(summary: dict[str, Any]) -> None:
             value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
             ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
             status = r.get("status", "")
-            colour = {"pass": "green", "fail": "red"}.get(status, "yellow")
-            flag = "*" if r.get("uncertain") else ""
-            uncertain_shown |= bool(flag)
-            metric = f"  {r.get('metric', '')}"
-            table.add_row(metric, value, ci, str(r.get("threshold")), f"[{colour}]{status}[/]{flag}")
-    if uncertain_shown:
-        table.caption = "* uncertain: the interval crosses the threshold"
+            shown.add(status)
+            colour = {"pass": "green", "fail": "red", "inconclusive": "magenta"}.get(status, "yellow")
+            label = _STATUS_LABELS.get(status, status)
+            table.add_row(f" {r.get('metric', '')}", value, ci, str(r.get("threshold")), f"[{colour}]{label}[/]")
+    notes = [text for status, text in _STATUS_NOTES.items() if status in shown]
+    if notes:
+        table.caption = "; ".join(notes) + " (the JSON gives each result's reason)"
     _out.print(table)
     verdict = document["verdict"]
     _out.print(f"verdict: [bold {'green' if verdict == 'pass' else 'red'}]{verdict.upper()}[/]")
