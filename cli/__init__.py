@@ -31,6 +31,7 @@ from rich.table import Table
 
 import fairgate
 from fairgate.engine.labels import slicing_label
+from cli.signals import audit_guard
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
@@ -100,7 +101,8 @@ def _run_audit(
         "model_version": model_version,
         "trail": str(trail) if trail else None,
     }
-    summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
+        summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
     if as_json:
         sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
     elif not quiet:

@@ -103,9 +103,15 @@ def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
     }
 
 
+# Staging folders of runs still in progress: a Ctrl-C or SIGTERM handler removes them (cli/signals.py).
+_OPEN_STAGING: set[Path] = set()
+
+
 def staging_dir(out_dir: Path, run_id: str) -> Path:
     """A hidden folder inside ``out_dir`` where a run writes everything before it is complete."""
-    return out_dir / f".partial-{run_id}"
+    staging = out_dir / f".partial-{run_id}"
+    _OPEN_STAGING.add(staging)
+    return staging
 
 
 @task(name="promote outputs", cache_policy=NO_CACHE)
@@ -124,3 +130,10 @@ def promote_outputs(staging: Path, out_dir: Path) -> dict[str, str]:
 def discard_staging(staging: Path) -> None:
     """Remove a run's staging folder (after promotion, or when the run failed)."""
     shutil.rmtree(staging, ignore_errors=True)
+    _OPEN_STAGING.discard(staging)
+
+
+def discard_open_staging() -> None:
+    """Remove the staging folders of runs still in progress (the process is being interrupted)."""
+    for staging in list(_OPEN_STAGING):
+        discard_staging(staging)

@@ -1,0 +1,156 @@
+"""Ctrl-C and SIGTERM end an audit within seconds and leave nothing behind; no Prefect server outlives the CLI.
+
+* SIGINT (Ctrl-C, to the process group or to the PID alone) and SIGTERM raise :class:`AuditInterrupted` in the
+  main thread. The flow run unwinds (its staging folder is removed, the trail transaction rolls back), then
+  :func:`audit_guard` stops the ephemeral Prefect server this process started and ends the process at once
+  with 130 / 143 (``os._exit``: metric threads still computing must not hold the exit up).
+  SIGINT is handled even when the shell started the CLI with SIGINT ignored (a background job), because an
+  audit nobody can interrupt is worse than one that ignores the terminal.
+* If the run does not unwind within :data:`GRACE_SECONDS` (a thread or library swallowed the exception, a long
+  C call), or a second signal arrives, a watchdog does the same clean-up itself and exits.
+* SIGKILL cannot be handled: the ephemeral server is started here, from the main thread, in its own session
+  (Ctrl-C to the terminal reaches only the CLI, which stops it in order) and with a parent-death signal
+  (Linux ``PR_SET_PDEATHSIG``), so the kernel kills it when the CLI dies, however it dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+GRACE_SECONDS = 4.0
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class AuditInterrupted(BaseException):
+    """Raised in the main thread on SIGINT/SIGTERM. Not a KeyboardInterrupt: click would turn that into exit 1."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """``preexec_fn`` for the server: the kernel sends it SIGKILL when the thread that started it dies."""
+
+    def preexec() -> None:
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the parent died between fork and prctl
+            os._exit(1)
+
+    return preexec
+
+
+def _watched_server_class() -> type[Any]:
+    """Prefect's ephemeral server, started in its own session and bound to the life of this process.
+
+    Prefect looks its ephemeral server up as ``SubprocessASGIServer._instances[None]`` (as its own test
+    harness does); an instance of this subclass registered there is the one every Prefect client uses.
+    """
+    import prefect
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import get_current_settings
+
+    class WatchedServer(SubprocessASGIServer):
+        def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
+            # The same command and environment as Prefect 3's SubprocessASGIServer; only the session and the
+            # parent-death signal are added.
+            command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent)]
+            command += ["--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1"]
+            command += ["--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
+            server_env = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+            settings_env = get_current_settings().to_environment_variables(exclude_unset=True)
+            return subprocess.Popen(
+                command,
+                env={**os.environ, **server_env, **settings_env},
+                start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()),  # noqa: PLW1509 (no threads run in the child)
+            )
+
+    return WatchedServer
+
+
+class _Guard:
+    """What a signal must clean up: the server this process started and the staging folders still open."""
+
+    server: Any = None
+    signum: int | None = None
+    lock = threading.Lock()
+
+    @classmethod
+    def start_server(cls) -> None:
+        """Start the ephemeral server now, from the main thread, when the flow would need one."""
+        from prefect.server.api.server import SubprocessASGIServer
+        from prefect.settings import get_current_settings
+
+        settings = get_current_settings()
+        if settings.api.url or not settings.server.ephemeral.enabled:
+            return  # a configured server: not ours to start or stop
+        if SubprocessASGIServer._instances.get(None) is None:
+            cls.server = _watched_server_class()()
+            cls.server.start()
+
+    @classmethod
+    def clean_up(cls) -> None:
+        """Remove open staging folders and stop the server; safe to call from any thread, more than once."""
+        from tasks.outputs import discard_open_staging
+
+        with cls.lock:
+            discard_open_staging()
+            server, cls.server = cls.server, None
+        if server is not None:
+            with contextlib.suppress(Exception):
+                server.stop()
+
+    @classmethod
+    def exit_now(cls, signum: int) -> None:
+        """Clean up and end the process at once, whatever other threads are doing."""
+        cls.clean_up()
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"\nfairgate: audit interrupted by {signal.Signals(signum).name}; nothing recorded\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+        os._exit(EXIT_CODES.get(signal.Signals(signum), 128 + signum))
+
+
+def _watchdog(signum: int) -> None:
+    threading.Timer(GRACE_SECONDS, _Guard.exit_now, args=(signum,)).start()
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _Guard.signum is not None:  # a second signal: no more waiting
+        _Guard.exit_now(signum)
+    _Guard.signum = signum
+    _watchdog(signum)
+    raise AuditInterrupted(signum)
+
+
+@contextlib.contextmanager
+def audit_guard() -> Iterator[None]:
+    """Around a command that runs the audit flow: signals end it cleanly, the server dies with the process.
+
+    Must be entered in the main thread. On SIGINT/SIGTERM the body unwinds, the clean-up runs and the process
+    exits with 130/143; on a normal end the server is stopped as before (Prefect's own ``atexit``).
+    """
+    previous = {signum: signal.signal(signum, _on_signal) for signum in EXIT_CODES}
+    try:
+        _Guard.start_server()
+        yield
+    except AuditInterrupted as exc:
+        _Guard.exit_now(exc.signum)
+    finally:
+        if _Guard.signum is not None:  # interrupted, but the exception was swallowed on the way out
+            _Guard.exit_now(_Guard.signum)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
