@@ -30,8 +30,8 @@ from rich.console import Console
 from rich.table import Table
 
 import fairgate
-from fairgate.engine.labels import slicing_label
 from cli.signals import audit_guard
+from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:

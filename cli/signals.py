@@ -38,14 +38,21 @@ class AuditInterrupted(BaseException):
 
 
 def _die_with_parent(parent_pid: int) -> Callable[[], None]:
-    """``preexec_fn`` for the server: the kernel sends it SIGKILL when the thread that started it dies."""
+    """``preexec_fn`` for the server: the kernel sends it SIGKILL when the thread that started it dies.
+
+    libc is loaded here, in the parent: the child (forked while other threads may hold the import lock) only
+    makes the system call.
+    """
+    prctl = None
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig = 1
 
     def preexec() -> None:
-        if sys.platform.startswith("linux"):
-            import ctypes
-
-            pr_set_pdeathsig = 1
-            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if prctl is not None:
+            prctl(pr_set_pdeathsig, signal.SIGKILL)
         if os.getppid() != parent_pid:  # the parent died between fork and prctl
             os._exit(1)
 
@@ -75,7 +82,7 @@ def _watched_server_class() -> type[Any]:
                 command,
                 env={**os.environ, **server_env, **settings_env},
                 start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),  # noqa: PLW1509 (no threads run in the child)
+                preexec_fn=_die_with_parent(os.getpid()),
             )
 
     return WatchedServer
