@@ -125,7 +125,7 @@ class _Guard:
         """Clean up and end the process at once, whatever other threads are doing."""
         cls.clean_up()
         with contextlib.suppress(Exception):
-            sys.stderr.write(f"\nfairgate: audit interrupted by {signal.Signals(signum).name}; nothing recorded\n")
+            sys.stderr.write(f"\nfairgate: audit interrupted by {signal.Signals(signum).name}\n")
             sys.stderr.flush()
             sys.stdout.flush()
         os._exit(EXIT_CODES.get(signal.Signals(signum), 128 + signum))

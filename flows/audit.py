@@ -8,10 +8,14 @@ whose message says what to fix. Nothing is written and the trail is not touched.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
+import signal
+import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -192,20 +196,42 @@ def _publish(
         written = write_outputs(_as_is(document), staging)
         publish_artifacts(_as_is(document))
         report = _publish_report(document, policy, staging, trail_path)
-        record = record_run(
-            trail_path,
-            _as_is(document),
-            policy_text=policy_text,
-            inputs=inputs.summary(),
-            validation=inputs.validation.to_dict(),
-            join_report=inputs.aligned.join_report,
-            cube_cells=cube_cells(cube),
-        )
-        moved = promote_outputs(staging, output)
+        with _signals_held():  # recorded with its outputs in place, or neither
+            record = record_run(
+                trail_path,
+                _as_is(document),
+                policy_text=policy_text,
+                inputs=inputs.summary(),
+                validation=inputs.validation.to_dict(),
+                join_report=inputs.aligned.join_report,
+                cube_cells=cube_cells(cube),
+            )
+            moved = promote_outputs(staging, output)
     finally:
         discard_staging(staging)
     written = {kind: moved.get(path, path) for kind, path in written.items()}
     return written, _relocated(report, moved), record
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT/SIGTERM arriving while the run is recorded and its files moved into place take effect right
+    after (the handlers in force, e.g. the CLI's, then run), so an interruption never splits the two."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread receives signals and may swap their handlers
+        return
+    held: list[int] = []
+    previous = {signum: signal.signal(signum, lambda n, _: held.append(n)) for signum in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for pending in held[:1]:
+            signal.raise_signal(pending)
 
 
 def _relocated(value: Any, moved: dict[str, str]) -> Any:

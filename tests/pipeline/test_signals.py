@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import Inputs
 
-pytestmark = pytest.mark.slow
+from flows.audit import _signals_held
 
 FLOW_STARTED = "Beginning flow run"
 START_TIMEOUT_S = 240  # an ephemeral server's first start runs its migrations; two busy cores
@@ -117,6 +117,7 @@ def prefect_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("prefect-home")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("signum", "group", "expected_code"),
     [
@@ -138,6 +139,7 @@ def test_a_signal_stops_the_audit_cleanly(
     assert "Traceback" not in audit.stderr
 
 
+@pytest.mark.slow
 def test_after_sigkill_no_server_survives_and_the_next_run_works(inputs: Inputs, prefect_home: Path) -> None:
     audit = AuditProcess(inputs, prefect_home)
     audit.wait_for_flow()
@@ -151,3 +153,17 @@ def test_after_sigkill_no_server_survives_and_the_next_run_works(inputs: Inputs,
     assert (inputs.out / "audit_trail.duckdb").exists()
     assert not [name for name in _written(inputs.out) if name.startswith(".partial-")]
     assert rerun.leftovers(within_s=10) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_commit_takes_effect_after_it(signum: int) -> None:
+    seen: list[int] = []
+    previous = signal.signal(signum, lambda n, _: seen.append(n))
+    try:
+        with _signals_held():
+            signal.raise_signal(signum)
+            committed = not seen  # the handler has not run inside the commit
+        assert committed
+        assert seen == [signum]  # ... and ran right after it
+    finally:
+        signal.signal(signum, previous)
