@@ -55,10 +55,14 @@ def _state(entry: Path) -> bytes:
     return next((line for line in (entry / "status").read_bytes().splitlines() if line.startswith(b"State:")), b"")
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class AuditProcess:
     """``fairgate audit`` in its own session, its stderr in a file, stopped by a signal once its flow started."""
 
-    def __init__(self, inputs: Inputs, prefect_home: Path) -> None:
+    def __init__(self, inputs: Inputs, prefect_home: Path, *, as_background_job: bool = False) -> None:
         self.inputs = inputs
         self.prefect_home = prefect_home
         self.stderr_path = inputs.folder / "stderr.log"
@@ -72,6 +76,8 @@ class AuditProcess:
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 start_new_session=True,
+                # A shell starts a background job with SIGINT ignored: the CLI must still stop on it.
+                preexec_fn=_ignore_sigint if as_background_job else None,
             )
 
     @property
@@ -122,16 +128,17 @@ def prefect_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("signum", "group", "expected_code"),
     [
         pytest.param(signal.SIGINT, True, 130, id="ctrl-c-to-the-group"),
-        pytest.param(signal.SIGINT, False, 130, id="sigint-to-the-pid"),
+        pytest.param(signal.SIGINT, False, 130, id="sigint-to-the-pid-of-a-background-job"),
         pytest.param(signal.SIGTERM, False, 143, id="sigterm"),
     ],
 )
 def test_a_signal_stops_the_audit_cleanly(
     inputs: Inputs, prefect_home: Path, signum: int, group: bool, expected_code: int
 ) -> None:
-    audit = AuditProcess(inputs, prefect_home)
+    audit = AuditProcess(inputs, prefect_home, as_background_job=not group)
     audit.wait_for_flow()
     code, seconds = audit.stop_by(signum, group=group)
+    print(f"{signal.Signals(signum).name} {'group' if group else 'pid'}: exit {code} after {seconds:.2f} s")
     assert code == expected_code, audit.stderr
     assert seconds < STOP_LIMIT_S
     assert _written(inputs.out) == []  # no output, no staging folder, no trail
