@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 import fairgate
-from cli.signals import audit_guard
+from cli.signals import audit_guard, exit_on_signal
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -314,6 +314,7 @@ if importlib.util.find_spec("cli.proxy_cmd") is not None:
 
 def main() -> None:
     """Console entry point (``fairgate``)."""
+    exit_on_signal()  # Ctrl-C / SIGTERM: exit 130 / 143 (cli/signals.py)
     if {"--quiet", "-q", "--json"} & set(sys.argv[1:]):
         # Machines: Prefect's INFO lines off (warnings and errors still shown on stderr). Read by Prefect at import.
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")

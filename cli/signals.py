@@ -26,6 +26,7 @@ from types import FrameType
 from typing import Any
 
 GRACE_SECONDS = 4.0
+DRAIN_SECONDS = 5.0  # at most, per worker, for the last logs and events of a finished run
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
@@ -121,11 +122,28 @@ class _Guard:
                 server.stop()
 
     @classmethod
+    def stop_in_order(cls) -> None:
+        """After a run: let the client's log and event workers deliver what they hold, then stop the server.
+
+        Stopping the server while those requests are still in flight cancels them inside its SQLAlchemy
+        session, and the server prints the ``CancelledError`` traceback on the CLI's stderr after a good run.
+        """
+        if cls.server is None:
+            return
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+
+        with contextlib.suppress(Exception):
+            APILogWorker.drain_all(timeout=DRAIN_SECONDS)
+            EventsWorker.drain_all(timeout=DRAIN_SECONDS)
+        cls.clean_up()
+
+    @classmethod
     def exit_now(cls, signum: int) -> None:
         """Clean up and end the process at once, whatever other threads are doing."""
         cls.clean_up()
         with contextlib.suppress(Exception):
-            sys.stderr.write(f"\nfairgate: audit interrupted by {signal.Signals(signum).name}\n")
+            sys.stderr.write(f"\nfairgate: interrupted by {signal.Signals(signum).name}\n")
             sys.stderr.flush()
             sys.stdout.flush()
         os._exit(EXIT_CODES.get(signal.Signals(signum), 128 + signum))
@@ -141,6 +159,18 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     _Guard.signum = signum
     _watchdog(signum)
     raise AuditInterrupted(signum)
+
+
+def _exit_at_once(signum: int, frame: FrameType | None) -> None:
+    _Guard.exit_now(signum)
+
+
+def exit_on_signal() -> None:
+    """Outside an audit (start-up, the checks before the flow, the trail commands): SIGINT/SIGTERM end the
+    command at once with 130/143, never with click's "Aborted!" and exit 1 (which would mean "the policy
+    fails"). Nothing is open yet to clean up."""
+    for signum in EXIT_CODES:
+        signal.signal(signum, _exit_at_once)
 
 
 @contextlib.contextmanager
@@ -159,5 +189,6 @@ def audit_guard() -> Iterator[None]:
     finally:
         if _Guard.signum is not None:  # interrupted, but the exception was swallowed on the way out
             _Guard.exit_now(_Guard.signum)
+        _Guard.stop_in_order()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
