@@ -7,11 +7,13 @@ is the run's if its environment names that home, which finds the server however 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -119,8 +121,13 @@ def _written(out: Path) -> list[str]:
 
 
 @pytest.fixture
-def prefect_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("prefect-home")
+def prefect_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A private Prefect home; whatever still runs with it when the test ends (a failed test) is killed."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    yield home
+    for pid in _processes_of(home):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
