@@ -126,7 +126,8 @@ class _Guard:
         """After a run: let the client's log and event workers deliver what they hold, then stop the server.
 
         Stopping the server while those requests are still in flight cancels them inside its SQLAlchemy
-        session, and the server prints the ``CancelledError`` traceback on the CLI's stderr after a good run.
+        session, and the server (whose stderr is the CLI's) prints a ``CancelledError`` traceback after a
+        good run: the likely cause of the rare traceback of issue 10 (not reproduced in 15 runs).
         """
         if cls.server is None:
             return
@@ -178,7 +179,8 @@ def audit_guard() -> Iterator[None]:
     """Around a command that runs the audit flow: signals end it cleanly, the server dies with the process.
 
     Must be entered in the main thread. On SIGINT/SIGTERM the body unwinds, the clean-up runs and the process
-    exits with 130/143; on a normal end the server is stopped as before (Prefect's own ``atexit``).
+    exits with 130/143; on a normal end the server this guard started is stopped once the run's last logs
+    and events are delivered.
     """
     previous = {signum: signal.signal(signum, _on_signal) for signum in EXIT_CODES}
     try:
