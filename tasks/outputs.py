@@ -7,11 +7,13 @@ a failed test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
@@ -107,8 +109,19 @@ def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
 _OPEN_STAGING: set[Path] = set()
 
 
+# A run's staging folder lives for seconds; one this old was left by a killed run (SIGKILL, power loss).
+STALE_STAGING_SECONDS = 3600
+
+
 def staging_dir(out_dir: Path, run_id: str) -> Path:
-    """A hidden folder inside ``out_dir`` where a run writes everything before it is complete."""
+    """A hidden folder inside ``out_dir`` where a run writes everything before it is complete.
+
+    Staging folders that killed runs left in ``out_dir`` more than an hour ago are removed on the way.
+    """
+    for stale in out_dir.glob(".partial-*"):
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime > STALE_STAGING_SECONDS:
+                shutil.rmtree(stale, ignore_errors=True)
     staging = out_dir / f".partial-{run_id}"
     _OPEN_STAGING.add(staging)
     return staging

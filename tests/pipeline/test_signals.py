@@ -20,6 +20,7 @@ import pytest
 from pipeline_helpers import Inputs
 
 from flows.audit import _signals_held
+from tasks.outputs import STALE_STAGING_SECONDS, staging_dir
 
 FLOW_STARTED = "Beginning flow run"
 START_TIMEOUT_S = 240  # an ephemeral server's first start runs its migrations; two busy cores
@@ -181,3 +182,16 @@ def test_a_signal_during_the_commit_takes_effect_after_it(signum: int) -> None:
         assert seen == [signum]  # ... and ran right after it
     finally:
         signal.signal(signum, previous)
+
+
+def test_a_staging_folder_left_by_a_killed_run_is_removed_by_a_later_run(tmp_path: Path) -> None:
+    left_by_a_kill = tmp_path / ".partial-killed"
+    left_by_a_kill.mkdir()
+    (left_by_a_kill / "fairness.json").write_text("{}")
+    an_hour_ago = time.time() - STALE_STAGING_SECONDS - 60
+    os.utime(left_by_a_kill, (an_hour_ago, an_hour_ago))
+    in_progress = tmp_path / ".partial-running"
+    in_progress.mkdir()
+    staging_dir(tmp_path, "next")
+    assert not left_by_a_kill.exists()
+    assert in_progress.exists()
