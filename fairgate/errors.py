@@ -45,3 +45,24 @@ class PolicyError(FairgateError):
 
 class DataError(FairgateError):
     """The audited data is unusable as given (missing column, non-binary label, ...)."""
+
+
+# The audit trail (tasks/trail.py, ``fairgate trail``). Exit 2 for "not a trail" and configuration, 1 for damage.
+NOT_A_TRAIL = "{path} is not an audit trail: {why}. Pass --trail with the trail's DuckDB file"
+TRAIL_DAMAGED = "the audit trail {path} is damaged: {detail}. Restore it from a backup; do not append to it"
+TRAIL_KEY_MISSING = (
+    "the audit trail {path} is keyed (hmac-sha256) but {env} is not set: set it to the key the trail was "
+    "recorded with, to {action}"
+)
+TRAIL_KEY_WRONG = (
+    "{env} is not the key the audit trail {path} was recorded with (its key check differs): set the right key"
+)
+TRAIL_UNKEYED = (
+    "the chain of {path} is unkeyed (sha256): anyone who can write the file can rewrite a run and recompute the "
+    "chain, so 'intact' proves nothing against them. Set {env} (a secret) before recording to key it (HMAC-SHA256)"
+)
+TRAIL_WRITE_FAILED = (
+    "could not record the run in the audit trail {path}: {detail}. Nothing was recorded and the trail is unchanged; "
+    "fix the cause (e.g. free disk space) and run the audit again"
+)
+TRAIL_ANCHOR_UNUSABLE = "the trail anchor file {path} cannot be used: {detail}. {fix}"
