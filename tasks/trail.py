@@ -330,14 +330,15 @@ def record_run(
     metric_rows = _metric_rows(run_id, document)
     cube_rows = [[run_id, canonical(cube_cells)]]
     key = trail_key()
-    with _anchor_file() as anchor, _locked(trail_path, write=True) as con, _transaction(con, trail_path):
-        _check_key(con, key, trail_path, action="record runs in it")
-        last = con.execute("select seq, run_hash, chain from runs order by seq desc limit 1").fetchall()
-        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-        run_row = [*_run_row(seq, run_id, recorded_at, document, policy_text, records), KEYED if key else UNKEYED]
-        run_hash = _run_hash(prev_hash, run_row, metric_rows, cube_rows, key)
-        _insert_run(con, [*run_row, prev_hash, run_hash], metric_rows, cube_rows[0])
-    _publish_head(anchor, recorded_at, seq, run_hash)
+    with _anchor_file() as anchor:  # opened first: an unusable anchor stops the run before anything is recorded
+        with _locked(trail_path, write=True) as con, _transaction(con, trail_path):
+            _check_key(con, key, trail_path, action="record runs in it")
+            last = con.execute("select seq, run_hash from runs order by seq desc limit 1").fetchall()
+            seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
+            run_row = [*_run_row(seq, run_id, recorded_at, document, policy_text, records), KEYED if key else UNKEYED]
+            run_hash = _run_hash(prev_hash, run_row, metric_rows, cube_rows, key)
+            _insert_run(con, [*run_row, prev_hash, run_hash], metric_rows, cube_rows[0])
+        _publish_head(anchor, recorded_at, seq, run_hash)
     return {"seq": seq, "run_id": run_id, "run_hash": run_hash, "chain": run_row[-1], "trail": str(trail_path)}
 
 
@@ -496,7 +497,7 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
     problems = _run_problems(checker, runs, metrics, cubes) + _delivery_problems(checker, deliveries)
     if anchor is not None:
         problems += _anchor_problems(anchor, {row[0]: row[-1] for row in runs})
-    warnings = [TRAIL_UNKEYED.format(path=trail_path, env=KEY_ENV)] if checker.unkeyed else []
+    warnings = [TRAIL_UNKEYED.format(path=trail_path, env=KEY_ENV)] if checker.unkeyed and key is None else []
     return {
         "trail": str(trail_path),
         "ok": not problems,
