@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import duckdb
 from prefect import task
@@ -89,6 +89,7 @@ DELIVERY_COLUMNS = ["seq", "run_id", "recorded_at", "recipients", "status", "det
 LEGACY_RUN_COLUMNS, LEGACY_DELIVERY_COLUMNS = len(RUN_COLUMNS) - 1, len(DELIVERY_COLUMNS) - 1
 
 KEY_ENV = "FAIRGATE_TRAIL_KEY"  # the HMAC key (a secret); unset: the chain is unkeyed
+KEY_BLOCK_ENV = "FAIRGATE_TRAIL_KEY_BLOCK"  # or: the name of a Prefect Secret block that holds the key
 ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
 KEYED, UNKEYED = "hmac-sha256", "sha256 (unkeyed)"
 _CORE_TABLES = ("runs", "metric_results", "cubes", "deliveries")
@@ -166,9 +167,29 @@ def _sha(*parts: str) -> str:
 
 
 def trail_key() -> bytes | None:
-    """The chain's HMAC key from ``FAIRGATE_TRAIL_KEY``; None (unkeyed) when it is unset or empty."""
+    """The chain's HMAC key: ``FAIRGATE_TRAIL_KEY``, else the Prefect Secret block named by
+    ``FAIRGATE_TRAIL_KEY_BLOCK``; None (an unkeyed chain) when neither is set."""
     value = os.environ.get(KEY_ENV, "")
-    return value.encode() if value else None
+    if value:
+        return value.encode()
+    block = os.environ.get(KEY_BLOCK_ENV, "")
+    return _secret_block_key(block) if block else None
+
+
+def _secret_block_key(name: str) -> bytes:
+    from prefect.blocks.system import Secret
+
+    try:
+        secret = cast("Secret[Any]", Secret.load(name))  # the block itself when called from synchronous code
+    except (ValueError, RuntimeError) as exc:  # Prefect: no such block / no API to ask
+        raise TrailError(
+            f"{KEY_BLOCK_ENV}={name!r}: cannot load that Prefect Secret block ({_first_line(exc)}); create it "
+            f"(Secret(value=...).save({name!r})) or set {KEY_ENV} instead"
+        ) from None
+    value = str(secret.get())
+    if not value:
+        raise TrailError(f"{KEY_BLOCK_ENV}={name!r}: the Prefect Secret block is empty; store the trail key in it")
+    return value.encode()
 
 
 def _key_check(key: bytes) -> str:

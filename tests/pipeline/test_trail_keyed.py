@@ -311,3 +311,47 @@ def test_disk_full_while_committing_says_so_and_loses_nothing(keyed: Path, monke
     monkeypatch.setenv("FAIRGATE_TRAIL_KEY", KEY)
     assert list_runs(keyed) == before
     assert verify(keyed)["ok"]
+
+
+def test_key_from_a_prefect_secret_block(
+    runner: InProcessRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FAIRGATE_TRAIL_KEY_BLOCK names a Prefect Secret block; its value keys the chain like the variable would."""
+    from prefect.blocks.system import Secret
+
+    Secret(value=KEY).save("fairgate-test-trail-key", overwrite=True)
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY", raising=False)
+    monkeypatch.setenv("FAIRGATE_TRAIL_KEY_BLOCK", "fairgate-test-trail-key")
+    trail = _make_trail(tmp_path / "trail.duckdb")
+    code, output = _cli(runner, "verify", "--trail", str(trail))
+    assert code == 0, output
+    assert "chain hmac-sha256" in output
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY_BLOCK")
+    monkeypatch.setenv("FAIRGATE_TRAIL_KEY", KEY)  # the same key from the variable verifies the same chain
+    assert verify(trail)["ok"]
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY")
+    monkeypatch.setenv("FAIRGATE_TRAIL_KEY_BLOCK", "no-such-block")
+    code, output = _cli(runner, "verify", "--trail", str(trail))
+    assert code == 2, output
+    assert "FAIRGATE_TRAIL_KEY_BLOCK='no-such-block': cannot load that Prefect Secret block" in output
+
+
+def test_a_flow_records_with_the_secret_block_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a flow run (as in `fairgate audit`) the block is loaded synchronously, and the run is keyed."""
+    from prefect import flow
+    from prefect.blocks.system import Secret
+
+    Secret(value=KEY).save("fairgate-test-trail-key-flow", overwrite=True)
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY", raising=False)
+    monkeypatch.setenv("FAIRGATE_TRAIL_KEY_BLOCK", "fairgate-test-trail-key-flow")
+
+    @flow
+    def record_one(path: Path) -> dict[str, Any]:
+        return record_run(
+            path, _document("f1"), policy_text="", inputs={}, validation={}, join_report={}, cube_cells=[]
+        )
+
+    assert record_one(tmp_path / "trail.duckdb")["chain"] == "hmac-sha256"
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY_BLOCK")
+    monkeypatch.setenv("FAIRGATE_TRAIL_KEY", KEY)
+    assert verify(tmp_path / "trail.duckdb")["ok"]
