@@ -367,7 +367,8 @@ def _check_key(
     con: duckdb.DuckDBPyConnection, key: bytes | None, trail_path: Path, *, action: str, store: bool = True
 ) -> None:
     """Refuse a wrong key, and refuse to extend a keyed chain without its key (that would weaken it)."""
-    stored = con.execute("select value from trail_meta where key = 'key_check'").fetchall()
+    has_meta = con.execute("select 1 from duckdb_tables() where table_name = 'trail_meta'").fetchall()
+    stored = con.execute("select value from trail_meta where key = 'key_check'").fetchall() if has_meta else []
     if key is None:
         if stored:
             raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action=action))
@@ -377,6 +378,23 @@ def _check_key(
             con.execute("insert into trail_meta values ('key_check', ?)", [_key_check(key)])
     elif not hmac.compare_digest(stored[0][0], _key_check(key)):
         raise TrailError(TRAIL_KEY_WRONG.format(path=trail_path, env=KEY_ENV))
+
+
+def check_trail(trail_path: Path) -> None:
+    """Check, before an audit computes anything, that its run can be recorded in ``trail_path``.
+
+    Raises ``TrailError`` (exit 2: a configuration problem) for a directory, a file that is not a trail, a
+    damaged trail, a keyed trail without its key or with a wrong one. A file that does not exist yet is fine.
+    """
+    path = Path(trail_path)
+    _check_file(path, must_exist=False)
+    if not path.exists():
+        return
+    try:
+        with _locked(path, write=False) as con:
+            _check_key(con, trail_key(), path, action="record runs in it", store=False)
+    except TrailDamaged as exc:
+        raise TrailError(exc.message) from None
 
 
 @contextmanager

@@ -12,11 +12,11 @@ from typing import Any
 
 import duckdb
 import pytest
-from pipeline_helpers import InProcessRunner
+from pipeline_helpers import InProcessRunner, Inputs
 
 from cli import app
 from tasks import trail as trail_module
-from tasks.trail import TrailError, list_runs, record_delivery, record_run, verify
+from tasks.trail import TrailError, check_trail, list_runs, record_delivery, record_run, verify
 
 KEY = "s3cret-trail-key-for-tests"
 
@@ -355,3 +355,39 @@ def test_a_flow_records_with_the_secret_block_key(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv("FAIRGATE_TRAIL_KEY_BLOCK")
     monkeypatch.setenv("FAIRGATE_TRAIL_KEY", KEY)
     assert verify(tmp_path / "trail.duckdb")["ok"]
+
+
+@pytest.mark.parametrize(("kind", "code", "message"), DAMAGE, ids=[d[0] for d in DAMAGE])
+def test_check_trail_refuses_what_an_audit_could_not_record_in(keyed: Path, kind: str, code: int, message: str) -> None:
+    """The up-front check for `--trail`: every damaged or foreign file is a TrailError with exit code 2."""
+    check_trail(keyed)  # intact, key set: fine
+    path = _damage(kind, keyed)
+    with pytest.raises(TrailError) as caught:
+        check_trail(path)
+    assert caught.value.exit_code == 2
+    assert message in caught.value.message
+
+
+def test_check_trail_wants_the_key_of_a_keyed_trail(keyed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY")
+    with pytest.raises(TrailError, match="is keyed"):
+        check_trail(keyed)
+    check_trail(keyed.with_name("new.duckdb"))  # not there yet: the audit creates it
+
+
+def test_a_keyed_audit_prints_and_anchors_its_head(
+    runner: InProcessRunner, inputs: Inputs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fairgate audit` end to end: the run is keyed, its head is on stderr and in the anchor file."""
+    anchor = tmp_path / "anchor.txt"
+    monkeypatch.setenv("FAIRGATE_TRAIL_KEY", KEY)
+    monkeypatch.setenv("FAIRGATE_TRAIL_ANCHOR", str(anchor))
+    result = runner.invoke(app, inputs.args("--quiet"))
+    assert result.exit_code == 1, result.stderr  # the failing policy
+    trail = inputs.out / "audit_trail.duckdb"
+    (run,) = list_runs(trail)
+    assert run["chain"] == "hmac-sha256"
+    assert f"trail head: 1 {run['run_hash']}" in result.stderr
+    assert anchor.read_text().split()[1:] == ["1", run["run_hash"]]
+    code, output = _cli(runner, "verify", "--trail", str(trail), "--anchor", str(anchor))
+    assert code == 0, output
