@@ -329,7 +329,24 @@ def _run_hash(
     return _digest(key, prev_hash, canonical(run_row), canonical(metric_rows), canonical(cube_rows))
 
 
-@task(name="record run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect retry condition: retry a transient failure, not a refusal (not a trail, wrong key, disk full)."""
+    try:
+        state.result()
+    except TrailError:
+        return False
+    except Exception:  # anything else may be transient (the pattern Prefect documents for retry conditions)
+        return True
+    return True
+
+
+@task(
+    name="record run",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=1,
+    retry_condition_fn=_retry_unless_refused,
+)
 def record_run(
     trail_path: Path,
     document: dict[str, Any],

@@ -391,3 +391,17 @@ def test_a_keyed_audit_prints_and_anchors_its_head(
     assert anchor.read_text().split()[1:] == ["1", run["run_hash"]]
     code, output = _cli(runner, "verify", "--trail", str(trail), "--anchor", str(anchor))
     assert code == 0, output
+
+
+class _FailedState:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def result(self) -> None:
+        raise self.error
+
+
+def test_record_run_retries_transient_errors_but_not_refusals() -> None:
+    retry = trail_module._retry_unless_refused
+    assert not retry(None, None, _FailedState(TrailError("not a trail")))
+    assert retry(None, None, _FailedState(duckdb.IOException("IO Error: Could not set lock on file")))
