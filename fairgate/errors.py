@@ -66,3 +66,4 @@ TRAIL_WRITE_FAILED = (
     "fix the cause (e.g. free disk space) and run the audit again"
 )
 TRAIL_ANCHOR_UNUSABLE = "the trail anchor file {path} cannot be used: {detail}. {fix}"
+TRAIL_NOT_WRITABLE = "the audit trail {path} cannot be written: {why}. Pass --trail with a writable path"

@@ -42,6 +42,7 @@ from fairgate.errors import (
     TRAIL_DAMAGED,
     TRAIL_KEY_MISSING,
     TRAIL_KEY_WRONG,
+    TRAIL_NOT_WRITABLE,
     TRAIL_UNKEYED,
     TRAIL_WRITE_FAILED,
     FairgateError,
@@ -241,26 +242,46 @@ def _locked(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnect
     """
     trail_path = Path(trail_path)
     _check_file(trail_path, must_exist=not write)
-    trail_path.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(trail_path, write=write):
+        try:
+            con = duckdb.connect(str(trail_path), read_only=not write)
+        except duckdb.Error as exc:
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
+        try:
+            _check_tables(con, trail_path, write=write)
+            if write:
+                _create_schema(con)
+            yield con
+        except duckdb.Error as exc:
+            if write:
+                raise
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
+        finally:
+            con.close()
+
+
+@contextmanager
+def _file_lock(trail_path: Path, *, write: bool) -> Iterator[None]:
+    """An exclusive (write) or shared (read) ``flock`` on ``<trail>.lock``.
+
+    A reader that cannot create the lock file (a read-only copy of the trail) reads without it; a writer that
+    cannot is refused with the reason.
+    """
     lock_path = trail_path.with_name(trail_path.name + ".lock")
-    with lock_path.open("a") as lock:
+    try:
+        if write:
+            trail_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = lock_path.open("a")
+    except OSError as exc:
+        if not write:
+            yield
+            return
+        why = f"its folder or lock file {lock_path} cannot be created ({exc.strerror})"
+        raise TrailError(TRAIL_NOT_WRITABLE.format(path=trail_path, why=why)) from None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
         try:
-            try:
-                con = duckdb.connect(str(trail_path), read_only=not write)
-            except duckdb.Error as exc:
-                raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
-            try:
-                _check_tables(con, trail_path, write=write)
-                if write:
-                    _create_schema(con)
-                yield con
-            except duckdb.Error as exc:
-                if write:
-                    raise
-                raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
-            finally:
-                con.close()
+            yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 

@@ -405,3 +405,10 @@ def test_record_run_retries_transient_errors_but_not_refusals() -> None:
     retry = trail_module._retry_unless_refused
     assert not retry(None, None, _FailedState(TrailError("not a trail")))
     assert retry(None, None, _FailedState(duckdb.IOException("IO Error: Could not set lock on file")))
+
+
+def test_a_trail_under_a_file_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(TrailError, match="cannot be written: its folder or lock file"):
+        _record(blocker / "trail.duckdb", "r1")
