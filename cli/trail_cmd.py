@@ -60,7 +60,7 @@ def trail_list(
         sys.stdout.write(json.dumps(runs, indent=2, default=str) + "\n")
         return
     table = Table(title=str(trail))
-    for column in ("seq", "run_id", "recorded_at", "model", "verdict", "rows", "hash"):
+    for column in ("seq", "run_id", "recorded_at", "model", "verdict", "rows", "hash", "chain"):
         table.add_column(column)
     for run in runs:
         table.add_row(
@@ -71,6 +71,7 @@ def trail_list(
             run["verdict"],
             str(run["n_rows"]),
             run["run_hash"][:12],
+            "keyed" if run["chain"] == "hmac-sha256" else "unkeyed",
         )
     _out.print(table)
 

@@ -392,7 +392,9 @@ def record_run(
     with _anchor_file() as anchor:  # opened first: an unusable anchor stops the run before anything is recorded
         with _locked(trail_path, write=True) as con, _transaction(con, trail_path):
             _check_key(con, key, trail_path, action="record runs in it")
-            last = con.execute("select seq, run_hash from runs order by seq desc limit 1").fetchall()
+            last = con.execute("select seq, run_hash, chain from runs order by seq desc limit 1").fetchall()
+            if last and last[0][2] == KEYED and key is None:  # also when the key check was deleted
+                raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action="record runs in it"))
             seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
             run_row = [*_run_row(seq, run_id, recorded_at, document, policy_text, records), KEYED if key else UNKEYED]
             run_hash = _run_hash(prev_hash, run_row, metric_rows, cube_rows, key)

@@ -412,3 +412,18 @@ def test_a_trail_under_a_file_is_refused_not_a_traceback(tmp_path: Path) -> None
     blocker.write_text("not a folder")
     with pytest.raises(TrailError, match="cannot be written: its folder or lock file"):
         _record(blocker / "trail.duckdb", "r1")
+
+
+def test_deleting_the_key_check_does_not_let_an_unkeyed_run_in(keyed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with duckdb.connect(str(keyed)) as con:
+        con.execute("delete from trail_meta where key = 'key_check'")
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY")
+    with pytest.raises(TrailError, match="is keyed"):
+        _record(keyed, "r4")
+
+
+def test_trail_list_shows_whether_runs_are_keyed(runner: InProcessRunner, keyed: Path) -> None:
+    result = runner.invoke(app, ["trail", "list", "--trail", str(keyed)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("│ keyed │") == 3
+    assert "unkeyed" not in result.stdout
