@@ -42,7 +42,7 @@ def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def _stop(message: str, code: int) -> NoReturn:
-    label = "[bold red]DAMAGED[/]" if code == 1 else "[bold red]error:[/]"
+    label = "[bold red]DAMAGED:[/]" if code == 1 else "[bold red]error:[/]"
     _err.print(f"{label} {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
