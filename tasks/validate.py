@@ -16,6 +16,7 @@ of rows and an example value. The validation results (GE's own JSON) go into the
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass, field
@@ -66,6 +67,9 @@ def _gx() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no phoning home from an audit
     import great_expectations as gx  # imported lazily: it takes seconds, and only validation needs it
 
+    # GE logs INFO lines of its own housekeeping ("Created temporary directory ..."); an audit's log keeps
+    # its warnings and errors only (and --quiet means exactly that).
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
     return gx
 
 
