@@ -247,8 +247,8 @@ def _send_with_retries(
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 sender(message, smtp, credentials)
-    except RetryError as exc:
-        error = exc.last_attempt.exception()
+    except (RetryError, *TRANSIENT) as exc:  # retries spent, or a permanent error (not retried)
+        error = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
         where = f"{smtp.host}:{smtp.effective_port}"
         detail = f"failed after {attempts} attempt(s) to {where}: {type(error).__name__}: {error}"
         return "failed", detail, attempts
