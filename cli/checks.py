@@ -69,7 +69,7 @@ def check_path_name(role: str, text: str) -> None:
 
     >>> check_path_name("labels", "x" * 300 + ".csv")
     Traceback (most recent call last):
-    fairgate.errors.FairgateError: --labels: the file name is too long (304 characters in 'xxxx...'; ...
+    fairgate.errors.FairgateError: --labels: the file name is too long (304 characters in 'xxxx'...; ...
     """
     if not text:
         return

@@ -78,12 +78,12 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
     present = {role: register_source(con, source, f"src_{role}") for role, source in sources.items()}
     staged = _checked_columns(con, policy, sources, present)
     _create_staging_views(staged)
-    _check_id_types(staged)
-    _check_score_type(staged)
     for role in sources:
         staged.row_counts[role] = _count(staged, f"stg_{role}")
         if staged.row_counts[role] == 0:
             raise DataError(HEADER_ONLY.format(source=sources[role].label))
+    _check_id_types(staged)  # after the counts: a header-only CSV's columns are typed as text
+    _check_score_type(staged)
     staged.sha256 = {role: sha256_of(source) for role, source in sources.items()}
     staged.provenance = _provenance(con, present["predictions"])
     return staged
