@@ -50,6 +50,8 @@ def check_audit_arguments(
     check_path_name("policy", str(policy_path))
     for role, text in inputs.items():
         check_path_name(role, text.partition("::")[0] if not _exists(Path(text)) else text)
+    for option, value in {"out": out, "trail": trail}.items():
+        check_path_name(option, str(value or ""))
     for option, value in names.items():
         check_header_text(option, value)
     from tasks.audit import read_policy  # the policy's own errors are _precheck's; it is read again, cheaply
@@ -69,7 +71,7 @@ def check_path_name(role: str, text: str) -> None:
 
     >>> check_path_name("labels", "x" * 300 + ".csv")
     Traceback (most recent call last):
-    fairgate.errors.FairgateError: --labels: the file name is too long (304 characters in 'xxxx'...; ...
+    fairgate.errors.FairgateError: --labels: a name in the path is too long (304 characters in 'xxxx'...; ...
     """
     if not text:
         return
@@ -79,7 +81,7 @@ def check_path_name(role: str, text: str) -> None:
         if exc.errno == errno.ENAMETOOLONG:
             longest = max(Path(text).parts, key=len)
             raise FairgateError(
-                f"--{role}: the file name is too long ({len(longest)} characters in {longest[:4]!r}...; "
+                f"--{role}: a name in the path is too long ({len(longest)} characters in {longest[:4]!r}...; "
                 "the file system allows 255 per name); rename the file or folder to a shorter name"
             ) from None
 

@@ -95,6 +95,10 @@ def file_name_too_long(i: Inputs) -> tuple[list[str], list[str]]:
     return _replace_arg(i.args(), "--labels", long_name), ["--labels", "too long", "shorter name"]
 
 
+def out_name_too_long(i: Inputs) -> tuple[list[str], list[str]]:
+    return _replace_arg(i.args(), "--out", str(i.folder / ("o" * 300))), ["--out", "too long", "shorter name"]
+
+
 def double_colon_in_a_file_name(i: Inputs) -> tuple[list[str], list[str]]:
     # labels named a::b.csv is read as that file: the error is then the attributes' (checked after it).
     odd = i.folder / "a::b.csv"
@@ -174,6 +178,7 @@ CASES: list[Case] = [
     trail_is_a_folder,
     trail_is_not_a_trail,
     file_name_too_long,
+    out_name_too_long,
     double_colon_in_a_file_name,
     line_break_in_model,
     line_break_in_model_version,
