@@ -50,8 +50,8 @@ def check_audit_arguments(
     check_path_name("policy", str(policy_path))
     for role, text in inputs.items():
         check_path_name(role, text.partition("::")[0] if not _exists(Path(text)) else text)
-    for option, value in {"out": out, "trail": trail}.items():
-        check_path_name(option, str(value or ""))
+    for option, folder in {"out": out, "trail": trail}.items():
+        check_path_name(option, str(folder or ""))
     for option, value in names.items():
         check_header_text(option, value)
     from tasks.audit import read_policy  # the policy's own errors are _precheck's; it is read again, cheaply
