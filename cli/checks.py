@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -112,11 +113,21 @@ def check_output_folder(folder: Path, option: str) -> None:
         raise FairgateError(
             f"{option}: {str(folder)!r} cannot be created because {str(ancestor)!r} is a file; choose another folder"
         )
-    if not os.access(ancestor, os.W_OK | os.X_OK):
+    if not os.access(ancestor, os.W_OK | os.X_OK) or not _can_create_in(ancestor):
         raise FairgateError(
             f"{option}: {str(ancestor)!r} is not writable (permissions or a read-only file system), so "
             f"{str(folder)!r} cannot be written; choose another folder or make it writable"
         )
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Whether a folder can really be made in ``folder`` (os.access says yes to root on /proc, say): made and
+    removed at once, so nothing is left behind."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".fairgate-probe-", dir=folder))
+    except OSError:
+        return False
+    return True
 
 
 def check_trail_file(trail: Path) -> None:

@@ -78,6 +78,11 @@ def out_not_writable(i: Inputs) -> tuple[list[str], list[str]]:
     return _replace_arg(i.args(), "--out", str(locked / "out")), ["--out", "locked", "not writable"]
 
 
+def out_in_a_folder_that_refuses_folders(i: Inputs) -> tuple[list[str], list[str]]:
+    # /proc takes no new folders, even from root (for whom os.access says "writable").
+    return _replace_arg(i.args(), "--out", "/proc/fairgate-test/out"), ["--out", "'/proc'", "not writable"]
+
+
 def trail_is_a_folder(i: Inputs) -> tuple[list[str], list[str]]:
     folder = i.folder / "trail"
     folder.mkdir()
@@ -175,6 +180,7 @@ CASES: list[Case] = [
     out_is_a_file,
     out_under_a_file,
     out_not_writable,
+    out_in_a_folder_that_refuses_folders,
     trail_is_a_folder,
     trail_is_not_a_trail,
     file_name_too_long,
