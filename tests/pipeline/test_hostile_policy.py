@@ -1,0 +1,64 @@
+"""Hostile policies through the CLI (issue 10): exit 2, one clear message, no traceback, nothing written."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from pipeline_helpers import Inputs
+from typer.testing import CliRunner
+
+from cli import app
+
+
+def gate_switched_off_by_a_repeated_key(i: Inputs) -> list[str]:
+    # The failing policy would exit 0 if the second 'enabled' silently won.
+    i.policy.write_text(
+        i.policy.read_text() + "  ci_cd_gate:\n    enabled: true\n    fail_on: any\n    enabled: false\n"
+    )
+    return [i.policy.name, "'enabled' is written twice", "lines 16 and 18"]
+
+
+def repeated_metrics_list(i: Inputs) -> list[str]:
+    i.policy.write_text(i.policy.read_text() + "  metrics:\n    - {name: disparate_impact_ratio, threshold: 0.5}\n")
+    return [i.policy.name, "'metrics' is written twice", "lines 8 and 15"]
+
+
+def alias_bomb(i: Inputs) -> list[str]:
+    levels = ["  lol0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    levels += [f"  lol{k}: &l{k} [{', '.join([f'*l{k - 1}'] * 10)}]" for k in range(1, 9)]
+    i.policy.write_text("fairness_checker:\n" + "\n".join(levels) + "\n")
+    return [i.policy.name, "YAML nodes", "aliases", "MAX_POLICY_NODES"]
+
+
+def list_over_the_limit(i: Inputs) -> list[str]:
+    i.policy.write_text(i.policy.read_text() + "  limits: {max_list_length: 5}\n")
+    return [i.policy.name, "values of attribute 'race' has 6 entries", "raise limits.max_list_length"]
+
+
+CASES: list[Callable[[Inputs], list[str]]] = [
+    gate_switched_off_by_a_repeated_key,
+    repeated_metrics_list,
+    alias_bomb,
+    list_over_the_limit,
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
+def test_hostile_policy_exits_2_fast_with_a_clear_message_and_writes_nothing(
+    case: Callable[[Inputs], list[str]], runner: CliRunner, inputs: Inputs
+) -> None:
+    expected = case(inputs)
+    before = sorted(p.name for p in inputs.folder.iterdir())
+    start = time.perf_counter()
+    result = runner.invoke(app, inputs.args())
+    elapsed = time.perf_counter() - start
+    message = " ".join(result.stderr.split())  # rich wraps long lines
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in expected:
+        assert fragment in message, (fragment, message)
+    assert elapsed < 5.0
+    assert not inputs.out.exists()
+    assert sorted(p.name for p in inputs.folder.iterdir()) == before
