@@ -5,10 +5,12 @@ from __future__ import annotations
 import resource
 import time
 
+import numpy as np
+import polars as pl
 import pytest
 
 import fairgate
-from fairgate.errors import PolicyError
+from fairgate.errors import DataError, PolicyError
 from fairgate.policy.loader import MAX_POLICY_BYTES, MAX_POLICY_NODES, load_policy_yaml
 
 BASE = """\
@@ -134,3 +136,68 @@ def test_the_default_limits() -> None:
         5_000,
         1_000,
     )
+
+
+# ------------------------------------------------------------------------------------------ cardinality
+def _id_like_rows(n: int = 20_000, distinct: int = 10_000) -> pl.DataFrame:
+    rng = np.random.default_rng(3)
+    return pl.DataFrame(
+        {
+            "y_true": rng.integers(0, 2, n),
+            "y_pred": rng.integers(0, 2, n),
+            "sex": rng.choice(["Male", "Female"], n),
+            "customer": [f"c{i % distinct}" for i in range(n)],
+        }
+    )
+
+
+def _policy(extra: str = "", customer: str = "{name: customer}") -> fairgate.Policy:
+    text = BASE.replace("reference_group: Male}", f"reference_group: Male}}\n    - {customer}")
+    return fairgate.Policy.from_yaml(text + extra + "  statistics: {n_bootstrap: 20}\n")
+
+
+def test_an_undeclared_attribute_with_10000_values_is_refused_fast_before_any_slicing() -> None:
+    rows = _id_like_rows()
+    start = time.perf_counter()
+    with pytest.raises(DataError) as caught:
+        fairgate.audit(rows, _policy())
+    elapsed = time.perf_counter() - start
+    message = caught.value.message
+    assert elapsed < 2.0
+    assert "attribute 'customer' has 10,000 distinct values in the audited data" in message
+    assert "at most 100 values per attribute (limits.max_values_per_attribute)" in message
+    assert "list its values under values:" in message
+
+
+def test_the_value_limit_is_a_policy_setting() -> None:
+    rows = _id_like_rows(2_000, 150)
+    cube = fairgate.build_cube(rows, _policy("  limits: {max_values_per_attribute: 150}\n"))
+    assert len(cube.levels("customer")) == 150
+    with pytest.raises(DataError, match="has 150 distinct values"):
+        fairgate.build_cube(rows, _policy("  limits: {max_values_per_attribute: 149}\n"))
+
+
+def test_declared_values_are_not_held_to_the_value_limit() -> None:
+    rows = _id_like_rows(2_000, 150)
+    declared = "{name: customer, values: [" + ", ".join(f"c{i}" for i in range(150)) + "]}"
+    cube = fairgate.build_cube(rows, _policy(customer=declared))
+    assert len(cube.levels("customer")) == 150
+
+
+def test_a_slicing_over_the_group_limit_is_skipped_and_recorded() -> None:
+    rows = _id_like_rows(4_000, 80)  # customer: 80 groups; sex x customer: 160 groups
+    result = fairgate.audit(rows, _policy("  limits: {max_groups_per_slicing: 100}\n"))
+    document = result.to_dict()
+    assert ["sex", "customer"] not in document["slicings"]
+    assert ["customer"] in document["slicings"]
+    skipped = document["diagnostics"]["skipped_slicings"]
+    assert [(s["slicing"], s["groups"], s["max_groups_per_slicing"]) for s in skipped] == [
+        (["sex", "customer"], 160, 100)
+    ]
+    assert "raise the limit" in skipped[0]["reason"].lower()
+
+
+def test_no_slicing_is_skipped_under_the_default_limits() -> None:
+    document = fairgate.audit(_id_like_rows(4_000, 80), _policy()).to_dict()
+    assert document["diagnostics"]["skipped_slicings"] == []
+    assert ["sex", "customer"] in document["slicings"]
