@@ -76,3 +76,12 @@ TOO_MANY_VALUES = (
     "reported. If {attribute!r} really is a sensitive attribute, list its values under values: in "
     "sensitive_attributes or raise limits.max_values_per_attribute; otherwise remove it (an id-like column?)"
 )
+NOTHING_JUDGED = (
+    "no policy result was judged: all {n_results} result(s) lack data, so the verdict rests on nothing. Groups "
+    "below intersectional_analysis.min_group_size ({min_group_size}): {groups}. Lower min_group_size (or "
+    "statistics.min_events), or audit more data"
+)
+EMPTY_REFERENCE = (
+    "the reference group {attribute}={value!r} declared in the policy has no rows in the data, so no group of "
+    "{attribute!r} is compared with it; check the value's spelling, choose another reference_group, or add data"
+)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import duckdb
 import pytest
-from pipeline_helpers import Inputs
+from pipeline_helpers import Inputs, run_fairgate
 from typer.testing import CliRunner
 
 from cli import app
@@ -75,3 +75,27 @@ def test_hostile_policy_exits_2_fast_with_a_clear_message_and_writes_nothing(
     assert elapsed < (60.0 if case is id_like_attribute else 5.0)
     assert not inputs.out.exists()
     assert sorted(p.name for p in inputs.folder.iterdir()) == before
+
+
+# Prefect's log lines reach the real stderr, not the in-process runner's: these run the CLI as a user does.
+def test_nothing_judged_says_why_on_stderr(inputs: Inputs) -> None:
+    inputs.policy.write_text(inputs.policy.read_text().replace("min_group_size: 50", "min_group_size: 100000"))
+    result = run_fairgate(inputs.args("--quiet"), cwd=inputs.folder)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert "no policy result was judged" in message
+    assert "below intersectional_analysis.min_group_size (100000)" in message
+    assert "race=African-American (n=3696)" in message
+    assert "Lower min_group_size" in message
+
+
+def test_an_empty_reference_group_is_warned_about(inputs: Inputs) -> None:
+    inputs.policy.write_text(
+        inputs.policy.read_text().replace(
+            "[Male, Female], reference_group: Male", "[Male, Female, X], reference_group: X"
+        )
+    )
+    result = run_fairgate(inputs.args("--quiet"), cwd=inputs.folder)
+    message = " ".join(result.stderr.split())
+    assert result.returncode in (0, 1), (result.returncode, result.stderr)
+    assert "the reference group sex='X' declared in the policy has no rows in the data" in message
