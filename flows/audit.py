@@ -23,6 +23,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 import fairgate
+from fairgate.engine.cube import check_cardinality
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.proxy import with_weight_column
 from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
@@ -146,6 +147,8 @@ def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attribut
     staged = stage_inputs(policy, predictions, labels, attributes)
     validation = validate_inputs(staged)
     aligned = align_inputs(staged)
+    # An id-like attribute is refused before validation warns about each of its thousands of small groups.
+    check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
     validation = validate_aligned(staged, aligned, validation)
     release(staged)
     for warning in validation.warnings:

@@ -308,24 +308,28 @@ def _as_binary(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Float64, strict=False).cast(pl.Int8)
 
 
-def check_cardinality(cells: pl.DataFrame, policy: Policy, source: str) -> None:
+def check_cardinality(data: Any, policy: Policy, source: str) -> None:
     """Refuse an attribute without declared values that holds more distinct values than the policy allows.
 
-    Run on the first grouped result, before any slicing: an id-like column audited as an attribute would
-    otherwise become thousands of groups (hours of work and a report nobody can read).
+    ``data`` is any frame :func:`as_lazy` accepts (the rows, or the cube's first grouped result); attributes
+    it lacks are skipped. Run before any slicing: an id-like column audited as an attribute would otherwise
+    become thousands of groups (hours of work and a report nobody can read).
 
     Raises
     ------
     DataError
         Naming the attribute, its count of distinct values and ``limits.max_values_per_attribute``.
     """
+    lazy = as_lazy(data)
+    present = set(lazy.collect_schema().names())
+    undeclared = [a.name for a in policy.sensitive_attributes if a.values is None and a.name in present]
+    if not undeclared:
+        return
+    counts = lazy.select(pl.col(name).drop_nulls().n_unique() for name in undeclared).collect().row(0)
     limit = policy.limits.max_values_per_attribute
-    for attribute in policy.sensitive_attributes:
-        if attribute.values is not None:  # declared values are checked against the data elsewhere
-            continue
-        count = cells[attribute.name].drop_nulls().n_unique()
+    for name, count in zip(undeclared, counts, strict=True):
         if count > limit:
-            raise DataError(TOO_MANY_VALUES.format(attribute=attribute.name, count=count, source=source, limit=limit))
+            raise DataError(TOO_MANY_VALUES.format(attribute=name, count=count, source=source, limit=limit))
 
 
 def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: bool) -> None:

@@ -44,7 +44,7 @@ def id_like_attribute(i: Inputs) -> list[str]:
     con.sql("select *, 'customer-' || id as customer from t").to_csv(str(i.attributes))
     con.close()
     i.policy.write_text(i.policy.read_text().replace("  metrics:", "    - {name: customer}\n  metrics:"))
-    return ["attribute 'customer' has 7,214 distinct values", "limits.max_values_per_attribute", "values:"]
+    return [i.attributes.name, "attribute 'customer' has 7,214 distinct values", "limits.max_values_per_attribute"]
 
 
 CASES: list[Callable[[Inputs], list[str]]] = [
