@@ -99,3 +99,11 @@ def test_an_empty_reference_group_is_warned_about(inputs: Inputs) -> None:
     message = " ".join(result.stderr.split())
     assert result.returncode in (0, 1), (result.returncode, result.stderr)
     assert "the reference group sex='X' declared in the policy has no rows in the data" in message
+
+
+def test_an_oversized_policy_file_is_refused_without_reading_it(runner: CliRunner, inputs: Inputs) -> None:
+    with inputs.policy.open("a") as policy:
+        policy.write("#" + "x" * 2_000_000 + "\n")
+    result = runner.invoke(app, inputs.args())
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert "fairgate reads policies of at most 1,000,000 bytes" in " ".join(result.stderr.split())
