@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 import fairgate
+from cli.checks import check_audit_arguments, run_guarded
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -87,6 +88,8 @@ def _run_audit(
     as_json: bool,
     quiet: bool,
 ) -> NoReturn:
+    inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    _trail_call(check_audit_arguments, policy, inputs, out, trail, {"model": model, "model-version": model_version})
     _precheck(policy, predictions, labels, attributes)
     parameters: dict[str, Any] = {
         "policy": str(policy),
@@ -249,4 +252,4 @@ def main() -> None:
     if {"--quiet", "-q", "--json"} & set(sys.argv[1:]):
         # Machines: Prefect's INFO lines off (warnings and errors still shown on stderr). Read by Prefect at import.
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    app()
+    run_guarded(app)
