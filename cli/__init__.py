@@ -236,6 +236,13 @@ def demo(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _trail_call(function: Any, *args: Any) -> Any:
+    try:
+        return function(*args)
+    except FairgateError as exc:
+        _fail(exc.message)
+
+
 from cli.trail_cmd import trail_app  # noqa: E402 (after `app`, like the proxy command below)
 
 app.add_typer(trail_app, name="trail")
