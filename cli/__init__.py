@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 import fairgate
+from cli.checks import check_audit_arguments, run_guarded
 from cli.signals import audit_guard, exit_on_signal
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
@@ -52,8 +53,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-trail_app = typer.Typer(help="The audit trail: list, show and verify recorded runs.", no_args_is_help=True)
-app.add_typer(trail_app, name="trail")
 
 _out = Console()
 _err = Console(stderr=True)
@@ -90,6 +89,8 @@ def _run_audit(
     as_json: bool,
     quiet: bool,
 ) -> NoReturn:
+    inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    _trail_call(check_audit_arguments, policy, inputs, out, trail, {"model": model, "model-version": model_version})
     _precheck(policy, predictions, labels, attributes)
     parameters: dict[str, Any] = {
         "policy": str(policy),
@@ -237,73 +238,16 @@ def demo(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-TrailOption = Annotated[Path, typer.Option("--trail", help="The audit trail file.")]
-
-
-@trail_app.command("list")
-def trail_list(
-    trail: TrailOption = DEFAULT_TRAIL,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """List the recorded runs, oldest first."""
-    from tasks.trail import list_runs
-
-    runs = _trail_call(list_runs, trail)
-    if as_json:
-        sys.stdout.write(json.dumps(runs, indent=2, default=str) + "\n")
-        return
-    table = Table(title=str(trail))
-    for column in ("seq", "run_id", "recorded_at", "model", "verdict", "rows", "hash"):
-        table.add_column(column)
-    for run in runs:
-        table.add_row(
-            str(run["seq"]),
-            run["run_id"],
-            run["recorded_at"],
-            f"{run['model_name']} {run['model_version']}",
-            run["verdict"],
-            str(run["n_rows"]),
-            run["run_hash"][:12],
-        )
-    _out.print(table)
-
-
-@trail_app.command("show")
-def trail_show(
-    run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
-    trail: TrailOption = DEFAULT_TRAIL,
-) -> None:
-    """Print one recorded run (its row, inputs, validation, and audit document) as JSON."""
-    from tasks.trail import show_run
-
-    sys.stdout.write(json.dumps(_trail_call(show_run, trail, run), indent=2, default=str) + "\n")
-
-
-@trail_app.command("verify")
-def trail_verify(
-    trail: TrailOption = DEFAULT_TRAIL,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Recompute the hash chains; exit 1 if any row was edited or deleted."""
-    from tasks.trail import verify
-
-    report = _trail_call(verify, trail)
-    if as_json:
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
-    elif report["ok"]:
-        _out.print(f"[green]intact[/]: {report['runs']} runs, {report['deliveries']} deliveries; head {report['head']}")
-    else:
-        _err.print(f"[bold red]TAMPERED[/]: {trail}")
-        for problem in report["problems"]:
-            _err.print(f"  - {problem}", highlight=False)
-    raise typer.Exit(0 if report["ok"] else 1)
-
-
 def _trail_call(function: Any, *args: Any) -> Any:
     try:
         return function(*args)
     except FairgateError as exc:
         _fail(exc.message)
+
+
+from cli.trail_cmd import trail_app  # noqa: E402 (after `app`, like the proxy command below)
+
+app.add_typer(trail_app, name="trail")
 
 
 if importlib.util.find_spec("cli.proxy_cmd") is not None:
@@ -318,4 +262,4 @@ def main() -> None:
     if {"--quiet", "-q", "--json"} & set(sys.argv[1:]):
         # Machines: Prefect's INFO lines off (warnings and errors still shown on stderr). Read by Prefect at import.
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    app()
+    run_guarded(app)

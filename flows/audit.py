@@ -27,7 +27,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 import fairgate
-from fairgate.errors import FairgateError
+from fairgate.engine.cube import check_cardinality
+from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.proxy import with_weight_column
 from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
 from tasks.audit import (
@@ -128,6 +129,8 @@ def _audit(
     model = model_info(inputs.staged, model_name, model_version)
     context = audit_context(inputs, proxy_summary)
     document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
+    for warning in coverage_warnings(document, policy):
+        get_run_logger().warning(warning)
     output = Path(out_dir or policy.reporting.output_dir)
     trail_path = Path(trail) if trail else _trail_path(policy, output)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
@@ -148,11 +151,36 @@ def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attribut
     staged = stage_inputs(policy, predictions, labels, attributes)
     validation = validate_inputs(staged)
     aligned = align_inputs(staged)
+    # An id-like attribute is refused before validation warns about each of its thousands of small groups.
+    check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
     validation = validate_aligned(staged, aligned, validation)
     release(staged)
     for warning in validation.warnings:
         get_run_logger().warning(warning)
     return Inputs(staged, aligned, validation)
+
+
+def coverage_warnings(document: dict[str, Any], policy: fairgate.Policy) -> list[str]:
+    """Why the audit judged less than asked: nothing judged, an empty reference group, skipped slicings."""
+    warnings = [s["reason"] for s in document["diagnostics"].get("skipped_slicings", [])]
+    if document["verdict_detail"].get("nothing_judged"):
+        small = document["diagnostics"]["insufficient_groups"]
+        groups = ", ".join(f"{_group_text(g['group'])} (n={g['n']:g})" for g in small[:5]) or "none"
+        groups += f" and {len(small) - 5} more" if len(small) > 5 else ""
+        minimum = policy.intersectional_analysis.min_group_size
+        n_results = document["verdict_detail"]["n_results"]
+        warnings.append(NOTHING_JUDGED.format(n_results=n_results, min_group_size=minimum, groups=groups))
+    for attribute in policy.sensitive_attributes:
+        reference = {attribute.name: attribute.reference_group}
+        if attribute.reference_group is not None and any(
+            g["group"] == reference and g["n"] == 0 for g in document["groups"]
+        ):
+            warnings.append(EMPTY_REFERENCE.format(attribute=attribute.name, value=attribute.reference_group))
+    return warnings
+
+
+def _group_text(group: dict[str, str]) -> str:
+    return " & ".join(f"{k}={v}" for k, v in group.items())
 
 
 def model_info(staged: Staged, model_name: str | None, model_version: str | None) -> fairgate.ModelInfo:

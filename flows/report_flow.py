@@ -29,5 +29,5 @@ def publish_report(
     outcome: dict[str, Any] = {"status": "skipped", "detail": "no delivery section in the policy"}
     if delivery is not None and delivery.enabled:
         body = email_body(result_doc, min_cell_size=reporting.min_cell_size, use_case=policy.use_case)
-        outcome = deliver(result_doc, delivery, paths, body, Path(trail_path))
+        outcome = deliver(result_doc, delivery, paths, body, Path(trail_path), Path(out_dir))
     return {"html": paths["html"], "pdf": paths["pdf"], "delivery": outcome}

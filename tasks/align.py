@@ -82,6 +82,8 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
         staged.row_counts[role] = _count(staged, f"stg_{role}")
         if staged.row_counts[role] == 0:
             raise DataError(HEADER_ONLY.format(source=sources[role].label))
+    _check_id_types(staged)  # after the counts: a header-only CSV's columns are typed as text
+    _check_score_type(staged)
     staged.sha256 = {role: sha256_of(source) for role, source in sources.items()}
     staged.provenance = _provenance(con, present["predictions"])
     return staged
@@ -329,6 +331,48 @@ _INTEGER_TYPES = {
     "UBIGINT",
     "BOOLEAN",
 }
+
+
+def _type_family(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:
+    """``number`` or ``text`` (or another type's name) for a column of a fixed view; ``column`` quoted."""
+    column_type = str(con.sql(f"select {column} from {view} limit 0").types[0]).upper()
+    if column_type in _INTEGER_TYPES or column_type.startswith(("DECIMAL", "DOUBLE", "FLOAT", "REAL")):
+        return "number"
+    return "text" if column_type == "VARCHAR" else column_type.lower()
+
+
+def _check_id_types(staged: Staged) -> None:
+    """Ids are numbers in every input or text in every input: DuckDB would cast text ids to numbers (so
+    '00001' silently matches 1) or fail mid-join with a raw conversion error."""
+    families = {role: _type_family(staged.con, f"stg_{role}", "id") for role in staged.sources}
+    if len(set(families.values())) > 1:
+        listed = ", ".join(f"{staged.sources[r].label}: {f}" for r, f in families.items())
+        raise DataError(
+            f"the id column {staged.policy.columns.id!r} has different types in the inputs ({listed}); "
+            "fairgate does not convert ids (00001 and 1 would be the same person). Write the ids the same way "
+            "in every input: all whole numbers, or all text with the same spelling and zero-padding"
+        )
+
+
+def _check_score_type(staged: Staged) -> None:
+    """A score column read as text (a stray word in a CSV, a text column in a database) is named, with an
+    example value, before any SQL compares it with numbers."""
+    if not staged.has_score:
+        return
+    score = quote_identifier(staged.policy.columns.score)
+    family = _type_family(staged.con, "stg_predictions", score)
+    if family == "number":
+        return
+    example = staged.con.sql(
+        f"select cast({score} as varchar) from stg_predictions "  # score: quoted identifier
+        f"where {score} is not null and try_cast({score} as double) is null limit 1"
+    ).fetchall()
+    found = f", e.g. {example[0][0]!r}" if example else " (every cell is empty)"
+    raise DataError(
+        f"column {staged.policy.columns.score!r} in {staged.sources['predictions'].label} must hold numbers "
+        f"(scores in [0, 1]) but is read as {family}{found}; remove or fix the non-numeric values (an empty "
+        "cell is a missing value), or store the column as a number"
+    )
 
 
 def _binary_value(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:

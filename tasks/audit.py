@@ -15,7 +15,8 @@ from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.engine.labels import slicing_label
-from fairgate.errors import PolicyError
+from fairgate.errors import POLICY_TOO_LARGE, PolicyError
+from fairgate.policy.loader import MAX_POLICY_BYTES
 
 Slicing = tuple[str, ...]
 
@@ -27,6 +28,9 @@ def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
         raise PolicyError(f"policy file {str(path)!r} does not exist; pass --policy with a fairgate policy YAML")
     if not path.is_file():
         raise PolicyError(f"--policy {str(path)!r} is not a file")
+    size = path.stat().st_size
+    if size > MAX_POLICY_BYTES:  # before reading: the file could be any size
+        raise PolicyError(POLICY_TOO_LARGE.format(source=path, size=size, limit=MAX_POLICY_BYTES))
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

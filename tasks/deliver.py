@@ -13,6 +13,7 @@ import logging
 import os
 import smtplib
 import ssl
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -22,7 +23,7 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from fairgate.errors import FairgateError
 from fairgate.policy.delivery import DeliveryConfig, SmtpSettings
@@ -32,6 +33,22 @@ log = logging.getLogger(__name__)
 
 # Errors worth another attempt: the network or the server, not our message or our credentials' absence.
 TRANSIENT = (OSError, smtplib.SMTPException)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether another attempt may succeed: not after a rejected login (535: retrying only risks a lock-out)
+    nor any other permanent (5xx) SMTP reply.
+
+    >>> is_transient(smtplib.SMTPAuthenticationError(535, b"5.7.8 bad credentials"))
+    False
+    >>> is_transient(smtplib.SMTPServerDisconnected("gone")), is_transient(smtplib.SMTPResponseException(421, b"busy"))
+    (True, True)
+    """
+    if isinstance(error, smtplib.SMTPAuthenticationError):
+        return False
+    if isinstance(error, smtplib.SMTPResponseException) and 500 <= error.smtp_code < 600:
+        return False
+    return isinstance(error, TRANSIENT)
 
 
 class DeliveryError(FairgateError):
@@ -99,13 +116,15 @@ def build_message(
     """The email: plain-text summary body, the report files (PDF by default) attached."""
     model = result_doc.get("model") or {}
     message = EmailMessage()
-    message["Subject"] = delivery.render_subject(
+    subject = delivery.render_subject(
         verdict=str(result_doc.get("verdict", "unknown")),
         model=str(model.get("name", "model")),
         version=str(model.get("version", "")),
         run_id=str(result_doc.get("run_id", "")),
         n_failed=int((result_doc.get("verdict_detail") or {}).get("n_failed", 0)),
     )
+    # A model name read from the predictions may hold a line break: never let it reach the header as one.
+    message["Subject"] = "".join(" " if unicodedata.category(c) in {"Cc", "Zl", "Zp"} else c for c in subject)
     message["From"] = delivery.sender
     message["To"] = ", ".join(delivery.recipients)
     message["Date"] = formatdate(localtime=False)
@@ -173,16 +192,22 @@ def deliver_report(
     *,
     sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None] = send_smtp,
     environ: Mapping[str, str] | None = None,
+    out_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Send (or write to the outbox) and record the outcome; never raises for a failed send."""
+    """Send (or write to the outbox) and record the outcome; never raises for a failed send.
+
+    A relative ``outbox_dir`` is taken inside ``out_dir`` (the run's staging folder, so the message is
+    promoted with the run's other files); without ``out_dir``, relative to the working directory.
+    """
     run_id = str(result_doc.get("run_id", ""))
+    outbox = Path(out_dir or ".") / delivery.outbox_dir if delivery is not None else Path(".")
     if delivery is None or not delivery.enabled:
         return {"status": "skipped", "detail": "no delivery section in the policy", "recipients": []}
     recipients = list(delivery.recipients)
     message = build_message(result_doc, delivery, body, report_paths)
     stem = output_stem(result_doc)
     if delivery.smtp is None:
-        path = write_outbox(message, Path(delivery.outbox_dir), stem)
+        path = write_outbox(message, outbox, stem)
         written = f"written to {path}"
         _record(trail_path, run_id, recipients, "outbox", written)
         log.info("no SMTP settings: report message written to %s", path)
@@ -193,7 +218,7 @@ def deliver_report(
     status, detail, attempts = _send_with_retries(message, delivery, delivery.smtp, sender, environ)
     outcome: dict[str, Any] = {"status": status, "detail": detail, "recipients": recipients}
     if status == "failed":
-        kept = write_outbox(message, Path(delivery.outbox_dir), stem)
+        kept = write_outbox(message, outbox, stem)
         outcome.update(detail=f"{detail}; message kept in {kept}", eml=kept)
         log.warning("report delivery %s", outcome["detail"])
     else:
@@ -216,14 +241,14 @@ def _send_with_retries(
         for attempt in Retrying(
             stop=stop_after_attempt(delivery.retries + 1),
             wait=wait_fixed(delivery.retry_delay_seconds),
-            retry=retry_if_exception_type(TRANSIENT),
+            retry=retry_if_exception(is_transient),
             reraise=False,
         ):
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 sender(message, smtp, credentials)
-    except RetryError as exc:
-        error = exc.last_attempt.exception()
+    except (RetryError, *TRANSIENT) as exc:  # retries spent, or a permanent error (not retried)
+        error = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
         where = f"{smtp.host}:{smtp.effective_port}"
         detail = f"failed after {attempts} attempt(s) to {where}: {type(error).__name__}: {error}"
         return "failed", detail, attempts
@@ -238,6 +263,7 @@ def deliver(
     report_paths: dict[str, Path | None],
     body: str,
     trail_path: Path | None,
+    out_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Prefect task: email the report (retries inside, with tenacity, so the failure is recorded once)."""
-    return deliver_report(result_doc, delivery, report_paths, body, trail_path)
+    return deliver_report(result_doc, delivery, report_paths, body, trail_path, out_dir=out_dir)

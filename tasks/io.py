@@ -8,6 +8,8 @@ names the source and the fix.
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
 import sqlite3
 from dataclasses import dataclass
@@ -59,11 +61,12 @@ def parse_source(role: str, text: str) -> Source:
     Traceback (most recent call last):
     fairgate.errors.DataError: --labels: file 'no-such.sqlite' does not exist; check the path (relative to ...)
     """
-    path_text, sep, table = text.partition("::")
-    path = Path(path_text).expanduser()
+    # A file whose own name contains '::' is that file, not a table in a database.
+    path_text, sep, table = ("", "", "") if _is_file(Path(text).expanduser()) else text.partition("::")
+    path = Path(path_text or text).expanduser()
     if sep and not table:
         raise DataError(f"--{role} {text!r}: name the table after '::', e.g. {path_text}::{role}")
-    if not path.exists():
+    if not _is_file(path) and not _exists(path, role):
         raise DataError(FILE_NOT_FOUND.format(role=role, path=str(path), cwd=Path.cwd()))
     if not path.is_file():
         raise DataError(f"--{role}: {str(path)!r} is not a file; give a CSV or Parquet file or DB::TABLE")
@@ -79,7 +82,57 @@ def parse_source(role: str, text: str) -> Source:
         )
     if source.table is None and path.suffix.lower() in _SQLITE_SUFFIXES | _DUCKDB_SUFFIXES:
         raise DataError(f"--{role}: {str(path)!r} is a database; name the table as {path}::TABLE")
+    if source.kind == "csv":
+        _check_text_encoding(source)
     return source
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _exists(path: Path, role: str) -> bool:
+    """Whether ``path`` exists; a name the system refuses (too long) is bad input, not a crash."""
+    try:
+        return path.exists()
+    except OSError as exc:
+        shown = str(path)[:80]
+        raise DataError(f"--{role}: cannot use the path {shown!r}...: {exc.strerror}; give a shorter path") from None
+
+
+# Byte-order marks and what they mean; UTF-8 (with or without its BOM) is what DuckDB reads.
+_ENCODING_MARKS = {
+    b"\xff\xfe\x00\x00": "UTF-32",
+    b"\x00\x00\xfe\xff": "UTF-32",
+    b"\xff\xfe": "UTF-16",
+    b"\xfe\xff": "UTF-16",
+}
+
+
+def _check_text_encoding(source: Source) -> None:
+    """A CSV must be UTF-8: name the encoding and how to convert, instead of a confusing parse error."""
+    if source.path.name.lower().endswith(".gz"):
+        return
+    with source.path.open("rb") as handle:
+        head = handle.read(4096)
+    encoding = next((name for mark, name in _ENCODING_MARKS.items() if head.startswith(mark)), None)
+    if encoding is None and b"\x00" in head:
+        encoding = "UTF-16 (it holds NUL bytes)"
+    if encoding is None:
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 4:  # not just a character cut at the end of the sample
+                encoding = "WINDOWS-1252 or another 8-bit code page"
+    if encoding is not None:
+        raise DataError(
+            f"--{source.role}: {source.label} is encoded as {encoding}, not UTF-8; convert it, e.g. "
+            f"`iconv -f {encoding.split()[0]} -t UTF-8 {source.path.name} > {source.path.stem}-utf8.csv` "
+            "(or save it as 'CSV UTF-8' in a spreadsheet), then pass the converted file"
+        )
 
 
 def sha256_of(source: Source) -> str:
@@ -161,7 +214,20 @@ def _sqlite_table(source: Source) -> pa.Table:
     finally:
         db.close()
     columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
-    return pa.table({name: pa.array(list(values)) for name, values in zip(names, columns, strict=True)})
+    return pa.table({name: _sqlite_column(source, name, values) for name, values in zip(names, columns, strict=True)})
+
+
+def _sqlite_column(source: Source, name: str, values: Any) -> pa.Array:
+    """One SQLite column as Arrow; SQLite lets a column mix types, which has no single Arrow type."""
+    try:
+        return pa.array(list(values))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        kinds = sorted({type(v).__name__ for v in values if v is not None})
+        raise DataError(
+            f"{source.label}: column {name!r} of table {source.table!r} mixes value types ({', '.join(kinds)}); "
+            f"give it one type, e.g. UPDATE {source.table} SET {name} = CAST({name} AS INTEGER) (or AS TEXT) in "
+            "SQLite, or select it with a CAST into a new table"
+        ) from None
 
 
 def _no_such_table(source: Source, tables: set[str]) -> str:
@@ -175,9 +241,23 @@ def _first_line(exc: BaseException) -> str:
 def _explain_read_error(source: Source, exc: duckdb.Error) -> str:
     text = str(exc)
     if "sniff" in text or "Expected Number of Columns" in text or "CSV Error" in text or "Conversion" in text:
-        detail = "; ".join(line.strip() for line in text.splitlines()[:3] if line.strip())
+        detail = _ragged_line(source) or "; ".join(line.strip() for line in text.splitlines()[:3] if line.strip())
         return MALFORMED_CSV.format(source=source.label, detail=detail)
     return f"{source.label}: cannot read it as {source.kind}: {_first_line(exc)}"
+
+
+def _ragged_line(source: Source) -> str | None:
+    """Where a CSV first has a row with a different number of fields than its header (DuckDB does not say)."""
+    if source.kind != "csv":
+        return None
+    opener: Any = gzip.open if source.path.name.lower().endswith(".gz") else open
+    with opener(source.path, "rt", encoding="utf-8", errors="replace", newline="") as handle:
+        reader = csv.reader(handle, delimiter=_delimiter(source.path))
+        header = next(reader, [])
+        for row in reader:
+            if row and len(row) != len(header):
+                return f"line {reader.line_num} has {len(row)} fields, the header has {len(header)}"
+    return None
 
 
 def explain_scan_error(sources: list[Source], exc: duckdb.Error) -> DataError:

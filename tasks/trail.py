@@ -2,9 +2,12 @@
 
 Tables: ``runs`` (one row per audit), ``metric_results`` (one row per judged metric and slicing), ``cubes`` (the
 run's cube, for monitoring), ``deliveries`` (report e-mails) and ``registrations`` (model registrations).
-Every run row carries ``prev_hash`` (the previous run's ``run_hash``) and ``run_hash`` = sha256 over the previous
-hash, the run row and all its metric and cube rows; deliveries form a chain of their own. ``fairgate trail
-verify`` recomputes both chains, so an edited or deleted row (anywhere but at the very end, see README) shows.
+Every run row carries ``prev_hash`` (the previous run's ``run_hash``) and ``run_hash``, a digest over the previous
+hash, the run row and all its metric and cube rows; deliveries form a chain of their own. The digest is
+HMAC-SHA256 keyed with ``FAIRGATE_TRAIL_KEY`` when that is set (``chain = 'hmac-sha256'``), else plain SHA-256
+(``chain = 'sha256 (unkeyed)'``), which anyone who can write the file can recompute after an edit. ``fairgate
+trail verify`` recomputes both chains, so an edited or deleted row shows; deleting the newest runs shows against
+an anchored head (``trail head:`` on stderr, ``FAIRGATE_TRAIL_ANCHOR``).
 
 Concurrency: DuckDB lets one process write a file at a time, so writers take an exclusive ``flock`` on
 ``<trail>.lock`` and append inside one transaction. Two audits finishing together are recorded one after the
@@ -13,27 +16,42 @@ other; a run killed mid-way rolls back, leaving no half-written run.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
+import hmac
 import json
 import math
+import os
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import duckdb
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.errors import NO_TRAIL, FairgateError
+from fairgate.errors import (
+    NO_TRAIL,
+    NOT_A_TRAIL,
+    TRAIL_ANCHOR_UNUSABLE,
+    TRAIL_DAMAGED,
+    TRAIL_KEY_MISSING,
+    TRAIL_KEY_WRONG,
+    TRAIL_NOT_WRITABLE,
+    TRAIL_UNKEYED,
+    TRAIL_WRITE_FAILED,
+    FairgateError,
+)
 
 GENESIS = "0" * 64
 
 # Column order is part of the hash: never reorder, only append (and bump TRAIL_VERSION).
-TRAIL_VERSION = 1
+TRAIL_VERSION = 2
 RUN_COLUMNS = [
     "seq",
     "run_id",
@@ -51,6 +69,7 @@ RUN_COLUMNS = [
     "validation",
     "join_report",
     "document",
+    "chain",  # TRAIL_VERSION 2; a version-1 row has none and is hashed without it
 ]
 METRIC_COLUMNS = [
     "run_id",
@@ -67,14 +86,24 @@ METRIC_COLUMNS = [
     "critical",
 ]
 CUBE_COLUMNS = ["run_id", "cells"]
-DELIVERY_COLUMNS = ["seq", "run_id", "recorded_at", "recipients", "status", "detail"]
+DELIVERY_COLUMNS = ["seq", "run_id", "recorded_at", "recipients", "status", "detail", "chain"]
+LEGACY_RUN_COLUMNS, LEGACY_DELIVERY_COLUMNS = len(RUN_COLUMNS) - 1, len(DELIVERY_COLUMNS) - 1
+
+KEY_ENV = "FAIRGATE_TRAIL_KEY"  # the HMAC key (a secret); unset: the chain is unkeyed
+KEY_BLOCK_ENV = "FAIRGATE_TRAIL_KEY_BLOCK"  # or: the name of a Prefect Secret block that holds the key
+ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
+KEYED, UNKEYED = "hmac-sha256", "sha256 (unkeyed)"
+_CORE_TABLES = ("runs", "metric_results", "cubes", "deliveries")
+_ALL_TABLES = (*_CORE_TABLES, "registrations", "trail_meta")
+_KEY_CHECK_MESSAGE = b"fairgate audit trail key check"
 
 _SCHEMA = [
     """create table if not exists runs (
         seq bigint primary key, run_id varchar unique not null, recorded_at varchar, created_at varchar,
         model_name varchar, model_version varchar, fairgate_version varchar, verdict varchar, exit_code integer,
         n_rows bigint, inputs varchar, policy_text varchar, policy_sha256 varchar, validation varchar,
-        join_report varchar, document varchar, prev_hash varchar not null, run_hash varchar not null)""",
+        join_report varchar, document varchar, prev_hash varchar not null, run_hash varchar not null,
+        chain varchar)""",
     """create table if not exists metric_results (
         run_id varchar not null, position integer not null, metric varchar, slicing varchar, value double,
         ci_low double, ci_high double, threshold double, direction varchar, status varchar, uncertain boolean,
@@ -82,16 +111,27 @@ _SCHEMA = [
     "create table if not exists cubes (run_id varchar not null, cells varchar)",
     """create table if not exists deliveries (
         seq bigint primary key, run_id varchar, recorded_at varchar, recipients varchar, status varchar,
-        detail varchar, prev_hash varchar not null, row_hash varchar not null)""",
+        detail varchar, prev_hash varchar not null, row_hash varchar not null, chain varchar)""",
     """create table if not exists registrations (
         seq bigint primary key, registered_at varchar, model_name varchar, model_version varchar,
         detail varchar, prev_hash varchar not null, row_hash varchar not null)""",
     "create table if not exists trail_meta (key varchar primary key, value varchar)",
+    # A version-1 trail gains the chain column; its old rows keep NULL there (hashed as before, unkeyed).
+    "alter table runs add column if not exists chain varchar",
+    "alter table deliveries add column if not exists chain varchar",
 ]
 
 
 class TrailError(FairgateError):
-    """The audit trail cannot be read or written."""
+    """The audit trail cannot be read or written: not a trail, or a configuration problem (exit 2)."""
+
+    exit_code = 2
+
+
+class TrailDamaged(TrailError):
+    """A file that is an audit trail is damaged: truncated, unreadable or with tables dropped (exit 1)."""
+
+    exit_code = 1
 
 
 def canonical(value: Any) -> str:
@@ -113,39 +153,162 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _sha(*parts: str) -> str:
-    digest = hashlib.sha256()
+def _digest(key: bytes | None, *parts: str) -> str:
+    """HMAC-SHA256 over the parts with ``key``, plain SHA-256 without one."""
+    digest = hmac.new(key, digestmod=hashlib.sha256) if key else hashlib.sha256()
     for part in parts:
         digest.update(part.encode())
         digest.update(b"\x1f")  # unit separator: "ab","c" and "a","bc" hash differently
     return digest.hexdigest()
 
 
+def _sha(*parts: str) -> str:
+    """The unkeyed digest (version-1 trails and unkeyed chains)."""
+    return _digest(None, *parts)
+
+
+def trail_key() -> bytes | None:
+    """The chain's HMAC key: ``FAIRGATE_TRAIL_KEY``, else the Prefect Secret block named by
+    ``FAIRGATE_TRAIL_KEY_BLOCK``; None (an unkeyed chain) when neither is set."""
+    value = os.environ.get(KEY_ENV, "")
+    if value:
+        return value.encode()
+    block = os.environ.get(KEY_BLOCK_ENV, "")
+    return _secret_block_key(block) if block else None
+
+
+def _secret_block_key(name: str) -> bytes:
+    from prefect.blocks.system import Secret
+
+    try:
+        secret = cast("Secret[Any]", Secret.load(name))  # the block itself when called from synchronous code
+    except (ValueError, RuntimeError) as exc:  # Prefect: no such block / no API to ask
+        raise TrailError(
+            f"{KEY_BLOCK_ENV}={name!r}: cannot load that Prefect Secret block ({_first_line(exc)}); create it "
+            f"(Secret(value=...).save({name!r})) or set {KEY_ENV} instead"
+        ) from None
+    value = str(secret.get())
+    if not value:
+        raise TrailError(f"{KEY_BLOCK_ENV}={name!r}: the Prefect Secret block is empty; store the trail key in it")
+    return value.encode()
+
+
+def _key_check(key: bytes) -> str:
+    """A value stored in ``trail_meta`` that tells a wrong key from tampering without revealing the key."""
+    return hmac.new(key, _KEY_CHECK_MESSAGE, hashlib.sha256).hexdigest()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _check_file(trail_path: Path, *, must_exist: bool) -> None:
+    """Refuse a directory or a file that is not a DuckDB database before DuckDB sees it (exit 2)."""
+    if trail_path.is_dir():
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why="it is a directory"))
+    if not trail_path.exists():
+        if must_exist:
+            raise TrailError(NO_TRAIL.format(path=trail_path))
+        return
+    try:
+        with trail_path.open("rb") as file:
+            head = file.read(12)
+    except OSError as exc:
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why=f"it cannot be read ({exc.strerror})")) from None
+    if not head:
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why="it is empty (0 bytes)"))
+    if head[8:12] != b"DUCK":  # every DuckDB database file has this magic at byte 8
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why="it is not a DuckDB database file"))
+
+
+def _check_tables(con: duckdb.DuckDBPyConnection, trail_path: Path, *, write: bool) -> None:
+    """A trail has its four core tables; a new (empty) file gets them when written to."""
+    present = {row[0] for row in con.execute("select table_name from duckdb_tables()").fetchall()}
+    missing = [table for table in _CORE_TABLES if table not in present]
+    if not missing or (write and not present):
+        return
+    if not present & set(_ALL_TABLES):
+        why = f"it is a DuckDB database without the trail's tables (it has {sorted(present) or 'no tables'})"
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why=why))
+    raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=f"table(s) {', '.join(missing)} are missing"))
+
+
 @contextmanager
 def _locked(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the trail under an exclusive (write) or shared (read) file lock."""
-    trail_path.parent.mkdir(parents=True, exist_ok=True)
+    """Open the trail under an exclusive (write) or shared (read) file lock.
+
+    Damage found while reading (a truncated file, an unreadable block) is a ``TrailDamaged``, never a raw
+    DuckDB error.
+    """
+    trail_path = Path(trail_path)
+    _check_file(trail_path, must_exist=not write)
+    with _file_lock(trail_path, write=write):
+        try:
+            con = duckdb.connect(str(trail_path), read_only=not write)
+        except duckdb.Error as exc:
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
+        try:
+            _check_tables(con, trail_path, write=write)
+            if write:
+                _create_schema(con)
+            yield con
+        except duckdb.Error as exc:
+            if write:
+                raise
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
+        finally:
+            con.close()
+
+
+@contextmanager
+def _file_lock(trail_path: Path, *, write: bool) -> Iterator[None]:
+    """An exclusive (write) or shared (read) ``flock`` on ``<trail>.lock``.
+
+    A reader that cannot create the lock file (a read-only copy of the trail) reads without it; a writer that
+    cannot is refused with the reason.
+    """
     lock_path = trail_path.with_name(trail_path.name + ".lock")
-    with lock_path.open("a") as lock:
+    try:
+        if write:
+            trail_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = lock_path.open("a")
+    except OSError as exc:
+        if not write:
+            yield
+            return
+        why = f"its folder or lock file {lock_path} cannot be created ({exc.strerror})"
+        raise TrailError(TRAIL_NOT_WRITABLE.format(path=trail_path, why=why)) from None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
         try:
-            try:
-                con = duckdb.connect(str(trail_path), read_only=not write)
-            except duckdb.Error as exc:
-                raise TrailError(f"cannot open the audit trail {trail_path}: {str(exc).splitlines()[0]}") from None
-            try:
-                if write:
-                    for statement in _SCHEMA:
-                        con.execute(statement)
-                    con.execute(
-                        "insert into trail_meta values ('trail_version', $v) on conflict do nothing",
-                        {"v": str(TRAIL_VERSION)},
-                    )
-                yield con
-            finally:
-                con.close()
+            yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _create_schema(con: duckdb.DuckDBPyConnection) -> None:
+    for statement in _SCHEMA:
+        con.execute(statement)
+    con.execute(
+        "insert into trail_meta values ('trail_version', $v) on conflict do update set value = $v",
+        {"v": str(TRAIL_VERSION)},
+    )
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection, trail_path: Path) -> Iterator[None]:
+    """One transaction; an I/O failure (disk full) is reported as itself, not as the failed rollback after it."""
+    con.execute("begin transaction")
+    try:
+        yield
+        con.execute("commit")
+    except BaseException as exc:
+        # After a failed commit DuckDB has already rolled back: "cannot rollback - no transaction is active".
+        with contextlib.suppress(duckdb.Error):
+            con.execute("rollback")
+        if isinstance(exc, duckdb.IOException | OSError):
+            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=_first_line(exc))) from exc
+        raise
 
 
 def _metric_rows(run_id: str, document: dict[str, Any]) -> list[list[Any]]:
@@ -177,11 +340,34 @@ def _num(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _run_hash(prev_hash: str, run_row: list[Any], metric_rows: list[list[Any]], cube_rows: list[list[Any]]) -> str:
-    return _sha(prev_hash, canonical(run_row), canonical(metric_rows), canonical(cube_rows))
+def _run_hash(
+    prev_hash: str,
+    run_row: list[Any],
+    metric_rows: list[list[Any]],
+    cube_rows: list[list[Any]],
+    key: bytes | None = None,
+) -> str:
+    return _digest(key, prev_hash, canonical(run_row), canonical(metric_rows), canonical(cube_rows))
 
 
-@task(name="record run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect retry condition: retry a transient failure, not a refusal (not a trail, wrong key, disk full)."""
+    try:
+        state.result()
+    except TrailError:
+        return False
+    except Exception:  # anything else may be transient (the pattern Prefect documents for retry conditions)
+        return True
+    return True
+
+
+@task(
+    name="record run",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=1,
+    retry_condition_fn=_retry_unless_refused,
+)
 def record_run(
     trail_path: Path,
     document: dict[str, Any],
@@ -192,31 +378,93 @@ def record_run(
     join_report: dict[str, Any],
     cube_cells: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """Append one audit run (run row, metric rows, cube) in one transaction; return its seq and hash."""
+    """Append one audit run (run row, metric rows, cube) in one transaction; return its seq and hash.
+
+    The chain is keyed (HMAC-SHA256) when ``FAIRGATE_TRAIL_KEY`` is set. The new head is printed on stderr
+    (``trail head: <seq> <hash>``) and appended to the ``FAIRGATE_TRAIL_ANCHOR`` file when that is set.
+    """
     run_id = str(document.get("run_id") or uuid.uuid4())
     recorded_at = datetime.now(UTC).isoformat()
     records = {"inputs": inputs, "validation": validation, "join_report": join_report}
     metric_rows = _metric_rows(run_id, document)
     cube_rows = [[run_id, canonical(cube_cells)]]
-    with _locked(trail_path, write=True) as con:
-        con.execute("begin transaction")
-        try:
-            last = con.execute("select seq, run_hash from runs order by seq desc limit 1").fetchall()
+    key = trail_key()
+    with _anchor_file() as anchor:  # opened first: an unusable anchor stops the run before anything is recorded
+        with _locked(trail_path, write=True) as con, _transaction(con, trail_path):
+            _check_key(con, key, trail_path, action="record runs in it")
+            last = con.execute("select seq, run_hash, chain from runs order by seq desc limit 1").fetchall()
+            if last and last[0][2] == KEYED and key is None:  # also when the key check was deleted
+                raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action="record runs in it"))
             seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-            run_row = _run_row(seq, run_id, recorded_at, document, policy_text, records)
-            run_hash = _run_hash(prev_hash, run_row, metric_rows, cube_rows)
+            run_row = [*_run_row(seq, run_id, recorded_at, document, policy_text, records), KEYED if key else UNKEYED]
+            run_hash = _run_hash(prev_hash, run_row, metric_rows, cube_rows, key)
             _insert_run(con, [*run_row, prev_hash, run_hash], metric_rows, cube_rows[0])
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
-    return {"seq": seq, "run_id": run_id, "run_hash": run_hash, "trail": str(trail_path)}
+        _publish_head(anchor, recorded_at, seq, run_hash)
+    return {"seq": seq, "run_id": run_id, "run_hash": run_hash, "chain": run_row[-1], "trail": str(trail_path)}
+
+
+def _check_key(
+    con: duckdb.DuckDBPyConnection, key: bytes | None, trail_path: Path, *, action: str, store: bool = True
+) -> None:
+    """Refuse a wrong key, and refuse to extend a keyed chain without its key (that would weaken it)."""
+    has_meta = con.execute("select 1 from duckdb_tables() where table_name = 'trail_meta'").fetchall()
+    stored = con.execute("select value from trail_meta where key = 'key_check'").fetchall() if has_meta else []
+    if key is None:
+        if stored:
+            raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action=action))
+        return
+    if not stored:
+        if store:
+            con.execute("insert into trail_meta values ('key_check', ?)", [_key_check(key)])
+    elif not hmac.compare_digest(stored[0][0], _key_check(key)):
+        raise TrailError(TRAIL_KEY_WRONG.format(path=trail_path, env=KEY_ENV))
+
+
+def check_trail(trail_path: Path) -> None:
+    """Check, before an audit computes anything, that its run can be recorded in ``trail_path``.
+
+    Raises ``TrailError`` (exit 2: a configuration problem) for a directory, a file that is not a trail, a
+    damaged trail, a keyed trail without its key or with a wrong one. A file that does not exist yet is fine.
+    """
+    path = Path(trail_path)
+    _check_file(path, must_exist=False)
+    if not path.exists():
+        return
+    try:
+        with _locked(path, write=False) as con:
+            _check_key(con, trail_key(), path, action="record runs in it", store=False)
+    except TrailDamaged as exc:
+        raise TrailError(exc.message) from None
+
+
+@contextmanager
+def _anchor_file() -> Iterator[IO[str] | None]:
+    """The ``FAIRGATE_TRAIL_ANCHOR`` file opened for appending, before anything is recorded (a bad path: exit 2)."""
+    path = os.environ.get(ANCHOR_ENV, "")
+    if not path:
+        yield None
+        return
+    try:
+        file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 (closed by the `with` below)
+    except OSError as exc:
+        fix = f"set {ANCHOR_ENV} to a writable file, or unset it"
+        raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=path, detail=exc.strerror, fix=fix)) from None
+    with file:
+        yield file
+
+
+def _publish_head(anchor: IO[str] | None, recorded_at: str, seq: int, run_hash: str) -> None:
+    """The new head, for CI logs and the anchor file: deleting the newest runs then shows."""
+    sys.stderr.write(f"trail head: {seq} {run_hash}\n")
+    if anchor is not None:
+        anchor.write(f"{recorded_at} {seq} {run_hash}\n")
+        anchor.flush()
 
 
 def _run_row(
     seq: int, run_id: str, recorded_at: str, document: dict[str, Any], policy_text: str, records: dict[str, Any]
 ) -> list[Any]:
-    """The ``runs`` row of one audit (without its hashes), in ``RUN_COLUMNS`` order."""
+    """The ``runs`` row of one audit (without its chain label and hashes), in ``RUN_COLUMNS`` order."""
     model = document.get("model") or {}
     return [
         seq,
@@ -258,38 +506,38 @@ def _insert_run(
 def record_delivery(trail_path: Path, run_id: str, recipients: list[str], status: str, detail: str) -> None:
     """Append one report delivery (who got which run's report, and how it went) to the ``deliveries`` chain."""
     recorded_at = datetime.now(UTC).isoformat()
-    with _locked(Path(trail_path), write=True) as con:
-        con.execute("begin transaction")
-        try:
-            last = con.execute("select seq, row_hash from deliveries order by seq desc limit 1").fetchall()
-            seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-            row = [seq, run_id, recorded_at, canonical(list(recipients)), status, detail]
-            con.execute(
-                f"insert into deliveries ({', '.join(DELIVERY_COLUMNS)}, prev_hash, row_hash) values (?,?,?,?,?,?,?,?)",
-                [*row, prev_hash, _sha(prev_hash, canonical(row))],
-            )
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
+    key = trail_key()
+    with _locked(Path(trail_path), write=True) as con, _transaction(con, Path(trail_path)):
+        _check_key(con, key, Path(trail_path), action="record deliveries in it")
+        last = con.execute("select seq, row_hash from deliveries order by seq desc limit 1").fetchall()
+        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
+        row = [seq, run_id, recorded_at, canonical(list(recipients)), status, detail, KEYED if key else UNKEYED]
+        con.execute(
+            f"insert into deliveries ({', '.join(DELIVERY_COLUMNS)}, prev_hash, row_hash) values (?,?,?,?,?,?,?,?,?)",
+            [*row, prev_hash, _digest(key, prev_hash, canonical(row))],
+        )
 
 
 def list_runs(trail_path: Path) -> list[dict[str, Any]]:
     """The recorded runs, oldest first (summary columns only)."""
-    _require_trail(trail_path)
-    with _locked(trail_path, write=False) as con:
+    with _locked(Path(trail_path), write=False) as con:
         cursor = con.execute(
-            "select seq, run_id, recorded_at, model_name, model_version, verdict, n_rows, policy_sha256, run_hash "
-            "from runs order by seq"
+            "select seq, run_id, recorded_at, model_name, model_version, verdict, n_rows, policy_sha256, run_hash, "
+            f"{_chain_column(con, 'runs')} from runs order by seq"
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _chain_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """``chain``, or NULL for a version-1 trail opened read-only (it has no such column)."""
+    columns = con.execute("select column_name from duckdb_columns() where table_name = ?", [table]).fetchall()
+    return "chain" if ("chain",) in columns else "null as chain"
+
+
 def show_run(trail_path: Path, run: str) -> dict[str, Any]:
     """One run in full: its row, its metric results and its audit document. ``run`` is a run id or a seq."""
-    _require_trail(trail_path)
-    with _locked(trail_path, write=False) as con:
+    with _locked(Path(trail_path), write=False) as con:
         key = int(run) if run.isdigit() else None
         cursor = con.execute("select * from runs where run_id = $r or seq = $s", {"r": run, "s": key})
         names = [d[0] for d in cursor.description]
@@ -309,24 +557,96 @@ def show_run(trail_path: Path, run: str) -> dict[str, Any]:
         return record
 
 
-def verify(trail_path: Path) -> dict[str, Any]:
-    """Recompute both hash chains; return the problems found (empty when the trail is intact)."""
-    _require_trail(trail_path)
-    problems: list[str] = []
-    with _locked(trail_path, write=False) as con:
-        runs = con.execute(f"select {', '.join(RUN_COLUMNS)}, prev_hash, run_hash from runs order by seq").fetchall()
-        metrics: dict[str, list[list[Any]]] = {}
-        for row in con.execute(
-            f"select {', '.join(METRIC_COLUMNS)} from metric_results order by run_id, position"
-        ).fetchall():
-            metrics.setdefault(row[0], []).append(list(row))
-        cubes: dict[str, list[list[Any]]] = {}
-        for row in con.execute("select run_id, cells from cubes").fetchall():
-            cubes.setdefault(row[0], []).append(list(row))
-        deliveries = con.execute(
-            f"select {', '.join(DELIVERY_COLUMNS)}, prev_hash, row_hash from deliveries order by seq"
-        ).fetchall()
+def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int = 0) -> dict[str, Any]:
+    """Recompute both hash chains (and check the anchored heads); return the problems found (none: intact).
 
+    With ``FAIRGATE_TRAIL_KEY`` set, an unkeyed run is a problem unless its seq is at most ``unkeyed_until``
+    (runs recorded before the key was introduced): anyone can rewrite and rehash an unkeyed run.
+    """
+    trail_path = Path(trail_path)
+    key = trail_key()
+    with _locked(trail_path, write=False) as con:
+        runs, metrics, cubes, deliveries = _read_chains(con)
+        if key is not None:
+            _check_key(con, key, trail_path, action="verify it", store=False)
+    labels = {row[LEGACY_RUN_COLUMNS] for row in runs} | {row[LEGACY_DELIVERY_COLUMNS] for row in deliveries}
+    if key is None and KEYED in labels:
+        raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action="verify it"))
+    checker = _ChainCheck(key, {row[1] for row in runs if row[0] <= unkeyed_until})
+    problems = _run_problems(checker, runs, metrics, cubes) + _delivery_problems(checker, deliveries)
+    if anchor is not None:
+        problems += _anchor_problems(anchor, {row[0]: row[-1] for row in runs})
+    warnings = [TRAIL_UNKEYED.format(path=trail_path, env=KEY_ENV)] if checker.unkeyed and key is None else []
+    return {
+        "trail": str(trail_path),
+        "ok": not problems,
+        "runs": len(runs),
+        "deliveries": len(deliveries),
+        "chain": checker.label(),
+        "keyed": key is not None,
+        "head": runs[-1][-1] if runs else GENESIS,
+        "head_seq": runs[-1][0] if runs else 0,
+        "problems": problems,
+        "warnings": warnings,
+    }
+
+
+def _read_chains(con: duckdb.DuckDBPyConnection) -> tuple[list[Any], dict[str, Any], dict[str, Any], list[Any]]:
+    """The runs (with their chain label and hashes), metric and cube rows by run id, and the deliveries."""
+    run_columns = ", ".join([*RUN_COLUMNS[:LEGACY_RUN_COLUMNS], _chain_column(con, "runs")])
+    runs = con.execute(f"select {run_columns}, prev_hash, run_hash from runs order by seq").fetchall()
+    metrics: dict[str, list[list[Any]]] = {}
+    for row in con.execute(
+        f"select {', '.join(METRIC_COLUMNS)} from metric_results order by run_id, position"
+    ).fetchall():
+        metrics.setdefault(row[0], []).append(list(row))
+    cubes: dict[str, list[list[Any]]] = {}
+    for row in con.execute("select run_id, cells from cubes").fetchall():
+        cubes.setdefault(row[0], []).append(list(row))
+    delivery_columns = ", ".join([*DELIVERY_COLUMNS[:LEGACY_DELIVERY_COLUMNS], _chain_column(con, "deliveries")])
+    deliveries = con.execute(f"select {delivery_columns}, prev_hash, row_hash from deliveries order by seq").fetchall()
+    return runs, metrics, cubes, deliveries
+
+
+class _ChainCheck:
+    """Which digest a row's chain label asks for, and whether the label itself is acceptable."""
+
+    def __init__(self, key: bytes | None, accepted_unkeyed: set[str]) -> None:
+        self.key, self.accepted_unkeyed = key, accepted_unkeyed  # run ids recorded before the key was set
+        self.keyed = self.unkeyed = 0
+
+    def row(self, content: list[Any]) -> tuple[list[Any], bytes | None]:
+        """The hashed content (a version-1 row without its label) and the key to hash it with."""
+        if content[-1] is None:
+            self.unkeyed += 1
+            return content[:-1], None
+        if content[-1] == KEYED:
+            self.keyed += 1
+            return content, self.key
+        self.unkeyed += 1
+        return content, None
+
+    def label_problem(self, what: str, seq: int, run_id: str, label: str | None) -> str | None:
+        """An unknown label, or an unkeyed row where the key should have been used."""
+        if label not in (None, KEYED, UNKEYED):
+            return f"{what} {seq} has an unknown chain label {label!r}"
+        if label == KEYED or self.key is None or run_id in self.accepted_unkeyed:
+            return None
+        hint = f"; if it was recorded before the key was set, pass --unkeyed-until {seq}" if what == "run" else ""
+        return (
+            f"{what} {seq} is not keyed ({label or UNKEYED}) although {KEY_ENV} is set: anyone who can write the "
+            f"file can rewrite it and recompute its hash{hint}"
+        )
+
+    def label(self) -> str:
+        """The chain as a whole: keyed, unkeyed, or mixed (an older unkeyed part, then keyed)."""
+        if self.keyed and self.unkeyed:
+            return f"mixed: {self.unkeyed} rows {UNKEYED}, {self.keyed} rows {KEYED}"
+        return KEYED if self.keyed else UNKEYED
+
+
+def _run_problems(checker: _ChainCheck, runs: list[Any], metrics: dict[str, Any], cubes: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
     expected_prev, expected_seq = GENESIS, 1
     for row in runs:
         run_row, prev_hash, run_hash = list(row[: len(RUN_COLUMNS)]), row[-2], row[-1]
@@ -335,31 +655,52 @@ def verify(trail_path: Path) -> dict[str, Any]:
             problems.append(f"runs: seq {expected_seq} is missing (next is {seq}): a run was deleted")
         if prev_hash != expected_prev:
             problems.append(f"runs: run {seq} ({run_id}) does not follow the previous run: a run was deleted or edited")
-        actual = _run_hash(prev_hash, run_row, metrics.pop(run_id, []), cubes.pop(run_id, []))
-        if actual != run_hash:
+        if label_problem := checker.label_problem("run", seq, run_id, run_row[-1]):
+            problems.append(f"runs: {label_problem}")
+        content, key = checker.row(run_row)
+        if _run_hash(prev_hash, content, metrics.pop(run_id, []), cubes.pop(run_id, []), key) != run_hash:
             problems.append(f"runs: run {seq} ({run_id}) was altered after recording (its row, metric results or cube)")
         expected_prev, expected_seq = run_hash, seq + 1
     for run_id in sorted(set(metrics) | set(cubes)):
         problems.append(f"metric_results/cubes: rows for run {run_id} whose run row is gone")
+    return problems
 
+
+def _delivery_problems(checker: _ChainCheck, deliveries: list[Any]) -> list[str]:
+    problems: list[str] = []
     expected_prev, expected_seq = GENESIS, 1
     for row in deliveries:
         delivery, prev_hash, row_hash = list(row[: len(DELIVERY_COLUMNS)]), row[-2], row[-1]
         if delivery[0] != expected_seq or prev_hash != expected_prev:
             problems.append(f"deliveries: the chain breaks at delivery {delivery[0]}: a delivery was deleted or edited")
-        if _sha(prev_hash, canonical(delivery)) != row_hash:
+        if label_problem := checker.label_problem("delivery", delivery[0], delivery[1], delivery[-1]):
+            problems.append(f"deliveries: {label_problem}")
+        content, key = checker.row(delivery)
+        if _digest(key, prev_hash, canonical(content)) != row_hash:
             problems.append(f"deliveries: delivery {delivery[0]} was altered after recording")
         expected_prev, expected_seq = row_hash, delivery[0] + 1
-    return {
-        "trail": str(trail_path),
-        "ok": not problems,
-        "runs": len(runs),
-        "deliveries": len(deliveries),
-        "head": runs[-1][-1] if runs else GENESIS,
-        "problems": problems,
-    }
+    return problems
 
 
-def _require_trail(trail_path: Path) -> None:
-    if not Path(trail_path).exists():
-        raise TrailError(NO_TRAIL.format(path=trail_path))
+def _anchor_problems(anchor: Path, heads: dict[int, str]) -> list[str]:
+    """Every anchored head (``<timestamp> <seq> <hash>`` per line) must still be in the trail."""
+    try:
+        lines = Path(anchor).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        detail = getattr(exc, "strerror", None) or "it is not a text file"
+        raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=anchor, detail=detail, fix="pass --anchor FILE")) from None
+    problems = []
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 3 or not fields[1].isdigit():
+            detail = f"line {number} is not '<timestamp> <seq> <hash>'"
+            raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=anchor, detail=detail, fix="remove or fix that line"))
+        stamp, seq, head = fields[0], int(fields[1]), fields[2]
+        if heads.get(seq) != head:
+            problems.append(
+                f"anchor {anchor}:{number}: run {seq} with hash {head[:16]}... (anchored {stamp}) is not in the trail: "
+                "the newest runs were deleted, or the trail was rewritten"
+            )
+    return problems

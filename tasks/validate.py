@@ -16,6 +16,7 @@ of rows and an example value. The validation results (GE's own JSON) go into the
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass, field
@@ -66,7 +67,19 @@ def _gx() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no phoning home from an audit
     import great_expectations as gx  # imported lazily: it takes seconds, and only validation needs it
 
+    _quiet_great_expectations()
     return gx
+
+
+def _quiet_great_expectations() -> None:
+    """GE logs INFO lines of its own housekeeping ("Created temporary directory ..."; some of its modules set
+    their loggers to INFO explicitly): an audit's log keeps GE's warnings and errors only."""
+    import great_expectations.data_context.types.base  # noqa: F401  # sets its logger to INFO when imported
+
+    for name in [n for n in logging.root.manager.loggerDict if n.startswith("great_expectations")]:
+        logger = logging.getLogger(name)
+        if logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
 
 
 @lru_cache(maxsize=1)

@@ -82,6 +82,15 @@ class InsufficientGroup(Part):
     min_group_size: int
 
 
+class SkippedSlicing(Part):
+    """A slicing with more groups than ``limits.max_groups_per_slicing``: not audited."""
+
+    slicing: Slicing
+    groups: int = Field(ge=0)
+    max_groups_per_slicing: int = Field(ge=1)
+    reason: str
+
+
 class Diagnostics(Part):
     """Reviewer diagnostics: base rates, worst-off subgroups, Simpson's reversals, insufficient groups."""
 
@@ -90,6 +99,9 @@ class Diagnostics(Part):
     simpson: list[SimpsonReversal]
     insufficient_groups: list[InsufficientGroup]
     excluded_missing: dict[str, int] = Field(default_factory=dict)
+    skipped_slicings: list[SkippedSlicing] = Field(
+        default_factory=list, description="Slicings not audited for having more groups than the policy allows."
+    )
 
 
 class RocCurve(Part):

@@ -15,7 +15,7 @@ from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_versi
 from fairgate.engine import diagnostics
 from fairgate.engine.cube import Cube
 from fairgate.engine.metrics import GroupMetric, policy_metric
-from fairgate.engine.slicing import SlicingResult
+from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
@@ -135,6 +135,7 @@ def _diagnostics(
         "simpson": diagnostics.simpson_reversals(parts, alpha=policy.statistics.significance_level),
         "insufficient_groups": diagnostics.insufficient_groups(parts, policy),
         "excluded_missing": dict(cube.excluded_missing),
+        "skipped_slicings": skipped_slicings(cube, policy),
     }
 
 

@@ -35,7 +35,7 @@ from fairgate.engine.columns import SCORE_SUM as SCORE_SUM
 from fairgate.engine.columns import TRUE as TRUE
 from fairgate.engine.columns import WEIGHT as WEIGHT
 from fairgate.engine.columns import WEIGHT_SQ as WEIGHT_SQ
-from fairgate.errors import BAD_SCORE, EMPTY_DATA, MISSING_COLUMN, NOT_BINARY, DataError
+from fairgate.errors import BAD_SCORE, EMPTY_DATA, MISSING_COLUMN, NOT_BINARY, TOO_MANY_VALUES, DataError
 from fairgate.policy.core import Policy
 
 NO_SCORE_BIN = 0  # without scores every row sits in bin 0 and calibration is undefined
@@ -194,6 +194,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
     )
     if raw_cells.height == 0:
         raise DataError(EMPTY_DATA.format(source=source))
+    check_cardinality(raw_cells, policy, source)
     _check_cells(raw_cells, policy, source, has_scores)
     raw_cells, excluded = _apply_missing(raw_cells, policy, source)
     cells = (
@@ -305,6 +306,30 @@ def _coded(policy: Policy, name: str, levels: list[str]) -> pl.Expr:
 
 def _as_binary(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Float64, strict=False).cast(pl.Int8)
+
+
+def check_cardinality(data: Any, policy: Policy, source: str) -> None:
+    """Refuse an attribute without declared values that holds more distinct values than the policy allows.
+
+    ``data`` is any frame :func:`as_lazy` accepts (the rows, or the cube's first grouped result); attributes
+    it lacks are skipped. Run before any slicing: an id-like column audited as an attribute would otherwise
+    become thousands of groups (hours of work and a report nobody can read).
+
+    Raises
+    ------
+    DataError
+        Naming the attribute, its count of distinct values and ``limits.max_values_per_attribute``.
+    """
+    lazy = as_lazy(data)
+    present = set(lazy.collect_schema().names())
+    undeclared = [a.name for a in policy.sensitive_attributes if a.values is None and a.name in present]
+    if not undeclared:
+        return
+    counts = lazy.select(pl.col(name).drop_nulls().n_unique() for name in undeclared).collect().row(0)
+    limit = policy.limits.max_values_per_attribute
+    for name, count in zip(undeclared, counts, strict=True):
+        if count > limit:
+            raise DataError(TOO_MANY_VALUES.format(attribute=name, count=count, source=source, limit=limit))
 
 
 def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: bool) -> None:

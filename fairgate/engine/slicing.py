@@ -54,8 +54,45 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     """The slicings to audit: the population, each attribute, the pairs, and triples that can be compared.
 
     Pairs are the configured ``attribute_pairs`` (all pairs when none are listed). A triple is audited when
-    at least two of its groups reach ``min_group_size``, so a comparison inside it is possible.
+    at least two of its groups reach ``min_group_size``, so a comparison inside it is possible. A slicing with
+    more groups than ``limits.max_groups_per_slicing`` is left out (see :func:`skipped_slicings`).
     """
+    limit = policy.limits.max_groups_per_slicing
+    return [s for s in _candidate_slicings(cube, policy) if slicing_group_count(cube, s, policy) <= limit]
+
+
+def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
+    """The slicings :func:`plan_slicings` leaves out for having more groups than the policy allows.
+
+    Each as ``{"slicing", "groups", "max_groups_per_slicing", "reason"}`` (the document's
+    ``diagnostics.skipped_slicings``).
+    """
+    limit = policy.limits.max_groups_per_slicing
+    skipped = []
+    for slicing in _candidate_slicings(cube, policy):
+        groups = slicing_group_count(cube, slicing, policy)
+        if groups > limit:
+            reason = (
+                f"{' x '.join(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
+                f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
+            )
+            skipped.append(
+                {"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason}
+            )
+    return skipped
+
+
+def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
+    """How many groups a slicing has: its value combinations present in the cube (and declared values)."""
+    if not slicing:
+        return 1
+    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    if declared is not None:  # a declared value with no rows is a group too (see _group_index)
+        return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
+    return cube.cells.select(list(slicing)).n_unique()
+
+
+def _candidate_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     attributes = cube.attributes
     slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
     options = policy.intersectional_analysis

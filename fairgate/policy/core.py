@@ -10,11 +10,11 @@ import hashlib
 import json
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fairgate.errors import PolicyError
+from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.delivery import DeliveryConfig
+from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.proxy import ProxyConfig
 
 Direction = Literal["lower_is_better", "higher_is_better"]
@@ -203,6 +203,21 @@ class AuditTrail(_Strict):
     path: str = "./fairness_reports/audit_trail.duckdb"
 
 
+class Limits(_Strict):
+    """Size limits of an audit (the ``limits:`` section); raise them deliberately.
+
+    They keep a mistaken policy or an id-like column from producing an audit of thousands of groups (hours of
+    work and a report nobody can read).
+    """
+
+    # An attribute without declared ``values`` may hold at most this many distinct values in the data (exit 2).
+    max_values_per_attribute: int = Field(default=100, ge=1, le=1_000_000)
+    # A slicing (attribute, pair, triple) with more groups than this is skipped, with a warning in the document.
+    max_groups_per_slicing: int = Field(default=5_000, ge=1, le=10_000_000)
+    # The most entries of any list in the policy (values, metrics, attribute_pairs, overrides, ...).
+    max_list_length: int = Field(default=1_000, ge=1, le=100_000)
+
+
 class Policy(_Strict):
     """A complete fairness policy. Build with :meth:`from_yaml` or :meth:`from_mapping`."""
 
@@ -221,6 +236,28 @@ class Policy(_Strict):
     proxy: ProxyConfig | None = None
     # Attributes collected longer ago than this are flagged as stale (when the data carries a date).
     attribute_max_age_days: int = Field(default=730, ge=1)
+    limits: Limits = Limits()
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> Policy:
+        limit = self.limits.max_list_length
+        for where, count in self._list_lengths():
+            if count > limit:
+                raise ValueError(POLICY_LIST_TOO_LONG.format(where=where, count=count, limit=limit))
+        return self
+
+    def _list_lengths(self) -> list[tuple[str, int]]:
+        """Every list of the policy, by its place in the file, with its length."""
+        lengths = [
+            ("sensitive_attributes", len(self.sensitive_attributes)),
+            ("metrics", len(self.metrics)),
+            ("intersectional_analysis.attribute_pairs", len(self.intersectional_analysis.attribute_pairs or [])),
+            ("overrides", len(self.overrides)),
+            ("ci_cd_gate.critical_metrics", len(self.ci_cd_gate.critical_metrics)),
+        ]
+        lengths += [(f"the values of attribute {a.name!r}", len(a.values or [])) for a in self.sensitive_attributes]
+        lengths += [(f"overrides[{i}].exclude_groups", len(o.exclude_groups)) for i, o in enumerate(self.overrides)]
+        return lengths
 
     @model_validator(mode="after")
     def _cross_references(self) -> Policy:
@@ -267,11 +304,7 @@ class Policy(_Strict):
         >>> p.metrics[0].effective_direction
         'higher_is_better'
         """
-        try:
-            document = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise PolicyError(f"{source} is not valid YAML: {exc}") from None
-        return cls.from_mapping(document, source=source)
+        return cls.from_mapping(load_policy_yaml(text, source=source), source=source)
 
     @classmethod
     def from_mapping(cls, document: Any, *, source: str = "policy") -> Policy:

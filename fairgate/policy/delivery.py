@@ -63,7 +63,8 @@ class DeliveryConfig(_Strict):
     attach: list[Literal["pdf", "html"]] = ["pdf"]
     # No smtp section: the message is written as an .eml file to outbox_dir instead of being sent.
     smtp: SmtpSettings | None = None
-    outbox_dir: str = "./fairness_reports/outbox/"
+    # A relative outbox_dir is inside the run's output folder (written with the run's other files).
+    outbox_dir: str = "outbox"
     retries: int = Field(default=3, ge=0, le=20)
     retry_delay_seconds: float = Field(default=2.0, ge=0)
 
@@ -96,6 +97,12 @@ class DeliveryConfig(_Strict):
         smtp = self.smtp
         if smtp is not None and (smtp.username_env is None) != (smtp.password_env is None):
             raise ValueError("smtp.username_env and smtp.password_env go together: give both or neither")
+        has_credentials = smtp is not None and (smtp.password_env or smtp.credentials_block)
+        if smtp is not None and has_credentials and smtp.security == "none":
+            raise ValueError(
+                "smtp.security: none with credentials would send the password in clear text; "
+                "set security: starttls (port 587) or ssl (port 465), or remove the credentials"
+            )
         return self
 
     def render_subject(self, *, verdict: str, model: str, version: str, run_id: str, n_failed: int = 0) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -122,12 +123,39 @@ def slicing_key(slicing: Sequence[str]) -> str:
     return slicing_label(slicing)
 
 
+def visible_text(text: str) -> str:
+    r"""``text`` with invisible or reordering characters shown as escapes.
+
+    Control characters (NUL, line breaks), bidirectional overrides and isolates (U+202E turns the rest of a
+    line around), zero-width and other format characters: a group name from the data cannot then hide or
+    disguise what a report says.
+
+    >>> visible_text("Caucasian\u202e\x00")
+    'Caucasian\\u202e\\x00'
+    >>> visible_text("Native American · Zürich")
+    'Native American · Zürich'
+    """
+    return "".join(_escaped(c) if unicodedata.category(c) in _HIDDEN_CATEGORIES else c for c in text)
+
+
+# Cc: control characters; Cf: format characters (bidi controls, zero-width); Zl/Zp: line/paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def _escaped(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def group_label(group: Mapping[str, Any] | None, slicing: Sequence[str] | None = None) -> str:
-    """``{"sex": "Female", "race": "Black"}`` -> ``"Female · Black"`` (values only: the columns say which)."""
+    """``{"sex": "Female", "race": "Black"}`` -> ``"Female · Black"`` (values only: the columns say which).
+
+    Hidden characters in the values are shown escaped (:func:`visible_text`).
+    """
     if not group:
         return "all"
     keys = list(slicing) if slicing else list(group)
-    return " · ".join(str(group.get(k, "")) for k in keys)
+    return " · ".join(visible_text(str(group.get(k, ""))) for k in keys)
 
 
 def short(value: Any) -> str:

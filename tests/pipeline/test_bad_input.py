@@ -43,7 +43,12 @@ def broken_row(i: Inputs) -> tuple[list[str], list[str]]:
     lines = i.predictions.read_text().splitlines()
     lines[3000] = lines[3000] + ",0.5,extra"
     i.predictions.write_text("\n".join(lines) + "\n")
-    return i.args(), [i.predictions.name, "not a well-formed CSV", "broken row"]
+    return i.args(), [
+        i.predictions.name,
+        "not a well-formed CSV",
+        "line 3001 has 5 fields, the header has 3",
+        "broken row",
+    ]
 
 
 def duplicate_ids(i: Inputs) -> tuple[list[str], list[str]]:

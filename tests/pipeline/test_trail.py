@@ -68,7 +68,8 @@ def _record(path: Path, run_id: str) -> dict:
 
 
 @pytest.fixture
-def trail(tmp_path: Path) -> Path:
+def trail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY", raising=False)  # these tests are about the unkeyed chain
     path = tmp_path / "trail.duckdb"
     for run_id in ("r1", "r2", "r3"):
         _record(path, run_id)
@@ -173,3 +174,12 @@ def test_missing_trail_is_a_clear_error(runner: InProcessRunner, tmp_path: Path)
     assert result.exit_code == 2
     assert "no audit trail" in result.stderr
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_verify_json_names_the_chain_and_the_head(runner: InProcessRunner, trail: Path) -> None:
+    result = runner.invoke(app, ["trail", "verify", "--trail", str(trail), "--json"], env={"FAIRGATE_TRAIL_KEY": ""})
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["chain"], report["keyed"], report["head_seq"]) == ("sha256 (unkeyed)", False, 3)
+    assert report["head"] == list_runs(trail)[-1]["run_hash"]
+    assert "unkeyed (sha256)" in " ".join(result.stderr.split())  # the warning stays off stdout

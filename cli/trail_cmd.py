@@ -1,0 +1,122 @@
+"""``fairgate trail list|show|verify``: read and check the audit trail (tasks/trail.py).
+
+Exit codes: 0 intact (or listed), 1 the trail was tampered with or is damaged (rows edited or deleted, the chain
+broken, an anchored head gone, a table dropped, the file truncated), 2 not a trail or a configuration problem
+(a directory, not a DuckDB file, no trail tables, the key missing or wrong). Never a DuckDB traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fairgate.errors import FairgateError
+
+T = TypeVar("T")
+DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
+
+trail_app = typer.Typer(help="The audit trail: list, show and verify recorded runs.", no_args_is_help=True)
+_out = Console()
+_err = Console(stderr=True)
+
+TrailOption = Annotated[Path, typer.Option("--trail", help="The audit trail file.")]
+
+
+def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a trail function; its errors become a message and exit 1 (damaged) or 2 (not a trail, configuration)."""
+    from tasks.trail import TrailError
+
+    try:
+        return function(*args, **kwargs)
+    except TrailError as exc:
+        _stop(exc.message, exc.exit_code)
+    except FairgateError as exc:
+        _stop(exc.message, 2)
+
+
+def _stop(message: str, code: int) -> NoReturn:
+    label = "[bold red]DAMAGED:[/]" if code == 1 else "[bold red]error:[/]"
+    _err.print(f"{label} {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@trail_app.command("list")
+def trail_list(
+    trail: TrailOption = DEFAULT_TRAIL,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List the recorded runs, oldest first."""
+    from tasks.trail import list_runs
+
+    runs = _call(list_runs, trail)
+    if as_json:
+        sys.stdout.write(json.dumps(runs, indent=2, default=str) + "\n")
+        return
+    table = Table(title=str(trail))
+    for column in ("seq", "run_id", "recorded_at", "model", "verdict", "rows", "hash", "chain"):
+        table.add_column(column)
+    for run in runs:
+        table.add_row(
+            str(run["seq"]),
+            run["run_id"],
+            run["recorded_at"],
+            f"{run['model_name']} {run['model_version']}",
+            run["verdict"],
+            str(run["n_rows"]),
+            run["run_hash"][:12],
+            "keyed" if run["chain"] == "hmac-sha256" else "unkeyed",
+        )
+    _out.print(table)
+
+
+@trail_app.command("show")
+def trail_show(
+    run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
+    trail: TrailOption = DEFAULT_TRAIL,
+) -> None:
+    """Print one recorded run (its row, inputs, validation, and audit document) as JSON."""
+    from tasks.trail import show_run
+
+    sys.stdout.write(json.dumps(_call(show_run, trail, run), indent=2, default=str) + "\n")
+
+
+@trail_app.command("verify")
+def trail_verify(
+    trail: TrailOption = DEFAULT_TRAIL,
+    anchor: Annotated[
+        Path | None,
+        typer.Option("--anchor", help="A file of anchored heads ('<timestamp> <seq> <hash>' lines) to check."),
+    ] = None,
+    unkeyed_until: Annotated[
+        int,
+        typer.Option("--unkeyed-until", help="Accept unkeyed runs up to this seq (recorded before the key was set)."),
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recompute the hash chains (keyed with FAIRGATE_TRAIL_KEY when set); exit 1 if any row was edited or deleted."""
+    from tasks.trail import verify
+
+    report = _call(verify, trail, anchor=anchor, unkeyed_until=unkeyed_until)
+    for warning in report["warnings"]:
+        _err.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif report["ok"]:
+        _out.print(
+            f"[green]intact[/]: {report['runs']} runs, {report['deliveries']} deliveries; chain {report['chain']}; "
+            f"head {report['head_seq']} {report['head']}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        _err.print(f"[bold red]TAMPERED[/]: {trail} (chain {report['chain']})", highlight=False, soft_wrap=True)
+        for problem in report["problems"]:
+            _err.print(f"  - {problem}", highlight=False, soft_wrap=True)
+    raise typer.Exit(0 if report["ok"] else 1)
