@@ -34,6 +34,7 @@ from tasks.sql import quote_identifier, render_sql
 _BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
 # A bounded column with more distinct values than this is certainly not binary / categorical as declared.
 _MAX_DISTINCT = 1000
+_MAX_GROUP_WARNINGS = 10  # small groups named one by one on stderr before a summary line
 # Violation samples handed to GE are capped; exact totals come with them from DuckDB.
 _MAX_VIOLATIONS = 10_000
 
@@ -173,10 +174,16 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
             "example": None if small.empty else f"{small.iloc[0]['attribute']}={small.iloc[0]['group']}",
         }
     )
-    for _, row in small.iterrows():
+    for _, row in small.head(_MAX_GROUP_WARNINGS).iterrows():
         validation.warnings.append(
             f"group {row['attribute']}={row['group']!r} has {int(row['n'])} rows, fewer than min_group_size "
             f"{minimum}: it is reported but left out of the judgement"
+        )
+    if len(small) > _MAX_GROUP_WARNINGS:
+        # One line per group floods stderr when an attribute has thousands of small groups; the JSON has them all.
+        validation.warnings.append(
+            f"... and {len(small) - _MAX_GROUP_WARNINGS} more groups with fewer than min_group_size {minimum} rows "
+            "(listed in the JSON document's diagnostics.insufficient_groups)"
         )
     return validation
 
