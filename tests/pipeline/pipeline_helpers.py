@@ -141,3 +141,29 @@ class InProcessRunner(CliRunner):
             return super().invoke(*args, **kwargs)
         finally:
             setup_logging()
+
+
+def rewrite_csv(path: Path, query: str) -> None:
+    """Replace a CSV input with ``query`` over its current content (view ``t``)."""
+    con = duckdb.connect()
+    con.read_csv(str(path)).create_view("t")
+    data = con.sql(query).to_arrow_table()
+    con.close()
+    out = duckdb.connect()
+    out.from_arrow(data).to_csv(str(path))
+    out.close()
+
+
+def assert_refused(result: Any, expected: list[str], inputs: Inputs, before: list[str]) -> str:
+    """A refused run: exit 2, no traceback, every expected fragment in the message, nothing written.
+
+    ``before`` lists the inputs folder before the run. Returns the message with rich's line wrapping undone.
+    """
+    message = " ".join(result.stderr.split())  # rich wraps long lines
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr, result.exception)
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in expected:
+        assert fragment in message, (fragment, message)
+    assert not inputs.out.exists()  # no output folder, no report, no trail
+    assert sorted(p.name for p in inputs.folder.iterdir()) == before
+    return message
