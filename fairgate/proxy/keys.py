@@ -17,6 +17,12 @@ NAME_SUFFIXES: frozenset[str] = frozenset(
 _SUFFIX_TAIL = r"(\s+(" + "|".join(sorted(NAME_SUFFIXES, key=len, reverse=True)) + r"))+$"
 
 
+def _upper_unaccented(column: str | pl.Expr) -> pl.Expr:
+    """Text in upper case with accents removed (NFKD, combining marks dropped): the start of every name key."""
+    expr = pl.col(column) if isinstance(column, str) else column
+    return expr.cast(pl.String).str.normalize("NFKD").str.replace_all(r"\p{M}", "").str.to_uppercase()
+
+
 def surname_key(column: str | pl.Expr) -> pl.Expr:
     """Census-style surname key: upper case, accents removed, trailing suffix tokens dropped, letters only.
 
@@ -27,12 +33,8 @@ def surname_key(column: str | pl.Expr) -> pl.Expr:
     >>> pl.select(surname_key(pl.lit(names))).to_series().to_list()
     ['YANIV', 'OBRIEN', 'DELACRUZ', 'SMITH', None]
     """
-    expr = pl.col(column) if isinstance(column, str) else column
     cleaned = (
-        expr.cast(pl.String)
-        .str.normalize("NFKD")
-        .str.replace_all(r"\p{M}", "")
-        .str.to_uppercase()
+        _upper_unaccented(column)
         .str.replace_all(r"[.,]", " ")
         .str.strip_chars()
         .str.replace(_SUFFIX_TAIL, "")
@@ -54,16 +56,7 @@ def surname_alt_key(column: str | pl.Expr) -> pl.Expr:
 
 def first_name_key(column: str | pl.Expr) -> pl.Expr:
     """First-name key for the Tzioumis table: the first token, upper case, accents removed, letters only."""
-    expr = pl.col(column) if isinstance(column, str) else column
-    first = (
-        expr.cast(pl.String)
-        .str.normalize("NFKD")
-        .str.replace_all(r"\p{M}", "")
-        .str.to_uppercase()
-        .str.strip_chars()
-        .str.extract(r"^([^\s]+)", 1)
-        .str.replace_all(r"[^A-Z]", "")
-    )
+    first = _upper_unaccented(column).str.strip_chars().str.extract(r"^([^\s]+)", 1).str.replace_all(r"[^A-Z]", "")
     return pl.when(first.str.len_chars() > 0).then(first).otherwise(None)
 
 
