@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 import fairgate
-from cli.checks import check_audit_arguments, run_guarded
+from cli.checks import EXIT_INTERNAL, EXIT_INVALID, check_audit_arguments, run_guarded
 from cli.signals import audit_guard, exit_on_signal
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
@@ -40,11 +40,9 @@ if TYPE_CHECKING:
         State,  # imported lazily: main() sets Prefect's log level before its import
     )
 
-EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 PACKAGE_DIR = Path(fairgate.__file__).resolve().parent
 DEMO_POLICY = PACKAGE_DIR / "policies" / "compas_demo.yaml"
 DEMO_DATA = PACKAGE_DIR / "data" / "compas" / "compas-scores-two-years.csv"
-DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
 
 app = typer.Typer(
     name="fairgate",

@@ -25,7 +25,7 @@ from fairgate.errors import FairgateError
 
 # The DuckDB file header: an 8-byte checksum, then this magic.
 _DUCKDB_MAGIC = b"DUCK"
-_EXIT_INVALID, _EXIT_INTERNAL = 2, 3
+EXIT_INVALID, EXIT_INTERNAL = 2, 3  # exit codes: bad input or configuration; a fault
 
 
 def check_audit_arguments(
@@ -56,13 +56,12 @@ def check_audit_arguments(
     for option, value in names.items():
         check_header_text(option, value)
     from tasks.audit import read_policy  # the policy's own errors are _precheck's; it is read again, cheaply
+    from tasks.trail import default_trail_path
 
     policy, _ = read_policy.fn(policy_path)
     output = out if out is not None else Path(policy.reporting.output_dir)
     check_output_folder(output, "--out" if out is not None else "reporting.output_dir in the policy")
-    trail_path = trail or (
-        Path(policy.audit_trail.path) if "audit_trail" in policy.model_fields_set else output / "audit_trail.duckdb"
-    )
+    trail_path = trail or default_trail_path(policy, output)
     check_trail_file(trail_path)
     check_delivery_environment(policy)
 
@@ -171,7 +170,7 @@ def run_guarded(app: Callable[[], Any]) -> None:
         app()
     except FairgateError as exc:
         err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
-        raise SystemExit(_EXIT_INVALID) from None
+        raise SystemExit(EXIT_INVALID) from None
     except Exception as exc:
         if os.environ.get("FAIRGATE_DEBUG"):
             raise
@@ -182,7 +181,7 @@ def run_guarded(app: Callable[[], Any]) -> None:
             markup=True,
             soft_wrap=True,
         )
-        raise SystemExit(_EXIT_INTERNAL) from None
+        raise SystemExit(EXIT_INTERNAL) from None
 
 
 def _exists(path: Path) -> bool:

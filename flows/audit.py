@@ -41,7 +41,7 @@ from tasks.audit import (
     read_policy,
 )
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
-from tasks.trail import record_run
+from tasks.trail import default_trail_path, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
 
 INVALID_INPUT = "InvalidInput"
@@ -132,7 +132,7 @@ def _audit(
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
     output = Path(out_dir or policy.reporting.output_dir)
-    trail_path = Path(trail) if trail else _trail_path(policy, output)
+    trail_path = Path(trail) if trail else default_trail_path(policy, output)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return {
@@ -275,13 +275,6 @@ def _as_is(value: T) -> T:
     """A large collection (slicing results, the audit document) handed to a task without Prefect walking it
     element by element for futures, which took seconds at 10M rows; it holds none."""
     return cast(T, quote(value))
-
-
-def _trail_path(policy: fairgate.Policy, output: Path) -> Path:
-    """The policy's trail path when it sets one, else ``audit_trail.duckdb`` in the output folder."""
-    if "audit_trail" in policy.model_fields_set:
-        return Path(policy.audit_trail.path)
-    return output / "audit_trail.duckdb"
 
 
 def _with_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, fairgate.Policy, dict[str, Any] | None]:

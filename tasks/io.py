@@ -183,7 +183,7 @@ def _duckdb_table(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.Duck
     try:
         other = duckdb.connect(str(source.path), read_only=True)
     except duckdb.Error as exc:
-        raise DataError(f"{source.label}: cannot open the DuckDB database: {_first_line(exc)}") from None
+        raise DataError(f"{source.label}: cannot open the DuckDB database: {first_line(exc)}") from None
     try:
         tables = {row[0] for row in other.execute("select table_name from information_schema.tables").fetchall()}
         if source.table not in tables:
@@ -234,7 +234,8 @@ def _no_such_table(source: Source, tables: set[str]) -> str:
     return NO_SUCH_TABLE.format(source=source.label, table=source.table, path=source.path, tables=sorted(tables))
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none): errors quote only this."""
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
@@ -243,7 +244,7 @@ def _explain_read_error(source: Source, exc: duckdb.Error) -> str:
     if "sniff" in text or "Expected Number of Columns" in text or "CSV Error" in text or "Conversion" in text:
         detail = _ragged_line(source) or "; ".join(line.strip() for line in text.splitlines()[:3] if line.strip())
         return MALFORMED_CSV.format(source=source.label, detail=detail)
-    return f"{source.label}: cannot read it as {source.kind}: {_first_line(exc)}"
+    return f"{source.label}: cannot read it as {source.kind}: {first_line(exc)}"
 
 
 def _ragged_line(source: Source) -> str | None:
@@ -267,7 +268,7 @@ def explain_scan_error(sources: list[Source], exc: duckdb.Error) -> DataError:
     if culprit is not None:
         return DataError(_explain_read_error(culprit, exc))
     names = ", ".join(s.label for s in sources)
-    return DataError(f"reading the inputs ({names}) failed: {_first_line(exc)}")
+    return DataError(f"reading the inputs ({names}) failed: {first_line(exc)}")
 
 
 def write_demo_inputs(compas_csv: Path, workdir: Path) -> dict[str, Path]:

@@ -38,14 +38,8 @@ __all__ = [
     "india_tables",
     "infer_posterior",
     "proxy_rows",
-    "sql_text",
     "tables_for",
 ]
-
-
-def sql_text(name: str) -> str:
-    """One statement from ``sql/<name>.sql`` (no placeholders: inputs are registered under fixed names)."""
-    return load_sql(name)
 
 
 # ----------------------------------------------------------------------------------------------- tables
@@ -76,7 +70,7 @@ def india_tables() -> ProxyTables:
         for name, relation in relations.items():
             con.register(name, relation.to_arrow())
         factors = {
-            name: _frame(con.sql(sql_text(f"proxy_india_{name}")).to_arrow_table())
+            name: _frame(con.sql(load_sql(f"proxy_india_{name}")).to_arrow_table())
             for name in ("surname_given", "pincode_given", "prior")
         }
     finally:
@@ -151,7 +145,7 @@ def _build_vectors(tables: ProxyTables) -> dict[str, pa.Table]:
             ("prior", prior),
         ]:
             con.register("factor_long", long.select("key", "grp", "p").to_arrow())
-            out[name] = con.sql(sql_text("proxy_factor_vectors")).to_arrow_table()
+            out[name] = con.sql(load_sql("proxy_factor_vectors")).to_arrow_table()
             con.unregister("factor_long")
         return out
     finally:
@@ -175,7 +169,7 @@ def infer_posterior(
         con.register("proxy_people", people.to_arrow())
         for name, table in vectors.items():
             con.register(f"proxy_{name}_vectors", table)
-        posterior = _frame(con.sql(sql_text("proxy_posterior")).to_arrow_table())
+        posterior = _frame(con.sql(load_sql("proxy_posterior")).to_arrow_table())
     finally:
         con.close()
     return posterior.sort(fp.PERSON), tables

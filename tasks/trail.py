@@ -47,6 +47,8 @@ from fairgate.errors import (
     TRAIL_WRITE_FAILED,
     FairgateError,
 )
+from fairgate.policy.core import Policy
+from tasks.io import first_line
 
 GENESIS = "0" * 64
 
@@ -162,11 +164,6 @@ def _digest(key: bytes | None, *parts: str) -> str:
     return digest.hexdigest()
 
 
-def _sha(*parts: str) -> str:
-    """The unkeyed digest (version-1 trails and unkeyed chains)."""
-    return _digest(None, *parts)
-
-
 def trail_key() -> bytes | None:
     """The chain's HMAC key: ``FAIRGATE_TRAIL_KEY``, else the Prefect Secret block named by
     ``FAIRGATE_TRAIL_KEY_BLOCK``; None (an unkeyed chain) when neither is set."""
@@ -184,7 +181,7 @@ def _secret_block_key(name: str) -> bytes:
         secret = cast("Secret[Any]", Secret.load(name))  # the block itself when called from synchronous code
     except (ValueError, RuntimeError) as exc:  # Prefect: no such block / no API to ask
         raise TrailError(
-            f"{KEY_BLOCK_ENV}={name!r}: cannot load that Prefect Secret block ({_first_line(exc)}); create it "
+            f"{KEY_BLOCK_ENV}={name!r}: cannot load that Prefect Secret block ({first_line(exc)}); create it "
             f"(Secret(value=...).save({name!r})) or set {KEY_ENV} instead"
         ) from None
     value = str(secret.get())
@@ -198,8 +195,11 @@ def _key_check(key: bytes) -> str:
     return hmac.new(key, _KEY_CHECK_MESSAGE, hashlib.sha256).hexdigest()
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+def default_trail_path(policy: Policy, output: Path) -> Path:
+    """The policy's trail path when it sets one, else ``audit_trail.duckdb`` in the output folder."""
+    if "audit_trail" in policy.model_fields_set:
+        return Path(policy.audit_trail.path)
+    return output / "audit_trail.duckdb"
 
 
 def _check_file(trail_path: Path, *, must_exist: bool) -> None:
@@ -246,7 +246,7 @@ def _locked(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnect
         try:
             con = duckdb.connect(str(trail_path), read_only=not write)
         except duckdb.Error as exc:
-            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
         try:
             _check_tables(con, trail_path, write=write)
             if write:
@@ -255,7 +255,7 @@ def _locked(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnect
         except duckdb.Error as exc:
             if write:
                 raise
-            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=_first_line(exc))) from None
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
         finally:
             con.close()
 
@@ -307,7 +307,7 @@ def _transaction(con: duckdb.DuckDBPyConnection, trail_path: Path) -> Iterator[N
         with contextlib.suppress(duckdb.Error):
             con.execute("rollback")
         if isinstance(exc, duckdb.IOException | OSError):
-            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=_first_line(exc))) from exc
+            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=first_line(exc))) from exc
         raise
 
 
