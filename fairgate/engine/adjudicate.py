@@ -14,6 +14,7 @@ import numpy as np
 from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.engine import diagnostics
 from fairgate.engine.cube import Cube
+from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm
@@ -167,7 +168,7 @@ def _adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: f
     families: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
     for i, c in enumerate(comparisons):
         tested_as = COMPLEMENT_OF.get(c["metric"], c["metric"])
-        c["p_value_family"] = f"{tested_as} within {' x '.join(c['slicing'])}"
+        c["p_value_family"] = f"{tested_as} within {slicing_label(c['slicing'])}"
         if c["metric"] in DESCRIPTIVE:
             c["p_value_family"] += " (descriptive: a property of the data, not a test of the model)"
         c["p_value_adjusted"], c["significant"], c["tested"] = None, False, False

@@ -15,7 +15,7 @@ from scipy import stats as scipy_stats
 
 from fairgate.engine.metrics import GroupCounts, GroupMetric, Rate
 from fairgate.engine.slicing import SlicingResult
-from fairgate.engine.stats import newcombe_interval, z_value
+from fairgate.engine.stats import holm, newcombe_interval, z_value
 from fairgate.policy.core import Policy
 
 # Criteria that cannot all hold when base rates differ and the classifier is imperfect.
@@ -97,6 +97,12 @@ def _effective_counts(part: SlicingResult) -> dict[str, np.ndarray]:
     return {k: v * scale for k, v in counts.items()}
 
 
+def _holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment (``stats.holm``) of optional p-values: None stays None."""
+    adjusted = holm(np.array([np.nan if p is None else p for p in p_values], dtype=float))
+    return [None if np.isnan(a) else float(a) for a in adjusted]
+
+
 def _homogeneity_p_value(part: SlicingResult) -> float | None:
     """p-value of equal base rates across the sufficient groups of one attribute; None below two groups."""
     use = np.array(part.sufficient, dtype=bool)
@@ -108,21 +114,6 @@ def _homogeneity_p_value(part: SlicingResult) -> float | None:
     if (table.sum(axis=0) == 0).any():
         return 1.0  # every group has the same base rate (all 0 or all 1)
     return float(scipy_stats.chi2_contingency(table, correction=table.shape[0] == 2).pvalue)
-
-
-def _holm(p_values: list[float | None]) -> list[float | None]:
-    """Holm's step-down adjustment over the defined p-values (None stays None).
-
-    >>> _holm([0.01, None, 0.04, 0.03])
-    [0.03, None, 0.06, 0.06]
-    """
-    defined = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    adjusted: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, (p, i) in enumerate(defined):
-        running = max(running, min(1.0, (len(defined) - rank) * p))
-        adjusted[i] = running
-    return adjusted
 
 
 def _impossibility_note(

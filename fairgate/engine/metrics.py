@@ -12,13 +12,13 @@ Fairlearn's names are used throughout; a rate whose denominator is zero is undef
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
 
 Summary = Literal["difference", "ratio"]
-IntervalKind = Literal["wilson", "bootstrap", "auc"]
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,6 @@ class GroupMetric:
     """A per-group metric. Subclasses with a ``name`` register themselves in ``GroupMetric.registry``."""
 
     name: ClassVar[str]
-    interval: ClassVar[IntervalKind] = "bootstrap"
     # Whether a larger value is better for the person (selection of the favourable outcome, accuracy),
     # worse (error rates), or neither; used to name the worst-off group.
     higher_is_better: ClassVar[bool | None] = None
@@ -191,7 +190,6 @@ class GroupMetric:
 class Rate(GroupMetric):
     """A proportion: the sum of some counts over the sum of others. Intervals are Wilson score intervals."""
 
-    interval = "wilson"
     numerator: ClassVar[tuple[str, ...]]
     denominator: ClassVar[tuple[str, ...]]
 
@@ -212,14 +210,11 @@ class Rate(GroupMetric):
         return self.fraction(counts)[1]
 
 
-_ALL = ("tp", "fp", "tn", "fn")
-
-
 class SelectionRate(Rate):
     """Share of the group given the favourable prediction: (tp + fp) / n."""
 
     name = "selection_rate"
-    numerator, denominator = ("tp", "fp"), _ALL
+    numerator, denominator = ("tp", "fp"), _CONFUSION
     higher_is_better = True
 
 
@@ -227,7 +222,7 @@ class BaseRate(Rate):
     """Share of the group with the favourable label: (tp + fn) / n."""
 
     name = "base_rate"
-    numerator, denominator = ("tp", "fn"), _ALL
+    numerator, denominator = ("tp", "fn"), _CONFUSION
 
 
 class TruePositiveRate(Rate):
@@ -298,7 +293,7 @@ class Accuracy(Rate):
     """Share of correct predictions: (tp + tn) / n."""
 
     name = "accuracy"
-    numerator, denominator = ("tp", "tn"), _ALL
+    numerator, denominator = ("tp", "tn"), _CONFUSION
     higher_is_better = True
 
 
@@ -419,7 +414,6 @@ class RocAuc(GroupMetric):
     """Exact ROC AUC (ties count 1/2), equal to sklearn's roc_auc_score. Needs the score table, not counts."""
 
     name = "roc_auc"
-    interval = "auc"
     higher_is_better = True
     needs_scores = True
 
@@ -634,6 +628,7 @@ class GeneralizedEntropyIndexPolicy(PopulationIndex):
     name, bases = "generalized_entropy_index", ("generalized_entropy_index",)
 
 
+@functools.cache  # called per rule and result on every slicing; metrics are stateless
 def policy_metric(name: str) -> PolicyMetric:
     """The policy metric called ``name``: a registered class, or ``<group metric>_difference|_ratio``.
 

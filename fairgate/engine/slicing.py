@@ -20,6 +20,7 @@ from scipy import sparse
 from fairgate.engine import auc as auc_module
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
+from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import (
     GroupCounts,
     PolicyMetric,
@@ -73,7 +74,7 @@ def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
         groups = slicing_group_count(cube, slicing, policy)
         if groups > limit:
             reason = (
-                f"{' x '.join(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
+                f"{slicing_label(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
                 f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
             )
             skipped.append(
@@ -197,10 +198,9 @@ def _count_metric_values(
         value = metric.compute(point)
         reps = metric.compute(boot)
         if isinstance(metric, Rate):
-            low, high = wilson_interval(*metric.fraction(point), z)
-            values[name] = MetricValues(
-                value, low, high, reps, metric.events(point), metric.fraction(point), metric.fraction(boot)
-            )
+            fraction = metric.fraction(point)
+            low, high = wilson_interval(*fraction, z)
+            values[name] = MetricValues(value, low, high, reps, metric.events(point), fraction, metric.fraction(boot))
         else:
             low, high = percentile_interval(reps, level, value)
             values[name] = MetricValues(value, low, high, reps, metric.events(point))
@@ -219,7 +219,7 @@ def _auc_values(
     auc, n_pos, n_neg = auc_module.exact_auc(runs)
     class_sizes = point.effective_class_sizes(n_pos, n_neg)  # [weights] Kish class sizes
     se = hanley_mcneil_se(auc, *class_sizes)
-    rng = np.random.default_rng([stats.seed, len(slicing), len(groups)])
+    rng = np.random.default_rng(slicing_seed(stats.seed, slicing))  # the slicing's own stream, as for counts
     # Parametric replicates from the normal approximation, kept inside AUC's range.
     reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, len(groups))), 0.0, 1.0)
     events = np.minimum(*(np.asarray(size, dtype=float) for size in class_sizes))

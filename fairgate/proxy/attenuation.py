@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
+from fairgate.engine.stats import z_value
 from fairgate.policy.core import Policy
 
 # Per-person outcome columns whose group means the corrected rates are built from.
@@ -227,7 +227,7 @@ def max_t_critical(covariance: np.ndarray, level: float, seed: int) -> float:
     sd = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     keep = sd > 0
     if not keep.any():
-        return float(stats.norm.ppf(0.5 + level / 2.0))
+        return z_value(level)
     correlation = covariance[np.ix_(keep, keep)] / np.outer(sd[keep], sd[keep])
     draws = np.random.default_rng(seed).multivariate_normal(
         np.zeros(int(keep.sum())), correlation, size=_MAX_T_DRAWS, method="eigh"
@@ -272,7 +272,7 @@ def attenuation_report(
     corrected: tuple[dict[str, np.ndarray], np.ndarray, list[str]] | None = None
     if problem is None:
         corrected = corrected_rates(posteriors, y_pred, y_true, weights_used)
-    z = float(stats.norm.ppf(0.5 + confidence_level / 2.0))
+    z = z_value(confidence_level)
     for metric in metrics:
         report["metrics"].append(
             _metric_entry(metric, list(groups), naive, corrected, problem, confidence_level, z, seed)
