@@ -24,6 +24,7 @@ from pipeline_helpers import COMPAS_CSV, POLICY_PASSING, Inputs, assert_refused,
 from pipeline_helpers import rewrite_csv as _rewrite
 from typer.testing import CliRunner
 
+import cli as cli_module
 import fairgate
 from cli import app
 from cli.checks import run_guarded
@@ -203,12 +204,22 @@ def test_hostile_input_exits_2_with_the_fix_and_writes_nothing(
     assert "s3cret" not in message
 
 
-def test_configuration_is_refused_before_the_flow_starts(runner: CliRunner, inputs: Inputs) -> None:
-    """The up-front checks answer in well under a second: no Prefect flow run, no data read."""
-    args, _ = out_is_a_file(inputs)
+def test_configuration_is_refused_before_the_flow_starts(
+    runner: CliRunner, inputs: Inputs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The up-front checks answer before any flow run starts (no Prefect, no data read)."""
+    started: list[dict[str, Any]] = []
+
+    def flow_started(parameters: dict[str, Any], **_: Any) -> None:
+        started.append(parameters)
+        raise AssertionError("the flow started although the configuration is invalid")
+
+    monkeypatch.setattr(cli_module, "_run_flow", flow_started)
+    args, expected = out_is_a_file(inputs)
     result = runner.invoke(app, args)
     assert result.exit_code == 2
-    assert "fairness-audit" not in result.stderr
+    assert started == []
+    assert all(fragment in " ".join(result.stderr.split()) for fragment in expected)
 
 
 def test_a_file_name_with_double_colons_is_that_file(tmp_path: Path) -> None:
@@ -313,3 +324,6 @@ def test_unexpected_errors_exit_3_and_bad_input_exits_2(capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as refused:
         run_guarded(bad)
     assert refused.value.code == 2
+    refusal = capsys.readouterr().err
+    assert "the policy says no" in refusal
+    assert "this is a bug" not in refusal

@@ -37,6 +37,9 @@ def test_mixing_matrix_rows_sum_to_one_and_diagonal_dominates() -> None:
     np.testing.assert_allclose(mixing.sum(axis=1), 1.0)
     # E[p_a | A = a] = 0.46 and 0.27 off the diagonal for uniform permutations of 0.6/0.3/0.1.
     np.testing.assert_allclose(np.diag(mixing), 0.46, atol=0.02)
+    off_diagonal = mixing[~np.eye(3, dtype=bool)]
+    np.testing.assert_allclose(off_diagonal, 0.27, atol=0.02)
+    assert np.diag(mixing).min() > off_diagonal.max()  # each true group is most often inferred as itself
 
 
 def test_two_groups_attenuate_by_the_mixing_contrast_exactly() -> None:
