@@ -10,18 +10,18 @@ import os
 import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
-import polars as pl
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from fairgate import proxy as fp
 from fairgate.errors import DataError, FairgateError
-from fairgate.policy.proxy import ProxyConfig
+
+if TYPE_CHECKING:  # imported where used: `fairgate --help` must not load polars, DuckDB and the proxy engine
+    import polars as pl
+
+    from fairgate.policy.proxy import ProxyConfig
 
 _err = Console(stderr=True)
 _FLAGS = {
@@ -83,6 +83,10 @@ def run_proxy(
     state_col: str | None = None,
 ) -> dict[str, object]:
     """The command without typer: returns the row count and fallback counts; raises FairgateError."""
+    import duckdb
+    import polars as pl
+
+    from fairgate import proxy as fp
     from tasks import proxy as proxy_tasks  # CLI layer may import tasks (pyproject per-file ignore)
     from tasks.io import parse_source, register_source
 
@@ -125,6 +129,10 @@ def _config(
     pincode_col: str | None,
     state_col: str | None,
 ) -> ProxyConfig:
+    from pydantic import ValidationError
+
+    from fairgate.policy.proxy import ProxyConfig
+
     columns = {
         "surname": surname_col,
         "first_name": first_name_col,

@@ -29,11 +29,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import duckdb
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import (
     NO_TRAIL,
@@ -361,14 +359,7 @@ def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
     return True
 
 
-@task(
-    name="record run",
-    cache_policy=NO_CACHE,
-    retries=2,
-    retry_delay_seconds=1,
-    retry_condition_fn=_retry_unless_refused,
-)
-def record_run(
+def _record_run(
     trail_path: Path,
     document: dict[str, Any],
     *,
@@ -401,6 +392,31 @@ def record_run(
             _insert_run(con, [*run_row, prev_hash, run_hash], metric_rows, cube_rows[0])
         _publish_head(anchor, recorded_at, seq, run_hash)
     return {"seq": seq, "run_id": run_id, "run_hash": run_hash, "chain": run_row[-1], "trail": str(trail_path)}
+
+
+if TYPE_CHECKING:
+    from prefect import Task
+
+    record_run: Task[..., dict[str, Any]]
+
+
+def __getattr__(name: str) -> Any:
+    """``record_run``, the Prefect task around :func:`_record_run`, made on first use (PEP 562): ``fairgate trail``
+    reads and verifies the trail without importing Prefect (~2 s of a command that should start at once)."""
+    if name != "record_run":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from prefect import task
+    from prefect.cache_policies import NO_CACHE
+
+    made = task(
+        name="record run",
+        cache_policy=NO_CACHE,
+        retries=2,
+        retry_delay_seconds=1,
+        retry_condition_fn=_retry_unless_refused,
+    )(_record_run)
+    globals()["record_run"] = made
+    return made
 
 
 def _check_key(

@@ -1,0 +1,124 @@
+"""The CLI starts at once: ``fairgate --help`` and ``fairgate trail list|show|verify`` load no heavy library.
+
+Deterministic stand-in for a start-up time limit (bench/latency.py measures the time itself): each command runs in
+a fresh interpreter, which then reports which of the heavy modules (Prefect ~2 s, scipy ~1 s, Great Expectations
+~5 s, WeasyPrint, matplotlib, ...) it imported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fairgate
+from tasks.trail import record_run
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ["prefect", "scipy", "great_expectations", "weasyprint", "matplotlib", "jinja2", "pandas", "sklearn"]
+# `fairgate --help` reads no data either.
+HEAVY_FOR_HELP = [*HEAVY, "numpy", "polars", "pyarrow", "duckdb"]
+
+_RUN_AND_REPORT = """
+import json, sys
+import cli
+try:
+    cli.app({argv!r})
+except SystemExit as exc:
+    code = exc.code
+heavy = sorted({{name.partition(".")[0] for name in sys.modules}} & set({heavy!r}))
+sys.stderr.write(json.dumps({{"code": code, "heavy": heavy}}) + "\\n")
+"""
+
+
+def _run_cli(argv: list[str], heavy: list[str]) -> tuple[int, list[str], str]:
+    """Run the CLI app in a fresh interpreter; its exit code, the heavy modules it imported, and its stdout."""
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_REPORT.format(argv=argv, heavy=heavy)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return report["code"], report["heavy"], done.stdout
+
+
+def test_help_imports_no_engine_prefect_or_data_library() -> None:
+    code, heavy, out = _run_cli(["--help"], HEAVY_FOR_HELP)
+    assert code == 0
+    assert "audit" in out
+    assert "trail" in out
+    assert "proxy" in out
+    assert heavy == []
+
+
+@pytest.mark.parametrize("argv", [["audit", "--help"], ["proxy", "--help"], ["trail", "--help"]])
+def test_command_help_imports_no_heavy_library(argv: list[str]) -> None:
+    code, heavy, out = _run_cli(argv, HEAVY_FOR_HELP)
+    assert code == 0
+    assert "--" in out
+    assert heavy == []
+
+
+def _record(path: Path, run_id: str) -> None:
+    record_run.fn(
+        path,
+        {"run_id": run_id, "verdict": "pass", "model": {"name": "m", "version": "1"}, "n_rows": 3, "results": []},
+        policy_text="fairness_checker: {}",
+        inputs={"labels": {"sha256": "00"}},
+        validation={"success": True},
+        join_report={"matched": 3},
+        cube_cells=[{"sex": "F", "y_true": 1, "y_pred": 1, "rows": 3}],
+    )
+
+
+def test_trail_commands_import_no_prefect_engine_ge_or_weasyprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY", raising=False)
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY_BLOCK", raising=False)
+    trail = tmp_path / "trail.duckdb"
+    for run_id in ("r1", "r2"):
+        _record(trail, run_id)
+
+    code, heavy, out = _run_cli(["trail", "list", "--trail", str(trail), "--json"], HEAVY)
+    assert code in (0, None)
+    assert [run["run_id"] for run in json.loads(out)] == ["r1", "r2"]
+    assert heavy == []
+
+    code, heavy, out = _run_cli(["trail", "show", "2", "--trail", str(trail)], HEAVY)
+    assert code in (0, None)
+    assert json.loads(out)["run_id"] == "r2"
+    assert heavy == []
+
+    code, heavy, out = _run_cli(["trail", "verify", "--trail", str(trail), "--json"], HEAVY)
+    assert code == 0
+    assert json.loads(out)["ok"] is True
+    assert heavy == []
+
+
+def test_the_trail_task_is_still_a_prefect_task() -> None:
+    """Made on first use (tasks/trail.py ``__getattr__``): still the retried, uncached Prefect task."""
+    from prefect import Task
+
+    assert isinstance(record_run, Task)
+    assert record_run.name == "record run"
+    assert record_run.retries == 2
+
+
+def test_lazy_package_exports_are_the_public_names() -> None:
+    """``fairgate`` loads its engine on first use; every public name still resolves, to the engine's object."""
+    from fairgate.engine.audit import audit
+
+    assert set(fairgate.__all__) == set(fairgate._EXPORTS)
+    for name in fairgate.__all__:
+        assert getattr(fairgate, name) is not None
+    assert fairgate.audit is audit
+    with pytest.raises(AttributeError):
+        _ = fairgate.no_such_name
