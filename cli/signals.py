@@ -99,12 +99,15 @@ class _Guard:
     @classmethod
     def start_server(cls) -> None:
         """Start the ephemeral server now, from the main thread, when the flow would need one."""
-        from prefect.server.api.server import SubprocessASGIServer
         from prefect.settings import get_current_settings
 
         settings = get_current_settings()
         if settings.api.url or not settings.server.ephemeral.enabled:
             return  # a configured server: not ours to start or stop
+        # Imported only here: the server's modules (FastAPI, SQLAlchemy, its ORM) take seconds, and a CLI run
+        # against a running server (PREFECT_API_URL) never needs them.
+        from prefect.server.api.server import SubprocessASGIServer
+
         if SubprocessASGIServer._instances.get(None) is None:
             cls.server = _watched_server_class()()
             cls.server.start()
