@@ -14,13 +14,15 @@ import hashlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from fairgate.errors import EMPTY_FILE, FILE_NOT_FOUND, MALFORMED_CSV, NO_SUCH_TABLE, DataError
 from tasks.sql import quote_identifier, render_sql
+
+if TYPE_CHECKING:  # imported where used (SQLite inputs): `fairgate trail` imports this module and needs no Arrow
+    import pyarrow as pa
 
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 _DUCKDB_SUFFIXES = {".duckdb", ".ddb"}
@@ -214,11 +216,15 @@ def _sqlite_table(source: Source) -> pa.Table:
     finally:
         db.close()
     columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
+    import pyarrow as pa
+
     return pa.table({name: _sqlite_column(source, name, values) for name, values in zip(names, columns, strict=True)})
 
 
 def _sqlite_column(source: Source, name: str, values: Any) -> pa.Array:
     """One SQLite column as Arrow; SQLite lets a column mix types, which has no single Arrow type."""
+    import pyarrow as pa
+
     try:
         return pa.array(list(values))
     except (pa.ArrowInvalid, pa.ArrowTypeError):

@@ -45,8 +45,10 @@ from fairgate.errors import (
     TRAIL_WRITE_FAILED,
     FairgateError,
 )
-from fairgate.policy.core import Policy
 from tasks.io import first_line
+
+if TYPE_CHECKING:  # a type only: `fairgate trail` reads the trail without loading the policy models
+    from fairgate.policy.core import Policy
 
 GENESIS = "0" * 64
 
