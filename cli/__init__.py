@@ -31,7 +31,7 @@ from rich.table import Table
 
 import fairgate
 from cli.checks import EXIT_INTERNAL, EXIT_INVALID, check_audit_arguments, run_guarded
-from cli.signals import audit_guard, exit_on_signal
+from cli.signals import audit_guard, end_process, exit_on_signal
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -260,4 +260,10 @@ def main() -> None:
     if {"--quiet", "-q", "--json"} & set(sys.argv[1:]):
         # Machines: Prefect's INFO lines off (warnings and errors still shown on stderr). Read by Prefect at import.
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    run_guarded(app)
+    try:
+        run_guarded(app)
+    except SystemExit as exc:
+        if exc.code is not None and not isinstance(exc.code, int):
+            raise  # a message: Python prints it and exits 1
+        end_process(exc.code or 0)
+    end_process(0)

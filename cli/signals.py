@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -23,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 GRACE_SECONDS = 4.0
 DRAIN_SECONDS = 5.0  # at most, per worker, for the last logs and events of a finished run
@@ -197,3 +198,21 @@ def audit_guard() -> Iterator[None]:
         _Guard.stop_in_order()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def end_process(code: int) -> NoReturn:
+    """End the CLI once its command is done: as the interpreter would (non-daemon threads joined, the atexit
+    handlers run: Prefect's log and event workers deliver what they hold, logging flushes), then ``os._exit``.
+
+    What that skips is only the interpreter's teardown, freeing every object of Prefect, Great Expectations,
+    WeasyPrint and matplotlib one by one: about 1 s of CPU after an audit, 5 s on a busy machine (measured with
+    bench/latency.py), while every file is already closed, renamed or removed.
+    """
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            stream.flush()
+    os._exit(code)
