@@ -122,3 +122,42 @@ def test_lazy_package_exports_are_the_public_names() -> None:
     assert fairgate.audit is audit
     with pytest.raises(AttributeError):
         _ = fairgate.no_such_name
+
+
+@pytest.mark.slow
+def test_the_cli_ends_fast_but_only_after_its_last_logs_reached_the_server(tmp_path: Path) -> None:
+    """``fairgate`` ends with ``os._exit`` (cli/signals.py ``end_process``, no interpreter teardown): the flow
+    run's last log lines, sent by Prefect's log worker at exit, still reach the server, and the outputs and the
+    exit code are the audit's."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "fairgate"), "demo", "--out", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr  # COMPAS fails the demo policy
+    assert sorted(p.suffix for p in out.iterdir() if p.name.startswith("fairness_")) == [
+        ".html",
+        ".json",
+        ".pdf",
+        ".xml",
+    ]
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["fairness-audit"])),
+            sort=FlowRunSort.START_TIME_DESC,
+            limit=1,
+        )[0]
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
+    assert flow_run.state is not None
+    assert flow_run.state.is_completed()
+    messages = [log.message for log in logs]
+    assert any(m.startswith("verdict fail: ") for m in messages)
+    assert "Finished in state Completed('verdict: fail')" in messages  # the flow run's very last line
