@@ -190,8 +190,13 @@ def bench_cli(runs: int, trail: Path | None) -> None:
         commands["fairgate trail verify"] = [*FAIRGATE, "trail", "verify", "--trail", str(trail)]
     print(f"\nCLI start (median of {runs} fresh processes)")
     for label, command in commands.items():
-        walls = [timed(command)[0] for _ in range(runs)]
-        print(f"  {label:24s} {statistics.median(walls):6.2f} s   (min {min(walls):.2f}, max {max(walls):.2f})")
+        times = [timed(command) for _ in range(runs)]
+        walls = [wall for wall, _, _ in times]
+        cpu = statistics.median(cpu for _, cpu, _ in times)
+        print(
+            f"  {label:24s} {statistics.median(walls):6.2f} s   (min {min(walls):.2f}, max {max(walls):.2f}; "
+            f"CPU {cpu:.2f} s)"
+        )
 
 
 def bench_demo(runs: int, out: Path, api_url: str, home: Path) -> Path:
