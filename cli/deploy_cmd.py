@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from fairgate.errors import FairgateError
 
@@ -143,25 +142,22 @@ def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
 
 
 def _report(api_url: str, pool: str, created: str, ids: dict[str, str], settings: DeploySettings) -> None:
-    _out.print(f"Prefect API: {api_url}", highlight=False)
-    _out.print(f"work pool {pool!r} (process): {created}", highlight=False)
-    table = Table(title="deployments (created or updated)")
-    for column in ("deployment", "runs", "id"):
-        table.add_column(column, overflow="fold")
     runs = {
-        "fairness-audit/nightly": f"cron {settings.cron} ({settings.timezone})",
+        "fairness-audit/nightly": f"cron '{settings.cron}' ({settings.timezone})",
         "fairgate-registration/on-registration": "every fairgate.model.registered event",
         "fairness-audit/on-demand": "when asked (UI, prefect deployment run)",
     }
-    for name, deployment_id in ids.items():
-        table.add_row(name, runs.get(name, ""), deployment_id)
-    _out.print(table)
+    lines = [f"Prefect API: {api_url}", f"work pool {pool!r} (process): {created}", "deployments (created or updated):"]
+    lines += [f"  {name:<40} {runs.get(name, '')}" for name in ids]
     if not settings.predictions:
-        _out.print("no nightly deployment: give --predictions SRC to audit a source every night", highlight=False)
-    for line in (
-        f"inputs not given in an event or run: policy {settings.policy}, labels {settings.labels or '-'}, "
-        f"attributes {settings.attributes or '-'}",
-        f"outputs and trail: {settings.out_dir}",
-        f"next: start a worker from this environment: prefect worker start --pool {pool}",
-    ):
+        lines.append("  (no nightly deployment: give --predictions SRC to audit a source every night)")
+    lines += [
+        f"defaults for what a run or an event does not give: policy {settings.policy}",
+        f"  labels {settings.labels or '-'}",
+        f"  attributes {settings.attributes or '-'}",
+        f"outputs: {settings.out_dir}",
+        f"trail: {settings.trail or 'the policy audit_trail.path, else audit_trail.duckdb in the outputs folder'}",
+        f"next: start a worker in this environment: prefect worker start --pool {pool}",
+    ]
+    for line in lines:
         _out.print(escape(line), highlight=False, soft_wrap=True)

@@ -54,7 +54,7 @@ def fairgate_registration(
     name, version = registration.model_name, registration.model_version
     record_registration(trail_path, name, version, "accepted", registration.detail(run_id))
     get_run_logger().info(f"registration of {name} {version} accepted (event {registration.event_id}): audit {run_id}")
-    return fairness_audit(
+    audit = fairness_audit(
         policy=registration.policy,
         predictions=registration.sources["predictions"],
         labels=registration.sources["labels"],
@@ -66,6 +66,19 @@ def fairgate_registration(
         run_id=run_id,
         registry=registration.registry,
         return_state=True,
+    )
+    return mirrored(audit, f"{name} {version}, audit {run_id}")
+
+
+def mirrored(audit: State, label: str) -> State:
+    """This run's final state: the audit's (type, name, message and summary), so a verdict or an invalid input
+    shows on the registration run as it does on the audit subflow run."""
+    summary = audit.result(raise_on_failure=False) if audit.is_completed() or audit.is_failed() else None
+    return State(
+        type=audit.type,
+        name=audit.name,
+        message=f"{label}: {audit.message}",
+        data=summary if isinstance(summary, dict) else None,
     )
 
 
