@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from flows.deployments import DeploySettings
 
 _out = Console()
+_err = Console(stderr=True)
 
 
 def deploy(
@@ -52,11 +53,15 @@ def deploy(
     """Register the nightly, on-registration and on-demand deployments (idempotent: again = update)."""
     from flows.deployments import apply_deployments, build_deployments, check_api, ensure_work_pool
 
-    settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
-    api_url = check_api()
-    if demo:
-        settings = _with_demo_inputs(settings, out)
-    created = ensure_work_pool(pool)
+    try:
+        settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
+        api_url = check_api()
+        if demo:
+            settings = _with_demo_inputs(settings, out)
+        created = ensure_work_pool(pool)
+    except FairgateError as exc:  # nothing registered yet: the message and exit 2, no traceback
+        _err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     ids = apply_deployments(build_deployments(settings), pool)
     _report(api_url, pool, created, ids, settings)
 
