@@ -10,8 +10,9 @@ from typing import Any
 
 import duckdb
 import pytest
-from pipeline_helpers import POLICY_FAILING
+from pipeline_helpers import POLICY_FAILING, InProcessRunner
 
+from cli import app
 from tasks.registration import (
     REGISTERED,
     Defaults,
@@ -203,3 +204,21 @@ def test_a_trail_whose_registrations_table_predates_the_status_column_is_read_an
     record_registration(trail, "credit", "2", "rejected", "{}")
     assert [r["model_version"] for r in list_registrations(trail)] == ["2"]
     assert verify(trail)["ok"]
+
+
+def test_trail_registrations_lists_them_with_the_run_or_the_reason(tmp_path: Path, runner: InProcessRunner) -> None:
+    trail = tmp_path / "trail.duckdb"
+    record_registration(trail, "credit", "9", "accepted", json.dumps({"event_id": "a", "run_id": "run42"}))
+    record_registration(trail, "unknown", "unknown", "rejected", json.dumps({"reason": "no model name"}))
+    listed = runner.invoke(app, ["trail", "registrations", "--trail", str(trail), "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = json.loads(listed.stdout)
+    assert [(r["model_name"], r["status"], r["detail"]) for r in rows] == [
+        ("credit", "accepted", {"event_id": "a", "run_id": "run42"}),
+        ("unknown", "rejected", {"reason": "no model name"}),
+    ]
+    table = runner.invoke(app, ["trail", "registrations", "--trail", str(trail)], env={"COLUMNS": "200"})
+    assert "run42" in table.stdout
+    assert "no model name" in table.stdout
+    verified = runner.invoke(app, ["trail", "verify", "--trail", str(trail)], env={"COLUMNS": "200"})
+    assert "0 runs, 0 deliveries, 2 registrations" in verified.stdout
