@@ -247,6 +247,10 @@ from cli.trail_cmd import trail_app  # noqa: E402 (after `app`, like the proxy c
 
 app.add_typer(trail_app, name="trail")
 
+from cli import deploy_cmd  # noqa: E402 (after `app`; Prefect is imported only when the command runs)
+
+app.command("deploy")(deploy_cmd.deploy)
+
 
 if importlib.util.find_spec("cli.proxy_cmd") is not None:
     from cli import proxy_cmd

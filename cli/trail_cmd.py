@@ -1,4 +1,4 @@
-"""``fairgate trail list|show|verify``: read and check the audit trail (tasks/trail.py).
+"""``fairgate trail list|registrations|show|verify``: read and check the audit trail (tasks/trail.py).
 
 Exit codes: 0 intact (or listed), 1 the trail was tampered with or is damaged (rows edited or deleted, the chain
 broken, an anchored head gone, a table dropped, the file truncated), 2 not a trail or a configuration problem
@@ -22,7 +22,9 @@ from fairgate.errors import FairgateError
 T = TypeVar("T")
 DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
 
-trail_app = typer.Typer(help="The audit trail: list, show and verify recorded runs.", no_args_is_help=True)
+trail_app = typer.Typer(
+    help="The audit trail: list, show and verify recorded runs; list model registrations.", no_args_is_help=True
+)
 _out = Console()
 _err = Console(stderr=True)
 
@@ -76,6 +78,35 @@ def trail_list(
     _out.print(table)
 
 
+@trail_app.command("registrations")
+def trail_registrations(
+    trail: TrailOption = DEFAULT_TRAIL,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List the recorded model registrations (accepted or rejected, with the reason), oldest first."""
+    from tasks.trail import list_registrations
+
+    rows = _call(list_registrations, trail)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    table = Table(title=f"{trail}: registrations")
+    for column in ("seq", "registered_at", "model", "status", "run_id / reason"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        detail = row["detail"] or {}
+        outcome = detail.get("run_id") if row["status"] == "accepted" else detail.get("reason")
+        colour = "green" if row["status"] == "accepted" else "red"
+        table.add_row(
+            str(row["seq"]),
+            row["registered_at"],
+            f"{row['model_name']} {row['model_version']}",
+            f"[{colour}]{row['status']}[/]",
+            str(outcome or ""),
+        )
+    _out.print(table)
+
+
 @trail_app.command("show")
 def trail_show(
     run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
@@ -109,8 +140,10 @@ def trail_verify(
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     elif report["ok"]:
+        registrations = f", {report['registrations']} registrations" if report.get("registrations") else ""
         _out.print(
-            f"[green]intact[/]: {report['runs']} runs, {report['deliveries']} deliveries; chain {report['chain']}; "
+            f"[green]intact[/]: {report['runs']} runs, {report['deliveries']} deliveries{registrations}; "
+            f"chain {report['chain']}; "
             f"head {report['head_seq']} {report['head']}",
             highlight=False,
             soft_wrap=True,

@@ -93,15 +93,23 @@ def fairness_audit(
     attributes: str,
     out_dir: str | None = None,
     model_name: str | None = None,
-    model_version: str | None = None,
+    model_version: str | int | None = None,
     trail: str | None = None,
     run_id: str | None = None,
+    registry: dict[str, Any] | None = None,
 ) -> State:
-    """Audit one model's predictions against a fairness policy; the state's result is the run summary."""
+    """Audit one model's predictions against a fairness policy; the state's result is the run summary.
+
+    ``model_version`` may be a number (``-p model_version=9``); it is recorded as text. ``registry`` names the
+    registry entry the audit was started for (the registration event's ``payload.registry``); it is echoed in
+    the summary so the verdict can be written back to that model version.
+    """
+    version = None if model_version is None else str(model_version)
     try:
-        summary = _audit(policy, predictions, labels, attributes, out_dir, model_name, model_version, trail, run_id)
+        summary = _audit(policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id)
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
+    summary["registry"] = registry
     return Completed(message=f"verdict: {summary['verdict']}", data=summary)
 
 

@@ -1,9 +1,10 @@
 """RECORD: the audit trail, an append-only, hash-chained DuckDB file (DESIGN.md, "Audit trail").
 
 Tables: ``runs`` (one row per audit), ``metric_results`` (one row per judged metric and slicing), ``cubes`` (the
-run's cube, for monitoring), ``deliveries`` (report e-mails) and ``registrations`` (model registrations).
+run's cube, for monitoring), ``deliveries`` (report e-mails) and ``registrations`` (model registration events,
+accepted or rejected, written by the ``fairgate-registration`` flow).
 Every run row carries ``prev_hash`` (the previous run's ``run_hash``) and ``run_hash``, a digest over the previous
-hash, the run row and all its metric and cube rows; deliveries form a chain of their own. The digest is
+hash, the run row and all its metric and cube rows; deliveries and registrations form chains of their own. The digest is
 HMAC-SHA256 keyed with ``FAIRGATE_TRAIL_KEY`` when that is set (``chain = 'hmac-sha256'``), else plain SHA-256
 (``chain = 'sha256 (unkeyed)'``), which anyone who can write the file can recompute after an edit. ``fairgate
 trail verify`` recomputes both chains, so an edited or deleted row shows; deleting the newest runs shows against
@@ -90,6 +91,8 @@ METRIC_COLUMNS = [
 CUBE_COLUMNS = ["run_id", "cells"]
 DELIVERY_COLUMNS = ["seq", "run_id", "recorded_at", "recipients", "status", "detail", "chain"]
 LEGACY_RUN_COLUMNS, LEGACY_DELIVERY_COLUMNS = len(RUN_COLUMNS) - 1, len(DELIVERY_COLUMNS) - 1
+REGISTRATION_COLUMNS = ["seq", "registered_at", "model_name", "model_version", "status", "detail", "chain"]
+REGISTRATION_STATUSES = ("accepted", "rejected")
 
 KEY_ENV = "FAIRGATE_TRAIL_KEY"  # the HMAC key (a secret); unset: the chain is unkeyed
 KEY_BLOCK_ENV = "FAIRGATE_TRAIL_KEY_BLOCK"  # or: the name of a Prefect Secret block that holds the key
@@ -116,11 +119,14 @@ _SCHEMA = [
         detail varchar, prev_hash varchar not null, row_hash varchar not null, chain varchar)""",
     """create table if not exists registrations (
         seq bigint primary key, registered_at varchar, model_name varchar, model_version varchar,
-        detail varchar, prev_hash varchar not null, row_hash varchar not null)""",
+        detail varchar, prev_hash varchar not null, row_hash varchar not null, status varchar, chain varchar)""",
     "create table if not exists trail_meta (key varchar primary key, value varchar)",
     # A version-1 trail gains the chain column; its old rows keep NULL there (hashed as before, unkeyed).
     "alter table runs add column if not exists chain varchar",
     "alter table deliveries add column if not exists chain varchar",
+    # Trails created before registrations were recorded have the table (never written) without these two.
+    "alter table registrations add column if not exists status varchar",
+    "alter table registrations add column if not exists chain varchar",
 ]
 
 
@@ -536,6 +542,50 @@ def record_delivery(trail_path: Path, run_id: str, recipients: list[str], status
         )
 
 
+def record_registration(
+    trail_path: Path, model_name: str, model_version: str, status: str, detail: str
+) -> dict[str, Any]:
+    """Append one model registration (``accepted`` or ``rejected``; ``detail`` is JSON text with the reason, the
+    event id and the payload) to the ``registrations`` chain; return its seq and hash."""
+    if status not in REGISTRATION_STATUSES:
+        raise ValueError(f"registration status {status!r} is not one of {REGISTRATION_STATUSES}")
+    registered_at = datetime.now(UTC).isoformat()
+    key = trail_key()
+    path = Path(trail_path)
+    with _locked(path, write=True) as con, _transaction(con, path):
+        _check_key(con, key, path, action="record registrations in it")
+        last = con.execute("select seq, row_hash from registrations order by seq desc limit 1").fetchall()
+        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
+        row = [seq, registered_at, model_name, model_version, status, detail, KEYED if key else UNKEYED]
+        row_hash = _digest(key, prev_hash, canonical(row))
+        con.execute(
+            f"insert into registrations ({', '.join(REGISTRATION_COLUMNS)}, prev_hash, row_hash) "
+            f"values ({', '.join('?' * (len(REGISTRATION_COLUMNS) + 2))})",
+            [*row, prev_hash, row_hash],
+        )
+    return {"seq": seq, "status": status, "row_hash": row_hash, "trail": str(path)}
+
+
+def list_registrations(trail_path: Path) -> list[dict[str, Any]]:
+    """The recorded model registrations, oldest first, with their detail parsed (a trail from before
+    registrations were recorded has none)."""
+    with _locked(Path(trail_path), write=False) as con:
+        if not _has_registration_status(con):
+            return []
+        cursor = con.execute(f"select {', '.join(REGISTRATION_COLUMNS)}, row_hash from registrations order by seq")
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        row["detail"] = json.loads(row["detail"]) if row["detail"] else None
+    return rows
+
+
+def _has_registration_status(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the trail's ``registrations`` table can hold recorded registrations (read-only: no schema change)."""
+    columns = con.execute("select column_name from duckdb_columns() where table_name = 'registrations'").fetchall()
+    return ("status",) in columns
+
+
 def list_runs(trail_path: Path) -> list[dict[str, Any]]:
     """The recorded runs, oldest first (summary columns only)."""
     with _locked(Path(trail_path), write=False) as con:
@@ -585,13 +635,16 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
     key = trail_key()
     with _locked(trail_path, write=False) as con:
         runs, metrics, cubes, deliveries = _read_chains(con)
+        registrations = _read_registrations(con)
         if key is not None:
             _check_key(con, key, trail_path, action="verify it", store=False)
     labels = {row[LEGACY_RUN_COLUMNS] for row in runs} | {row[LEGACY_DELIVERY_COLUMNS] for row in deliveries}
+    labels |= {row[len(REGISTRATION_COLUMNS) - 1] for row in registrations}
     if key is None and KEYED in labels:
         raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action="verify it"))
     checker = _ChainCheck(key, {row[1] for row in runs if row[0] <= unkeyed_until})
     problems = _run_problems(checker, runs, metrics, cubes) + _delivery_problems(checker, deliveries)
+    problems += _registration_problems(checker, registrations)
     if anchor is not None:
         problems += _anchor_problems(anchor, {row[0]: row[-1] for row in runs})
     warnings = [TRAIL_UNKEYED.format(path=trail_path, env=KEY_ENV)] if checker.unkeyed and key is None else []
@@ -600,6 +653,7 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
         "ok": not problems,
         "runs": len(runs),
         "deliveries": len(deliveries),
+        "registrations": len(registrations),
         "chain": checker.label(),
         "keyed": key is not None,
         "head": runs[-1][-1] if runs else GENESIS,
@@ -624,6 +678,15 @@ def _read_chains(con: duckdb.DuckDBPyConnection) -> tuple[list[Any], dict[str, A
     delivery_columns = ", ".join([*DELIVERY_COLUMNS[:LEGACY_DELIVERY_COLUMNS], _chain_column(con, "deliveries")])
     deliveries = con.execute(f"select {delivery_columns}, prev_hash, row_hash from deliveries order by seq").fetchall()
     return runs, metrics, cubes, deliveries
+
+
+def _read_registrations(con: duckdb.DuckDBPyConnection) -> list[Any]:
+    """The registrations with their hashes (none in a trail whose table predates them)."""
+    present = con.execute("select 1 from duckdb_tables() where table_name = 'registrations'").fetchall()
+    if not present or not _has_registration_status(con):
+        return []
+    columns = ", ".join(REGISTRATION_COLUMNS)
+    return con.execute(f"select {columns}, prev_hash, row_hash from registrations order by seq").fetchall()
 
 
 class _ChainCheck:
@@ -721,4 +784,23 @@ def _anchor_problems(anchor: Path, heads: dict[int, str]) -> list[str]:
                 f"anchor {anchor}:{number}: run {seq} with hash {head[:16]}... (anchored {stamp}) is not in the trail: "
                 "the newest runs were deleted, or the trail was rewritten"
             )
+    return problems
+
+
+def _registration_problems(checker: _ChainCheck, registrations: list[Any]) -> list[str]:
+    problems: list[str] = []
+    expected_prev, expected_seq = GENESIS, 1
+    for row in registrations:
+        registration, prev_hash, row_hash = list(row[: len(REGISTRATION_COLUMNS)]), row[-2], row[-1]
+        seq = registration[0]
+        if seq != expected_seq or prev_hash != expected_prev:
+            problems.append(
+                f"registrations: the chain breaks at registration {seq}: a registration was deleted or edited"
+            )
+        if label_problem := checker.label_problem("registration", seq, "", registration[-1]):
+            problems.append(f"registrations: {label_problem}")
+        content, key = checker.row(registration)
+        if _digest(key, prev_hash, canonical(content)) != row_hash:
+            problems.append(f"registrations: registration {seq} was altered after recording")
+        expected_prev, expected_seq = row_hash, seq + 1
     return problems

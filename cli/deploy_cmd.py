@@ -1,0 +1,168 @@
+"""``fairgate deploy``: register fairgate's deployments on the Prefect server at ``PREFECT_API_URL``.
+
+Registered on the CLI app as ``app.command("deploy")(deploy_cmd.deploy)``. Thin: check the options (exit 2 with
+the fix, nothing registered or written), then flows/deployments.py creates the work pool if it is missing and
+creates or updates the three deployments. Prefect is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from fairgate.errors import FairgateError
+
+if TYPE_CHECKING:
+    from flows.deployments import DeploySettings
+
+_out = Console()
+_err = Console(stderr=True)
+
+
+def deploy(
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="The fairness policy (YAML) of every deployment (default with --demo: COMPAS)."),
+    ] = None,
+    labels: Annotated[
+        str | None, typer.Option(help="Ground-truth labels: the default of every deployment (FILE or DB::TABLE).")
+    ] = None,
+    attributes: Annotated[
+        str | None, typer.Option(help="Sensitive attributes: the default of every deployment (FILE or DB::TABLE).")
+    ] = None,
+    predictions: Annotated[
+        str | None,
+        typer.Option(help="The predictions the nightly audit reads (FILE or DB::TABLE); without it, no nightly."),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="The model name of the nightly audit.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where the worker writes reports and the trail.")] = Path(
+        "fairness_reports"
+    ),
+    trail: Annotated[Path | None, typer.Option("--trail", help="Audit trail file (default: in --out).")] = None,
+    pool: Annotated[str, typer.Option("--pool", help="Process work pool (created if missing).")] = "fairgate",
+    cron: Annotated[str, typer.Option("--cron", help="The nightly schedule.")] = "0 2 * * *",
+    timezone: Annotated[str, typer.Option("--timezone", help="The nightly schedule's time zone.")] = "UTC",
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Use the bundled COMPAS data and policy (split into --out/demo-inputs).")
+    ] = False,
+) -> None:
+    """Register the nightly, on-registration and on-demand deployments (idempotent: again = update)."""
+    from flows.deployments import apply_deployments, build_deployments, check_api, ensure_work_pool
+
+    try:
+        settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
+        api_url = check_api()
+        if demo:
+            settings = _with_demo_inputs(settings, out)
+        created = ensure_work_pool(pool)
+    except FairgateError as exc:  # nothing registered yet: the message and exit 2, no traceback
+        _err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    ids = apply_deployments(build_deployments(settings), pool)
+    _report(api_url, pool, created, ids, settings)
+
+
+def _settings(
+    policy: Path | None,
+    labels: str | None,
+    attributes: str | None,
+    predictions: str | None,
+    model: str | None,
+    out: Path,
+    trail: Path | None,
+    pool: str,
+    cron: str,
+    timezone: str,
+    demo: bool,
+) -> DeploySettings:
+    """The options checked (exit 2 naming the option) and every path made absolute: the worker runs each flow
+    run in a temporary folder of its own."""
+    from cli import DEMO_POLICY
+    from cli.checks import check_output_folder, check_path_name, check_trail_file
+    from flows.deployments import DeploySettings, absolute_source
+    from tasks.audit import read_policy
+    from tasks.io import parse_source
+    from tasks.trail import default_trail_path
+
+    if policy is None and not demo:
+        raise FairgateError("give --policy POLICY.yaml (the policy of every deployment), or --demo to try COMPAS")
+    policy = (policy or DEMO_POLICY).expanduser().resolve()
+    sources = {"labels": labels, "attributes": attributes, "predictions": predictions}
+    for role, text in sources.items():
+        if text is not None:
+            check_path_name(role, text.partition("::")[0])
+            parse_source(role, text)
+    parsed, _ = read_policy.fn(policy)
+    out = out.expanduser().resolve()
+    check_output_folder(out, "--out")
+    check_trail_file(trail or default_trail_path(parsed, out))
+    _check_schedule(cron, timezone)
+    if not pool.strip():
+        raise FairgateError("--pool: give the work pool's name, e.g. --pool fairgate")
+    absolute = {role: absolute_source(text) if text else None for role, text in sources.items()}
+    return DeploySettings(
+        pool=pool,
+        policy=str(policy),
+        out_dir=str(out),
+        model_name=model,
+        trail=str(trail.expanduser().resolve()) if trail else None,
+        cron=cron,
+        timezone=timezone,
+        **absolute,
+    )
+
+
+def _check_schedule(cron: str, timezone: str) -> None:
+    from prefect.schedules import Cron
+
+    try:
+        Cron(cron, timezone=timezone)
+    except ValueError as exc:
+        detail = str(exc).splitlines()[-1]
+        raise FairgateError(f"--cron {cron!r} --timezone {timezone!r}: {detail}; e.g. --cron '0 2 * * *'") from None
+
+
+def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
+    """The bundled COMPAS file split into the three inputs under ``out/demo-inputs``, for every source not
+    given; the nightly audit's model is then ``compas``."""
+    from dataclasses import replace
+
+    from cli import DEMO_DATA
+    from tasks.io import write_demo_inputs
+
+    folder = out.expanduser().resolve() / "demo-inputs"
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {role: str(path) for role, path in write_demo_inputs(DEMO_DATA, folder).items()}
+    return replace(
+        settings,
+        labels=settings.labels or files["labels"],
+        attributes=settings.attributes or files["attributes"],
+        predictions=settings.predictions or files["predictions"],
+        model_name=settings.model_name or "compas",
+    )
+
+
+def _report(api_url: str, pool: str, created: str, ids: dict[str, str], settings: DeploySettings) -> None:
+    runs = {
+        "fairness-audit/nightly": f"cron '{settings.cron}' ({settings.timezone})",
+        "fairgate-registration/on-registration": "every fairgate.model.registered event",
+        "fairness-audit/on-demand": "when asked (UI, prefect deployment run)",
+    }
+    lines = [f"Prefect API: {api_url}", f"work pool {pool!r} (process): {created}", "deployments (created or updated):"]
+    lines += [f"  {name:<40} {runs.get(name, '')}" for name in ids]
+    if not settings.predictions:
+        lines.append("  (no nightly deployment: give --predictions SRC to audit a source every night)")
+    lines += [
+        f"defaults for what a run or an event does not give: policy {settings.policy}",
+        f"  labels {settings.labels or '-'}",
+        f"  attributes {settings.attributes or '-'}",
+        f"outputs: {settings.out_dir}",
+        f"trail: {settings.trail or 'the policy audit_trail.path, else audit_trail.duckdb in the outputs folder'}",
+        f"next: start a worker in this environment: prefect worker start --pool {pool}",
+    ]
+    for line in lines:
+        _out.print(escape(line), highlight=False, soft_wrap=True)

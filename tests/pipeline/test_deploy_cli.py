@@ -1,0 +1,95 @@
+"""``fairgate deploy`` refusals, run as a user runs it (a fresh process): exit 2, a message with the fix, no
+traceback, nothing written and nothing registered."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pipeline_helpers import POLICY_FAILING, InProcessRunner
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import WorkPoolCreate
+from prefect.exceptions import ObjectNotFound
+
+from cli import app
+
+FAIRGATE = str(Path(sys.executable).parent / "fairgate")
+
+
+def _deploy(args: list[str], cwd: Path, api_url: str | None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("PREFECT_API_URL", None)
+    if api_url is not None:
+        env["PREFECT_API_URL"] = api_url
+    return subprocess.run([FAIRGATE, "deploy", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _refused(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    message = " ".join(result.stderr.split())
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def folder(tmp_path: Path, compas_split: dict[str, Path]) -> Path:
+    (tmp_path / "policy.yaml").write_text(POLICY_FAILING)
+    return tmp_path
+
+
+def test_without_prefect_api_url_it_says_how_to_start_a_server(folder: Path) -> None:
+    result = _deploy(["--demo"], folder, api_url=None)
+    _refused(result, "PREFECT_API_URL is not set", "prefect server start", "export PREFECT_API_URL=")
+    assert sorted(p.name for p in folder.iterdir()) == ["policy.yaml"]  # no demo inputs written
+
+
+def test_an_unreachable_server_is_named(folder: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/api"
+    _refused(_deploy(["--demo"], folder, api_url=url), f"the Prefect API at PREFECT_API_URL={url} does not answer")
+    assert sorted(p.name for p in folder.iterdir()) == ["policy.yaml"]
+
+
+def _refused_in_process(runner: InProcessRunner, args: list[str], *fragments: str) -> None:
+    result = runner.invoke(app, ["deploy", *args])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_bad_options_are_refused_before_anything_is_registered(
+    folder: Path, compas_split: dict[str, Path], runner: InProcessRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(folder)
+    labels = str(compas_split["labels"])
+    _refused_in_process(runner, [], "give --policy POLICY.yaml", "--demo")
+    _refused_in_process(runner, ["--policy", "nope.yaml"], "policy file", "does not exist")
+    _refused_in_process(runner, ["--policy", "policy.yaml", "--labels", "missing.csv"], "--labels", "does not exist")
+    args = ["--policy", "policy.yaml", "--labels", labels, "--cron", "every night"]
+    _refused_in_process(runner, args, "--cron 'every night'")
+    (folder / "out").write_text("a file")
+    _refused_in_process(runner, ["--policy", "policy.yaml", "--out", "out"], "--out", "is a file")
+    with get_client(sync_client=True) as client, pytest.raises(ObjectNotFound):
+        client.read_work_pool("fairgate")  # refused before the pool (then the deployments) would be created
+
+
+def test_a_pool_of_another_type_is_refused(
+    folder: Path, runner: InProcessRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(folder)
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(WorkPoolCreate(name="not-a-process-pool", type="prefect-agent"))
+    args = ["--policy", "policy.yaml", "--pool", "not-a-process-pool"]
+    _refused_in_process(runner, args, "work pool 'not-a-process-pool' is of type 'prefect-agent'")
