@@ -126,13 +126,16 @@ def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
 
 def _summary(state: State) -> dict[str, Any]:
     """The run summary of a completed flow; a Failed state exits 2 (invalid input) or 3 (a crash)."""
-    from flows.audit import INVALID_INPUT
+    from flows.audit import DELIVERY_FAILED, INVALID_INPUT, POLICY_FAILED
 
-    if state.is_failed():
+    if state.is_failed() and state.name not in {POLICY_FAILED, DELIVERY_FAILED}:  # those two hold a verdict
         if state.name == INVALID_INPUT:
             _fail(state.message or "invalid input")
         _fail(f"the audit crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
-    return cast(dict[str, Any], state.result())
+    summary = cast(dict[str, Any], state.result(raise_on_failure=False))
+    # The persisted result is the small summary; the document is the run's JSON output.
+    summary["document"] = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
+    return summary
 
 
 # Short enough for 80 columns; the JSON keeps the full status names.

@@ -40,6 +40,7 @@ from tasks.audit import (
     publish_artifacts,
     read_policy,
 )
+from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.trail import default_trail_path, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
@@ -99,10 +100,13 @@ def fairness_audit(
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary."""
     try:
-        summary = _audit(policy, predictions, labels, attributes, out_dir, model_name, model_version, trail, run_id)
+        summary, gate = _audit(
+            policy, predictions, labels, attributes, out_dir, model_name, model_version, trail, run_id
+        )
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
-    return Completed(message=f"verdict: {summary['verdict']}", data=summary)
+    announce_verdict(summary)
+    return persisted(verdict_state(summary, gate))
 
 
 def _audit(
@@ -115,7 +119,7 @@ def _audit(
     model_version: str | None,
     trail: str | None,
     run_id: str | None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, policy_text = read_policy(Path(policy_path))
@@ -135,14 +139,33 @@ def _audit(
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
+    return run_summary(document, written, report, record), Gate.of(policy)
+
+
+def run_summary(
+    document: dict[str, Any], written: dict[str, str], report: dict[str, Any] | None, record: dict[str, Any]
+) -> dict[str, Any]:
+    """The flow run's result: small and JSON-serialisable (it is persisted), the document stays in its file."""
     return {
         "verdict": document["verdict"],
         "exit_code": document["exit_code"],  # 0 also on a fail when the policy disables the gate
-        "run_id": run_id,
+        "failed_metrics": failed_metrics(document),
+        "run_id": document["run_id"],
+        "model_name": str(document["model"]["name"]),
+        "model_version": str(document["model"]["version"]),
         "outputs": written,
-        "report": report,
+        "report": None if report is None else _report_summary(report),
         "trail": record,
-        "document": document,
+    }
+
+
+def _report_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """The report's paths and the delivery outcome, as text."""
+    delivery = report.get("delivery") or {}
+    return {
+        "html": _text(report.get("html")),
+        "pdf": _text(report.get("pdf")),
+        "delivery": {k: _text(v) if k == "eml" else v for k, v in delivery.items()},
     }
 
 
@@ -311,3 +334,78 @@ def _publish_report(
     from flows.report_flow import publish_report
 
     return publish_report(document, policy, output, trail_path)
+
+
+def _text(path: Any) -> str | None:
+    return None if path is None else str(path)
+
+
+# The flow run's final state. A FAIL verdict is a successful audit: Completed, unless the policy asks for Failed.
+POLICY_FAILED = "PolicyFailed"
+DELIVERY_FAILED = "DeliveryFailed"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What the policy says about the flow run's final state (``ci_cd_gate.fail_flow_run``,
+    ``delivery.required``)."""
+
+    fail_flow_run: bool
+    delivery_required: bool
+
+    @classmethod
+    def of(cls, policy: fairgate.Policy) -> Gate:
+        delivery = policy.delivery
+        required = delivery is not None and delivery.enabled and delivery.required
+        return cls(fail_flow_run=policy.ci_cd_gate.fail_flow_run, delivery_required=required)
+
+
+def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
+    """``Completed`` (message: the verdict), ``Failed``/``PolicyFailed`` for a gate failure when the policy asks,
+    ``DeliveryFailed`` (Completed, or Failed when delivery is required) for a report e-mail that did not go.
+    The summary is the state's (persisted) result in every case."""
+    verdict = f"verdict: {str(summary['verdict']).upper()}"
+    if summary["failed_metrics"]:
+        verdict += f"; failed: {', '.join(summary['failed_metrics'])}"
+    delivery = (summary.get("report") or {}).get("delivery") or {}
+    if summary["exit_code"] == 1 and gate.fail_flow_run:
+        return Failed(name=POLICY_FAILED, message=verdict, data=summary)
+    if delivery.get("status") == "failed":
+        state = Failed if gate.delivery_required else Completed
+        return state(name=DELIVERY_FAILED, message=f"{verdict}; report delivery {delivery['detail']}", data=summary)
+    return Completed(message=verdict, data=summary)
+
+
+def announce_verdict(summary: dict[str, Any]) -> None:
+    """Emit ``fairgate.audit.completed`` (tasks/events.py) for the recorded run, with this flow run as related
+    resource and the registry entry the run was started for (the ``registry`` parameter, when given), and
+    ``fairgate.delivery.failed`` when its report e-mail did not go."""
+    from prefect.runtime import flow_run
+
+    registry = flow_run.parameters.get("registry")  # read at run time: the parameter is optional
+    emit_audit_completed(summary, flow_run.id, registry if isinstance(registry, dict) else None)
+    if ((summary.get("report") or {}).get("delivery") or {}).get("status") == "failed":
+        emit_delivery_failed(summary)  # after the run is recorded: the kept message is in its final place
+
+
+def persisted(state: State) -> State:
+    """The state with its summary written to Prefect's result storage as JSON, so ``state.result()`` returns
+    it in any client (a deployment's caller, an automation), not only in the process that ran the flow.
+
+    Only this summary: ``persist_result=True`` on the flow would also persist every task's result (the rows,
+    the cube, the document). Where: Prefect's default result storage, PREFECT_LOCAL_STORAGE_PATH
+    (~/.prefect/storage) of the machine that ran the flow; a client on another machine than the worker needs
+    a shared one, a file system block named by PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK (README, "Results").
+    """
+    from prefect.results import get_result_store
+    from prefect.serializers import JSONSerializer
+
+    store = get_result_store().model_copy(update={"serializer": JSONSerializer()})
+    record = store.create_result_record(state.data)
+    try:
+        store.persist_result_record(record)
+    except OSError as exc:  # the audit is recorded and its files written: its state must still say so
+        get_run_logger().warning(f"the run summary could not be persisted ({exc}); state.result() works only here")
+        return state
+    state.data = record
+    return state

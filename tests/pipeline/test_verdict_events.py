@@ -1,0 +1,139 @@
+"""A verdict others can act on: the ``fairgate.audit.completed`` event read back from the test Prefect server,
+the flow run's final state (Completed, or Failed/PolicyFailed when the policy asks), the persisted result
+read through the API, and per-model artifact keys."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from pipeline_helpers import POLICY_PASSING, InProcessRunner, Inputs
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+from typer.testing import Result
+
+from cli import app
+from tasks.audit import artifact_slug
+
+EVENT_WAIT_SECONDS = 60  # the server persists events in batches; on two busy cores this can take a while
+
+
+def read_events(name: str, resource_id: str, *, run_id: str) -> list[Any]:
+    """The events ``name`` about ``resource_id`` whose payload names fairgate run ``run_id``, once stored."""
+    event_filter = EventFilter(
+        event=EventNameFilter(name=[name]), resource=EventResourceFilter(id=[resource_id])
+    )
+    deadline = time.monotonic() + EVENT_WAIT_SECONDS
+    while True:
+        with get_client(sync_client=True) as client:
+            page = client.read_events(filter=event_filter, limit=50)
+        found = [e for e in page.events if e.payload.get("run_id") == run_id]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def _document(out: Path) -> dict[str, Any]:
+    (path,) = out.glob("fairness_*.json")
+    return json.loads(path.read_text())
+
+
+def _completed_event(out: Path, version: str = "1") -> tuple[dict[str, Any], Any]:
+    document = _document(out)
+    (event,) = read_events("fairgate.audit.completed", f"model.compas.{version}", run_id=document["run_id"])
+    return document, event
+
+
+def _flow_run(flow_run_id: str) -> Any:
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(UUID(flow_run_id))
+
+
+def _failed(document: dict[str, Any]) -> list[str]:
+    return [f"{r['metric']}@{'*'.join(r['slicing']) or 'all'}" for r in document["results"] if r["status"] == "fail"]
+
+
+def test_failing_audit_emits_the_verdict_event_and_ends_completed(failing_run: tuple[Inputs, Result]) -> None:
+    inputs, result = failing_run
+    assert result.exit_code == 1, result.output
+    document, event = _completed_event(inputs.out)
+    assert event.resource.id == "model.compas.1"
+    assert event.resource["prefect.resource.name"] == "compas"
+    assert event.resource["fairgate.model.name"] == "compas"
+    assert event.resource["fairgate.model.version"] == "1"
+    assert event.resource["fairgate.verdict"] == "FAIL"
+    payload = event.payload
+    failed = _failed(document)
+    assert failed and payload["failed_metrics"] == failed  # e.g. disparate_impact_ratio@race
+    assert payload["verdict"] == "fail" and payload["exit_code"] == 1
+    assert (payload["model_name"], payload["model_version"]) == ("compas", "1")
+    assert Path(payload["outputs"]["json"]).parent == inputs.out and Path(payload["outputs"]["json"]).exists()
+    assert payload["outputs"]["pdf"] is None and payload["outputs"]["html"] is None  # the policy asks for neither
+    assert Path(payload["trail"]).exists()
+    assert payload["registry"] is None
+    (related,) = event.related
+    assert related["prefect.resource.role"] == "flow-run"
+    assert related.id == f"prefect.flow-run.{payload['flow_run_id']}"
+
+    # Without fail_flow_run the run is Completed; its persisted result, read back through the API, is the summary.
+    flow_run = _flow_run(payload["flow_run_id"])
+    assert flow_run.state.type.value == "COMPLETED"
+    assert flow_run.state.message == f"verdict: FAIL; failed: {', '.join(failed)}"
+    summary = flow_run.state.result()
+    assert summary["verdict"] == "fail" and summary["exit_code"] == 1
+    assert summary["run_id"] == document["run_id"]
+    assert summary["failed_metrics"] == failed
+    assert summary["outputs"]["json"] == payload["outputs"]["json"]
+    assert "document" not in summary and len(json.dumps(summary)) < 5000  # the summary, not the 700 KB document
+
+
+def test_artifact_keys_name_the_model(failing_run: tuple[Inputs, Result]) -> None:
+    inputs, _ = failing_run
+    _, event = _completed_event(inputs.out)
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[event.payload["flow_run_id"]]))
+        )
+    assert sorted(a.key for a in artifacts) == ["fairness-metrics-compas", "fairness-verdict-compas"]
+
+
+def test_artifact_slug_follows_prefect_key_rules() -> None:
+    assert artifact_slug("COMPAS Risk_Score v2") == "compas-risk-score-v2"
+    assert artifact_slug("Modèle/Crédit.2024") == "modele-credit-2024"
+    assert artifact_slug("../..") == "model"
+    assert len(artifact_slug("x" * 500)) <= 80
+
+
+def test_fail_flow_run_ends_the_run_failed_and_the_cli_still_exits_1(runner: InProcessRunner, inputs: Inputs) -> None:
+    inputs.policy.write_text(inputs.policy.read_text() + "  ci_cd_gate: {fail_flow_run: true}\n")
+    result = runner.invoke(app, inputs.args("--quiet", "--model-version", "policy-failed"))
+    assert result.exit_code == 1, (result.output, result.exception)  # a FAIL, not a crash (3)
+    assert "bug" not in result.stderr
+    document, event = _completed_event(inputs.out, "policy-failed")
+    assert event.resource["fairgate.verdict"] == "FAIL"
+    state = _flow_run(event.payload["flow_run_id"]).state
+    assert (state.type.value, state.name) == ("FAILED", "PolicyFailed")
+    assert state.message == f"verdict: FAIL; failed: {', '.join(_failed(document))}"
+    summary = state.result(raise_on_failure=False)
+    assert summary["verdict"] == "fail" and summary["run_id"] == document["run_id"]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_passing_audit_with_fail_flow_run_completes(runner: InProcessRunner, inputs: Inputs, as_json: bool) -> None:
+    inputs.policy.write_text(POLICY_PASSING + "  ci_cd_gate: {fail_flow_run: true}\n")
+    version = f"pass-{as_json}".lower()
+    result = runner.invoke(app, inputs.args(*(["--json"] if as_json else []), "--model-version", version))
+    assert result.exit_code == 0, (result.output, result.exception)
+    document, event = _completed_event(inputs.out, version)
+    if as_json:  # the CLI prints the whole document, read from the run's JSON output
+        assert json.loads(result.stdout) == document
+    else:
+        assert "verdict: PASS" in result.stdout
+    assert event.resource["fairgate.verdict"] == "PASS" and event.payload["failed_metrics"] == []
+    state = _flow_run(event.payload["flow_run_id"]).state
+    assert (state.type.value, state.name, state.message) == ("COMPLETED", "Completed", "verdict: PASS")
