@@ -400,7 +400,8 @@ def persisted(state: State) -> State:
     from prefect.results import get_result_store
     from prefect.serializers import JSONSerializer
 
-    store = get_result_store().model_copy(update={"serializer": JSONSerializer()})
+    # metadata_storage None: the record (metadata and summary) is one file, as Prefect writes a task's result.
+    store = get_result_store().model_copy(update={"serializer": JSONSerializer(), "metadata_storage": None})
     record = store.create_result_record(state.data)
     try:
         store.persist_result_record(record)

@@ -113,4 +113,14 @@ def emit(
 def _flush() -> None:
     """Wait until the queued events are sent: draining stops the events worker once its queue is empty (the
     next event starts a new one)."""
-    EventsWorker.instance().drain()  # in a loop this returns a future, which the exit hook's drain completes
+    progress = logging.getLogger("EventsWorker")
+    progress.addFilter(_waiting_is_expected)
+    try:
+        EventsWorker.instance().drain()  # in a loop this returns a future, which the exit hook's drain completes
+    finally:
+        progress.removeFilter(_waiting_is_expected)
+
+
+def _waiting_is_expected(record: logging.LogRecord) -> bool:
+    """While we drain on purpose, Prefect's "Still processing items" warning reports the wait, not a problem."""
+    return not record.getMessage().startswith("Still processing items")
