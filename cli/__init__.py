@@ -246,9 +246,11 @@ def _trail_call(function: Any, *args: Any) -> Any:
         _fail(exc.message)
 
 
-from cli.trail_cmd import trail_app  # noqa: E402 (after `app`, like the proxy command below)
+from cli.outbox_cmd import outbox_app  # noqa: E402 (after `app`, like the proxy command below)
+from cli.trail_cmd import trail_app  # noqa: E402
 
 app.add_typer(trail_app, name="trail")
+app.add_typer(outbox_app, name="outbox")
 
 
 if importlib.util.find_spec("cli.proxy_cmd") is not None:
