@@ -27,6 +27,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import fairgate
@@ -102,6 +103,7 @@ def _run_audit(
     }
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+    _warn_undelivered(summary)
     if as_json:
         sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
     elif not quiet:
@@ -122,6 +124,18 @@ def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
         if os.environ.get("FAIRGATE_DEBUG"):
             raise
         _fail(f"the audit could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1 for details)", EXIT_INTERNAL)
+
+
+def _warn_undelivered(summary: dict[str, Any]) -> None:
+    """A report e-mail that failed after its retries, on stderr (the exit code stays the gate's)."""
+    delivery = (summary.get("report") or {}).get("delivery") or {}
+    if delivery.get("status") == "failed":
+        _err.print(
+            f"[bold yellow]warning:[/] the report e-mail was not delivered ({escape(str(delivery.get('detail')))}); "
+            "re-send it with `fairgate outbox send --policy POLICY --out OUT`",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _summary(state: State) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fairgate.errors import FairgateError
 
@@ -21,7 +22,7 @@ _err = Console(stderr=True)
 
 
 def _stop(message: str, code: int = 2) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(code)
 
 
