@@ -261,7 +261,7 @@ def _publish(
     finally:
         discard_staging(staging)
     written = {kind: moved.get(path, path) for kind, path in written.items()}
-    return written, _relocated(report, moved), record
+    return written, _relocated(report, moved, staging, output), record
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -285,12 +285,15 @@ def _signals_held() -> Iterator[None]:
             signal.raise_signal(pending)
 
 
-def _relocated(value: Any, moved: dict[str, str]) -> Any:
-    """The report's paths after promotion (it wrote into the staging folder)."""
+def _relocated(value: Any, moved: dict[str, str], staging: Path, output: Path) -> Any:
+    """The report's paths after promotion (it wrote into the staging folder), also inside texts such as the
+    delivery's "message kept in <path>"."""
     if isinstance(value, dict):
-        return {k: _relocated(v, moved) for k, v in value.items()}
+        return {k: _relocated(v, moved, staging, output) for k, v in value.items()}
     if isinstance(value, Path | str) and str(value) in moved:
         return moved[str(value)]
+    if isinstance(value, str):
+        return value.replace(f"{staging}{os.sep}", f"{output}{os.sep}")
     return value
 
 
