@@ -22,6 +22,7 @@ from typing import Any, TypeVar, cast
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.client.schemas.objects import State
+from prefect.exceptions import FailedRun
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
@@ -67,6 +68,22 @@ class _InvalidInputIsNotACrash(logging.Filter):
 
 
 logging.getLogger("prefect.task_runs").addFilter(_InvalidInputIsNotACrash())
+
+
+class _DeliberateStateIsNotACrash(logging.Filter):
+    """A run that ends in a Failed state the flow returned (InvalidInput, PolicyFailed, DeliveryFailed) is
+    reported once, by Prefect's "Finished in state ..." line. Where the engine runs the flow for a worker or a
+    runner (``python -m prefect.engine``), it then asks the state for its result, which raises ``FailedRun``,
+    and logs that as "Engine execution exited with unexpected exception" with a 40-line traceback: dropped
+    here. A crash (an exception in the flow) re-raises its own exception, not FailedRun, and keeps its
+    traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, FailedRun)
+
+
+logging.getLogger("prefect.flow_runs").addFilter(_DeliberateStateIsNotACrash())
 
 
 @dataclass

@@ -144,3 +144,51 @@ def test_passing_audit_with_fail_flow_run_completes(runner: InProcessRunner, inp
     assert event.payload["failed_metrics"] == []
     state = _flow_run(event.payload["flow_run_id"]).state
     assert (state.type.value, state.name, state.message) == ("COMPLETED", "Completed", "verdict: PASS")
+
+
+def test_a_process_worker_logs_no_traceback_for_bad_input(tmp_path: Path) -> None:
+    """Bad input under a worker: the run ends Failed/InvalidInput with its message, and neither the worker's
+    output nor the run's logs on the server hold the engine's ``FailedRun`` traceback (flows/audit.py)."""
+    import subprocess
+    import sys
+
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    from flows.audit import fairness_audit
+
+    repo = Path(__file__).resolve().parents[2]
+    pool = f"verdict-events-{tmp_path.name}".lower().replace("_", "-")
+    prefect = str(Path(sys.executable).parent / "prefect")
+    created = subprocess.run(
+        [prefect, "work-pool", "create", pool, "--type", "process"], capture_output=True, text=True
+    )
+    assert created.returncode == 0, created.stdout + created.stderr
+    deployment = fairness_audit.to_deployment(
+        f"bad-input-{pool}", work_pool_name=pool, job_variables={"working_dir": str(repo)}
+    )
+    missing = tmp_path / "missing.yaml"
+    with get_client(sync_client=True) as client:
+        deployment_id = deployment.apply()
+        run = client.create_flow_run_from_deployment(
+            deployment_id,
+            parameters={"policy": str(missing), "predictions": "p.csv", "labels": "l.csv", "attributes": "a.csv"},
+        )
+    worker = subprocess.run(
+        [prefect, "worker", "start", "--pool", pool, "--type", "process", "--run-once"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    output = worker.stdout + worker.stderr
+    assert worker.returncode == 0, output
+    assert "Finished in state InvalidInput" in output, output
+    assert "Traceback" not in output, output
+    assert "FailedRun" not in output
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(run.id).state
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+    assert (state.type.value, state.name) == ("FAILED", "InvalidInput")
+    assert f"policy file '{missing}' does not exist" in state.message
+    assert logs  # the run's log lines reached the server
+    assert not [log.message for log in logs if "Traceback" in log.message or "unexpected exception" in log.message]
