@@ -18,6 +18,7 @@ from typing import Any
 
 from prefect.events import emit_event
 from prefect.events.worker import EventsWorker
+from prefect.exceptions import EventTooLarge
 
 AUDIT_COMPLETED = "fairgate.audit.completed"
 DELIVERY_FAILED = "fairgate.delivery.failed"
@@ -102,7 +103,11 @@ def emit(
 ) -> dict[str, Any] | None:
     """Emit one event and wait until the events client has sent it; the event as a dict, None when Prefect
     has no events client here (no API configured)."""
-    sent = emit_event(event=event, resource=resource, related=related, payload=payload)
+    try:
+        sent = emit_event(event=event, resource=resource, related=related, payload=payload)
+    except EventTooLarge as exc:  # the audit is recorded: a missing event must not turn it into a crash
+        log.warning("event %s not emitted: %s", event, exc)
+        return None
     if sent is None:
         log.warning("event %s not emitted: no Prefect API to send it to", event)
         return None
