@@ -363,6 +363,7 @@ def _text(path: Any) -> str | None:
 # The flow run's final state. A FAIL verdict is a successful audit: Completed, unless the policy asks for Failed.
 POLICY_FAILED = "PolicyFailed"
 DELIVERY_FAILED = "DeliveryFailed"
+_LISTED = 10
 
 
 @dataclass(frozen=True)
@@ -385,8 +386,10 @@ def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
     ``DeliveryFailed`` (Completed, or Failed when delivery is required) for a report e-mail that did not go.
     The summary is the state's (persisted) result in every case."""
     verdict = f"verdict: {str(summary['verdict']).upper()}"
-    if summary["failed_metrics"]:
-        verdict += f"; failed: {', '.join(summary['failed_metrics'])}"
+    failed = summary["failed_metrics"]
+    if failed:  # the first ten: a state message is read in a list; the event and the result have them all
+        more = f" and {len(failed) - _LISTED} more" if len(failed) > _LISTED else ""
+        verdict += f"; failed: {', '.join(failed[:_LISTED])}{more}"
     delivery = (summary.get("report") or {}).get("delivery") or {}
     if summary["exit_code"] == 1 and gate.fail_flow_run:
         return Failed(name=POLICY_FAILED, message=verdict, data=summary)

@@ -192,3 +192,45 @@ def test_a_process_worker_logs_no_traceback_for_bad_input(tmp_path: Path) -> Non
     assert f"policy file '{missing}' does not exist" in state.message
     assert logs  # the run's log lines reached the server
     assert not [log.message for log in logs if "Traceback" in log.message or "unexpected exception" in log.message]
+
+
+def _summary(verdict: str, exit_code: int, failed: int, delivery: str | None) -> dict[str, Any]:
+    report = (
+        None if delivery is None else {"delivery": {"status": delivery, "detail": f"{delivery} after 2 attempt(s)"}}
+    )
+    return {
+        "verdict": verdict,
+        "exit_code": exit_code,
+        "failed_metrics": [f"disparate_impact_ratio@g{i}" for i in range(failed)],
+        "report": report,
+    }
+
+
+@pytest.mark.parametrize(
+    ("summary", "gate", "expected"),
+    [
+        (_summary("fail", 1, 2, None), (False, False), ("COMPLETED", "Completed")),
+        (_summary("fail", 1, 2, None), (True, False), ("FAILED", "PolicyFailed")),
+        # ci_cd_gate.enabled: false makes a FAIL exit 0: the gate did not fail, so neither does the run.
+        (_summary("fail", 0, 2, None), (True, False), ("COMPLETED", "Completed")),
+        (_summary("pass", 0, 0, "failed"), (True, False), ("COMPLETED", "DeliveryFailed")),
+        (_summary("pass", 0, 0, "failed"), (False, True), ("FAILED", "DeliveryFailed")),
+        (_summary("pass", 0, 0, "sent"), (False, True), ("COMPLETED", "Completed")),
+        (_summary("fail", 1, 1, "failed"), (True, True), ("FAILED", "PolicyFailed")),  # the verdict comes first
+    ],
+)
+def test_final_state_follows_the_policy(summary: dict[str, Any], gate: tuple[bool, bool], expected: tuple) -> None:
+    from flows.audit import Gate, verdict_state
+
+    state = verdict_state(summary, Gate(*gate))
+    assert (state.type.value, state.name) == expected
+    assert state.message.startswith(f"verdict: {summary['verdict'].upper()}")
+    assert state.data is summary
+
+
+def test_a_long_list_of_failures_is_cut_in_the_state_message() -> None:
+    from flows.audit import Gate, verdict_state
+
+    message = verdict_state(_summary("fail", 1, 13, None), Gate(False, False)).message
+    assert message.endswith("disparate_impact_ratio@g9 and 3 more")
+    assert "@g10" not in message
