@@ -263,7 +263,7 @@ def _publish(
     try:
         written = write_outputs(_as_is(document), staging)
         publish_artifacts(_as_is(document))
-        report = _publish_report(document, policy, staging, trail_path)
+        report = _publish_report(document, policy, staging, trail_path, output)
         with _signals_held():  # recorded with its outputs in place, or neither
             record = record_run(
                 trail_path,
@@ -346,14 +346,14 @@ def _require_report_support(policy: fairgate.Policy) -> None:
 
 
 def _publish_report(
-    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path
+    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path, final_dir: Path
 ) -> dict[str, Any] | None:
     """HTML/PDF report and e-mail delivery, when the policy asks for them (flows/report_flow.py)."""
     if not _wants_report(policy):
         return None
     from flows.report_flow import publish_report
 
-    return publish_report(document, policy, output, trail_path)
+    return publish_report(document, policy, output, trail_path, final_dir)
 
 
 def _text(path: Any) -> str | None:

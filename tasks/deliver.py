@@ -195,14 +195,23 @@ def deliver_report(
     sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None] = send_smtp,
     environ: Mapping[str, str] | None = None,
     out_dir: Path | None = None,
+    final_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Send (or write to the outbox) and record the outcome; never raises for a failed send.
 
     A relative ``outbox_dir`` is taken inside ``out_dir`` (the run's staging folder, so the message is
     promoted with the run's other files); without ``out_dir``, relative to the working directory.
+    ``final_dir``: where ``out_dir``'s files are moved once the run is recorded; the trail names the kept
+    message there, where a reader (or ``fairgate outbox send``) finds it.
     """
     run_id = str(result_doc.get("run_id", ""))
     outbox = Path(out_dir or ".") / delivery.outbox_dir if delivery is not None else Path(".")
+
+    def final(path: Path) -> Path:
+        if final_dir is None or out_dir is None or not path.is_relative_to(out_dir):
+            return path
+        return Path(final_dir) / path.relative_to(out_dir)
+
     if delivery is None or not delivery.enabled:
         return {"status": "skipped", "detail": "no delivery section in the policy", "recipients": []}
     recipients = list(delivery.recipients)
@@ -210,7 +219,7 @@ def deliver_report(
     stem = output_stem(result_doc)
     if delivery.smtp is None:
         path = write_outbox(message, outbox, stem)
-        written = f"written to {path}"
+        written = f"written to {final(path)}"
         _record(trail_path, run_id, recipients, "outbox", written)
         log.info("no SMTP settings: report message written to %s", path)
         return {"status": "outbox", "detail": written, "recipients": recipients, "eml": path, "attempts": 0}
@@ -221,7 +230,7 @@ def deliver_report(
     outcome: dict[str, Any] = {"status": status, "detail": detail, "recipients": recipients}
     if status == "failed":
         kept = write_outbox(message, outbox, stem)
-        outcome.update(detail=f"{detail}; message kept in {kept}", eml=kept)
+        outcome.update(detail=f"{detail}; message kept in {final(kept)}", eml=kept)
         log.warning("report delivery %s", outcome["detail"])
     else:
         log.info("report %s", detail)
@@ -266,9 +275,10 @@ def deliver(
     body: str,
     trail_path: Path | None,
     out_dir: Path | None = None,
+    final_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Prefect task: email the report (retries inside, with tenacity, so the failure is recorded once)."""
-    return deliver_report(result_doc, delivery, report_paths, body, trail_path, out_dir=out_dir)
+    return deliver_report(result_doc, delivery, report_paths, body, trail_path, out_dir=out_dir, final_dir=final_dir)
 
 
 SENT_FOLDER = "sent"  # inside the outbox: messages re-sent by ``fairgate outbox send`` (kept, never sent twice)

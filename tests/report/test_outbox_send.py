@@ -173,6 +173,7 @@ def test_failed_delivery_is_an_event_and_a_state_then_the_outbox_is_sent(
     assert (out / "outbox" / "sent" / kept.name).exists()
     trail = out / "audit_trail.duckdb"
     assert [(r[0], r[2]) for r in _deliveries(trail)] == [(run_id, "failed"), (run_id, "sent")]
+    assert _deliveries(trail)[0][3].endswith(f"; message kept in {kept}")  # where it was, not the staging folder
     assert json.loads(_deliveries(trail)[1][1]) == ["risk@example.org", "owner@example.org"]
     assert verify(trail)["ok"]
 
