@@ -27,6 +27,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import fairgate
@@ -102,6 +103,7 @@ def _run_audit(
     }
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+    _warn_undelivered(summary)
     if as_json:
         sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
     elif not quiet:
@@ -124,15 +126,30 @@ def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
         _fail(f"the audit could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1 for details)", EXIT_INTERNAL)
 
 
+def _warn_undelivered(summary: dict[str, Any]) -> None:
+    """A report e-mail that failed after its retries, on stderr (the exit code stays the gate's)."""
+    delivery = (summary.get("report") or {}).get("delivery") or {}
+    if delivery.get("status") == "failed":
+        _err.print(
+            f"[bold yellow]warning:[/] the report e-mail was not delivered ({escape(str(delivery.get('detail')))}); "
+            "re-send it with `fairgate outbox send --policy POLICY --out OUT`",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def _summary(state: State) -> dict[str, Any]:
     """The run summary of a completed flow; a Failed state exits 2 (invalid input) or 3 (a crash)."""
-    from flows.audit import INVALID_INPUT
+    from flows.audit import DELIVERY_FAILED, INVALID_INPUT, POLICY_FAILED
 
-    if state.is_failed():
+    if state.is_failed() and state.name not in {POLICY_FAILED, DELIVERY_FAILED}:  # those two hold a verdict
         if state.name == INVALID_INPUT:
             _fail(state.message or "invalid input")
         _fail(f"the audit crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
-    return cast(dict[str, Any], state.result())
+    summary = cast(dict[str, Any], state.result(raise_on_failure=False))
+    # The persisted result is the small summary; the document is the run's JSON output.
+    summary["document"] = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
+    return summary
 
 
 # Short enough for 80 columns; the JSON keeps the full status names.
@@ -243,9 +260,11 @@ def _trail_call(function: Any, *args: Any) -> Any:
         _fail(exc.message)
 
 
-from cli.trail_cmd import trail_app  # noqa: E402 (after `app`, like the proxy command below)
+from cli.outbox_cmd import outbox_app  # noqa: E402 (after `app`, like the proxy command below)
+from cli.trail_cmd import trail_app  # noqa: E402
 
 app.add_typer(trail_app, name="trail")
+app.add_typer(outbox_app, name="outbox")
 
 from cli import deploy_cmd  # noqa: E402 (after `app`; Prefect is imported only when the command runs)
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar, cast
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.client.schemas.objects import State
+from prefect.exceptions import FailedRun
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
@@ -40,6 +41,7 @@ from tasks.audit import (
     publish_artifacts,
     read_policy,
 )
+from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.trail import default_trail_path, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
@@ -66,6 +68,22 @@ class _InvalidInputIsNotACrash(logging.Filter):
 
 
 logging.getLogger("prefect.task_runs").addFilter(_InvalidInputIsNotACrash())
+
+
+class _DeliberateStateIsNotACrash(logging.Filter):
+    """A run that ends in a Failed state the flow returned (InvalidInput, PolicyFailed, DeliveryFailed) is
+    reported once, by Prefect's "Finished in state ..." line. Where the engine runs the flow for a worker or a
+    runner (``python -m prefect.engine``), it then asks the state for its result, which raises ``FailedRun``,
+    and logs that as "Engine execution exited with unexpected exception" with a 40-line traceback: dropped
+    here. A crash (an exception in the flow) re-raises its own exception, not FailedRun, and keeps its
+    traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, FailedRun)
+
+
+logging.getLogger("prefect.flow_runs").addFilter(_DeliberateStateIsNotACrash())
 
 
 @dataclass
@@ -106,11 +124,12 @@ def fairness_audit(
     """
     version = None if model_version is None else str(model_version)
     try:
-        summary = _audit(policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id)
+        summary, gate = _audit(policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id)
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     summary["registry"] = registry
-    return Completed(message=f"verdict: {summary['verdict']}", data=summary)
+    announce_verdict(summary)
+    return persisted(verdict_state(summary, gate))
 
 
 def _audit(
@@ -123,7 +142,7 @@ def _audit(
     model_version: str | None,
     trail: str | None,
     run_id: str | None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, policy_text = read_policy(Path(policy_path))
@@ -143,14 +162,33 @@ def _audit(
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
+    return run_summary(document, written, report, record), Gate.of(policy)
+
+
+def run_summary(
+    document: dict[str, Any], written: dict[str, str], report: dict[str, Any] | None, record: dict[str, Any]
+) -> dict[str, Any]:
+    """The flow run's result: small and JSON-serialisable (it is persisted), the document stays in its file."""
     return {
         "verdict": document["verdict"],
         "exit_code": document["exit_code"],  # 0 also on a fail when the policy disables the gate
-        "run_id": run_id,
+        "failed_metrics": failed_metrics(document),
+        "run_id": document["run_id"],
+        "model_name": str(document["model"]["name"]),
+        "model_version": str(document["model"]["version"]),
         "outputs": written,
-        "report": report,
+        "report": None if report is None else _report_summary(report),
         "trail": record,
-        "document": document,
+    }
+
+
+def _report_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """The report's paths and the delivery outcome, as text."""
+    delivery = report.get("delivery") or {}
+    return {
+        "html": _text(report.get("html")),
+        "pdf": _text(report.get("pdf")),
+        "delivery": {k: _text(v) if k == "eml" else v for k, v in delivery.items()},
     }
 
 
@@ -231,7 +269,7 @@ def _publish(
     try:
         written = write_outputs(_as_is(document), staging)
         publish_artifacts(_as_is(document))
-        report = _publish_report(document, policy, staging, trail_path)
+        report = _publish_report(document, policy, staging, trail_path, output)
         with _signals_held():  # recorded with its outputs in place, or neither
             record = record_run(
                 trail_path,
@@ -246,7 +284,7 @@ def _publish(
     finally:
         discard_staging(staging)
     written = {kind: moved.get(path, path) for kind, path in written.items()}
-    return written, _relocated(report, moved), record
+    return written, _relocated(report, moved, staging, output), record
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -270,12 +308,15 @@ def _signals_held() -> Iterator[None]:
             signal.raise_signal(pending)
 
 
-def _relocated(value: Any, moved: dict[str, str]) -> Any:
-    """The report's paths after promotion (it wrote into the staging folder)."""
+def _relocated(value: Any, moved: dict[str, str], staging: Path, output: Path) -> Any:
+    """The report's paths after promotion (it wrote into the staging folder), also inside texts such as the
+    delivery's "message kept in <path>"."""
     if isinstance(value, dict):
-        return {k: _relocated(v, moved) for k, v in value.items()}
+        return {k: _relocated(v, moved, staging, output) for k, v in value.items()}
     if isinstance(value, Path | str) and str(value) in moved:
         return moved[str(value)]
+    if isinstance(value, str):
+        return value.replace(f"{staging}{os.sep}", f"{output}{os.sep}")
     return value
 
 
@@ -311,11 +352,90 @@ def _require_report_support(policy: fairgate.Policy) -> None:
 
 
 def _publish_report(
-    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path
+    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path, final_dir: Path
 ) -> dict[str, Any] | None:
     """HTML/PDF report and e-mail delivery, when the policy asks for them (flows/report_flow.py)."""
     if not _wants_report(policy):
         return None
     from flows.report_flow import publish_report
 
-    return publish_report(document, policy, output, trail_path)
+    return publish_report(document, policy, output, trail_path, final_dir)
+
+
+def _text(path: Any) -> str | None:
+    return None if path is None else str(path)
+
+
+# The flow run's final state. A FAIL verdict is a successful audit: Completed, unless the policy asks for Failed.
+POLICY_FAILED = "PolicyFailed"
+DELIVERY_FAILED = "DeliveryFailed"
+_LISTED = 10
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What the policy says about the flow run's final state (``ci_cd_gate.fail_flow_run``,
+    ``delivery.required``)."""
+
+    fail_flow_run: bool
+    delivery_required: bool
+
+    @classmethod
+    def of(cls, policy: fairgate.Policy) -> Gate:
+        delivery = policy.delivery
+        required = delivery is not None and delivery.enabled and delivery.required
+        return cls(fail_flow_run=policy.ci_cd_gate.fail_flow_run, delivery_required=required)
+
+
+def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
+    """``Completed`` (message: the verdict), ``Failed``/``PolicyFailed`` for a gate failure when the policy asks,
+    ``DeliveryFailed`` (Completed, or Failed when delivery is required) for a report e-mail that did not go.
+    The summary is the state's (persisted) result in every case."""
+    verdict = f"verdict: {str(summary['verdict']).upper()}"
+    failed = summary["failed_metrics"]
+    if failed:  # the first ten: a state message is read in a list; the event and the result have them all
+        more = f" and {len(failed) - _LISTED} more" if len(failed) > _LISTED else ""
+        verdict += f"; failed: {', '.join(failed[:_LISTED])}{more}"
+    delivery = (summary.get("report") or {}).get("delivery") or {}
+    if summary["exit_code"] == 1 and gate.fail_flow_run:
+        return Failed(name=POLICY_FAILED, message=verdict, data=summary)
+    if delivery.get("status") == "failed":
+        state = Failed if gate.delivery_required else Completed
+        return state(name=DELIVERY_FAILED, message=f"{verdict}; report delivery {delivery['detail']}", data=summary)
+    return Completed(message=verdict, data=summary)
+
+
+def announce_verdict(summary: dict[str, Any]) -> None:
+    """Emit ``fairgate.audit.completed`` (tasks/events.py) for the recorded run, with this flow run as related
+    resource and the registry entry the run was started for (the ``registry`` parameter, when given), and
+    ``fairgate.delivery.failed`` when its report e-mail did not go."""
+    from prefect.runtime import flow_run
+
+    registry = flow_run.parameters.get("registry")  # read at run time: the parameter is optional
+    emit_audit_completed(summary, flow_run.id, registry if isinstance(registry, dict) else None)
+    if ((summary.get("report") or {}).get("delivery") or {}).get("status") == "failed":
+        emit_delivery_failed(summary)  # after the run is recorded: the kept message is in its final place
+
+
+def persisted(state: State) -> State:
+    """The state with its summary written to Prefect's result storage as JSON, so ``state.result()`` returns
+    it in any client (a deployment's caller, an automation), not only in the process that ran the flow.
+
+    Only this summary: ``persist_result=True`` on the flow would also persist every task's result (the rows,
+    the cube, the document). Where: Prefect's default result storage, PREFECT_LOCAL_STORAGE_PATH
+    (~/.prefect/storage) of the machine that ran the flow; a client on another machine than the worker needs
+    a shared one, a file system block named by PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK (README, "Results").
+    """
+    from prefect.results import get_result_store
+    from prefect.serializers import JSONSerializer
+
+    # metadata_storage None: the record (metadata and summary) is one file, as Prefect writes a task's result.
+    store = get_result_store().model_copy(update={"serializer": JSONSerializer(), "metadata_storage": None})
+    record = store.create_result_record(state.data)
+    try:
+        store.persist_result_record(record)
+    except OSError as exc:  # the audit is recorded and its files written: its state must still say so
+        get_run_logger().warning(f"the run summary could not be persisted ({exc}); state.result() works only here")
+        return state
+    state.data = record
+    return state

@@ -21,9 +21,16 @@ from tasks.report import email_body, render_report
 
 
 def publish_report(
-    result_doc: dict[str, Any], policy: fairgate.Policy, out_dir: Path, trail_path: Path
+    result_doc: dict[str, Any],
+    policy: fairgate.Policy,
+    out_dir: Path,
+    trail_path: Path,
+    final_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Render the report in the policy's formats and deliver it; return the paths and the delivery outcome."""
+    """Render the report in the policy's formats and deliver it; return the paths and the delivery outcome.
+
+    ``final_dir``: where ``out_dir`` (a staging folder) is moved once the run is recorded (tasks/deliver.py).
+    """
     reporting, delivery = policy.reporting, policy.delivery
     # The email attaches the PDF even when the policy's formats leave it out: render what delivery needs too.
     formats = sorted(set(reporting.format) | set(delivery.attach if delivery and delivery.enabled else []))
@@ -34,5 +41,5 @@ def publish_report(
     outcome: dict[str, Any] = {"status": "skipped", "detail": "no delivery section in the policy"}
     if delivery is not None and delivery.enabled:
         body = email_body(result_doc, min_cell_size=reporting.min_cell_size, use_case=policy.use_case)
-        outcome = deliver(as_is, delivery, paths, body, Path(trail_path), Path(out_dir))
+        outcome = deliver(as_is, delivery, paths, body, Path(trail_path), Path(out_dir), final_dir)
     return {"html": paths["html"], "pdf": paths["pdf"], "delivery": outcome}

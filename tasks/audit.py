@@ -5,6 +5,8 @@ Each task is a thin call into ``fairgate``; the metric task is mapped once per s
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,20 @@ def cube_cells(cube: fairgate.Cube) -> list[dict[str, Any]]:
     return cube.cells.to_dicts()
 
 
+def artifact_slug(model_name: str) -> str:
+    """The model name as Prefect allows in an artifact key (lowercase letters, digits, dashes), so each model
+    keeps its own ``fairness-verdict-<model>`` history in the artifact list.
+
+    >>> artifact_slug("Credit Scoring_v2 (EU)"), artifact_slug("Kreditwürdigkeit"), artifact_slug("__")
+    ('credit-scoring-v2-eu', 'kreditwurdigkeit', 'model')
+    """
+    ascii_name = unicodedata.normalize("NFKD", model_name).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:_MAX_SLUG].rstrip("-") or "model"
+
+
+_MAX_SLUG = 80  # artifact keys stay readable in the UI's list
+
+
 @task(name="publish artifacts", cache_policy=NO_CACHE)
 def publish_artifacts(document: dict[str, Any]) -> None:
     """The verdict (markdown) and the metric table as Prefect artifacts of the flow run."""
@@ -87,7 +103,8 @@ def publish_artifacts(document: dict[str, Any]) -> None:
         f"{detail.get('n_failed', 0)} of {detail.get('n_results', 0)} results failed (fail_on: "
         f"{detail.get('fail_on')}).",
     ]
-    create_markdown_artifact("\n".join(lines), key="fairness-verdict", description="fairgate verdict")
+    slug = artifact_slug(str(model.get("name") or "model"))
+    create_markdown_artifact("\n".join(lines), key=f"fairness-verdict-{slug}", description="fairgate verdict")
     table = [
         {
             "metric": r.get("metric"),
@@ -102,7 +119,7 @@ def publish_artifacts(document: dict[str, Any]) -> None:
         }
         for r in document.get("results", [])
     ]
-    create_table_artifact(table, key="fairness-metrics", description="fairgate metric results")
+    create_table_artifact(table, key=f"fairness-metrics-{slug}", description="fairgate metric results")
 
 
 def _round(value: Any) -> Any:

@@ -8,6 +8,8 @@ is kept in the outbox so it can be re-sent by hand.
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 import logging
 import os
@@ -17,7 +19,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+from email.utils import formatdate, getaddresses, make_msgid
 from pathlib import Path
 from typing import Any
 
@@ -193,14 +195,23 @@ def deliver_report(
     sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None] = send_smtp,
     environ: Mapping[str, str] | None = None,
     out_dir: Path | None = None,
+    final_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Send (or write to the outbox) and record the outcome; never raises for a failed send.
 
     A relative ``outbox_dir`` is taken inside ``out_dir`` (the run's staging folder, so the message is
     promoted with the run's other files); without ``out_dir``, relative to the working directory.
+    ``final_dir``: where ``out_dir``'s files are moved once the run is recorded; the trail names the kept
+    message there, where a reader (or ``fairgate outbox send``) finds it.
     """
     run_id = str(result_doc.get("run_id", ""))
     outbox = Path(out_dir or ".") / delivery.outbox_dir if delivery is not None else Path(".")
+
+    def final(path: Path) -> Path:
+        if final_dir is None or out_dir is None or not path.is_relative_to(out_dir):
+            return path
+        return Path(final_dir) / path.relative_to(out_dir)
+
     if delivery is None or not delivery.enabled:
         return {"status": "skipped", "detail": "no delivery section in the policy", "recipients": []}
     recipients = list(delivery.recipients)
@@ -208,7 +219,7 @@ def deliver_report(
     stem = output_stem(result_doc)
     if delivery.smtp is None:
         path = write_outbox(message, outbox, stem)
-        written = f"written to {path}"
+        written = f"written to {final(path)}"
         _record(trail_path, run_id, recipients, "outbox", written)
         log.info("no SMTP settings: report message written to %s", path)
         return {"status": "outbox", "detail": written, "recipients": recipients, "eml": path, "attempts": 0}
@@ -219,7 +230,7 @@ def deliver_report(
     outcome: dict[str, Any] = {"status": status, "detail": detail, "recipients": recipients}
     if status == "failed":
         kept = write_outbox(message, outbox, stem)
-        outcome.update(detail=f"{detail}; message kept in {kept}", eml=kept)
+        outcome.update(detail=f"{detail}; message kept in {final(kept)}", eml=kept)
         log.warning("report delivery %s", outcome["detail"])
     else:
         log.info("report %s", detail)
@@ -264,6 +275,76 @@ def deliver(
     body: str,
     trail_path: Path | None,
     out_dir: Path | None = None,
+    final_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Prefect task: email the report (retries inside, with tenacity, so the failure is recorded once)."""
-    return deliver_report(result_doc, delivery, report_paths, body, trail_path, out_dir=out_dir)
+    return deliver_report(result_doc, delivery, report_paths, body, trail_path, out_dir=out_dir, final_dir=final_dir)
+
+
+SENT_FOLDER = "sent"  # inside the outbox: messages re-sent by ``fairgate outbox send`` (kept, never sent twice)
+
+
+def outbox_folder(delivery: DeliveryConfig, out_dir: Path) -> Path:
+    """Where a run writing into ``out_dir`` kept its messages (``delivery.outbox_dir``, relative to ``out_dir``)."""
+    return Path(out_dir) / delivery.outbox_dir
+
+
+def send_outbox(
+    outbox: Path,
+    delivery: DeliveryConfig,
+    trail_path: Path | None,
+    *,
+    sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None] = send_smtp,
+    environ: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Send each kept ``.eml`` message in ``outbox`` through the policy's SMTP settings, with its retries.
+
+    A message goes to the recipients it names (its To and Cc headers, as when it was first tried); each
+    outcome is recorded in the trail's ``deliveries`` table under the run id the message carries; a sent
+    message moves into ``outbox/sent/``, a failed one stays for the next attempt. Raises DeliveryError when
+    the policy cannot send (no smtp section, a credential variable not set), before anything is tried.
+    """
+    smtp = delivery.smtp
+    if smtp is None:
+        raise DeliveryError(
+            "the policy's delivery section has no smtp settings, so the outbox cannot be sent; add "
+            "delivery.smtp (host, port, security) to the policy given with --policy"
+        )
+    resolve_credentials(smtp, environ)  # a missing credential is a configuration error, before any attempt
+    outcomes = []
+    for path in sorted(Path(outbox).glob("*.eml")):
+        outcomes.append(_send_kept(path, delivery, smtp, trail_path, sender, environ))
+    return outcomes
+
+
+def _send_kept(
+    path: Path,
+    delivery: DeliveryConfig,
+    smtp: SmtpSettings,
+    trail_path: Path | None,
+    sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None],
+    environ: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+    recipients = [address for _, address in getaddresses([*message.get_all("To", []), *message.get_all("Cc", [])])]
+    run_id = str(message.get("X-Fairgate-Run-Id", ""))
+    if not recipients:
+        status, detail, attempts = "failed", f"{path.name} names no recipient (To/Cc): not a fairgate message?", 0
+    else:
+        status, detail, attempts = _send_with_retries(message, delivery, smtp, sender, environ)
+    if status == "sent":
+        target = path.parent / SENT_FOLDER / path.name
+        target.parent.mkdir(exist_ok=True)
+        os.replace(path, target)
+        detail = f"{detail}; re-sent from the outbox ({path.name}), moved to {target}"
+    else:
+        detail = f"{detail}; re-send from the outbox: {path.name} kept"
+    _record(trail_path, run_id, recipients, status, detail)
+    return {
+        "eml": str(path),
+        "run_id": run_id,
+        "recipients": recipients,
+        "status": status,
+        "detail": detail,
+        "attempts": attempts,
+    }

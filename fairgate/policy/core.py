@@ -136,6 +136,11 @@ class CiCdGate(_Strict):
     # threshold; evidence_of_compliance: it passes only when the interval lies within (inconclusive fails);
     # point_estimate: the naive rule by the point estimate, biased towards failing when there are many groups.
     decision: Decision = "evidence_of_violation"
+    # true: a gate failure (exit code 1) also ends the Prefect flow run Failed (named PolicyFailed), for
+    # automations that see only states. Off by default: Prefect treats Failed as "the run broke" (retries,
+    # crash alerts), while a FAIL verdict is a successful audit with an unwelcome answer; the verdict is in
+    # the fairgate.audit.completed event and the persisted result either way.
+    fail_flow_run: bool = False
 
 
 class Statistics(_Strict):

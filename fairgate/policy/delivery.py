@@ -67,6 +67,9 @@ class DeliveryConfig(_Strict):
     outbox_dir: str = "outbox"
     retries: int = Field(default=3, ge=0, le=20)
     retry_delay_seconds: float = Field(default=2.0, ge=0)
+    # A send that finally fails always emits fairgate.delivery.failed and names the flow run's final state
+    # DeliveryFailed; true makes that state Failed (the report had to arrive), false keeps it Completed.
+    required: bool = False
 
     @field_validator("recipients")
     @classmethod
