@@ -1,0 +1,106 @@
+"""The registry watch against a real MLflow server and a real Prefect server: one event per new version, read
+back from the Prefect API; skipped versions tagged with the reason; never twice, even after a crash between
+sending the event and tagging the version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from registry_helpers import new_version, registered_events
+
+from flows.registry_watch import registry_watch
+from tasks.registry import EVENT_ID_TAG, STATUS_TAG
+
+
+def _watch(uri: str, name: str) -> dict[str, Any]:
+    state = registry_watch(tracking_uri=uri, models=[name], return_state=True)
+    assert state.is_completed(), state.message
+    return state.result()
+
+
+def _tags(registry: Any, name: str, version: str) -> dict[str, str]:
+    return dict(registry.get_model_version(name, version).tags)
+
+
+def test_a_new_version_is_registered_once(
+    prefect_server: str, mlflow_server: str, registry: Any, model_name: str, compas_inputs: dict[str, Path]
+) -> None:
+    sources = {f"fairgate.{role}": str(path) for role, path in compas_inputs.items()}
+    version = new_version(registry, model_name, {**sources, "fairgate.policy": "policies/credit.yaml"})
+
+    first = _watch(mlflow_server, model_name)
+    assert [(r["name"], r["version"]) for r in first["registered"]] == [(model_name, version)]
+    second = _watch(mlflow_server, model_name)
+    assert second == {"registered": [], "skipped": []}
+
+    events = registered_events(f"model.{model_name}.{version}", expect=1)
+    assert len(events) == 1
+    event = events[0]
+    assert str(event.id) == first["registered"][0]["event_id"]
+    assert event.resource.root == {
+        "prefect.resource.id": f"model.{model_name}.{version}",
+        "prefect.resource.name": model_name,
+        "fairgate.model.name": model_name,
+        "fairgate.model.version": version,
+    }
+    assert event.payload == {
+        "predictions": str(compas_inputs["predictions"]),
+        "labels": str(compas_inputs["labels"]),
+        "attributes": str(compas_inputs["attributes"]),
+        "policy": "policies/credit.yaml",
+        "registry": {"kind": "mlflow", "tracking_uri": mlflow_server, "name": model_name, "version": version},
+    }
+    tags = _tags(registry, model_name, version)
+    assert tags[EVENT_ID_TAG] == str(event.id)
+    assert tags[STATUS_TAG] == "registered"
+
+
+def test_a_crash_after_the_event_does_not_send_it_twice(
+    prefect_server: str, mlflow_server: str, registry: Any, model_name: str, compas_inputs: dict[str, Path]
+) -> None:
+    """A watch that died after emitting but before tagging (simulated: the tag removed) emits again under the
+    same event id, which the Prefect server keeps once; the version is tagged the same."""
+    version = new_version(registry, model_name, {"fairgate.predictions": str(compas_inputs["predictions"])})
+    first = _watch(mlflow_server, model_name)["registered"]
+    registry.delete_model_version_tag(model_name, version, EVENT_ID_TAG)
+
+    again = _watch(mlflow_server, model_name)["registered"]
+    assert again == first  # re-sent and confirmed under the same id
+    assert len(registered_events(f"model.{model_name}.{version}", expect=2, timeout_s=8)) == 1
+    assert _tags(registry, model_name, version)[EVENT_ID_TAG] == first[0]["event_id"]
+
+
+def test_sources_may_come_from_the_run_and_predictions_are_required(
+    prefect_server: str, mlflow_server: str, registry: Any, model_name: str, compas_inputs: dict[str, Path]
+) -> None:
+    untagged = new_version(registry, model_name)
+    from_run = new_version(registry, model_name)
+    run_id = registry.get_model_version(model_name, from_run).run_id
+    registry.set_tag(run_id, "fairgate.predictions", str(compas_inputs["predictions"]))  # set while training
+
+    result = _watch(mlflow_server, model_name)
+    assert [r["version"] for r in result["registered"]] == [from_run]
+    assert [s["version"] for s in result["skipped"]] == [untagged]
+    status = _tags(registry, model_name, untagged)[STATUS_TAG]
+    assert status.startswith("skipped: no fairgate.predictions tag on the version or its run")
+    assert EVENT_ID_TAG not in _tags(registry, model_name, untagged)
+    assert registered_events(f"model.{model_name}.{untagged}", expect=1, timeout_s=3) == []
+
+    # Adding the missing tag is enough: the next watch registers the skipped version.
+    registry.set_model_version_tag(model_name, untagged, "fairgate.predictions", str(compas_inputs["predictions"]))
+    later = _watch(mlflow_server, model_name)
+    assert [r["version"] for r in later["registered"]] == [untagged]
+    assert _tags(registry, model_name, untagged)[STATUS_TAG] == "registered"
+    assert len(registered_events(f"model.{model_name}.{untagged}", expect=1)) == 1
+
+
+def test_no_tracking_uri_is_a_clear_failure(
+    prefect_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    state = registry_watch(return_state=True)
+    assert state.is_failed()
+    assert state.name == "InvalidInput"
+    assert "MLFLOW_TRACKING_URI" in str(state.message)
