@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import FairgateError
 
@@ -180,6 +181,19 @@ def plan_version(version: ModelVersion, run_tags: dict[str, str] | None, uri: st
     )
 
 
+def _retry_if_transient(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect retry condition: retry a dropped connection or a server error, not bad input or a 4xx refusal
+    from MLflow (an unknown version, a bad tag), which would fail the same way again."""
+    try:
+        state.result()
+    except FairgateError:
+        return False
+    except Exception as exc:
+        status = getattr(exc, "get_http_status_code", lambda: 500)()
+        return not 400 <= int(status) < 500
+    return True
+
+
 def _versions(client: MlflowClient, models: list[str] | None) -> list[ModelVersion]:
     """Every version of the given models (all registered models when None), page by page."""
     filters: list[str | None] = [None]
@@ -200,7 +214,13 @@ def _versions(client: MlflowClient, models: list[str] | None) -> list[ModelVersi
     return found
 
 
-@task(name="find-new-model-versions", retries=2, retry_delay_seconds=5)
+@task(
+    name="find-new-model-versions",
+    retries=2,
+    retry_delay_seconds=5,
+    retry_condition_fn=_retry_if_transient,
+    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
+)
 def find_new_versions(tracking_uri: str | None, models: list[str] | None) -> Plan:
     """Versions not yet registered with fairgate (no ``fairgate.event_id``), ready in the registry."""
     client = mlflow_client(tracking_uri)
@@ -222,7 +242,13 @@ def find_new_versions(tracking_uri: str | None, models: list[str] | None) -> Pla
     return plan
 
 
-@task(name="mark-skipped-versions", retries=2, retry_delay_seconds=5)
+@task(
+    name="mark-skipped-versions",
+    retries=2,
+    retry_delay_seconds=5,
+    retry_condition_fn=_retry_if_transient,
+    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
+)
 def mark_skipped(tracking_uri: str | None, skips: list[Skip]) -> None:
     """Tag each skipped version with why (visible in the registry) and warn once per reason."""
     client = mlflow_client(tracking_uri)
@@ -234,7 +260,7 @@ def mark_skipped(tracking_uri: str | None, skips: list[Skip]) -> None:
         get_run_logger().warning(f"model {skip.name} version {skip.version} skipped: {skip.reason}")
 
 
-@task(name="emit-registration-events")
+@task(name="emit-registration-events", cache_policy=NO_CACHE)
 def emit_registrations(registrations: list[Registration], confirm_timeout_s: float = 60.0) -> list[Registration]:
     """Emit each registration event and return those the Prefect API has stored (read back by event id)."""
     from prefect.events import emit_event
@@ -280,7 +306,13 @@ def _confirmed(registrations: list[Registration], timeout_s: float) -> list[Regi
     return [registration for event_id, registration in wanted.items() if event_id in found]
 
 
-@task(name="mark-registered-versions", retries=2, retry_delay_seconds=5)
+@task(
+    name="mark-registered-versions",
+    retries=2,
+    retry_delay_seconds=5,
+    retry_condition_fn=_retry_if_transient,
+    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
+)
 def mark_registered(tracking_uri: str | None, registrations: list[Registration]) -> None:
     """Tag each version whose event was confirmed: it is seen and never registered again."""
     client = mlflow_client(tracking_uri)
@@ -370,7 +402,13 @@ class WriteBack:
     alias_action: str  # "set", "removed", "untouched"
 
 
-@task(name="write-verdict-to-registry", retries=2, retry_delay_seconds=5)
+@task(
+    name="write-verdict-to-registry",
+    retries=2,
+    retry_delay_seconds=5,
+    retry_condition_fn=_retry_if_transient,
+    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
+)
 def write_verdict(target: Target, payload: dict[str, Any], alias: str, tracking_uri: str | None) -> WriteBack:
     """Tags on the version; the alias on a pass; removed from it otherwise (an approval must be earned)."""
     from mlflow.exceptions import MlflowException
