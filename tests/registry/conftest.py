@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registry_helpers import COMPAS_CSV
 
-REPO = Path(__file__).resolve().parents[2]
-COMPAS_CSV = REPO / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
 MLFLOW_STARTUP_TIMEOUT_S = 180  # database migrations on a cold SQLite file, on two busy cores
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+COMPAS_CSV = REPO / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
 
 
 def new_version(registry: Any, name: str, tags: dict[str, str] | None = None) -> str:

@@ -96,9 +96,7 @@ def test_sources_may_come_from_the_run_and_predictions_are_required(
     assert len(registered_events(f"model.{model_name}.{untagged}", expect=1)) == 1
 
 
-def test_no_tracking_uri_is_a_clear_failure(
-    prefect_server: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_no_tracking_uri_is_a_clear_failure(prefect_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     state = registry_watch(return_state=True)
     assert state.is_failed()
