@@ -411,9 +411,9 @@ class WriteBack:
 )
 def write_verdict(target: Target, payload: dict[str, Any], alias: str, tracking_uri: str | None) -> WriteBack:
     """Tags on the version; the alias on a pass; removed from it otherwise (an approval must be earned)."""
+    client = mlflow_client(tracking_uri or target.tracking_uri)  # first: refuses a missing mlflow clearly
     from mlflow.exceptions import MlflowException
 
-    client = mlflow_client(tracking_uri or target.tracking_uri)
     tags = verdict_tags(payload)
     try:
         current = client.get_model_version(target.name, target.version)
