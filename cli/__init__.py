@@ -247,6 +247,10 @@ from cli.trail_cmd import trail_app  # noqa: E402 (after `app`, like the proxy c
 
 app.add_typer(trail_app, name="trail")
 
+from cli.registry_cmd import registry_app  # noqa: E402
+
+app.add_typer(registry_app, name="registry")
+
 
 if importlib.util.find_spec("cli.proxy_cmd") is not None:
     from cli import proxy_cmd

@@ -37,7 +37,8 @@ MLFLOW_MISSING = (
     "the MLflow registry needs the MLflow client, which is an optional extra: pip install 'fairgate[mlflow]'"
 )
 NO_TRACKING_URI = (
-    "no MLflow tracking URI: pass tracking_uri (e.g. http://mlflow.internal:5000) or set MLFLOW_TRACKING_URI"
+    "no MLflow tracking URI: pass it (the flow's tracking_uri parameter, the CLI's --tracking-uri; e.g. "
+    "http://mlflow.internal:5000) or set MLFLOW_TRACKING_URI"
 )
 BAD_MODEL_NAME = "model name {name!r}: names with a single quote cannot be searched in MLflow; rename the model"
 NOT_IN_REGISTRY = "{what} is not in the MLflow registry at {uri}: {detail}"
