@@ -263,10 +263,16 @@ def mark_skipped(tracking_uri: str | None, skips: list[Skip]) -> None:
 
 @task(name="emit-registration-events", cache_policy=NO_CACHE)
 def emit_registrations(registrations: list[Registration], confirm_timeout_s: float = 60.0) -> list[Registration]:
-    """Emit each registration event and return those the Prefect API has stored (read back by event id)."""
+    """Emit each registration event and return those the Prefect API has stored (read back by event id).
+
+    An event the API already holds (sent by a watch that died before tagging the version) is not sent again:
+    the server drops a repeated id from its store, but its triggers forget ids after 30 minutes."""
     from prefect.events import emit_event
 
+    stored = {r.event_id for r in _confirmed(registrations, timeout_s=0)}
     for registration in registrations:
+        if registration.event_id in stored:
+            continue
         emitted = emit_event(
             event=REGISTERED_EVENT,
             resource=registration.resource,

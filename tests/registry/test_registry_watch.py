@@ -4,6 +4,7 @@ sending the event and tagging the version."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +59,35 @@ def test_a_new_version_is_registered_once(
 
 
 def test_a_crash_after_the_event_does_not_send_it_twice(
-    prefect_server: str, mlflow_server: str, registry: Any, model_name: str, compas_inputs: dict[str, Path]
+    prefect_server: str,
+    mlflow_server: str,
+    registry: Any,
+    model_name: str,
+    compas_inputs: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A watch that died after emitting but before tagging (simulated: the tag removed) emits again under the
-    same event id, which the Prefect server keeps once; the version is tagged the same."""
+    """A watch that died after emitting but before tagging (simulated: the tag removed) finds the event stored
+    under the version's id, sends nothing and tags the version; were it sent again, the server keeps one."""
+    import prefect.events
+
+    sent: list[Any] = []
+    emit = prefect.events.emit_event
+    monkeypatch.setattr(prefect.events, "emit_event", lambda **kw: sent.append(kw) or emit(**kw))
     version = new_version(registry, model_name, {"fairgate.predictions": str(compas_inputs["predictions"])})
     first = _watch(mlflow_server, model_name)["registered"]
+    assert len(sent) == 1
     registry.delete_model_version_tag(model_name, version, EVENT_ID_TAG)
 
+    sent.clear()
     again = _watch(mlflow_server, model_name)["registered"]
-    assert again == first  # re-sent and confirmed under the same id
-    assert len(registered_events(f"model.{model_name}.{version}", expect=2, timeout_s=8)) == 1
+    assert again == first  # confirmed under the same id
+    assert sent == []
     assert _tags(registry, model_name, version)[EVENT_ID_TAG] == first[0]["event_id"]
+
+    resource = f"model.{model_name}.{version}"
+    same_id = uuid.UUID(again[0]["event_id"])
+    emit(event="fairgate.model.registered", resource={"prefect.resource.id": resource}, id=same_id)
+    assert len(registered_events(resource, expect=2, timeout_s=8)) == 1
 
 
 def test_sources_may_come_from_the_run_and_predictions_are_required(
