@@ -215,6 +215,20 @@ def _versions(client: MlflowClient, models: list[str] | None) -> list[ModelVersi
     return found
 
 
+def _run_tags(client: MlflowClient, run_id: str | None) -> dict[str, str]:
+    """The tags of a version's run; none when it has no run or the run is gone (deleted and purged)."""
+    from mlflow.exceptions import MlflowException
+
+    if not run_id:
+        return {}
+    try:
+        return dict(client.get_run(run_id).data.tags)
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return {}
+        raise
+
+
 @task(
     name="find-new-model-versions",
     retries=2,
@@ -231,9 +245,9 @@ def find_new_versions(tracking_uri: str | None, models: list[str] | None) -> Pla
         tags = version.tags or {}
         if EVENT_ID_TAG in tags or str(version.status) != "READY":
             continue  # seen already, or its files are still being copied (a later watch takes it)
-        # The run's tags are read the first time only; a skipped version is re-checked from its own tags.
-        first_look = STATUS_TAG not in tags
-        run_tags = client.get_run(version.run_id).data.tags if first_look and version.run_id else None
+        # A skipped version is re-checked every watch from its own tags; its run's were read when it was skipped.
+        skipped_before = str(tags.get(STATUS_TAG, "")).startswith(SKIPPED_STATUS.format(reason=""))
+        run_tags = None if skipped_before else _run_tags(client, version.run_id)
         planned = plan_version(version, run_tags, uri)
         if isinstance(planned, Registration):
             plan.registrations.append(planned)
