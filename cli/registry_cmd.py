@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import datetime
 from typing import Annotated, Any, NoReturn, cast
 
 import typer
@@ -56,6 +57,10 @@ def watch(
     model: Annotated[
         list[str] | None, typer.Option("--model", help="Watch only this registered model (repeatable).")
     ] = None,
+    since: Annotated[
+        datetime | None,
+        typer.Option("--since", help="Only versions created from this UTC time on (2026-12-01, 2026-12-01T09:30:00)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
 ) -> None:
     """One watch of the MLflow registry: emit fairgate.model.registered for every new model version; tag the
@@ -64,7 +69,7 @@ def watch(
     from flows.registry_watch import INVALID_INPUT, registry_watch
 
     try:
-        state = registry_watch(tracking_uri=tracking_uri, models=model or None, return_state=True)
+        state = registry_watch(tracking_uri=tracking_uri, models=model or None, since=since, return_state=True)
     except Exception as exc:  # Prefect or the registry unreachable, a bug
         _stop(f"the watch could not run: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
     if state.is_failed():

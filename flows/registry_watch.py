@@ -9,6 +9,7 @@ event per new version, waits until the Prefect API has stored them, then tags th
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from prefect import flow
@@ -25,12 +26,17 @@ WATCH_CRON = "* * * * *"
 
 @flow(name="fairgate-registry-watch")
 def registry_watch(
-    tracking_uri: str | None = None, models: list[str] | None = None, confirm_timeout_s: float = 60.0
+    tracking_uri: str | None = None,
+    models: list[str] | None = None,
+    since: datetime | None = None,
+    confirm_timeout_s: float = 60.0,
 ) -> State:
     """Register every new version of ``models`` (all models when None) in the registry at ``tracking_uri``
-    (else ``MLFLOW_TRACKING_URI``); the state's result says which versions were registered or skipped."""
+    (else ``MLFLOW_TRACKING_URI``), created since ``since`` when given (so that watching an existing registry
+    does not tag each of its old versions as skipped); the state's result says which versions were registered
+    or skipped."""
     try:
-        plan = find_new_versions(tracking_uri, models)
+        plan = find_new_versions(tracking_uri, models, since)
         mark_skipped(tracking_uri, plan.skips)
         confirmed = emit_registrations(plan.registrations, confirm_timeout_s)
         mark_registered(tracking_uri, confirmed)

@@ -236,15 +236,21 @@ def _run_tags(client: MlflowClient, run_id: str | None) -> dict[str, str]:
     retry_condition_fn=_retry_if_transient,
     cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
 )
-def find_new_versions(tracking_uri: str | None, models: list[str] | None) -> Plan:
-    """Versions not yet registered with fairgate (no ``fairgate.event_id``), ready in the registry."""
+def find_new_versions(tracking_uri: str | None, models: list[str] | None, since: datetime | None = None) -> Plan:
+    """Versions not yet registered with fairgate (no ``fairgate.event_id``), ready in the registry, created at or
+    after ``since`` (naive: UTC) when given."""
     client = mlflow_client(tracking_uri)
     uri = public_uri(client.tracking_uri)
+    since_ms = None
+    if since is not None:
+        since_ms = round((since if since.tzinfo else since.replace(tzinfo=UTC)).timestamp() * 1000)
     plan = Plan()
     for version in _versions(client, models):
         tags = version.tags or {}
         if EVENT_ID_TAG in tags or str(version.status) != "READY":
             continue  # seen already, or its files are still being copied (a later watch takes it)
+        if since_ms is not None and (version.creation_timestamp or 0) < since_ms:
+            continue  # older than the watch: an existing registry is not tagged version by version
         # A skipped version is re-checked every watch from its own tags; its run's were read when it was skipped.
         skipped_before = str(tags.get(STATUS_TAG, "")).startswith(SKIPPED_STATUS.format(reason=""))
         run_tags = None if skipped_before else _run_tags(client, version.run_id)

@@ -48,7 +48,8 @@ def test_a_watch_lists_what_it_registered(
     prefect_server: str, mlflow_server: str, registry: Any, model_name: str, compas_inputs: dict[str, Path]
 ) -> None:
     version = new_version(registry, model_name, {"fairgate.predictions": str(compas_inputs["predictions"])})
-    args = ["registry", "watch", "--tracking-uri", mlflow_server, "--model", model_name, "--json"]
+    args = ["registry", "watch", "--tracking-uri", mlflow_server, "--model", model_name, "--since", "2026-01-01"]
+    args.append("--json")
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     listed = json.loads(result.stdout)

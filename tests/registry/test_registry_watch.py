@@ -5,6 +5,7 @@ sending the event and tagging the version."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,22 @@ def test_sources_may_come_from_the_run_and_predictions_are_required(
     assert [r["version"] for r in later["registered"]] == [untagged]
     assert _tags(registry, model_name, untagged)[STATUS_TAG] == "registered"
     assert len(registered_events(f"model.{model_name}.{untagged}", expect=1)) == 1
+
+
+def test_versions_older_than_since_are_left_alone(
+    prefect_server: str, mlflow_server: str, registry: Any, model_name: str
+) -> None:
+    old = new_version(registry, model_name)  # untagged: would be tagged skipped
+    created = datetime.fromtimestamp(registry.get_model_version(model_name, old).creation_timestamp / 1000, UTC)
+
+    later = created + timedelta(seconds=1)
+    state = registry_watch(tracking_uri=mlflow_server, models=[model_name], since=later, return_state=True)
+    assert state.result() == {"registered": [], "skipped": []}
+    assert STATUS_TAG not in _tags(registry, model_name, old)
+
+    naive_utc = (created - timedelta(seconds=1)).replace(tzinfo=None)  # naive means UTC
+    state = registry_watch(tracking_uri=mlflow_server, models=[model_name], since=naive_utc, return_state=True)
+    assert [s["version"] for s in state.result()["skipped"]] == [old]
 
 
 def test_no_tracking_uri_is_a_clear_failure(prefect_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
