@@ -53,13 +53,21 @@ def registry_watch(
     return Completed(message=f"{len(confirmed)} registered, {len(plan.skips)} skipped", data=summary)
 
 
-def deployment_spec() -> dict[str, Any]:
+def deployment_spec(
+    tracking_uri: str | None = None, models: list[str] | None = None, since: datetime | None = None
+) -> dict[str, Any]:
     """The watch's deployment, as keyword arguments of ``registry_watch.to_deployment`` (flows/deployments.py):
-    every minute, the tracking URI from the worker's ``MLFLOW_TRACKING_URI`` unless given as a parameter."""
+    every minute; the tracking URI from the worker's ``MLFLOW_TRACKING_URI`` unless given here.
+
+    >>> spec = deployment_spec(models=["credit"])
+    >>> spec["name"], spec["cron"], spec["parameters"]
+    ('registry-watch', '* * * * *', {'models': ['credit']})
+    """
+    given = {"tracking_uri": tracking_uri, "models": models, "since": since}
     return {
         "name": WATCH_DEPLOYMENT,
         "description": "Watches the MLflow Model Registry and emits fairgate.model.registered for new versions.",
         "cron": WATCH_CRON,
-        "parameters": {},
+        "parameters": {key: value for key, value in given.items() if value is not None},
         "tags": ["fairness", "mlflow"],
     }
