@@ -270,6 +270,10 @@ from cli import deploy_cmd  # noqa: E402 (after `app`; Prefect is imported only 
 
 app.command("deploy")(deploy_cmd.deploy)
 
+from cli.registry_cmd import registry_app  # noqa: E402
+
+app.add_typer(registry_app, name="registry")
+
 
 if importlib.util.find_spec("cli.proxy_cmd") is not None:
     from cli import proxy_cmd
