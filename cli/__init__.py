@@ -139,7 +139,8 @@ def _warn_undelivered(summary: dict[str, Any]) -> None:
 
 
 def _summary(state: State) -> dict[str, Any]:
-    """The run summary of a completed flow; a Failed state exits 2 (invalid input) or 3 (a crash)."""
+    """The run summary of a finished flow, with its document; a Failed state exits 2 (invalid input) or 3 (a
+    crash), except PolicyFailed and DeliveryFailed, which carry a verdict (the exit code stays the gate's)."""
     from flows.audit import DELIVERY_FAILED, INVALID_INPUT, POLICY_FAILED
 
     if state.is_failed() and state.name not in {POLICY_FAILED, DELIVERY_FAILED}:  # those two hold a verdict
