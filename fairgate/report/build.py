@@ -39,7 +39,7 @@ def build_view(
     document = as_document(doc)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
-    suppression = Suppression.of(document.groups, min_cell_size)
+    suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
     results = [result_row(r, suppression) for r in document.results]
     slicing_sections = sections(document, results, suppression)
     return ReportView(
