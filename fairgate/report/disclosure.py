@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from fairgate.engine.labels import group_key
 
@@ -164,7 +165,8 @@ def witness(cell: CellKey, unknown: Iterable[CellKey], lines: Iterable[Line]) ->
 
 def _determined_columns(matrix: np.ndarray) -> list[int]:
     """Columns j whose unit vector lies in the row space: every null-space vector is zero at j."""
-    _, singular, vt = np.linalg.svd(matrix, full_matrices=True)
+    # Every right-singular vector is needed (the null space); U only in part when there are more rows.
+    _, singular, vt = np.linalg.svd(matrix, full_matrices=matrix.shape[0] < matrix.shape[1])
     tol = max(matrix.shape) * (singular[0] if singular.size else 0.0) * np.finfo(float).eps * 10
     rank = int(np.sum(singular > tol))
     null = vt[rank:]
@@ -207,6 +209,15 @@ class Pattern:
 
 
 def suppress(tables: Tables, min_cell_size: int) -> Pattern:
+    """The suppression pattern (see :func:`_suppress`), its small dense algebra on one BLAS thread.
+
+    The matrices have a few hundred rows: threads only contend (ten times slower on a loaded machine).
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _suppress(tables, min_cell_size)
+
+
+def _suppress(tables: Tables, min_cell_size: int) -> Pattern:
     """Primary suppression under ``min_cell_size``, then complementary suppression to a fixed point.
 
     Every suppressed cell and every virtual margin under the minimum is protected: at the end none of them is
