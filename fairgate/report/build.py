@@ -11,6 +11,7 @@ from fairgate.report import notes, provenance, summary
 from fairgate.report.figures import breakdowns, curve_sets, heatmaps
 from fairgate.report.format import UNDECIDED_STATUSES, flatten, fmt_count, metric_label
 from fairgate.report.model import ReportView, ResultRow
+from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
 from fairgate.report.suppress import Suppression
@@ -55,6 +56,7 @@ def build_view(
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(results, slicing_sections),
+        json_note=json_note(json_content(document), min_cell_size),
     )
 
 

@@ -72,7 +72,7 @@ def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[Key
     k = suppression.min_cell_size
     by_slicing: dict[str, list[str]] = {}
     for item in diagnostics.insufficient_groups:
-        small = suppression.hides(item.slicing, item.group) or item.n < k
+        small = suppression.hides(item.slicing, item.group) or item.n is None or item.n < k
         size = f"n < {k}" if small else f"n = {fmt_count(item.n)}"
         by_slicing.setdefault(slicing_key(item.slicing), []).append(f"{group_label(item.group, item.slicing)} ({size})")
     return [KeyValue(key, "; ".join(items)) for key, items in by_slicing.items()]

@@ -84,6 +84,9 @@ class Suppression:
         key, gk = tuple(slicing), group_key(group)
         if key in self.hidden:
             return gk in self.hidden[key]
+        same = next((s for s in self.hidden if sorted(s) == sorted(key)), None)  # the attributes in another order
+        if same is not None:
+            return gk in self.hidden[same]
         # A slicing the groups do not list (a diagnostic's own): hide what is small.
         n = self.sizes.get((key, gk))
         return n is not None and 0 < n < self.min_cell_size
