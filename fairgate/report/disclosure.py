@@ -165,6 +165,8 @@ def witness(cell: CellKey, unknown: Iterable[CellKey], lines: Iterable[Line]) ->
 
 def _determined_columns(matrix: np.ndarray) -> list[int]:
     """Columns j whose unit vector lies in the row space: every null-space vector is zero at j."""
+    if matrix.shape[0] == 0:
+        return []
     # Every right-singular vector is needed (the null space); U only in part when there are more rows.
     _, singular, vt = np.linalg.svd(matrix, full_matrices=matrix.shape[0] < matrix.shape[1])
     tol = max(matrix.shape) * (singular[0] if singular.size else 0.0) * np.finfo(float).eps * 10
@@ -298,4 +300,13 @@ def _complement(
         }
         if candidates:
             return min(candidates, key=lambda c: _cost(c, values))
-    return None
+    # No witness names a published cell (not seen in practice): widen to every sum through an unknown cell, so
+    # the pattern still grows until nothing protected is exposed.
+    candidates = {
+        m
+        for line in lines
+        if any(u in unknown for u in line.members)
+        for m in line.members
+        if m not in unknown and m != POPULATION
+    }
+    return min(candidates, key=lambda c: _cost(c, values)) if candidates else None

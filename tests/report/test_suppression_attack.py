@@ -292,3 +292,25 @@ def test_a_small_unprinted_margin_is_protected_even_when_its_parts_are_not_linke
     levels = {"a": ["a1", "a2"], "b": ["b1", "b2"], "c": ["c1", "c2"]}
     assert linear(pub, levels, [margin]) == set()
     assert subtraction(pub) == {}
+
+
+def test_notes_never_state_a_hidden_size() -> None:
+    """The small-groups note: a primary-suppressed group reads "n < k", a complementary one "size suppressed"
+    (its true size, 30 here, would give Asian-Female as 32 - 30)."""
+    from fairgate.document.diagnostics import Diagnostics, InsufficientGroup
+    from fairgate.report.notes import insufficient
+
+    groups = [_entry(["race"], {"race": "Asian"}, 32), _entry(["race"], {"race": "White"}, 100)]
+    groups += [_entry(["race", "sex"], {"race": "Asian", "sex": s}, n) for s, n in (("Male", 30), ("Female", 2))]
+    groups += [_entry(["race", "sex"], {"race": "White", "sex": s}, 50) for s in ("Male", "Female")]
+    groups += [_entry(["sex"], {"sex": s}, n) for s, n in (("Male", 80), ("Female", 52))]
+    suppression = Suppression.of(groups, K, 132)
+    small = [
+        InsufficientGroup(slicing=["race", "sex"], group={"race": "Asian", "sex": s}, n=n, min_group_size=50)
+        for s, n in (("Male", 30), ("Female", 2))
+    ]
+    diagnostics = Diagnostics(base_rates=[], worst_subgroups=[], simpson=[], insufficient_groups=small)
+    text = insufficient(diagnostics, suppression)[0].value
+    assert "Male (size suppressed)" in text
+    assert f"Female (n < {K})" in text
+    assert "30" not in text
