@@ -167,14 +167,10 @@ def _determined_columns(matrix: np.ndarray) -> list[int]:
     """Columns j whose unit vector lies in the row space: every null-space vector is zero at j."""
     if matrix.shape[0] == 0:
         return []
-    # Every right-singular vector is needed (the null space); U only in part when there are more rows.
-    _, singular, vt = np.linalg.svd(matrix, full_matrices=matrix.shape[0] < matrix.shape[1])
-    tol = max(matrix.shape) * (singular[0] if singular.size else 0.0) * np.finfo(float).eps * 10
-    rank = int(np.sum(singular > tol))
-    null = vt[rank:]
-    if null.shape[0] == 0:
+    null = _null_space(matrix)
+    if null.shape[1] == 0:
         return list(range(matrix.shape[1]))
-    norms = np.sqrt((null**2).sum(axis=0))
+    norms = np.sqrt((null**2).sum(axis=1))
     return [j for j, norm in enumerate(norms) if norm < _TOL]
 
 
@@ -245,8 +241,55 @@ def _suppress(tables: Tables, min_cell_size: int) -> Pattern:
         if cell is None:  # nothing left to hide (cannot happen while a sum has a published part)
             break
         hide(cell)
+    complements = {c for c in unknown if c in tables.published and c not in primary}
+    _prune(tables.lines, unknown, protected, complements, values)
     suppressed = frozenset(c for c in unknown if c in tables.published)
     return Pattern(suppressed, frozenset(primary))
+
+
+def _prune(
+    lines: tuple[Line, ...],
+    unknown: set[CellKey],
+    protected: set[CellKey],
+    complements: set[CellKey],
+    values: Mapping[CellKey, float | None],
+) -> None:
+    """Publish again each complement (largest first) that the final pattern does not need.
+
+    The greedy growth can pick a complement that later ones make redundant; a cell whose return exposes nothing
+    protected goes back into the tables, so the pattern hides less and stays safe. With N the null space of the
+    sums over the unknowns (one row per unknown cell), publishing cell c leaves the null vectors that are zero
+    at c: a protected cell p becomes derivable iff its row N[p] is a multiple of N[c]. So one SVD, then a
+    projection per candidate.
+    """
+    cells = sorted(unknown, key=_order)
+    index = {cell: i for i, cell in enumerate(cells)}
+    rows = [line for line in lines if any(m in unknown for m in line.members)]
+    null = _null_space(_matrix(cells, rows))
+    for cell in sorted(complements, key=lambda c: _cost(c, values), reverse=True):
+        direction = null[index[cell]]
+        norm = float(np.linalg.norm(direction))
+        if norm < _TOL:
+            continue
+        direction = direction / norm
+        residual = null - np.outer(null @ direction, direction)
+        others = [index[p] for p in protected if p != cell]
+        if others and float(np.min(np.linalg.norm(residual[others], axis=1))) < _TOL:
+            continue  # publishing it would expose a protected cell
+        unknown.discard(cell)
+        protected.discard(cell)
+        basis, singular, _ = np.linalg.svd(residual, full_matrices=False)
+        null = basis[:, : max(int(np.sum(singular > _TOL)), 0)]
+
+
+def _null_space(matrix: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the null space, as columns (one row per unknown cell)."""
+    if matrix.shape[0] == 0:
+        return np.eye(matrix.shape[1])
+    # Every right-singular vector is needed; U only in part when there are more rows than unknowns.
+    _, singular, vt = np.linalg.svd(matrix, full_matrices=matrix.shape[0] < matrix.shape[1])
+    tol = max(matrix.shape) * (singular[0] if singular.size else 0.0) * np.finfo(float).eps * 10
+    return np.asarray(vt[int(np.sum(singular > tol)) :].T)
 
 
 def _small(value: float | None, k: int, *, unknown: bool) -> bool:
