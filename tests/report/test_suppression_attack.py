@@ -314,3 +314,40 @@ def test_notes_never_state_a_hidden_size() -> None:
     assert "Male (size suppressed)" in text
     assert f"Female (n < {K})" in text
     assert "30" not in text
+
+
+def test_missing_values_unknown_group_and_excluded_rows() -> None:
+    """Missing race audited as its own small "unknown" group (published, so suppressed like any other), missing
+    age left out: the population the tables sum to is then the rows kept (the document's n_rows), which is
+    what the report prints. The attacker finds nothing."""
+    rng = np.random.default_rng(23)
+    frame = _frame(rng, 1500, {a: CENSUS[a] for a in ("race", "sex", "age")})
+    frame = frame.with_columns(
+        pl.when(pl.Series(rng.uniform(0, 1, 1500) < 0.004)).then(None).otherwise(pl.col("race")).alias("race"),
+        pl.when(pl.Series(rng.uniform(0, 1, 1500) < 0.01)).then(None).otherwise(pl.col("age")).alias("age"),
+    )
+    policy = fairgate.Policy.from_yaml(
+        f"""
+fairness_checker:
+  sensitive_attributes:
+    - {{name: race, values: {json.dumps(CENSUS["race"][0])}, missing: unknown}}
+    - {{name: sex, values: {json.dumps(CENSUS["sex"][0])}}}
+    - {{name: age, values: {json.dumps(CENSUS["age"][0])}}}
+  metrics:
+    - {{name: demographic_parity_difference, threshold: 0.10}}
+  intersectional_analysis: {{enabled: true, min_group_size: 30}}
+  statistics: {{n_bootstrap: 20, seed: 0}}
+""",
+        source="generated policy",
+    )
+    result = fairgate.audit(frame, policy, model=fairgate.ModelInfo(name="missing", version="1"), run_id="m")
+    document = json.loads(result.to_json())
+    assert document["n_rows"] < 1500  # missing ages left out
+    doc, pub = report_publication(document)
+    unknown = cell_of(["race"], {"race": "unknown"})
+    assert unknown in pub.groups
+    assert 0 < next(g.n for g in doc.groups if cell_of(g.slicing, g.group) == unknown) < K
+    assert unknown in pub.hidden
+    found, solvable = attack(doc, pub)
+    assert found == {}
+    assert solvable == set()
