@@ -46,7 +46,7 @@ def build_view(
     return ReportView(
         **_verdict_part(document, results),
         **_facts_part(document, min_cell_size, use_case),
-        **_advice_part(document, use_case, min_cell_size),
+        **_advice_part(document, use_case, min_cell_size, suppression),
         sections=slicing_sections,
         **_notes_part(document, suppression),
         **_provenance_part(document),
@@ -110,10 +110,14 @@ def _favourable_note(label: int) -> str:
     )
 
 
-def _advice_part(document: AuditDocument, use_case: str | None, min_cell_size: int) -> dict[str, Any]:
+def _advice_part(
+    document: AuditDocument, use_case: str | None, min_cell_size: int, suppression: Suppression
+) -> dict[str, Any]:
     # Recomputed rather than read from the document's recommendations: same function, but with this report's
     # min_cell_size, so a reason never names a group the report suppresses.
-    advice = recommend(document.model_dump(exclude_unset=True), use_case, min_cell_size=min_cell_size)
+    advice = recommend(
+        document.model_dump(exclude_unset=True), use_case, min_cell_size=min_cell_size, hidden=suppression.hides
+    )
     priority = next((r for r in advice if r.get("kind") == "use_case_priority"), None) or priority_note(use_case)
     recommendations = summary.recommendation_rows(advice)
     return {

@@ -351,3 +351,28 @@ fairness_checker:
     found, solvable = attack(doc, pub)
     assert found == {}
     assert solvable == set()
+
+
+def test_recommendations_do_not_name_a_complementary_suppressed_group() -> None:
+    """Asian-Male (30 people) is hidden so Asian-Female (2) cannot be derived; a recommendation for a failure
+    whose worst-off group it is must not name it, as the result rows do not."""
+    from fairgate.mitigation.advice import recommend
+
+    groups = [_entry(["race"], {"race": "Asian"}, 32), _entry(["race"], {"race": "White"}, 100)]
+    groups += [_entry(["race", "sex"], {"race": "Asian", "sex": s}, n) for s, n in (("Male", 30), ("Female", 2))]
+    groups += [_entry(["race", "sex"], {"race": "White", "sex": s}, 50) for s in ("Male", "Female")]
+    suppression = Suppression.of(groups, K, 132)
+    worst = {"race": "Asian", "sex": "Male"}
+    assert suppression.hides(["race", "sex"], worst)
+    doc = {
+        "groups": [g.model_dump() for g in groups],
+        "results": [
+            {"metric": "demographic_parity_difference", "slicing": ["race", "sex"], "status": "fail", "value": 0.3}
+            | {"threshold": 0.1, "worst_group": worst, "critical": False}
+        ],
+    }
+    named = recommend(doc, None, min_cell_size=K)[0]["reason"]
+    hidden = recommend(doc, None, min_cell_size=K, hidden=suppression.hides)[0]["reason"]
+    assert "Asian" in named  # without the report's suppression the group is named: the test can fail
+    assert "Asian" not in hidden
+    assert "a group suppressed in the report" in hidden
