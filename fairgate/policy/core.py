@@ -120,7 +120,7 @@ class Reporting(_Strict):
     """Report formats, interval level, output directory, the smallest cell shown, and what the JSON holds."""
 
     # ``json`` in YAML (a pydantic model cannot have a field called json); written back under that name.
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
 
     format: list[ReportFormat] = ["json"]
     include_confidence_intervals: bool = True

@@ -42,6 +42,8 @@ def test_policy_key_defaults_to_full_and_refuses_other_values() -> None:
     assert fairgate.Policy.from_yaml(chosen).reporting.json_content == "suppressed"
     with pytest.raises(PolicyError, match=r"reporting\.json"):
         fairgate.Policy.from_yaml(chosen.replace("json: suppressed", "json: partial"))
+    with pytest.raises(PolicyError, match=r"reporting\.json_content: unknown key"):  # the Python name is not a key
+        fairgate.Policy.from_yaml(chosen.replace("json: suppressed", "json_content: suppressed"))
 
 
 def test_full_json_holds_every_value_and_says_so(compas_doc: dict[str, Any]) -> None:
