@@ -23,6 +23,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.labels import slicing_label
+from fairgate.report.published import json_content, published_document
 
 
 def output_stem(document: Mapping[str, Any]) -> str:
@@ -94,13 +95,20 @@ def junit_xml(document: dict[str, Any]) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def json_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON file's content: every value or the report's suppression, as the policy's reporting.json says."""
+    reporting = (document.get("policy") or {}).get("reporting") or {}
+    return published_document(document, int(reporting.get("min_cell_size", 10)), json_content(document))
+
+
 @task(name="write outputs", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
-    """Write the JSON document and its JUnit XML rendering into ``out_dir``."""
+    """Write the JSON document (full or suppressed, per reporting.json) and its JUnit XML into ``out_dir``."""
     stem = output_stem(document)
+    text = json.dumps(json_document(document), indent=2)
     # JUnit always: it is small, and CI systems pick it up to show failed metrics as failed tests.
     return {
-        "json": str(write_atomic(out_dir / f"{stem}.json", json.dumps(document, indent=2).encode())),
+        "json": str(write_atomic(out_dir / f"{stem}.json", text.encode())),
         "junit": str(write_atomic(out_dir / f"{stem}.junit.xml", junit_xml(document).encode())),
     }
 

@@ -12,6 +12,11 @@ Verdict: TypeAlias = Literal["pass", "fail"]
 Direction: TypeAlias = Literal["lower_is_better", "higher_is_better"]
 FailOn: TypeAlias = Literal["any", "majority", "critical_only"]
 
+#: The marker of an entry whose numbers small-cell suppression replaced by null (``reporting.json: suppressed``).
+SUPPRESSED_NOTE = (
+    "True when small-cell suppression hid this entry's numbers (null here): the group has fewer than "
+    "reporting.min_cell_size people, or would let a hidden size be derived from published totals."
+)
 #: Attributes of a slicing in order; ``[]`` is the whole population.
 Slicing: TypeAlias = Annotated[list[str], Field(description="Attributes of the slicing; [] is the whole population.")]
 #: A group: attribute -> value, values as strings as they appear in the data.

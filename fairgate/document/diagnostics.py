@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fairgate.document.common import Direction, Group, Part, Slicing
+from fairgate.document.common import SUPPRESSED_NOTE, Direction, Group, Part, Slicing
 
 
 class GroupBaseRate(Part):
@@ -14,9 +14,10 @@ class GroupBaseRate(Part):
 
     group: Group
     base_rate: float | None
-    n: float
+    n: float | None
     ci_low: float | None = None
     ci_high: float | None = None
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class BaseRates(Part):
@@ -40,7 +41,7 @@ class WorstSubgroup(Part):
     slicing: Slicing
     group: Group
     value: float | None
-    n: float
+    n: float | None
     direction: Direction
     ci_low: float | None = None
     ci_high: float | None = None
@@ -50,6 +51,7 @@ class WorstSubgroup(Part):
     n_candidates: int | None = None
     population_value: float | None = None
     note: str | None = None
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class SimpsonReversal(Part):
@@ -78,8 +80,9 @@ class InsufficientGroup(Part):
 
     slicing: Slicing
     group: Group
-    n: float
+    n: float | None
     min_group_size: int
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class SkippedSlicing(Part):
@@ -111,6 +114,7 @@ class RocCurve(Part):
     group: Group
     fpr: list[float]
     tpr: list[float]
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class CalibrationBin(Part):
@@ -129,6 +133,7 @@ class CalibrationCurve(Part):
     slicing: Slicing
     group: Group
     bins: list[CalibrationBin]
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class Curves(Part):

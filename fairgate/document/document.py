@@ -11,7 +11,9 @@ from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairnes
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.results import PolicyResult, VerdictDetail
 
-SCHEMA_VERSION = "1.1"  # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
+# 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
+# 1.2: small-cell suppression: the ``suppression`` block, ``suppressed`` markers, sizes null where suppressed
+SCHEMA_VERSION = "1.2"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -24,6 +26,15 @@ class ModelRef(Part):
 
     name: str
     version: str
+
+
+class SuppressionInfo(Part):
+    """How this JSON file was published: every value (``full``) or with the report's small cells hidden."""
+
+    content: Literal["full", "suppressed"] = Field(description="reporting.json of the policy.")
+    min_cell_size: int = Field(ge=1)
+    n_groups_suppressed: int = Field(ge=0, description="Groups the report (and a suppressed JSON) hides.")
+    method: str
 
 
 class AuditDocument(Part):
@@ -75,4 +86,8 @@ class AuditDocument(Part):
     proxy: dict[str, Any] | None = Field(default=None, description="Proxy inference summary.")
     predictions_provenance: list[dict[str, Any]] | None = Field(
         default=None, description="Model and time span of the predictions, per model version."
+    )
+    # Added when the document is written to a file (tasks/outputs.py):
+    suppression: SuppressionInfo | None = Field(
+        default=None, description="Whether the file holds every value or the report's suppressed tables."
     )

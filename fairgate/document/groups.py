@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fairgate.document.common import Estimate, Group, Part, Slicing
+from fairgate.document.common import SUPPRESSED_NOTE, Estimate, Group, Part, Slicing
 
 
 class AttributeInfo(Part):
@@ -21,10 +21,15 @@ class GroupEntry(Part):
 
     slicing: Slicing
     group: Group
-    n: float = Field(ge=0, description="Group size: Kish effective size under weights (equals rows when unweighted).")
+    n: float | None = Field(
+        ge=0,
+        description="Group size: Kish effective size under weights (equals rows when unweighted); null when "
+        "suppressed.",
+    )
     rows: int | None = Field(default=None, ge=0)
     sufficient: bool = Field(description="n reaches min_group_size; insufficient groups are not judged.")
     metrics: dict[str, Estimate]
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class Comparison(Part):
@@ -44,7 +49,7 @@ class Comparison(Part):
     method: str | None = None
     sufficient: bool | None = None
     p_value_adjusted: float | None = Field(description="Benjamini-Hochberg within the comparison's family.")
-    significant: bool
+    significant: bool | None = Field(description="null when suppressed.")
     p_value_family: str | None = Field(
         default=None, description="The (metric, slicing) family the Benjamini-Hochberg adjustment runs over."
     )
@@ -52,6 +57,7 @@ class Comparison(Part):
         default=None, description="Counted in its family (judged groups only; a complement shares its partner's)."
     )
     p_value_family_size: int | None = Field(default=None, ge=0)
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class Summary(Part):

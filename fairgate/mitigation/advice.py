@@ -16,6 +16,7 @@ read once from the package.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -26,6 +27,8 @@ from fairgate.engine.labels import group_key, slicing_label
 ADVICE_RESOURCE = ("data", "mitigation_advice.yaml")
 
 GroupSizes = dict[tuple[tuple[str, ...], str], Any]  # (slicing, group_key) -> n
+#: Whether the report hides a group of a slicing (fairgate.report.suppress.Suppression.hides).
+Hidden = Callable[[Sequence[str], dict[str, str] | None], bool]
 
 
 @functools.lru_cache(maxsize=1)
@@ -80,12 +83,13 @@ def priority_note(use_case: str | None) -> dict[str, Any]:
 
 
 def recommend(
-    result_doc: dict[str, Any], use_case: str | None = None, *, min_cell_size: int = 10
+    result_doc: dict[str, Any], use_case: str | None = None, *, min_cell_size: int = 10, hidden: Hidden | None = None
 ) -> list[dict[str, Any]]:
     """One mitigation per failed (metric, slicing), most severe first, then the use-case priority note.
 
     ``use_case`` falls back to the document's (``use_case`` or ``policy.use_case``). A worst-off group with
-    fewer than ``min_cell_size`` people is not named (the report suppresses it too).
+    fewer than ``min_cell_size`` people is not named (the report suppresses it too), nor one ``hidden`` says
+    the report hides (a group suppressed so that a small one cannot be derived).
     """
     if use_case is None:
         use_case = result_doc.get("use_case") or (result_doc.get("policy") or {}).get("use_case")
@@ -96,7 +100,7 @@ def recommend(
         (tuple(g.get("slicing", [])), group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
     }
     recs = [
-        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size)
+        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, hidden)
         for result in result_doc.get("results", [])
         if result.get("status") == "fail"
     ]
@@ -123,7 +127,12 @@ def _metric_advice(metric: str) -> tuple[str, str, str]:
 
 
 def _mitigation(
-    result: dict[str, Any], sizes: GroupSizes, base_rates_differ: bool, prioritised: set[str], min_cell_size: int
+    result: dict[str, Any],
+    sizes: GroupSizes,
+    base_rates_differ: bool,
+    prioritised: set[str],
+    min_cell_size: int,
+    hidden: Hidden | None = None,
 ) -> dict[str, Any]:
     """The recommendation for one failed result (with a ``_severity`` key for sorting)."""
     metric = result["metric"]
@@ -134,6 +143,8 @@ def _mitigation(
     worst = _group_label(result.get("worst_group"))
     if worst_n is not None and worst_n < min_cell_size:
         worst = "a small group (suppressed in the report)"
+    elif hidden is not None and hidden(slicing, result.get("worst_group")):
+        worst = "a group suppressed in the report"
     return {
         "kind": "mitigation",
         "metric": metric,

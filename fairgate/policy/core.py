@@ -22,6 +22,7 @@ FailOn = Literal["any", "majority", "critical_only"]
 # What an inconclusive result (interval straddling the threshold) means for the gate (README, "Verdicts").
 Decision = Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"]
 ReportFormat = Literal["json", "html", "pdf", "junit"]
+JsonContent = Literal["full", "suppressed"]
 
 
 class _Strict(BaseModel):
@@ -116,7 +117,10 @@ class IntersectionalAnalysis(_Strict):
 
 
 class Reporting(_Strict):
-    """Report formats, interval level, output directory and the smallest cell shown."""
+    """Report formats, interval level, output directory, the smallest cell shown, and what the JSON holds."""
+
+    # ``json`` in YAML (a pydantic model cannot have a field called json); written back under that name.
+    model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
 
     format: list[ReportFormat] = ["json"]
     include_confidence_intervals: bool = True
@@ -124,6 +128,11 @@ class Reporting(_Strict):
     output_dir: str = "./fairness_reports/"
     # Cells with fewer people than this are suppressed in every report table and chart (privacy).
     min_cell_size: int = Field(default=10, ge=1)
+    # What the JSON document written beside the report holds: ``full``, every value (the machine-readable
+    # record for CI, the audit trail and re-rendering; keep it where the model's data may be read), or
+    # ``suppressed``, the report's suppression applied (sizes, rates and curves of hidden groups null, marked
+    # "suppressed": true), for a JSON that travels with the PDF.
+    json_content: JsonContent = Field(default="full", alias="json")
 
 
 class CiCdGate(_Strict):

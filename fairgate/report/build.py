@@ -11,6 +11,7 @@ from fairgate.report import notes, provenance, summary
 from fairgate.report.figures import breakdowns, curve_sets, heatmaps
 from fairgate.report.format import UNDECIDED_STATUSES, flatten, fmt_count, metric_label
 from fairgate.report.model import ReportView, ResultRow
+from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
 from fairgate.report.suppress import Suppression
@@ -39,13 +40,13 @@ def build_view(
     document = as_document(doc)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
-    suppression = Suppression.of(document.groups, min_cell_size)
+    suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
     results = [result_row(r, suppression) for r in document.results]
     slicing_sections = sections(document, results, suppression)
     return ReportView(
         **_verdict_part(document, results),
         **_facts_part(document, min_cell_size, use_case),
-        **_advice_part(document, use_case, min_cell_size),
+        **_advice_part(document, use_case, min_cell_size, suppression),
         sections=slicing_sections,
         **_notes_part(document, suppression),
         **_provenance_part(document),
@@ -55,6 +56,7 @@ def build_view(
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(results, slicing_sections),
+        json_note=json_note(json_content(document), min_cell_size),
     )
 
 
@@ -108,10 +110,14 @@ def _favourable_note(label: int) -> str:
     )
 
 
-def _advice_part(document: AuditDocument, use_case: str | None, min_cell_size: int) -> dict[str, Any]:
+def _advice_part(
+    document: AuditDocument, use_case: str | None, min_cell_size: int, suppression: Suppression
+) -> dict[str, Any]:
     # Recomputed rather than read from the document's recommendations: same function, but with this report's
     # min_cell_size, so a reason never names a group the report suppresses.
-    advice = recommend(document.model_dump(exclude_unset=True), use_case, min_cell_size=min_cell_size)
+    advice = recommend(
+        document.model_dump(exclude_unset=True), use_case, min_cell_size=min_cell_size, hidden=suppression.hides
+    )
     priority = next((r for r in advice if r.get("kind") == "use_case_priority"), None) or priority_note(use_case)
     recommendations = summary.recommendation_rows(advice)
     return {

@@ -284,3 +284,4 @@ class ReportView:
     breakdowns: list[Breakdown]
     n_suppressed_total: int
     extra: dict[str, Any] = field(default_factory=dict)
+    json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)

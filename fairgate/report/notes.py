@@ -68,12 +68,20 @@ def _interval(item: WorstSubgroup) -> str:
 
 
 def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:
-    """Insufficient groups, one row per slicing; suppressed groups show as "n < k", never their size."""
+    """Insufficient groups, one row per slicing; a suppressed group's size is never shown.
+
+    It reads "n < k" when the group is small, and "size suppressed" when it is hidden so a small one cannot be
+    derived.
+    """
     k = suppression.min_cell_size
     by_slicing: dict[str, list[str]] = {}
     for item in diagnostics.insufficient_groups:
-        small = suppression.hides(item.slicing, item.group) or item.n < k
-        size = f"n < {k}" if small else f"n = {fmt_count(item.n)}"
+        if item.n is None or item.n < k:
+            size = f"n < {k}"
+        elif suppression.hides(item.slicing, item.group):
+            size = "size suppressed"
+        else:
+            size = f"n = {fmt_count(item.n)}"
         by_slicing.setdefault(slicing_key(item.slicing), []).append(f"{group_label(item.group, item.slicing)} ({size})")
     return [KeyValue(key, "; ".join(items)) for key, items in by_slicing.items()]
 

@@ -57,7 +57,7 @@ def section(
     hidden = suppression.hidden.get(slicing, set())
     group_rows = [
         _group_row(entry, slicing, metric_names, group_key(entry.group) in hidden, suppression, reference)
-        for entry in sorted(rows, key=lambda r: -r.n)
+        for entry in sorted(rows, key=lambda r: -(r.n or 0.0))
     ]
     highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT)
     anchor = "s-" + "-".join("".join(c if c.isalnum() else "_" for c in a) for a in slicing)
@@ -99,14 +99,14 @@ def _group_row(
     k = suppression.min_cell_size
     if suppressed:
         cells = [Cell(SUPPRESSED) for _ in metric_names]
-        n_text = f"<{k}" if entry.n < k else SUPPRESSED
+        n_text = f"<{k}" if entry.n is not None and entry.n < k else SUPPRESSED
     else:
         cells = [cell(entry.metrics.get(m)) for m in metric_names]
         n_text = fmt_count(entry.n)
     return GroupRow(
         label=group_label(entry.group, slicing),
         group={str(a): str(v) for a, v in entry.group.items()},
-        n=None if suppressed else round(entry.n),
+        n=None if suppressed or entry.n is None else round(entry.n),
         n_text=n_text,
         suppressed=suppressed,
         sufficient=entry.sufficient,

@@ -1,0 +1,105 @@
+"""The JSON document as it is written beside the report: every value, or the report's suppression applied.
+
+``reporting.json`` chooses. ``full`` (the default) keeps every value: the JSON is the machine-readable record
+that CI, the audit trail, later re-rendering and other tools read, and an audit that silently dropped numbers
+from it would break them; it belongs where the model's data may be read. ``suppressed`` applies exactly the
+report's suppression (:class:`fairgate.report.suppress.Suppression`, complementary across every table) to every
+part that states a number about a group: sizes, group metrics, comparisons with the reference, base rates,
+worst-off subgroups, small-group notes and curves become null (curves empty), each entry marked
+``"suppressed": true``. The judged summaries and results (max - min across groups) stay: they are the verdict,
+and they state rates, never a size or count.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from fairgate.document.document import AuditDocument
+from fairgate.report.suppress import Suppression
+
+JsonContent = Literal["full", "suppressed"]
+
+METHOD = (
+    "primary suppression under min_cell_size, then complementary suppression across every slicing and the "
+    "population jointly until no hidden size is a linear function of the published ones"
+)
+
+
+def json_content(document: AuditDocument | Mapping[str, Any]) -> JsonContent:
+    """The policy's ``reporting.json`` as the document records it (``full`` when absent)."""
+    policy = document.policy if isinstance(document, AuditDocument) else document.get("policy") or {}
+    value = (policy.get("reporting") or {}).get("json", "full")
+    return "suppressed" if value == "suppressed" else "full"
+
+
+def json_note(content: JsonContent, min_cell_size: int) -> str:
+    """The report's line saying which JSON was written beside it."""
+    if content == "suppressed":
+        return (
+            f"The JSON document written with this report is suppressed the same way: the numbers of hidden groups "
+            f'are null and marked "suppressed" (reporting.json: suppressed; cells under {min_cell_size}).'
+        )
+    return (
+        "The JSON document written with this report holds every value, suppressed groups included "
+        "(reporting.json: full): keep it where the underlying data may be read, or set reporting.json: "
+        "suppressed."
+    )
+
+
+def published_document(document: Mapping[str, Any], min_cell_size: int, content: JsonContent) -> dict[str, Any]:
+    """The document to write: a copy with its ``suppression`` block, and with hidden numbers null if asked."""
+    typed = AuditDocument.model_validate(document)
+    suppression = Suppression.of(typed.groups, min_cell_size, typed.n_rows)
+    out = copy.deepcopy(dict(document))
+    out["suppression"] = {
+        "content": content,
+        "min_cell_size": min_cell_size,
+        "n_groups_suppressed": suppression.n_hidden,
+        "method": METHOD,
+    }
+    if content == "suppressed":
+        _hide(out, suppression)
+    return out
+
+
+def _hide(out: dict[str, Any], suppression: Suppression) -> None:
+    def hidden(item: Mapping[str, Any], group: str = "group") -> bool:
+        return suppression.hides(item.get("slicing") or [], item.get(group))
+
+    for entry in out.get("groups", []):
+        if hidden(entry):
+            entry.update(n=None, rows=None, suppressed=True)
+            entry["metrics"] = {name: {"value": None, "ci_low": None, "ci_high": None} for name in entry["metrics"]}
+    for comparison in out.get("comparisons", []):
+        if hidden(comparison) or hidden(comparison, "reference"):
+            _hide_comparison(comparison)
+    _hide_diagnostics(out.get("diagnostics") or {}, suppression)
+    curves = out.get("curves") or {}
+    for item in curves.get("roc", []):
+        if hidden(item):
+            item.update(fpr=[], tpr=[], suppressed=True)
+    for item in curves.get("calibration", []):
+        if hidden(item):
+            item.update(bins=[], suppressed=True)
+
+
+def _hide_comparison(comparison: dict[str, Any]) -> None:
+    for key in list(comparison):
+        if key.startswith(("difference", "ratio", "p_value")) and key != "p_value_family":
+            comparison[key] = None
+    comparison.update(significant=None, suppressed=True)
+
+
+def _hide_diagnostics(diagnostics: Mapping[str, Any], suppression: Suppression) -> None:
+    for item in diagnostics.get("base_rates", []):
+        for g in item.get("groups", []):
+            if suppression.hides(item.get("slicing") or [], g.get("group")):
+                g.update(base_rate=None, n=None, ci_low=None, ci_high=None, suppressed=True)
+    for item in diagnostics.get("worst_subgroups", []):
+        if suppression.hides(item.get("slicing") or [], item.get("group")):
+            item.update(value=None, n=None, ci_low=None, ci_high=None, suppressed=True)
+    for item in diagnostics.get("insufficient_groups", []):
+        if suppression.hides(item.get("slicing") or [], item.get("group")):
+            item.update(n=None, suppressed=True)
