@@ -11,7 +11,8 @@ from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairnes
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.results import PolicyResult, VerdictDetail
 
-SCHEMA_VERSION = "1.1"  # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
+# 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes; 1.2: outcome words
+SCHEMA_VERSION = "1.2"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -24,6 +25,21 @@ class ModelRef(Part):
 
     name: str
     version: str
+
+
+class OutcomeWords(Part):
+    """The use case's words for the decision and the true outcome (policy ``outcomes``), with their labels.
+
+    The engine counts ``favorable_label`` as positive for the decision and the truth alike, so e.g. the
+    false negative rate is the share given the unfavourable decision among those whose truth is favourable.
+    """
+
+    favorable_label: Literal[0, 1] = Field(description="The label (of y_pred and y_true) that is favourable.")
+    favorable_decision: str = Field(description="y_pred == favorable_label, read after 'share'.")
+    unfavorable_decision: str = Field(description="y_pred != favorable_label, read after 'share'.")
+    favorable_truth: str = Field(description="y_true == favorable_label, read after 'those who'.")
+    unfavorable_truth: str = Field(description="y_true != favorable_label, read after 'those who'.")
+    named: bool = Field(description="False when every phrase is fairgate's default (the policy named none).")
 
 
 class AuditDocument(Part):
@@ -49,6 +65,9 @@ class AuditDocument(Part):
     weighted: bool = Field(default=False, description="True when rows carry weights (probabilistic group membership).")
     favorable_label: Literal[0, 1]
     favorable_label_note: str | None = None
+    outcomes: OutcomeWords | None = Field(
+        default=None, description="The outcome words every rate's text is derived from (schema 1.2; absent before)."
+    )
     confidence_level: float = Field(gt=0, lt=1)
     n_bootstrap: int = Field(default=0, ge=0)
     seed: int | None = None

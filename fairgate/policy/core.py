@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.loader import load_policy_yaml
+from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
 
 Direction = Literal["lower_is_better", "higher_is_better"]
@@ -224,6 +225,8 @@ class Policy(_Strict):
     sensitive_attributes: list[SensitiveAttribute] = Field(min_length=1)
     metrics: list[MetricRule] = Field(min_length=1)
     favorable_label: Literal[0, 1] = 1
+    # The use case's words for the favourable/unfavourable decision and true outcome (report texts).
+    outcomes: Outcomes = Outcomes()
     use_case: str | None = None
     intersectional_analysis: IntersectionalAnalysis = IntersectionalAnalysis()
     reporting: Reporting = Reporting()
