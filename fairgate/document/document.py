@@ -92,6 +92,10 @@ class AuditDocument(Part):
     alignment: dict[str, Any] | None = Field(default=None, description="Join report.")
     validation: dict[str, Any] | None = Field(default=None, description="Great Expectations results.")
     proxy: dict[str, Any] | None = Field(default=None, description="Proxy inference summary.")
+    output_dir: str | None = Field(
+        default=None,
+        description="The folder the run wrote its outputs into (--out, else the policy's reporting.output_dir).",
+    )
     predictions_provenance: list[dict[str, Any]] | None = Field(
         default=None, description="Model and time span of the predictions, per model version."
     )
