@@ -165,7 +165,9 @@ def wrong_decision_metrics(*, favourable: bool) -> list[str]:
     registered = [
         name
         for name, cls in PolicyMetric.registry.items()
-        if issubclass(cls, SummaryOf) and cls.summary == "difference" and set(cls.bases) <= same_gap
+        if issubclass(cls, SummaryOf)
+        and cls.summary == "difference"
+        and set(cls.bases) <= same_gap
         and len(cls.bases) == 1
     ]
     return [f"{rate}_difference", *registered]
