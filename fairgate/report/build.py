@@ -7,7 +7,7 @@ from typing import Any
 
 from fairgate.document.document import AuditDocument
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
-from fairgate.policy.outcomes import RATE_DEFINITIONS, Outcomes, rate_phrase
+from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
 from fairgate.report import glossary, notes, provenance, summary
 from fairgate.report.figures import breakdowns, curve_sets, heatmaps
 from fairgate.report.format import UNDECIDED_STATUSES, calibration_axes, flatten, fmt_count, metric_label, roc_axes
@@ -132,6 +132,7 @@ def _words_part(document: AuditDocument, results: list[ResultRow], words: Outcom
         ],
         "outcomes_named": words != Outcomes(),
         "rate_phrases": {m: str(rate_phrase(m, words)) for m in RATE_DEFINITIONS},
+        "rate_abbreviations": dict(RATE_ABBREVIATIONS),
         "glossary_cells": glossary.cells(words),
         "glossary_rates": glossary.rates(words),
         "glossary_metrics": glossary.policy_metrics((r.metric for r in results), words),

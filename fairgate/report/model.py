@@ -299,6 +299,7 @@ class ReportView:
     outcome_words: list[KeyValue]  # the four phrases as the policy names them
     outcomes_named: bool  # False: the policy named none, the defaults are shown
     rate_phrases: dict[str, str]  # group rate -> what it counts ("flagged high-risk among those who ...")
+    rate_abbreviations: dict[str, str]  # group rate -> its short name in the tables ("FNR")
     glossary_cells: list[GlossaryRow]
     glossary_rates: list[GlossaryRow]
     glossary_metrics: list[GlossaryRow]
