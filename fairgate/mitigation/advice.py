@@ -65,7 +65,7 @@ def outcome_words(result_doc: dict[str, Any]) -> Outcomes:
 _WRONG_DECISION = {"wrong_unfavorable_decision": False, "wrong_favorable_decision": True}
 
 
-def _priority_metrics(listed: list[str]) -> list[str]:
+def resolve_priority_metrics(listed: list[str]) -> list[str]:
     """The use case's priority metrics with the wrong-decision stand-ins resolved (no repeats)."""
     out: list[str] = []
     for name in listed:
@@ -102,7 +102,7 @@ def priority_note(use_case: str | None, words: Outcomes | None = None) -> dict[s
         "kind": "use_case_priority",
         "use_case": key,
         "known": True,
-        "priority_metrics": _priority_metrics(guidance["priority_metrics"]),
+        "priority_metrics": resolve_priority_metrics(guidance["priority_metrics"]),
         "note": fill(guidance["note"], words),
     }
 
