@@ -261,7 +261,7 @@ def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = Non
         return to_svg(fig)
 
 
-def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
+def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, str] | None = None) -> str | None:
     """The worst metric's base value over an intersection; suppressed cells are grey and unlabelled."""
     if not heatmap.row_labels or not heatmap.col_labels:
         return None
@@ -306,9 +306,10 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
                         text = f"{data[i, j]:.2f}"
                         color = "white" if data[i, j] > 0.6 * top else INK
                     ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
-        head = _title(
-            ax, f"{heatmap.metric_label}: {heatmap.base_metric.replace('_', ' ')} over {heatmap.key}", width - 1.0
-        )
+        base = heatmap.base_metric.replace("_", " ")
+        if phrase := (phrases or {}).get(heatmap.base_metric):  # the rate in the policy's outcome words
+            base = f"{base} ({phrase})"
+        head = _title(ax, f"{heatmap.metric_label}: {base} over {heatmap.key}", width - 1.0)
         _margins(fig, left=left, bottom=bottom, top=head, right=0.1)
         colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
         if colorbar.solids is not None:

@@ -63,7 +63,7 @@ def render_charts(view: ReportView) -> dict[str, str]:
         if curves.key in small:
             out[f"calibration:{curves.key}"] = chart_lib.calibration_chart(curves)
     for heatmap in view.heatmaps:
-        out[f"heatmap:{heatmap.key}"] = chart_lib.heatmap_chart(heatmap, view.min_cell_size)
+        out[f"heatmap:{heatmap.key}"] = chart_lib.heatmap_chart(heatmap, view.min_cell_size, view.rate_phrases)
     return {key: _data_uri(svg) for key, svg in out.items() if svg}
 
 
