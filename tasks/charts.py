@@ -273,7 +273,12 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, st
     left = 0.2 + _label_inches(row_labels)
     bottom = 0.25 + (_label_inches(col_labels) * 0.65 if rotated else 0.1)
     width = min(7.2, left + 0.55 * cols + 1.0)  # + colour bar
-    height = min(9.0, bottom + 0.5 + 0.26 * rows)
+    base = heatmap.base_metric.replace("_", " ")
+    if phrase := (phrases or {}).get(heatmap.base_metric):  # the rate in the policy's outcome words
+        base = f"{base} ({phrase})"
+    title = f"{heatmap.metric_label}: {base} over {heatmap.key}"
+    title_lines = len(textwrap.wrap(title, max(20, int((width - 1.0) * 13))))
+    height = min(9.0, bottom + 0.5 + 0.26 * rows) + 0.15 * max(0, title_lines - 1)
     # Suppressed or undefined cells are masked and drawn in the "bad" grey, with no value.
     cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(bad="#d1d5db")
     top = float(np.nanmax(data)) if np.isfinite(data).any() else 1.0
@@ -306,10 +311,7 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, st
                         text = f"{data[i, j]:.2f}"
                         color = "white" if data[i, j] > 0.6 * top else INK
                     ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
-        base = heatmap.base_metric.replace("_", " ")
-        if phrase := (phrases or {}).get(heatmap.base_metric):  # the rate in the policy's outcome words
-            base = f"{base} ({phrase})"
-        head = _title(ax, f"{heatmap.metric_label}: {base} over {heatmap.key}", width - 1.0)
+        head = _title(ax, title, width - 1.0)
         _margins(fig, left=left, bottom=bottom, top=head, right=0.1)
         colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
         if colorbar.solids is not None:
