@@ -343,8 +343,15 @@ class Policy(_Strict):
         return next(a for a in self.sensitive_attributes if a.name == name)
 
     def canonical_json(self) -> str:
-        """The policy as canonical JSON: equal policies give equal text (and hash)."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """The policy as canonical JSON: equal policies give equal text (and hash).
+
+        ``outcomes`` only counts when the policy names its words: a policy written before the section existed
+        keeps its hash, so trails and trends still match it across the upgrade.
+        """
+        dumped = self.model_dump(mode="json")
+        if not self.outcomes.named:
+            del dumped["outcomes"]
+        return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:
         """The SHA-256 hex digest of :meth:`canonical_json`."""

@@ -47,6 +47,10 @@ def test_policy_outcomes_default_to_neutral_words_and_reject_unknown_keys() -> N
     assert rate_phrase("false_negative_rate", policy.outcomes) == (
         "given the unfavourable decision among those who had the favourable outcome"
     )
+    # A policy without the section keeps the hash it had before the section existed (trails, trends).
+    assert "outcomes" not in policy.canonical_json()
+    named = fairgate.Policy.from_yaml(POLICY + "  outcomes: {favorable_decision: approved}\n")
+    assert named.sha256() != policy.sha256()
     bad = POLICY + "  outcomes: {favourable_decision: approved}\n"  # British spelling of the key: unknown
     with pytest.raises(PolicyError, match=r"fairness_checker\.outcomes\.favourable_decision: unknown key"):
         fairgate.Policy.from_yaml(bad)
