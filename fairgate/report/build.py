@@ -46,7 +46,7 @@ def build_view(
     slicing_sections = sections(document, results, suppression)
     return ReportView(
         **_verdict_part(document, results),
-        **_facts_part(document, min_cell_size, use_case),
+        **_facts_part(document, min_cell_size, use_case, words),
         **_advice_part(document, use_case, min_cell_size, words),
         sections=slicing_sections,
         **_notes_part(document, suppression, words),
@@ -86,7 +86,7 @@ def _verdict_part(document: AuditDocument, results: list[ResultRow]) -> dict[str
     }
 
 
-def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | None) -> dict[str, Any]:
+def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | None, words: Outcomes) -> dict[str, Any]:
     model = document.model
     label = document.favorable_label
     return {
@@ -99,11 +99,22 @@ def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | Non
         "n_rows_text": fmt_count(document.n_rows),
         "data_window": provenance.data_window(document),
         "favorable_label": str(label),
-        "favorable_note": document.favorable_label_note or _favourable_note(label),
+        "favorable_note": _words_note(label, words)
+        if words.named
+        else document.favorable_label_note or _favourable_note(label),
         "confidence_level_text": f"{document.confidence_level:.0%}",
         "min_cell_size": min_cell_size,
         "use_case": str(use_case or "not stated"),
     }
+
+
+def _words_note(label: int, words: Outcomes) -> str:
+    """The favourable label in the policy's own words (what the selection rate and the base rate count)."""
+    return (
+        f"The favourable outcome is label {label}: the decision '{words.favorable_decision}' and the true outcome "
+        f"'{words.favorable_truth}'. Rates count it as positive, as AIF360 does: the selection rate is the share "
+        f"{words.favorable_decision}, the base rate the share who {words.favorable_truth}."
+    )
 
 
 def _favourable_note(label: int) -> str:
