@@ -141,7 +141,7 @@ def _words_part(document: AuditDocument, results: list[ResultRow], words: Outcom
             KeyValue(f"Favourable outcome (truth {document.favorable_label})", words.favorable_truth),
             KeyValue(f"Unfavourable outcome (truth {1 - document.favorable_label})", words.unfavorable_truth),
         ],
-        "outcomes_named": words != Outcomes(),
+        "outcomes_named": words.named,
         "rate_phrases": {m: str(rate_phrase(m, words)) for m in RATE_DEFINITIONS},
         "rate_abbreviations": dict(RATE_ABBREVIATIONS),
         "glossary_cells": glossary.cells(words),

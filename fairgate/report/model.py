@@ -65,7 +65,8 @@ class ResultRow:
     best_group: str
     excluded: str
     override_reasons: list[str]
-    severity: float
+    severity: float  # the gap past the threshold divided by the threshold (the gap itself when the threshold is 0)
+    severity_text: str  # "7.05 × the threshold" ("" when not past it)
 
 
 @dataclass(frozen=True)

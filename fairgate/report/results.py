@@ -48,6 +48,7 @@ def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
         excluded="; ".join(group_label(g, slicing) for g in result.excluded_groups),
         override_reasons=list(result.override_reasons),
         severity=severity,
+        severity_text=_severity_text(severity, threshold),
     )
 
 
@@ -85,6 +86,17 @@ def redact(text: str, slicing: list[str], suppression: Suppression) -> str:
 
 
 _HIDDEN = "a suppressed small group"
+
+
+def _severity_text(severity: float, threshold: float | None) -> str:
+    """The gap as a multiple of the threshold, for a result past it.
+
+    >>> _severity_text(7.0513, 0.1), _severity_text(-0.2, 0.1), _severity_text(0.05, 0.0)
+    ('7.05 × the threshold', '', '')
+    """
+    if severity <= 0 or not threshold:
+        return ""
+    return f"{severity:.2f} × the threshold"
 
 
 def _gap(value: float | None, threshold: float | None, higher: bool) -> tuple[str, float]:

@@ -23,7 +23,8 @@ def verdict_sentence(verdict: str, n_failed: int, n_results: int, fail_on: str, 
     if worst:
         head += (
             f" Most severe (furthest past its threshold, relative to the threshold): {worst.metric_label} on "
-            f"{worst.slicing_label} = {worst.value_text}, {worst.gap_text} ({severity_text(worst)})."
+            f"{worst.slicing_label} = {worst.value_text}, {worst.gap_text}"
+            + (f" ({worst.severity_text})." if worst.severity_text else ".")
         )
     return head + " Do not deploy until the failures below are mitigated or explicitly overridden."
 
@@ -31,11 +32,6 @@ def verdict_sentence(verdict: str, n_failed: int, n_results: int, fail_on: str, 
 def most_severe(failures: list[ResultRow]) -> ResultRow | None:
     """The failure furthest past its threshold relative to the threshold (None when nothing failed)."""
     return max(failures, key=lambda r: r.severity, default=None)
-
-
-def severity_text(row: ResultRow) -> str:
-    """The gap as a multiple of the threshold: ``'7.05 × the threshold'``."""
-    return f"{row.severity:.2f} × the threshold"
 
 
 def headline(failures: list[ResultRow]) -> list[ResultRow]:
