@@ -10,7 +10,14 @@ from fairgate.mitigation.advice import outcome_words, priority_note, recommend
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
 from fairgate.report import glossary, notes, provenance, summary
 from fairgate.report.figures import breakdowns, curve_sets, heatmaps
-from fairgate.report.format import UNDECIDED_STATUSES, calibration_axes, flatten, fmt_count, metric_label, roc_axes
+from fairgate.report.format import (
+    UNDECIDED_STATUSES,
+    calibration_axes,
+    flatten,
+    fmt_count,
+    policy_metric_label,
+    roc_axes,
+)
 from fairgate.report.model import PDF_ROW_LIMIT, KeyValue, ReportView, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
@@ -42,7 +49,7 @@ def build_view(
         use_case = document.use_case or document.policy.get("use_case")
     suppression = Suppression.of(document.groups, min_cell_size)
     words = words_of(document)
-    results = [result_row(r, suppression) for r in document.results]
+    results = [result_row(r, suppression, words) for r in document.results]
     slicing_sections = sections(document, results, suppression)
     return ReportView(
         **_verdict_part(document, results),
@@ -157,12 +164,12 @@ def _advice_part(document: AuditDocument, use_case: str | None, min_cell_size: i
     # min_cell_size, so a reason never names a group the report suppresses.
     advice = recommend(document.model_dump(exclude_unset=True), use_case, min_cell_size=min_cell_size)
     priority = next((r for r in advice if r.get("kind") == "use_case_priority"), None) or priority_note(use_case, words)
-    recommendations = summary.recommendation_rows(advice)
+    recommendations = summary.recommendation_rows(advice, words)
     return {
         "recommendations": recommendations,
         "actions": summary.actions(recommendations),
         "use_case_note": str(priority.get("note", "")),
-        "priority_metrics": [metric_label(m) for m in priority.get("priority_metrics", [])],
+        "priority_metrics": [policy_metric_label(m, words) for m in priority.get("priority_metrics", [])],
     }
 
 

@@ -85,6 +85,23 @@ def rate_label(name: str, words: Outcomes) -> str:
     return f"{RATE_ABBREVIATIONS[name]} – {phrase}" if phrase else metric_label(name)
 
 
+def policy_metric_label(name: str, words: Outcomes) -> str:
+    """A policy metric's name; one built on a single error rate also says what that rate counts.
+
+    >>> policy_metric_label("false_negative_rate_difference", Outcomes(unfavorable_decision="flagged high-risk",
+    ...                                                                favorable_truth="did not reoffend"))
+    'FNR difference (flagged high-risk among those who did not reoffend)'
+    >>> policy_metric_label("equal_opportunity_difference", Outcomes())
+    'Equal opportunity difference'
+    """
+    for summary in ("difference", "ratio"):
+        base = name.removesuffix(f"_{summary}")
+        phrase = rate_phrase(base, words) if base != name and name not in METRIC_LABELS else None
+        if phrase:
+            return f"{RATE_ABBREVIATIONS[base]} {summary} ({phrase})"
+    return metric_label(name)
+
+
 def roc_axes(words: Outcomes) -> tuple[str, str]:
     """The ROC chart's axis titles: the two rates it plots, in the policy's words."""
     return rate_label("false_positive_rate", words), rate_label("true_positive_rate", words)

@@ -7,12 +7,13 @@ import re
 
 from fairgate.document.common import Group
 from fairgate.document.results import PolicyResult
-from fairgate.report.format import STATUS_MARKS, fmt, group_label, metric_label, round_number, slicing_key
+from fairgate.policy.outcomes import Outcomes
+from fairgate.report.format import STATUS_MARKS, fmt, group_label, policy_metric_label, round_number, slicing_key
 from fairgate.report.model import ResultRow
 from fairgate.report.suppress import Suppression
 
 
-def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
+def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes | None = None) -> ResultRow:
     """One policy result as a row: rounded numbers, threshold and gap texts, groups named unless suppressed."""
     slicing = list(result.slicing)
     value, threshold = round_number(result.value), round_number(result.threshold)
@@ -27,7 +28,7 @@ def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
 
     return ResultRow(
         metric=result.metric,
-        metric_label=metric_label(result.metric),
+        metric_label=policy_metric_label(result.metric, words or Outcomes()),
         slicing=slicing,
         slicing_label=slicing_key(slicing),
         value=value,

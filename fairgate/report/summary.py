@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fairgate.report.format import metric_label, slicing_key
+from fairgate.policy.outcomes import Outcomes
+from fairgate.report.format import policy_metric_label, slicing_key
 from fairgate.report.model import Action, Recommendation, ResultRow, ScoreCard, ScoreCell, ScoreRow, SlicingSection
 
 
@@ -57,7 +58,7 @@ def scorecard(results: list[ResultRow], sections: list[SlicingSection]) -> Score
     ]
     first = {m: next(r for r in results if r.metric == m) for m in metrics}
     return ScoreCard(
-        [metric_label(m) for m in metrics],
+        [first[m].metric_label for m in metrics],
         [first[m].threshold_text for m in metrics],
         [any(r.critical for r in results if r.metric == m) for m in metrics],
         rows,
@@ -70,11 +71,11 @@ def _score_cell(found: ResultRow | None) -> ScoreCell:
     return ScoreCell(found.value_text, found.status, found.uncertain, found.reason)
 
 
-def recommendation_rows(advice: Sequence[Mapping[str, Any]]) -> list[Recommendation]:
+def recommendation_rows(advice: Sequence[Mapping[str, Any]], words: Outcomes | None = None) -> list[Recommendation]:
     """The mitigation advice as report rows (the use-case priority note is shown elsewhere)."""
     return [
         Recommendation(
-            metric_label=metric_label(r["metric"]),
+            metric_label=policy_metric_label(r["metric"], words or Outcomes()),
             slicing_label=slicing_key(r.get("slicing", [])),
             title=r["title"],
             stage=r.get("stage", ""),

@@ -110,7 +110,7 @@ def test_the_wrongly_flagged_rate_is_derived_not_hard_coded() -> None:
 def test_the_compas_view_names_every_error_rate_in_the_policys_words(compas_doc: dict[str, Any]) -> None:
     view = build_view(compas_doc)
     assert WRONGLY_FLAGGED in view.use_case_note
-    assert view.priority_metrics[:2] == ["False negative rate difference", "Equal opportunity difference"]
+    assert view.priority_metrics[:2] == [f"FNR difference {WRONGLY_FLAGGED[4:]}", "Equal opportunity difference"]
     actions = {a.metric_label: a for a in view.actions}
     assert actions["Equal opportunity difference"].prioritised
     assert "flagged high-risk among those who did not reoffend" in actions["Equal opportunity difference"].summary
@@ -247,3 +247,15 @@ def test_results_on_few_events_are_not_judged_and_say_so_without_naming_suppress
         label = ", ".join(f"{a}={g['group'][a]}" for a in g["slicing"])
         assert label not in html, label
     assert "suppressed small group" in section
+
+
+def test_a_judged_error_rate_difference_is_labelled_in_the_policys_words(compas_doc: dict[str, Any]) -> None:
+    doc = copy.deepcopy(compas_doc)
+    for r in doc["results"]:
+        if r["metric"] == "predictive_parity_difference":
+            r["metric"] = "false_positive_rate_difference"
+    view = build_view(doc)
+    label = "FPR difference (not flagged high-risk among those who reoffended)"
+    assert label in view.scorecard.metric_labels
+    assert {r.metric_label for r in view.failures if r.metric == "false_positive_rate_difference"} == {label}
+    assert label in {a.metric_label for a in view.actions}
