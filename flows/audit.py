@@ -154,11 +154,11 @@ def _audit(
     release_rows(inputs.aligned)  # the cube is all the metrics need
     parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
     model = model_info(inputs.staged, model_name, model_version)
-    context = audit_context(inputs, proxy_summary)
+    output = Path(out_dir or policy.reporting.output_dir)
+    context = audit_context(inputs, proxy_summary) | {"output_dir": str(output)}
     document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
-    output = Path(out_dir or policy.reporting.output_dir)
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -130,11 +130,18 @@ def roc_chart(curves: CurveSet) -> str | None:
                 linewidth=1.3,
                 label=f"{_short(curve.label)} (n={curve.n:,})",
             )
-        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="False positive rate", ylabel="True positive rate")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="")
+        ax.set_xlabel(_axis(curves.x_label, "False positive rate"), fontsize=6.5)
+        ax.set_ylabel(_axis(curves.y_label, "True positive rate", 50), fontsize=6.5)
         top = _title(ax, f"ROC by {curves.key}", 3.4)
         ax.legend(loc="lower right")
         _margins(fig, left=0.55, bottom=0.45, top=top)
         return to_svg(fig)
+
+
+def _axis(label: str, default: str, width: int = 62) -> str:
+    """An axis title in the policy's outcome words (the view's), wrapped to fit beside a small chart."""
+    return "\n".join(textwrap.wrap(label or default, width))
 
 
 def calibration_chart(curves: CurveSet) -> str | None:
@@ -154,7 +161,9 @@ def calibration_chart(curves: CurveSet) -> str | None:
                 markersize=2.5,
                 label=_short(curve.label),
             )
-        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="Mean predicted score", ylabel="Observed fraction positive")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="")
+        ax.set_xlabel(_axis(curves.x_label, "Mean predicted score"), fontsize=6.5)
+        ax.set_ylabel(_axis(curves.y_label, "Observed fraction positive", 50), fontsize=6.5)
         top = _title(ax, f"Calibration by {curves.key}", 3.4)
         ax.legend(loc="upper left")
         _margins(fig, left=0.55, bottom=0.45, top=top)
@@ -188,13 +197,17 @@ def _threshold_line(section: SlicingSection, metric: str, values: list[float]) -
     return None
 
 
-def rates_chart(section: SlicingSection) -> str | None:
-    """Selection and error rates by group with CI bars and the policy threshold line."""
+def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = None) -> str | None:
+    """Selection and error rates by group with CI bars and the policy threshold line.
+
+    ``phrases``: what each rate counts in the policy's outcome words (ReportView.rate_phrases), under its title.
+    """
     panels = [(m, t) for m, t in _RATE_PANELS if m in section.metric_names]
+    lines = max((len(textwrap.wrap((phrases or {}).get(m, ""), 30)) for m, _ in panels), default=0)
     rows = [g for g in section.groups if not g.suppressed][:MAX_BARS]
     if not panels or not rows:
         return None
-    height = 0.8 + 0.19 * len(rows)
+    height = 0.8 + 0.19 * len(rows) + 0.14 * lines
     with _figure(7.2, height, ncols=len(panels)) as (fig, axes):
         y = np.arange(len(rows))
         for ax, (metric, title) in zip(axes, panels, strict=True):
@@ -236,19 +249,19 @@ def rates_chart(section: SlicingSection) -> str | None:
             ax.set_ylim(len(rows) - 0.5, -0.5)
             ax.set_yticks(y)
             ax.set_yticklabels([_short(g.label, 24) for g in rows] if ax is axes[0] else [])
-            ax.set_title(title)
+            ax.set_title("\n".join([title, *textwrap.wrap((phrases or {}).get(metric, ""), 30)]), fontsize=7.5)
             ax.grid(axis="y", visible=False)
         _margins(
             fig,
             left=0.2 + _label_inches([_short(g.label, 24) for g in rows]),
             bottom=0.3,
-            top=0.25,
+            top=0.25 + 0.14 * lines,
             wspace=0.12,
         )
         return to_svg(fig)
 
 
-def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
+def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, str] | None = None) -> str | None:
     """The worst metric's base value over an intersection; suppressed cells are grey and unlabelled."""
     if not heatmap.row_labels or not heatmap.col_labels:
         return None
@@ -260,7 +273,12 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
     left = 0.2 + _label_inches(row_labels)
     bottom = 0.25 + (_label_inches(col_labels) * 0.65 if rotated else 0.1)
     width = min(7.2, left + 0.55 * cols + 1.0)  # + colour bar
-    height = min(9.0, bottom + 0.5 + 0.26 * rows)
+    base = heatmap.base_metric.replace("_", " ")
+    if phrase := (phrases or {}).get(heatmap.base_metric):  # the rate in the policy's outcome words
+        base = f"{base} ({phrase})"
+    title = f"{heatmap.metric_label}: {base} over {heatmap.key}"
+    title_lines = len(textwrap.wrap(title, max(20, int((width - 1.0) * 13))))
+    height = min(9.0, bottom + 0.5 + 0.26 * rows) + 0.15 * max(0, title_lines - 1)
     # Suppressed or undefined cells are masked and drawn in the "bad" grey, with no value.
     cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(bad="#d1d5db")
     top = float(np.nanmax(data)) if np.isfinite(data).any() else 1.0
@@ -294,9 +312,7 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
                         text = f"{data[i, j]:.2f}"
                         color = "white" if data[i, j] > 0.6 * top else INK
                     ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
-        head = _title(
-            ax, f"{heatmap.metric_label}: {heatmap.base_metric.replace('_', ' ')} over {heatmap.key}", width - 1.0
-        )
+        head = _title(ax, title, width - 1.0)
         _margins(fig, left=left, bottom=bottom, top=head, right=0.1)
         colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
         if colorbar.solids is not None:

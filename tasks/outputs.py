@@ -103,14 +103,31 @@ def json_document(document: Mapping[str, Any]) -> dict[str, Any]:
 
 @task(name="write outputs", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
-    """Write the JSON document (full or suppressed, per reporting.json) and its JUnit XML into ``out_dir``."""
+    """Write the JSON document (full or suppressed, per reporting.json) into ``out_dir``, and its JUnit XML
+    rendering when the policy asks for it.
+
+    The JSON is always written: it is the run's record (the report and the trail are built from it). JUnit
+    only when ``reporting.format`` lists ``junit``: an unrequested file in a CI workspace gets picked up.
+    """
     stem = output_stem(document)
-    text = json.dumps(json_document(document), indent=2)
-    # JUnit always: it is small, and CI systems pick it up to show failed metrics as failed tests.
-    return {
-        "json": str(write_atomic(out_dir / f"{stem}.json", text.encode())),
-        "junit": str(write_atomic(out_dir / f"{stem}.junit.xml", junit_xml(document).encode())),
+    written = {
+        "json": str(write_atomic(out_dir / f"{stem}.json", json.dumps(json_document(document), indent=2).encode()))
     }
+    if "junit" in requested_formats(document):
+        written["junit"] = str(write_atomic(out_dir / f"{stem}.junit.xml", junit_xml(document).encode()))
+    return written
+
+
+def requested_formats(document: Mapping[str, Any]) -> list[str]:
+    """The output formats the policy asked for (``reporting.format`` of the policy echoed in the document).
+
+    >>> requested_formats({"policy": {"reporting": {"format": ["json", "junit"]}}})
+    ['json', 'junit']
+    >>> requested_formats({"policy": {}})
+    ['json']
+    """
+    reporting = (document.get("policy") or {}).get("reporting") or {}
+    return [str(f) for f in reporting.get("format") or ["json"]]
 
 
 # Staging folders of runs still in progress: a Ctrl-C or SIGTERM handler removes them (cli/signals.py).

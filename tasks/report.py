@@ -55,7 +55,7 @@ def render_charts(view: ReportView) -> dict[str, str]:
     small = {s.key for s in view.sections if not s.intersection or len(s.groups) <= chart_lib.MAX_SERIES}
     for section in view.sections:
         if section.key in small:
-            out[f"rates:{section.key}"] = chart_lib.rates_chart(section)
+            out[f"rates:{section.key}"] = chart_lib.rates_chart(section, view.rate_phrases)
     for curves in view.roc:
         if curves.key in small:
             out[f"roc:{curves.key}"] = chart_lib.roc_chart(curves)
@@ -63,7 +63,7 @@ def render_charts(view: ReportView) -> dict[str, str]:
         if curves.key in small:
             out[f"calibration:{curves.key}"] = chart_lib.calibration_chart(curves)
     for heatmap in view.heatmaps:
-        out[f"heatmap:{heatmap.key}"] = chart_lib.heatmap_chart(heatmap, view.min_cell_size)
+        out[f"heatmap:{heatmap.key}"] = chart_lib.heatmap_chart(heatmap, view.min_cell_size, view.rate_phrases)
     return {key: _data_uri(svg) for key, svg in out.items() if svg}
 
 

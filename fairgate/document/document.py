@@ -12,7 +12,8 @@ from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summ
 from fairgate.document.results import PolicyResult, VerdictDetail
 
 # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
-# 1.2: small-cell suppression: the ``suppression`` block, ``suppressed`` markers, sizes null where suppressed
+# 1.2: small-cell suppression (the ``suppression`` block, ``suppressed`` markers, sizes null where suppressed);
+#      outcome words (``outcomes``); the output folder used
 SCHEMA_VERSION = "1.2"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
@@ -35,6 +36,21 @@ class SuppressionInfo(Part):
     min_cell_size: int = Field(ge=1)
     n_groups_suppressed: int = Field(ge=0, description="Groups the report (and a suppressed JSON) hides.")
     method: str
+
+
+class OutcomeWords(Part):
+    """The use case's words for the decision and the true outcome (policy ``outcomes``), with their labels.
+
+    The engine counts ``favorable_label`` as positive for the decision and the truth alike, so e.g. the
+    false negative rate is the share given the unfavourable decision among those whose truth is favourable.
+    """
+
+    favorable_label: Literal[0, 1] = Field(description="The label (of y_pred and y_true) that is favourable.")
+    favorable_decision: str = Field(description="y_pred == favorable_label, read after 'share'.")
+    unfavorable_decision: str = Field(description="y_pred != favorable_label, read after 'share'.")
+    favorable_truth: str = Field(description="y_true == favorable_label, read after 'those who'.")
+    unfavorable_truth: str = Field(description="y_true != favorable_label, read after 'those who'.")
+    named: bool = Field(description="False when every phrase is fairgate's default (the policy named none).")
 
 
 class AuditDocument(Part):
@@ -60,6 +76,9 @@ class AuditDocument(Part):
     weighted: bool = Field(default=False, description="True when rows carry weights (probabilistic group membership).")
     favorable_label: Literal[0, 1]
     favorable_label_note: str | None = None
+    outcomes: OutcomeWords | None = Field(
+        default=None, description="The outcome words every rate's text is derived from (schema 1.2; absent before)."
+    )
     confidence_level: float = Field(gt=0, lt=1)
     n_bootstrap: int = Field(default=0, ge=0)
     seed: int | None = None
@@ -84,6 +103,10 @@ class AuditDocument(Part):
     alignment: dict[str, Any] | None = Field(default=None, description="Join report.")
     validation: dict[str, Any] | None = Field(default=None, description="Great Expectations results.")
     proxy: dict[str, Any] | None = Field(default=None, description="Proxy inference summary.")
+    output_dir: str | None = Field(
+        default=None,
+        description="The folder the run wrote its outputs into (--out, else the policy's reporting.output_dir).",
+    )
     predictions_provenance: list[dict[str, Any]] | None = Field(
         default=None, description="Model and time span of the predictions, per model version."
     )

@@ -90,6 +90,11 @@ def _header(cube: Cube, policy: Policy, model: ModelInfo, run_id: str | None, ve
         "weighted": cube.weighted,
         "favorable_label": policy.favorable_label,
         "favorable_label_note": _favourable_note(policy.favorable_label),
+        "outcomes": {
+            "favorable_label": policy.favorable_label,
+            **policy.outcomes.model_dump(mode="json"),
+            "named": policy.outcomes.named,
+        },
         "confidence_level": policy.reporting.confidence_level,
         "n_bootstrap": policy.statistics.n_bootstrap,
         "seed": policy.statistics.seed,

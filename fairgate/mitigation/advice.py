@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from fairgate.engine.labels import group_key, slicing_label
+from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
 
 ADVICE_RESOURCE = ("data", "mitigation_advice.yaml")
 
@@ -57,14 +58,41 @@ def _known_use_case(use_case: str | None) -> str | None:
     return key if key in advice_text()["use_cases"] else None
 
 
-def priority_note(use_case: str | None) -> dict[str, Any]:
-    """Which metrics to prioritise for the use case, in plain language.
+def outcome_words(result_doc: dict[str, Any]) -> Outcomes:
+    """The outcome words of an audit document: its ``outcomes`` block, else its policy's, else the defaults."""
+    block = result_doc.get("outcomes") or (result_doc.get("policy") or {}).get("outcomes") or {}
+    return Outcomes(**{k: v for k, v in block.items() if k in Outcomes.model_fields})
+
+
+# Stand-ins in a use case's priority_metrics for the metrics that judge one kind of wrong decision.
+_WRONG_DECISION = {"wrong_unfavorable_decision": False, "wrong_favorable_decision": True}
+
+
+def resolve_priority_metrics(listed: list[str]) -> list[str]:
+    """The use case's priority metrics with the wrong-decision stand-ins resolved (no repeats)."""
+    out: list[str] = []
+    for name in listed:
+        resolved = wrong_decision_metrics(favourable=_WRONG_DECISION[name]) if name in _WRONG_DECISION else [name]
+        out.extend(m for m in resolved if m not in out)
+    return out
+
+
+def priority_note(use_case: str | None, words: Outcomes | None = None) -> dict[str, Any]:
+    """Which metrics to prioritise for the use case, in plain language and the policy's outcome words.
 
     >>> priority_note("hiring")["priority_metrics"][0]
     'disparate_impact_ratio'
     >>> priority_note(None)["known"]
     False
+    >>> compas = Outcomes(favorable_decision="not flagged high-risk", unfavorable_decision="flagged high-risk",
+    ...                   favorable_truth="did not reoffend", unfavorable_truth="reoffended")
+    >>> note = priority_note("pretrial_risk_assessment", compas)
+    >>> note["priority_metrics"][:2]
+    ['false_negative_rate_difference', 'equal_opportunity_difference']
+    >>> "equal FNR (flagged high-risk among those who did not reoffend)" in note["note"]
+    True
     """
+    words = words or Outcomes()
     key = _known_use_case(use_case)
     if key is None:
         unknown = advice_text()["unknown_use_case"]
@@ -77,8 +105,8 @@ def priority_note(use_case: str | None) -> dict[str, Any]:
         "kind": "use_case_priority",
         "use_case": key,
         "known": True,
-        "priority_metrics": list(guidance["priority_metrics"]),
-        "note": guidance["note"],
+        "priority_metrics": resolve_priority_metrics(guidance["priority_metrics"]),
+        "note": fill(guidance["note"], words),
     }
 
 
@@ -93,14 +121,15 @@ def recommend(
     """
     if use_case is None:
         use_case = result_doc.get("use_case") or (result_doc.get("policy") or {}).get("use_case")
-    priority = priority_note(use_case)
+    words = outcome_words(result_doc)
+    priority = priority_note(use_case, words)
     prioritised = set(priority["priority_metrics"])
     base_rates_differ = _base_rates_differ(result_doc)
     sizes: GroupSizes = {
         (tuple(g.get("slicing", [])), group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
     }
     recs = [
-        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, hidden)
+        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, words, hidden)
         for result in result_doc.get("results", [])
         if result.get("status") == "fail"
     ]
@@ -117,11 +146,11 @@ def _base_rates_differ(result_doc: dict[str, Any]) -> bool:
     )
 
 
-def _metric_advice(metric: str) -> tuple[str, str, str]:
+def _metric_advice(metric: str, words: Outcomes) -> tuple[str, str, str]:
     """(technique, constraint, why) for a metric; the general remedy for metrics without their own advice."""
     known = advice_text()["metrics"].get(metric)
     if known is not None:
-        return known["technique"], known["constraint"], known["why"]
+        return known["technique"], known["constraint"], fill(known["why"], words)
     other = advice_text()["other_metric"]
     return other["technique"], metric.removesuffix("_difference").removesuffix("_ratio"), other["why"]
 
@@ -132,11 +161,12 @@ def _mitigation(
     base_rates_differ: bool,
     prioritised: set[str],
     min_cell_size: int,
+    words: Outcomes,
     hidden: Hidden | None = None,
 ) -> dict[str, Any]:
     """The recommendation for one failed result (with a ``_severity`` key for sorting)."""
     metric = result["metric"]
-    technique, constraint, why = _metric_advice(metric)
+    technique, constraint, why = _metric_advice(metric, words)
     info = advice_text()["techniques"][technique]
     slicing = list(result.get("slicing", []))
     worst_n = sizes.get((tuple(slicing), group_key(result.get("worst_group"))))

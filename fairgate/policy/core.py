@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.loader import load_policy_yaml
+from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
 
 Direction = Literal["lower_is_better", "higher_is_better"]
@@ -238,6 +239,8 @@ class Policy(_Strict):
     sensitive_attributes: list[SensitiveAttribute] = Field(min_length=1)
     metrics: list[MetricRule] = Field(min_length=1)
     favorable_label: Literal[0, 1] = 1
+    # The use case's words for the favourable/unfavourable decision and true outcome (report texts).
+    outcomes: Outcomes = Outcomes()
     use_case: str | None = None
     intersectional_analysis: IntersectionalAnalysis = IntersectionalAnalysis()
     reporting: Reporting = Reporting()
@@ -354,8 +357,15 @@ class Policy(_Strict):
         return next(a for a in self.sensitive_attributes if a.name == name)
 
     def canonical_json(self) -> str:
-        """The policy as canonical JSON: equal policies give equal text (and hash)."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """The policy as canonical JSON: equal policies give equal text (and hash).
+
+        ``outcomes`` only counts when the policy names its words: a policy written before the section existed
+        keeps its hash, so trails and trends still match it across the upgrade.
+        """
+        dumped = self.model_dump(mode="json")
+        if not self.outcomes.named:
+            del dumped["outcomes"]
+        return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:
         """The SHA-256 hex digest of :meth:`canonical_json`."""

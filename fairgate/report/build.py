@@ -6,11 +6,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from fairgate.document.document import AuditDocument
-from fairgate.mitigation.advice import priority_note, recommend
-from fairgate.report import notes, provenance, summary
+from fairgate.mitigation.advice import outcome_words, priority_note, recommend
+from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
+from fairgate.report import glossary, notes, provenance, summary
 from fairgate.report.figures import breakdowns, curve_sets, heatmaps
-from fairgate.report.format import UNDECIDED_STATUSES, flatten, fmt_count, metric_label
-from fairgate.report.model import ReportView, ResultRow
+from fairgate.report.format import (
+    UNDECIDED_STATUSES,
+    calibration_axes,
+    flatten,
+    fmt_count,
+    policy_metric_label,
+    roc_axes,
+)
+from fairgate.report.model import PDF_ROW_LIMIT, KeyValue, ReportView, ResultRow
 from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
@@ -41,17 +49,23 @@ def build_view(
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
     suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
-    results = [result_row(r, suppression) for r in document.results]
+    words = words_of(document)
+    results = [result_row(r, suppression, words) for r in document.results]
     slicing_sections = sections(document, results, suppression)
     return ReportView(
         **_verdict_part(document, results),
-        **_facts_part(document, min_cell_size, use_case),
-        **_advice_part(document, use_case, min_cell_size, suppression),
+        **_facts_part(document, min_cell_size, use_case, words),
+        **_advice_part(document, use_case, min_cell_size, words, suppression),
         sections=slicing_sections,
-        **_notes_part(document, suppression),
+        **_notes_part(document, suppression, words),
+        few_events=notes.few_events(results),
+        pdf_row_limit=PDF_ROW_LIMIT,
         **_provenance_part(document),
-        roc=curve_sets(document.curves.roc, suppression),
-        calibration=curve_sets(document.curves.calibration, suppression),
+        **_words_part(document, results, words),
+        roc=curve_sets(document.curves.roc, suppression, roc_axes(words)),
+        calibration=curve_sets(
+            document.curves.calibration, suppression, calibration_axes(words, document.favorable_label)
+        ),
         heatmaps=heatmaps(slicing_sections, results),
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
@@ -81,7 +95,7 @@ def _verdict_part(document: AuditDocument, results: list[ResultRow]) -> dict[str
     }
 
 
-def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | None) -> dict[str, Any]:
+def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | None, words: Outcomes) -> dict[str, Any]:
     model = document.model
     label = document.favorable_label
     return {
@@ -94,11 +108,22 @@ def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | Non
         "n_rows_text": fmt_count(document.n_rows),
         "data_window": provenance.data_window(document),
         "favorable_label": str(label),
-        "favorable_note": document.favorable_label_note or _favourable_note(label),
+        "favorable_note": _words_note(label, words)
+        if words.named
+        else document.favorable_label_note or _favourable_note(label),
         "confidence_level_text": f"{document.confidence_level:.0%}",
         "min_cell_size": min_cell_size,
         "use_case": str(use_case or "not stated"),
     }
+
+
+def _words_note(label: int, words: Outcomes) -> str:
+    """The favourable label in the policy's own words (what the selection rate and the base rate count)."""
+    return (
+        f"The favourable outcome is label {label}: the decision '{words.favorable_decision}' and the true outcome "
+        f"'{words.favorable_truth}'. Rates count it as positive, as AIF360 does: the selection rate is the share "
+        f"{words.favorable_decision}, the base rate the share who {words.favorable_truth}."
+    )
 
 
 def _favourable_note(label: int) -> str:
@@ -110,31 +135,57 @@ def _favourable_note(label: int) -> str:
     )
 
 
+def words_of(document: AuditDocument) -> Outcomes:
+    """The outcome words: the document's block (schema 1.2), else its policy echo's, else the defaults."""
+    if document.outcomes is not None:
+        return Outcomes(**document.outcomes.model_dump(include=set(Outcomes.model_fields)))
+    return outcome_words({"policy": document.policy})
+
+
+def _words_part(document: AuditDocument, results: list[ResultRow], words: Outcomes) -> dict[str, Any]:
+    return {
+        "outcome_words": [
+            KeyValue(f"Favourable decision (prediction {document.favorable_label})", words.favorable_decision),
+            KeyValue(f"Unfavourable decision (prediction {1 - document.favorable_label})", words.unfavorable_decision),
+            KeyValue(f"Favourable outcome (truth {document.favorable_label})", words.favorable_truth),
+            KeyValue(f"Unfavourable outcome (truth {1 - document.favorable_label})", words.unfavorable_truth),
+        ],
+        "outcomes_named": words.named,
+        "rate_phrases": {m: str(rate_phrase(m, words)) for m in RATE_DEFINITIONS},
+        "rate_abbreviations": dict(RATE_ABBREVIATIONS),
+        "glossary_cells": glossary.cells(words),
+        "glossary_rates": glossary.rates(words),
+        "glossary_metrics": glossary.policy_metrics((r.metric for r in results), words),
+        "reference_note": glossary.reference_note(),
+        "output_dir": document.output_dir or "",
+    }
+
+
 def _advice_part(
-    document: AuditDocument, use_case: str | None, min_cell_size: int, suppression: Suppression
+    document: AuditDocument, use_case: str | None, min_cell_size: int, words: Outcomes, suppression: Suppression
 ) -> dict[str, Any]:
     # Recomputed rather than read from the document's recommendations: same function, but with this report's
     # min_cell_size, so a reason never names a group the report suppresses.
     advice = recommend(
         document.model_dump(exclude_unset=True), use_case, min_cell_size=min_cell_size, hidden=suppression.hides
     )
-    priority = next((r for r in advice if r.get("kind") == "use_case_priority"), None) or priority_note(use_case)
-    recommendations = summary.recommendation_rows(advice)
+    priority = next((r for r in advice if r.get("kind") == "use_case_priority"), None) or priority_note(use_case, words)
+    recommendations = summary.recommendation_rows(advice, words)
     return {
         "recommendations": recommendations,
         "actions": summary.actions(recommendations),
         "use_case_note": str(priority.get("note", "")),
-        "priority_metrics": [metric_label(m) for m in priority.get("priority_metrics", [])],
+        "priority_metrics": [policy_metric_label(m, words) for m in priority.get("priority_metrics", [])],
     }
 
 
-def _notes_part(document: AuditDocument, suppression: Suppression) -> dict[str, Any]:
+def _notes_part(document: AuditDocument, suppression: Suppression, words: Outcomes) -> dict[str, Any]:
     diagnostics = document.diagnostics
     return {
         "base_rates": notes.base_rates(diagnostics, suppression),
         "impossibility": notes.impossibility(diagnostics),
         "simpson": notes.simpson(diagnostics.simpson),
-        "worst_subgroups": notes.worst_subgroups(diagnostics, suppression),
+        "worst_subgroups": notes.worst_subgroups(diagnostics, suppression, words),
         "insufficient": notes.insufficient(diagnostics, suppression),
         "individual_fairness": notes.individual_fairness(document.individual_fairness),
     }
@@ -157,5 +208,18 @@ def _provenance_part(document: AuditDocument) -> dict[str, Any]:
         ),
         "inputs": flatten(document.inputs),
         "trail": provenance.trail(document),
-        "policy_text": provenance.policy_text(document.policy),
+        "policy_text": _policy_text(document),
     }
+
+
+def _policy_text(document: AuditDocument) -> str:
+    """The policy as applied, with the output folder this run actually wrote to (``--out`` overrides it)."""
+    policy = dict(document.policy)
+    used = document.output_dir
+    reporting = dict(policy.get("reporting") or {})
+    if not used or reporting.get("output_dir") == used:
+        return provenance.policy_text(policy)
+    stated = reporting.get("output_dir")
+    policy["reporting"] = reporting | {"output_dir": used}
+    note = f"# reporting.output_dir: this run wrote to {used} (--out); the policy file says {stated}\n"
+    return note + provenance.policy_text(policy)

@@ -10,14 +10,19 @@ from fairgate.report.model import Breakdown, Curve, CurveSet, Heatmap, ResultRow
 from fairgate.report.suppress import SlicingKey, Suppression
 
 
-def curve_sets(curves: Sequence[RocCurve | CalibrationCurve], suppression: Suppression) -> list[CurveSet]:
-    """One set of curves per slicing; suppressed groups (and calibration bins under k people) are dropped."""
+def curve_sets(
+    curves: Sequence[RocCurve | CalibrationCurve], suppression: Suppression, axes: tuple[str, str] = ("", "")
+) -> list[CurveSet]:
+    """One set of curves per slicing; suppressed groups (and calibration bins under k people) are dropped.
+
+    ``axes``: the x and y axis titles in the policy's outcome words.
+    """
     sets: dict[SlicingKey, CurveSet] = {}
     for item in curves:
         slicing = tuple(item.slicing)
-        current = sets.setdefault(slicing, CurveSet(slicing_key(slicing), [], 0))
+        current = sets.setdefault(slicing, CurveSet(slicing_key(slicing), [], 0, *axes))
         if suppression.hides(slicing, item.group):
-            sets[slicing] = CurveSet(current.key, current.curves, current.n_hidden + 1)
+            sets[slicing] = CurveSet(current.key, current.curves, current.n_hidden + 1, *axes)
             continue
         xs, ys = _points(item, suppression.min_cell_size)
         current.curves.append(

@@ -9,6 +9,7 @@ from typing import Any
 
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import policy_metric
+from fairgate.policy.outcomes import RATE_ABBREVIATIONS, Outcomes, rate_phrase
 from fairgate.report.model import KeyValue
 
 #: Group metrics shown in the by-group tables, in reading order.
@@ -68,6 +69,55 @@ def metric_label(name: str) -> str:
     'False positive rate difference'
     """
     return METRIC_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def rate_label(name: str, words: Outcomes) -> str:
+    """A group metric's short name with what it counts in the policy's words (other metrics: their name).
+
+    >>> compas = Outcomes(favorable_decision="not flagged high-risk", unfavorable_decision="flagged high-risk",
+    ...                   favorable_truth="did not reoffend", unfavorable_truth="reoffended")
+    >>> rate_label("false_negative_rate", compas)
+    'FNR – flagged high-risk among those who did not reoffend'
+    >>> rate_label("accuracy", compas)
+    'Accuracy'
+    """
+    phrase = rate_phrase(name, words)
+    return f"{RATE_ABBREVIATIONS[name]} – {phrase}" if phrase else metric_label(name)
+
+
+def policy_metric_label(name: str, words: Outcomes) -> str:
+    """A policy metric's name; one built on a single error rate also says what that rate counts.
+
+    >>> policy_metric_label("false_negative_rate_difference", Outcomes(unfavorable_decision="flagged high-risk",
+    ...                                                                favorable_truth="did not reoffend"))
+    'FNR difference (flagged high-risk among those who did not reoffend)'
+    >>> policy_metric_label("equal_opportunity_difference", Outcomes())
+    'Equal opportunity difference'
+    """
+    for summary in ("difference", "ratio"):
+        base = name.removesuffix(f"_{summary}")
+        phrase = rate_phrase(base, words) if base != name and name not in METRIC_LABELS else None
+        if phrase:
+            return f"{RATE_ABBREVIATIONS[base]} {summary} ({phrase})"
+    return metric_label(name)
+
+
+def roc_axes(words: Outcomes) -> tuple[str, str]:
+    """The ROC chart's axis titles: the two rates it plots, in the policy's words."""
+    return rate_label("false_positive_rate", words), rate_label("true_positive_rate", words)
+
+
+def calibration_axes(words: Outcomes, favorable_label: int) -> tuple[str, str]:
+    """The reliability chart's axis titles: the score is the predicted chance of the favourable outcome.
+
+    With favourable label 0 the engine uses 1 - the model's score (a risk score turned into the chance of the
+    favourable outcome), and the axis says so.
+
+    >>> calibration_axes(Outcomes(favorable_truth="did not reoffend"), 0)[0]
+    'Predicted chance: did not reoffend (1 − model score)'
+    """
+    flipped = " (1 − model score)" if favorable_label == 0 else " (model score)"
+    return f"Predicted chance: {words.favorable_truth}{flipped}", f"Observed share who {words.favorable_truth}"
 
 
 def base_metrics(name: str) -> tuple[str, ...]:

@@ -65,7 +65,8 @@ class ResultRow:
     best_group: str
     excluded: str
     override_reasons: list[str]
-    severity: float
+    severity: float  # the gap past the threshold divided by the threshold (the gap itself when the threshold is 0)
+    severity_text: str  # "7.05 × the threshold" ("" when not past it)
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,8 @@ class SlicingSection:
     n_suppressed: int
     n_insufficient: int
     failed: bool
-    # The groups the PDF lists when the intersection is large: the furthest from the median on the judged
-    # metrics, in size order (all groups when there are at most PDF_ROW_LIMIT).
+    # The groups the PDF lists when the intersection is large: the PDF_ROW_LIMIT furthest from the median on
+    # the judged metrics, furthest first, then any large group left (all groups, largest first, when few).
     highlight: list[GroupRow]
 
 
@@ -105,6 +106,18 @@ class CurveSet:
     key: str
     curves: list[Curve]
     n_hidden: int
+    # Axis titles in the policy's outcome words ("" for the chart's generic titles).
+    x_label: str = ""
+    y_label: str = ""
+
+
+@dataclass(frozen=True)
+class GlossaryRow:
+    """One glossary entry: a term, its formula, and what it means in the policy's outcome words."""
+
+    term: str
+    formula: str
+    meaning: str
 
 
 @dataclass(frozen=True)
@@ -283,5 +296,17 @@ class ReportView:
     heatmaps: list[Heatmap]
     breakdowns: list[Breakdown]
     n_suppressed_total: int
+    # The policy's outcome words and every text derived from them (fairgate.policy.outcomes).
+    outcome_words: list[KeyValue]  # the four phrases as the policy names them
+    outcomes_named: bool  # False: the policy named none, the defaults are shown
+    rate_phrases: dict[str, str]  # group rate -> what it counts ("flagged high-risk among those who ...")
+    rate_abbreviations: dict[str, str]  # group rate -> its short name in the tables ("FNR")
+    glossary_cells: list[GlossaryRow]
+    glossary_rates: list[GlossaryRow]
+    glossary_metrics: list[GlossaryRow]
+    reference_note: str
+    output_dir: str  # where this run wrote its files ("" when not recorded)
+    few_events: list[KeyValue]  # results not judged: a group's rate rests on fewer than min_events events
+    pdf_row_limit: int  # how many of a large intersection's furthest-from-median groups the PDF lists
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal, WorstSubgroup
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
-from fairgate.report.model import KeyValue, NoteRow
+from fairgate.policy.outcomes import Outcomes
+from fairgate.report.format import fmt, fmt_count, group_label, metric_label, rate_label, round_number, slicing_key
+from fairgate.report.model import KeyValue, NoteRow, ResultRow
 from fairgate.report.suppress import Suppression
 
 
@@ -42,13 +43,14 @@ def simpson(reversals: list[SimpsonReversal]) -> list[NoteRow]:
     return [NoteRow(slicing_key([r.attribute]), r.note) for r in reversals]
 
 
-def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[NoteRow]:
-    """The worst-off subgroup per metric, unless it is suppressed."""
+def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression, words: Outcomes | None = None) -> list[NoteRow]:
+    """The worst-off subgroup per metric, unless it is suppressed; each rate named by what it counts."""
+    words = words or Outcomes()
     return [
         NoteRow(
             slicing_key(item.slicing),
             f"{group_label(item.group, item.slicing)}: {_adverse_word(item.direction)} "
-            f"{metric_label(item.metric)} = {fmt(round_number(item.value))}{_interval(item)} "
+            f"{rate_label(item.metric, words)} = {fmt(round_number(item.value))}{_interval(item)} "
             f"(n = {fmt_count(item.n)}; ranked by the adverse confidence bound, not the estimate)",
         )
         for item in diagnostics.worst_subgroups
@@ -57,7 +59,11 @@ def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[
 
 
 def _adverse_word(direction: str) -> str:
-    """Lower is worse for a metric where higher is better, and the other way round."""
+    """Lower is worse for a metric where higher is better, and the other way round.
+
+    >>> _adverse_word("lower_is_better"), _adverse_word("higher_is_better")
+    ('highest', 'lowest')
+    """
     return "lowest" if direction == "higher_is_better" else "highest"
 
 
@@ -89,3 +95,16 @@ def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[Key
 def individual_fairness(scores: IndividualFairness) -> list[KeyValue]:
     """The population-level individual-fairness indices."""
     return [KeyValue(metric_label(name), fmt(value, 4)) for name, value in scores.model_dump().items()]
+
+
+def few_events(results: list[ResultRow]) -> list[KeyValue]:
+    """Results not judged because a group's rate rests on too few events (``statistics.min_events``).
+
+    Such groups can be large enough by head count (``min_group_size``) and still hold only 1-3 positives, so
+    the insufficient-groups section lists them beside the small groups (reasons already redacted).
+    """
+    return [
+        KeyValue(f"{r.metric_label} on {r.slicing_label}", r.reason)
+        for r in results
+        if r.status == "insufficient_data" and r.reason
+    ]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from fairgate.document.common import Group
 from fairgate.document.results import PolicyResult
-from fairgate.report.format import STATUS_MARKS, fmt, group_label, metric_label, round_number, slicing_key
+from fairgate.policy.outcomes import Outcomes
+from fairgate.report.format import STATUS_MARKS, fmt, group_label, policy_metric_label, round_number, slicing_key
 from fairgate.report.model import ResultRow
 from fairgate.report.suppress import Suppression
 
 
-def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
+def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes | None = None) -> ResultRow:
     """One policy result as a row: rounded numbers, threshold and gap texts, groups named unless suppressed."""
     slicing = list(result.slicing)
     value, threshold = round_number(result.value), round_number(result.threshold)
@@ -24,7 +28,7 @@ def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
 
     return ResultRow(
         metric=result.metric,
-        metric_label=metric_label(result.metric),
+        metric_label=policy_metric_label(result.metric, words or Outcomes()),
         slicing=slicing,
         slicing_label=slicing_key(slicing),
         value=value,
@@ -36,7 +40,7 @@ def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
         threshold_text=("≥ " if higher else "≤ ") + fmt(threshold) if threshold is not None else "–",
         status=result.status,
         mark=STATUS_MARKS.get(result.status, result.status.upper()),
-        reason=status_reason(result),
+        reason=redact(status_reason(result), slicing, suppression),
         uncertain=result.uncertain,
         critical=result.critical,
         gap_text=gap_text,
@@ -45,6 +49,7 @@ def result_row(result: PolicyResult, suppression: Suppression) -> ResultRow:
         excluded="; ".join(group_label(g, slicing) for g in result.excluded_groups),
         override_reasons=list(result.override_reasons),
         severity=severity,
+        severity_text=_severity_text(severity, threshold),
     )
 
 
@@ -59,6 +64,40 @@ def status_reason(result: PolicyResult) -> str:
     if result.status == "insufficient_data":
         return "too few people in the groups to compute the metric"
     return ""
+
+
+def redact(text: str, slicing: list[str], suppression: Suppression) -> str:
+    """``text`` (an engine reason) with every suppressed group of the slicing, and its count, unnamed.
+
+    The engine names groups as ``a=x, b=y`` followed by a count in brackets ("rests on fewer than min_events=10
+    people in race=Asian, sex=Female (2)"): a report must not print either for a group it suppresses.
+    """
+    key = tuple(slicing)
+    for (where, group_key), _ in suppression.sizes.items():
+        if where != key or not text:
+            continue
+        group = json.loads(group_key)
+        if not suppression.hides(slicing, group):
+            continue
+        label = ", ".join(f"{a}={group[a]}" for a in slicing if a in group)
+        # The label ends where a count, a separator or the sentence follows (not inside a longer value).
+        pattern = re.escape(label) + r"(?: \([0-9.eE+-]+\))?(?=[,:;)]| \(|$| and )"
+        text = re.sub(pattern, _HIDDEN, text)
+    return re.sub(f"{_HIDDEN}(?:, {_HIDDEN})+", lambda m: f"{m.group(0).count(_HIDDEN)} suppressed small groups", text)
+
+
+_HIDDEN = "a suppressed small group"
+
+
+def _severity_text(severity: float, threshold: float | None) -> str:
+    """The gap as a multiple of the threshold, for a result past it.
+
+    >>> _severity_text(7.0513, 0.1), _severity_text(-0.2, 0.1), _severity_text(0.05, 0.0)
+    ('7.05 × the threshold', '', '')
+    """
+    if severity <= 0 or not threshold:
+        return ""
+    return f"{severity:.2f} × the threshold"
 
 
 def _gap(value: float | None, threshold: float | None, higher: bool) -> tuple[str, float]:

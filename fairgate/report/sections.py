@@ -125,8 +125,14 @@ def cell(estimate: Estimate | None) -> Cell:
 
 
 def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
-    """The ``limit`` visible groups furthest from the median of any metric column, kept in size order."""
+    """The ``limit`` visible groups furthest from the median of any metric column, furthest first.
+
+    Every large group (at least :data:`LARGE_SHARE` of the people) follows, so a big group is never left out of
+    the PDF. When all visible groups fit, they keep their size order.
+    """
     visible = [g for g in rows if not g.suppressed]
+    if len(visible) <= limit:
+        return visible
     n_columns = len(visible[0].cells) if visible else 0
     medians = []
     for j in range(n_columns):
@@ -139,5 +145,11 @@ def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
         ]
         return max(gaps, default=0.0)
 
-    keep = {id(g) for g in sorted(visible, key=lambda g: (-distance(g), -(g.n or 0)))[:limit]}
-    return [g for g in rows if id(g) in keep]
+    ranked = sorted(visible, key=lambda g: (-distance(g), -(g.n or 0)))
+    total = sum(g.n or 0 for g in visible)
+    large = [g for g in ranked[limit:] if total and (g.n or 0) >= LARGE_SHARE * total]
+    return ranked[:limit] + large
+
+
+#: A group holding at least this share of a slicing's people is listed in the PDF whatever its distance.
+LARGE_SHARE = 0.05

@@ -5,31 +5,43 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fairgate.report.format import metric_label, slicing_key
+from fairgate.policy.outcomes import Outcomes
+from fairgate.report.format import policy_metric_label, slicing_key
 from fairgate.report.model import Action, Recommendation, ResultRow, ScoreCard, ScoreCell, ScoreRow, SlicingSection
 
 
 def verdict_sentence(verdict: str, n_failed: int, n_results: int, fail_on: str, failures: list[ResultRow]) -> str:
-    """One sentence that says what the verdict means and, on a fail, the most severe failure."""
+    """One sentence that says what the verdict means and, on a fail, the most severe failure.
+
+    The most severe failure is the one furthest past its threshold relative to the threshold (the gap divided
+    by the threshold), so differences and ratios with different thresholds compare on one scale.
+    """
     if verdict == "pass":
         extra = f" {n_failed} result(s) failed but the gate (fail_on: {fail_on}) allows it." if n_failed else ""
         return f"All gating checks passed: {n_results - n_failed} of {n_results} results within policy.{extra}"
-    worst = failures[0] if failures else None
+    worst = most_severe(failures)
     head = f"{n_failed} of {n_results} fairness results are outside the policy (fail_on: {fail_on})."
     if worst:
-        head += f" Most severe: {worst.metric_label} on {worst.slicing_label} = {worst.value_text}, {worst.gap_text}."
+        head += (
+            f" Most severe (furthest past its threshold, relative to the threshold): {worst.metric_label} on "
+            f"{worst.slicing_label} = {worst.value_text}, {worst.gap_text}"
+            + (f" ({worst.severity_text})." if worst.severity_text else ".")
+        )
     return head + " Do not deploy until the failures below are mitigated or explicitly overridden."
 
 
+def most_severe(failures: list[ResultRow]) -> ResultRow | None:
+    """The failure furthest past its threshold relative to the threshold (None when nothing failed)."""
+    return max(failures, key=lambda r: r.severity, default=None)
+
+
 def headline(failures: list[ResultRow]) -> list[ResultRow]:
-    """The most severe failure of each metric (failures come sorted by severity)."""
-    seen: set[str] = set()
-    out = []
+    """Every failing metric once, at its most severe slicing, most severe first (severity relative to threshold)."""
+    worst: dict[str, ResultRow] = {}
     for r in failures:
-        if r.metric not in seen:
-            seen.add(r.metric)
-            out.append(r)
-    return out
+        if r.metric not in worst or r.severity > worst[r.metric].severity:
+            worst[r.metric] = r
+    return sorted(worst.values(), key=lambda r: -r.severity)
 
 
 def scorecard(results: list[ResultRow], sections: list[SlicingSection]) -> ScoreCard:
@@ -46,7 +58,7 @@ def scorecard(results: list[ResultRow], sections: list[SlicingSection]) -> Score
     ]
     first = {m: next(r for r in results if r.metric == m) for m in metrics}
     return ScoreCard(
-        [metric_label(m) for m in metrics],
+        [first[m].metric_label for m in metrics],
         [first[m].threshold_text for m in metrics],
         [any(r.critical for r in results if r.metric == m) for m in metrics],
         rows,
@@ -59,11 +71,11 @@ def _score_cell(found: ResultRow | None) -> ScoreCell:
     return ScoreCell(found.value_text, found.status, found.uncertain, found.reason)
 
 
-def recommendation_rows(advice: Sequence[Mapping[str, Any]]) -> list[Recommendation]:
+def recommendation_rows(advice: Sequence[Mapping[str, Any]], words: Outcomes | None = None) -> list[Recommendation]:
     """The mitigation advice as report rows (the use-case priority note is shown elsewhere)."""
     return [
         Recommendation(
-            metric_label=metric_label(r["metric"]),
+            metric_label=policy_metric_label(r["metric"], words or Outcomes()),
             slicing_label=slicing_key(r.get("slicing", [])),
             title=r["title"],
             stage=r.get("stage", ""),

@@ -28,6 +28,7 @@ def test_failing_policy_exits_1_and_writes_json_junit_and_trail(failing_run: tup
     assert document["verdict"] == "fail"
     assert document["model"] == {"name": "compas", "version": "1"}
     assert document["n_rows"] == 7214
+    assert document["output_dir"] == str(inputs.out)  # --out, not the policy's reporting.output_dir
     # Real-data facts (../shared/data/README.md): the join kept everyone, group sizes as published.
     alignment = document["alignment"]
     assert alignment["matched"] == 7214

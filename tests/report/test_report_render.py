@@ -71,9 +71,9 @@ def test_compas_pdf_text_is_extractable(compas_report: dict[str, Path], compas_d
         assert heading in text
     assert compas_doc["policy_sha256"] in text.replace("\n", "")
     assert "report-test-run" in text
-    # Chart text stays text (svg.fonttype none): axis titles are searchable in the PDF.
+    # Chart text stays text (svg.fonttype none): axis titles are searchable in the PDF, in the policy's words.
     assert "False positive rate" in text
-    assert "Observed fraction positive" in text
+    assert "Observed share who did not reoffend" in text
 
 
 def test_content_comes_in_the_reviewers_order(compas_report: dict[str, Path]) -> None:
