@@ -8,7 +8,7 @@ from typing import Any
 from fairgate.document.document import AuditDocument
 from fairgate.mitigation.advice import priority_note, recommend
 from fairgate.report import notes, provenance, summary
-from fairgate.report.figures import breakdowns, curve_sets, heatmaps
+from fairgate.report.figures import breakdowns, chart_captions, curve_sets, heatmaps
 from fairgate.report.format import UNDECIDED_STATUSES, flatten, fmt_count, metric_label
 from fairgate.report.model import ReportView, ResultRow
 from fairgate.report.results import result_row
@@ -42,6 +42,9 @@ def build_view(
     suppression = Suppression.of(document.groups, min_cell_size)
     results = [result_row(r, suppression) for r in document.results]
     slicing_sections = sections(document, results, suppression)
+    roc = curve_sets(document.curves.roc, suppression)
+    calibration = curve_sets(document.curves.calibration, suppression)
+    maps = heatmaps(slicing_sections, results)
     return ReportView(
         **_verdict_part(document, results),
         **_facts_part(document, min_cell_size, use_case),
@@ -49,9 +52,10 @@ def build_view(
         sections=slicing_sections,
         **_notes_part(document, suppression),
         **_provenance_part(document),
-        roc=curve_sets(document.curves.roc, suppression),
-        calibration=curve_sets(document.curves.calibration, suppression),
-        heatmaps=heatmaps(slicing_sections, results),
+        roc=roc,
+        calibration=calibration,
+        heatmaps=maps,
+        chart_captions=chart_captions(roc, calibration, maps, min_cell_size),
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(results, slicing_sections),
@@ -136,10 +140,16 @@ def _notes_part(document: AuditDocument, suppression: Suppression) -> dict[str, 
 
 def _provenance_part(document: AuditDocument) -> dict[str, Any]:
     validation = document.validation
+    checks = provenance.validation_checks(validation)
+    command, reproduce = provenance.reproduce(document)
     return {
-        "alignment": flatten(document.alignment),
-        "validation": flatten(provenance.validation_summary(validation)),
-        "validation_checks": provenance.validation_checks(validation),
+        "alignment": provenance.join_facts(document.alignment),
+        "validation": provenance.validation_facts(validation),
+        "validation_checks": checks,
+        "validation_line": provenance.validation_line(checks),
+        "validation_failures": [c for c in checks if not c.passed],
+        "reproduce_command": command,
+        "reproduce": reproduce,
         "validation_warnings": provenance.validation_warnings(validation),
         "proxy": flatten(provenance.proxy_facts(document.proxy)),
         **dict(

@@ -38,6 +38,8 @@ class GroupRow:
     sufficient: bool
     is_reference: bool
     cells: list[Cell]
+    # TP, FP, TN, FN (favourable = positive) as texts, hidden exactly when the rates are; empty if unknown.
+    counts: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class SlicingSection:
     # The groups the PDF lists when the intersection is large: the furthest from the median on the judged
     # metrics, in size order (all groups when there are at most PDF_ROW_LIMIT).
     highlight: list[GroupRow]
+    count_labels: list[str] = field(default_factory=list)  # TP, FP, TN, FN when the groups carry counts
+    counts_note: str = ""  # what the counts are (people, or effective sizes under weights)
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,9 @@ class CurveSet:
     key: str
     curves: list[Curve]
     n_hidden: int
+    # Groups drawn with too few people per bin to form a curve, and groups left out, each with its reason.
+    sparse: list[str] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -216,6 +223,8 @@ class Heatmap:
     col_labels: list[str]
     values: list[list[float | None]]  # None: suppressed or undefined
     suppressed: list[list[bool]]
+    excluded: list[list[bool]] = field(default_factory=list)  # below the minimum group size: not judged
+    component_note: str = ""  # why this rate is shown (the component the failure runs through)
 
 
 @dataclass(frozen=True)
@@ -283,4 +292,9 @@ class ReportView:
     heatmaps: list[Heatmap]
     breakdowns: list[Breakdown]
     n_suppressed_total: int
+    validation_line: str = ""  # "16/16 checks passed" (the failures are listed beneath)
+    validation_failures: list[CheckRow] = field(default_factory=list)
+    reproduce_command: str = ""
+    reproduce: list[KeyValue] = field(default_factory=list)
+    chart_captions: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
