@@ -118,7 +118,7 @@ def _short(label: str, width: int = 28) -> str:
 
 
 #: ROC and calibration charts sit side by side under a group table: small, square-ish, legend inside.
-CURVE_SIZE = (3.4, 2.45)
+CURVE_SIZE = (3.4, 2.35)
 
 
 def roc_chart(curves: CurveSet) -> str | None:
@@ -210,7 +210,7 @@ def rates_chart(section: SlicingSection) -> str | None:
     if not panels or not rows:
         return None
     labels = [_short(g.label, 24) for g in rows]
-    with _figure(7.2, 0.7 + 0.17 * len(rows), ncols=len(panels)) as (fig, axes):
+    with _figure(7.2, 0.62 + 0.155 * len(rows), ncols=len(panels)) as (fig, axes):
         for ax, (metric, title) in zip(axes, panels, strict=True):
             cells = [g.cells[section.metric_names.index(metric)] for g in rows]
             _rate_panel(ax, cells, title)
