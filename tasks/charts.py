@@ -148,7 +148,12 @@ def calibration_chart(curves: CurveSet) -> str | None:
         ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8, label="perfect calibration")
         for i, curve in enumerate(curves.curves[:MAX_SERIES]):
             _reliability_line(ax, curve, _colour(i))
-        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="Mean score of the favourable outcome", ylabel="Observed favourable")
+        ax.set(
+            xlim=(0, 1),
+            ylim=(0, 1.01),
+            xlabel="Mean score of the favourable outcome",
+            ylabel="Observed fraction favourable",
+        )
         top = _title(ax, f"Calibration by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="upper left")
         _margins(fig, left=0.5, bottom=0.4, top=top)

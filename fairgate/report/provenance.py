@@ -203,6 +203,12 @@ def validation_facts(validation: Mapping[str, Any] | None) -> list[KeyValue]:
 
 
 def _plain(value: Any) -> str:
+    """A fact as a short cell: one huge cell makes WeasyPrint's table layout quadratic (the JSON has it all)."""
+    text = _plain_text(value)
+    return text if len(text) <= 240 else text[:239] + "…"
+
+
+def _plain_text(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, bool):

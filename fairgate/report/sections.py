@@ -166,7 +166,7 @@ def cell(estimate: Estimate | None) -> Cell:
     """A table cell: the rounded value and its interval."""
     if estimate is None:
         return Cell(fmt(None))
-    value, low, high = (round_number(x, 6) for x in (estimate.value, estimate.ci_low, estimate.ci_high))
+    value, low, high = (round_number(x) for x in (estimate.value, estimate.ci_low, estimate.ci_high))
     ci = interval_text(low, high)
     return Cell(fmt(value), ci, value, low, high)
 
