@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from conftest import compas_frame
 
 from fairgate.report import build_view
 from tasks.report import render_html
 
 
-def test_counts_per_group_are_the_confusion_counts_of_the_data(compas_doc: dict[str, Any]) -> None:
+def test_counts_per_group_are_the_confusion_counts_of_the_data(
+    compas_doc: dict[str, Any], compas_rows: pl.DataFrame
+) -> None:
     # Favourable outcome 0 (not reoffending, not flagged): TP = flagged low-risk and did not reoffend.
-    frame = compas_frame().with_columns(
+    frame = compas_rows.with_columns(
         (pl.col("two_year_recid") == 0).alias("actual"), (pl.col("y_pred") == 0).alias("predicted")
     )
     view = build_view(compas_doc, min_cell_size=10)

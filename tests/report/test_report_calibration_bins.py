@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from conftest import compas_frame
 
 
 def _whole_population_bins(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -18,9 +17,11 @@ def _whole_population_bins(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return list(curve["bins"])
 
 
-def test_every_compas_decile_has_its_own_bin_with_exactly_its_people(compas_doc: dict[str, Any]) -> None:
+def test_every_compas_decile_has_its_own_bin_with_exactly_its_people(
+    compas_doc: dict[str, Any], compas_rows: pl.DataFrame
+) -> None:
     bins = _whole_population_bins(compas_doc)
-    deciles = compas_frame().group_by("score").len()
+    deciles = compas_rows.group_by("score").len()
     people = {round(1 - s, 6): n for s, n in deciles.iter_rows()}  # favourable score -> count
     assert len(people) == 10
     occupied = [b for b in bins if b["n"] > 0]
@@ -31,8 +32,8 @@ def test_every_compas_decile_has_its_own_bin_with_exactly_its_people(compas_doc:
         assert b["n"] == people[round(b["lower"], 6)], b
 
 
-def test_a_decile_group_bins_the_same_in_every_slicing(compas_doc: dict[str, Any]) -> None:
-    frame = compas_frame().with_columns((1 - pl.col("score")).round(6).alias("favourable_score"))
+def test_a_decile_group_bins_the_same_in_every_slicing(compas_doc: dict[str, Any], compas_rows: pl.DataFrame) -> None:
+    frame = compas_rows.with_columns((1 - pl.col("score")).round(6).alias("favourable_score"))
     for curve in compas_doc["curves"]["calibration"]:
         if curve["slicing"] != ["race"]:
             continue
