@@ -294,6 +294,8 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int) -> str | None:
         _heatmap_axes(ax, row_labels, col_labels, rotated)
         if rows * cols <= 60:  # values in the cells while they stay legible (and cheap to draw)
             _heatmap_values(ax, heatmap, data, min_cell_size)
+        else:  # too many cells for text: groups left out of the judgement get a dot (one collection: cheap)
+            _excluded_dots(ax, heatmap)
         head = _title(ax, f"{heatmap.metric_label} over {heatmap.key}", width - 1.0)
         _margins(fig, left=left, bottom=bottom, top=head, right=0.1)
         _colour_bar(fig, mesh, ax, heatmap.metric_label)
@@ -330,6 +332,13 @@ def _heatmap_values(ax: Axes, heatmap: Heatmap, data: np.ndarray, min_cell_size:
                 if heatmap.excluded and heatmap.excluded[i][j]:
                     text += "*"
             ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
+
+
+def _excluded_dots(ax: Axes, heatmap: Heatmap) -> None:
+    cells = [(j + 0.5, i + 0.5) for i, row in enumerate(heatmap.excluded) for j, out in enumerate(row) if out]
+    if cells:
+        xs, ys = zip(*cells, strict=True)
+        ax.scatter(xs, ys, s=4, color=FAIL, marker="o", linewidths=0)
 
 
 def _colour_bar(fig: Figure, mesh: Any, ax: Axes, label: str) -> None:

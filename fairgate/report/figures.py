@@ -174,9 +174,16 @@ def chart_captions(
             if parts:
                 out[f"{kind}:{curves.key}"] = " ".join(parts)
     for heatmap in maps:
-        marks = [f"<{min_cell_size}: suppressed (under {min_cell_size} people, or hidden with such a group)"]
-        marks.append("–: undefined (the group has no one the rate counts, e.g. no positives)")
+        # Maps of more than 60 cells carry no numbers (charts.heatmap_chart): grey cells and red dots then.
+        texts = len(heatmap.row_labels) * len(heatmap.col_labels) <= 60
+        marks = [
+            f"grey{f' <{min_cell_size}' if texts else ''}: suppressed (under {min_cell_size} people, or hidden "
+            "with such a group)",
+            f"grey{' –' if texts else ''}: undefined (the group has no one the rate counts, e.g. no positives)",
+        ]
         if any(any(row) for row in heatmap.excluded):
-            marks.append("*: below the minimum group size, shown but left out of the judgement")
+            marks.append(
+                f"{'*' if texts else 'red dot'}: below the minimum group size, shown but left out of the judgement"
+            )
         out[f"heatmap:{heatmap.key}"] = f"{heatmap.component_note} " + "; ".join(marks) + "."
     return out
