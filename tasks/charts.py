@@ -338,7 +338,7 @@ def _excluded_dots(ax: Axes, heatmap: Heatmap) -> None:
     cells = [(j + 0.5, i + 0.5) for i, row in enumerate(heatmap.excluded) for j, out in enumerate(row) if out]
     if cells:
         xs, ys = zip(*cells, strict=True)
-        ax.scatter(xs, ys, s=4, color=FAIL, marker="o", linewidths=0)
+        ax.scatter(xs, ys, s=9, color=FAIL, marker="o", edgecolors="white", linewidths=0.5)
 
 
 def _colour_bar(fig: Figure, mesh: Any, ax: Axes, label: str) -> None:
