@@ -24,7 +24,9 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection
+from fairgate.report.figures import SPARSE_BINS
 from fairgate.report.format import base_metrics
+from fairgate.report.model import Cell, Curve
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -115,27 +117,24 @@ def _short(label: str, width: int = 28) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
+#: ROC and calibration charts sit side by side under a group table: small, square-ish, legend inside.
+CURVE_SIZE = (3.4, 2.35)
+
+
 def roc_chart(curves: CurveSet) -> str | None:
     """ROC curves by group (largest groups first), with the chance diagonal."""
-    shown = sorted(curves.curves, key=lambda c: -c.n)[:MAX_SERIES]
-    if not shown:
+    if not curves.curves:
         return None
-    with _figure(3.4, 2.9) as (fig, (ax,)):
+    with _figure(*CURVE_SIZE) as (fig, (ax,)):
         ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8)
-        for i, curve in enumerate(shown):
-            ax.plot(
-                curve.x,
-                curve.y,
-                color=PALETTE[i % len(PALETTE)],
-                linewidth=1.3,
-                label=f"{_short(curve.label)} (n={curve.n:,})",
-            )
-        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="")
+        for i, curve in enumerate(curves.curves[:MAX_SERIES]):
+            ax.plot(curve.x, curve.y, color=_colour(i), linewidth=1.3, label=f"{_short(curve.label)} (n={curve.n:,})")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01))
         ax.set_xlabel(_axis(curves.x_label, "False positive rate"), fontsize=6.5)
         ax.set_ylabel(_axis(curves.y_label, "True positive rate", 50), fontsize=6.5)
-        top = _title(ax, f"ROC by {curves.key}", 3.4)
+        top = _title(ax, f"ROC by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="lower right")
-        _margins(fig, left=0.55, bottom=0.45, top=top)
+        _margins(fig, left=0.5, bottom=0.4, top=top)
         return to_svg(fig)
 
 
@@ -145,29 +144,45 @@ def _axis(label: str, default: str, width: int = 62) -> str:
 
 
 def calibration_chart(curves: CurveSet) -> str | None:
-    """Reliability curves by group: observed positive fraction against mean score, per score bin."""
-    shown = [c for c in sorted(curves.curves, key=lambda c: -c.n) if c.x][:MAX_SERIES]
-    if not shown:
+    """Reliability curves by group: observed favourable fraction against mean score, per score bin.
+
+    A group with fewer bins than a curve needs is drawn as open dots without a line and named as such in the
+    legend; groups left out are named in the caption (the view model's ``omitted``), so none disappears.
+    """
+    if not curves.curves:
         return None
-    with _figure(3.4, 2.9) as (fig, (ax,)):
+    with _figure(*CURVE_SIZE) as (fig, (ax,)):
         ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8, label="perfect calibration")
-        for i, curve in enumerate(shown):
-            ax.plot(
-                curve.x,
-                curve.y,
-                color=PALETTE[i % len(PALETTE)],
-                linewidth=1.2,
-                marker="o",
-                markersize=2.5,
-                label=_short(curve.label),
-            )
-        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="")
-        ax.set_xlabel(_axis(curves.x_label, "Mean predicted score"), fontsize=6.5)
-        ax.set_ylabel(_axis(curves.y_label, "Observed fraction positive", 50), fontsize=6.5)
-        top = _title(ax, f"Calibration by {curves.key}", 3.4)
+        for i, curve in enumerate(curves.curves[:MAX_SERIES]):
+            _reliability_line(ax, curve, _colour(i))
+        ax.set(xlim=(0, 1), ylim=(0, 1.01))
+        ax.set_xlabel(_axis(curves.x_label, "Mean score of the favourable outcome"), fontsize=6.5)
+        ax.set_ylabel(_axis(curves.y_label, "Observed fraction favourable", 50), fontsize=6.5)
+        top = _title(ax, f"Calibration by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="upper left")
-        _margins(fig, left=0.55, bottom=0.45, top=top)
+        _margins(fig, left=0.5, bottom=0.4, top=top)
         return to_svg(fig)
+
+
+def _reliability_line(ax: Axes, curve: Curve, colour: str) -> None:
+    if len(curve.x) < SPARSE_BINS:
+        label = f"{_short(curve.label)} (n={curve.n:,}, {len(curve.x)} bin{'s' if len(curve.x) > 1 else ''})"
+        ax.plot(
+            curve.x,
+            curve.y,
+            linestyle="none",
+            marker="o",
+            markersize=4,
+            markerfacecolor="white",
+            markeredgecolor=colour,
+            label=label,
+        )
+        return
+    ax.plot(curve.x, curve.y, color=colour, linewidth=1.2, marker="o", markersize=2.5, label=_short(curve.label))
+
+
+def _colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
 
 
 _RATE_PANELS = (
@@ -198,127 +213,153 @@ def _threshold_line(section: SlicingSection, metric: str, values: list[float]) -
 
 
 def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = None) -> str | None:
-    """Selection and error rates by group with CI bars and the policy threshold line.
+    """Selection and error rates by group with CI bars and the policy threshold line, one panel per rate.
 
     ``phrases``: what each rate counts in the policy's outcome words (ReportView.rate_phrases), under its title.
     """
     panels = [(m, t) for m, t in _RATE_PANELS if m in section.metric_names]
-    lines = max((len(textwrap.wrap((phrases or {}).get(m, ""), 30)) for m, _ in panels), default=0)
+    titles = {m: "\n".join([t, *textwrap.wrap((phrases or {}).get(m, ""), 30)]) for m, t in panels}
+    lines = max((title.count("\n") for title in titles.values()), default=0)
     rows = [g for g in section.groups if not g.suppressed][:MAX_BARS]
     if not panels or not rows:
         return None
-    height = 0.8 + 0.19 * len(rows) + 0.14 * lines
-    with _figure(7.2, height, ncols=len(panels)) as (fig, axes):
-        y = np.arange(len(rows))
-        for ax, (metric, title) in zip(axes, panels, strict=True):
-            col = section.metric_names.index(metric)
-            cells = [g.cells[col] for g in rows]
-            values = [c.value for c in cells]
-            defined = [v for v in values if v is not None]
-            x = np.array([np.nan if v is None else v for v in values])
-            low = np.array([np.nan if c.ci_low is None or c.value is None else c.value - c.ci_low for c in cells])
-            high = np.array([np.nan if c.ci_high is None or c.value is None else c.ci_high - c.value for c in cells])
-            ax.errorbar(
-                x,
-                y,
-                xerr=[np.nan_to_num(low), np.nan_to_num(high)],
-                fmt="o",
-                color=PALETTE[0],
-                ecolor="#94a3b8",
-                elinewidth=1.4,
-                capsize=0,
-                markersize=3.2,
-            )
-            line = _threshold_line(section, metric, defined)
-            if line is not None and 0 <= line[0] <= 1:
-                ax.axvline(line[0], color=FAIL, linestyle="--", linewidth=0.9)
-                right = line[0] > 0.55  # keep the label inside the panel
-                ax.annotate(
-                    f"threshold: {line[1]}",
-                    xy=(line[0], 1),
-                    xycoords=("data", "axes fraction"),
-                    xytext=(-3 if right else 3, -8),
-                    textcoords="offset points",
-                    fontsize=5.8,
-                    color=FAIL,
-                    ha="right" if right else "left",
-                )
-            ax.set_xlim(0, 1)
-            ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
-            ax.set_xticklabels(["0", "", "0.5", "", "1"])
-            ax.set_ylim(len(rows) - 0.5, -0.5)
-            ax.set_yticks(y)
-            ax.set_yticklabels([_short(g.label, 24) for g in rows] if ax is axes[0] else [])
-            ax.set_title("\n".join([title, *textwrap.wrap((phrases or {}).get(metric, ""), 30)]), fontsize=7.5)
-            ax.grid(axis="y", visible=False)
-        _margins(
-            fig,
-            left=0.2 + _label_inches([_short(g.label, 24) for g in rows]),
-            bottom=0.3,
-            top=0.25 + 0.14 * lines,
-            wspace=0.12,
-        )
+    labels = [_short(g.label, 24) for g in rows]
+    with _figure(7.2, 0.62 + 0.155 * len(rows) + 0.14 * lines, ncols=len(panels)) as (fig, axes):
+        for ax, (metric, _) in zip(axes, panels, strict=True):
+            cells = [g.cells[section.metric_names.index(metric)] for g in rows]
+            _rate_panel(ax, cells, titles[metric])
+            _draw_threshold(ax, _threshold_line(section, metric, [c.value for c in cells if c.value is not None]))
+            ax.set_yticklabels(labels if ax is axes[0] else [])
+        _margins(fig, left=0.2 + _label_inches(labels), bottom=0.3, top=0.25 + 0.14 * lines, wspace=0.12)
         return to_svg(fig)
 
 
+def _rate_panel(ax: Axes, cells: list[Cell], title: str) -> None:
+    """One rate by group: the point and its interval (groups top to bottom, as in the table)."""
+    y = np.arange(len(cells))
+
+    def arm(c: Cell, end: float | None) -> float:
+        return 0.0 if end is None or c.value is None else abs(end - c.value)
+
+    x = np.array([np.nan if c.value is None else c.value for c in cells])
+    xerr = [[arm(c, c.ci_low) for c in cells], [arm(c, c.ci_high) for c in cells]]
+    ax.errorbar(x, y, xerr=xerr, fmt="o", color=PALETTE[0], ecolor="#94a3b8", elinewidth=1.4, capsize=0, markersize=3.2)
+    ax.set_xlim(0, 1)
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
+    ax.set_xticklabels(["0", "", "0.5", "", "1"])
+    ax.set_ylim(len(cells) - 0.5, -0.5)
+    ax.set_yticks(y)
+    ax.set_title(title, fontsize=7.5)
+    ax.grid(axis="y", visible=False)
+
+
+def _draw_threshold(ax: Axes, line: tuple[float, str] | None) -> None:
+    if line is None or not 0 <= line[0] <= 1:
+        return
+    ax.axvline(line[0], color=FAIL, linestyle="--", linewidth=0.9)
+    right = line[0] > 0.55  # keep the label inside the panel
+    ax.annotate(
+        f"threshold: {line[1]}",
+        xy=(line[0], 1),
+        xycoords=("data", "axes fraction"),
+        xytext=(-3 if right else 3, -8),
+        textcoords="offset points",
+        fontsize=5.8,
+        color=FAIL,
+        ha="right" if right else "left",
+    )
+
+
+#: Heatmaps share one scale: rates from 0 to 1, light to dark, so equal colours mean equal rates everywhere.
+HEATMAP_COLOURS = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(
+    bad="#d1d5db"
+)
+_COLUMN_WRAP = 12  # characters per line of a column label
+
+
 def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, str] | None = None) -> str | None:
-    """The worst metric's base value over an intersection; suppressed cells are grey and unlabelled."""
+    """One rate over an intersection on the shared 0-1 scale; suppressed cells grey with "<k", undefined "–",
+    groups left out of the judgement starred. Column labels wrap (and turn when there are many)."""
     if not heatmap.row_labels or not heatmap.col_labels:
         return None
     rows, cols = len(heatmap.row_labels), len(heatmap.col_labels)
     data = np.array([[np.nan if v is None else v for v in row] for row in heatmap.values], dtype=float)
-    rotated = cols > 4
     row_labels = [_short(r, 22) for r in heatmap.row_labels]
-    col_labels = [_short(c, 18) for c in heatmap.col_labels]
+    col_labels = ["\n".join(textwrap.wrap(_short(c, 3 * _COLUMN_WRAP), _COLUMN_WRAP)) for c in heatmap.col_labels]
+    rotated = cols > 6
     left = 0.2 + _label_inches(row_labels)
-    bottom = 0.25 + (_label_inches(col_labels) * 0.65 if rotated else 0.1)
-    width = min(7.2, left + 0.55 * cols + 1.0)  # + colour bar
-    base = heatmap.base_metric.replace("_", " ")
-    if phrase := (phrases or {}).get(heatmap.base_metric):  # the rate in the policy's outcome words
-        base = f"{base} ({phrase})"
-    title = f"{heatmap.metric_label}: {base} over {heatmap.key}"
-    title_lines = len(textwrap.wrap(title, max(20, int((width - 1.0) * 13))))
-    height = min(9.0, bottom + 0.5 + 0.26 * rows) + 0.15 * max(0, title_lines - 1)
-    # Suppressed or undefined cells are masked and drawn in the "bad" grey, with no value.
-    cmap = LinearSegmentedColormap.from_list("fairgate", ["#f0f9ff", "#0072B2", "#0b2545"]).with_extremes(bad="#d1d5db")
-    top = float(np.nanmax(data)) if np.isfinite(data).any() else 1.0
+    bottom = 0.2 + (
+        _label_inches([c.replace("\n", " ") for c in col_labels]) * 0.72
+        if rotated
+        else 0.14 * max(c.count("\n") + 1 for c in col_labels)
+    )
+    width = min(7.2, left + max(0.62 * cols, 2.0) + 1.0)  # + colour bar
+    height = min(9.0, bottom + 0.45 + 0.24 * rows)
     with _figure(width, height) as (fig, (ax,)):
         # pcolormesh, not imshow: one vector quad per cell, where imshow would embed a raster image.
         mesh = ax.pcolormesh(
-            np.ma.masked_invalid(data),
-            cmap=cmap,
-            vmin=0,
-            vmax=max(top, 1e-9),
-            edgecolors="white",
-            linewidth=0.6,
+            np.ma.masked_invalid(data), cmap=HEATMAP_COLOURS, vmin=0, vmax=1, edgecolors="white", linewidth=0.6
         )
-        ax.grid(False)
-        ax.set_xlim(0, cols)
-        ax.set_ylim(rows, 0)
-        ax.set_xticks(np.arange(cols) + 0.5)
-        ax.set_xticklabels(col_labels, rotation=40 if rotated else 0, ha="right" if rotated else "center")
-        ax.set_yticks(np.arange(rows) + 0.5)
-        ax.set_yticklabels(row_labels)
-        ax.tick_params(length=0)
+        _heatmap_axes(ax, row_labels, col_labels, rotated)
         if rows * cols <= 60:  # values in the cells while they stay legible (and cheap to draw)
-            for i in range(rows):
-                for j in range(cols):
-                    if heatmap.suppressed[i][j]:
-                        # Not "<k": a cell hidden so a small one cannot be derived may be larger.
-                        text, color = "·", MUTED
-                    elif np.isnan(data[i, j]):
-                        text, color = "–", MUTED
-                    else:
-                        text = f"{data[i, j]:.2f}"
-                        color = "white" if data[i, j] > 0.6 * top else INK
-                    ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
+            _heatmap_values(ax, heatmap, data, min_cell_size)
+        else:  # too many cells for text: groups left out of the judgement get a dot (one collection: cheap)
+            _excluded_dots(ax, heatmap)
+        title = f"{heatmap.metric_label} over {heatmap.key}"
+        if phrase := (phrases or {}).get(heatmap.base_metric):  # the rate in the policy's outcome words
+            title = f"{title}: {phrase}"
         head = _title(ax, title, width - 1.0)
         _margins(fig, left=left, bottom=bottom, top=head, right=0.1)
-        colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
-        if colorbar.solids is not None:
-            colorbar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep vectors
-            colorbar.solids.set_edgecolor("face")  # no hairlines between the bar's vector steps
+        _colour_bar(fig, mesh, ax, heatmap.metric_label)
         return to_svg(fig)
+
+
+def _heatmap_axes(ax: Axes, row_labels: list[str], col_labels: list[str], rotated: bool) -> None:
+    ax.grid(False)
+    ax.set_xlim(0, len(col_labels))
+    ax.set_ylim(len(row_labels), 0)
+    ax.set_xticks(np.arange(len(col_labels)) + 0.5)
+    ax.set_xticklabels(
+        [c.replace("\n", " ") for c in col_labels] if rotated else col_labels,
+        rotation=45 if rotated else 0,
+        ha="right" if rotated else "center",
+        rotation_mode="anchor" if rotated else "default",
+        fontsize=6.5,
+    )
+    ax.set_yticks(np.arange(len(row_labels)) + 0.5)
+    ax.set_yticklabels(row_labels)
+    ax.tick_params(length=0)
+
+
+def _heatmap_values(ax: Axes, heatmap: Heatmap, data: np.ndarray, min_cell_size: int) -> None:
+    for i in range(data.shape[0]):
+        for j in range(data.shape[1]):
+            if heatmap.suppressed[i][j]:
+                # Not "<k": a cell hidden so that a small one cannot be derived may be larger.
+                text, color = "·", MUTED
+            elif np.isnan(data[i, j]):
+                text, color = "–", MUTED
+            else:
+                text = f"{data[i, j]:.2f}"
+                color = "white" if data[i, j] > 0.6 else INK
+                if heatmap.excluded and heatmap.excluded[i][j]:
+                    text += "*"
+            ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=6.3, color=color)
+
+
+def _excluded_dots(ax: Axes, heatmap: Heatmap) -> None:
+    cells = [(j + 0.5, i + 0.5) for i, row in enumerate(heatmap.excluded) for j, out in enumerate(row) if out]
+    if cells:
+        xs, ys = zip(*cells, strict=True)
+        ax.scatter(xs, ys, s=9, color=FAIL, marker="o", edgecolors="white", linewidths=0.5)
+
+
+def _colour_bar(fig: Figure, mesh: Any, ax: Axes, label: str) -> None:
+    colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
+    colorbar.set_label(label, fontsize=6.5)
+    if colorbar.solids is not None:
+        colorbar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars; keep vectors
+        colorbar.solids.set_edgecolor("face")  # no hairlines between the bar's vector steps
 
 
 def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | None:
@@ -327,7 +368,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
     if not items:
         return None
     tallest = max(len(b.labels) for b in items)
-    with _figure(7.2, 0.7 + 0.2 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
+    with _figure(7.2, 0.55 + 0.15 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
         for ax, b in zip(axes, items, strict=True):
             labels = b.labels[:MAX_BARS]
             counts = [c if c is not None else 0 for c in b.counts[:MAX_BARS]]
@@ -335,8 +376,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             ax.barh(y, counts, color=PALETTE[0], height=0.65)
             top = max(counts) if counts and max(counts) > 0 else 1
             for yi, count, share in zip(y, b.counts[:MAX_BARS], b.shares[:MAX_BARS], strict=True):
-                # Not "<k": a group hidden so a small one cannot be derived may be larger.
-                text = "suppressed" if count is None else f"{count:,} ({share:.0%})"
+                text = f"<{min_cell_size} (suppressed)" if count is None else f"{count:,} ({share:.0%})"
                 ax.text((count or 0) + top * 0.02, float(yi), text, va="center", fontsize=6.3, color=INK)
             ax.set_yticks(y)
             ax.set_yticklabels([_short(label, 20) for label in labels])

@@ -39,6 +39,11 @@ from fairgate.errors import BAD_SCORE, EMPTY_DATA, MISSING_COLUMN, NOT_BINARY, T
 from fairgate.policy.core import Policy
 
 NO_SCORE_BIN = 0  # without scores every row sits in bin 0 and calibration is undefined
+# Scores on a bin edge must land in the bin that starts there: 1 - 0.8 is 0.19999999999999996 in floating
+# point, so a plain floor(score * bins) puts COMPAS decile 8 (favourable score 0.2) into 0.1-0.2, leaves
+# 0.2-0.3 empty and merges deciles 9 and 10. The tolerance is far above the rounding error of score * bins and
+# far below any real score's distance from an edge.
+BIN_EDGE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -276,7 +281,7 @@ def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, i
         *[_attribute_expression(policy, a, lazy) for a in attributes],
         pl.col(columns.y_true).alias(_RAW_TRUE),
         y_pred.alias(_RAW_PRED),
-        (score * bins).floor().clip(0, bins - 1).cast(pl.Int16).alias(BIN),
+        (score * bins + BIN_EDGE_TOLERANCE).floor().clip(0, bins - 1).cast(pl.Int16).alias(BIN),
         weight.alias(WEIGHT),
         (pl.col(PERSON_WEIGHT).cast(pl.Float64) if PERSON_WEIGHT in present else weight).alias(PERSON_WEIGHT),
         score.alias(SCORE),

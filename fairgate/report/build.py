@@ -9,7 +9,7 @@ from fairgate.document.document import AuditDocument
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
 from fairgate.report import glossary, notes, provenance, summary
-from fairgate.report.figures import breakdowns, curve_sets, heatmaps
+from fairgate.report.figures import breakdowns, chart_captions, curve_sets, heatmaps
 from fairgate.report.format import (
     UNDECIDED_STATUSES,
     calibration_axes,
@@ -52,6 +52,11 @@ def build_view(
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
     slicing_sections = sections(document, results, suppression)
+    roc = curve_sets(document.curves.roc, suppression, roc_axes(words))
+    calibration = curve_sets(
+        document.curves.calibration, suppression, calibration_axes(words, document.favorable_label)
+    )
+    maps = heatmaps(slicing_sections, results)
     return ReportView(
         **_verdict_part(document, results),
         **_facts_part(document, min_cell_size, use_case, words),
@@ -62,11 +67,10 @@ def build_view(
         pdf_row_limit=PDF_ROW_LIMIT,
         **_provenance_part(document),
         **_words_part(document, results, words),
-        roc=curve_sets(document.curves.roc, suppression, roc_axes(words)),
-        calibration=curve_sets(
-            document.curves.calibration, suppression, calibration_axes(words, document.favorable_label)
-        ),
-        heatmaps=heatmaps(slicing_sections, results),
+        roc=roc,
+        calibration=calibration,
+        heatmaps=maps,
+        chart_captions=chart_captions(roc, calibration, maps, min_cell_size),
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(results, slicing_sections),
@@ -193,10 +197,16 @@ def _notes_part(document: AuditDocument, suppression: Suppression, words: Outcom
 
 def _provenance_part(document: AuditDocument) -> dict[str, Any]:
     validation = document.validation
+    checks = provenance.validation_checks(validation)
+    command, reproduce = provenance.reproduce(document)
     return {
-        "alignment": flatten(document.alignment),
-        "validation": flatten(provenance.validation_summary(validation)),
-        "validation_checks": provenance.validation_checks(validation),
+        "alignment": provenance.join_facts(document.alignment),
+        "validation": provenance.validation_facts(validation),
+        "validation_checks": checks,
+        "validation_line": provenance.validation_line(checks),
+        "validation_failures": [c for c in checks if not c.passed],
+        "reproduce_command": command,
+        "reproduce": reproduce,
         "validation_warnings": provenance.validation_warnings(validation),
         "proxy": flatten(provenance.proxy_facts(document.proxy)),
         **dict(

@@ -9,31 +9,57 @@ from fairgate.report.format import base_metrics, group_label, metric_label, roun
 from fairgate.report.model import Breakdown, Curve, CurveSet, Heatmap, ResultRow, SlicingSection
 from fairgate.report.suppress import SlicingKey, Suppression
 
+#: Curves per chart: more are unreadable; the tables carry the rest (and the caption names who is left out).
+MAX_CURVES = 8
+#: A reliability curve from fewer bins than this is drawn but named as sparse: it is a few dots, not a curve.
+SPARSE_BINS = 3
+
 
 def curve_sets(
     curves: Sequence[RocCurve | CalibrationCurve], suppression: Suppression, axes: tuple[str, str] = ("", "")
 ) -> list[CurveSet]:
-    """One set of curves per slicing; suppressed groups (and calibration bins under k people) are dropped.
+    """One set of curves per slicing, largest groups first, saying which groups are left out and why.
 
-    ``axes``: the x and y axis titles in the policy's outcome words.
+    Suppressed groups, groups without a score bin of k people and groups past MAX_CURVES are not drawn; each
+    set names them (``omitted``) so no group silently disappears. ``axes``: the x and y axis titles in the
+    policy's outcome words.
     """
-    sets: dict[SlicingKey, CurveSet] = {}
+    grouped: dict[SlicingKey, list[RocCurve | CalibrationCurve]] = {}
     for item in curves:
-        slicing = tuple(item.slicing)
-        current = sets.setdefault(slicing, CurveSet(slicing_key(slicing), [], 0, *axes))
-        if suppression.hides(slicing, item.group):
-            sets[slicing] = CurveSet(current.key, current.curves, current.n_hidden + 1, *axes)
-            continue
-        xs, ys = _points(item, suppression.min_cell_size)
-        current.curves.append(
-            Curve(
-                group_label(item.group, slicing),
-                [round_number(x) or 0.0 for x in xs],
-                [round_number(y) or 0.0 for y in ys],
-                int(suppression.size(slicing, item.group) or 0),
-            )
-        )
-    return list(sets.values())
+        grouped.setdefault(tuple(item.slicing), []).append(item)
+    return [_curve_set(slicing, items, suppression, axes) for slicing, items in grouped.items()]
+
+
+def _curve_set(
+    slicing: SlicingKey,
+    items: list[RocCurve | CalibrationCurve],
+    suppression: Suppression,
+    axes: tuple[str, str],
+) -> CurveSet:
+    k = suppression.min_cell_size
+    hidden = [i for i in items if suppression.hides(slicing, i.group)]
+    drawn: list[Curve] = []
+    sparse: list[str] = []
+    omitted: list[str] = []
+    visible = sorted(
+        (i for i in items if not suppression.hides(slicing, i.group)),
+        key=lambda i: -(suppression.size(slicing, i.group) or 0),
+    )
+    for item in visible:
+        label = group_label(item.group, slicing)
+        n = int(suppression.size(slicing, item.group) or 0)
+        xs, ys = _points(item, k)
+        if not xs:
+            omitted.append(f"{label} (n={n:,}): no score bin holds {k} people")
+        elif len(drawn) >= MAX_CURVES:
+            omitted.append(f"{label} (n={n:,}): past the {MAX_CURVES} largest groups")
+        else:
+            if isinstance(item, CalibrationCurve) and len(xs) < SPARSE_BINS:
+                sparse.append(f"{label} (n={n:,}): {len(xs)} bin(s) of {k}+ people")
+            drawn.append(Curve(label, [round_number(x) or 0.0 for x in xs], [round_number(y) or 0.0 for y in ys], n))
+    if hidden:
+        omitted.append(f"{len(hidden)} suppressed group(s) (fewer than {k} people, or hidden with them)")
+    return CurveSet(slicing_key(slicing), drawn, len(hidden), *axes, sparse=sparse, omitted=omitted)
 
 
 def _points(item: RocCurve | CalibrationCurve, k: int) -> tuple[list[float], list[float]]:
@@ -50,26 +76,57 @@ def _points(item: RocCurve | CalibrationCurve, k: int) -> tuple[list[float], lis
 
 
 def heatmaps(sections: list[SlicingSection], results: list[ResultRow]) -> list[Heatmap]:
-    """One heatmap per intersection, of the base metric of its worst result (a failure if there is one)."""
-    out = []
-    for section in sections:
-        if not section.intersection or not section.groups:
-            continue
-        candidates = sorted(
-            (r for r in results if tuple(r.slicing) == tuple(section.attributes)),
-            key=lambda r: (r.status != "fail", -r.severity),
-        )
-        base = next((b for r in candidates for b in base_metrics(r.metric) if b in section.metric_names), None)
-        if base is None and "selection_rate" in section.metric_names:
-            base = "selection_rate"
-        if base is None:
-            continue
-        worst = next((r for r in candidates if base in base_metrics(r.metric)), None)
-        out.append(_heatmap(section, base, metric_label(worst.metric) if worst else metric_label(base)))
-    return out
+    """One heatmap per intersection, all of ONE rate on one 0-1 colour scale so they compare at a glance.
+
+    The rate is the component through which the most severe intersectional failure runs: for a metric over
+    several rates (equalized odds: TPR and FPR) the one whose spread across the judged groups is the widest,
+    which is the one that sets the metric's value.
+    """
+    intersections = [s for s in sections if s.intersection and s.groups]
+    if not intersections:
+        return []
+    base, worst = _heatmap_rate(intersections, results)
+    if base is None:
+        return []
+    note = _component_note(base, worst)
+    return [_heatmap(s, base, metric_label(base), note) for s in intersections if base in s.metric_names]
 
 
-def _heatmap(section: SlicingSection, base: str, label: str) -> Heatmap:
+def _heatmap_rate(sections: list[SlicingSection], results: list[ResultRow]) -> tuple[str | None, ResultRow | None]:
+    keys = {tuple(s.attributes): s for s in sections}
+    candidates = sorted(
+        (r for r in results if tuple(r.slicing) in keys),
+        key=lambda r: (r.status != "fail", -r.severity),
+    )
+    for result in candidates:
+        section = keys[tuple(result.slicing)]
+        bases = [b for b in base_metrics(result.metric) if b in section.metric_names]
+        if bases:
+            return max(bases, key=lambda b: _spread(section, b)), result
+    shared = all("selection_rate" in s.metric_names for s in sections)
+    return ("selection_rate" if shared else None), None
+
+
+def _spread(section: SlicingSection, base: str) -> float:
+    """Max minus min of a rate over the judged (sufficient, visible) groups of a section."""
+    col = section.metric_names.index(base)
+    values = [v for g in section.groups if g.sufficient and not g.suppressed and (v := g.cells[col].value) is not None]
+    return max(values) - min(values) if len(values) > 1 else 0.0
+
+
+def _component_note(base: str, worst: ResultRow | None) -> str:
+    if worst is None:
+        return f"{metric_label(base)}: no intersectional metric is judged, so the selection rate is shown."
+    bases = base_metrics(worst.metric)
+    why = f", the component that sets {worst.metric_label.lower()}" if len(bases) > 1 else ""
+    status = "fails" if worst.status == "fail" else "is the worst result"
+    return (
+        f"Every intersection shows {metric_label(base)}{why} ({worst.metric_label.lower()} {status} on "
+        f"{worst.slicing_label}), on one 0–1 colour scale."
+    )
+
+
+def _heatmap(section: SlicingSection, base: str, label: str, note: str) -> Heatmap:
     col = section.metric_names.index(base)
     first, rest = section.attributes[0], section.attributes[1:]
 
@@ -80,11 +137,13 @@ def _heatmap(section: SlicingSection, base: str, label: str) -> Heatmap:
     col_labels = sorted({column_of(g.group) for g in section.groups})
     values: list[list[float | None]] = [[None] * len(col_labels) for _ in row_labels]
     suppressed = [[False] * len(col_labels) for _ in row_labels]
+    excluded = [[False] * len(col_labels) for _ in row_labels]
     for g in section.groups:
         i, j = row_labels.index(g.group[first]), col_labels.index(column_of(g.group))
         suppressed[i][j] = g.suppressed
+        excluded[i][j] = not g.sufficient and not g.suppressed
         values[i][j] = None if g.suppressed else g.cells[col].value
-    return Heatmap(section.key, label, base, row_labels, col_labels, values, suppressed)
+    return Heatmap(section.key, label, base, row_labels, col_labels, values, suppressed, excluded, note)
 
 
 def breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
@@ -103,4 +162,35 @@ def breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
                 [None if g.n is None else round(g.n / total, 4) for g in section.groups],
             )
         )
+    return out
+
+
+def chart_captions(
+    roc: list[CurveSet], calibration: list[CurveSet], maps: list[Heatmap], min_cell_size: int
+) -> dict[str, str]:
+    """What each chart leaves out or marks, keyed as the charts are ("calibration:race", "heatmap:race × sex")."""
+    out: dict[str, str] = {}
+    for kind, sets in (("roc", roc), ("calibration", calibration)):
+        for curves in sets:
+            parts = []
+            if kind == "calibration":
+                parts.append(f"Score bins with fewer than {min_cell_size} people are not drawn.")
+            if curves.sparse:
+                parts.append("Too few people for a curve, drawn as dots: " + "; ".join(curves.sparse) + ".")
+            if curves.omitted:
+                parts.append("Not drawn: " + "; ".join(curves.omitted) + ".")
+            if parts:
+                out[f"{kind}:{curves.key}"] = " ".join(parts)
+    for heatmap in maps:
+        # Maps of more than 60 cells carry no numbers (charts.heatmap_chart): grey cells and red dots then.
+        texts = len(heatmap.row_labels) * len(heatmap.col_labels) <= 60
+        marks = [
+            f"grey{' ·' if texts else ''}: suppressed (under {min_cell_size} people, or hidden with such a group)",
+            f"grey{' –' if texts else ''}: undefined (the group has no one the rate counts, e.g. no positives)",
+        ]
+        if any(any(row) for row in heatmap.excluded):
+            marks.append(
+                f"{'*' if texts else 'red dot'}: below the minimum group size, shown but left out of the judgement"
+            )
+        out[f"heatmap:{heatmap.key}"] = f"{heatmap.component_note} " + "; ".join(marks) + "."
     return out

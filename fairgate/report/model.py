@@ -38,6 +38,8 @@ class GroupRow:
     sufficient: bool
     is_reference: bool
     cells: list[Cell]
+    # TP, FP, TN, FN (favourable = positive) as texts, hidden exactly when the rates are; empty if unknown.
+    counts: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class SlicingSection:
     # The groups the PDF lists when the intersection is large: the PDF_ROW_LIMIT furthest from the median on
     # the judged metrics, furthest first, then any large group left (all groups, largest first, when few).
     highlight: list[GroupRow]
+    count_labels: list[str] = field(default_factory=list)  # TP, FP, TN, FN when the groups carry counts
+    counts_note: str = ""  # what the counts are (people, or effective sizes under weights)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,10 @@ class CurveSet:
     # Axis titles in the policy's outcome words ("" for the chart's generic titles).
     x_label: str = ""
     y_label: str = ""
+
+    # Groups drawn with too few people per bin to form a curve, and groups left out, each with its reason.
+    sparse: list[str] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -229,6 +237,8 @@ class Heatmap:
     col_labels: list[str]
     values: list[list[float | None]]  # None: suppressed or undefined
     suppressed: list[list[bool]]
+    excluded: list[list[bool]] = field(default_factory=list)  # below the minimum group size: not judged
+    component_note: str = ""  # why this rate is shown (the component the failure runs through)
 
 
 @dataclass(frozen=True)
@@ -308,5 +318,10 @@ class ReportView:
     output_dir: str  # where this run wrote its files ("" when not recorded)
     few_events: list[KeyValue]  # results not judged: a group's rate rests on fewer than min_events events
     pdf_row_limit: int  # how many of a large intersection's furthest-from-median groups the PDF lists
+    validation_line: str = ""  # "16/16 checks passed" (the failures are listed beneath)
+    validation_failures: list[CheckRow] = field(default_factory=list)
+    reproduce_command: str = ""
+    reproduce: list[KeyValue] = field(default_factory=list)
+    chart_captions: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)

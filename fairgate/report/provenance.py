@@ -12,6 +12,8 @@ from fairgate.document.document import AuditDocument
 from fairgate.report.format import fmt, fmt_count, metric_label, round_number
 from fairgate.report.model import AttenuationRow, CheckRow, KeyValue
 
+NO_WINDOW = "not stated in the inputs"
+
 
 def data_window(document: AuditDocument) -> str:
     """The time span of the predictions: the pipeline's provenance (timestamp column), or a stated window."""
@@ -27,7 +29,7 @@ def data_window(document: AuditDocument) -> str:
             return f"{start or '…'} to {end or '…'}"
         if window:
             return str(window)
-    return "not stated in the inputs"
+    return NO_WINDOW
 
 
 def validation_checks(validation: Mapping[str, Any] | None) -> list[CheckRow]:
@@ -49,6 +51,16 @@ def validation_checks(validation: Mapping[str, Any] | None) -> list[CheckRow]:
             )
         )
     return rows
+
+
+def validation_line(checks: list[CheckRow]) -> str:
+    """One line for the checks: "16/16 checks passed" (the failures are listed beneath it)."""
+    if not checks:
+        return ""
+    passed = sum(c.passed for c in checks)
+    failed = len(checks) - passed
+    tail = "" if not failed else f"; {failed} did not (listed below)"
+    return f"{passed}/{len(checks)} checks passed{tail}."
 
 
 def validation_summary(validation: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -104,12 +116,136 @@ def proxy_attenuation(proxy: Mapping[str, Any] | None) -> tuple[str, list[Attenu
 
 
 def policy_text(policy: Mapping[str, Any]) -> str:
-    """The policy as applied, as YAML under its top-level key (JSON if it cannot be dumped as YAML)."""
+    """The policy as applied, as compact YAML under its top-level key (JSON if it cannot be dumped as YAML).
+
+    Every list or mapping of plain values sits on one line (a metric is one line), so it fits an appendix.
+
+    >>> print(policy_text({"metrics": [{"name": "x", "threshold": 0.1}], "statistics": {"seed": 0}}))
+    fairness_checker:
+      metrics:
+        - {name: x, threshold: 0.1}
+      statistics: {seed: 0}
+    """
     try:
-        text: str = yaml.safe_dump({"fairness_checker": dict(policy)}, sort_keys=False, allow_unicode=True, width=100)
-        return text
+        return "\n".join(["fairness_checker:", *_compact_lines(policy, "  ")])
     except yaml.YAMLError:
         return json.dumps(policy, indent=2, default=str)
+
+
+def _compact_lines(value: Mapping[str, Any], indent: str) -> list[str]:
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, Mapping) and any(isinstance(v, Mapping | list) and v for v in item.values()):
+            lines += [f"{indent}{key}:", *_compact_lines(item, indent + "  ")]
+        elif isinstance(item, list) and item and all(isinstance(v, Mapping) for v in item):
+            lines += [f"{indent}{key}:", *(f"{indent}  - {_flow(v)}" for v in item)]
+        else:
+            lines.append(f"{indent}{key}: {_flow(item)}")
+    return lines
+
+
+def _flow(value: Any) -> str:
+    text: str = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10_000)
+    return text.strip().removesuffix("...").strip()
+
+
+#: Join and validation keys in words (the JSON keeps the raw keys).
+_KEY_WORDS = {
+    "matched": "People matched across the inputs",
+    "predictions_without_labels": "Predictions without a label",
+    "labels_without_predictions": "Labels without a prediction",
+    "people_without_attributes": "People without sensitive attributes",
+    "aligned_rows": "Rows audited",
+    "excluded_for_missing_attributes": "Rows left out for a missing attribute",
+    "count": "missing values",
+    "handling": "handled by",
+    "unknown_label": "grouped as",
+    "engine": "Validation engine",
+    "great_expectations_version": "Great Expectations version",
+    "success": "All critical checks passed",
+    "n_expectations": "Checks run",
+}
+
+
+def join_facts(alignment: Mapping[str, Any] | None) -> list[KeyValue]:
+    """The join summary in words; one line per attribute for its missing values, only where there were any."""
+    rows = []
+    for key, value in (alignment or {}).items():
+        if key == "missing_attribute_values" and isinstance(value, Mapping):
+            for attribute, info in value.items():
+                rows.append(KeyValue(f"Missing {attribute}", _missing_text(info)))
+        elif not isinstance(value, Mapping | list):
+            rows.append(KeyValue(_KEY_WORDS.get(key, key.replace("_", " ").capitalize()), _plain(value)))
+    return rows
+
+
+def _missing_text(info: Any) -> str:
+    if not isinstance(info, Mapping):
+        return _plain(info)
+    count = info.get("count") or 0
+    if not count:
+        return "none"
+    handling = str(info.get("handling") or "")
+    if handling == "exclude":
+        return f"{fmt_count(count)} rows, left out"
+    label = info.get("unknown_label")
+    return f"{fmt_count(count)} rows, grouped as {label!r}" if label else f"{fmt_count(count)} rows ({handling})"
+
+
+def validation_facts(validation: Mapping[str, Any] | None) -> list[KeyValue]:
+    """The validation summary in words (the checks themselves are one line plus the failures)."""
+    rows = []
+    for key, value in (validation_summary(validation) or {}).items():
+        if isinstance(value, Mapping | list):
+            continue
+        rows.append(KeyValue(_KEY_WORDS.get(key, key.replace("_", " ").capitalize()), _plain(value)))
+    return rows
+
+
+def _plain(value: Any) -> str:
+    """A fact as a short cell: one huge cell makes WeasyPrint's table layout quadratic (the JSON has it all)."""
+    text = _plain_text(value)
+    return text if len(text) <= 240 else text[:239] + "…"
+
+
+def _plain_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return fmt_count(value) if float(value).is_integer() else fmt(value)
+    return str(value)
+
+
+def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
+    """How to re-run this audit: an equivalent command line, and the hashes and window that pin its inputs.
+
+    The report shows these after :func:`trail` (run id, policy SHA-256, versions).
+    """
+    inputs = document.inputs or {}
+    args = ["fairgate audit --policy POLICY.yaml"]
+    for role in ("predictions", "labels", "attributes"):
+        source = (inputs.get(role) or {}).get("source") if isinstance(inputs.get(role), Mapping) else None
+        args.append(f"--{role} {_quoted(str(source)) if source else role.upper()}")
+    args.append(f"--model {_quoted(document.model.name)} --model-version {_quoted(document.model.version)}")
+    facts = []  # the policy's SHA-256 is in the trail facts shown with these
+    for role, info in inputs.items():
+        if isinstance(info, Mapping) and info.get("sha256"):
+            rows = f" ({fmt_count(info['rows'])} rows)" if info.get("rows") is not None else ""
+            facts.append(KeyValue(f"{str(role).capitalize()} SHA-256", f"{info['sha256']}{rows}"))
+    window = data_window(document)
+    if window == NO_WINDOW:
+        window = "none: the inputs have no timestamp column, so the run covers whatever rows the files held"
+    facts += [
+        KeyValue("Data window", window),
+        KeyValue("Seed and resamples", f"seed {document.seed}, {fmt_count(document.n_bootstrap)} bootstrap replicates"),
+    ]
+    return " \\\n    ".join(args), facts
+
+
+def _quoted(text: str) -> str:
+    return text if text and all(c.isalnum() or c in "-_./:=" for c in text) else "'" + text.replace("'", "'\\''") + "'"
 
 
 def trail(document: AuditDocument) -> list[KeyValue]:

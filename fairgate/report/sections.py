@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from fairgate.document.common import Estimate
@@ -32,7 +33,8 @@ def sections(document: AuditDocument, results: list[ResultRow], suppression: Sup
         rows = by_slicing.get(slicing, [])
         section_results = [r for r in results if tuple(r.slicing) == slicing]
         if rows or section_results:
-            out.append(section(slicing, rows, section_results, suppression, references.get(slicing)))
+            reference = references.get(slicing)
+            out.append(section(slicing, rows, section_results, suppression, reference, document.weighted))
     return out
 
 
@@ -45,12 +47,17 @@ def reference_groups(document: AuditDocument) -> dict[SlicingKey, GroupKey]:
     return refs
 
 
+#: The confusion counts beside the rates, favourable outcome = positive.
+COUNT_LABELS = ["TP", "FP", "TN", "FN"]
+
+
 def section(
     slicing: SlicingKey,
     rows: Sequence[GroupEntry],
     results: list[ResultRow],
     suppression: Suppression,
     reference: GroupKey | None,
+    weighted: bool = False,
 ) -> SlicingSection:
     """The section of one slicing: its results, and its groups largest first."""
     metric_names = _table_metrics(slicing, rows, results)
@@ -74,6 +81,12 @@ def section(
         n_insufficient=sum(not g.sufficient and not g.suppressed for g in group_rows),
         failed=any(r.status == "fail" for r in results),
         highlight=highlight,
+        count_labels=COUNT_LABELS if any(g.counts for g in group_rows) else [],
+        counts_note=(
+            "Counts are weighted sums scaled to the Kish effective size n (weights make raw sums a different unit)."
+            if weighted
+            else "Counts are people: TP and FP predicted favourable, TN and FN not (positive = favourable)."
+        ),
     )
 
 
@@ -97,12 +110,15 @@ def _group_row(
     reference: GroupKey | None,
 ) -> GroupRow:
     k = suppression.min_cell_size
+    # Counts follow the rates' suppression exactly: a hidden group hides its counts with its rates.
     if suppressed:
         cells = [Cell(SUPPRESSED) for _ in metric_names]
         n_text = f"<{k}" if entry.n is not None and entry.n < k else SUPPRESSED
+        counts = [SUPPRESSED] * len(COUNT_LABELS) if confusion_counts(entry) else []
     else:
         cells = [cell(entry.metrics.get(m)) for m in metric_names]
         n_text = fmt_count(entry.n)
+        counts = [fmt_count(c) for c in confusion_counts(entry)]
     return GroupRow(
         label=group_label(entry.group, slicing),
         group={str(a): str(v) for a, v in entry.group.items()},
@@ -112,7 +128,40 @@ def _group_row(
         sufficient=entry.sufficient,
         is_reference=reference == group_key(entry.group),
         cells=cells,
+        counts=counts,
     )
+
+
+def confusion_counts(entry: GroupEntry) -> list[float]:
+    """TP, FP, TN, FN of a group, from its size, base rate, TPR and FPR (empty when one is undefined).
+
+    The document keeps rates; the counts follow exactly: positives = n * base rate, TP = TPR * positives.
+
+    >>> from fairgate.document.common import Estimate
+    >>> rates = {"base_rate": 0.4, "true_positive_rate": 0.75, "false_positive_rate": 0.5}
+    >>> entry = GroupEntry(slicing=["a"], group={"a": "x"}, n=100, sufficient=True,
+    ...     metrics={m: Estimate(value=v, ci_low=None, ci_high=None) for m, v in rates.items()})
+    >>> confusion_counts(entry)
+    [30.0, 30.0, 30.0, 10.0]
+    """
+    if entry.n is None:  # a suppressed JSON's hidden group: its counts are hidden with its size
+        return []
+    values = {m: (entry.metrics[m].value if m in entry.metrics else None) for m in _COUNT_RATES}
+    if any(v is None or not math.isfinite(v) for v in values.values()):
+        # A group without positives has no TPR (or without negatives no FPR): take the count as 0 then.
+        base = values["base_rate"]
+        if base is None or not math.isfinite(base):
+            return []
+        if (values["true_positive_rate"] is None and base > 0) or (values["false_positive_rate"] is None and base < 1):
+            return []
+    positives = entry.n * float(values["base_rate"] or 0.0)
+    negatives = entry.n - positives
+    tp = positives * float(values["true_positive_rate"] or 0.0)
+    fp = negatives * float(values["false_positive_rate"] or 0.0)
+    return [round(x, 6) for x in (tp, fp, negatives - fp, positives - tp)]
+
+
+_COUNT_RATES = ("base_rate", "true_positive_rate", "false_positive_rate")
 
 
 def cell(estimate: Estimate | None) -> Cell:
@@ -120,8 +169,21 @@ def cell(estimate: Estimate | None) -> Cell:
     if estimate is None:
         return Cell(fmt(None))
     value, low, high = (round_number(x) for x in (estimate.value, estimate.ci_low, estimate.ci_high))
-    ci = f"{fmt(low, 2)}–{fmt(high, 2)}" if low is not None and high is not None else ""
+    ci = interval_text(low, high)
     return Cell(fmt(value), ci, value, low, high)
+
+
+def interval_text(low: float | None, high: float | None) -> str:
+    """An interval with the decimals its width needs: two, or up to four for narrow ones.
+
+    >>> interval_text(0.004, 0.0121), interval_text(0.21, 0.35), interval_text(None, 1.0)
+    ('0.004–0.012', '0.21–0.35', '')
+    """
+    if low is None or high is None:
+        return ""
+    width = abs(high - low)
+    digits = 2 if width <= 0 else max(2, min(4, -math.floor(math.log10(width))))
+    return f"{fmt(low, digits)}–{fmt(high, digits)}"
 
 
 def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:

@@ -39,6 +39,12 @@ def demo_policy(**reporting: Any) -> fairgate.Policy:
 
 
 @pytest.fixture(scope="session")
+def compas_rows() -> pl.DataFrame:
+    """The COMPAS rows the engine audits (test modules take this fixture: they do not import conftest)."""
+    return compas_frame()
+
+
+@pytest.fixture(scope="session")
 def compas_policy() -> fairgate.Policy:
     return demo_policy()
 

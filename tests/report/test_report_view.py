@@ -217,7 +217,9 @@ def test_validation_details_become_a_checks_table_and_stay_short(doc: dict[str, 
         "note": "y" * 5000,
     }
     view = build_view(doc)
-    assert [kv.key for kv in view.validation] == ["success", "note"]
+    assert [kv.key for kv in view.validation] == ["All critical checks passed", "Note"]
+    assert view.validation_line == "0/16 checks passed; 16 did not (listed below)."
+    assert len(view.validation_failures) == 16
     assert all(len(kv.value) <= 240 for kv in view.validation)
     assert len(view.validation_checks) == 16
     first = view.validation_checks[0]

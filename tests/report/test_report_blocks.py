@@ -1,0 +1,153 @@
+"""The report's reviewer blocks (issue 11): counts per group, heatmaps, calibration captions, reproduce, HTML aids."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from fairgate.report import build_view
+from tasks.report import render_html
+
+
+def test_counts_per_group_are_the_confusion_counts_of_the_data(
+    compas_doc: dict[str, Any], compas_rows: pl.DataFrame
+) -> None:
+    # Favourable outcome 0 (not reoffending, not flagged): TP = flagged low-risk and did not reoffend.
+    frame = compas_rows.with_columns(
+        (pl.col("two_year_recid") == 0).alias("actual"), (pl.col("y_pred") == 0).alias("predicted")
+    )
+    view = build_view(compas_doc, min_cell_size=10)
+    race = next(s for s in view.sections if s.attributes == ["race"])
+    assert race.count_labels == ["TP", "FP", "TN", "FN"]
+    for row in race.groups:
+        people = frame.filter(pl.col("race") == row.group["race"])
+        expected = [
+            people.filter(pl.col("predicted") & pl.col("actual")).height,
+            people.filter(pl.col("predicted") & ~pl.col("actual")).height,
+            people.filter(~pl.col("predicted") & ~pl.col("actual")).height,
+            people.filter(~pl.col("predicted") & pl.col("actual")).height,
+        ]
+        assert row.counts == [f"{n:,}" for n in expected], row.label
+
+
+def test_counts_are_hidden_exactly_where_the_rates_are(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc, min_cell_size=40)  # Asian (32) and Native American (18) under the minimum
+    shown = hidden = 0
+    for section in view.sections:
+        for row in section.groups:
+            if row.suppressed:
+                hidden += 1
+                assert row.counts == ["suppressed"] * 4, row.label
+                assert all(c.text == "suppressed" for c in row.cells)
+            else:
+                shown += 1
+                assert len(row.counts) == 4
+                assert "suppressed" not in row.counts
+    assert hidden > 2
+    assert shown > 20
+
+
+def test_no_interval_rounds_to_a_point(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc)
+    checked = 0
+    for section in view.sections:
+        for row in section.groups:
+            for c in row.cells:
+                if c.ci and c.ci_low is not None and c.ci_high is not None and c.ci_low < c.ci_high:
+                    low, high = c.ci.split("–")
+                    assert low != high, (section.key, row.label, c)
+                    checked += 1
+    assert checked > 100
+
+
+def test_heatmaps_show_one_rate_the_failing_component_with_a_legend(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc)
+    assert len(view.heatmaps) == 3
+    assert len({h.base_metric for h in view.heatmaps}) == 1  # one rate (and one 0-1 scale) in every section
+    base = view.heatmaps[0].base_metric
+    worst = max((r for r in view.failures if len(r.slicing) > 1), key=lambda r: (r.status == "fail", r.severity))
+    # The rate shown is the component with the widest spread of the most severe intersectional failure.
+    section = next(s for s in view.sections if s.attributes == worst.slicing)
+    spreads = {}
+    for rate in section.metric_names:
+        col = section.metric_names.index(rate)
+        values = [g.cells[col].value for g in section.groups if g.sufficient and not g.suppressed]
+        defined = [v for v in values if v is not None]
+        spreads[rate] = max(defined) - min(defined)
+    assert base in spreads
+    components = [
+        m
+        for m in spreads
+        if m in {"true_positive_rate", "false_positive_rate", "selection_rate", "positive_predictive_value"}
+    ]
+    assert spreads[base] == max(spreads[m] for m in components if m in _bases(worst.metric) or m == base)
+    for heatmap in view.heatmaps:
+        caption = view.chart_captions[f"heatmap:{heatmap.key}"]
+        assert heatmap.metric_label in caption
+        assert "grey <10: suppressed" in caption
+        assert "grey –: undefined" in caption
+        marked = sum(sum(row) for row in heatmap.excluded)
+        section = next(s for s in view.sections if s.key == heatmap.key)
+        assert marked == section.n_insufficient
+        if marked:
+            assert "*: below the minimum group size" in caption
+
+
+def _bases(metric: str) -> set[str]:
+    from fairgate.report.format import base_metrics
+
+    return set(base_metrics(metric))
+
+
+def test_no_group_silently_disappears_from_the_curves(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc, min_cell_size=10)
+    for curves in view.calibration:
+        section = next(s for s in view.sections if s.key == curves.key)
+        drawn = {c.label for c in curves.curves}
+        caption = view.chart_captions.get(f"calibration:{curves.key}", "")
+        for row in section.groups:
+            if row.suppressed:
+                assert "suppressed group" in caption
+            else:
+                assert row.label in drawn or row.label in caption, (curves.key, row.label)
+    race = next(c for c in view.calibration if c.key == "race")
+    caption = view.chart_captions["calibration:race"]
+    # Native American: 18 people over ten score bins, no bin of 10: named, not a lonely dot.
+    assert "Native American (n=18): no score bin holds 10 people" in caption
+    assert "Native American" not in {c.label for c in race.curves}
+
+
+def test_the_reproduce_block_pins_inputs_policy_and_window(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc)
+    assert view.reproduce_command.startswith("fairgate audit --policy POLICY.yaml")
+    assert "--predictions compas.csv" in view.reproduce_command
+    assert "--model compas --model-version northpointe-2013" in view.reproduce_command
+    facts = {kv.key: kv.value for kv in view.trail + view.reproduce}
+    assert facts["Policy SHA-256"] == compas_doc["policy_sha256"]
+    assert facts["Predictions SHA-256"].startswith("0" * 64)
+    assert facts["Data window"].startswith("none: the inputs have no timestamp column")
+    assert (
+        facts["Seed and resamples"] == f"seed {compas_doc['seed']}, {compas_doc['n_bootstrap']:,} bootstrap replicates"
+    )
+
+
+def test_html_has_a_contents_list_whose_links_all_resolve_and_sortable_tables(compas_report: dict[str, Path]) -> None:
+    html = compas_report["html"].read_text()
+    links = re.findall(r'<nav class="toc".*?</nav>', html, flags=re.S)[0]
+    targets = re.findall(r'href="#([^"]+)"', links)
+    ids = set(re.findall(r'id="([^"]+)"', html))
+    assert len(targets) >= 15
+    assert set(targets) <= ids, set(targets) - ids
+    assert html.count('<table class="groups') == html.count('sortable">') + html.count('sortable keep">')
+    assert "table.sortable" in html  # the inline script finds its tables
+
+
+def test_the_pdf_variant_has_no_contents_list_and_no_script(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc)
+    html = render_html(view, {}, full_tables=False)
+    assert '<nav class="toc"' not in html
+    assert "<script" not in html
+    assert "sortable" not in re.sub(r"<style>.*?</style>", "", html, flags=re.S)
