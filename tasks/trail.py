@@ -47,6 +47,8 @@ from fairgate.errors import (
     TRAIL_WRITE_FAILED,
     FairgateError,
 )
+from fairgate.monitoring import History, PastResult, PastRun
+from fairgate.monitoring.trend import input_hashes
 from fairgate.policy.core import Policy
 from tasks.io import first_line
 
@@ -527,6 +529,75 @@ def list_runs(trail_path: Path) -> list[dict[str, Any]]:
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def model_history(trail_path: Path, model_name: str, limit: int, *, exclude_run: str | None = None) -> History:
+    """The model's last ``limit`` recorded runs (oldest first) with their judged results, for the trend.
+
+    Never raises: a trail that does not exist yet gives no runs; one that cannot be read (not a trail, damaged,
+    locked) gives no runs and a note saying why, so the report still renders. The runs are read as recorded;
+    ``fairgate trail verify`` checks the chain. ``exclude_run``: the current run's id, when it is re-run.
+    """
+    path = Path(trail_path)
+    if limit < 1 or not path.exists():
+        return History(trail=str(path))
+    try:
+        with _locked(path, write=False) as con:
+            runs, results = _history_rows(con, model_name, limit, exclude_run)
+    except TrailError as exc:
+        return History(trail=str(path), note=f"earlier runs could not be read from the audit trail: {exc.message}")
+    except (duckdb.Error, ValueError) as exc:  # a row that does not parse (edited by hand): no history either
+        return History(trail=str(path), note=f"earlier runs could not be read from the audit trail {path}: {exc}")
+    return History(runs=tuple(_past_run(row, results.get(row[1], [])) for row in reversed(runs)), trail=str(path))
+
+
+def _history_rows(
+    con: duckdb.DuckDBPyConnection, model_name: str, limit: int, exclude_run: str | None
+) -> tuple[list[Any], dict[str, list[PastResult]]]:
+    """The newest ``limit`` run rows of the model and their metric results by run id."""
+    # The standard errors are read from the stored document (hashed with the run), by result position: the
+    # metric_results table keeps its hashed columns unchanged, so older trails still verify.
+    runs = con.execute(
+        "select seq, run_id, recorded_at, model_version, verdict, inputs, "
+        "json_extract_string(document, '$.confidence_level'), "
+        "list_transform(json_extract(document, '$.results[*]'), "
+        "lambda r: json_extract_string(r, '$.standard_error')) from runs "
+        "where model_name = $model and run_id is distinct from $exclude order by seq desc limit $limit",
+        {"model": model_name, "exclude": exclude_run, "limit": limit},
+    ).fetchall()
+    errors = {run[1]: run[7] or [] for run in runs}
+    results: dict[str, list[PastResult]] = {}
+    for row in con.execute(
+        "select run_id, position, metric, slicing, value, ci_low, ci_high, threshold, direction, status "
+        "from metric_results where list_contains($ids, run_id) order by run_id, position",
+        {"ids": [run[1] for run in runs]},
+    ).fetchall():
+        run_id, position = row[0], row[1]
+        slicing = tuple(str(a) for a in json.loads(row[3] or "[]"))
+        stored = errors[run_id][position] if position < len(errors[run_id]) else None
+        se = float(stored) if stored is not None else None
+        results.setdefault(run_id, []).append(PastResult(row[2], slicing, *row[4:], standard_error=se))
+    return [run[:7] for run in runs], results
+
+
+def _past_run(row: Any, results: list[PastResult]) -> PastRun:
+    seq, run_id, recorded_at, model_version, verdict, inputs, level = row
+    return PastRun(
+        run_id=run_id,
+        seq=int(seq),
+        recorded_at=str(recorded_at),
+        model_version=model_version,
+        verdict=verdict,
+        input_sha256=input_hashes(json.loads(inputs) if inputs else None),
+        confidence_level=float(level) if level else None,
+        results=tuple(results),
+    )
+
+
+@task(name="read model history", cache_policy=NO_CACHE)
+def read_history(trail_path: Path, model_name: str, limit: int, exclude_run: str | None = None) -> History:
+    """Prefect task: :func:`model_history` (no retries: it never fails, an unreadable trail gives a note)."""
+    return model_history(trail_path, model_name, limit, exclude_run=exclude_run)
 
 
 def _chain_column(con: duckdb.DuckDBPyConnection, table: str) -> str:

@@ -10,8 +10,9 @@ from fairgate.document.common import Part, Slicing, Verdict
 from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairness
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.results import PolicyResult, VerdictDetail
+from fairgate.document.trend import Trend
 
-SCHEMA_VERSION = "1.1"  # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
+SCHEMA_VERSION = "1.2"  # 1.1: gate statuses, reasons, error-controlled verdict, Kish sizes; 1.2: trend block
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -75,4 +76,7 @@ class AuditDocument(Part):
     proxy: dict[str, Any] | None = Field(default=None, description="Proxy inference summary.")
     predictions_provenance: list[dict[str, Any]] | None = Field(
         default=None, description="Model and time span of the predictions, per model version."
+    )
+    trend: Trend | None = Field(
+        default=None, description="The judged results over the model's recent runs in the audit trail (1.2)."
     )

@@ -116,7 +116,7 @@ class IntersectionalAnalysis(_Strict):
 
 
 class Reporting(_Strict):
-    """Report formats, interval level, output directory and the smallest cell shown."""
+    """Report formats, interval level, output directory, the smallest cell shown and the trend's length."""
 
     format: list[ReportFormat] = ["json"]
     include_confidence_intervals: bool = True
@@ -124,6 +124,9 @@ class Reporting(_Strict):
     output_dir: str = "./fairness_reports/"
     # Cells with fewer people than this are suppressed in every report table and chart (privacy).
     min_cell_size: int = Field(default=10, ge=1)
+    # The trend section shows each judged result over at most this many runs of the model (the current one
+    # included), read from the audit trail.
+    trend_runs: int = Field(default=10, ge=2, le=100)
 
 
 class CiCdGate(_Strict):
