@@ -576,7 +576,10 @@ def _history_rows(
         slicing = tuple(str(a) for a in json.loads(row[3] or "[]"))
         stored = errors[run_id][position] if position < len(errors[run_id]) else None
         se = float(stored) if stored is not None else None
-        results.setdefault(run_id, []).append(PastResult(row[2], slicing, *row[4:], standard_error=se))
+        value, ci_low, ci_high, threshold, direction, status = row[4:]
+        results.setdefault(run_id, []).append(
+            PastResult(row[2], slicing, value, ci_low, ci_high, threshold, direction, status, standard_error=se)
+        )
     return [run[:7] for run in runs], results
 
 
