@@ -14,6 +14,7 @@ from fairgate.report.model import ReportView, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
 from fairgate.report.suppress import Suppression
+from fairgate.report.trend import trend_view
 
 
 def as_document(doc: AuditDocument | Mapping[str, Any]) -> AuditDocument:
@@ -55,6 +56,7 @@ def build_view(
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(results, slicing_sections),
+        trend=trend_view(document.trend),
     )
 
 
