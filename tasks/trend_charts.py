@@ -14,11 +14,12 @@ matplotlib.use("Agg")  # no display: charts are files, never windows
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 
 from fairgate.report.trend_model import TrendPanel, TrendView
 from tasks.charts import FAIL, GRID, INK, MUTED, PALETTE, to_svg
 
-WIDTH, HEIGHT = 3.5, 2.3  # inches: two charts side by side on an A4 page
+WIDTH, HEIGHT = 2.4, 1.85  # inches: three charts side by side on an A4 page, one legend for all
 
 _STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
@@ -44,10 +45,35 @@ _STYLE: dict[str, Any] = {
 
 
 def trend_charts(trend: TrendView | None) -> dict[str, str]:
-    """SVG text of each metric's chart, keyed ``trend:<metric>``; none for a first run (nothing to compare)."""
+    """SVG text of each metric's chart (``trend:<metric>``) and of their shared legend (``trend:legend``); none
+    for a first run (nothing to compare)."""
     if trend is None or trend.first_run:
         return {}
-    return {f"trend:{panel.key}": trend_chart(panel) for panel in trend.panels if panel.lines}
+    charts = {f"trend:{panel.key}": trend_chart(panel) for panel in trend.panels if panel.lines}
+    if charts:
+        charts["trend:legend"] = legend_chart(trend.legend)
+    return charts
+
+
+def legend_chart(slicings: list[str]) -> str:
+    """One legend for every trend chart: a slicing has the same colour in each."""
+    handles = [
+        Line2D([], [], color=PALETTE[i % len(PALETTE)], marker="o", markersize=3.2, linewidth=0.9, label=label)
+        for i, label in enumerate(slicings)
+    ]
+    handles.append(Line2D([], [], color=INK, linestyle="--", linewidth=0.9, label="threshold"))
+    handles.append(
+        Line2D([], [], color=FAIL, marker="o", markerfacecolor="none", linestyle="", markersize=5.5, label="failed")
+    )
+    columns = min(len(handles), 5)
+    rows = -(-len(handles) // columns)
+    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+        fig = plt.figure(figsize=(7.0, 0.12 + 0.17 * rows))
+        try:
+            fig.legend(handles=handles, loc="center left", ncol=columns, handlelength=1.6, columnspacing=1.4)
+            return to_svg(fig)
+        finally:
+            plt.close(fig)
 
 
 def trend_chart(panel: TrendPanel) -> str:
@@ -73,7 +99,7 @@ def trend_chart(panel: TrendPanel) -> str:
                     linewidth=0.9,
                     marker="o",
                     markersize=3.2,
-                    label=_short(line.slicing_label),
+                    label=line.slicing_label,
                     zorder=3,
                 )
                 for p, _, m in at:
@@ -93,9 +119,9 @@ def trend_chart(panel: TrendPanel) -> str:
             ax.set_xticks(x, panel.run_labels)
             ax.set_xlim(-0.5, runs - 0.5)
             direction = "higher is better" if panel.higher_is_better else "lower is better"
-            ax.set_title(f"{panel.metric_label} ({direction})")
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), handlelength=1.2, borderaxespad=0.2)
-            fig.subplots_adjust(left=0.12, right=0.64, bottom=0.13, top=0.88)
+            ax.set_title(f"{panel.metric_label}\n{direction}", fontsize=7.2, linespacing=1.15)
+            ax.tick_params(labelsize=6.2)
+            fig.subplots_adjust(left=0.17, right=0.97, bottom=0.14, top=0.8)
             return to_svg(fig)
         finally:
             plt.close(fig)
@@ -109,7 +135,3 @@ def _threshold(ax: Any, x: np.ndarray, thresholds: list[float | None]) -> None:
             # Above the grid (z 1.5), below the points.
             ax.hlines(t, p - 0.45, p + 0.45, color=INK, linestyle="--", linewidth=0.9, label=label, zorder=2.5)
             label = None
-
-
-def _short(label: str, width: int = 24) -> str:
-    return label if len(label) <= width else label[: width - 1] + "…"

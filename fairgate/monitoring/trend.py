@@ -5,12 +5,13 @@ change from the previous run that judged it, with a test of "the two runs measur
 
 * The two runs are independent samples (different people, or the same people on different days), so the
   standard error of the change is sqrt(se_prev² + se_now²), and z = change / se is compared with the normal
-  distribution (two-sided).
-* Each run's standard error is recovered from the interval the trail stores: the half of the interval on the
-  side where the disparity grows (above a difference, below a ratio), divided by the normal quantile of the
-  run's confidence level. That side is never folded at "no disparity", and the stored intervals are
-  simultaneous (a max-t critical value, at least the normal one), so the recovered error is at least the
-  standard error of the pair of groups that sets the value: the test errs towards not flagging.
+  distribution (two-sided). Under "no change" the two values are draws of one statistic, so their difference
+  is symmetric about 0 even where the statistic itself (a range over groups) is skewed.
+* Each run's standard error is the bootstrap standard deviation of its value, which the document records
+  (``standard_error``, schema 1.2) and the trail keeps in the hashed document. For a run recorded before that,
+  it is recovered from the stored interval: the half on the side where the disparity grows (never folded at
+  "no disparity") over the normal quantile of the run's level. The stored intervals are simultaneous (a max-t
+  critical value, at least the normal one), so that recovery errs towards not flagging.
 * The changes of one run are one family: Holm's step-down keeps the chance of flagging any change when nothing
   changed at most ``alpha`` (``statistics.significance_level``).
 * Two runs over identical input files (same sha256) are the same sample: their change is shown, not tested.
@@ -32,12 +33,11 @@ from fairgate.policy.core import Policy
 DEFAULT_LEVEL = 0.95  # the level of a past run's intervals when the trail does not say
 FIRST_RUN = "first audit of this model in this trail"
 METHOD = (
-    "Change since the previous run: a two-sided z-test of the difference of two independent runs, each run's "
-    "standard error recovered from its stored interval (the half on the side where the disparity grows, "
-    "divided by the normal quantile of its confidence level; the intervals are simultaneous, so this errs "
-    "towards not flagging); significant when the Holm-adjusted p-value over the run's changes is at most "
-    "{alpha:g}; the change's interval is at {level:.0%}, not adjusted. Runs over identical input files are the "
-    "same sample and are not tested."
+    "Change since the previous run: a two-sided z-test of the difference of two independent runs, with each "
+    "run's bootstrap standard error (for a run recorded before fairgate stored it: recovered from its "
+    "interval, which errs towards not flagging); significant when the Holm-adjusted p-value over the run's "
+    "changes is at most {alpha:g}; the change's interval is at {level:.0%}, not adjusted. Runs over identical "
+    "input files are the same sample and are not tested."
 )
 SAME_DATA = "same input files as the previous run (identical sha256): the same sample, no change to test"
 

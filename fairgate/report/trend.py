@@ -6,12 +6,17 @@ summaries (a difference or ratio over groups), never a group's own cell, so noth
 
 from __future__ import annotations
 
+import dataclasses
+
 from fairgate.document.trend import Trend, TrendChange, TrendRun, TrendSeries
+from fairgate.monitoring.trend import FIRST_RUN
 from fairgate.report.format import STATUS_MARKS, fmt, metric_label, round_number, slicing_key
 from fairgate.report.trend_model import ChangeRow, TrendLine, TrendMark, TrendPanel, TrendRunRow, TrendView
 
 #: Slicings drawn in one metric's chart; the table lists every change.
 MAX_LINES = 6
+#: Rows of the changes table in the PDF: the significant changes and changed statuses first (the HTML has all).
+PDF_CHANGE_ROWS = 12
 
 
 def trend_view(trend: Trend | None) -> TrendView | None:
@@ -21,26 +26,31 @@ def trend_view(trend: Trend | None) -> TrendView | None:
     labels = [_run_label(run) for run in trend.runs]
     first = len(trend.runs) < 2
     changes = [_change_row(s, s.change) for s in trend.series if s.change is not None]
-    changes.sort(key=lambda row: (not row.significant, not row.worse))
+    changes.sort(key=lambda row: (not row.significant, not row.status_changed, not row.worse))
+    if trend.same_data_as_previous:  # said once in the sentence, not on every row
+        changes = [dataclasses.replace(row, note="") for row in changes]
+    listed = sum(1 for row in changes if row.significant or row.status_changed)
     return TrendView(
         first_run=first,
         sentence=_sentence(trend, first),
-        note="" if trend.note is None or (first and trend.note.startswith("first audit")) else trend.note,
+        note="" if trend.note in (None, FIRST_RUN) else str(trend.note),
         method=trend.method,
         runs=[_run_row(run, label) for run, label in zip(trend.runs, labels, strict=True)],
         panels=[] if first else _panels(trend, labels),
         changes=changes,
         n_significant=trend.n_significant,
+        legend=list(dict.fromkeys(slicing_key(s.slicing) for s in trend.series)),
+        n_changes_listed=min(listed, PDF_CHANGE_ROWS),
     )
 
 
 def _run_label(run: TrendRun) -> str:
-    return "this run" if run.current else f"#{run.seq}"
+    return "now" if run.current else f"#{run.seq}"
 
 
 def _run_row(run: TrendRun, label: str) -> TrendRunRow:
     return TrendRunRow(
-        label=label,
+        label="this run" if run.current else label,
         recorded_at=(run.recorded_at or "–")[:16].replace("T", " "),
         model_version=run.model_version or "–",
         verdict=(run.verdict or "–").upper(),
@@ -132,6 +142,7 @@ def _change_row(series: TrendSeries, change: TrendChange) -> ChangeRow:
         significant=change.significant,
         worse=worse,
         status_text=after if before == after else f"{before} → {after}",
+        status_changed=before != after,
         note=change.reason or "",
     )
 

@@ -53,6 +53,7 @@ class ChangeRow:
     significant: bool
     worse: bool  # the disparity grew
     status_text: str  # "PASS → FAIL", or the status when unchanged
+    status_changed: bool
     note: str  # why it was not tested
 
 
@@ -80,3 +81,5 @@ class TrendView:
     panels: list[TrendPanel]
     changes: list[ChangeRow]
     n_significant: int
+    legend: list[str]  # the slicings in colour order (TrendLine.colour indexes it), for one legend for all charts
+    n_changes_listed: int  # rows of the changes table the PDF lists (the HTML lists all)

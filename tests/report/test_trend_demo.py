@@ -64,6 +64,11 @@ def test_a_second_demo_run_into_the_same_folder_shows_the_trend_and_the_change(t
     section = _section(second_html.read_text())
     assert "2 audits of model compas in this trail" in section
     assert "the input files are identical" in section
-    assert section.count("data:image/svg+xml") == len({s["metric"] for s in trend["series"]})
+    # One small multiple per judged metric and their shared legend.
+    assert section.count("data:image/svg+xml") == len({s["metric"] for s in trend["series"]}) + 1
     assert "Changes since the previous run" in section
     assert section.count("+0.000") == len(trend["series"])
+    (second_pdf,) = [p for p in out.glob("*.pdf") if runs[1]["run_id"] in p.name]
+    text = subprocess.run(["pdftotext", str(second_pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert "Trend against earlier runs" in text
+    assert "the input files are identical" in " ".join(text.split())

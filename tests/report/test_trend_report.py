@@ -139,9 +139,9 @@ def test_a_later_run_shows_a_chart_per_metric_and_its_changes(trail: Path, compa
     assert view.trend is not None
     metrics = {r["metric"] for r in compas_doc["results"]}
     assert {p.key for p in view.trend.panels} == metrics
-    assert all(p.run_labels == ["#1", "#3", "#4", "this run"] for p in view.trend.panels)
+    assert all(p.run_labels == ["#1", "#3", "#4", "now"] for p in view.trend.panels)
     html, charts = _html(current)
-    assert {key for key in charts if key.startswith("trend:")} == {f"trend:{m}" for m in metrics}
+    assert {key for key in charts if key.startswith("trend:")} == {f"trend:{m}" for m in metrics} | {"trend:legend"}
     section = html[html.index('<section class="trend"') :]
     assert "4 audits of model compas in this trail" in section
     assert "significant, worse" in section  # a 0.2 rise is far beyond the runs' standard errors
