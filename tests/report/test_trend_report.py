@@ -162,4 +162,4 @@ def test_the_pdf_renders_the_trend(tmp_path: Path, trail: Path, compas_doc: dict
     text = subprocess.run(["pdftotext", "-layout", str(paths["pdf"]), "-"], capture_output=True, text=True).stdout
     assert "Trend against earlier runs" in text
     assert "Changes since the previous run" in text
-    assert "Disparate impact ratio (higher is better)" in text  # the chart's title is text in the PDF
+    assert "higher is better" in text  # the disparate impact chart's title is text in the PDF (searchable)
