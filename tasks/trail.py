@@ -9,6 +9,9 @@ HMAC-SHA256 keyed with ``FAIRGATE_TRAIL_KEY`` when that is set (``chain = 'hmac-
 trail verify`` recomputes both chains, so an edited or deleted row shows; deleting the newest runs shows against
 an anchored head (``trail head:`` on stderr, ``FAIRGATE_TRAIL_ANCHOR``).
 
+``model_history`` reads a model's earlier runs back for the report's trend (the current run is recorded after
+its report renders); it never fails the audit: an unreadable trail gives no history and a note.
+
 Concurrency: DuckDB lets one process write a file at a time, so writers take an exclusive ``flock`` on
 ``<trail>.lock`` and append inside one transaction. Two audits finishing together are recorded one after the
 other; a run killed mid-way rolls back, leaving no half-written run.

@@ -41,4 +41,3 @@ class History:
     runs: tuple[PastRun, ...] = ()
     note: str | None = None  # e.g. the trail could not be read; shown in the report's trend section
     trail: str | None = None
-    chain: str | None = None  # the chain label of the newest run read (keyed or not)

@@ -95,9 +95,7 @@ def change_test(
     }
 
 
-def build_trend(
-    document: Mapping[str, Any], history: History, *, max_runs: int, alpha: float, model_name: str | None = None
-) -> dict[str, Any]:
+def build_trend(document: Mapping[str, Any], history: History, *, max_runs: int, alpha: float) -> dict[str, Any]:
     """The ``trend`` block of the audit document: the current run after the model's earlier runs.
 
     Parameters
@@ -140,7 +138,7 @@ def build_trend(
     runs = [_run(run) for run in past] + [current_run]
     previous = past[-1] if past else None
     return {
-        "model_name": model_name or str((document.get("model") or {}).get("name", "")),
+        "model_name": str((document.get("model") or {}).get("name", "")),
         "trail": history.trail,
         "max_runs": max_runs,
         "alpha": alpha,

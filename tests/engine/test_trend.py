@@ -7,67 +7,34 @@ over all its changes: Holm), and a real shift in one group's selection rate must
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pytest
 
 import fairgate
-from fairgate.monitoring import History, PastResult, PastRun, build_trend
+from fairgate.monitoring import History, PastResult, build_trend
 from fairgate.monitoring.trend import FIRST_RUN, SAME_DATA
 
-ALPHA = 0.05
-POLICY = fairgate.Policy.from_yaml(
-    """
-fairness_checker:
-  sensitive_attributes: [{name: grp}, {name: sex}]
-  metrics:
-    - {name: demographic_parity_difference, threshold: 0.1}
-    - {name: equal_opportunity_difference, threshold: 0.1}
-    - {name: disparate_impact_ratio, threshold: 0.8}
-  intersectional_analysis: {min_group_size: 30, include_triples: false}
-  statistics: {n_bootstrap: 200}
-"""
-)
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "trend_null.py"
 
 
-def _sample(rng: np.random.Generator, n: int, shift: float = 0.0) -> pl.DataFrame:
-    """Three groups of unequal size; group c is selected 5 points less often (plus ``shift``)."""
-    grp = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
-    sex = rng.choice(["F", "M"], n)
-    y = rng.random(n) < 0.4
-    p = np.where(y, 0.7, 0.3) - np.where(grp == "c", 0.05 + shift, 0.0)
-    pred = rng.random(n) < p
-    return pl.DataFrame({"grp": grp, "sex": sex, "y_true": y.astype(int), "y_pred": pred.astype(int)})
+def _bench() -> ModuleType:
+    """bench/trend_null.py: the simulated data, policy and the audit-to-history helpers it shares with these tests."""
+    spec = importlib.util.spec_from_file_location("trend_null", BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _audit(frame: pl.DataFrame, run_id: str, sha: str) -> dict[str, Any]:
-    document = fairgate.audit(frame, POLICY, run_id=run_id).to_dict()
-    document["inputs"] = {"predictions": {"source": f"{sha}.csv", "sha256": sha, "rows": frame.height}}
-    return document
-
-
-def _past(document: dict[str, Any], seq: int) -> PastRun:
-    """A run as ``tasks.trail.model_history`` reads it back from the trail."""
-    results = tuple(
-        PastResult(
-            r["metric"],
-            tuple(r["slicing"]),
-            r["value"],
-            r["ci_low"],
-            r["ci_high"],
-            r["threshold"],
-            r["direction"],
-            r["status"],
-            r.get("standard_error"),
-        )
-        for r in document["results"]
-    )
-    sha = document["inputs"]["predictions"]["sha256"]
-    return PastRun(
-        document["run_id"], seq, f"2026-01-0{seq}", "v", document["verdict"], {"predictions": sha}, 0.95, results
-    )
+SIM = _bench()
+ALPHA: float = SIM.ALPHA
+_sample, _audit, _past = SIM.sample, SIM.audit_run, SIM.past_run
 
 
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
