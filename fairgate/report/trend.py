@@ -32,6 +32,7 @@ def trend_view(trend: Trend | None) -> TrendView | None:
     listed = sum(1 for row in changes if row.significant or row.status_changed)
     return TrendView(
         first_run=first,
+        same_data=bool(trend.same_data_as_previous),
         sentence=_sentence(trend, first),
         note="" if trend.note in (None, FIRST_RUN) else str(trend.note),
         method=trend.method,

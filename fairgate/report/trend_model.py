@@ -74,6 +74,7 @@ class TrendView:
     """The trend section: a sentence, the runs, one chart per metric and the table of changes."""
 
     first_run: bool
+    same_data: bool  # the previous run audited identical input files: no change is tested
     sentence: str
     note: str
     method: str
