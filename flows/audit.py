@@ -1,5 +1,5 @@
 """The ``fairness-audit`` flow: align -> validate -> cube -> metrics (one task per slicing) -> adjudicate ->
-write JSON + JUnit -> report -> record.
+trend (earlier runs from the trail) -> write JSON + JUnit -> report -> record.
 
 Bad input (an unusable file, a failed expectation, an invalid policy) raises a ``FairgateError`` in whichever
 task finds it; :func:`fairness_audit` turns it, in one place, into a ``Failed`` state named ``InvalidInput``
@@ -30,6 +30,7 @@ from prefect.utilities.annotations import quote
 import fairgate
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
+from fairgate.monitoring import trend_of
 from fairgate.proxy import with_weight_column
 from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
 from tasks.audit import (
@@ -43,7 +44,7 @@ from tasks.audit import (
 )
 from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
-from tasks.trail import default_trail_path, record_run
+from tasks.trail import default_trail_path, read_history, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
 
 INVALID_INPUT = "InvalidInput"
@@ -160,6 +161,9 @@ def _audit(
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
+    # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
+    history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
+    document["trend"] = trend_of(document, history, policy)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)

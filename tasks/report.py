@@ -22,6 +22,7 @@ from weasyprint.urls import URLFetcher
 from fairgate.report import ReportView, build_view, email_summary
 from tasks import charts as chart_lib
 from tasks.outputs import output_stem, write_atomic
+from tasks.trend_charts import trend_charts
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "reports"
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ def render_charts(view: ReportView) -> dict[str, str]:
             out[f"calibration:{curves.key}"] = chart_lib.calibration_chart(curves)
     for heatmap in view.heatmaps:
         out[f"heatmap:{heatmap.key}"] = chart_lib.heatmap_chart(heatmap, view.min_cell_size, view.rate_phrases)
+    out.update(trend_charts(view.trend))
     return {key: _data_uri(svg) for key, svg in out.items() if svg}
 
 

@@ -10,6 +10,9 @@ HMAC-SHA256 keyed with ``FAIRGATE_TRAIL_KEY`` when that is set (``chain = 'hmac-
 trail verify`` recomputes both chains, so an edited or deleted row shows; deleting the newest runs shows against
 an anchored head (``trail head:`` on stderr, ``FAIRGATE_TRAIL_ANCHOR``).
 
+``model_history`` reads a model's earlier runs back for the report's trend (the current run is recorded after
+its report renders); it never fails the audit: an unreadable trail gives no history and a note.
+
 Concurrency: DuckDB lets one process write a file at a time, so writers take an exclusive ``flock`` on
 ``<trail>.lock`` and append inside one transaction. Two audits finishing together are recorded one after the
 other; a run killed mid-way rolls back, leaving no half-written run.
@@ -48,7 +51,8 @@ from fairgate.errors import (
 )
 from tasks.io import first_line
 
-if TYPE_CHECKING:  # a type only: `fairgate trail` reads the trail without loading the policy models
+if TYPE_CHECKING:  # types only: `fairgate trail` reads the trail without loading the policy models or scipy
+    from fairgate.monitoring import History, PastResult, PastRun
     from fairgate.policy.core import Policy
 
 GENESIS = "0" * 64
@@ -406,24 +410,30 @@ if TYPE_CHECKING:
     from prefect import Task
 
     record_run: Task[..., dict[str, Any]]
+    read_history: Task[..., History]
 
 
 def __getattr__(name: str) -> Any:
-    """``record_run``, the Prefect task around :func:`_record_run`, made on first use (PEP 562): ``fairgate trail``
-    reads and verifies the trail without importing Prefect (~2 s of a command that should start at once)."""
-    if name != "record_run":
+    """The Prefect tasks of this module (``record_run``, ``read_history``), made on first use (PEP 562):
+    ``fairgate trail`` reads and verifies the trail without importing Prefect (~2 s of a command that should
+    start at once)."""
+    if name not in ("record_run", "read_history"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from prefect import task
     from prefect.cache_policies import NO_CACHE
 
-    made = task(
-        name="record run",
-        cache_policy=NO_CACHE,
-        retries=2,
-        retry_delay_seconds=1,
-        retry_condition_fn=_retry_unless_refused,
-    )(_record_run)
-    globals()["record_run"] = made
+    made: Any
+    if name == "record_run":
+        made = task(
+            name="record run",
+            cache_policy=NO_CACHE,
+            retries=2,
+            retry_delay_seconds=1,
+            retry_condition_fn=_retry_unless_refused,
+        )(_record_run)
+    else:  # no retries: it never fails, an unreadable trail gives a note
+        made = task(name="read model history", cache_policy=NO_CACHE)(_read_history)
+    globals()[name] = made
     return made
 
 
@@ -595,6 +605,84 @@ def list_runs(trail_path: Path) -> list[dict[str, Any]]:
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def model_history(trail_path: Path, model_name: str, limit: int, *, exclude_run: str | None = None) -> History:
+    """The model's last ``limit`` recorded runs (oldest first) with their judged results, for the trend.
+
+    Never raises: a trail that does not exist yet gives no runs; one that cannot be read (not a trail, damaged,
+    locked) gives no runs and a note saying why, so the report still renders. The runs are read as recorded;
+    ``fairgate trail verify`` checks the chain. ``exclude_run``: the current run's id, when it is re-run.
+    """
+    from fairgate.monitoring import History  # here, not at the top: `fairgate trail` starts without scipy
+
+    path = Path(trail_path)
+    if limit < 1 or not path.exists():
+        return History(trail=str(path))
+    try:
+        with _locked(path, write=False) as con:
+            runs, results = _history_rows(con, model_name, limit, exclude_run)
+    except TrailError as exc:
+        return History(trail=str(path), note=f"earlier runs could not be read from the audit trail: {exc.message}")
+    except (duckdb.Error, ValueError) as exc:  # a row that does not parse (edited by hand): no history either
+        return History(trail=str(path), note=f"earlier runs could not be read from the audit trail {path}: {exc}")
+    return History(runs=tuple(_past_run(row, results.get(row[1], [])) for row in reversed(runs)), trail=str(path))
+
+
+def _history_rows(
+    con: duckdb.DuckDBPyConnection, model_name: str, limit: int, exclude_run: str | None
+) -> tuple[list[Any], dict[str, list[PastResult]]]:
+    """The newest ``limit`` run rows of the model and their metric results by run id."""
+    from fairgate.monitoring import PastResult
+
+    # The standard errors are read from the stored document (hashed with the run), by result position: the
+    # metric_results table keeps its hashed columns unchanged, so older trails still verify.
+    runs = con.execute(
+        "select seq, run_id, recorded_at, model_version, verdict, inputs, "
+        "json_extract_string(document, '$.confidence_level'), "
+        "list_transform(json_extract(document, '$.results[*]'), "
+        "lambda r: json_extract_string(r, '$.standard_error')) from runs "
+        "where model_name = $model and run_id is distinct from $exclude order by seq desc limit $limit",
+        {"model": model_name, "exclude": exclude_run, "limit": limit},
+    ).fetchall()
+    errors = {run[1]: run[7] or [] for run in runs}
+    results: dict[str, list[PastResult]] = {}
+    for row in con.execute(
+        "select run_id, position, metric, slicing, value, ci_low, ci_high, threshold, direction, status "
+        "from metric_results where list_contains($ids, run_id) order by run_id, position",
+        {"ids": [run[1] for run in runs]},
+    ).fetchall():
+        run_id, position = row[0], row[1]
+        slicing = tuple(str(a) for a in json.loads(row[3] or "[]"))
+        stored = errors[run_id][position] if position < len(errors[run_id]) else None
+        se = float(stored) if stored is not None else None
+        value, ci_low, ci_high, threshold, direction, status = row[4:]
+        results.setdefault(run_id, []).append(
+            PastResult(row[2], slicing, value, ci_low, ci_high, threshold, direction, status, standard_error=se)
+        )
+    return [run[:7] for run in runs], results
+
+
+def _past_run(row: Any, results: list[PastResult]) -> PastRun:
+    from fairgate.monitoring import PastRun
+    from fairgate.monitoring.trend import input_hashes
+
+    seq, run_id, recorded_at, model_version, verdict, inputs, level = row
+    return PastRun(
+        run_id=run_id,
+        seq=int(seq),
+        recorded_at=str(recorded_at),
+        model_version=model_version,
+        verdict=verdict,
+        input_sha256=input_hashes(json.loads(inputs) if inputs else None),
+        confidence_level=float(level) if level else None,
+        results=tuple(results),
+    )
+
+
+def _read_history(trail_path: Path, model_name: str, limit: int, exclude_run: str | None = None) -> History:
+    """The body of the ``read_history`` task: :func:`model_history`."""
+    return model_history(trail_path, model_name, limit, exclude_run=exclude_run)
 
 
 def _chain_column(con: duckdb.DuckDBPyConnection, table: str) -> str:

@@ -10,10 +10,11 @@ from fairgate.document.common import Part, Slicing, Verdict
 from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairness
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.results import PolicyResult, VerdictDetail
+from fairgate.document.trend import Trend
 
 # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
 # 1.2: small-cell suppression (the ``suppression`` block, ``suppressed`` markers, sizes null where suppressed);
-#      outcome words (``outcomes``); the output folder used
+#      outcome words (``outcomes``); the output folder used; the ``trend`` block
 SCHEMA_VERSION = "1.2"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
@@ -113,4 +114,7 @@ class AuditDocument(Part):
     # Added when the document is written to a file (tasks/outputs.py):
     suppression: SuppressionInfo | None = Field(
         default=None, description="Whether the file holds every value or the report's suppressed tables."
+    )
+    trend: Trend | None = Field(
+        default=None, description="The judged results over the model's recent runs in the audit trail (1.2)."
     )

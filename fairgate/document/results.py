@@ -31,6 +31,9 @@ class PolicyResult(Part):
     unavailable: str | None = Field(default=None, description="Why the metric could not be computed.")
     reason: str | None = Field(default=None, description="Why the result has its status (e.g. inconclusive).")
     interval_method: str | None = None
+    standard_error: float | None = Field(
+        default=None, description="Bootstrap standard deviation of the value (1.2; the trend's change test)."
+    )
     p_value_violation: float | None = Field(
         default=None, description="One-sided p-value of 'the disparity lies beyond the threshold'."
     )

@@ -305,6 +305,7 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         "override_reasons",
         "unavailable",
         "interval_method",
+        "standard_error",
     ):
         if key in entry:
             judged[key] = entry[key]

@@ -714,10 +714,21 @@ def _attach_interval(
         entry["reason"] = reason
         return
     entry["ci_low"], entry["ci_high"] = _summary_bounds(family, family.critical(level), summary, metric.bases)
+    entry["standard_error"] = _bootstrap_se(metric, values, use)
     population = isinstance(metric, PopulationIndex)
     entry["interval_method"] = "normal, bootstrap standard error" if population else _method(family)
     entry["_family"] = family
     entry["_summary"] = summary
+
+
+def _bootstrap_se(metric: PolicyMetric, values: dict[str, MetricValues], use: np.ndarray) -> float | None:
+    """The bootstrap standard deviation of the judged value itself.
+
+    The trend tests a change between runs with it: the simultaneous interval is wider than the value's spread.
+    """
+    replicates = metric.evaluate({b: _masked(values[b].replicates, use) for b in metric.bases})
+    replicates = replicates[np.isfinite(replicates)]
+    return float(np.std(replicates, ddof=1)) if replicates.size > 1 else None
 
 
 def _undefined_reason(metric: PolicyMetric, summary: str) -> str:

@@ -118,7 +118,7 @@ class IntersectionalAnalysis(_Strict):
 
 
 class Reporting(_Strict):
-    """Report formats, interval level, output directory, the smallest cell shown, and what the JSON holds."""
+    """Report formats, interval level, output folder, smallest cell shown, what the JSON holds, trend length."""
 
     # ``json`` in YAML (a pydantic model cannot have a field called json); written back under that name.
     model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
@@ -134,6 +134,9 @@ class Reporting(_Strict):
     # ``suppressed``, the report's suppression applied (sizes, rates and curves of hidden groups null, marked
     # "suppressed": true), for a JSON that travels with the PDF.
     json_content: JsonContent = Field(default="full", alias="json")
+    # The trend section shows each judged result over at most this many runs of the model (the current one
+    # included), read from the audit trail.
+    trend_runs: int = Field(default=10, ge=2, le=100)
 
 
 class CiCdGate(_Strict):

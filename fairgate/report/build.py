@@ -23,6 +23,7 @@ from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
 from fairgate.report.suppress import Suppression
+from fairgate.report.trend import trend_view
 
 
 def as_document(doc: AuditDocument | Mapping[str, Any]) -> AuditDocument:
@@ -75,6 +76,7 @@ def build_view(
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(results, slicing_sections),
         json_note=json_note(json_content(document), min_cell_size),
+        trend=trend_view(document.trend),
     )
 
 

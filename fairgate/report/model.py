@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairgate.report.trend_model import TrendView
+
 #: The text of a suppressed cell.
 SUPPRESSED = "suppressed"
 #: Rows of an intersection's group table in the PDF; the HTML lists every group, the heatmap shows them all.
@@ -325,3 +327,4 @@ class ReportView:
     chart_captions: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)
+    trend: TrendView | None = None  # the model's earlier runs from the audit trail (fairgate.report.trend)
