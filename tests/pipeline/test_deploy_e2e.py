@@ -153,6 +153,7 @@ def test_deploy_creates_the_pool_and_registers_the_deployments_once(deployed: di
     assert not nightly.pull_steps
     assert nightly.parameters["policy"] == str(deployed["folder"] / "policy.yaml")
     assert nightly.parameters["out_dir"] == str(deployed["out"])
+    assert nightly.parameters["trail"] == str(deployed["out"] / "audit_trail.duckdb")
 
 
 def test_a_registration_event_runs_the_audit_and_is_recorded(
