@@ -95,6 +95,11 @@ def _settings(
         raise FairgateError("give --policy POLICY.yaml (the policy of every deployment), or --demo to try COMPAS")
     policy = (policy or DEMO_POLICY).expanduser().resolve()
     sources = {"labels": labels, "attributes": attributes, "predictions": predictions}
+    if predictions is not None and not demo and (labels is None or attributes is None):
+        raise FairgateError(
+            "--predictions sets up the nightly audit, which also needs --labels and --attributes (the sources it "
+            "joins the predictions with); give both, or leave --predictions out for no nightly deployment"
+        )
     for role, text in sources.items():
         if text is not None:
             check_path_name(role, text.partition("::")[0])
