@@ -161,6 +161,8 @@ def test_a_registration_event_runs_the_audit_and_is_recorded(
 ) -> None:
     run = registrations["valid"]
     assert run.state.is_completed(), run.state
+    assert "credit 9, audit " in run.state.message  # the registration run ends in its audit's state
+    assert "verdict: fail" in run.state.message.lower()
     print(f"\nevent -> finished registration + audit: {registrations['seconds']:.1f} s (both events)")
     trail = deployed["out"] / "audit_trail.duckdb"
     accepted = [r for r in list_registrations(trail) if r["detail"].get("event_id") == registrations["valid_id"]]
