@@ -107,6 +107,7 @@ def registrations(deployed: dict[str, Any], worker: Path) -> dict[str, Any]:
         "valid_id": valid,
         "malformed_id": malformed,
         "seconds": time.monotonic() - started,
+        "worker_log": worker,
     }
 
 
@@ -219,3 +220,6 @@ def test_a_malformed_registration_is_rejected_visibly(deployed: dict[str, Any], 
     assert event.resource["prefect.resource.id"] == "model.credit.10"
     assert event.payload["received"] == {"labels": "x"}
     assert "has no prefect.resource.name" in event.payload["reason"]
+    log = registrations["worker_log"].read_text()
+    assert "flow run failed: registration rejected: " in log  # the reason, once, without a FailedRun traceback
+    assert "Traceback" not in log
