@@ -42,7 +42,10 @@ def deploy(
     out: Annotated[Path, typer.Option("--out", help="Where the worker writes reports and the trail.")] = Path(
         "fairness_reports"
     ),
-    trail: Annotated[Path | None, typer.Option("--trail", help="Audit trail file (default: in --out).")] = None,
+    trail: Annotated[
+        Path | None,
+        typer.Option("--trail", help="Audit trail file (default: the policy's audit_trail.path, else in --out)."),
+    ] = None,
     pool: Annotated[str, typer.Option("--pool", help="Process work pool (created if missing).")] = "fairgate",
     cron: Annotated[str, typer.Option("--cron", help="The nightly schedule.")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option("--timezone", help="The nightly schedule's time zone.")] = "UTC",
@@ -92,6 +95,11 @@ def _settings(
         raise FairgateError("give --policy POLICY.yaml (the policy of every deployment), or --demo to try COMPAS")
     policy = (policy or DEMO_POLICY).expanduser().resolve()
     sources = {"labels": labels, "attributes": attributes, "predictions": predictions}
+    if predictions is not None and not demo and (labels is None or attributes is None):
+        raise FairgateError(
+            "--predictions sets up the nightly audit, which also needs --labels and --attributes (the sources it "
+            "joins the predictions with); give both, or leave --predictions out for no nightly deployment"
+        )
     for role, text in sources.items():
         if text is not None:
             check_path_name(role, text.partition("::")[0])
@@ -99,7 +107,9 @@ def _settings(
     parsed, _ = read_policy.fn(policy)
     out = out.expanduser().resolve()
     check_output_folder(out, "--out")
-    check_trail_file(trail or default_trail_path(parsed, out))
+    # One trail per deployment, absolute: a relative audit_trail.path would land in the worker's temporary folder.
+    trail = (trail or default_trail_path(parsed, out)).expanduser().resolve()
+    check_trail_file(trail)
     _check_schedule(cron, timezone)
     if not pool.strip():
         raise FairgateError("--pool: give the work pool's name, e.g. --pool fairgate")
@@ -109,7 +119,7 @@ def _settings(
         policy=str(policy),
         out_dir=str(out),
         model_name=model,
-        trail=str(trail.expanduser().resolve()) if trail else None,
+        trail=str(trail),
         cron=cron,
         timezone=timezone,
         **absolute,
@@ -161,7 +171,7 @@ def _report(api_url: str, pool: str, created: str, ids: dict[str, str], settings
         f"  labels {settings.labels or '-'}",
         f"  attributes {settings.attributes or '-'}",
         f"outputs: {settings.out_dir}",
-        f"trail: {settings.trail or 'the policy audit_trail.path, else audit_trail.duckdb in the outputs folder'}",
+        f"trail: {settings.trail}",
         f"next: start a worker in this environment: prefect worker start --pool {pool}",
     ]
     for line in lines:

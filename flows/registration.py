@@ -10,12 +10,14 @@ the audit starts; the audit's final state becomes this flow run's.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import State
+from prefect.exceptions import FailedRun
 from prefect.states import Failed
 
 from fairgate.errors import FairgateError
@@ -32,6 +34,22 @@ from tasks.registration import (
 from tasks.trail import default_trail_path, record_registration
 
 REGISTRATION_REJECTED = "RegistrationRejected"
+_REJECTED_PREFIX = "registration rejected: "
+
+
+class _RejectionIsNotACrash(logging.Filter):
+    """A rejected registration is the sender's to fix, not a crash: the flow-run process logs the Failed state's
+    ``FailedRun`` once, as the reason, without the ~40-line traceback Prefect's engine attaches to it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, FailedRun) and str(exc).startswith(_REJECTED_PREFIX):
+            record.exc_info, record.exc_text = None, None
+            record.msg, record.args = f"flow run failed: {exc}", ()
+        return True
+
+
+logging.getLogger("prefect.flow_runs").addFilter(_RejectionIsNotACrash())
 
 
 @flow(name="fairgate-registration")
@@ -86,7 +104,7 @@ def reject(event: Any, reason: str, trail_path: Path) -> State:
     """Record, announce and fail: the three traces of a rejected registration."""
     name, version = model_of(event) if isinstance(event, dict) else ("unknown", "unknown")
     detail = json.dumps(rejected_payload(event, reason), sort_keys=True, default=str)
-    message = f"registration rejected: {reason}"
+    message = f"{_REJECTED_PREFIX}{reason}"
     try:
         record_registration(trail_path, name, version, "rejected", detail)
     except FairgateError as exc:  # still announce it and fail the run, naming both problems

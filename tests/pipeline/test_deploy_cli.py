@@ -77,6 +77,8 @@ def test_bad_options_are_refused_before_anything_is_registered(
     _refused_in_process(runner, [], "give --policy POLICY.yaml", "--demo")
     _refused_in_process(runner, ["--policy", "nope.yaml"], "policy file", "does not exist")
     _refused_in_process(runner, ["--policy", "policy.yaml", "--labels", "missing.csv"], "--labels", "does not exist")
+    args = ["--policy", "policy.yaml", "--predictions", labels, "--labels", labels]
+    _refused_in_process(runner, args, "also needs --labels and --attributes")
     args = ["--policy", "policy.yaml", "--labels", labels, "--cron", "every night"]
     _refused_in_process(runner, args, "--cron 'every night'")
     (folder / "out").write_text("a file")
@@ -93,3 +95,17 @@ def test_a_pool_of_another_type_is_refused(
         client.create_work_pool(WorkPoolCreate(name="not-a-process-pool", type="prefect-agent"))
     args = ["--policy", "policy.yaml", "--pool", "not-a-process-pool"]
     _refused_in_process(runner, args, "work pool 'not-a-process-pool' is of type 'prefect-agent'")
+
+
+def test_a_relative_trail_in_the_policy_is_registered_as_an_absolute_path(
+    folder: Path, runner: InProcessRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker runs each flow in a temporary folder: a relative ``audit_trail.path`` would be written there."""
+    monkeypatch.chdir(folder)
+    (folder / "policy.yaml").write_text(POLICY_FAILING + "  audit_trail: {path: trails/audit.duckdb}\n")
+    result = runner.invoke(app, ["deploy", "--policy", "policy.yaml", "--pool", "fairgate-relative"])
+    assert result.exit_code == 0, result.output
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name("fairgate-registration/on-registration")
+    assert deployment.parameters["trail"] == str(folder / "trails" / "audit.duckdb")
+    assert deployment.parameters["policy"] == str(folder / "policy.yaml")

@@ -107,6 +107,7 @@ def registrations(deployed: dict[str, Any], worker: Path) -> dict[str, Any]:
         "valid_id": valid,
         "malformed_id": malformed,
         "seconds": time.monotonic() - started,
+        "worker_log": worker,
     }
 
 
@@ -153,6 +154,7 @@ def test_deploy_creates_the_pool_and_registers_the_deployments_once(deployed: di
     assert not nightly.pull_steps
     assert nightly.parameters["policy"] == str(deployed["folder"] / "policy.yaml")
     assert nightly.parameters["out_dir"] == str(deployed["out"])
+    assert nightly.parameters["trail"] == str(deployed["out"] / "audit_trail.duckdb")
 
 
 def test_a_registration_event_runs_the_audit_and_is_recorded(
@@ -160,6 +162,8 @@ def test_a_registration_event_runs_the_audit_and_is_recorded(
 ) -> None:
     run = registrations["valid"]
     assert run.state.is_completed(), run.state
+    assert "credit 9, audit " in run.state.message  # the registration run ends in its audit's state
+    assert "verdict: fail" in run.state.message.lower()
     print(f"\nevent -> finished registration + audit: {registrations['seconds']:.1f} s (both events)")
     trail = deployed["out"] / "audit_trail.duckdb"
     accepted = [r for r in list_registrations(trail) if r["detail"].get("event_id") == registrations["valid_id"]]
@@ -216,3 +220,6 @@ def test_a_malformed_registration_is_rejected_visibly(deployed: dict[str, Any], 
     assert event.resource["prefect.resource.id"] == "model.credit.10"
     assert event.payload["received"] == {"labels": "x"}
     assert "has no prefect.resource.name" in event.payload["reason"]
+    log = registrations["worker_log"].read_text()
+    assert "flow run failed: registration rejected: " in log  # the reason, once, without a FailedRun traceback
+    assert "Traceback" not in log
