@@ -1,12 +1,14 @@
 """The whole loop on real servers: a scikit-learn model trained on COMPAS is logged and registered in MLflow with
 its validation predictions named in tags -> the watch emits the registration -> the audit flow runs with the
-event's payload (as the on-registration deployment would) -> the write-back puts the verdict on the version.
+event's payload (as the on-registration deployment would) -> the write-back puts the verdict (a FAIL) on the
+version and takes its approval alias away.
 
 The ``fairgate.audit.completed`` payload is built here from the audit's result as contract.md defines it (the
 audit flow emits it on the branch that adds the event)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -119,13 +121,19 @@ def test_registered_sklearn_model_gets_its_verdict(
     summary = audited.result()
     assert summary["document"]["model"] == {"name": model_name, "version": version}
 
-    written = registry_writeback(_completed_payload(summary, payload["registry"]), return_state=True)
+    # The model flags Black defendants far more often (disparate impact by race about 0.64 < 0.8): a FAIL, which
+    # takes back an approval the version held (set here as if an earlier audit had passed).
+    assert summary["verdict"] == "fail"
+    registry.set_registered_model_alias(model_name, "fairness-approved", version)
+    completed = _completed_payload(summary, payload["registry"])
+    assert "disparate_impact_ratio@race" in completed["failed_metrics"]
+    written = registry_writeback(completed, return_state=True)
     assert written.is_completed(), written.message
 
     version_tags = dict(registry.get_model_version(model_name, version).tags)
     assert version_tags["fairgate.verdict"] == summary["verdict"]
     assert version_tags["fairgate.run_id"] == summary["run_id"]
+    assert json.loads(version_tags["fairgate.failed_metrics"]) == completed["failed_metrics"]
     assert version_tags["fairgate.report"] == summary["outputs"]["json"]
     assert Path(version_tags["fairgate.report"]).is_file()
-    aliases = dict(registry.get_registered_model(model_name).aliases)
-    assert aliases == ({"fairness-approved": version} if summary["verdict"] == "pass" else {})
+    assert dict(registry.get_registered_model(model_name).aliases) == {}
