@@ -58,7 +58,8 @@ _err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    # escape: a message is text, not markup ("pip install 'fairgate[mlflow]'" keeps its brackets)
+    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(code)
 
 

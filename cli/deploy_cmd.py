@@ -49,6 +49,14 @@ def deploy(
     pool: Annotated[str, typer.Option("--pool", help="Process work pool (created if missing).")] = "fairgate",
     cron: Annotated[str, typer.Option("--cron", help="The nightly schedule.")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option("--timezone", help="The nightly schedule's time zone.")] = "UTC",
+    mlflow_tracking_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--mlflow-tracking-uri",
+            help="Also deploy the MLflow registry watch (every minute) and the verdict write-back "
+            "(needs fairgate[mlflow]).",
+        ),
+    ] = None,
     demo: Annotated[
         bool, typer.Option("--demo", help="Use the bundled COMPAS data and policy (split into --out/demo-inputs).")
     ] = False,
@@ -58,6 +66,7 @@ def deploy(
 
     try:
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
+        settings = _with_mlflow(settings, mlflow_tracking_uri)
         api_url = check_api()
         if demo:
             settings = _with_demo_inputs(settings, out)
@@ -67,6 +76,22 @@ def deploy(
         raise typer.Exit(2) from None
     ids = apply_deployments(build_deployments(settings), pool)
     _report(api_url, pool, created, ids, settings)
+
+
+def _with_mlflow(settings: DeploySettings, tracking_uri: str | None) -> DeploySettings:
+    """The settings with the MLflow registry named, once the optional extra is known to be installed."""
+    if tracking_uri is None:
+        return settings
+    import dataclasses
+    import importlib.util
+
+    if importlib.util.find_spec("mlflow") is None:
+        raise FairgateError(
+            "--mlflow-tracking-uri needs the MLflow client: pip install 'fairgate[mlflow]' (then deploy again)"
+        )
+    if not tracking_uri.strip():
+        raise FairgateError("--mlflow-tracking-uri: give the registry's tracking URI, e.g. http://127.0.0.1:5000")
+    return dataclasses.replace(settings, mlflow_tracking_uri=tracking_uri)
 
 
 def _settings(

@@ -51,6 +51,7 @@ class DeploySettings:
     trail: str | None = None
     cron: str = NIGHTLY_CRON
     timezone: str = "UTC"
+    mlflow_tracking_uri: str | None = None  # also the MLflow registry watch and verdict write-back
 
 
 def absolute_source(text: str) -> str:
@@ -104,7 +105,22 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
             parameters={**common, **sources},
         )
     )
+    if settings.mlflow_tracking_uri:
+        deployments += _mlflow_deployments(settings)
     return deployments
+
+
+def _mlflow_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
+    """The MLflow registry watch (every minute) and the write-back of each verdict to its model version."""
+    from flows import registry_watch, registry_writeback  # the optional extra: imported only when asked
+
+    watch = registry_watch.deployment_spec(tracking_uri=settings.mlflow_tracking_uri)
+    writeback = registry_writeback.deployment_spec()
+    writeback["parameters"] = {**writeback["parameters"], "tracking_uri": settings.mlflow_tracking_uri}
+    return [
+        _deployment(registry_watch.registry_watch, settings, **watch),
+        _deployment(registry_writeback.registry_writeback, settings, **writeback),
+    ]
 
 
 def registration_trigger() -> DeploymentEventTrigger:
@@ -121,9 +137,8 @@ def registration_trigger() -> DeploymentEventTrigger:
 
 def _deployment(flow: Flow[..., Any], settings: DeploySettings, **options: Any) -> RunnerDeployment:
     """A deployment of ``flow`` on the pool, importing it by module path from the installed package."""
-    deployment = flow.to_deployment(
-        work_pool_name=settings.pool, tags=TAGS, entrypoint_type=EntrypointType.MODULE_PATH, **options
-    )
+    options.setdefault("tags", TAGS)
+    deployment = flow.to_deployment(work_pool_name=settings.pool, entrypoint_type=EntrypointType.MODULE_PATH, **options)
     return cast(RunnerDeployment, deployment)  # synchronous here: the object, not a coroutine
 
 

@@ -43,12 +43,13 @@ def registry_writeback(payload: dict[str, Any], alias: str = DEFAULT_ALIAS, trac
 def deployment_spec() -> dict[str, Any]:
     """The write-back's deployment, as keyword arguments of ``registry_writeback.to_deployment``
     (flows/deployments.py): run on every completed audit with the event's payload (a dict: a single-expression
-    template keeps its type). Prefect triggers match resources, not payloads, so audits of models from elsewhere
-    start a run that writes nothing."""
+    template keeps its type). Prefect triggers match resources, not payloads: the event's resource carries
+    ``fairgate.registry.kind`` for audits started from a registry, so other audits start no run."""
     trigger = DeploymentEventTrigger(
         name="fairgate-verdict-to-mlflow",
         enabled=True,
-        match={"prefect.resource.id": "model.*"},
+        # Only audits of MLflow versions: the completed event labels its resource with the registry's kind.
+        match={"prefect.resource.id": "model.*", "fairgate.registry.kind": "mlflow"},
         expect={COMPLETED_EVENT},
         parameters={"payload": "{{ event.payload }}"},
     )

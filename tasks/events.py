@@ -74,9 +74,10 @@ def emit_audit_completed(
     summary: Mapping[str, Any], flow_run_id: str | None, registry: Mapping[str, Any] | None
 ) -> dict[str, Any] | None:
     """Emit ``fairgate.audit.completed`` for a recorded run; return the event as sent (None: no Prefect API)."""
-    resource = model_resource(
-        summary["model_name"], summary["model_version"], **{"fairgate.verdict": str(summary["verdict"]).upper()}
-    )
+    labels = {"fairgate.verdict": str(summary["verdict"]).upper()}
+    if registry and registry.get("kind"):  # lets a registry's automation match its own audits only
+        labels["fairgate.registry.kind"] = str(registry["kind"])
+    resource = model_resource(summary["model_name"], summary["model_version"], **labels)
     related = [{"prefect.resource.id": f"prefect.flow-run.{flow_run_id}", "prefect.resource.role": "flow-run"}]
     payload = audit_completed_payload(summary, flow_run_id, registry)
     return emit(AUDIT_COMPLETED, resource, payload, related if flow_run_id else None)

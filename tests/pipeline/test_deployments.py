@@ -17,7 +17,7 @@ from flows.deployments import DeploySettings, absolute_source, build_deployments
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _settings(tmp_path: Path, **changes: str) -> DeploySettings:
+def _settings(tmp_path: Path, **changes: str | None) -> DeploySettings:
     values = {
         "pool": "fairgate",
         "policy": str(tmp_path / "policy.yaml"),
@@ -67,6 +67,25 @@ def test_the_nightly_schedule_and_the_registration_trigger(tmp_path: Path) -> No
     assert trigger.parameters == {"event": "{{ event }}"}
     assert not deployments["on-demand"].schedules
     assert not deployments["on-demand"].triggers
+
+
+def test_an_mlflow_registry_adds_the_watch_and_the_write_back(tmp_path: Path) -> None:
+    pytest.importorskip("mlflow")
+    uri = "http://127.0.0.1:5000"
+    deployments = {d.full_name: d for d in build_deployments(_settings(tmp_path, mlflow_tracking_uri=uri))}
+    watch = deployments["fairgate-registry-watch/registry-watch"]
+    writeback = deployments["fairgate-registry-writeback/registry-writeback"]
+    assert len(deployments) == 5
+    assert watch.schedules[0].schedule.cron == "* * * * *"
+    assert watch.parameters["tracking_uri"] == writeback.parameters["tracking_uri"] == uri
+    (trigger,) = writeback.triggers
+    assert trigger.expect == {"fairgate.audit.completed"}
+    # Only audits started for an MLflow version (tasks.events labels their resource) start a write-back run.
+    assert trigger.match.root["fairgate.registry.kind"] == "mlflow"
+    for deployment in (watch, writeback):
+        assert deployment.entrypoint is not None
+        assert ":" not in deployment.entrypoint
+        assert deployment.work_pool_name == "fairgate"
 
 
 def test_every_path_a_deployment_carries_is_absolute(tmp_path: Path) -> None:
