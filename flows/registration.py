@@ -10,14 +10,12 @@ the audit starts; the audit's final state becomes this flow run's.
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import State
-from prefect.exceptions import FailedRun
 from prefect.states import Failed
 
 from fairgate.errors import FairgateError
@@ -37,19 +35,8 @@ REGISTRATION_REJECTED = "RegistrationRejected"
 _REJECTED_PREFIX = "registration rejected: "
 
 
-class _RejectionIsNotACrash(logging.Filter):
-    """A rejected registration is the sender's to fix, not a crash: the flow-run process logs the Failed state's
-    ``FailedRun`` once, as the reason, without the ~40-line traceback Prefect's engine attaches to it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, FailedRun) and str(exc).startswith(_REJECTED_PREFIX):
-            record.exc_info, record.exc_text = None, None
-            record.msg, record.args = f"flow run failed: {exc}", ()
-        return True
-
-
-logging.getLogger("prefect.flow_runs").addFilter(_RejectionIsNotACrash())
+# A rejected registration ends Failed without the engine's FailedRun traceback: the filter on Prefect's
+# flow-run logger in flows/audit.py (imported here) drops it for every deliberate Failed state.
 
 
 @flow(name="fairgate-registration")

@@ -25,16 +25,16 @@ def new_version(registry: Any, name: str, tags: dict[str, str] | None = None) ->
     return str(version.version)
 
 
-def registered_events(resource_id: str, *, expect: int, timeout_s: float = 30.0) -> list[Any]:
-    """The ``fairgate.model.registered`` events of one resource, read from the Prefect API; polled until
+def registered_events(
+    resource_id: str, *, expect: int, timeout_s: float = 30.0, name: str = "fairgate.model.registered"
+) -> list[Any]:
+    """The ``name`` events (registrations by default) of one resource, read from the Prefect API; polled until
     ``expect`` are there (events are stored asynchronously), then read once more after a pause so that a
     duplicate arriving late would be counted too."""
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
-    event_filter = EventFilter(
-        event=EventNameFilter(name=["fairgate.model.registered"]), resource=EventResourceFilter(id=[resource_id])
-    )
+    event_filter = EventFilter(event=EventNameFilter(name=[name]), resource=EventResourceFilter(id=[resource_id]))
     deadline = time.monotonic() + timeout_s
     with get_client(sync_client=True) as client:
         while True:

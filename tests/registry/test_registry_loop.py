@@ -16,7 +16,6 @@ import duckdb
 import pytest
 from registry_helpers import COMPAS_CSV, registered_events
 
-from fairgate.engine.labels import slicing_label
 from flows.audit import fairness_audit
 from flows.registry_watch import registry_watch
 from flows.registry_writeback import registry_writeback
@@ -52,23 +51,6 @@ def _train_and_predict(folder: Path) -> tuple[Any, Path]:
     predictions = folder / "validation_predictions.parquet"
     duckdb.from_df(frame[["id", "score", "y_pred"]]).to_parquet(str(predictions))
     return model, predictions
-
-
-def _completed_payload(summary: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
-    document = summary["document"]
-    failed = [f"{r['metric']}@{slicing_label(r['slicing'])}" for r in document["results"] if r["status"] == "fail"]
-    return {
-        "verdict": summary["verdict"],
-        "exit_code": summary["exit_code"],
-        "failed_metrics": failed,
-        "run_id": summary["run_id"],
-        "flow_run_id": None,
-        "model_name": document["model"]["name"],
-        "model_version": document["model"]["version"],
-        "outputs": {"json": summary["outputs"].get("json"), "pdf": None, "html": None},
-        "trail": summary["trail"],
-        "registry": registry,
-    }
 
 
 @pytest.mark.slow
@@ -115,17 +97,23 @@ def test_registered_sklearn_model_gets_its_verdict(
         model_name=event.resource["fairgate.model.name"],
         model_version=event.resource["fairgate.model.version"],
         trail=str(tmp_path / "trail.duckdb"),
+        registry=payload["registry"],
         return_state=True,
     )
     assert audited.is_completed(), audited.message
     summary = audited.result()
-    assert summary["document"]["model"] == {"name": model_name, "version": version}
+    document = json.loads(Path(summary["outputs"]["json"]).read_text())
+    assert document["model"] == {"name": model_name, "version": version}
 
     # The model flags Black defendants far more often (disparate impact by race about 0.64 < 0.8): a FAIL, which
     # takes back an approval the version held (set here as if an earlier audit had passed).
     assert summary["verdict"] == "fail"
     registry.set_registered_model_alias(model_name, "fairness-approved", version)
-    completed = _completed_payload(summary, payload["registry"])
+    # The audit's own fairgate.audit.completed event, labelled for the MLflow write-back's trigger.
+    (event,) = registered_events(f"model.{model_name}.{version}", expect=1, name="fairgate.audit.completed")
+    assert event.resource["fairgate.registry.kind"] == "mlflow"
+    completed = event.payload
+    assert completed["registry"] == payload["registry"]
     assert "disparate_impact_ratio@race" in completed["failed_metrics"]
     written = registry_writeback(completed, return_state=True)
     assert written.is_completed(), written.message
@@ -134,6 +122,7 @@ def test_registered_sklearn_model_gets_its_verdict(
     assert version_tags["fairgate.verdict"] == summary["verdict"]
     assert version_tags["fairgate.run_id"] == summary["run_id"]
     assert json.loads(version_tags["fairgate.failed_metrics"]) == completed["failed_metrics"]
-    assert version_tags["fairgate.report"] == summary["outputs"]["json"]
+    outputs = completed["outputs"]
+    assert version_tags["fairgate.report"] == (outputs["pdf"] or outputs["html"] or outputs["json"])
     assert Path(version_tags["fairgate.report"]).is_file()
     assert dict(registry.get_registered_model(model_name).aliases) == {}
