@@ -327,13 +327,10 @@ class ThresholdFit:
         cost.update({name: self.before.groups[name].accuracy - g.accuracy for name, g in self.after.groups.items()})
         return cost
 
-    def apply(
-        self,
-        scores: Sequence[float] | np.ndarray,
-        groups: Sequence[Any] | np.ndarray,
-        rng: np.random.Generator,
+    def favourable_probability(
+        self, scores: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray
     ) -> np.ndarray:
-        """Mitigated 0/1 predictions (raw labels) for new rows; ``rng`` draws the randomised thresholds."""
+        """Each row's probability of the favourable decision: the weight of its group's thresholds below it."""
         values = np.asarray(groups).astype(str)
         favourable_score = _favourable_score(scores, self.favorable_label, values.size)
         names = sorted(self.rules)
@@ -342,16 +339,26 @@ class ThresholdFit:
         if unknown:
             raise ValueError(f"groups {unknown} have no fitted threshold; fitted groups are {names}")
         codes = np.searchsorted(names, present)[inverse]
-        width = max(len(r.thresholds) for r in self.rules.values())
-        thresholds = np.full((len(names), width), np.inf)
-        cumulative = np.ones((len(names), width))
+        probability = np.zeros(values.size)
         for g, name in enumerate(names):
+            rows = codes == g
             rule = self.rules[name]
-            thresholds[g, : len(rule.thresholds)] = rule.thresholds
-            cumulative[g, : len(rule.probabilities)] = np.cumsum(rule.probabilities)
-        draw = rng.random(values.size)
-        component = (draw[:, None] >= cumulative[codes]).sum(axis=1).clip(max=width - 1)
-        favourable = favourable_score > thresholds[codes, component]
+            for threshold, weight in zip(rule.thresholds, rule.probabilities, strict=True):
+                probability[rows] += weight * (favourable_score[rows] > threshold)
+        return probability
+
+    def apply(
+        self,
+        scores: Sequence[float] | np.ndarray,
+        groups: Sequence[Any] | np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """Mitigated 0/1 predictions (raw labels) for new rows; ``rng`` draws the randomised decisions.
+
+        Drawing each row's decision with its :meth:`favourable_probability` is the same, row by row, as drawing
+        its threshold from the group's randomisation.
+        """
+        favourable = rng.random(np.asarray(groups).size) < self.favourable_probability(scores, groups)
         label = self.favorable_label
         return np.where(favourable, label, 1 - label).astype(np.int8)
 
