@@ -96,10 +96,22 @@ def frontier(
 
     Parameters are those of :func:`~fairgate.mitigation.thresholds.fit_thresholds`; ``steps`` >= 2.
     """
-    if steps < 2:
-        raise ValueError(f"a frontier needs at least 2 steps, not {steps}")
     problem = ThresholdProblem.prepare(scores, y_true, groups, favorable_label=favorable_label)
     current = performance_of(y_true, y_pred, groups, favorable_label=favorable_label)
+    return frontier_of(problem, current, constraint=constraint, objective=objective, steps=steps)
+
+
+def frontier_of(
+    problem: ThresholdProblem,
+    current: Performance,
+    *,
+    constraint: Constraint = "equal_opportunity",
+    objective: Objective = "accuracy",
+    steps: int = 21,
+) -> Frontier:
+    """:func:`frontier` on a prepared problem, given the audited predictions' performance."""
+    if steps < 2:
+        raise ValueError(f"a frontier needs at least 2 steps, not {steps}")
     disparity = min(current.gap(constraint), 1.0)
     points = []
     for tolerance in np.linspace(0.0, disparity, steps):

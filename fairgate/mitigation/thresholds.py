@@ -59,6 +59,27 @@ from fairgate.mitigation.rates import (
 # LP weights below this are solver noise, not a randomisation anyone should apply.
 _WEIGHT_FLOOR = 1e-9
 
+#: Policy metrics (engine names) that group thresholds can bring within a tolerance, and the constraint each is.
+METRIC_CONSTRAINTS: dict[str, Constraint] = {
+    "equal_opportunity_difference": "equal_opportunity",
+    "true_positive_rate_difference": "equal_opportunity",
+    "equalized_odds_difference": "equalized_odds",
+}
+
+
+def constraint_for_metric(metric: str) -> Constraint:
+    """The threshold constraint that bounds a policy metric; ``ValueError`` naming the supported ones otherwise.
+
+    >>> constraint_for_metric("equalized_odds_difference")
+    'equalized_odds'
+    """
+    if metric not in METRIC_CONSTRAINTS:
+        raise ValueError(
+            f"group thresholds bound {sorted(METRIC_CONSTRAINTS)}; {metric!r} is not one of them "
+            "(for selection-rate metrics use reweighing or constrained retraining)"
+        )
+    return METRIC_CONSTRAINTS[metric]
+
 
 @dataclass(frozen=True)
 class GroupRule:

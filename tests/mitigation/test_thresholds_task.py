@@ -1,0 +1,97 @@
+"""The group-thresholds task on the demo policy and COMPAS: defaults from the policy, re-audit, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import fairgate
+from fairgate.errors import DataError, PolicyError
+from tasks.thresholds import fit_thresholds_task, parse_objective, thresholds_json
+
+REPO = Path(__file__).resolve().parents[2]
+COMPAS_CSV = REPO / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
+DEMO_POLICY = REPO / "fairgate" / "policies" / "compas_demo.yaml"
+
+
+@pytest.fixture(scope="module")
+def policy() -> fairgate.Policy:
+    policy = fairgate.Policy.from_yaml(DEMO_POLICY.read_text(), source=str(DEMO_POLICY))
+    # The test needs the judgement, not 1000 bootstrap replicates.
+    return policy.model_copy(update={"statistics": policy.statistics.model_copy(update={"n_bootstrap": 0})})
+
+
+@pytest.fixture(scope="module")
+def rows() -> pl.DataFrame:
+    raw = pl.read_csv(COMPAS_CSV)
+    return raw.select(
+        "race",
+        "sex",
+        "age_cat",
+        pl.col("two_year_recid").cast(pl.Int64),
+        (pl.col("decile_score") / 10).alias("score"),
+        pl.col("score_text").is_in(["Medium", "High"]).cast(pl.Int64).alias("y_pred"),
+    )
+
+
+def _race_result(document: dict, metric: str) -> dict:
+    (result,) = [r for r in document["results"] if r["metric"] == metric and r["slicing"] == ["race"]]
+    return result
+
+
+def test_defaults_come_from_the_policy_and_the_re_audit_passes(rows: pl.DataFrame, policy: fairgate.Policy) -> None:
+    main = rows.filter(pl.col("race").is_in(["African-American", "Caucasian", "Hispanic"]))
+    mitigation = fit_thresholds_task.fn(main, policy, frontier_steps=6)
+    assert mitigation.metric == "equal_opportunity_difference"  # the demo policy's critical metric
+    assert mitigation.fit.tolerance == 0.10  # its threshold
+    assert mitigation.attributes == ["race"]
+    assert mitigation.fit.favorable_label == 0
+    mitigated = pl.from_arrow(mitigation.mitigated)
+    assert isinstance(mitigated, pl.DataFrame)
+    assert mitigated.drop("y_pred").equals(main.drop("y_pred"))
+    assert mitigated["y_pred"].dtype == pl.Int64
+    before = _race_result(fairgate.audit(main, policy).to_dict(), "equal_opportunity_difference")
+    after = _race_result(fairgate.audit(mitigated, policy).to_dict(), "equal_opportunity_difference")
+    assert before["status"] == "fail"
+    # No longer a failure; without bootstrap replicates the gate calls a value under the threshold inconclusive.
+    assert after["status"] in {"pass", "inconclusive"}
+    assert after["value"] < 0.10 < before["value"]
+    document = json.loads(thresholds_json(mitigation))
+    assert set(document["groups"]) == {"African-American", "Caucasian", "Hispanic"}
+    assert document["frontier"]["pareto"][0]["tolerance"] == 0.0
+    assert document["metric"] == "equal_opportunity_difference"
+
+
+def test_intersections_and_options(rows: pl.DataFrame, policy: fairgate.Policy) -> None:
+    main = rows.filter(pl.col("race").is_in(["African-American", "Caucasian"]))
+    mitigation = fit_thresholds_task.fn(
+        main,
+        policy,
+        metric="equalized_odds_difference",
+        attributes=["race", "sex"],
+        tolerance=0.05,
+        objective={"fp": 1, "fn": 2},
+        frontier_steps=3,
+    )
+    assert set(mitigation.fit.rules) == {
+        f"{r} × {s}" for r in ("African-American", "Caucasian") for s in ("Male", "Female")
+    }
+    assert mitigation.fit.constraint == "equalized_odds"
+    assert mitigation.fit.achieved_gap <= 0.05 + 1e-7
+
+
+def test_errors_name_what_is_wrong(rows: pl.DataFrame, policy: fairgate.Policy) -> None:
+    with pytest.raises(DataError, match="need the score column 'score'"):
+        fit_thresholds_task.fn(rows.drop("score"), policy)
+    with pytest.raises(PolicyError, match="'demographic_parity_difference' is not one of them"):
+        fit_thresholds_task.fn(rows, policy, metric="demographic_parity_difference")
+    with pytest.raises(PolicyError, match="needs keys fp and fn"):
+        parse_objective({"fp": 1})
+    with pytest.raises(DataError, match="attribute values are missing"):
+        fit_thresholds_task.fn(rows.with_columns(pl.lit(None, pl.String).alias("race")), policy)
+    tiny = rows.filter(pl.col("race").is_in(["Caucasian", "Native American"]) & (pl.col("two_year_recid") == 1))
+    with pytest.raises(DataError, match="has no rows with the favourable truth"):
+        fit_thresholds_task.fn(tiny, policy)
