@@ -121,8 +121,90 @@ class GroupRule:
 
 
 def _json_float(value: float) -> float | str:
-    """Infinite thresholds as the strings "inf"/"-inf" (JSON has no infinity)."""
-    return value if np.isfinite(value) else ("inf" if value > 0 else "-inf")
+    """A threshold for the file: 12 significant digits (0.35, not 0.3499999999999999), infinities as strings."""
+    return float(f"{value:.12g}") if np.isfinite(value) else ("inf" if value > 0 else "-inf")
+
+
+def _read_threshold(value: Any, where: str) -> float:
+    if value in ("inf", "-inf"):
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+        raise ValueError(f"{where}: a threshold must be a finite number, 'inf' or '-inf'; got {value!r}")
+    return float(value)
+
+
+def rule_from_dict(entry: dict[str, Any], where: str = "thresholds") -> GroupRule:
+    """The rule written by :meth:`GroupRule.to_dict`; ``ValueError`` naming the entry when it is malformed."""
+    if set(entry) == {"threshold"}:
+        return GroupRule((_read_threshold(entry["threshold"], where),), (1.0,))
+    if set(entry) == {"t_low", "t_high", "p_high"}:
+        p_high = entry["p_high"]
+        if isinstance(p_high, bool) or not isinstance(p_high, int | float) or not 0.0 <= p_high <= 1.0:
+            raise ValueError(f"{where}: p_high must be a probability in [0, 1]; got {p_high!r}")
+        low, high = _read_threshold(entry["t_low"], where), _read_threshold(entry["t_high"], where)
+        return GroupRule((low, high), (1.0 - float(p_high), float(p_high)))
+    if set(entry) == {"mixture"} and isinstance(entry["mixture"], list) and entry["mixture"]:
+        parts = entry["mixture"]
+        if not all(isinstance(p, dict) and set(p) == {"threshold", "probability"} for p in parts):
+            raise ValueError(f"{where}: each mixture entry needs exactly 'threshold' and 'probability'")
+        weights = [float(p["probability"]) for p in parts]
+        if min(weights) < 0 or abs(sum(weights) - 1.0) > 1e-9:
+            raise ValueError(f"{where}: mixture probabilities must be >= 0 and sum to 1; got {weights}")
+        return GroupRule(tuple(_read_threshold(p["threshold"], where) for p in parts), tuple(weights))
+    raise ValueError(
+        f"{where}: expected {{threshold}}, {{t_low, t_high, p_high}} or {{mixture: [...]}}; got keys {sorted(entry)}"
+    )
+
+
+@dataclass(frozen=True)
+class ThresholdRules:
+    """The rules of every group and the favourable label: what a deployment needs to make the decisions."""
+
+    rules: dict[str, GroupRule]
+    favorable_label: int
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> ThresholdRules:
+        """The rules of a thresholds file (``ThresholdFit.to_dict()``, read back from JSON)."""
+        groups, label = document.get("groups"), document.get("favorable_label")
+        if not isinstance(groups, dict) or not groups or label not in (0, 1):
+            raise ValueError("a thresholds file needs 'groups' (group -> rule) and 'favorable_label' (0 or 1)")
+        return cls({str(g): rule_from_dict(e, f"thresholds of group {g!r}") for g, e in groups.items()}, int(label))
+
+    def favourable_probability(
+        self, scores: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray
+    ) -> np.ndarray:
+        """Each row's probability of the favourable decision: the weight of its group's thresholds below it."""
+        values = np.asarray(groups).astype(str)
+        favourable_score = _favourable_score(scores, self.favorable_label, values.size)
+        names = sorted(self.rules)
+        present, inverse = np.unique(values, return_inverse=True)
+        unknown = [str(p) for p in present if p not in self.rules]
+        if unknown:
+            raise ValueError(f"groups {unknown} have no fitted threshold; fitted groups are {names}")
+        codes = np.searchsorted(names, present)[inverse]
+        probability = np.zeros(values.size)
+        for g, name in enumerate(names):
+            rows = codes == g
+            rule = self.rules[name]
+            for threshold, weight in zip(rule.thresholds, rule.probabilities, strict=True):
+                probability[rows] += weight * (favourable_score[rows] > threshold)
+        return probability
+
+    def apply(
+        self,
+        scores: Sequence[float] | np.ndarray,
+        groups: Sequence[Any] | np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """Mitigated 0/1 predictions (raw labels) for new rows; ``rng`` draws the randomised decisions.
+
+        Drawing each row's decision with its :meth:`favourable_probability` is the same, row by row, as drawing
+        its threshold from the group's randomisation.
+        """
+        favourable = rng.random(np.asarray(groups).size) < self.favourable_probability(scores, groups)
+        label = self.favorable_label
+        return np.where(favourable, label, 1 - label).astype(np.int8)
 
 
 @dataclass(frozen=True)
@@ -348,25 +430,16 @@ class ThresholdFit:
         cost.update({name: self.before.groups[name].accuracy - g.accuracy for name, g in self.after.groups.items()})
         return cost
 
+    @property
+    def decision(self) -> ThresholdRules:
+        """The rules alone (what a thresholds file holds), to apply to new rows."""
+        return ThresholdRules(self.rules, self.favorable_label)
+
     def favourable_probability(
         self, scores: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray
     ) -> np.ndarray:
-        """Each row's probability of the favourable decision: the weight of its group's thresholds below it."""
-        values = np.asarray(groups).astype(str)
-        favourable_score = _favourable_score(scores, self.favorable_label, values.size)
-        names = sorted(self.rules)
-        present, inverse = np.unique(values, return_inverse=True)
-        unknown = [str(p) for p in present if p not in self.rules]
-        if unknown:
-            raise ValueError(f"groups {unknown} have no fitted threshold; fitted groups are {names}")
-        codes = np.searchsorted(names, present)[inverse]
-        probability = np.zeros(values.size)
-        for g, name in enumerate(names):
-            rows = codes == g
-            rule = self.rules[name]
-            for threshold, weight in zip(rule.thresholds, rule.probabilities, strict=True):
-                probability[rows] += weight * (favourable_score[rows] > threshold)
-        return probability
+        """Each row's probability of the favourable decision (see :meth:`ThresholdRules.favourable_probability`)."""
+        return self.decision.favourable_probability(scores, groups)
 
     def apply(
         self,
@@ -374,14 +447,8 @@ class ThresholdFit:
         groups: Sequence[Any] | np.ndarray,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        """Mitigated 0/1 predictions (raw labels) for new rows; ``rng`` draws the randomised decisions.
-
-        Drawing each row's decision with its :meth:`favourable_probability` is the same, row by row, as drawing
-        its threshold from the group's randomisation.
-        """
-        favourable = rng.random(np.asarray(groups).size) < self.favourable_probability(scores, groups)
-        label = self.favorable_label
-        return np.where(favourable, label, 1 - label).astype(np.int8)
+        """Mitigated 0/1 predictions (raw labels) for new rows (see :meth:`ThresholdRules.apply`)."""
+        return self.decision.apply(scores, groups, rng)
 
     def to_dict(self) -> dict[str, Any]:
         """The thresholds file: method, options, rules per group, performance before and after."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from sklearn.base import BaseEstimator
 import fairgate
 from fairgate.mitigation.frontier import frontier
 from fairgate.mitigation.rates import CostMatrix, GroupPerformance, Performance, performance_of
-from fairgate.mitigation.thresholds import ThresholdFit, fit_thresholds
+from fairgate.mitigation.thresholds import ThresholdFit, ThresholdRules, fit_thresholds
 
 COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
 LARGEST_RACES = ["African-American", "Caucasian", "Hispanic"]
@@ -324,3 +325,55 @@ def test_bad_options_and_unknown_groups_are_named() -> None:
     fit = fit_thresholds(scores, y, groups, y_pred=y_pred)
     with pytest.raises(ValueError, match=r"groups \['g9'\] have no fitted threshold"):
         fit.apply(scores[:3], np.array(["g0", "g9", "g1"]), np.random.default_rng(0))
+
+
+# ----------------------------------------------------------------------------------------- thresholds file
+@pytest.mark.parametrize("constraint", ["equal_opportunity", "equalized_odds"])
+def test_the_thresholds_file_round_trips(compas: Data, constraint: Any) -> None:
+    """Written as JSON and read back, the rules make the same decisions (deployment applies the file)."""
+    scores, y, groups, y_pred = compas
+    fit = fit_thresholds(scores, y, groups, y_pred=y_pred, constraint=constraint, favorable_label=0)
+    loaded = ThresholdRules.from_dict(json.loads(json.dumps(fit.to_dict())))
+    assert loaded.favorable_label == 0
+    np.testing.assert_allclose(
+        loaded.favourable_probability(scores, groups), fit.favourable_probability(scores, groups)
+    )
+    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
+    np.testing.assert_array_equal(loaded.apply(scores, groups, rng_a), fit.apply(scores, groups, rng_b))
+
+
+@pytest.mark.parametrize(
+    ("groups_entry", "message"),
+    [
+        ({"a": {"threshold": "high"}}, "a threshold must be a finite number"),
+        ({"a": {"t_low": 0.2, "t_high": 0.4, "p_high": 1.5}}, "p_high must be a probability"),
+        ({"a": {"mixture": [{"threshold": 0.2, "probability": 0.3}]}}, "sum to 1"),
+        ({"a": {"cutoff": 0.2}}, "got keys \\['cutoff'\\]"),
+    ],
+)
+def test_a_malformed_thresholds_file_is_named(groups_entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ThresholdRules.from_dict({"groups": groups_entry, "favorable_label": 1})
+
+
+# --------------------------------------------------------------------------------------------- optimality
+@pytest.mark.parametrize("seed", range(5))
+def test_no_pair_of_deterministic_thresholds_beats_the_programme(seed: int) -> None:
+    """Brute force on coarse scores (8 levels, 2 groups): every feasible pair of plain thresholds is at most as
+    accurate as the LP's (possibly randomised) optimum, and the best such pair is matched when it is feasible."""
+    rng = np.random.default_rng(100 + seed)
+    n = 3000
+    groups = rng.choice(["a", "b"], size=n, p=[0.6, 0.4])
+    y = (rng.random(n) < np.where(groups == "a", 0.5, 0.3)).astype(np.int64)
+    scores = np.clip(np.round((y * 0.3 + rng.random(n) * 0.7 - 0.1 * (groups == "b")) * 8) / 8, 0, 1)
+    tolerance = 0.05
+    fit = fit_thresholds(scores, y, groups, y_pred=(scores > 0.5).astype(int), tolerance=tolerance)
+    levels = np.concatenate([[-np.inf], np.unique(scores)])
+    best = 0.0
+    for t_a, t_b in itertools.product(levels, levels):
+        decided = np.where(groups == "a", scores > t_a, scores > t_b).astype(int)
+        performance = performance_of(y, decided, groups)
+        if performance.tpr_gap <= tolerance:
+            best = max(best, performance.accuracy)
+    assert fit.achieved_gap <= tolerance + 1e-7
+    assert fit.after.accuracy >= best - 1e-12
