@@ -10,6 +10,7 @@ import pytest
 
 import fairgate
 from fairgate.errors import DataError, PolicyError
+from tasks.frontier_chart import frontier_chart
 from tasks.thresholds import fit_thresholds_task, parse_objective, thresholds_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +64,12 @@ def test_defaults_come_from_the_policy_and_the_re_audit_passes(rows: pl.DataFram
     assert set(document["groups"]) == {"African-American", "Caucasian", "Hispanic"}
     assert document["frontier"]["pareto"][0]["tolerance"] == 0.0
     assert document["metric"] == "equal_opportunity_difference"
+    # The report's chart: the frontier, the audited model and the chosen point, identical for identical input.
+    svg = frontier_chart(document, threshold=0.10)
+    assert svg.startswith("<svg")
+    for text in ("Pareto frontier", "audited model", "chosen thresholds", "policy threshold 0.1"):
+        assert text in svg
+    assert frontier_chart(document, threshold=0.10) == svg
 
 
 def test_intersections_and_options(rows: pl.DataFrame, policy: fairgate.Policy) -> None:
