@@ -21,13 +21,14 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import DataError, PolicyError
 from fairgate.mitigation.frontier import Frontier, frontier_of
-from fairgate.mitigation.rates import CostMatrix, Objective
+from fairgate.mitigation.rates import CostMatrix, Objective, performance_of
 from fairgate.mitigation.thresholds import (
     METRIC_CONSTRAINTS,
     ThresholdFit,
     ThresholdProblem,
     constraint_for_metric,
     fit_prepared,
+    fit_thresholds,
 )
 from fairgate.policy.core import Policy
 
@@ -44,6 +45,7 @@ class ThresholdMitigation:
     fit: ThresholdFit
     frontier: Frontier
     mitigated: pa.Table
+    held_out: dict[str, Any] | None  # rules fit on one half, decisions drawn and measured on the other
 
     def to_dict(self) -> dict[str, Any]:
         """The thresholds file's content."""
@@ -54,6 +56,7 @@ class ThresholdMitigation:
             "seed": self.seed,
             **self.fit.to_dict(),
             "frontier": self.frontier.to_dict(),
+            "held_out_check": self.held_out,
         }
 
 
@@ -131,7 +134,8 @@ def fit_thresholds_task(
 
     Defaults from the policy: the metric is the first critical (else first) of equal opportunity / equalized
     odds difference, the tolerance its threshold, the groups the first sensitive attribute, the seed the
-    statistics seed. Bad columns, labels or options raise ``DataError``/``PolicyError`` (exit 2).
+    statistics seed. Bad columns, labels or options raise ``DataError``/``PolicyError`` (exit 2). Besides the
+    fit on all rows (whose numbers are in-sample), ``held_out`` fits on a random half and measures the other.
     """
     frame = rows if isinstance(rows, pl.DataFrame) else pl.from_arrow(rows)
     assert isinstance(frame, pl.DataFrame)
@@ -157,8 +161,46 @@ def fit_thresholds_task(
         )
         curve = frontier_of(problem, fit.before, constraint=constraint, objective=chosen, steps=frontier_steps)
         decisions = fit.apply(scores, groups, np.random.default_rng(seed))
+        held_out = _held_out_check(scores, y_true, groups, y_pred, fit, np.random.default_rng(seed))
     except ValueError as exc:
         raise DataError(f"group thresholds on {GROUP_SEPARATOR.join(attributes)}: {exc}") from None
     dtype = frame.schema[columns.y_pred]
     mitigated = frame.with_columns(pl.Series(columns.y_pred, decisions).cast(dtype))
-    return ThresholdMitigation(metric, attributes, int(seed), fit, curve, mitigated.to_arrow())
+    return ThresholdMitigation(metric, attributes, int(seed), fit, curve, mitigated.to_arrow(), held_out)
+
+
+def _held_out_check(
+    scores: np.ndarray,
+    y_true: np.ndarray,
+    groups: np.ndarray,
+    y_pred: np.ndarray,
+    fit: ThresholdFit,
+    rng: np.random.Generator,
+) -> dict[str, Any] | None:
+    """Fit the same thresholds on a random half and measure them on the other half: the in-sample numbers of
+    ``fit`` are optimistic, this is what new people would see. None when a half lacks a group or an outcome."""
+    half = rng.random(scores.size) < 0.5
+    try:
+        on_half = fit_thresholds(
+            scores[half],
+            y_true[half],
+            groups[half],
+            y_pred=y_pred[half],
+            constraint=fit.constraint,
+            tolerance=fit.tolerance,
+            objective=fit.objective,
+            favorable_label=fit.favorable_label,
+        )
+        other = ~half
+        decisions = on_half.apply(scores[other], groups[other], rng)
+        label = fit.favorable_label
+        before = performance_of(y_true[other], y_pred[other], groups[other], favorable_label=label)
+        after = performance_of(y_true[other], decisions, groups[other], favorable_label=label)
+    except ValueError:
+        return None
+    return {
+        "rows_fit": int(half.sum()),
+        "rows_measured": int((~half).sum()),
+        "before": before.to_dict(fit.constraint),
+        "after": after.to_dict(fit.constraint),
+    }

@@ -60,7 +60,12 @@ def test_defaults_come_from_the_policy_and_the_re_audit_passes(rows: pl.DataFram
     # No longer a failure; without bootstrap replicates the gate calls a value under the threshold inconclusive.
     assert after["status"] in {"pass", "inconclusive"}
     assert after["value"] < 0.10 < before["value"]
+    held_out = mitigation.held_out
+    assert held_out is not None
+    assert held_out["rows_fit"] + held_out["rows_measured"] == main.height
+    assert held_out["after"]["tpr_gap"] < held_out["before"]["tpr_gap"] - 0.05
     document = json.loads(thresholds_json(mitigation))
+    assert document["held_out_check"] == held_out
     assert set(document["groups"]) == {"African-American", "Caucasian", "Hispanic"}
     assert document["frontier"]["pareto"][0]["tolerance"] == 0.0
     assert document["metric"] == "equal_opportunity_difference"
