@@ -198,6 +198,8 @@ def _held_out_check(
         after = performance_of(y_true[other], decisions, groups[other], favorable_label=label)
     except ValueError:
         return None
+    if set(after.groups) != set(fit.rules) or any(not (g.positives and g.negatives) for g in after.groups.values()):
+        return None  # a group or an outcome missing from the measured half: its rates would be undefined
     return {
         "rows_fit": int(half.sum()),
         "rows_measured": int((~half).sum()),
