@@ -183,12 +183,14 @@ class ThresholdRules:
         if unknown:
             raise ValueError(f"groups {unknown} have no fitted threshold; fitted groups are {names}")
         codes = np.searchsorted(names, present)[inverse]
-        probability = np.zeros(values.size)
+        width = max(len(rule.thresholds) for rule in self.rules.values())
+        thresholds, weights = np.full((len(names), width), np.inf), np.zeros((len(names), width))
         for g, name in enumerate(names):
-            rows = codes == g
             rule = self.rules[name]
-            for threshold, weight in zip(rule.thresholds, rule.probabilities, strict=True):
-                probability[rows] += weight * (favourable_score[rows] > threshold)
+            thresholds[g, : len(rule.thresholds)] = rule.thresholds
+            weights[g, : len(rule.probabilities)] = rule.probabilities
+        above: np.ndarray = favourable_score[:, None] > thresholds[codes]
+        probability: np.ndarray = (weights[codes] * above).sum(axis=1)
         return probability
 
     def apply(
