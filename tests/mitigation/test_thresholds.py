@@ -377,3 +377,19 @@ def test_no_pair_of_deterministic_thresholds_beats_the_programme(seed: int) -> N
             best = max(best, performance.accuracy)
     assert fit.achieved_gap <= tolerance + 1e-7
     assert fit.after.accuracy >= best - 1e-12
+
+
+@pytest.mark.parametrize("constraint", ["equal_opportunity", "equalized_odds"])
+def test_a_group_with_one_score_value_is_randomised_onto_the_diagonal(constraint: Any) -> None:
+    """A group the model cannot rank (one score for all) can only reach the diagonal TPR = FPR, by randomising
+    between deciding nobody and everybody favourably; the others are matched to it."""
+    rng = np.random.default_rng(10)
+    n = 4000
+    groups = rng.choice(["ranked", "flat"], size=n)
+    y = (rng.random(n) < 0.4).astype(np.int64)
+    scores = np.where(groups == "flat", 0.5, np.clip(0.3 * y + rng.random(n) * 0.7, 0, 1))
+    fit = fit_thresholds(scores, y, groups, y_pred=(scores > 0.4).astype(int), constraint=constraint)
+    flat = fit.after.groups["flat"]
+    assert flat.tpr == pytest.approx(flat.fpr, abs=1e-9)
+    assert set(fit.rules["flat"].thresholds) <= {np.inf, -np.inf}
+    assert fit.achieved_gap <= 1e-7
