@@ -23,7 +23,8 @@ from sklearn.base import BaseEstimator
 import fairgate
 from fairgate.mitigation.frontier import frontier
 from fairgate.mitigation.rates import CostMatrix, GroupPerformance, Performance, performance_of
-from fairgate.mitigation.thresholds import ThresholdFit, ThresholdRules, fit_thresholds
+from fairgate.mitigation.rules import ThresholdRules
+from fairgate.mitigation.thresholds import ThresholdFit, fit_thresholds
 
 COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
 LARGEST_RACES = ["African-American", "Caucasian", "Hispanic"]
