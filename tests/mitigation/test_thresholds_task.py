@@ -107,3 +107,19 @@ def test_errors_name_what_is_wrong(rows: pl.DataFrame, policy: fairgate.Policy) 
     tiny = rows.filter(pl.col("race").is_in(["Caucasian", "Native American"]) & (pl.col("two_year_recid") == 1))
     with pytest.raises(DataError, match="has no rows with the favourable truth"):
         fit_thresholds_task.fn(tiny, policy)
+
+
+def test_the_task_runs_in_a_real_flow(prefect_server: str, rows: pl.DataFrame, policy: fairgate.Policy) -> None:
+    """Under a flow run on the test Prefect server: the task's result is the same as the plain call's."""
+    from prefect import flow
+
+    main = rows.filter(pl.col("race").is_in(["African-American", "Caucasian"]))
+
+    @flow(name="thresholds-task-check")
+    def run() -> dict:
+        return fit_thresholds_task(main, policy, frontier_steps=3).to_dict()
+
+    in_flow = run()
+    plain = fit_thresholds_task.fn(main, policy, frontier_steps=3).to_dict()
+    assert in_flow == plain
+    assert in_flow["achieved_gap"] <= 0.10 + 1e-7
