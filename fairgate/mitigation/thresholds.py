@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, spatial
+from scipy import optimize, sparse, spatial
 
 from fairgate.mitigation.rates import (
     CONSTRAINTS,
@@ -190,27 +190,41 @@ class ThresholdProblem:
         n_lambda, n_floors = int(offsets[-1]), 1 if constraint == "equal_opportunity" else 2
         utility = self._vertex_utility(objective)
         cost = np.concatenate([-utility, np.zeros(n_floors)])  # linprog minimises
-        equalities = np.zeros((len(self.hulls), n_lambda + n_floors))
-        rows: list[np.ndarray] = []
+        # Sparse constraint rows (hulls can have thousands of vertices, intersections dozens of groups).
+        eq_rows: list[np.ndarray] = []
+        eq_cols: list[np.ndarray] = []
+        ub_rows: list[np.ndarray] = []
+        ub_cols: list[np.ndarray] = []
+        ub_values: list[np.ndarray] = []
         bounds_ub: list[float] = []
         for g, hull in enumerate(self.hulls):
-            part = slice(offsets[g], offsets[g + 1])
-            equalities[g, part] = 1.0
+            columns = np.arange(offsets[g], offsets[g + 1])
+            eq_rows.append(np.full(columns.size, g))
+            eq_cols.append(columns)
             rates = [hull.tpr] if n_floors == 1 else [hull.tpr, hull.fpr]
             for k, rate in enumerate(rates):
-                # floor_k <= rate_g <= floor_k + tolerance, written as two "<=" rows.
-                above, below = np.zeros(n_lambda + n_floors), np.zeros(n_lambda + n_floors)
-                above[part], above[n_lambda + k] = -rate, 1.0
-                below[part], below[n_lambda + k] = rate, -1.0
-                rows += [above, below]
-                bounds_ub += [0.0, tolerance]
+                # floor_k <= rate_g <= floor_k + tolerance, as two "<=" rows: floor - rate <= 0, rate - floor <= tol.
+                for sign, bound in ((-1.0, 0.0), (1.0, tolerance)):
+                    row = len(bounds_ub)
+                    ub_rows += [np.full(columns.size + 1, row)]
+                    ub_cols += [np.append(columns, n_lambda + k)]
+                    ub_values += [np.append(sign * rate, -sign)]
+                    bounds_ub.append(bound)
+        width = n_lambda + n_floors
+        a_eq = sparse.csr_array(
+            (np.ones(n_lambda), (np.concatenate(eq_rows), np.concatenate(eq_cols))), shape=(len(self.hulls), width)
+        )
+        a_ub = sparse.csr_array(
+            (np.concatenate(ub_values), (np.concatenate(ub_rows), np.concatenate(ub_cols))),
+            shape=(len(bounds_ub), width),
+        )
         result = optimize.linprog(
             cost,
-            A_ub=np.array(rows),
+            A_ub=a_ub,
             b_ub=np.array(bounds_ub),
-            A_eq=equalities,
+            A_eq=a_eq,
             b_eq=np.ones(len(self.hulls)),
-            bounds=[(0.0, 1.0)] * (n_lambda + n_floors),
+            bounds=(0.0, 1.0),
             method="highs",
         )
         if not result.success:  # the diagonal (random decisions) is always feasible; this is a solver fault
