@@ -144,14 +144,18 @@ def fit_thresholds_task(
     tolerance = threshold if tolerance is None else tolerance
     attributes = list(attributes or [policy.sensitive_attributes[0].name])
     columns = policy.columns
-    for role, column in (("score", columns.score), ("y_true", columns.y_true), ("y_pred", columns.y_pred)):
+    for role, column in (("score", columns.score), ("y_true", columns.y_true)):
         if column not in frame.columns:
             raise DataError(
                 f"group thresholds need the {role} column {column!r}; the audited rows have {frame.columns}. "
                 + ("Supply the model's scores (columns.score in the policy)" if role == "score" else "")
             )
     groups = _group_column(frame, attributes)
-    scores, y_true, y_pred = (frame[c].to_numpy() for c in (columns.score, columns.y_true, columns.y_pred))
+    scores, y_true = frame[columns.score].to_numpy(), frame[columns.y_true].to_numpy()
+    if columns.y_pred in frame.columns:
+        y_pred = frame[columns.y_pred].to_numpy()
+    else:  # as the engine does without a prediction column: the score against the policy's decision threshold
+        y_pred = (np.nan_to_num(scores, nan=-np.inf) >= columns.decision_threshold).astype(np.int8)
     chosen = parse_objective(objective)
     seed = policy.statistics.seed if seed is None else seed
     try:
@@ -164,7 +168,7 @@ def fit_thresholds_task(
         held_out = _held_out_check(scores, y_true, groups, y_pred, fit, np.random.default_rng(seed))
     except ValueError as exc:
         raise DataError(f"group thresholds on {GROUP_SEPARATOR.join(attributes)}: {exc}") from None
-    dtype = frame.schema[columns.y_pred]
+    dtype = frame.schema.get(columns.y_pred, pl.Int8)
     mitigated = frame.with_columns(pl.Series(columns.y_pred, decisions).cast(dtype))
     return ThresholdMitigation(metric, attributes, int(seed), fit, curve, mitigated.to_arrow(), held_out)
 

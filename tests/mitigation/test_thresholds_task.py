@@ -95,6 +95,17 @@ def test_intersections_and_options(rows: pl.DataFrame, policy: fairgate.Policy) 
     assert mitigation.fit.achieved_gap <= 0.05 + 1e-7
 
 
+def test_without_a_prediction_column_the_policy_threshold_decides_before(
+    rows: pl.DataFrame, policy: fairgate.Policy
+) -> None:
+    main = rows.filter(pl.col("race").is_in(["African-American", "Caucasian"]))
+    mitigation = fit_thresholds_task.fn(main.drop("y_pred"), policy, frontier_steps=3)
+    expected_before = (main["score"] >= policy.columns.decision_threshold).cast(pl.Int64).to_numpy()
+    direct = fit_thresholds_task.fn(main.with_columns(pl.Series("y_pred", expected_before)), policy, frontier_steps=3)
+    assert mitigation.fit.before == direct.fit.before
+    assert pl.from_arrow(mitigation.mitigated)["y_pred"].dtype == pl.Int8  # type: ignore[index]
+
+
 def test_errors_name_what_is_wrong(rows: pl.DataFrame, policy: fairgate.Policy) -> None:
     with pytest.raises(DataError, match="need the score column 'score'"):
         fit_thresholds_task.fn(rows.drop("score"), policy)
