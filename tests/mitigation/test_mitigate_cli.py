@@ -64,7 +64,9 @@ def test_one_attribute_chosen(runner: InProcessRunner, compas_files: dict[str, P
     assert written.select("sex", "two_year_recid", "weight").unique().height == 4
 
 
-def test_missing_label_column_is_refused(runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path) -> None:
+def test_missing_label_column_is_refused(
+    runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path
+) -> None:
     training = tmp_path / "train.csv"
     pl.read_csv(compas_files["training"]).drop("two_year_recid").write_csv(training)
     out = tmp_path / "out"
