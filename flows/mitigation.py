@@ -114,7 +114,10 @@ def fairgate_retrain(
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
     output = Path(out_dir or plan["policy"].reporting.output_dir)
-    fitted = fit_models(plan["estimator"], plan["train"], plan["choice"], max_iter)
+    try:  # an estimator that cannot take these features (or weights) is the user's to fix, found only in fit
+        fitted = fit_models(plan["estimator"], plan["train"], plan["choice"], max_iter)
+    except FairgateError as exc:
+        return Failed(name=INVALID_INPUT, message=exc.message)
     files = write_candidate(fitted, plan, output)
     name = model_name or Path(estimator).stem
     audits = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,14 +211,17 @@ def fit_models(estimator: Any, train: TrainingSet, choice: ConstraintChoice, max
     from sklearn.base import clone
 
     try:
-        baseline = clone(estimator).fit(train.features, train.favourable)
-        mitigated = ExponentiatedGradient(
-            clone(estimator),
-            constraints=_constraint(choice),
-            max_iter=max_iter,
-            sample_weight_name=_sample_weight_name(estimator),
-        )
-        mitigated.fit(train.features, train.favourable, sensitive_features=train.sensitive)
+        with warnings.catch_warnings():
+            # Fairlearn's own pandas deprecation notices are not the user's to act on.
+            warnings.filterwarnings("ignore", module=r"fairlearn\.")
+            baseline = clone(estimator).fit(train.features, train.favourable)
+            mitigated = ExponentiatedGradient(
+                clone(estimator),
+                constraints=_constraint(choice),
+                max_iter=max_iter,
+                sample_weight_name=_sample_weight_name(estimator),
+            )
+            mitigated.fit(train.features, train.favourable, sensitive_features=train.sensitive)
     except (TypeError, ValueError) as exc:  # wrong features for the estimator, no sample_weight support, ...
         raise DataError(
             f"the estimator could not be trained on --training ({type(exc).__name__}: {str(exc).splitlines()[0]}); "

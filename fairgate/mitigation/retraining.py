@@ -71,7 +71,7 @@ def choose_constraint(policy: Policy, family: Family | None = None) -> Constrain
             difference_bound=None if ratio else rule.threshold,
             ratio_bound=rule.threshold if ratio else None,
         )
-    wanted = f"a {family} metric" if family else "a metric retraining can constrain"
+    wanted = f"{family} metric" if family else "metric retraining can constrain"
     raise PolicyError(
         f"the policy has no {wanted}: constrained retraining targets "
         f"{', '.join(sorted(k for k, v in _FAMILY_OF.items() if family in (None, v)))}; add one to the policy's "

@@ -62,7 +62,7 @@ fairness_checker:
 
 def split_compas(folder: Path, seed: int = 0, train_share: float = 0.6) -> dict[str, Path]:
     """COMPAS as a training file and a held-out evaluation file (a seeded random split), plus the policy."""
-    frame = compas_training()
+    frame = compas_training().drop("age_cat")  # the files hold the policy's attributes and the features only
     train = np.random.default_rng(seed).random(frame.height) < train_share
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"training": folder / "train.csv", "evaluation": folder / "eval.csv", "policy": folder / "policy.yaml"}
