@@ -67,7 +67,10 @@ def mitigate(
         Constraint | None, typer.Option(help="retrain: the constraint (default: from the policy's first metric).")
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="retrain: model name for the audits.")] = None,
-    trail: Annotated[Path | None, typer.Option("--trail", help="retrain: audit trail (default: in --out).")] = None,
+    trail: Annotated[Path | None, typer.Option("--trail", help="The audit trail (default: in --out).")] = None,
+    answers: Annotated[
+        str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the summary (JSON) on stdout.")] = False,
 ) -> None:
     """Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after."""
@@ -78,6 +81,8 @@ def mitigate(
         "training": training,
         "out_dir": str(out) if out else None,
         "attributes": attribute or None,
+        "answers": answers,
+        "trail": str(trail) if trail else None,
     }
     from flows.mitigation import fairgate_retrain, fairgate_reweigh
 
@@ -92,7 +97,6 @@ def mitigate(
             "features": feature or None,
             "constraint": constraint.value if constraint else None,
             "model_name": model,
-            "trail": str(trail) if trail else None,
         }
     summary = _result(_run(run, parameters))
     if as_json:
@@ -149,5 +153,8 @@ def _print(summary: dict[str, Any]) -> None:
         _out.print(f"verdict: {audits['before']['verdict']} -> {audits['after']['verdict']}", highlight=False)
         for stage in ("before", "after"):
             _out.print(f"audit {stage}: {audits[stage]['outputs']['json']}", highlight=False)
+    if summary.get("answers"):
+        answered = summary["answers"]
+        _out.print(f"answers audit run {answered['run_id']} (verdict {answered['verdict']})", highlight=False)
     for kind, path in summary["outputs"].items():
         _out.print(f"{kind}: {path}", highlight=False)

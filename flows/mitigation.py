@@ -24,6 +24,7 @@ from fairgate.mitigation.retraining import Family, accuracy_cost, choose_constra
 from fairgate.mitigation.reweighing import reweigh
 from flows.audit import INVALID_INPUT, fairness_audit, persisted
 from tasks.audit import read_policy
+from tasks.events import failed_metrics
 from tasks.mitigation import (
     WEIGHT_FORMATS,
     favourable_probability,
@@ -42,6 +43,7 @@ from tasks.mitigation import (
     write_json,
 )
 from tasks.outputs import write_atomic
+from tasks.trail import default_trail_path, show_run
 
 
 @flow(name="fairgate-reweigh")
@@ -51,17 +53,28 @@ def fairgate_reweigh(
     out_dir: str | None = None,
     attributes: list[str] | None = None,
     file_format: str = "csv",
+    answers: str | None = None,
+    trail: str | None = None,
 ) -> State:
-    """Kamiran-Calders weights for a training set: one weights file (id, group, label, weight) and a summary."""
+    """Kamiran-Calders weights for a training set: one weights file (id, group, label, weight) and a summary.
+
+    ``answers`` names the audit run (id or seq in the trail) this mitigation answers; the summary points to it.
+    """
     try:
-        summary = _reweigh(policy, training, out_dir, attributes, file_format)
+        summary = _reweigh(policy, training, out_dir, attributes, file_format, answers, trail)
         return persisted(Completed(message="weights written", data=summary))
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
 
 
 def _reweigh(
-    policy_path: str, training: str, out_dir: str | None, attributes: list[str] | None, file_format: str
+    policy_path: str,
+    training: str,
+    out_dir: str | None,
+    attributes: list[str] | None,
+    file_format: str,
+    answers: str | None,
+    trail: str | None,
 ) -> dict[str, Any]:
     if file_format not in WEIGHT_FORMATS:
         raise FairgateError(f"--format {file_format!r}: choose one of {', '.join(WEIGHT_FORMATS)}")
@@ -71,6 +84,7 @@ def _reweigh(
     require_columns(frame, "training", [policy.columns.id], "the policy's columns.id names each row's id")
     result = reweigh(frame, groups, policy.columns.y_true)
     output = Path(out_dir or policy.reporting.output_dir)
+    answered = answered_audit(answers, policy, output, trail)
     run_id = uuid.uuid4().hex[:12]
     path = output / f"reweighing_{run_id}.{file_format}"
     weights = write_frame(weights_frame(frame, result, policy.columns.id), path)
@@ -78,6 +92,7 @@ def _reweigh(
     summary: dict[str, Any] = {
         "method": "reweighing",
         "run_id": run_id,
+        "answers": answered,
         "training": training,
         "attributes": list(result.attributes),
         "label": result.label,
@@ -103,6 +118,7 @@ def fairgate_retrain(
     model_name: str | None = None,
     trail: str | None = None,
     max_iter: int = 50,
+    answers: str | None = None,
 ) -> State:
     """Retrain under the policy's constraint (Fairlearn ExponentiatedGradient) and audit before and after.
 
@@ -111,9 +127,10 @@ def fairgate_retrain(
     """
     try:
         plan = _plan(policy, training, evaluation, estimator, attributes, features, constraint)
+        output = Path(out_dir or plan["policy"].reporting.output_dir)
+        plan["answers"] = answered_audit(answers, plan["policy"], output, trail)
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
-    output = Path(out_dir or plan["policy"].reporting.output_dir)
     try:  # an estimator that cannot take these features (or weights) is the user's to fix, found only in fit
         fitted = fit_models(plan["estimator"], plan["train"], plan["choice"], max_iter)
     except FairgateError as exc:
@@ -211,6 +228,7 @@ def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[st
     return {
         "method": "retrain",
         "run_id": files["run_id"],
+        "answers": plan["answers"],
         "sources": plan["sources"],
         "constraint": {
             "family": choice.family,
@@ -229,6 +247,25 @@ def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[st
         },
         "exit_code": audits["after"]["exit_code"],
         "outputs": {k: files[k] for k in ("model", "predictions_before", "predictions_after", "labels", "attributes")},
+    }
+
+
+def answered_audit(run: str | None, policy: fairgate.Policy, output: Path, trail: str | None) -> dict[str, Any] | None:
+    """The recorded audit run (id or seq) a mitigation answers, from the trail: its id, model and verdict."""
+    if run is None:
+        return None
+    trail_path = Path(trail) if trail else default_trail_path(policy, output)
+    if not trail_path.exists():
+        raise FairgateError(f"--answers {run!r}: no audit trail at {trail_path}; pass --trail with the audit's trail")
+    record = show_run(trail_path, run)
+    document = record.get("document") or {}
+    return {
+        "run_id": record["run_id"],
+        "seq": record["seq"],
+        "trail": str(trail_path),
+        "model": document.get("model"),
+        "verdict": document.get("verdict"),
+        "failed_metrics": failed_metrics(document),
     }
 
 

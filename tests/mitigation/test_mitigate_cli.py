@@ -97,3 +97,42 @@ def test_retrain_needs_its_options_and_the_extra(
     full = [*base, "--evaluation", str(compas_files["evaluation"]), "--estimator", str(estimator)]
     monkeypatch.setitem(sys.modules, "fairlearn", None)  # as if the extra were not installed
     _refused(runner.invoke(app, full), "pip install 'fairgate[mitigation]'", out)
+
+
+def test_answers_points_to_the_recorded_audit(
+    runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tasks.trail import record_run
+
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY", raising=False)
+    monkeypatch.delenv("FAIRGATE_TRAIL_KEY_BLOCK", raising=False)
+    trail = tmp_path / "trail.duckdb"
+    document = {"run_id": "audit-1", "verdict": "fail", "model": {"name": "m", "version": "1"}, "n_rows": 3}
+    document["results"] = [{"metric": "demographic_parity_difference", "slicing": ["race"], "status": "fail"}]
+    record_run.fn(
+        trail,
+        document,
+        policy_text="fairness_checker: {}",
+        inputs={"labels": {"sha256": "00"}},
+        validation={"success": True},
+        join_report={"matched": 3},
+        cube_cells=[{"race": "Caucasian", "y_true": 1, "y_pred": 1, "rows": 3}],
+    )
+    out = tmp_path / "out"
+    args = ["mitigate", "--method", "reweighing", "--policy", str(compas_files["policy"]), "--out", str(out)]
+    args += ["--training", str(compas_files["training"]), "--trail", str(trail)]
+    result = runner.invoke(app, [*args, "--answers", "audit-1", "--json"])
+    assert result.exit_code == 0, result.stderr
+    answered = json.loads(result.stdout)["answers"]
+    assert answered["run_id"] == "audit-1"
+    assert answered["seq"] == 1
+    assert answered["verdict"] == "fail"
+    assert answered["failed_metrics"] == ["demographic_parity_difference@race"]
+    written = json.loads(Path(json.loads(result.stdout)["outputs"]["json"]).read_text())
+    assert written["answers"] == answered
+
+    out_2 = tmp_path / "out-2"
+    args_2 = ["mitigate", "--method", "reweighing", "--policy", str(compas_files["policy"]), "--out", str(out_2)]
+    args_2 += ["--training", str(compas_files["training"]), "--trail", str(trail), "--answers", "audit-9"]
+    result = runner.invoke(app, args_2)
+    _refused(result, "no run 'audit-9'", out_2)
