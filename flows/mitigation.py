@@ -12,37 +12,32 @@ import uuid
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 import fairgate
 from fairgate.errors import FairgateError
-from fairgate.mitigation.retraining import Family, accuracy_cost, choose_constraint
+from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
 from flows.audit import INVALID_INPUT, fairness_audit, persisted
 from tasks.audit import read_policy
 from tasks.events import failed_metrics
 from tasks.mitigation import (
     WEIGHT_FORMATS,
-    favourable_probability,
     feature_columns,
     fit_models,
     load_estimator,
     policy_attributes,
-    predictions_frame,
     read_table,
     require_columns,
     require_mitigation_extra,
-    serialised_model,
     training_set,
     weights_frame,
+    write_candidate,
     write_frame,
     write_json,
 )
-from tasks.outputs import write_atomic
 from tasks.trail import default_trail_path, show_run
 
 
@@ -191,35 +186,6 @@ def _plan(
         "eval_frame": eval_frame.select(policy.columns.id, policy.columns.y_true, *audited),
         "sources": {"training": training, "evaluation": evaluation, "estimator": estimator},
     }
-
-
-@task(name="write candidate", cache_policy=NO_CACHE)
-def write_candidate(fitted: Any, plan: dict[str, Any], output: Path) -> dict[str, Any]:
-    """The mitigated model, both models' predictions on the evaluation set, and its labels and attributes."""
-    policy: fairgate.Policy = plan["policy"]
-    evaluation = plan["eval"]
-    run_id = uuid.uuid4().hex[:12]
-    stem = output / f"retrain_{run_id}"
-    p_before = favourable_probability(fitted.baseline, evaluation.features)
-    before = np.asarray(fitted.baseline.predict(evaluation.features), dtype=np.int64)
-    p_after = favourable_probability(fitted.mitigated, evaluation.features)
-    # ExponentiatedGradient is a randomised classifier: drawn with the policy's seed, so a re-run gives the same.
-    after = (np.random.default_rng(policy.statistics.seed).random(p_after.size) < p_after).astype(np.int64)
-    columns = policy.columns
-    frame = plan["eval_frame"]
-    paths = {
-        "model": write_atomic(Path(f"{stem}_model.joblib"), serialised_model(fitted.mitigated)),
-        "predictions_before": write_frame(
-            predictions_frame(evaluation.ids, p_before, before, policy), Path(f"{stem}_baseline_predictions.parquet")
-        ),
-        "predictions_after": write_frame(
-            predictions_frame(evaluation.ids, p_after, after, policy), Path(f"{stem}_predictions.parquet")
-        ),
-        "labels": write_frame(frame.select(columns.id, columns.y_true), Path(f"{stem}_labels.parquet")),
-        "attributes": write_frame(frame.drop(columns.y_true), Path(f"{stem}_attributes.parquet")),
-    }
-    cost = accuracy_cost(evaluation.favourable, before, after, evaluation.groups)
-    return {"run_id": run_id, "accuracy": cost, **{k: str(v) for k, v in paths.items()}}
 
 
 def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[str, dict[str, Any]]) -> dict[str, Any]:

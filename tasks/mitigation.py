@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import uuid
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.errors import DataError, FairgateError
-from fairgate.mitigation.retraining import ConstraintChoice
+from fairgate.mitigation.retraining import ConstraintChoice, accuracy_cost
 from fairgate.mitigation.reweighing import WEIGHT, Reweighing
 from tasks.io import parse_source, register_source
 from tasks.outputs import write_atomic
@@ -259,3 +260,32 @@ def serialised_model(model: Any) -> bytes:
     buffer = io.BytesIO()
     joblib.dump(model, buffer)
     return buffer.getvalue()
+
+
+@task(name="write candidate", cache_policy=NO_CACHE)
+def write_candidate(fitted: Any, plan: dict[str, Any], output: Path) -> dict[str, Any]:
+    """The mitigated model, both models' predictions on the evaluation set, and its labels and attributes."""
+    policy: fairgate.Policy = plan["policy"]
+    evaluation = plan["eval"]
+    run_id = uuid.uuid4().hex[:12]
+    stem = output / f"retrain_{run_id}"
+    p_before = favourable_probability(fitted.baseline, evaluation.features)
+    before = np.asarray(fitted.baseline.predict(evaluation.features), dtype=np.int64)
+    p_after = favourable_probability(fitted.mitigated, evaluation.features)
+    # ExponentiatedGradient is a randomised classifier: drawn with the policy's seed, so a re-run gives the same.
+    after = (np.random.default_rng(policy.statistics.seed).random(p_after.size) < p_after).astype(np.int64)
+    columns = policy.columns
+    frame = plan["eval_frame"]
+    paths = {
+        "model": write_atomic(Path(f"{stem}_model.joblib"), serialised_model(fitted.mitigated)),
+        "predictions_before": write_frame(
+            predictions_frame(evaluation.ids, p_before, before, policy), Path(f"{stem}_baseline_predictions.parquet")
+        ),
+        "predictions_after": write_frame(
+            predictions_frame(evaluation.ids, p_after, after, policy), Path(f"{stem}_predictions.parquet")
+        ),
+        "labels": write_frame(frame.select(columns.id, columns.y_true), Path(f"{stem}_labels.parquet")),
+        "attributes": write_frame(frame.drop(columns.y_true), Path(f"{stem}_attributes.parquet")),
+    }
+    cost = accuracy_cost(evaluation.favourable, before, after, evaluation.groups)
+    return {"run_id": run_id, "accuracy": cost, **{k: str(v) for k, v in paths.items()}}

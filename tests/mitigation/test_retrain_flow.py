@@ -58,6 +58,7 @@ def test_constraint_comes_from_the_policy(retrained: dict[str, Any]) -> None:
     assert constraint["metric"] == "demographic_parity_difference"
     assert constraint["difference_bound"] == 0.05
     assert constraint["attributes"] == ["race"]
+    assert retrained["summary"]["answers"] is None
     assert retrained["summary"]["features"] == FEATURES
 
 
@@ -133,4 +134,22 @@ def test_policy_without_a_constrainable_metric_is_refused(
     result = runner.invoke(app, [*args, "--estimator", str(estimator)])
     assert result.exit_code == 2, result.stderr
     assert "no metric retraining can constrain" in " ".join(result.stderr.split())
+    assert not out.exists()
+
+
+def test_estimator_that_cannot_take_the_features_is_refused(
+    runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """Found only when fitting (a text feature for a LogisticRegression): still exit 2, not a crash."""
+    estimator = tmp_path / "model.joblib"
+    joblib.dump(LogisticRegression(), estimator)
+    out = tmp_path / "out"
+    args = ["mitigate", "--method", "retrain", "--policy", str(compas_files["policy"]), "--out", str(out)]
+    args += ["--training", str(compas_files["training"]), "--evaluation", str(compas_files["evaluation"])]
+    args += ["--estimator", str(estimator), "--feature", "priors_count", "--feature", "race"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.stderr
+    message = " ".join(result.stderr.split())
+    assert "the estimator could not be trained on --training" in message
+    assert "Traceback" not in result.stderr + result.stdout
     assert not out.exists()
