@@ -107,3 +107,14 @@ def _sizes(frame: pl.DataFrame, favourable: int) -> dict[str, dict[str, int]]:
         n_merit = people.filter(merit).height
         out[g] = {"sel": people.height, "tpr": n_merit, "fpr": people.height - n_merit}
     return out
+
+
+def test_favourable_probability_is_fairlearns_mixture() -> None:
+    """The score written for the retrained model is the randomised classifier's P(favourable) (Fairlearn's own
+    ``_pmf_predict``, used here only as the oracle)."""
+    policy = _policy(("demographic_parity_difference", 0.02))
+    data = training_set(_data(3, 2000), "training", policy, ["group"], ["x", "x2"])
+    fitted = fit_models.fn(LogisticRegression(), data, choose_constraint(policy), 20)
+    ours = favourable_probability(fitted.mitigated, data.features)
+    np.testing.assert_allclose(ours, fitted.mitigated._pmf_predict(data.features)[:, 1], rtol=0, atol=1e-12)
+    assert len(fitted.mitigated.predictors_) > 1  # a real mixture, not one classifier
