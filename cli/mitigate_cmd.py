@@ -54,6 +54,9 @@ def mitigate(
         list[str] | None, typer.Option("--attribute", help="Group by this policy attribute (repeatable; default all).")
     ] = None,
     file_format: Annotated[str, typer.Option("--format", help="reweighing: weights file as csv or parquet.")] = "csv",
+    base_weight: Annotated[
+        str | None, typer.Option("--base-weight", help="reweighing: a column of existing sampling weights.")
+    ] = None,
     evaluation: Annotated[
         str | None, typer.Option(help="retrain: held-out data (same columns) to predict and audit.")
     ] = None,
@@ -88,7 +91,7 @@ def mitigate(
 
     run: Any = fairgate_reweigh
     if method is Method.reweighing:
-        parameters["file_format"] = file_format
+        parameters |= {"file_format": file_format, "base_weight": base_weight}
     else:
         run = fairgate_retrain
         parameters |= {

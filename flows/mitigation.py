@@ -50,13 +50,16 @@ def fairgate_reweigh(
     file_format: str = "csv",
     answers: str | None = None,
     trail: str | None = None,
+    base_weight: str | None = None,
 ) -> State:
     """Kamiran-Calders weights for a training set: one weights file (id, group, label, weight) and a summary.
 
-    ``answers`` names the audit run (id or seq in the trail) this mitigation answers; the summary points to it.
+    ``base_weight`` names a column of existing (sampling) weights: each row's weight is then its base weight
+    times its cell's factor, with the probabilities taken as weighted shares (as AIF360 does). ``answers`` names
+    the audit run (id or seq in the trail) this mitigation answers; the summary points to it.
     """
     try:
-        summary = _reweigh(policy, training, out_dir, attributes, file_format, answers, trail)
+        summary = _reweigh(policy, training, out_dir, attributes, file_format, answers, trail, base_weight)
         return persisted(Completed(message="weights written", data=summary))
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
@@ -70,6 +73,7 @@ def _reweigh(
     file_format: str,
     answers: str | None,
     trail: str | None,
+    base_weight: str | None,
 ) -> dict[str, Any]:
     if file_format not in WEIGHT_FORMATS:
         raise FairgateError(f"--format {file_format!r}: choose one of {', '.join(WEIGHT_FORMATS)}")
@@ -77,7 +81,7 @@ def _reweigh(
     frame = read_table("training", training)
     groups = policy_attributes(policy, attributes)
     require_columns(frame, "training", [policy.columns.id], "the policy's columns.id names each row's id")
-    result = reweigh(frame, groups, policy.columns.y_true)
+    result = reweigh(frame, groups, policy.columns.y_true, base_weight=base_weight)
     output = Path(out_dir or policy.reporting.output_dir)
     answered = answered_audit(answers, policy, output, trail)
     run_id = uuid.uuid4().hex[:12]
@@ -91,6 +95,7 @@ def _reweigh(
         "training": training,
         "attributes": list(result.attributes),
         "label": result.label,
+        "base_weight": base_weight,
         "rows": frame.height,
         "cells": result.table.to_dicts(),
         "outputs": outputs,

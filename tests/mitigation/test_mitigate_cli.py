@@ -136,3 +136,21 @@ def test_answers_points_to_the_recorded_audit(
     args_2 += ["--training", str(compas_files["training"]), "--trail", str(trail), "--answers", "audit-9"]
     result = runner.invoke(app, args_2)
     _refused(result, "no run 'audit-9'", out_2)
+
+
+def test_base_weights_multiply_the_factors(
+    runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path
+) -> None:
+    training = tmp_path / "train.csv"
+    frame = pl.read_csv(compas_files["training"])
+    frame = frame.with_columns(pl.Series("sampling_weight", np.random.default_rng(5).gamma(2.0, 1.0, frame.height)))
+    frame.write_csv(training)
+    out = tmp_path / "out"
+    args = ["mitigate", "--method", "reweighing", "--policy", str(compas_files["policy"]), "--out", str(out)]
+    result = runner.invoke(app, [*args, "--training", str(training), "--base-weight", "sampling_weight", "--json"])
+    assert result.exit_code == 0, result.stderr
+    written = pl.read_csv(json.loads(result.stdout)["outputs"]["weights"])
+    expected = reweigh(pl.read_csv(training), ["race", "sex"], "two_year_recid", base_weight="sampling_weight")
+    np.testing.assert_allclose(written["weight"].to_numpy(), expected.weights.to_numpy(), rtol=1e-15, atol=0)
+    unweighted = reweigh(pl.read_csv(training), ["race", "sex"], "two_year_recid").weights.to_numpy()
+    assert not np.allclose(written["weight"].to_numpy(), unweighted)
