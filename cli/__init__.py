@@ -276,6 +276,10 @@ from cli.registry_cmd import registry_app  # noqa: E402
 
 app.add_typer(registry_app, name="registry")
 
+from cli import mitigate_cmd  # noqa: E402 (after `app`; Prefect and the flows are imported when it runs)
+
+app.command("mitigate")(mitigate_cmd.mitigate)
+
 
 if importlib.util.find_spec("cli.proxy_cmd") is not None:
     from cli import proxy_cmd

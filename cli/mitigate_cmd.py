@@ -1,0 +1,163 @@
+"""``fairgate mitigate``: a remedy for a failing audit, run as a Prefect flow (flows/mitigation.py).
+
+``--method reweighing`` writes training weights (id, group, label, weight), exit 0. ``--method retrain`` retrains
+the estimator under the policy's constraint (needs ``pip install 'fairgate[mitigation]'``), audits the model
+before and after, and exits with the re-audit's code (0 pass, 1 fail). Bad input exits 2 with a message and
+nothing written; a crash exits 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from cli.checks import EXIT_INTERNAL, EXIT_INVALID
+from fairgate.errors import FairgateError
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+_out = Console()
+_err = Console(stderr=True)
+
+
+class Method(StrEnum):
+    reweighing = "reweighing"
+    retrain = "retrain"
+
+
+class Constraint(StrEnum):
+    demographic_parity = "demographic_parity"
+    true_positive_rate_parity = "true_positive_rate_parity"
+    equalized_odds = "equalized_odds"
+
+
+def _stop(message: str, code: int = EXIT_INVALID) -> NoReturn:
+    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def mitigate(
+    method: Annotated[Method, typer.Option(help="reweighing (training weights) or retrain (Fairlearn, audited)")],
+    policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML): label, id, attributes.")],
+    training: Annotated[str, typer.Option(help="Training data: CSV/Parquet file, or DB::TABLE.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
+    attribute: Annotated[
+        list[str] | None, typer.Option("--attribute", help="Group by this policy attribute (repeatable; default all).")
+    ] = None,
+    file_format: Annotated[str, typer.Option("--format", help="reweighing: weights file as csv or parquet.")] = "csv",
+    base_weight: Annotated[
+        str | None, typer.Option("--base-weight", help="reweighing: a column of existing sampling weights.")
+    ] = None,
+    evaluation: Annotated[
+        str | None, typer.Option(help="retrain: held-out data (same columns) to predict and audit.")
+    ] = None,
+    estimator: Annotated[
+        Path | None, typer.Option(help="retrain: a scikit-learn classifier or Pipeline (joblib/pickle file).")
+    ] = None,
+    feature: Annotated[
+        list[str] | None, typer.Option("--feature", help="retrain: a feature column (repeatable; default: the rest).")
+    ] = None,
+    constraint: Annotated[
+        Constraint | None, typer.Option(help="retrain: the constraint (default: from the policy's first metric).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="retrain: model name for the audits.")] = None,
+    trail: Annotated[Path | None, typer.Option("--trail", help="The audit trail (default: in --out).")] = None,
+    answers: Annotated[
+        str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the summary (JSON) on stdout.")] = False,
+) -> None:
+    """Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after."""
+    if method is Method.retrain:
+        _precheck_retrain(evaluation, estimator)
+    parameters: dict[str, Any] = {
+        "policy": str(policy),
+        "training": training,
+        "out_dir": str(out) if out else None,
+        "attributes": attribute or None,
+        "answers": answers,
+        "trail": str(trail) if trail else None,
+    }
+    from flows.mitigation import fairgate_retrain, fairgate_reweigh
+
+    run: Any = fairgate_reweigh
+    if method is Method.reweighing:
+        parameters |= {"file_format": file_format, "base_weight": base_weight}
+    else:
+        run = fairgate_retrain
+        parameters |= {
+            "evaluation": evaluation,
+            "estimator": str(estimator),
+            "features": feature or None,
+            "constraint": constraint.value if constraint else None,
+            "model_name": model,
+        }
+    summary = _result(_run(run, parameters))
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+    else:
+        _print(summary)
+    raise typer.Exit(int(summary.get("exit_code", 0)))
+
+
+def _precheck_retrain(evaluation: str | None, estimator: Path | None) -> None:
+    """Before Prefect starts: the options retraining needs, and the extra it runs on."""
+    from tasks.mitigation import require_mitigation_extra
+
+    if evaluation is None or estimator is None:
+        _stop("--method retrain needs --evaluation (held-out data to audit) and --estimator (a joblib/pickle file)")
+    try:
+        require_mitigation_extra()
+    except FairgateError as exc:
+        _stop(exc.message)
+
+
+def _run(run: Any, parameters: dict[str, Any]) -> State:
+    try:
+        with _err.status(f"running the {run.name} flow"):
+            return cast("State", run(**parameters, return_state=True))
+    except Exception as exc:  # not bad input: Prefect unreachable, a bug
+        if os.environ.get("FAIRGATE_DEBUG"):
+            raise
+        _stop(f"the mitigation could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1)", EXIT_INTERNAL)
+
+
+def _result(state: State) -> dict[str, Any]:
+    from flows.audit import INVALID_INPUT
+
+    if state.is_failed():
+        if state.name == INVALID_INPUT:
+            _stop(state.message or "invalid input")
+        _stop(f"the mitigation crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
+    return cast(dict[str, Any], state.result(raise_on_failure=False))
+
+
+def _print(summary: dict[str, Any]) -> None:
+    if summary["method"] == "reweighing":
+        _out.print(f"reweighing by {' x '.join(summary['attributes'])}: {summary['rows']} rows", highlight=False)
+        for cell in summary["cells"]:
+            group = ", ".join(str(cell[a]) for a in summary["attributes"])
+            _out.print(f"  {group} / {summary['label']}={cell[summary['label']]}: weight {cell['weight']:.4f}")
+    else:
+        c, acc = summary["constraint"], summary["accuracy"]["overall"]
+        bound = c["difference_bound"] if c["ratio_bound"] is None else c["ratio_bound"]
+        _out.print(f"constraint: {c['family']} (from {c['metric']}, bound {bound})", highlight=False)
+        _out.print(f"accuracy: {acc['before']:.4f} -> {acc['after']:.4f} ({acc['change']:+.4f})", highlight=False)
+        audits = summary["audits"]
+        _out.print(f"verdict: {audits['before']['verdict']} -> {audits['after']['verdict']}", highlight=False)
+        for stage in ("before", "after"):
+            _out.print(f"audit {stage}: {audits[stage]['outputs']['json']}", highlight=False)
+    if summary.get("answers"):
+        answered = summary["answers"]
+        _out.print(f"answers audit run {answered['run_id']} (verdict {answered['verdict']})", highlight=False)
+    for kind, path in summary["outputs"].items():
+        _out.print(f"{kind}: {path}", highlight=False)

@@ -1,0 +1,245 @@
+"""Mitigation flows: ``fairgate-reweigh`` (training weights) and ``fairgate-retrain`` (constrained retraining,
+then the ``fairness-audit`` flow on the model before and after, as subflows).
+
+Bad input (a missing column, a policy without a metric to constrain, the extra not installed) becomes a Failed
+state named ``InvalidInput`` before anything is written, as in the audit flow. The candidate model is written,
+never deployed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, cast
+
+from prefect import flow, get_run_logger
+from prefect.client.schemas.objects import State
+from prefect.states import Completed, Failed
+
+import fairgate
+from fairgate.errors import FairgateError
+from fairgate.mitigation.retraining import Family, choose_constraint
+from fairgate.mitigation.reweighing import reweigh
+from flows.audit import INVALID_INPUT, fairness_audit, persisted
+from tasks.audit import read_policy
+from tasks.events import failed_metrics
+from tasks.mitigation import (
+    WEIGHT_FORMATS,
+    feature_columns,
+    fit_models,
+    load_estimator,
+    policy_attributes,
+    read_table,
+    require_columns,
+    require_mitigation_extra,
+    training_set,
+    weights_frame,
+    write_candidate,
+    write_frame,
+    write_json,
+)
+from tasks.trail import default_trail_path, show_run
+
+
+@flow(name="fairgate-reweigh")
+def fairgate_reweigh(
+    policy: str,
+    training: str,
+    out_dir: str | None = None,
+    attributes: list[str] | None = None,
+    file_format: str = "csv",
+    answers: str | None = None,
+    trail: str | None = None,
+    base_weight: str | None = None,
+) -> State:
+    """Kamiran-Calders weights for a training set: one weights file (id, group, label, weight) and a summary.
+
+    ``base_weight`` names a column of existing (sampling) weights: each row's weight is then its base weight
+    times its cell's factor, with the probabilities taken as weighted shares (as AIF360 does). ``answers`` names
+    the audit run (id or seq in the trail) this mitigation answers; the summary points to it.
+    """
+    try:
+        summary = _reweigh(policy, training, out_dir, attributes, file_format, answers, trail, base_weight)
+        return persisted(Completed(message="weights written", data=summary))
+    except FairgateError as exc:
+        return Failed(name=INVALID_INPUT, message=exc.message)
+
+
+def _reweigh(
+    policy_path: str,
+    training: str,
+    out_dir: str | None,
+    attributes: list[str] | None,
+    file_format: str,
+    answers: str | None,
+    trail: str | None,
+    base_weight: str | None,
+) -> dict[str, Any]:
+    if file_format not in WEIGHT_FORMATS:
+        raise FairgateError(f"--format {file_format!r}: choose one of {', '.join(WEIGHT_FORMATS)}")
+    policy, _ = read_policy(Path(policy_path))
+    frame = read_table("training", training)
+    groups = policy_attributes(policy, attributes)
+    require_columns(frame, "training", [policy.columns.id], "the policy's columns.id names each row's id")
+    result = reweigh(frame, groups, policy.columns.y_true, base_weight=base_weight)
+    output = Path(out_dir or policy.reporting.output_dir)
+    answered = answered_audit(answers, policy, output, trail)
+    run_id = uuid.uuid4().hex[:12]
+    path = output / f"reweighing_{run_id}.{file_format}"
+    weights = write_frame(weights_frame(frame, result, policy.columns.id), path)
+    outputs = {"weights": str(weights)}
+    summary: dict[str, Any] = {
+        "method": "reweighing",
+        "run_id": run_id,
+        "answers": answered,
+        "training": training,
+        "attributes": list(result.attributes),
+        "label": result.label,
+        "base_weight": base_weight,
+        "rows": frame.height,
+        "cells": result.table.to_dicts(),
+        "outputs": outputs,
+    }
+    outputs["json"] = str(write_json(summary, output / f"reweighing_{run_id}.json"))
+    get_run_logger().info(f"reweighing: {frame.height} rows, {result.table.height} cells -> {weights}")
+    return summary
+
+
+@flow(name="fairgate-retrain")
+def fairgate_retrain(
+    policy: str,
+    training: str,
+    evaluation: str,
+    estimator: str,
+    out_dir: str | None = None,
+    attributes: list[str] | None = None,
+    features: list[str] | None = None,
+    constraint: str | None = None,
+    model_name: str | None = None,
+    trail: str | None = None,
+    max_iter: int = 50,
+    answers: str | None = None,
+) -> State:
+    """Retrain under the policy's constraint (Fairlearn ExponentiatedGradient) and audit before and after.
+
+    The "before" is the estimator refitted on the same training data without the constraint, so the two audits
+    differ only by the constraint. The state's result is the summary; its exit code is the re-audit's.
+    """
+    try:
+        plan = _plan(policy, training, evaluation, estimator, attributes, features, constraint)
+        output = Path(out_dir or plan["policy"].reporting.output_dir)
+        plan["answers"] = answered_audit(answers, plan["policy"], output, trail)
+    except FairgateError as exc:
+        return Failed(name=INVALID_INPUT, message=exc.message)
+    try:  # an estimator that cannot take these features (or weights) is the user's to fix, found only in fit
+        fitted = fit_models(plan["estimator"], plan["train"], plan["choice"], max_iter)
+    except FairgateError as exc:
+        return Failed(name=INVALID_INPUT, message=exc.message)
+    files = write_candidate(fitted, plan, output)
+    name = model_name or Path(estimator).stem
+    audits = {}
+    for stage, version in (("before", "unconstrained"), ("after", f"exponentiated-gradient-{files['run_id']}")):
+        state = fairness_audit(
+            policy=policy,
+            predictions=files[f"predictions_{stage}"],
+            labels=files["labels"],
+            attributes=files["attributes"],
+            out_dir=str(output),
+            model_name=name,
+            model_version=version,
+            trail=trail,
+            return_state=True,
+        )
+        if state.name == INVALID_INPUT:
+            _discard(files)
+            return Failed(name=INVALID_INPUT, message=state.message)
+        audits[stage] = cast(dict[str, Any], state.result(raise_on_failure=False))
+    summary = retrain_summary(plan, files, audits)
+    summary["outputs"]["json"] = str(write_json(summary, output / f"retrain_{files['run_id']}.json"))
+    get_run_logger().info(f"retrained: verdict {audits['before']['verdict']} -> {audits['after']['verdict']}")
+    message = f"verdict {audits['before']['verdict']} -> {audits['after']['verdict']}"
+    return persisted(Completed(message=message, data=summary))
+
+
+def _plan(
+    policy_path: str,
+    training: str,
+    evaluation: str,
+    estimator: str,
+    attributes: list[str] | None,
+    features: list[str] | None,
+    constraint: str | None,
+) -> dict[str, Any]:
+    """Every check before any training or writing: the extra, the policy, both data sets, the estimator."""
+    require_mitigation_extra()
+    policy, _ = read_policy(Path(policy_path))
+    choice = choose_constraint(policy, cast(Family | None, constraint))
+    groups = policy_attributes(policy, attributes)
+    train_frame = read_table("training", training)
+    eval_frame = read_table("evaluation", evaluation)
+    chosen = list(features) if features else feature_columns(train_frame, policy, groups)
+    audited = [a.name for a in policy.sensitive_attributes]  # the re-audit reads every policy attribute
+    require_columns(eval_frame, "evaluation", audited, "the re-audit judges every attribute of the policy")
+    return {
+        "policy": policy,
+        "choice": choice,
+        "attributes": groups,
+        "features": chosen,
+        "estimator": load_estimator(Path(estimator)),
+        "train": training_set(train_frame, "training", policy, groups, chosen),
+        "eval": training_set(eval_frame, "evaluation", policy, groups, chosen),
+        "eval_frame": eval_frame.select(policy.columns.id, policy.columns.y_true, *audited),
+        "sources": {"training": training, "evaluation": evaluation, "estimator": estimator},
+    }
+
+
+def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the CLI prints and the JSON file keeps: the constraint, the cost, and the verdict before and after."""
+    choice = plan["choice"]
+    return {
+        "method": "retrain",
+        "run_id": files["run_id"],
+        "answers": plan["answers"],
+        "sources": plan["sources"],
+        "constraint": {
+            "family": choice.family,
+            "metric": choice.metric,
+            "difference_bound": choice.difference_bound,
+            "ratio_bound": choice.ratio_bound,
+            "attributes": plan["attributes"],
+        },
+        "features": plan["features"],
+        "accuracy": files["accuracy"],
+        "audits": {
+            stage: {
+                k: audit[k] for k in ("run_id", "verdict", "exit_code", "failed_metrics", "model_version", "outputs")
+            }
+            for stage, audit in audits.items()
+        },
+        "exit_code": audits["after"]["exit_code"],
+        "outputs": {k: files[k] for k in ("model", "predictions_before", "predictions_after", "labels", "attributes")},
+    }
+
+
+def answered_audit(run: str | None, policy: fairgate.Policy, output: Path, trail: str | None) -> dict[str, Any] | None:
+    """The recorded audit run (id or seq) a mitigation answers, from the trail: its id, model and verdict."""
+    if run is None:
+        return None
+    trail_path = Path(trail) if trail else default_trail_path(policy, output)
+    if not trail_path.exists():
+        raise FairgateError(f"--answers {run!r}: no audit trail at {trail_path}; pass --trail with the audit's trail")
+    record = show_run(trail_path, run)
+    document = record.get("document") or {}
+    return {
+        "run_id": record["run_id"],
+        "seq": record["seq"],
+        "trail": str(trail_path),
+        "model": document.get("model"),
+        "verdict": document.get("verdict"),
+        "failed_metrics": failed_metrics(document),
+    }
+
+
+def _discard(files: dict[str, Any]) -> None:
+    for key in ("model", "predictions_before", "predictions_after", "labels", "attributes"):
+        Path(files[key]).unlink(missing_ok=True)
