@@ -37,8 +37,10 @@ _ROLES = ("baseline", "candidate")
 
 @dataclass(frozen=True)
 class JointCube:
-    """People counted per (attributes, label, baseline decision, candidate decision); indicators are 0/1 for
-    the favourable outcome (``policy.favorable_label``)."""
+    """People counted per (attributes, label, baseline decision, candidate decision).
+
+    Label and decisions are 0/1 indicators of the favourable outcome (``policy.favorable_label``).
+    """
 
     cells: pl.DataFrame
     attributes: tuple[str, ...]
@@ -50,13 +52,13 @@ class JointCube:
         return int(self.cells[_ROWS].sum())
 
 
-def joint_cube(baseline: Any, candidate: Any, policy: Policy) -> JointCube:
+def joint_cube(baseline: Any, candidate: Any, policy: Policy, *, id_column: str | None = None) -> JointCube:
     """Pair two models' aligned rows on the policy's id column and count them into a joint cube.
 
     Each input holds the id, label, prediction (or score, thresholded at ``columns.decision_threshold``) and
-    attribute columns under the policy's names. Each is first checked as the audit checks its rows (binary
-    labels and predictions, scores in [0, 1], declared attribute values); the two must hold the same people,
-    with the same labels and attributes.
+    attribute columns under the policy's names (the id under ``id_column``, default ``columns.id``). Each is
+    first checked as the audit checks its rows (binary labels and predictions, scores in [0, 1], declared
+    attribute values); the two must hold the same people, with the same labels and attributes.
 
     Raises
     ------
@@ -72,8 +74,9 @@ def joint_cube(baseline: Any, candidate: Any, policy: Policy) -> JointCube:
     checked = {
         role: build_cube(frame, policy, source=f"the {role} rows", exact_auc=False) for role, frame in frames.items()
     }
-    rows = {role: _decisions(frame, policy, role) for role, frame in frames.items()}
-    paired = _paired(rows["baseline"], rows["candidate"], policy)
+    key = id_column or policy.columns.id
+    rows = {role: _decisions(frame, policy, role, key) for role, frame in frames.items()}
+    paired = _paired(rows["baseline"], rows["candidate"], policy, key)
     attributes = tuple(policy.attribute_names)
     cells = (
         paired.group_by([*attributes, _TRUE, _BASE, _CAND])
@@ -83,20 +86,20 @@ def joint_cube(baseline: Any, candidate: Any, policy: Policy) -> JointCube:
     return JointCube(cells, attributes, plan_slicings(checked["baseline"], policy))
 
 
-def _decisions(frame: pl.DataFrame, policy: Policy, role: str) -> pl.DataFrame:
+def _decisions(frame: pl.DataFrame, policy: Policy, role: str, key: str) -> pl.DataFrame:
     """id, attributes (missing values as the policy says), favourable label and decision indicators."""
     columns = policy.columns
-    if columns.id not in frame.columns:
-        raise DataError(f"the {role} rows have no id column {columns.id!r}; set columns.id in the policy")
-    if frame[columns.id].n_unique() != frame.height:
-        raise DataError(f"the {role} rows repeat ids in {columns.id!r}; each person must appear once")
+    if key not in frame.columns:
+        raise DataError(f"the {role} rows have no id column {key!r}; set columns.id in the policy")
+    if frame[key].n_unique() != frame.height:
+        raise DataError(f"the {role} rows repeat ids in {key!r}; each person must appear once")
     if columns.y_pred in frame.columns:
         decision = pl.col(columns.y_pred).cast(pl.Float64, strict=False)
     else:
         decision = (pl.col(columns.score).cast(pl.Float64) >= columns.decision_threshold).cast(pl.Float64)
     favourable = float(policy.favorable_label)
     selected = frame.select(
-        pl.col(columns.id),
+        pl.col(key),
         *[_attribute(policy, name) for name in policy.attribute_names],
         (pl.col(columns.y_true).cast(pl.Float64, strict=False) == favourable).cast(pl.Int8).alias(_TRUE),
         (decision == favourable).cast(pl.Int8).alias(_BASE if role == "baseline" else _CAND),
@@ -111,9 +114,8 @@ def _attribute(policy: Policy, name: str) -> pl.Expr:
     return column.fill_null(attribute.unknown_label) if attribute.missing == "unknown" else column
 
 
-def _paired(baseline: pl.DataFrame, candidate: pl.DataFrame, policy: Policy) -> pl.DataFrame:
+def _paired(baseline: pl.DataFrame, candidate: pl.DataFrame, policy: Policy, key: str) -> pl.DataFrame:
     """The two models' rows joined on id; the same people with the same labels and attributes, or an error."""
-    key = policy.columns.id
     only = {
         "baseline": baseline.join(candidate, on=key, how="anti")[key],
         "candidate": candidate.join(baseline, on=key, how="anti")[key],
