@@ -133,8 +133,9 @@ def _paired(baseline: pl.DataFrame, candidate: pl.DataFrame, policy: Policy, key
     for column in shared:
         differ = joined.filter(pl.col(column).ne_missing(pl.col(f"{column}__candidate")))
         if differ.height:
+            name = policy.columns.y_true if column == _TRUE else column
             raise DataError(
-                f"{differ.height} person(s) have a different {column!r} in the baseline and candidate rows "
+                f"{differ.height} person(s) have a different {name!r} in the baseline and candidate rows "
                 f"(e.g. {key}={differ[key][0]!r}); compare both models against the same labels and attributes"
             )
     return joined.select(key, *shared, _BASE, _CAND)
