@@ -89,9 +89,12 @@ def _population_cells() -> tuple[pl.DataFrame, np.ndarray]:
     return cells, np.array(probabilities)
 
 
-def _true_changes(policy: fairgate.Policy) -> dict[tuple[str, tuple[str, ...]], float]:
+def _true_changes(
+    policy: fairgate.Policy, probabilities: np.ndarray | None = None
+) -> dict[tuple[str, tuple[str, ...]], float]:
     """The population's change of every compared metric: the comparison of the population's own cells."""
-    cells, probabilities = _population_cells()
+    cells, population = _population_cells()
+    probabilities = population if probabilities is None else probabilities
     huge = JointCube(cells.with_columns(pl.Series("__rows", probabilities * 1e9)), ("g",), [(), ("g",)])
     exact = compare(huge, policy)  # 1e9 people: every interval collapses onto the population's value
     return {(r["metric"], tuple(r["slicing"])): r["change"] for r in [exact["accuracy"], *exact["changes"]]}
@@ -99,14 +102,15 @@ def _true_changes(policy: fairgate.Policy) -> dict[tuple[str, tuple[str, ...]], 
 
 @pytest.mark.slow
 def test_paired_intervals_cover_the_true_change_at_the_nominal_rate() -> None:
-    """200 samples of 3,000 people: each 95% paired interval covers the population's change 91-99% of the time."""
+    """500 samples of 3,000 people: each 95% paired interval covers the population's change 92.5-97.5% of the time
+    (measured: 0.948-0.968)."""
     policy = fairgate.Policy.from_yaml(_SIM_POLICY)
     truth = _true_changes(policy)
-    assert truth[("equal_opportunity_difference", ("g",))] == pytest.approx(-0.07, abs=1e-9)  # 0.25 - 0.32
+    assert truth[("equal_opportunity_difference", ("g",))] == pytest.approx(-0.06, abs=1e-9)  # TPR .83-.67 vs .80-.58
     cells, probabilities = _population_cells()
     rng = np.random.default_rng(20261201)
     covered = {key: 0 for key in truth}
-    replications = 200
+    replications = 500
     for _ in range(replications):
         counts = rng.multinomial(3000, probabilities)
         sample = cells.with_columns(pl.Series("__rows", counts.astype(np.int64))).filter(pl.col("__rows") > 0)
@@ -116,7 +120,30 @@ def test_paired_intervals_cover_the_true_change_at_the_nominal_rate() -> None:
             covered[key] += row["ci_low"] <= truth[key] <= row["ci_high"]
     rates = {f"{m} {s}": c / replications for (m, s), c in covered.items()}
     assert len(rates) == 5  # accuracy and the four judged metrics on g
-    assert all(0.91 <= rate <= 0.99 for rate in rates.values()), rates
+    # Nominal 0.95; with 500 replications a rate's standard error is 0.01: the band is about +-2.5 of them.
+    assert all(0.925 <= rate <= 0.975 for rate in rates.values()), rates
+
+
+@pytest.mark.slow
+def test_a_candidate_no_different_from_the_baseline_is_refused_at_most_alpha_of_the_time() -> None:
+    """The candidate disagrees with the baseline on 10-20% of people, symmetrically: every metric's population
+    value is the same for both. The rule (simultaneous intervals, alpha 0.05) refuses it in at most 5% of samples."""
+    policy = fairgate.Policy.from_yaml(_SIM_POLICY)
+    cells, _ = _population_cells()
+    symmetric = []
+    for (_, _), (share, law) in _POPULATION.items():
+        swap = (law[1] + law[2]) / 2  # as many switch to favourable as away from it
+        symmetric += [share * p for p in (law[0], swap, swap, law[3])]
+    probabilities = np.array(symmetric)
+    assert all(abs(change) < 1e-9 for change in _true_changes(policy, probabilities).values())
+    rng = np.random.default_rng(11)
+    replications = 300
+    refused = 0
+    for _ in range(replications):
+        counts = rng.multinomial(3000, probabilities)
+        result = compare(JointCube(cells.with_columns(pl.Series("__rows", counts)), ("g",), [(), ("g",)]), policy)
+        refused += result["decision"] == "do_not_promote"
+    assert refused / replications <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / replications), refused
 
 
 def test_paired_interval_is_narrower_than_two_independent_ones() -> None:
