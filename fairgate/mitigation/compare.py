@@ -14,7 +14,7 @@ only. They are listed with that reason, never silently dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -28,7 +28,7 @@ from fairgate.errors import DataError
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
-Status = Literal["worse", "better", "no_evidence_of_change", "undefined", "not_compared"]
+Status = Literal["worse", "better", "no_evidence_of_change", "undefined", "insufficient_data"]
 Decision = Literal["promote", "do_not_promote"]
 
 _TRUE, _BASE, _CAND, _ROWS = "__y_true", "__pred_baseline", "__pred_candidate", "__rows"
@@ -151,6 +151,13 @@ class _Change:
     baseline: float
     candidate: float
     replicates: np.ndarray  # candidate - baseline per replicate
+    # Why the change cannot be judged although it has a value (a rate resting on too few people), if so.
+    insufficient: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        """Whether the change takes part in the decision: defined, and resting on enough people."""
+        return bool(np.isfinite(self.candidate - self.baseline)) and self.insufficient is None
 
 
 def compare(joint: JointCube, policy: Policy) -> dict[str, Any]:
@@ -235,8 +242,32 @@ def _metric_changes(
         if metric.population_level:
             judged = np.ones_like(judged)
         values = {role: _evaluate(metric, counts, judged) for role, counts in by_model.items()}
-        changes.append(_change(rule.name, slicing, resolved.direction, values))
+        change = _change(rule.name, slicing, resolved.direction, values)
+        short = _too_few_events(metric, by_model, judged, groups, policy.statistics.min_events)
+        changes.append(change if short is None else replace(change, insufficient=short))
     return changes
+
+
+def _too_few_events(
+    metric: PolicyMetric,
+    by_model: dict[str, GroupCounts],
+    judged: np.ndarray,
+    groups: list[dict[str, str]],
+    minimum: int,
+) -> str | None:
+    """Why a change cannot be judged, or None when every judged group's rates rest on enough people.
+
+    A rate of either model resting on fewer than ``statistics.min_events`` people makes the change
+    insufficient_data, as the audit judges such a result.
+    """
+    for role, counts in by_model.items():
+        for base in metric.bases:
+            events = GroupMetric.registry[base]().events(counts)[0]
+            short = [i for i in np.flatnonzero(judged) if events[i] < minimum]
+            if short:
+                named = ", ".join(" & ".join(f"{k}={v}" for k, v in groups[i].items()) or "all" for i in short[:3])
+                return f"{base} of the {role} rests on fewer than min_events={minimum} people in {named}"
+    return None
 
 
 def needs_scores(metric: PolicyMetric) -> bool:
@@ -272,6 +303,8 @@ def _interval(replicates: np.ndarray, level: float) -> tuple[float | None, float
 
 def _status(change: _Change, low: float | None, high: float | None, margin: float) -> tuple[Status, str]:
     point = change.candidate - change.baseline
+    if change.insufficient is not None and np.isfinite(point):
+        return "insufficient_data", f"{_label(change)} is not judged: {change.insufficient}"
     if not np.isfinite(point) or low is None or high is None:
         return "undefined", "undefined for one of the models, or in too many resamples (groups too small)"
     lower_is_better = change.direction == "lower_is_better"
@@ -296,7 +329,7 @@ def _document(joint: JointCube, policy: Policy, changes: list[_Change], accuracy
     rule = policy.comparison
     level = policy.reporting.confidence_level
     with_accuracy = rule.rule == "no_worse_fairness_or_accuracy"
-    defined = [c for c in changes if np.isfinite(c.candidate - c.baseline)]
+    defined = [c for c in changes if c.judged]
     k = max(1, len(defined) + int(with_accuracy))
     decision_level = 1 - policy.statistics.alpha / k if rule.simultaneous else level
     rows = [_row(c, level, decision_level, rule.margin) for c in changes]
@@ -305,7 +338,10 @@ def _document(joint: JointCube, policy: Policy, changes: list[_Change], accuracy
     if with_accuracy and accuracy_row["status"] == "worse":
         reasons.append(accuracy_row["reason"])
     if not defined:
-        reasons.append("no judged fairness metric could be compared (every change is undefined or needs scores)")
+        reasons.append(
+            "no judged fairness metric could be compared "
+            "(every change is undefined, rests on too few people, or needs scores)"
+        )
     decision: Decision = "do_not_promote" if reasons else "promote"
     return {
         "decision": decision,

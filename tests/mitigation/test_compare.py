@@ -217,6 +217,19 @@ def test_a_margin_tolerates_a_small_worsening(compas_rows: pl.DataFrame) -> None
     assert result["decision"] == "promote"
 
 
+def test_a_rate_on_too_few_people_is_not_judged(compas_rows: pl.DataFrame) -> None:
+    """As in the audit: a group whose rate rests on fewer than min_events people makes the change
+    insufficient_data, which never decides (race 'Other' has about 240 people who did not reoffend)."""
+    strict = _policy(**{"seed: 1}": "seed: 1, min_events: 300}"})
+    result = compare(joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), strict), strict)
+    key = ("equal_opportunity_difference", ["race"])
+    row = next(r for r in result["changes"] if (r["metric"], r["slicing"]) == key)
+    assert row["status"] == "insufficient_data"
+    assert "true_positive_rate of the baseline rests on fewer than min_events=300 people in race=Other" in row["reason"]
+    assert row["ci_low"] is not None  # the change and its interval are still shown
+    assert not any("equal_opportunity_difference (race)" in reason for reason in result["reasons"])
+
+
 # ------------------------------------------------------------------------------------------------ bad input
 def test_different_people_are_refused(compas_rows: pl.DataFrame) -> None:
     policy = _policy()
