@@ -319,6 +319,17 @@ def test_cli_promotes_the_higher_cut_with_exit_0(
     assert "not compared: calibration_difference" in done.stdout
 
 
+def test_cli_refuses_a_missing_candidate_file_before_any_work(
+    compas_files: dict[str, Path], policy_file: Path, tmp_path: Path
+) -> None:
+    files = {**compas_files, "missing": tmp_path / "no-such-model.csv"}
+    done = _run(_compare_args(files, "baseline", "missing", policy_file, tmp_path / "out"), tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "--candidate-predictions: file" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_cli_refuses_predictions_for_other_people_with_exit_2_and_writes_nothing(
     prefect_server: str, compas_files: dict[str, Path], policy_file: Path, tmp_path: Path
