@@ -116,29 +116,46 @@ def _attribute(policy: Policy, name: str) -> pl.Expr:
 
 def _paired(baseline: pl.DataFrame, candidate: pl.DataFrame, policy: Policy, key: str) -> pl.DataFrame:
     """The two models' rows joined on id; the same people with the same labels and attributes, or an error."""
-    only = {
-        "baseline": baseline.join(candidate, on=key, how="anti")[key],
-        "candidate": candidate.join(baseline, on=key, how="anti")[key],
-    }
-    for role, ids in only.items():
-        if ids.len():
-            other = "candidate" if role == "baseline" else "baseline"
+    joined = _by_position(baseline, candidate, key)
+    if joined is None:  # different people: the join names them
+        joined = baseline.join(candidate, on=key, how="inner", suffix="__candidate")
+    for role, mine, other in (("baseline", baseline, candidate), ("candidate", candidate, baseline)):
+        if joined.height < mine.height:  # ids are unique: someone lacks the other model's prediction
+            ids = mine.join(other, on=key, how="anti")[key]
+            partner = "candidate" if role == "baseline" else "baseline"
             raise DataError(
-                f"{ids.len()} person(s) have a {role} prediction but no {other} prediction (e.g. {key}="
+                f"{ids.len()} person(s) have a {role} prediction but no {partner} prediction (e.g. {key}="
                 f"{ids[0]!r}); compare needs both models' predictions for the same people: give both "
                 "prediction inputs the same ids"
             )
     shared = [*policy.attribute_names, _TRUE]
-    joined = baseline.join(candidate, on=key, how="inner", suffix="__candidate")
-    for column in shared:
-        differ = joined.filter(pl.col(column).ne_missing(pl.col(f"{column}__candidate")))
-        if differ.height:
+    differs = {column: pl.col(column).ne_missing(pl.col(f"{column}__candidate")).sum() for column in shared}
+    counts = joined.select(**differs).row(0, named=True)
+    for column, count in counts.items():
+        if count:
+            example = joined.filter(pl.col(column).ne_missing(pl.col(f"{column}__candidate")))[key][0]
             name = policy.columns.y_true if column == _TRUE else column
             raise DataError(
-                f"{differ.height} person(s) have a different {name!r} in the baseline and candidate rows "
-                f"(e.g. {key}={differ[key][0]!r}); compare both models against the same labels and attributes"
+                f"{count} person(s) have a different {name!r} in the baseline and candidate rows "
+                f"(e.g. {key}={example!r}); compare both models against the same labels and attributes"
             )
     return joined.select(key, *shared, _BASE, _CAND)
+
+
+def _by_position(baseline: pl.DataFrame, candidate: pl.DataFrame, key: str) -> pl.DataFrame | None:
+    """Both sorted by id and set side by side when they hold the very same ids, else None.
+
+    Faster than a hash join on millions of rows.
+    """
+    if baseline.height != candidate.height:
+        return None
+    baseline, candidate = baseline.sort(key), candidate.sort(key)
+    if not baseline[key].equals(candidate[key]):
+        return None
+    # Named as the join names them: a column both hold gets the suffix on the candidate's side.
+    shared = {c: f"{c}__candidate" for c in candidate.columns if c in baseline.columns and c != key}
+    renamed = candidate.drop(key).rename(shared)
+    return pl.concat([baseline, renamed], how="horizontal")
 
 
 @dataclass(frozen=True)
