@@ -24,7 +24,7 @@ from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import as_lazy, build_cube
 from fairgate.engine.metrics import Accuracy, GroupCounts, GroupMetric, PolicyMetric, policy_metric
 from fairgate.engine.slicing import plan_slicings
-from fairgate.errors import DataError
+from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
@@ -33,6 +33,9 @@ Decision = Literal["promote", "do_not_promote"]
 
 _TRUE, _BASE, _CAND, _ROWS = "__y_true", "__pred_baseline", "__pred_candidate", "__rows"
 _ROLES = ("baseline", "candidate")
+_JUDGED = {"worse", "better", "no_evidence_of_change"}
+# Fewer replicates than this cannot place a percentile interval's tails, least of all simultaneous ones.
+MIN_BOOTSTRAP = 100
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,11 @@ def compare(joint: JointCube, policy: Policy) -> dict[str, Any]:
     ``statistics.seed``) at ``reporting.confidence_level``; the decision uses simultaneous intervals
     (Bonferroni over the judged changes at ``statistics.alpha``) when ``comparison.simultaneous`` is set.
     """
+    if policy.statistics.n_bootstrap < MIN_BOOTSTRAP:
+        raise PolicyError(
+            f"statistics.n_bootstrap is {policy.statistics.n_bootstrap}; fairgate compare needs at least "
+            f"{MIN_BOOTSTRAP} bootstrap replicates for its paired intervals (1000 is a good choice)"
+        )
     changes: list[_Change] = []
     accuracy: _Change | None = None
     for slicing in joint.slicings:
@@ -354,7 +362,7 @@ def _document(joint: JointCube, policy: Policy, changes: list[_Change], accuracy
     reasons = [r["reason"] for r in rows if r["status"] == "worse"]
     if with_accuracy and accuracy_row["status"] == "worse":
         reasons.append(accuracy_row["reason"])
-    if not defined:
+    if not any(r["status"] in _JUDGED for r in rows):  # the gate cannot pass on nothing
         reasons.append(
             "no judged fairness metric could be compared "
             "(every change is undefined, rests on too few people, or needs scores)"

@@ -251,6 +251,28 @@ def test_an_unknown_comparison_rule_is_a_policy_error() -> None:
         _policy(**{"rule: no_worse_fairness}": "rule: best_accuracy}"})
 
 
+def test_too_few_bootstrap_replicates_are_refused(compas_rows: pl.DataFrame) -> None:
+    policy = _policy(**{"n_bootstrap: 400": "n_bootstrap: 0"})
+    model = _model(compas_rows, BASELINE)
+    with pytest.raises(PolicyError, match=r"statistics.n_bootstrap is 0; fairgate compare needs at least 100"):
+        compare(joint_cube(model, model, policy), policy)
+
+
+def test_nothing_comparable_is_not_promoted(compas_rows: pl.DataFrame) -> None:
+    """Only a score-based metric in the policy: nothing can be judged, and the gate does not pass on nothing."""
+    policy = _policy(
+        **{
+            "    - {name: disparate_impact_ratio, threshold: 0.8}\n": "",
+            "    - {name: equal_opportunity_difference, threshold: 0.1}\n": "",
+        }
+    )
+    model = _model(compas_rows, BASELINE)
+    result = compare(joint_cube(model, model, policy), policy)
+    assert result["changes"] == []
+    assert result["decision"] == "do_not_promote"
+    assert "no judged fairness metric could be compared" in result["reasons"][0]
+
+
 def test_the_default_comparison_section_keeps_a_policy_hash() -> None:
     plain = fairgate.Policy.from_yaml(_SIM_POLICY)
     explicit = fairgate.Policy.from_yaml(_SIM_POLICY + "  comparison: {rule: no_worse_fairness}\n")
