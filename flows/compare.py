@@ -17,11 +17,12 @@ from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 import fairgate
+from fairgate.document.comparison import COMPARISON_SCHEMA_VERSION
 from fairgate.document.result import fairgate_version
 from fairgate.errors import FairgateError
 from flows.audit import INVALID_INPUT, Inputs, persisted, read_inputs
 from tasks.audit import read_policy
-from tasks.compare import COMPARISON_SCHEMA_VERSION, compare_models, pair_models, write_comparison
+from tasks.compare import compare_models, pair_models, write_comparison
 
 
 @flow(name="fairgate-compare")

@@ -12,10 +12,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 import fairgate
+from fairgate.document.comparison import ComparisonDocument
 from fairgate.mitigation.compare import JointCube, compare, joint_cube
 from tasks.outputs import write_atomic
-
-COMPARISON_SCHEMA_VERSION = "1.0"
 
 
 @task(name="pair models", cache_policy=NO_CACHE)
@@ -41,6 +40,11 @@ def comparison_path(out_dir: Path, run_id: str) -> Path:
 
 @task(name="write comparison", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def write_comparison(document: dict[str, Any], out_dir: Path) -> str:
-    """Write the comparison document atomically (a temporary sibling, then a rename); return its path."""
+    """Write the comparison document atomically (a temporary sibling, then a rename); return its path.
+
+    The document is first validated against its models (fairgate/document/comparison.py), so every file
+    written matches the shipped schema.
+    """
+    ComparisonDocument.model_validate(document)
     path = comparison_path(out_dir, str(document["run_id"]))
     return str(write_atomic(path, (json.dumps(document, indent=2, allow_nan=False) + "\n").encode()))

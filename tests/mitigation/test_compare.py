@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import polars as pl
 import pytest
 
 import fairgate
+from fairgate.document.comparison import COMPARISON_SCHEMA_PATH, comparison_json_schema
 from fairgate.errors import DataError, PolicyError
 from fairgate.mitigation.compare import JointCube, compare, joint_cube
 
@@ -280,6 +282,11 @@ def test_the_default_comparison_section_keeps_a_policy_hash() -> None:
     assert "comparison" not in json.loads(plain.canonical_json())
 
 
+def test_the_shipped_comparison_schema_is_generated_from_the_models() -> None:
+    shipped = json.loads(COMPARISON_SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert shipped == comparison_json_schema(), "stale schema: run .venv/bin/python tools/write_document_schema.py"
+
+
 # ---------------------------------------------------------------------------------------- CLI end to end
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     fairgate_bin = Path(sys.executable).parent / "fairgate"
@@ -327,6 +334,7 @@ def test_cli_refuses_the_widening_candidate_with_exit_1_and_writes_its_json(
     written = list(out.glob("comparison_*.json"))
     assert [p.name for p in written] == [f"comparison_{document['run_id']}.json"]
     assert json.loads(written[0].read_text()) == document
+    jsonschema.validate(document, json.loads(COMPARISON_SCHEMA_PATH.read_text(encoding="utf-8")))
     assert not list(out.glob(".*.tmp"))
 
 
