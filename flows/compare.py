@@ -22,7 +22,7 @@ from fairgate.document.result import fairgate_version
 from fairgate.errors import FairgateError
 from flows.audit import INVALID_INPUT, Inputs, persisted, read_inputs
 from tasks.audit import read_policy
-from tasks.compare import compare_models, pair_models, write_comparison
+from tasks.compare import compare_models, pair_models, publish_comparison, write_comparison
 
 
 @flow(name="fairgate-compare")
@@ -60,6 +60,7 @@ def _compare(
     joint = pair_models(baseline.aligned.table, candidate.aligned.table, policy)
     result = compare_models(joint, policy)
     document = _with_metadata(result, run_id, policy, {"baseline": baseline, "candidate": candidate})
+    publish_comparison(document)
     path = write_comparison(document, Path(out_dir or policy.reporting.output_dir))
     get_run_logger().info(f"decision {document['decision']}: {path}")
     return {"decision": document["decision"], "exit_code": document["exit_code"], "run_id": run_id, "json": path}

@@ -9,11 +9,14 @@ from typing import Any
 
 import pyarrow as pa
 from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.document.comparison import ComparisonDocument
+from fairgate.engine.labels import slicing_label
 from fairgate.mitigation.compare import JointCube, compare, joint_cube
+from tasks.audit import artifact_slug
 from tasks.outputs import write_atomic
 
 
@@ -48,3 +51,42 @@ def write_comparison(document: dict[str, Any], out_dir: Path) -> str:
     ComparisonDocument.model_validate(document)
     path = comparison_path(out_dir, str(document["run_id"]))
     return str(write_atomic(path, (json.dumps(document, indent=2, allow_nan=False) + "\n").encode()))
+
+
+@task(name="publish comparison", cache_policy=NO_CACHE)
+def publish_comparison(document: dict[str, Any]) -> None:
+    """The decision (markdown) and the table of changes as Prefect artifacts of the flow run."""
+    candidate = document["models"]["candidate"]
+    accuracy = document["accuracy"]
+    lines = [
+        f"# Comparison: **{document['decision'].replace('_', ' ').upper()}**",
+        "",
+        f"Candidate `{candidate.get('name') or 'candidate'}` vs baseline, run `{document['run_id']}`, "
+        f"{document['n_rows']} people; rule `{document['rule']['rule']}`. Accuracy change "
+        f"{_signed(accuracy['change'])} ({accuracy['status'].replace('_', ' ')}).",
+        *[f"- {reason}" for reason in document["reasons"]],
+    ]
+    slug = artifact_slug(str(candidate.get("name") or "candidate"))
+    create_markdown_artifact("\n".join(lines), key=f"comparison-{slug}", description="fairgate compare decision")
+    rows = [
+        {
+            "metric": r["metric"],
+            "slicing": slicing_label(r["slicing"]),
+            "baseline": _rounded(r["baseline"]),
+            "candidate": _rounded(r["candidate"]),
+            "change": _rounded(r["change"]),
+            "ci_low": _rounded(r["ci_low"]),
+            "ci_high": _rounded(r["ci_high"]),
+            "status": r["status"],
+        }
+        for r in [accuracy, *document["changes"]]
+    ]
+    create_table_artifact(rows, key=f"comparison-changes-{slug}", description="fairgate compare: each change")
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.4f}"

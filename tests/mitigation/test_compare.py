@@ -335,6 +335,18 @@ def test_cli_refuses_the_widening_candidate_with_exit_1_and_writes_its_json(
     assert [p.name for p in written] == [f"comparison_{document['run_id']}.json"]
     assert json.loads(written[0].read_text()) == document
     jsonschema.validate(document, json.loads(COMPARISON_SCHEMA_PATH.read_text(encoding="utf-8")))
+    # The decision is on the Prefect server too, as the flow run's markdown artifact.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["comparison-candidate"]))
+        )
+    texts = [str(a.data) for a in artifacts if document["run_id"] in str(a.data)]
+    assert len(texts) == 1
+    assert "Comparison: **DO NOT PROMOTE**" in texts[0]
+    assert "disparate_impact_ratio (race)" in texts[0]
     assert not list(out.glob(".*.tmp"))
 
 
