@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli.checks import EXIT_INTERNAL, EXIT_INVALID, check_output_folder, check_path_name
+from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def _print(document: dict[str, Any], path: str) -> None:
         status = row["status"]
         table.add_row(
             row["metric"],
-            " x ".join(row["slicing"]) or "all",
+            slicing_label(row["slicing"]),
             _number(row["baseline"]),
             _number(row["candidate"]),
             _number(row["change"], signed=True),

@@ -22,6 +22,7 @@ import polars as pl
 
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import as_lazy, build_cube
+from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import Accuracy, GroupCounts, GroupMetric, PolicyMetric, policy_metric
 from fairgate.engine.slicing import plan_slicings
 from fairgate.errors import DataError, PolicyError
@@ -345,8 +346,7 @@ def _status(change: _Change, low: float | None, high: float | None, margin: floa
 
 
 def _label(change: _Change) -> str:
-    where = " x ".join(change.slicing) if change.slicing else "all people"
-    return f"{change.metric} ({where})"
+    return f"{change.metric} ({slicing_label(change.slicing)})"
 
 
 def _document(joint: JointCube, policy: Policy, changes: list[_Change], accuracy: _Change) -> dict[str, Any]:

@@ -210,7 +210,7 @@ def test_the_accuracy_rule_refuses_a_fair_but_less_accurate_candidate(compas_row
     refused = compare(joint_cube(baseline, noisy, strict), strict)
     assert refused["decision"] == "do_not_promote"
     assert refused["reasons"] == [refused["accuracy"]["reason"]]
-    assert "accuracy (all people) is worse" in refused["reasons"][0]
+    assert "accuracy (whole population) is worse" in refused["reasons"][0]
 
 
 def test_a_margin_tolerates_a_small_worsening(compas_rows: pl.DataFrame) -> None:
