@@ -213,6 +213,20 @@ def test_the_accuracy_rule_refuses_a_fair_but_less_accurate_candidate(compas_row
     assert "accuracy (whole population) is worse" in refused["reasons"][0]
 
 
+def test_a_candidate_given_as_scores_is_thresholded_as_the_audit_does(compas_rows: pl.DataFrame) -> None:
+    """Scores only (no y_pred): decisions are score >= columns.decision_threshold, as the cube derives them."""
+    policy = _policy(
+        **{"columns: {y_true: two_year_recid}": "columns: {y_true: two_year_recid, decision_threshold: 0.7}"}
+    )
+    baseline = _model(compas_rows, BASELINE)
+    scored = compas_rows.select("id", "y_true", "race", "sex", (pl.col("decile") / 10).alias("score"))
+    flagged = _model(compas_rows, pl.col("decile") >= 7)
+    from_scores = compare(joint_cube(baseline, scored, policy), policy)
+    from_flags = compare(joint_cube(baseline, flagged, policy), policy)
+    assert from_scores["changes"] == from_flags["changes"]
+    assert from_scores["agreement"] == from_flags["agreement"]
+
+
 def test_a_margin_tolerates_a_small_worsening(compas_rows: pl.DataFrame) -> None:
     loose = _policy(**{"rule: no_worse_fairness}": "rule: no_worse_fairness, margin: 0.5}"})
     result = compare(joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), loose), loose)
