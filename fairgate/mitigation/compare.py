@@ -196,10 +196,7 @@ def compare(joint: JointCube, policy: Policy) -> dict[str, Any]:
     changes: list[_Change] = []
     accuracy: _Change | None = None
     for slicing in joint.slicings:
-        counts = _slicing_counts(joint, slicing, policy)
-        if counts is None:
-            continue
-        by_model, groups, n = counts
+        by_model, groups, n = _slicing_counts(joint, slicing, policy)
         if not slicing:
             accuracy = _accuracy_change(by_model)
         changes += _metric_changes(by_model, groups, n, slicing, policy)
@@ -209,7 +206,7 @@ def compare(joint: JointCube, policy: Policy) -> dict[str, Any]:
 
 def _slicing_counts(
     joint: JointCube, slicing: Slicing, policy: Policy
-) -> tuple[dict[str, GroupCounts], list[dict[str, str]], np.ndarray] | None:
+) -> tuple[dict[str, GroupCounts], list[dict[str, str]], np.ndarray]:
     """Each model's group counts: the point estimate at index 0 of the leading axis, then the replicates."""
     cells = joint.cells
     if slicing:
