@@ -271,6 +271,9 @@ app.add_typer(outbox_app, name="outbox")
 from cli import deploy_cmd  # noqa: E402 (after `app`; Prefect is imported only when the command runs)
 
 app.command("deploy")(deploy_cmd.deploy)
+from cli import compare_cmd  # noqa: E402 (Prefect and the engine are imported only when the command runs)
+
+app.command("compare")(compare_cmd.compare)
 
 from cli.registry_cmd import registry_app  # noqa: E402
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
+from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.outcomes import Outcomes
@@ -257,6 +258,7 @@ class Policy(_Strict):
     # Attributes collected longer ago than this are flagged as stale (when the data carries a date).
     attribute_max_age_days: int = Field(default=730, ge=1)
     limits: Limits = Limits()
+    comparison: Comparison = Comparison()  # fairgate compare's promotion rule (policy/comparison.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -368,6 +370,8 @@ class Policy(_Strict):
         dumped = self.model_dump(mode="json")
         if not self.outcomes.named:
             del dumped["outcomes"]
+        if self.comparison == Comparison():  # likewise: the section's defaults keep older policies' hashes
+            del dumped["comparison"]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:

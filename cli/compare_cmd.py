@@ -1,0 +1,156 @@
+"""``fairgate compare``: may a candidate model replace the baseline? Runs the ``fairgate-compare`` flow.
+
+Registered on the CLI app as ``app.command("compare")(compare_cmd.compare)``. Thin: check the options (exit 2
+with the fix, nothing written), run the flow (flows/compare.py), print the changes, exit with the decision:
+0 promote, 1 do not promote (the policy's ``comparison:`` rule), 2 invalid input, 3 an internal error.
+Prefect and the engine are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cli.checks import EXIT_INTERNAL, EXIT_INVALID, check_output_folder, check_path_name
+from fairgate.engine.labels import slicing_label
+from fairgate.errors import FairgateError
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+_out = Console()
+_err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
+    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def compare(
+    policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML), with its comparison: rule.")],
+    baseline_predictions: Annotated[
+        str, typer.Option("--baseline-predictions", help="The model in use: CSV/Parquet file, or DB::TABLE.")
+    ],
+    candidate_predictions: Annotated[
+        str, typer.Option("--candidate-predictions", help="The proposed model, on the same people (same ids).")
+    ],
+    labels: Annotated[str, typer.Option(help="Ground-truth labels: CSV/Parquet file, or DB::TABLE.")],
+    attributes: Annotated[str, typer.Option(help="Sensitive attributes: CSV/Parquet file, or DB::TABLE.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the comparison document on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+) -> None:
+    """Compare a candidate model with the baseline on the same people. Exit 0 promote, 1 do not promote."""
+    inputs = {
+        "baseline-predictions": baseline_predictions,
+        "candidate-predictions": candidate_predictions,
+        "labels": labels,
+        "attributes": attributes,
+    }
+    _precheck(policy, inputs, out)
+    parameters: dict[str, Any] = {
+        "policy": str(policy),
+        "baseline_predictions": baseline_predictions,
+        "candidate_predictions": candidate_predictions,
+        "labels": labels,
+        "attributes": attributes,
+        "out_dir": str(out) if out else None,
+    }
+    from cli.signals import audit_guard
+
+    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, no server left behind (cli/signals.py)
+        summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+    document = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))
+    if as_json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif not quiet:
+        _print(document, summary["json"])
+    raise typer.Exit(summary["exit_code"])
+
+
+def _precheck(policy: Path, inputs: dict[str, str], out: Path | None) -> None:
+    """Fail fast (before Prefect starts) on a bad policy, a missing input file or an unwritable folder."""
+    from tasks.audit import read_policy
+    from tasks.io import parse_source
+
+    try:
+        check_path_name("policy", str(policy))
+        parsed, _ = read_policy.fn(policy)
+        for option, text in inputs.items():
+            parse_source(option, text)
+        folder = out if out is not None else Path(parsed.reporting.output_dir)
+        check_output_folder(folder, "--out" if out is not None else "reporting.output_dir in the policy")
+    except FairgateError as exc:
+        _fail(exc.message)
+
+
+def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
+    from flows.compare import fairgate_compare
+
+    try:
+        if not show_progress:
+            return fairgate_compare(**parameters, return_state=True)
+        with _err.status("running the fairgate-compare flow (align both models, pair, paired bootstrap)"):
+            return fairgate_compare(**parameters, return_state=True)
+    except Exception as exc:  # not bad input: Prefect unreachable, a bug; never exit 1 (= "do not promote")
+        if os.environ.get("FAIRGATE_DEBUG"):
+            raise
+        _fail(f"the comparison could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1 for details)", 3)
+
+
+def _summary(state: State) -> dict[str, Any]:
+    from flows.audit import INVALID_INPUT
+
+    if state.is_failed():
+        if state.name == INVALID_INPUT:
+            _fail(state.message or "invalid input")
+        _fail(f"the comparison crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
+    return cast(dict[str, Any], state.result(raise_on_failure=False))
+
+
+_COLOURS = {"worse": "red", "better": "green", "undefined": "yellow", "no_evidence_of_change": "default"}
+
+
+def _print(document: dict[str, Any], path: str) -> None:
+    table = Table(title="candidate - baseline (paired bootstrap)", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("metric", overflow="fold")
+    table.add_column("slicing", overflow="fold")
+    for column in ("baseline", "candidate", "change", "interval"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for row in [document["accuracy"], *document["changes"]]:
+        status = row["status"]
+        table.add_row(
+            row["metric"],
+            slicing_label(row["slicing"]),
+            _number(row["baseline"]),
+            _number(row["candidate"]),
+            _number(row["change"], signed=True),
+            "" if row["ci_low"] is None else f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]",
+            f"[{_COLOURS.get(status, 'default')}]{status.replace('_', ' ')}[/]",
+        )
+    _out.print(table)
+    for item in document["not_compared"]:
+        _out.print(f"not compared: {item['metric']} ({item['reason']})", highlight=False)
+    decision = document["decision"]
+    colour = "green" if decision == "promote" else "red"
+    _out.print(f"decision: [bold {colour}]{decision.replace('_', ' ').upper()}[/]")
+    for reason in document["reasons"]:
+        _out.print(f"  - {escape(reason)}", highlight=False)
+    _out.print(f"json: {path}", highlight=False)
+
+
+def _number(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"

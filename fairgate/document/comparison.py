@@ -1,0 +1,109 @@
+"""The comparison document of ``fairgate compare``: typed models of its versioned JSON, and its schema.
+
+Generated, never hand-written: ``tools/write_document_schema.py`` writes ``COMPARISON_SCHEMA_PATH`` beside the
+audit document's schema, and a test fails when the shipped file and these models disagree. The flow validates
+every document against these models before writing it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from fairgate.document.common import Direction, Part, Slicing
+
+COMPARISON_SCHEMA_VERSION = "1.0"
+COMPARISON_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "comparison.schema.json"
+
+ChangeStatus = Literal["worse", "better", "no_evidence_of_change", "undefined", "insufficient_data"]
+
+
+class Change(Part):
+    """One metric's change, candidate - baseline, on one slicing, with its paired bootstrap intervals."""
+
+    metric: str
+    slicing: Slicing
+    direction: Direction
+    baseline: float | None
+    candidate: float | None
+    change: float | None = Field(description="candidate - baseline; null where either is undefined.")
+    ci_low: float | None = Field(description="Percentile interval at statistics.confidence_level.")
+    ci_high: float | None
+    decision_ci_low: float | None = Field(description="The interval the rule decides on (simultaneous if set).")
+    decision_ci_high: float | None
+    status: ChangeStatus
+    reason: str
+
+
+class Rule(Part):
+    """The policy's ``comparison:`` section as applied."""
+
+    rule: Literal["no_worse_fairness", "no_worse_fairness_or_accuracy"]
+    margin: float
+    accuracy_margin: float
+    simultaneous: bool
+
+
+class ComparisonStatistics(Part):
+    """How the intervals were computed."""
+
+    method: str
+    n_bootstrap: int
+    seed: int
+    confidence_level: float
+    decision_level: float = Field(description="The deciding intervals' level (Bonferroni over judged changes).")
+    n_judged_changes: int
+
+
+class NotCompared(Part):
+    """A judged metric left out of the comparison, and why."""
+
+    metric: str
+    reason: str
+
+
+class Agreement(Part):
+    """How many people the two models decide alike, and how many only one of them favours."""
+
+    same_decision: int
+    favourable_only_baseline: int
+    favourable_only_candidate: int
+
+
+class ComparedModel(Part):
+    """One compared model: its name and version (when the predictions carry them) and its inputs."""
+
+    name: str | None
+    version: str | None
+    inputs: dict[str, dict[str, Any]] = Field(description="Per input: source, sha256 and row count.")
+    alignment: dict[str, Any] = Field(description="The join report of the model's inputs.")
+
+
+class ComparisonDocument(Part):
+    """The ``fairgate compare`` result: the decision, its reasons, and every change with its intervals."""
+
+    schema_version: Literal["1.0"]
+    kind: Literal["comparison"]
+    run_id: str
+    created_at: str
+    fairgate_version: str
+    policy_sha256: str
+    models: dict[Literal["baseline", "candidate"], ComparedModel]
+    decision: Literal["promote", "do_not_promote"]
+    exit_code: Literal[0, 1]
+    reasons: list[str]
+    rule: Rule
+    n_rows: int
+    favorable_label: Literal[0, 1]
+    statistics: ComparisonStatistics
+    accuracy: Change
+    changes: list[Change]
+    not_compared: list[NotCompared]
+    agreement: Agreement
+
+
+def comparison_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the comparison document, as generated from the models."""
+    return ComparisonDocument.model_json_schema()

@@ -1,0 +1,402 @@
+"""``fairgate compare``: paired bootstrap changes (coverage by seeded simulation), the promotion rule, the CLI.
+
+The coverage simulation draws people from a known population in which two models' decisions are correlated,
+so the true change of every metric is known; the CLI tests run ``fairgate compare`` in a fresh process on the
+real COMPAS file against the session's Prefect server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+import polars as pl
+import pytest
+
+import fairgate
+from fairgate.document.comparison import COMPARISON_SCHEMA_PATH, comparison_json_schema
+from fairgate.errors import DataError, PolicyError
+from fairgate.mitigation.compare import JointCube, compare, joint_cube
+
+COMPAS_POLICY = """\
+fairness_checker:
+  favorable_label: 0
+  sensitive_attributes:
+    - {name: race, values: [African-American, Caucasian, Hispanic, Other, Asian, Native American]}
+    - {name: sex, values: [Male, Female]}
+  metrics:
+    - {name: disparate_impact_ratio, threshold: 0.8}
+    - {name: equal_opportunity_difference, threshold: 0.1}
+    - {name: calibration_difference, threshold: 0.1}
+  intersectional_analysis: {enabled: true, min_group_size: 50, attribute_pairs: [[race, sex]]}
+  reporting: {format: [json]}
+  columns: {y_true: two_year_recid}
+  statistics: {n_bootstrap: 400, seed: 1}
+  comparison: {rule: no_worse_fairness}
+"""
+
+
+def _policy(text: str = COMPAS_POLICY, **replace: str) -> fairgate.Policy:
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return fairgate.Policy.from_yaml(text.replace("two_year_recid", "y_true"))
+
+
+def _model(rows: pl.DataFrame, flag: pl.Expr) -> pl.DataFrame:
+    return rows.select("id", "y_true", "race", "sex", flag.cast(pl.Int8).alias("y_pred"))
+
+
+BASELINE = pl.col("decile") >= 5
+RACE_DEPENDENT = pl.when(pl.col("race") == "African-American").then(pl.col("decile") >= 3).otherwise(BASELINE)
+
+
+# --------------------------------------------------------------------------------- coverage by simulation
+# A population of two groups; per (group, label): P(group, label) and the joint law of the two models'
+# favourable decisions (baseline, candidate) over (0,0), (0,1), (1,0), (1,1). The candidate agrees with the
+# baseline on most people, as a retrained model does, so paired intervals are much narrower than unpaired.
+_POPULATION: dict[tuple[str, int], tuple[float, list[float]]] = {
+    ("A", 1): (0.33, [0.15, 0.05, 0.02, 0.78]),
+    ("A", 0): (0.27, [0.62, 0.08, 0.04, 0.26]),
+    ("B", 1): (0.14, [0.30, 0.12, 0.03, 0.55]),
+    ("B", 0): (0.26, [0.70, 0.10, 0.05, 0.15]),
+}
+_SIM_POLICY = """\
+fairness_checker:
+  sensitive_attributes: [{name: g}]
+  metrics:
+    - {name: demographic_parity_difference, threshold: 0.1}
+    - {name: disparate_impact_ratio, threshold: 0.8}
+    - {name: equal_opportunity_difference, threshold: 0.1}
+    - {name: equalized_odds_difference, threshold: 0.1}
+  intersectional_analysis: {min_group_size: 30}
+  statistics: {n_bootstrap: 400, seed: 7}
+"""
+
+
+def _population_cells() -> tuple[pl.DataFrame, np.ndarray]:
+    columns: dict[str, list[Any]] = {"g": [], "__y_true": [], "__pred_baseline": [], "__pred_candidate": []}
+    probabilities = []
+    for (group, label), (share, law) in _POPULATION.items():
+        for (baseline, candidate), p in zip([(0, 0), (0, 1), (1, 0), (1, 1)], law, strict=True):
+            for name, value in zip(columns, (group, label, baseline, candidate), strict=True):
+                columns[name].append(value)
+            probabilities.append(share * p)
+    cells = pl.DataFrame(columns).with_columns(pl.exclude("g").cast(pl.Int8))
+    return cells, np.array(probabilities)
+
+
+def _true_changes(
+    policy: fairgate.Policy, probabilities: np.ndarray | None = None
+) -> dict[tuple[str, tuple[str, ...]], float]:
+    """The population's change of every compared metric: the comparison of the population's own cells."""
+    cells, population = _population_cells()
+    probabilities = population if probabilities is None else probabilities
+    huge = JointCube(cells.with_columns(pl.Series("__rows", probabilities * 1e9)), ("g",), [(), ("g",)])
+    exact = compare(huge, policy)  # 1e9 people: every interval collapses onto the population's value
+    return {(r["metric"], tuple(r["slicing"])): r["change"] for r in [exact["accuracy"], *exact["changes"]]}
+
+
+@pytest.mark.slow
+def test_paired_intervals_cover_the_true_change_at_the_nominal_rate() -> None:
+    """500 samples of 3,000 people: each 95% paired interval covers the population's change 92.5-97.5% of the time
+    (measured: 0.948-0.968)."""
+    policy = fairgate.Policy.from_yaml(_SIM_POLICY)
+    truth = _true_changes(policy)
+    assert truth[("equal_opportunity_difference", ("g",))] == pytest.approx(-0.06, abs=1e-9)  # TPR .83-.67 vs .80-.58
+    cells, probabilities = _population_cells()
+    rng = np.random.default_rng(20261201)
+    covered = {key: 0 for key in truth}
+    replications = 500
+    for _ in range(replications):
+        counts = rng.multinomial(3000, probabilities)
+        sample = cells.with_columns(pl.Series("__rows", counts.astype(np.int64))).filter(pl.col("__rows") > 0)
+        result = compare(JointCube(sample, ("g",), [(), ("g",)]), policy)
+        for row in [result["accuracy"], *result["changes"]]:
+            key = (row["metric"], tuple(row["slicing"]))
+            covered[key] += row["ci_low"] <= truth[key] <= row["ci_high"]
+    rates = {f"{m} {s}": c / replications for (m, s), c in covered.items()}
+    assert len(rates) == 5  # accuracy and the four judged metrics on g
+    # Nominal 0.95; with 500 replications a rate's standard error is 0.01: the band is about +-2.5 of them.
+    assert all(0.925 <= rate <= 0.975 for rate in rates.values()), rates
+
+
+@pytest.mark.slow
+def test_a_candidate_no_different_from_the_baseline_is_refused_at_most_alpha_of_the_time() -> None:
+    """The candidate disagrees with the baseline on 10-20% of people, symmetrically: every metric's population
+    value is the same for both. The rule (simultaneous intervals, alpha 0.05) refuses it in at most 5% of samples."""
+    policy = fairgate.Policy.from_yaml(_SIM_POLICY)
+    cells, _ = _population_cells()
+    symmetric = []
+    for (_, _), (share, law) in _POPULATION.items():
+        swap = (law[1] + law[2]) / 2  # as many switch to favourable as away from it
+        symmetric += [share * p for p in (law[0], swap, swap, law[3])]
+    probabilities = np.array(symmetric)
+    assert all(abs(change) < 1e-9 for change in _true_changes(policy, probabilities).values())
+    rng = np.random.default_rng(11)
+    replications = 300
+    refused = 0
+    for _ in range(replications):
+        counts = rng.multinomial(3000, probabilities)
+        result = compare(JointCube(cells.with_columns(pl.Series("__rows", counts)), ("g",), [(), ("g",)]), policy)
+        refused += result["decision"] == "do_not_promote"
+    assert refused / replications <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / replications), refused
+
+
+def test_paired_interval_is_narrower_than_two_independent_ones() -> None:
+    """Pairing matters: models agreeing on most people have a much tighter change than separate audits give."""
+    policy = fairgate.Policy.from_yaml(_SIM_POLICY)
+    cells, probabilities = _population_cells()
+    counts = np.random.default_rng(3).multinomial(3000, probabilities)
+    result = compare(JointCube(cells.with_columns(pl.Series("__rows", counts)), ("g",), [(), ("g",)]), policy)
+    accuracy = result["accuracy"]
+    width = accuracy["ci_high"] - accuracy["ci_low"]
+    # Two independent accuracies of ~0.78 on 3,000 people: the difference's 95% half-width is ~0.021.
+    unpaired = 2 * 1.96 * np.sqrt(2 * 0.78 * 0.22 / 3000)
+    assert width < 0.6 * unpaired
+
+
+# ------------------------------------------------------------------------------------- promotion decisions
+def test_a_candidate_widening_the_race_gap_is_not_promoted(compas_rows: pl.DataFrame) -> None:
+    policy = _policy()
+    joint = joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), policy)
+    result = compare(joint, policy)
+    assert (result["decision"], result["exit_code"]) == ("do_not_promote", 1)
+    worse = {(r["metric"], tuple(r["slicing"])) for r in result["changes"] if r["status"] == "worse"}
+    assert ("disparate_impact_ratio", ("race",)) in worse
+    assert any("disparate_impact_ratio (race)" in reason for reason in result["reasons"])
+    row = next(r for r in result["changes"] if (r["metric"], r["slicing"]) == ("disparate_impact_ratio", ["race"]))
+    assert row["change"] < 0
+    assert row["decision_ci_high"] < 0  # higher is better: worse means wholly below 0
+    assert result["not_compared"] == [
+        {"metric": "calibration_difference", "reason": "needs the models' scores; compare holds their decisions only"}
+    ]
+
+
+def test_a_candidate_narrowing_the_race_gap_is_promoted(compas_rows: pl.DataFrame) -> None:
+    """The reverse pair: the race-dependent cut as baseline, Northpointe's cut as candidate."""
+    policy = _policy()
+    result = compare(joint_cube(_model(compas_rows, RACE_DEPENDENT), _model(compas_rows, BASELINE), policy), policy)
+    assert (result["decision"], result["exit_code"], result["reasons"]) == ("promote", 0, [])
+    statuses = {(r["metric"], tuple(r["slicing"])): r["status"] for r in result["changes"]}
+    assert statuses[("disparate_impact_ratio", ("race",))] == "better"
+    assert "worse" not in statuses.values()
+
+
+def test_identical_models_change_nothing_and_are_promoted(compas_rows: pl.DataFrame) -> None:
+    policy = _policy()
+    model = _model(compas_rows, BASELINE)
+    result = compare(joint_cube(model, model.sample(fraction=1.0, shuffle=True, seed=1), policy), policy)
+    assert result["decision"] == "promote"
+    for row in [result["accuracy"], *result["changes"]]:
+        assert (row["change"], row["ci_low"], row["ci_high"]) == (0.0, 0.0, 0.0), row
+    assert result["agreement"]["same_decision"] == compas_rows.height
+
+
+def test_the_accuracy_rule_refuses_a_fair_but_less_accurate_candidate(compas_rows: pl.DataFrame) -> None:
+    """Flipping 30% of decisions at random costs accuracy; only the rule that also guards accuracy refuses it."""
+    flip = pl.Series(np.random.default_rng(5).random(compas_rows.height) < 0.3)
+    noisy = _model(compas_rows, BASELINE).with_columns((pl.col("y_pred") ^ flip.cast(pl.Int8)).alias("y_pred"))
+    baseline = _model(compas_rows, BASELINE)
+    fairness_only = compare(joint_cube(baseline, noisy, _policy()), _policy())
+    assert fairness_only["accuracy"]["status"] == "worse"
+    assert fairness_only["decision"] == "promote", fairness_only["reasons"]
+    strict = _policy(**{"rule: no_worse_fairness}": "rule: no_worse_fairness_or_accuracy}"})
+    refused = compare(joint_cube(baseline, noisy, strict), strict)
+    assert refused["decision"] == "do_not_promote"
+    assert refused["reasons"] == [refused["accuracy"]["reason"]]
+    assert "accuracy (whole population) is worse" in refused["reasons"][0]
+
+
+def test_a_candidate_given_as_scores_is_thresholded_as_the_audit_does(compas_rows: pl.DataFrame) -> None:
+    """Scores only (no y_pred): decisions are score >= columns.decision_threshold, as the cube derives them."""
+    policy = _policy(
+        **{"columns: {y_true: two_year_recid}": "columns: {y_true: two_year_recid, decision_threshold: 0.7}"}
+    )
+    baseline = _model(compas_rows, BASELINE)
+    scored = compas_rows.select("id", "y_true", "race", "sex", (pl.col("decile") / 10).alias("score"))
+    flagged = _model(compas_rows, pl.col("decile") >= 7)
+    from_scores = compare(joint_cube(baseline, scored, policy), policy)
+    from_flags = compare(joint_cube(baseline, flagged, policy), policy)
+    assert from_scores["changes"] == from_flags["changes"]
+    assert from_scores["agreement"] == from_flags["agreement"]
+
+
+def test_a_margin_tolerates_a_small_worsening(compas_rows: pl.DataFrame) -> None:
+    loose = _policy(**{"rule: no_worse_fairness}": "rule: no_worse_fairness, margin: 0.5}"})
+    result = compare(joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), loose), loose)
+    assert result["decision"] == "promote"
+
+
+def test_a_rate_on_too_few_people_is_not_judged(compas_rows: pl.DataFrame) -> None:
+    """As in the audit: a group whose rate rests on fewer than min_events people makes the change
+    insufficient_data, which never decides (race 'Other' has about 240 people who did not reoffend)."""
+    strict = _policy(**{"seed: 1}": "seed: 1, min_events: 300}"})
+    result = compare(joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), strict), strict)
+    key = ("equal_opportunity_difference", ["race"])
+    row = next(r for r in result["changes"] if (r["metric"], r["slicing"]) == key)
+    assert row["status"] == "insufficient_data"
+    assert "true_positive_rate of the baseline rests on fewer than min_events=300 people in race=Other" in row["reason"]
+    assert row["ci_low"] is not None  # the change and its interval are still shown
+    assert not any("equal_opportunity_difference (race)" in reason for reason in result["reasons"])
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+def test_different_people_are_refused(compas_rows: pl.DataFrame) -> None:
+    policy = _policy()
+    baseline = _model(compas_rows, BASELINE)
+    with pytest.raises(DataError, match=r"12 person\(s\) have a baseline prediction but no candidate prediction"):
+        joint_cube(baseline, baseline.slice(12), policy)
+
+
+def test_conflicting_labels_are_refused(compas_rows: pl.DataFrame) -> None:
+    baseline = _model(compas_rows, BASELINE)
+    flipped = pl.when(pl.col("id") == 1).then(1 - pl.col("y_true")).otherwise("y_true")
+    relabelled = baseline.with_columns(flipped.alias("y_true"))
+    with pytest.raises(DataError, match=r"1 person\(s\) have a different 'y_true'"):
+        joint_cube(baseline, relabelled, _policy())
+
+
+def test_an_unknown_comparison_rule_is_a_policy_error() -> None:
+    with pytest.raises(PolicyError, match=r"comparison\.rule"):
+        _policy(**{"rule: no_worse_fairness}": "rule: best_accuracy}"})
+
+
+def test_too_few_bootstrap_replicates_are_refused(compas_rows: pl.DataFrame) -> None:
+    policy = _policy(**{"n_bootstrap: 400": "n_bootstrap: 0"})
+    model = _model(compas_rows, BASELINE)
+    with pytest.raises(PolicyError, match=r"statistics.n_bootstrap is 0; fairgate compare needs at least 100"):
+        compare(joint_cube(model, model, policy), policy)
+
+
+def test_nothing_comparable_is_not_promoted(compas_rows: pl.DataFrame) -> None:
+    """Only a score-based metric in the policy: nothing can be judged, and the gate does not pass on nothing."""
+    policy = _policy(
+        **{
+            "    - {name: disparate_impact_ratio, threshold: 0.8}\n": "",
+            "    - {name: equal_opportunity_difference, threshold: 0.1}\n": "",
+        }
+    )
+    model = _model(compas_rows, BASELINE)
+    result = compare(joint_cube(model, model, policy), policy)
+    assert result["changes"] == []
+    assert result["decision"] == "do_not_promote"
+    assert "no judged fairness metric could be compared" in result["reasons"][0]
+
+
+def test_the_default_comparison_section_keeps_a_policy_hash() -> None:
+    plain = fairgate.Policy.from_yaml(_SIM_POLICY)
+    explicit = fairgate.Policy.from_yaml(_SIM_POLICY + "  comparison: {rule: no_worse_fairness}\n")
+    assert plain.sha256() == explicit.sha256()
+    assert "comparison" not in json.loads(plain.canonical_json())
+
+
+def test_the_shipped_comparison_schema_is_generated_from_the_models() -> None:
+    shipped = json.loads(COMPARISON_SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert shipped == comparison_json_schema(), "stale schema: run .venv/bin/python tools/write_document_schema.py"
+
+
+# ---------------------------------------------------------------------------------------- CLI end to end
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    fairgate_bin = Path(sys.executable).parent / "fairgate"
+    env = {**os.environ, "COLUMNS": "160"}
+    return subprocess.run(
+        [str(fairgate_bin), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def _compare_args(files: dict[str, Path], baseline: str, candidate: str, policy: Path, out: Path) -> list[str]:
+    return [
+        "compare",
+        "--policy",
+        str(policy),
+        "--baseline-predictions",
+        str(files[baseline]),
+        "--candidate-predictions",
+        str(files[candidate]),
+        "--labels",
+        str(files["labels"]),
+        "--attributes",
+        str(files["attributes"]),
+        "--out",
+        str(out),
+    ]
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.yaml"
+    path.write_text(COMPAS_POLICY)
+    return path
+
+
+@pytest.mark.slow
+def test_cli_refuses_the_widening_candidate_with_exit_1_and_writes_its_json(
+    prefect_server: str, compare_files: dict[str, Path], policy_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    done = _run([*_compare_args(compare_files, "baseline", "race_dependent_cut", policy_file, out), "--json"], tmp_path)
+    assert done.returncode == 1, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    assert (document["kind"], document["decision"], document["n_rows"]) == ("comparison", "do_not_promote", 7214)
+    assert document["models"]["candidate"]["inputs"]["predictions"]["rows"] == 7214
+    written = list(out.glob("comparison_*.json"))
+    assert [p.name for p in written] == [f"comparison_{document['run_id']}.json"]
+    assert json.loads(written[0].read_text()) == document
+    jsonschema.validate(document, json.loads(COMPARISON_SCHEMA_PATH.read_text(encoding="utf-8")))
+    # The decision is on the Prefect server too, as the flow run's markdown artifact.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["comparison-candidate"]))
+        )
+    texts = [str(a.data) for a in artifacts if document["run_id"] in str(a.data)]
+    assert len(texts) == 1
+    assert "Comparison: **DO NOT PROMOTE**" in texts[0]
+    assert "disparate_impact_ratio (race)" in texts[0]
+    assert not list(out.glob(".*.tmp"))
+
+
+@pytest.mark.slow
+def test_cli_promotes_the_higher_cut_with_exit_0(
+    prefect_server: str, compare_files: dict[str, Path], policy_file: Path, tmp_path: Path
+) -> None:
+    done = _run(_compare_args(compare_files, "baseline", "higher_cut", policy_file, tmp_path / "out"), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "decision: PROMOTE" in done.stdout
+    assert "disparate_impact_ratio" in done.stdout
+    assert "not compared: calibration_difference" in done.stdout
+
+
+def test_cli_refuses_a_missing_candidate_file_before_any_work(
+    compare_files: dict[str, Path], policy_file: Path, tmp_path: Path
+) -> None:
+    files = {**compare_files, "missing": tmp_path / "no-such-model.csv"}
+    done = _run(_compare_args(files, "baseline", "missing", policy_file, tmp_path / "out"), tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "--candidate-predictions: file" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_cli_refuses_predictions_for_other_people_with_exit_2_and_writes_nothing(
+    prefect_server: str, compare_files: dict[str, Path], policy_file: Path, tmp_path: Path
+) -> None:
+    partial = tmp_path / "partial.csv"
+    lines = compare_files["higher_cut"].read_text().splitlines(keepends=True)
+    partial.write_text("".join(lines[:-5]))  # five people without a candidate prediction
+    files = {**compare_files, "partial": partial}
+    out = tmp_path / "out"
+    done = _run(_compare_args(files, "baseline", "partial", policy_file, out), tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "5 person(s) have a baseline prediction but no candidate prediction" in " ".join(done.stderr.split())
+    assert not out.exists() or not any(out.iterdir())
