@@ -2,7 +2,9 @@
 
 ``--method reweighing`` writes training weights (id, group, label, weight), exit 0. ``--method retrain`` retrains
 the estimator under the policy's constraint (needs ``pip install 'fairgate[mitigation]'``), audits the model
-before and after, and exits with the re-audit's code (0 pass, 1 fail). Bad input exits 2 with a message and
+before and after, and exits with the re-audit's code (0 pass, 1 fail). ``--method thresholds`` fits group
+thresholds on the audited predictions' scores, writes the thresholds, the mitigated predictions and the
+frontier chart, audits the predictions before and after, and exits with the re-audit's code. Bad input exits 2 with a message and
 nothing written; a crash exits 3.
 """
 
@@ -32,6 +34,12 @@ _err = Console(stderr=True)
 class Method(StrEnum):
     reweighing = "reweighing"
     retrain = "retrain"
+    thresholds = "thresholds"
+
+
+class Objective(StrEnum):
+    accuracy = "accuracy"
+    balanced_accuracy = "balanced_accuracy"
 
 
 class Constraint(StrEnum):
@@ -46,9 +54,19 @@ def _stop(message: str, code: int = EXIT_INVALID) -> NoReturn:
 
 
 def mitigate(
-    method: Annotated[Method, typer.Option(help="reweighing (training weights) or retrain (Fairlearn, audited)")],
+    method: Annotated[
+        Method,
+        typer.Option(help="reweighing (training weights), retrain (Fairlearn, audited) or thresholds (audited)"),
+    ],
     policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML): label, id, attributes.")],
-    training: Annotated[str, typer.Option(help="Training data: CSV/Parquet file, or DB::TABLE.")],
+    training: Annotated[
+        str | None, typer.Option(help="reweighing, retrain: training data: CSV/Parquet file, or DB::TABLE.")
+    ] = None,
+    predictions: Annotated[
+        str | None, typer.Option(help="thresholds: the audited predictions (with scores), as for audit.")
+    ] = None,
+    labels: Annotated[str | None, typer.Option(help="thresholds: the ground truth, as for audit.")] = None,
+    attributes: Annotated[str | None, typer.Option(help="thresholds: the sensitive attributes, as for audit.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
     attribute: Annotated[
         list[str] | None, typer.Option("--attribute", help="Group by this policy attribute (repeatable; default all).")
@@ -69,7 +87,16 @@ def mitigate(
     constraint: Annotated[
         Constraint | None, typer.Option(help="retrain: the constraint (default: from the policy's first metric).")
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="retrain: model name for the audits.")] = None,
+    metric: Annotated[
+        str | None, typer.Option(help="thresholds: the metric to bound (default: the policy's critical one).")
+    ] = None,
+    tolerance: Annotated[
+        float | None, typer.Option(help="thresholds: the gap allowed (default: the metric's policy threshold).")
+    ] = None,
+    objective: Annotated[
+        Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="retrain, thresholds: model name for the audits.")] = None,
     trail: Annotated[Path | None, typer.Option("--trail", help="The audit trail (default: in --out).")] = None,
     answers: Annotated[
         str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
@@ -77,16 +104,22 @@ def mitigate(
     as_json: Annotated[bool, typer.Option("--json", help="Print only the summary (JSON) on stdout.")] = False,
 ) -> None:
     """Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after."""
-    if method is Method.retrain:
-        _precheck_retrain(evaluation, estimator)
-    parameters: dict[str, Any] = {
+    common: dict[str, Any] = {
         "policy": str(policy),
-        "training": training,
         "out_dir": str(out) if out else None,
-        "attributes": attribute or None,
         "answers": answers,
         "trail": str(trail) if trail else None,
     }
+    if method is Method.thresholds:
+        inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
+        _precheck_thresholds(inputs, tolerance)
+        options = {"metric": metric, "tolerance": tolerance, "objective": objective.value if objective else None}
+        _finish(run_thresholds(common | inputs | options | {"groups": attribute or None, "model_name": model}), as_json)
+    if training is None:
+        _stop(f"--method {method.value} needs --training (the training data: a CSV/Parquet file or DB::TABLE)")
+    if method is Method.retrain:
+        _precheck_retrain(evaluation, estimator)
+    parameters = common | {"training": training, "attributes": attribute or None}
     from flows.mitigation import fairgate_retrain, fairgate_reweigh
 
     run: Any = fairgate_reweigh
@@ -101,12 +134,38 @@ def mitigate(
             "constraint": constraint.value if constraint else None,
             "model_name": model,
         }
-    summary = _result(_run(run, parameters))
+    _finish(_result(_run(run, parameters)), as_json)
+
+
+def run_thresholds(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The ``fairgate-thresholds`` flow's summary (exit 2 on bad input, 3 on a crash)."""
+    from flows.mitigation import fairgate_thresholds
+
+    return _result(_run(fairgate_thresholds, parameters))
+
+
+def _finish(summary: dict[str, Any], as_json: bool) -> NoReturn:
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
     else:
         _print(summary)
     raise typer.Exit(int(summary.get("exit_code", 0)))
+
+
+def _precheck_thresholds(inputs: dict[str, str | None], tolerance: float | None) -> None:
+    """Before Prefect starts: the three inputs are given and can be found."""
+    from tasks.io import parse_source
+
+    missing = [f"--{role}" for role, text in inputs.items() if text is None]
+    if missing:
+        _stop(f"--method thresholds needs {', '.join(missing)} (the audited inputs, as for fairgate audit)")
+    if tolerance is not None and not 0.0 <= tolerance <= 1.0:
+        _stop(f"--tolerance {tolerance:g}: give the gap allowed, a number between 0 and 1")
+    try:
+        for role, text in inputs.items():
+            parse_source(role, cast(str, text))
+    except FairgateError as exc:
+        _stop(exc.message)
 
 
 def _precheck_retrain(evaluation: str | None, estimator: Path | None) -> None:
@@ -142,7 +201,9 @@ def _result(state: State) -> dict[str, Any]:
 
 
 def _print(summary: dict[str, Any]) -> None:
-    if summary["method"] == "reweighing":
+    if summary["method"] == "thresholds":
+        _print_thresholds(summary)
+    elif summary["method"] == "reweighing":
         _out.print(f"reweighing by {' x '.join(summary['attributes'])}: {summary['rows']} rows", highlight=False)
         for cell in summary["cells"]:
             group = ", ".join(str(cell[a]) for a in summary["attributes"])
@@ -161,3 +222,36 @@ def _print(summary: dict[str, Any]) -> None:
         _out.print(f"answers audit run {answered['run_id']} (verdict {answered['verdict']})", highlight=False)
     for kind, path in summary["outputs"].items():
         _out.print(f"{kind}: {path}", highlight=False)
+
+
+def _print_thresholds(summary: dict[str, Any]) -> None:
+    by = " x ".join(summary["attributes"])
+    _out.print(
+        f"group thresholds by {by}: {summary['constraint']} (from {summary['metric']}), "
+        f"tolerance {summary['tolerance']:g}, maximising {summary['objective']}",
+        highlight=False,
+    )
+    for group, rule in summary["groups"].items():
+        _out.print(f"  {group}: {_rule_text(rule)}", highlight=False)
+    for where in ("in_sample", "held_out"):
+        cost = summary[where]
+        if cost is None:
+            _out.print("held out: not measured (a half lacks a group or an outcome)", highlight=False)
+            continue
+        label = "in sample" if where == "in_sample" else f"held out ({cost['rows_measured']} rows)"
+        acc, gap = cost["overall"], cost["gap"]
+        _out.print(
+            f"{label}: gap {gap['before']:.3f} -> {gap['after']:.3f}; accuracy {acc['before']:.4f} -> "
+            f"{acc['after']:.4f} ({acc['change']:+.4f})",
+            highlight=False,
+        )
+        for group, g in cost["groups"].items():
+            _out.print(f"    {group} (n={g['n']}): accuracy {g['before']:.4f} -> {g['after']:.4f}", highlight=False)
+    audits = summary["audits"]
+    _out.print(f"verdict: {audits['before']['verdict']} -> {audits['after']['verdict']}", highlight=False)
+    for stage in ("before", "after"):
+        _out.print(f"audit {stage}: {audits[stage]['outputs']['json']}", highlight=False)
+
+
+def _rule_text(rule: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in rule.items())

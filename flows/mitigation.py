@@ -1,5 +1,6 @@
-"""Mitigation flows: ``fairgate-reweigh`` (training weights) and ``fairgate-retrain`` (constrained retraining,
-then the ``fairness-audit`` flow on the model before and after, as subflows).
+"""Mitigation flows: ``fairgate-reweigh`` (training weights), ``fairgate-retrain`` (constrained retraining,
+then the ``fairness-audit`` flow on the model before and after, as subflows) and ``fairgate-thresholds``
+(group thresholds on the audited scores, then the ``fairness-audit`` flow on the predictions before and after).
 
 Bad input (a missing column, a policy without a metric to constrain, the extra not installed) becomes a Failed
 state named ``InvalidInput`` before anything is written, as in the audit flow. The candidate model is written,
@@ -20,7 +21,7 @@ import fairgate
 from fairgate.errors import FairgateError
 from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
-from flows.audit import INVALID_INPUT, fairness_audit, persisted
+from flows.audit import INVALID_INPUT, fairness_audit, persisted, read_inputs
 from tasks.audit import read_policy
 from tasks.events import failed_metrics
 from tasks.mitigation import (
@@ -38,6 +39,8 @@ from tasks.mitigation import (
     write_frame,
     write_json,
 )
+from tasks.thresholds import fit_thresholds_task
+from tasks.thresholds_outputs import discard_thresholds, thresholds_summary, write_thresholds
 from tasks.trail import default_trail_path, show_run
 
 
@@ -219,6 +222,72 @@ def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[st
         "exit_code": audits["after"]["exit_code"],
         "outputs": {k: files[k] for k in ("model", "predictions_before", "predictions_after", "labels", "attributes")},
     }
+
+
+@flow(name="fairgate-thresholds")
+def fairgate_thresholds(
+    policy: str,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    out_dir: str | None = None,
+    groups: list[str] | None = None,
+    metric: str | None = None,
+    tolerance: float | None = None,
+    objective: str | None = None,
+    model_name: str | None = None,
+    trail: str | None = None,
+    answers: str | None = None,
+) -> State:
+    """Group thresholds (Hardt et al. 2016) on the audited scores, then the audit before and after.
+
+    The inputs are read and aligned as the audit reads them; the thresholds are fitted on those rows (groups:
+    ``groups``, default the policy's first attribute; metric and tolerance: the policy's, unless given) and
+    applied to them. The thresholds file, the mitigated predictions and the frontier chart are written, then the
+    ``fairness-audit`` flow judges the audited predictions and the mitigated ones (subflows). The state's result
+    is the summary; its exit code is the re-audit's.
+    """
+    try:
+        rules, _ = read_policy(Path(policy))
+        output = Path(out_dir or rules.reporting.output_dir)
+        answered = answered_audit(answers, rules, output, trail)
+        chosen = policy_attributes(rules, groups) if groups else None
+        rows = read_inputs(rules, predictions, labels, attributes).aligned.table
+        mitigation = fit_thresholds_task(
+            rows, rules, metric=metric, attributes=chosen, tolerance=tolerance, objective=objective
+        )
+    except FairgateError as exc:
+        return Failed(name=INVALID_INPUT, message=exc.message)
+    del rows
+    files = write_thresholds(mitigation, rules, output)
+    name = model_name or Path(predictions).stem
+    audits = {}
+    for stage, predicted, version in (
+        ("before", predictions, None),  # the audited model, as its predictions name it
+        ("after", files["predictions"], f"thresholds-{files['run_id']}"),
+    ):
+        state = fairness_audit(
+            policy=policy,
+            predictions=predicted,
+            labels=labels,
+            attributes=attributes,
+            out_dir=str(output),
+            model_name=name,
+            model_version=version,
+            trail=trail,
+            return_state=True,
+        )
+        if state.name == INVALID_INPUT:
+            discard_thresholds(files)
+            return Failed(name=INVALID_INPUT, message=state.message)
+        audits[stage] = cast(dict[str, Any], state.result(raise_on_failure=False))
+    sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    summary = thresholds_summary(mitigation, files, audits, sources, answered)
+    path = output / f"thresholds_{files['run_id']}_summary.json"
+    summary["outputs"]["json"] = str(write_json(summary, path))
+    message = f"verdict {audits['before']['verdict']} -> {audits['after']['verdict']}"
+    get_run_logger().info(f"group thresholds: {message}")
+    return persisted(Completed(message=message, data=summary))
 
 
 def answered_audit(run: str | None, policy: fairgate.Policy, output: Path, trail: str | None) -> dict[str, Any] | None:

@@ -1,0 +1,114 @@
+"""What ``fairgate mitigate --method thresholds`` writes: the thresholds file, the mitigated predictions, the
+frontier chart, and the summary of the audits before and after (each file atomically, beside the audit).
+
+The numbers come from ``tasks.thresholds.ThresholdMitigation``; here: file names, columns and the summary's
+shape (accuracy cost overall and per group, in-sample and on the held-out half).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from fairgate.policy.core import Policy
+from tasks.frontier_chart import frontier_chart
+from tasks.mitigation import write_frame, write_json
+from tasks.outputs import write_atomic
+from tasks.thresholds import ThresholdMitigation, thresholds_json
+
+OUTPUT_KINDS = ("thresholds", "predictions", "frontier")
+
+
+@task(name="write thresholds", cache_policy=NO_CACHE)
+def write_thresholds(mitigation: ThresholdMitigation, policy: Policy, output: Path) -> dict[str, str]:
+    """``thresholds_<run>.json`` (group -> rule), ``thresholds_<run>_predictions.parquet`` (id, score, y_pred:
+    the audited rows with the mitigated decisions) and ``thresholds_<run>_frontier.svg``; returns their paths
+    and the run id."""
+    run_id = uuid.uuid4().hex[:12]
+    stem = output / f"thresholds_{run_id}"
+    columns = policy.columns
+    rows = pl.from_arrow(mitigation.mitigated)
+    assert isinstance(rows, pl.DataFrame)
+    threshold = {rule.name: rule.threshold for rule in policy.metrics}[mitigation.metric]
+    written = {
+        "thresholds": write_atomic(Path(f"{stem}.json"), thresholds_json(mitigation)),
+        "predictions": write_frame(
+            rows.select(columns.id, columns.score, columns.y_pred), Path(f"{stem}_predictions.parquet")
+        ),
+        "frontier": write_atomic(
+            Path(f"{stem}_frontier.svg"), frontier_chart(mitigation.to_dict(), threshold=threshold).encode()
+        ),
+    }
+    return {"run_id": run_id, **{kind: str(path) for kind, path in written.items()}}
+
+
+def discard_thresholds(files: dict[str, str]) -> None:
+    """Remove what :func:`write_thresholds` wrote (the re-audit refused the mitigated predictions)."""
+    for kind in OUTPUT_KINDS:
+        Path(files[kind]).unlink(missing_ok=True)
+
+
+def _change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Accuracy before, after and the change, overall and per group (one ``Performance.to_dict`` pair)."""
+    groups = {
+        name: {
+            "n": after["groups"][name]["n"],
+            "before": before["groups"][name]["accuracy"],
+            "after": after["groups"][name]["accuracy"],
+            "change": after["groups"][name]["accuracy"] - before["groups"][name]["accuracy"],
+        }
+        for name in after["groups"]
+    }
+    return {
+        "overall": {"before": before["accuracy"], "after": after["accuracy"], "change": after["accuracy"] - before["accuracy"]},
+        "groups": groups,
+        "gap": {"before": before["gap"], "after": after["gap"]},
+    }
+
+
+def thresholds_summary(
+    mitigation: ThresholdMitigation,
+    files: dict[str, str],
+    audits: dict[str, dict[str, Any]],
+    sources: dict[str, str],
+    answers: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """What the CLI prints and ``thresholds_<run>_summary.json`` keeps: the rules, the price in accuracy (on
+    the fitted rows and on a held-out half), and the verdict before and after."""
+    fit = mitigation.fit
+    document = mitigation.to_dict()
+    held_out = mitigation.held_out
+    return {
+        "method": "thresholds",
+        "run_id": files["run_id"],
+        "answers": answers,
+        "sources": sources,
+        "metric": mitigation.metric,
+        "constraint": fit.constraint,
+        "tolerance": fit.tolerance,
+        "objective": document["objective"],
+        "attributes": mitigation.attributes,
+        "seed": mitigation.seed,
+        "groups": document["groups"],
+        "in_sample": _change(document["before"], document["after_expected"]),
+        "held_out": None
+        if held_out is None
+        else {
+            "rows_fit": held_out["rows_fit"],
+            "rows_measured": held_out["rows_measured"],
+            **_change(held_out["before"], held_out["after"]),
+        },
+        "audits": {
+            stage: {
+                k: audit[k] for k in ("run_id", "verdict", "exit_code", "failed_metrics", "model_version", "outputs")
+            }
+            for stage, audit in audits.items()
+        },
+        "exit_code": audits["after"]["exit_code"],
+        "outputs": {kind: files[kind] for kind in OUTPUT_KINDS},
+    }
