@@ -284,7 +284,8 @@ def fairgate_thresholds(
     sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
     summary = thresholds_summary(mitigation, files, audits, sources, answered)
     path = output / f"thresholds_{files['run_id']}_summary.json"
-    summary["outputs"]["json"] = str(write_json(summary, path))
+    summary["outputs"]["json"] = str(path)  # the file names itself, as the printed summary does
+    write_json(summary, path)
     message = f"verdict {audits['before']['verdict']} -> {audits['after']['verdict']}"
     get_run_logger().info(f"group thresholds: {message}")
     return persisted(Completed(message=message, data=summary))

@@ -50,12 +50,14 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
     runner: InProcessRunner, demo: dict[str, Path], tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    result = runner.invoke(app, [*_args(demo, out), "--json"])
+    # A tolerance below the policy's 0.10: fitted at the threshold itself, the randomised decisions land on
+    # either side of it (0.105 on this draw), which the audit cannot call a pass.
+    result = runner.invoke(app, [*_args(demo, out), "--tolerance", "0.02", "--json"])
     assert result.exit_code in (0, 1), result.stderr
     summary = json.loads(result.stdout)
     assert summary["method"] == "thresholds"
     assert summary["metric"] == "equal_opportunity_difference"  # the demo policy's critical metric
-    assert summary["tolerance"] == 0.10
+    assert summary["tolerance"] == 0.02
     assert summary["attributes"] == ["race"]
     outputs = {kind: Path(path) for kind, path in summary["outputs"].items()}
     run = summary["run_id"]
@@ -91,7 +93,7 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
     eod_before = _race(before, "equal_opportunity_difference")
     eod_after = _race(after, "equal_opportunity_difference")
     assert eod_before["status"] == "fail" and eod_before["value"] > 0.2
-    assert eod_after["value"] < 0.10
+    assert eod_after["value"] < 0.05
     assert eod_after["status"] in {"pass", "inconclusive"}  # below the threshold; the interval decides which
     assert audits["before"]["verdict"] == before["verdict"] == "fail"
     assert audits["after"]["verdict"] == after["verdict"]
