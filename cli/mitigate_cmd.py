@@ -4,8 +4,8 @@
 the estimator under the policy's constraint (needs ``pip install 'fairgate[mitigation]'``), audits the model
 before and after, and exits with the re-audit's code (0 pass, 1 fail). ``--method thresholds`` fits group
 thresholds on the audited predictions' scores, writes the thresholds, the mitigated predictions and the
-frontier chart, audits the predictions before and after, and exits with the re-audit's code. Bad input exits 2 with a message and
-nothing written; a crash exits 3.
+frontier chart, audits the predictions before and after, and exits with the re-audit's code. Bad input exits
+2 with a message and nothing written; a crash exits 3.
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ def mitigate(
     objective: Annotated[
         Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="retrain, thresholds: model name for the audits.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="retrain, thresholds: model name for the audits.")
+    ] = None,
     trail: Annotated[Path | None, typer.Option("--trail", help="The audit trail (default: in --out).")] = None,
     answers: Annotated[
         str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")

@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.policy.core import Policy
 from tasks.frontier_chart import frontier_chart
-from tasks.mitigation import write_frame, write_json
+from tasks.mitigation import write_frame
 from tasks.outputs import write_atomic
 from tasks.thresholds import ThresholdMitigation, thresholds_json
 
@@ -65,7 +65,11 @@ def _change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         for name in after["groups"]
     }
     return {
-        "overall": {"before": before["accuracy"], "after": after["accuracy"], "change": after["accuracy"] - before["accuracy"]},
+        "overall": {
+            "before": before["accuracy"],
+            "after": after["accuracy"],
+            "change": after["accuracy"] - before["accuracy"],
+        },
         "groups": groups,
         "gap": {"before": before["gap"], "after": after["gap"]},
     }

@@ -74,7 +74,8 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
     assert rules["metric"] == "equal_opportunity_difference"
     assert set(rules["groups"]) == set(summary["groups"]) >= {"African-American", "Caucasian", "Hispanic"}
     svg = outputs["frontier"].read_text()
-    assert svg.startswith("<svg") and "policy threshold 0.1" in svg
+    assert svg.startswith("<svg")
+    assert "policy threshold 0.1" in svg
 
     # The mitigated predictions: every audited person once, the same scores, the decisions replaced.
     mitigated = pl.read_parquet(outputs["predictions"])
@@ -92,7 +93,8 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
     assert after["model"]["version"] == f"thresholds-{run}"
     eod_before = _race(before, "equal_opportunity_difference")
     eod_after = _race(after, "equal_opportunity_difference")
-    assert eod_before["status"] == "fail" and eod_before["value"] > 0.2
+    assert eod_before["status"] == "fail"
+    assert eod_before["value"] > 0.2
     assert eod_after["value"] < 0.05
     assert eod_after["status"] in {"pass", "inconclusive"}  # below the threshold; the interval decides which
     assert audits["before"]["verdict"] == before["verdict"] == "fail"
@@ -120,7 +122,7 @@ def test_bad_input_is_refused_with_nothing_written(
     out = tmp_path / "out"
     base = ["mitigate", "--method", "thresholds", "--policy", str(demo["policy"]), "--out", str(out)]
     cases = [
-        (base + ["--predictions", str(demo["predictions"])], "needs --labels, --attributes"),
+        ([*base, "--predictions", str(demo["predictions"])], "needs --labels, --attributes"),
         ([*_args(demo, out), "--metric", "demographic_parity_difference"], "is not one of them"),
         ([*_args(demo, out), "--attribute", "religion"], "'religion' is not a sensitive attribute of the policy"),
         ([*_args(demo, out), "--tolerance", "1.5"], "between 0 and 1"),
