@@ -40,7 +40,7 @@ from tasks.mitigation import (
     write_json,
 )
 from tasks.thresholds import fit_thresholds_task
-from tasks.thresholds_outputs import discard_thresholds, thresholds_summary, write_thresholds
+from tasks.thresholds_outputs import discard_thresholds, split_small_groups, thresholds_summary, write_thresholds
 from tasks.trail import default_trail_path, show_run
 
 
@@ -251,15 +251,16 @@ def fairgate_thresholds(
         rules, _ = read_policy(Path(policy))
         output = Path(out_dir or rules.reporting.output_dir)
         answered = answered_audit(answers, rules, output, trail)
-        chosen = policy_attributes(rules, groups) if groups else None
+        chosen = policy_attributes(rules, groups) if groups else [rules.sensitive_attributes[0].name]
         rows = read_inputs(rules, predictions, labels, attributes).aligned.table
+        judged, unchanged, small = split_small_groups(rows, rules, chosen)
         mitigation = fit_thresholds_task(
-            rows, rules, metric=metric, attributes=chosen, tolerance=tolerance, objective=objective
+            judged, rules, metric=metric, attributes=chosen, tolerance=tolerance, objective=objective
         )
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
-    del rows
-    files = write_thresholds(mitigation, rules, output)
+    del rows, judged
+    files = write_thresholds(mitigation, unchanged, rules, output)
     name = model_name or Path(predictions).stem
     audits = {}
     for stage, predicted, version in (
@@ -282,7 +283,7 @@ def fairgate_thresholds(
             return Failed(name=INVALID_INPUT, message=state.message)
         audits[stage] = cast(dict[str, Any], state.result(raise_on_failure=False))
     sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
-    summary = thresholds_summary(mitigation, files, audits, sources, answered)
+    summary = thresholds_summary(mitigation, files, audits, sources, answered, small)
     path = output / f"thresholds_{files['run_id']}_summary.json"
     summary["outputs"]["json"] = str(path)  # the file names itself, as the printed summary does
     write_json(summary, path)

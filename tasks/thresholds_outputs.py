@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -24,16 +25,42 @@ from tasks.thresholds import ThresholdMitigation, thresholds_json
 OUTPUT_KINDS = ("thresholds", "predictions", "frontier")
 
 
+def split_small_groups(
+    rows: pa.Table, policy: Policy, attributes: list[str]
+) -> tuple[pa.Table, pa.Table, list[dict[str, Any]]]:
+    """The rows of groups the audit judges (at least ``min_group_size`` people) and those of smaller groups.
+
+    The audit leaves a smaller group out of its judgement, and a threshold fitted on a few dozen people is
+    noise: on COMPAS, fitting the 18 Native American defendants too made the held-out TPR gap worse than
+    before. Those people keep their audited decisions; the summary lists their groups.
+    """
+    frame = pl.from_arrow(rows)
+    assert isinstance(frame, pl.DataFrame)
+    present = [a for a in attributes if a in frame.columns]  # a missing column is the fit's to name
+    if not present:
+        return rows, frame.clear().to_arrow(), []
+    minimum = policy.intersectional_analysis.min_group_size
+    small = frame.group_by(present).len().filter(pl.col("len") < minimum)
+    keys = small.select(present)
+    judged = frame.join(keys, on=present, how="anti", nulls_equal=True)
+    kept = frame.join(keys, on=present, how="semi", nulls_equal=True)
+    listed = [{"group": {a: row[a] for a in present}, "n": row["len"]} for row in small.sort(present).to_dicts()]
+    return judged.to_arrow(), kept.to_arrow(), listed
+
+
 @task(name="write thresholds", cache_policy=NO_CACHE)
-def write_thresholds(mitigation: ThresholdMitigation, policy: Policy, output: Path) -> dict[str, str]:
+def write_thresholds(
+    mitigation: ThresholdMitigation, unchanged: pa.Table, policy: Policy, output: Path
+) -> dict[str, str]:
     """``thresholds_<run>.json`` (group -> rule), ``thresholds_<run>_predictions.parquet`` (id, score, y_pred:
-    the audited rows with the mitigated decisions) and ``thresholds_<run>_frontier.svg``; returns their paths
-    and the run id."""
+    the audited rows with the mitigated decisions, and the ``unchanged`` rows of small groups as audited) and
+    ``thresholds_<run>_frontier.svg``; returns their paths and the run id."""
     run_id = uuid.uuid4().hex[:12]
     stem = output / f"thresholds_{run_id}"
     columns = policy.columns
-    rows = pl.from_arrow(mitigation.mitigated)
-    assert isinstance(rows, pl.DataFrame)
+    kept = [columns.id, columns.score, columns.y_pred]
+    parts = [_frame(table).select(kept) for table in (mitigation.mitigated, unchanged)]
+    rows = pl.concat(parts, how="vertical_relaxed")
     threshold = {rule.name: rule.threshold for rule in policy.metrics}[mitigation.metric]
     written = {
         "thresholds": write_atomic(Path(f"{stem}.json"), thresholds_json(mitigation)),
@@ -45,6 +72,12 @@ def write_thresholds(mitigation: ThresholdMitigation, policy: Policy, output: Pa
         ),
     }
     return {"run_id": run_id, **{kind: str(path) for kind, path in written.items()}}
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 def discard_thresholds(files: dict[str, str]) -> None:
@@ -81,6 +114,7 @@ def thresholds_summary(
     audits: dict[str, dict[str, Any]],
     sources: dict[str, str],
     answers: dict[str, Any] | None,
+    unchanged: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """What the CLI prints and ``thresholds_<run>_summary.json`` keeps: the rules, the price in accuracy (on
     the fitted rows and on a held-out half), and the verdict before and after."""
@@ -99,6 +133,7 @@ def thresholds_summary(
         "attributes": mitigation.attributes,
         "seed": mitigation.seed,
         "groups": document["groups"],
+        "unchanged_groups": unchanged,  # smaller than min_group_size: not judged, decisions as audited
         "in_sample": _change(document["before"], document["after_expected"]),
         "held_out": None
         if held_out is None

@@ -72,7 +72,12 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
 
     rules = json.loads(outputs["thresholds"].read_text())
     assert rules["metric"] == "equal_opportunity_difference"
-    assert set(rules["groups"]) == set(summary["groups"]) >= {"African-American", "Caucasian", "Hispanic"}
+    # Groups the audit does not judge (fewer than min_group_size 50) keep their audited decisions.
+    assert set(rules["groups"]) == set(summary["groups"]) == {"African-American", "Caucasian", "Hispanic", "Other"}
+    assert summary["unchanged_groups"] == [
+        {"group": {"race": "Asian"}, "n": 32},
+        {"group": {"race": "Native American"}, "n": 18},
+    ]
     svg = outputs["frontier"].read_text()
     assert svg.startswith("<svg")
     assert "policy threshold 0.1" in svg
@@ -85,6 +90,10 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
     assert joined.height == mitigated.height == original.height
     assert (joined["score"] - joined["score_after"]).abs().max() < 1e-12
     assert 0 < (joined["y_pred"] != joined["y_pred_after"]).sum() < joined.height
+    small = pl.read_parquet(demo["attributes"]).filter(pl.col("race").is_in(["Asian", "Native American"]))
+    untouched = joined.join(small, on="id", how="semi")
+    assert untouched.height == 50
+    assert untouched["y_pred"].to_list() == untouched["y_pred_after"].to_list()
 
     # The audits: the flow's own documents, the re-audit under the same policy.
     audits = summary["audits"]
@@ -109,7 +118,7 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
     )
     assert -0.03 < in_sample["overall"]["change"] <= 0.0
     assert set(in_sample["groups"]) == set(summary["groups"])
-    assert held_out["rows_fit"] + held_out["rows_measured"] == mitigated.height
+    assert held_out["rows_fit"] + held_out["rows_measured"] == mitigated.height - untouched.height
     assert held_out["gap"]["after"] < held_out["gap"]["before"] - 0.1
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("thresholds_")) == sorted(
         p.name for p in outputs.values()
