@@ -252,16 +252,17 @@ def fairgate_thresholds(
         output = Path(out_dir or rules.reporting.output_dir)
         answered = answered_audit(answers, rules, output, trail)
         chosen = policy_attributes(rules, groups) if groups else [rules.sensitive_attributes[0].name]
-        rows = read_inputs(rules, predictions, labels, attributes).aligned.table
+        inputs = read_inputs(rules, predictions, labels, attributes)
+        rows, named = inputs.aligned.table, inputs.staged.model[0]
         judged, unchanged, small = split_small_groups(rows, rules, chosen)
         mitigation = fit_thresholds_task(
             judged, rules, metric=metric, attributes=chosen, tolerance=tolerance, objective=objective
         )
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
-    del rows, judged
+    del rows, judged, inputs
     files = write_thresholds(mitigation, unchanged, rules, output)
-    name = model_name or Path(predictions).stem
+    name = model_name or named or Path(predictions).stem  # both audits under one name: the model's
     audits = {}
     for stage, predicted, version in (
         ("before", predictions, None),  # the audited model, as its predictions name it
