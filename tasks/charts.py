@@ -368,7 +368,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
     if not items:
         return None
     tallest = max(len(b.labels) for b in items)
-    with _figure(7.2, 0.55 + 0.15 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
+    with _figure(7.2, 0.5 + 0.12 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
         for ax, b in zip(axes, items, strict=True):
             labels = b.labels[:MAX_BARS]
             counts = [c if c is not None else 0 for c in b.counts[:MAX_BARS]]
