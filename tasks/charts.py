@@ -385,5 +385,5 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             ax.set_title(b.attribute)
             ax.grid(axis="y", visible=False)
             ax.tick_params(axis="x", labelsize=6)
-        fig.subplots_adjust(wspace=0.55)
+        fig.subplots_adjust(wspace=0.75)  # room for long group names beside the previous panel's bar labels
         return to_svg(fig, tight=True)
