@@ -21,7 +21,6 @@ from fairgate.report.model import (
     Heatmap,
     KeyValue,
     NoteRow,
-    WorstRow,
     Recommendation,
     ReportView,
     ResultRow,
@@ -29,6 +28,7 @@ from fairgate.report.model import (
     ScoreCell,
     ScoreRow,
     SlicingSection,
+    WorstRow,
 )
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "Heatmap",
     "KeyValue",
     "NoteRow",
-    "WorstRow",
     "Recommendation",
     "ReportView",
     "ResultRow",
@@ -54,6 +53,7 @@ __all__ = [
     "ScoreCell",
     "ScoreRow",
     "SlicingSection",
+    "WorstRow",
     "build_view",
     "email_summary",
     "flatten",

@@ -92,7 +92,8 @@ def test_a_second_demo_run_with_its_trend_has_at_most_eleven_pages_by_the_same_r
     second_demo_pdf: Path, tmp_path: Path
 ) -> None:
     text = subprocess.run(["pdftotext", str(second_demo_pdf), "-"], capture_output=True, text=True).stdout
-    assert "Trend against earlier runs" in text and "there is no trend to show yet" not in text
+    assert "Trend against earlier runs" in text
+    assert "there is no trend to show yet" not in text
     _assert_fits(second_demo_pdf, tmp_path, MAX_PAGES_WITH_TREND)
 
 
