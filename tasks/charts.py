@@ -376,7 +376,8 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             ax.barh(y, counts, color=PALETTE[0], height=0.65)
             top = max(counts) if counts and max(counts) > 0 else 1
             for yi, count, share in zip(y, b.counts[:MAX_BARS], b.shares[:MAX_BARS], strict=True):
-                text = f"<{min_cell_size} (suppressed)" if count is None else f"{count:,} ({share:.0%})"
+                # Not "<k": a group hidden with a small one (complementary suppression) may be larger.
+                text = "suppressed" if count is None else f"{count:,} ({share:.0%})"
                 ax.text((count or 0) + top * 0.02, float(yi), text, va="center", fontsize=6.3, color=INK)
             ax.set_yticks(y)
             ax.set_yticklabels([_short(label, 20) for label in labels])
