@@ -368,7 +368,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
     if not items:
         return None
     tallest = max(len(b.labels) for b in items)
-    with _figure(7.2, 0.55 + 0.15 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
+    with _figure(7.2, 0.5 + 0.12 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
         for ax, b in zip(axes, items, strict=True):
             labels = b.labels[:MAX_BARS]
             counts = [c if c is not None else 0 for c in b.counts[:MAX_BARS]]
@@ -376,7 +376,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             ax.barh(y, counts, color=PALETTE[0], height=0.65)
             top = max(counts) if counts and max(counts) > 0 else 1
             for yi, count, share in zip(y, b.counts[:MAX_BARS], b.shares[:MAX_BARS], strict=True):
-                # Not "<k": a group hidden so a small one cannot be derived may be larger.
+                # Not "<k": a group hidden with a small one (complementary suppression) may be larger.
                 text = "suppressed" if count is None else f"{count:,} ({share:.0%})"
                 ax.text((count or 0) + top * 0.02, float(yi), text, va="center", fontsize=6.3, color=INK)
             ax.set_yticks(y)
@@ -386,5 +386,5 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             ax.set_title(b.attribute)
             ax.grid(axis="y", visible=False)
             ax.tick_params(axis="x", labelsize=6)
-        fig.subplots_adjust(wspace=0.55)
+        fig.subplots_adjust(wspace=0.75)  # room for long group names beside the previous panel's bar labels
         return to_svg(fig, tight=True)

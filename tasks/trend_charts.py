@@ -12,6 +12,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: charts are files, never windows
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
@@ -19,7 +21,8 @@ from matplotlib.lines import Line2D
 from fairgate.report.trend_model import TrendPanel, TrendView
 from tasks.charts import FAIL, GRID, INK, MUTED, PALETTE, to_svg
 
-WIDTH, HEIGHT = 2.4, 1.85  # inches: three charts side by side on an A4 page, one legend for all
+WIDTH, HEIGHT = 1.6, 1.5  # inches: five charts side by side on an A4 page (one row for a usual policy), one legend
+TITLE_CHARS = 22  # a metric name wraps to fit the narrow chart
 
 _STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
@@ -119,9 +122,11 @@ def trend_chart(panel: TrendPanel) -> str:
             ax.set_xticks(x, panel.run_labels)
             ax.set_xlim(-0.5, runs - 0.5)
             direction = "higher is better" if panel.higher_is_better else "lower is better"
-            ax.set_title(f"{panel.metric_label}\n{direction}", fontsize=7.2, linespacing=1.15)
-            ax.tick_params(labelsize=6.2)
-            fig.subplots_adjust(left=0.17, right=0.97, bottom=0.14, top=0.8)
+            title = textwrap.fill(panel.metric_label, TITLE_CHARS)
+            ax.set_title(f"{title}\n{direction}", fontsize=6.8, linespacing=1.1)
+            ax.tick_params(labelsize=5.8)
+            # Room for a three-line title whatever the metric, so the five plots' axes line up.
+            fig.subplots_adjust(left=0.2, right=0.97, bottom=0.13, top=0.72)
             return to_svg(fig)
         finally:
             plt.close(fig)

@@ -28,6 +28,7 @@ from fairgate.report.model import (
     ScoreCell,
     ScoreRow,
     SlicingSection,
+    WorstRow,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "ScoreCell",
     "ScoreRow",
     "SlicingSection",
+    "WorstRow",
     "build_view",
     "email_summary",
     "flatten",

@@ -229,6 +229,25 @@ class NoteRow:
 
 
 @dataclass(frozen=True)
+class WorstRow:
+    """The worst-off subgroup on one rate: a row of the compact worst-off table."""
+
+    slicing_label: str
+    group: str
+    adverse: str  # "highest" or "lowest": which end of the rate is worse
+    rate: str  # the rate's short name with what it counts in the policy's words
+    value_text: str
+    ci_text: str  # "" when the engine gave no interval
+    n_text: str
+
+    @property
+    def text(self) -> str:
+        """The row as one sentence (the email and plain-text readers)."""
+        ci = f" [{self.ci_text}]" if self.ci_text else ""
+        return f"{self.group}: {self.adverse} {self.rate} = {self.value_text}{ci} (n = {self.n_text})"
+
+
+@dataclass(frozen=True)
 class Heatmap:
     """The worst failing metric's base value over an intersection: rows = first attribute, columns = rest."""
 
@@ -290,7 +309,7 @@ class ReportView:
     base_rates: list[KeyValue]
     impossibility: list[NoteRow]
     simpson: list[NoteRow]
-    worst_subgroups: list[NoteRow]
+    worst_subgroups: list[WorstRow]
     insufficient: list[KeyValue]
     individual_fairness: list[KeyValue]
     alignment: list[KeyValue]

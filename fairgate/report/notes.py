@@ -5,7 +5,7 @@ from __future__ import annotations
 from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal, WorstSubgroup
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt, fmt_count, group_label, metric_label, rate_label, round_number, slicing_key
-from fairgate.report.model import KeyValue, NoteRow, ResultRow
+from fairgate.report.model import KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
 
 
@@ -43,15 +43,20 @@ def simpson(reversals: list[SimpsonReversal]) -> list[NoteRow]:
     return [NoteRow(slicing_key([r.attribute]), r.note) for r in reversals]
 
 
-def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression, words: Outcomes | None = None) -> list[NoteRow]:
+def worst_subgroups(
+    diagnostics: Diagnostics, suppression: Suppression, words: Outcomes | None = None
+) -> list[WorstRow]:
     """The worst-off subgroup per metric, unless it is suppressed; each rate named by what it counts."""
     words = words or Outcomes()
     return [
-        NoteRow(
-            slicing_key(item.slicing),
-            f"{group_label(item.group, item.slicing)}: {_adverse_word(item.direction)} "
-            f"{rate_label(item.metric, words)} = {fmt(round_number(item.value))}{_interval(item)} "
-            f"(n = {fmt_count(item.n)}; ranked by the adverse confidence bound, not the estimate)",
+        WorstRow(
+            slicing_label=slicing_key(item.slicing),
+            group=group_label(item.group, item.slicing),
+            adverse=_adverse_word(item.direction),
+            rate=rate_label(item.metric, words),
+            value_text=fmt(round_number(item.value)),
+            ci_text=_interval(item),
+            n_text=fmt_count(item.n),
         )
         for item in diagnostics.worst_subgroups
         if not suppression.hides(item.slicing, item.group)
@@ -70,7 +75,7 @@ def _adverse_word(direction: str) -> str:
 def _interval(item: WorstSubgroup) -> str:
     if item.ci_low is None or item.ci_high is None:
         return ""
-    return f" [{fmt(round_number(item.ci_low))}, {fmt(round_number(item.ci_high))}]"
+    return f"{fmt(round_number(item.ci_low))}–{fmt(round_number(item.ci_high))}"
 
 
 def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:

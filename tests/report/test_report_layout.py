@@ -1,4 +1,5 @@
-"""The COMPAS demo PDF's layout (issue 11): at most 10 pages, every page but the last at least a third full.
+"""The COMPAS demo PDF's layout (issue 11): at most 10 pages, every page but the last at least a third full; a
+second run into the same folder (the trend section with two points) at most 11 pages, by the same fill rule.
 
 The demo runs as a user runs it (``fairgate demo --out DIR``, a subprocess on the session's Prefect server), so
 the page count includes everything the pipeline adds (join, validation, reproduce block, policy appendix).
@@ -26,6 +27,7 @@ MM = DPI / 25.4  # pixels per millimetre
 # The @page margins of reports/report.css: content runs from 13 mm below the top to 15 mm above the bottom.
 TOP_MM, BOTTOM_MM, PAGE_MM = 13, 15, 297
 MAX_PAGES = 10
+MAX_PAGES_WITH_TREND = 11  # the trend's charts, the runs table and the change note add most of a page
 MIN_FILL = 1 / 3
 
 
@@ -45,30 +47,59 @@ def page_fills(pdf: Path, work: Path) -> list[float]:
     return fills
 
 
-@pytest.fixture(scope="module")
-def demo_pdf(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo")
-    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+def _demo(out: Path, api_url: str) -> None:
+    env = {**os.environ, "PREFECT_API_URL": api_url}
     result = subprocess.run(
         [str(FAIRGATE), "demo", "--out", str(out), "--quiet"], env=env, capture_output=True, text=True, cwd=out
     )
     assert result.returncode == 1, result.stderr[-3000:]  # COMPAS fails its policy
-    (pdf,) = out.glob("*.pdf")
+
+
+@pytest.fixture(scope="module")
+def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="module")
+def demo_pdf(prefect_server: str, demo_out: Path) -> Path:
+    _demo(demo_out, prefect_server)
+    (pdf,) = demo_out.glob("*.pdf")
     return pdf
+
+
+@pytest.fixture(scope="module")
+def second_demo_pdf(prefect_server: str, demo_out: Path, demo_pdf: Path) -> Path:
+    """The same demo again into the same folder: the trail now holds the first run, so the trend is drawn."""
+    _demo(demo_out, prefect_server)
+    (pdf,) = [p for p in demo_out.glob("*.pdf") if p != demo_pdf]
+    return pdf
+
+
+def _assert_fits(pdf: Path, work: Path, max_pages: int) -> None:
+    fills = page_fills(pdf, work)
+    assert len(fills) <= max_pages, [round(f, 2) for f in fills]
+    thin = [(page, round(fill, 2)) for page, fill in enumerate(fills[:-1], start=1) if fill < MIN_FILL]
+    assert not thin, f"pages under a third full: {thin} (all: {[round(f, 2) for f in fills]})"
 
 
 def test_the_demo_pdf_has_at_most_ten_pages_none_under_a_third_full_but_the_last(
     demo_pdf: Path, tmp_path: Path
 ) -> None:
-    fills = page_fills(demo_pdf, tmp_path)
-    assert len(fills) <= MAX_PAGES, fills
-    thin = [(page, round(fill, 2)) for page, fill in enumerate(fills[:-1], start=1) if fill < MIN_FILL]
-    assert not thin, f"pages under a third full: {thin} (all: {[round(f, 2) for f in fills]})"
+    _assert_fits(demo_pdf, tmp_path, MAX_PAGES)
+
+
+def test_a_second_demo_run_with_its_trend_has_at_most_eleven_pages_by_the_same_rule(
+    second_demo_pdf: Path, tmp_path: Path
+) -> None:
+    text = subprocess.run(["pdftotext", str(second_demo_pdf), "-"], capture_output=True, text=True).stdout
+    assert "Trend against earlier runs" in text
+    assert "there is no trend to show yet" not in text
+    _assert_fits(second_demo_pdf, tmp_path, MAX_PAGES_WITH_TREND)
 
 
 def test_the_demo_pdf_prints_no_interval_that_rounds_to_a_point(demo_pdf: Path) -> None:
     text = subprocess.run(["pdftotext", "-layout", str(demo_pdf), "-"], capture_output=True, text=True).stdout
-    for block in ("How to reproduce", "Sign-off", "Appendix: policy applied"):
+    for block in ("How to reproduce", "Sign-off", "Appendix: policy applied", "Glossary", "Worst-off subgroups"):
         assert block in text
     collapsed = re.findall(r"\b(\d\.\d+)–\1\b", text)  # "0.01–0.01": an ECE of 0.007 at two decimals
     assert not collapsed, collapsed
