@@ -149,7 +149,6 @@ def _audit(
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, policy_text = read_policy(Path(policy_path))
     _require_report_support(policy)
-    _warm_up_report(policy)
     inputs = read_inputs(policy, predictions, labels, attributes)
     rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
     cube = build_cube(rows, policy)
@@ -355,22 +354,6 @@ def _require_report_support(policy: fairgate.Policy) -> None:
             f"the policy asks for report formats {policy.reporting.format} or delivery, but flows/report_flow.py "
             "is not installed; remove html/pdf from reporting.format and the delivery section"
         )
-
-
-def _warm_up_report(policy: fairgate.Policy) -> None:
-    """The report's modules (WeasyPrint, matplotlib, Jinja: about a second of imports) loaded in a daemon thread
-    while the audit computes, after Great Expectations' (one background import at a time: two threads importing
-    the same packages could wait on each other's module locks)."""
-    if not _wants_report(policy):
-        return
-    gx = warm_up()
-
-    def load() -> None:
-        gx.join()
-        with contextlib.suppress(Exception):  # an import error is raised where the report is rendered
-            import flows.report_flow  # noqa: F401
-
-    threading.Thread(target=load, name="fairgate-warm-up-report", daemon=True).start()
 
 
 def _publish_report(
