@@ -1,6 +1,6 @@
 """Benchmark: the latency a CI job sees, as medians of N runs (a script, not a timed test).
 
-    .venv/bin/python bench/latency.py [--runs 5] [--demo-runs 3] [--skip-demo]
+    .venv/bin/python bench/latency.py [--runs 5] [--demo-runs 3] [--skip-demo] [--baseline DIR]
     .venv/bin/python bench/latency.py --event [--events 3] [--query-seconds 10 2]
 
 (1) CLI start: ``fairgate --help`` and ``fairgate trail list|verify`` (a fresh process each time).
@@ -9,7 +9,8 @@
     a free loopback port (and stops). Each run is split into stages from the flow's own task runs, read back
     from the Prefect API: start (process start to the flow run running: imports, argument checks, flow-run
     creation), align, validate, cube + metrics, outputs, report (HTML + PDF), trail, the rest of the flow
-    (orchestration between tasks) and exit (flow run finished to process exit).
+    (orchestration between tasks) and exit (flow run finished to process exit). ``--baseline DIR`` (an export of
+    another commit: ``git archive REV | tar -x -C DIR``) runs its demo too, alternating, on ``PYTHONPATH``.
 (3) The report task split into HTML and PDF, and Great Expectations' import alone, measured in a fresh process on
     the demo's own audit document.
 (4) ``--event`` (only this): event -> verdict on a warm worker, as the README's "Deployment" walkthrough runs it.
@@ -208,24 +209,29 @@ def bench_cli(runs: int, trail: Path | None) -> None:
         )
 
 
-def bench_demo(runs: int, out: Path, api_url: str, home: Path) -> Path:
+def bench_demo(runs: int, out: Path, api_url: str, home: Path, baseline: Path | None = None) -> Path:
+    """``runs`` demos; with ``baseline`` (an export of another commit) as many of its demos, alternating with
+    this checkout's (ABBA...), so that both see the same load on the shared machine."""
     env = {**os.environ, "PREFECT_API_URL": api_url, "PREFECT_HOME": str(home)}
-    walls, cpus, per_stage = [], [], []
+    variants = {"this checkout": env}
+    if baseline is not None:
+        variants["baseline " + str(baseline)] = {**env, "PYTHONPATH": str(baseline)}  # its cli, flows, tasks first
+    results: dict[str, list[tuple[float, float, dict[str, float]]]] = {label: [] for label in variants}
     for i in range(runs):
-        shutil.rmtree(out, ignore_errors=True)
-        started = datetime.now(UTC)
-        wall, cpu, code = timed([*FAIRGATE, "demo", "--out", str(out), "--quiet"], env)
-        finished = datetime.now(UTC)
-        walls.append(wall)
-        cpus.append(cpu)
-        per_stage.append(demo_stages(api_url, started, finished))
-        print(f"  run {i + 1}: {wall:5.1f} s wall, {cpu:5.1f} s CPU (exit {code})", flush=True)
-    print(
-        f"\nfairgate demo end to end (median of {runs}): {statistics.median(walls):.1f} s wall, "
-        f"{statistics.median(cpus):.1f} s CPU (the CLI process; the server's own work is not counted)"
-    )
-    for stage in per_stage[0]:
-        print(f"  {stage:44s} {statistics.median(s[stage] for s in per_stage):6.2f} s")
+        for label in list(variants) if i % 2 == 0 else list(reversed(variants)):
+            shutil.rmtree(out, ignore_errors=True)
+            started = datetime.now(UTC)
+            wall, cpu, code = timed([*FAIRGATE, "demo", "--out", str(out), "--quiet"], variants[label])
+            results[label].append((wall, cpu, demo_stages(api_url, started, datetime.now(UTC))))
+            print(f"  run {i + 1} ({label}): {wall:5.1f} s wall, {cpu:5.1f} s CPU (exit {code})", flush=True)
+    for label, rows in results.items():
+        print(
+            f"\nfairgate demo end to end, {label} (median of {runs}): {statistics.median(r[0] for r in rows):.1f} s "
+            f"wall, {statistics.median(r[1] for r in rows):.1f} s CPU (the CLI process; the server's own work is "
+            "not counted)"
+        )
+        for stage in rows[0][2]:
+            print(f"  {stage:44s} {statistics.median(r[2][stage] for r in rows):6.2f} s")
     return out
 
 
@@ -382,6 +388,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs of each CLI start-up command")
     parser.add_argument("--demo-runs", type=int, default=3, help="runs of the demo (each ~10 s)")
     parser.add_argument("--skip-demo", action="store_true", help="CLI start-up only")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="an export of another commit (git archive REV | tar -x -C DIR): its demos alternate with these",
+    )
     parser.add_argument("--event", action="store_true", help="only (4): event -> verdict on a warm process worker")
     parser.add_argument("--events", type=int, default=3, help="timed events per poll interval (after a warm-up)")
     parser.add_argument(
@@ -400,7 +411,7 @@ def main() -> None:
         if not args.skip_demo:
             with prefect_server(home) as api_url:
                 print(f"Prefect server: {api_url}")
-                out = bench_demo(args.demo_runs, home / "out", api_url, home)
+                out = bench_demo(args.demo_runs, home / "out", api_url, home, args.baseline)
             trail = out / "audit_trail.duckdb"
         bench_cli(args.runs, trail)
         if not args.skip_demo:
