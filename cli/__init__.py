@@ -115,9 +115,7 @@ def _run_audit(
 def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
     """The ``fairness-audit`` flow's final state; an error outside the flow's own handling exits 3."""
     from flows.audit import fairness_audit
-    from tasks.validate import warm_up
 
-    warm_up()  # Great Expectations' import overlaps the flow run's creation on the Prefect server
     try:
         if not show_progress:
             return fairness_audit(**parameters, return_state=True)

@@ -45,7 +45,7 @@ from tasks.audit import (
 from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.trail import default_trail_path, read_history, record_run
-from tasks.validate import Validation, validate_aligned, validate_inputs, warm_up
+from tasks.validate import Validation, validate_aligned, validate_inputs
 
 INVALID_INPUT = "InvalidInput"
 T = TypeVar("T")
@@ -123,7 +123,6 @@ def fairness_audit(
     registry entry the audit was started for (the registration event's ``payload.registry``); it is echoed in
     the summary so the verdict can be written back to that model version.
     """
-    warm_up()  # Great Expectations' import, in the background (already started by the CLI)
     version = None if model_version is None else str(model_version)
     try:
         summary, gate = _audit(policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id)

@@ -16,11 +16,9 @@ of rows and an example value. The validation results (GE's own JSON) go into the
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -65,38 +63,8 @@ class Validation:
         }
 
 
-# One GE module and one ephemeral context per process, whichever thread asks first (warm_up's or the task's).
-_GX_LOCK = threading.RLock()
-_WARM_UP_LOCK = threading.Lock()
-
-
-def warm_up() -> threading.Thread:
-    """Import Great Expectations and build its context in a daemon thread, so that its import (seconds of
-    Python) runs while the flow waits on Prefect's API and DuckDB, not when validation starts. Idempotent: the
-    same thread for every call; an error there is left for the validation task to raise where it is reported."""
-    global _warm_up_thread
-    with _WARM_UP_LOCK:  # not _GX_LOCK: the warm-up thread holds that for the whole import
-        if _warm_up_thread is None:
-
-            def load() -> None:
-                with contextlib.suppress(Exception):
-                    _context()
-
-            _warm_up_thread = threading.Thread(target=load, name="fairgate-warm-up-gx", daemon=True)
-            _warm_up_thread.start()
-        return _warm_up_thread
-
-
-_warm_up_thread: threading.Thread | None = None
-
-
-def _gx() -> Any:
-    with _GX_LOCK:
-        return _import_gx()
-
-
 @lru_cache(maxsize=1)
-def _import_gx() -> Any:
+def _gx() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no phoning home from an audit
     import great_expectations as gx  # imported lazily: it takes seconds, and only validation needs it
 
@@ -115,13 +83,8 @@ def _quiet_great_expectations() -> None:
             logger.setLevel(logging.WARNING)
 
 
-def _context() -> Any:
-    with _GX_LOCK:
-        return _ephemeral_context()
-
-
 @lru_cache(maxsize=1)
-def _ephemeral_context() -> Any:
+def _context() -> Any:
     gx = _gx()
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
