@@ -261,7 +261,7 @@ EVENT_STAGES = (
     "event -> flow run created (the server's automation)",
     "created -> picked up (the worker's poll: Pending)",
     "picked up -> running (new process, the flow's imports)",
-    "running -> audit running (event checks, trail row)",
+    "running -> audit running (event checks, registration row)",
     "audit running -> audit finished (the audit: JSON..PDF)",
 )
 
