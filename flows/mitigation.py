@@ -10,6 +10,7 @@ never deployed.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -140,23 +141,16 @@ def fairgate_retrain(
         return Failed(name=INVALID_INPUT, message=exc.message)
     files = write_candidate(fitted, plan, output)
     name = model_name or Path(estimator).stem
-    audits = {}
-    for stage, version in (("before", "unconstrained"), ("after", f"exponentiated-gradient-{files['run_id']}")):
-        state = fairness_audit(
-            policy=policy,
-            predictions=files[f"predictions_{stage}"],
-            labels=files["labels"],
-            attributes=files["attributes"],
-            out_dir=str(output),
-            model_name=name,
-            model_version=version,
-            trail=trail,
-            return_state=True,
-        )
-        if state.name == INVALID_INPUT:
-            _discard(files)
-            return Failed(name=INVALID_INPUT, message=state.message)
-        audits[stage] = cast(dict[str, Any], state.result(raise_on_failure=False))
+    runs = {
+        "before": (files["predictions_before"], "unconstrained"),
+        "after": (files["predictions_after"], f"exponentiated-gradient-{files['run_id']}"),
+    }
+    audits, refused = _audit_before_and_after(
+        runs, policy=policy, labels=files["labels"], attributes=files["attributes"], out=output, name=name, trail=trail
+    )
+    if refused is not None:
+        _discard(files)
+        return Failed(name=INVALID_INPUT, message=refused)
     summary = retrain_summary(plan, files, audits)
     summary["outputs"]["json"] = str(write_json(summary, output / f"retrain_{files['run_id']}.json"))
     get_run_logger().info(f"retrained: verdict {audits['before']['verdict']} -> {audits['after']['verdict']}")
@@ -263,26 +257,16 @@ def fairgate_thresholds(
     del rows, judged, inputs
     files = write_thresholds(mitigation, unchanged, rules, output)
     name = model_name or named or Path(predictions).stem  # both audits under one name: the model's
-    audits = {}
-    for stage, predicted, version in (
-        ("before", predictions, None),  # the audited model, as its predictions name it
-        ("after", files["predictions"], f"thresholds-{files['run_id']}"),
-    ):
-        state = fairness_audit(
-            policy=policy,
-            predictions=predicted,
-            labels=labels,
-            attributes=attributes,
-            out_dir=str(output),
-            model_name=name,
-            model_version=version,
-            trail=trail,
-            return_state=True,
-        )
-        if state.name == INVALID_INPUT:
-            discard_thresholds(files)
-            return Failed(name=INVALID_INPUT, message=state.message)
-        audits[stage] = cast(dict[str, Any], state.result(raise_on_failure=False))
+    runs = {
+        "before": (predictions, None),  # the audited model, as its predictions name it
+        "after": (files["predictions"], f"thresholds-{files['run_id']}"),
+    }
+    audits, refused = _audit_before_and_after(
+        runs, policy=policy, labels=labels, attributes=attributes, out=output, name=name, trail=trail
+    )
+    if refused is not None:
+        discard_thresholds(files)
+        return Failed(name=INVALID_INPUT, message=refused)
     sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
     summary = thresholds_summary(mitigation, files, audits, sources, answered, small)
     path = output / f"thresholds_{files['run_id']}_summary.json"
@@ -315,3 +299,34 @@ def answered_audit(run: str | None, policy: fairgate.Policy, output: Path, trail
 def _discard(files: dict[str, Any]) -> None:
     for key in ("model", "predictions_before", "predictions_after", "labels", "attributes"):
         Path(files[key]).unlink(missing_ok=True)
+
+
+def _audit_before_and_after(
+    runs: Mapping[str, tuple[str, str | None]],
+    *,
+    policy: str,
+    labels: str,
+    attributes: str,
+    out: Path,
+    name: str,
+    trail: str | None,
+) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The ``fairness-audit`` subflow on each stage's predictions (``stage -> (predictions, model version)``):
+    the run summaries by stage, or the message of the first audit that refused its input."""
+    audits: dict[str, dict[str, Any]] = {}
+    for stage, (predictions, version) in runs.items():
+        state = fairness_audit(
+            policy=policy,
+            predictions=predictions,
+            labels=labels,
+            attributes=attributes,
+            out_dir=str(out),
+            model_name=name,
+            model_version=version,
+            trail=trail,
+            return_state=True,
+        )
+        if state.name == INVALID_INPUT:
+            return audits, state.message or "invalid input"
+        audits[stage] = cast(dict[str, Any], state.result(raise_on_failure=False))
+    return audits, None

@@ -12,8 +12,6 @@ import atexit
 import contextlib
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from server_processes import die_with_parent, free_loopback_port, stop_process_group
 
 # Before anything imports Prefect (it reads its settings once, at import): a private home and database for
 # this run, never the user's ~/.prefect, and no ephemeral servers.
@@ -35,35 +34,6 @@ os.environ["GX_ANALYTICS_ENABLED"] = "false"
 os.environ.pop("PREFECT_API_URL", None)
 
 SERVER_STARTUP_TIMEOUT_S = 180  # migrations on a cold SQLite file, on two busy cores
-
-
-def _free_loopback_port() -> int:
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """In the server's child process: get SIGTERM if pytest dies (even by SIGKILL), so no server outlives it."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate the server's whole process group (it is its own group: Ctrl-C does not reach it)."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def _start_server(port: int, log_path: Path) -> subprocess.Popen[bytes]:
@@ -85,7 +55,7 @@ def _start_server(port: int, log_path: Path) -> subprocess.Popen[bytes]:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 
@@ -100,7 +70,7 @@ def _wait_until_healthy(process: subprocess.Popen[bytes], api_url: str, log_path
             if httpx.get(f"{api_url}/health", timeout=5).status_code == 200:
                 return
         time.sleep(0.25)
-    _stop(process)
+    stop_process_group(process, timeout=10)
     raise RuntimeError(f"the test Prefect server did not start; its log:\n{log_path.read_text()[-4000:]}")
 
 
@@ -123,7 +93,7 @@ class _Server:
     @classmethod
     def launch(cls) -> None:
         if cls.process is None:
-            port = _free_loopback_port()
+            port = free_loopback_port()
             cls.api_url = f"http://127.0.0.1:{port}/api"
             cls.process = _start_server(port, cls.log_path)
             atexit.register(cls.stop)
@@ -131,7 +101,7 @@ class _Server:
     @classmethod
     def stop(cls) -> None:
         if cls.process is not None:
-            _stop(cls.process)
+            stop_process_group(cls.process, timeout=10)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

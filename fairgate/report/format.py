@@ -25,16 +25,7 @@ TABLE_METRICS: tuple[str, ...] = (
     "expected_calibration_error",
 )
 METRIC_LABELS: dict[str, str] = {
-    "selection_rate": "Selection rate",
-    "base_rate": "Base rate",
-    "true_positive_rate": "TPR",
-    "false_positive_rate": "FPR",
-    "false_negative_rate": "FNR",
-    "true_negative_rate": "TNR",
-    "positive_predictive_value": "PPV",
-    "negative_predictive_value": "NPV",
-    "false_discovery_rate": "FDR",
-    "false_omission_rate": "FOR",
+    **RATE_ABBREVIATIONS,  # the rates' short names, one table (fairgate.policy.outcomes)
     "accuracy": "Accuracy",
     "roc_auc": "AUC",
     "expected_calibration_error": "ECE",

@@ -7,12 +7,10 @@ registration; the malformed one in a ``rejected`` registration, a ``fairgate.reg
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +20,7 @@ from typing import Any
 
 import pytest
 from pipeline_helpers import POLICY_FAILING, run_fairgate, split_compas
+from server_processes import stop_process_group
 
 from tasks.trail import list_registrations, list_runs, verify
 
@@ -62,14 +61,7 @@ def worker(deployed: dict[str, Any], prefect_server: str) -> Iterator[Path]:
     try:
         yield log_path
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process_group(process, timeout=20)
 
 
 def _emit(resource: dict[str, str], payload: dict[str, Any], cwd: Path) -> str:

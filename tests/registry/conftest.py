@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,38 +15,11 @@ from typing import Any
 
 import pytest
 from registry_helpers import COMPAS_CSV
+from server_processes import die_with_parent, free_loopback_port, stop_process_group
 
 # The MLflow client in the tests (and the server) sends no usage telemetry.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 MLFLOW_STARTUP_TIMEOUT_S = 180  # database migrations on a cold SQLite file, on two busy cores
-
-
-def _free_loopback_port() -> int:
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """In the server's child process: SIGTERM when pytest dies, so no server outlives the run."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate the server's process group (uvicorn/gunicorn workers included)."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +28,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import httpx
 
     home = tmp_path_factory.mktemp("mlflow")
-    port = _free_loopback_port()
+    port = free_loopback_port()
     uri = f"http://127.0.0.1:{port}"
     command = [str(Path(sys.executable).parent / "mlflow"), "server"]
     command += ["--backend-store-uri", f"sqlite:///{home / 'mlflow.db'}"]
@@ -75,7 +46,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
     try:
         deadline = time.monotonic() + MLFLOW_STARTUP_TIMEOUT_S
@@ -88,7 +59,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.5)
         yield uri
     finally:
-        _stop(process)
+        stop_process_group(process)
 
 
 @pytest.fixture(scope="session")
