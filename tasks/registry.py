@@ -21,7 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from prefect import get_run_logger, task
@@ -29,9 +29,15 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import FairgateError
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mlflow import MlflowClient
     from mlflow.entities.model_registry import ModelVersion
+    from prefect import Task
 
 MLFLOW_MISSING = (
     "the MLflow registry needs the MLflow client, which is an optional extra: pip install 'fairgate[mlflow]'"
@@ -195,6 +201,14 @@ def _retry_if_transient(task: Any, task_run: Any, state: Any) -> bool:
     return True
 
 
+def _registry_io(name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
+    """The decorator of a task that talks to the registry: retried on transient errors only (not on bad input or
+    a 4xx refusal), never cached (tags, aliases and events are side effects, never served from a cache)."""
+    return task(
+        name=name, retries=2, retry_delay_seconds=5, retry_condition_fn=_retry_if_transient, cache_policy=NO_CACHE
+    )
+
+
 def _versions(client: MlflowClient, models: list[str] | None) -> list[ModelVersion]:
     """Every version of the given models (all registered models when None), page by page."""
     filters: list[str | None] = [None]
@@ -229,13 +243,7 @@ def _run_tags(client: MlflowClient, run_id: str | None) -> dict[str, str]:
         raise
 
 
-@task(
-    name="find-new-model-versions",
-    retries=2,
-    retry_delay_seconds=5,
-    retry_condition_fn=_retry_if_transient,
-    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
-)
+@_registry_io("find-new-model-versions")
 def find_new_versions(tracking_uri: str | None, models: list[str] | None, since: datetime | None = None) -> Plan:
     """Versions not yet registered with fairgate (no ``fairgate.event_id``), ready in the registry, created at or
     after ``since`` (naive: UTC) when given."""
@@ -263,13 +271,7 @@ def find_new_versions(tracking_uri: str | None, models: list[str] | None, since:
     return plan
 
 
-@task(
-    name="mark-skipped-versions",
-    retries=2,
-    retry_delay_seconds=5,
-    retry_condition_fn=_retry_if_transient,
-    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
-)
+@_registry_io("mark-skipped-versions")
 def mark_skipped(tracking_uri: str | None, skips: list[Skip]) -> None:
     """Tag each skipped version with why (visible in the registry) and warn once per reason."""
     client = mlflow_client(tracking_uri)
@@ -333,13 +335,7 @@ def _confirmed(registrations: list[Registration], timeout_s: float) -> list[Regi
     return [registration for event_id, registration in wanted.items() if event_id in found]
 
 
-@task(
-    name="mark-registered-versions",
-    retries=2,
-    retry_delay_seconds=5,
-    retry_condition_fn=_retry_if_transient,
-    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
-)
+@_registry_io("mark-registered-versions")
 def mark_registered(tracking_uri: str | None, registrations: list[Registration]) -> None:
     """Tag each version whose event was confirmed: it is seen and never registered again."""
     client = mlflow_client(tracking_uri)
@@ -429,13 +425,7 @@ class WriteBack:
     alias_action: str  # "set", "removed", "untouched"
 
 
-@task(
-    name="write-verdict-to-registry",
-    retries=2,
-    retry_delay_seconds=5,
-    retry_condition_fn=_retry_if_transient,
-    cache_policy=NO_CACHE,  # tags, aliases, events: side effects are never served from a cache
-)
+@_registry_io("write-verdict-to-registry")
 def write_verdict(target: Target, payload: dict[str, Any], alias: str, tracking_uri: str | None) -> WriteBack:
     """Tags on the version; the alias on a pass; removed from it otherwise (an approval must be earned)."""
     client = mlflow_client(tracking_uri or target.tracking_uri)  # first: refuses a missing mlflow clearly
