@@ -34,6 +34,7 @@ from tasks.mitigation import (
     read_table,
     require_columns,
     require_mitigation_extra,
+    retrain_summary,
     training_set,
     weights_frame,
     write_candidate,
@@ -187,34 +188,6 @@ def _plan(
         "eval": training_set(eval_frame, "evaluation", policy, groups, chosen),
         "eval_frame": eval_frame.select(policy.columns.id, policy.columns.y_true, *audited),
         "sources": {"training": training, "evaluation": evaluation, "estimator": estimator},
-    }
-
-
-def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What the CLI prints and the JSON file keeps: the constraint, the cost, and the verdict before and after."""
-    choice = plan["choice"]
-    return {
-        "method": "retrain",
-        "run_id": files["run_id"],
-        "answers": plan["answers"],
-        "sources": plan["sources"],
-        "constraint": {
-            "family": choice.family,
-            "metric": choice.metric,
-            "difference_bound": choice.difference_bound,
-            "ratio_bound": choice.ratio_bound,
-            "attributes": plan["attributes"],
-        },
-        "features": plan["features"],
-        "accuracy": files["accuracy"],
-        "audits": {
-            stage: {
-                k: audit[k] for k in ("run_id", "verdict", "exit_code", "failed_metrics", "model_version", "outputs")
-            }
-            for stage, audit in audits.items()
-        },
-        "exit_code": audits["after"]["exit_code"],
-        "outputs": {k: files[k] for k in ("model", "predictions_before", "predictions_after", "labels", "attributes")},
     }
 
 

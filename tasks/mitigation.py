@@ -289,3 +289,32 @@ def write_candidate(fitted: Any, plan: dict[str, Any], output: Path) -> dict[str
     }
     cost = accuracy_cost(evaluation.favourable, before, after, evaluation.groups)
     return {"run_id": run_id, "accuracy": cost, **{k: str(v) for k, v in paths.items()}}
+
+
+def audits_digest(audits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The before/after audits as a mitigation's JSON keeps them: ids, verdicts, failed metrics, outputs."""
+    kept = ("run_id", "verdict", "exit_code", "failed_metrics", "model_version", "outputs")
+    return {stage: {k: audit[k] for k in kept} for stage, audit in audits.items()}
+
+
+def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the CLI prints and the JSON file keeps: the constraint, the cost, and the verdict before and after."""
+    choice = plan["choice"]
+    return {
+        "method": "retrain",
+        "run_id": files["run_id"],
+        "answers": plan["answers"],
+        "sources": plan["sources"],
+        "constraint": {
+            "family": choice.family,
+            "metric": choice.metric,
+            "difference_bound": choice.difference_bound,
+            "ratio_bound": choice.ratio_bound,
+            "attributes": plan["attributes"],
+        },
+        "features": plan["features"],
+        "accuracy": files["accuracy"],
+        "audits": audits_digest(audits),
+        "exit_code": audits["after"]["exit_code"],
+        "outputs": {k: files[k] for k in ("model", "predictions_before", "predictions_after", "labels", "attributes")},
+    }

@@ -18,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.policy.core import Policy
 from tasks.frontier_chart import frontier_chart
-from tasks.mitigation import write_frame
+from tasks.mitigation import audits_digest, write_frame
 from tasks.outputs import write_atomic
 from tasks.thresholds import ThresholdMitigation, thresholds_json
 
@@ -142,12 +142,7 @@ def thresholds_summary(
             "rows_measured": held_out["rows_measured"],
             **_change(held_out["before"], held_out["after"]),
         },
-        "audits": {
-            stage: {
-                k: audit[k] for k in ("run_id", "verdict", "exit_code", "failed_metrics", "model_version", "outputs")
-            }
-            for stage, audit in audits.items()
-        },
+        "audits": audits_digest(audits),
         "exit_code": audits["after"]["exit_code"],
         "outputs": {kind: files[kind] for kind in OUTPUT_KINDS},
     }
