@@ -1,0 +1,339 @@
+"""One slicing of a regression audit (an attribute, a pair, ..., or the whole population) from the cube.
+
+Per group: the ``moments.GROUP_METRICS`` with bootstrap intervals (``bootstrap``); per group against the
+reference: signed difference and ratio with intervals and a p-value; across groups: the range (max - min) and
+ratio (min / max) of each metric with simultaneous max-t intervals (DESIGN.md: a percentile interval of
+max - min undercovers), the worst group's loss (bounded group loss: Agarwal, Dudik & Wu 2019) with a
+simultaneous interval; and per group the Kolmogorov-Smirnov and Wasserstein-1 distances between its predictions
+and those of the rest and of the reference, each with its histogram error bound (``distribution``).
+Judging these against a policy is adjudication's job, not this module's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import stats as scipy_stats
+
+from fairgate.engine.bootstrap import slicing_seed
+from fairgate.engine.regression.bootstrap import bucket_replicates
+from fairgate.engine.regression.columns import BUCKET, ROWS, SUMS, VALUE_BIN, WEIGHT, WEIGHT_SQ
+from fairgate.engine.regression.cube import RegressionCube
+from fairgate.engine.regression.distribution import ks_distance, ks_p_value, wasserstein_distance
+from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES, Sums, group_metrics
+from fairgate.engine.stats import Component, pair_family, percentile_interval
+
+Slicing = tuple[str, ...]
+Group = dict[str, str]
+_GROUP = "__group"
+#: Metrics whose ratio between groups is read (positive by nature); means of signed quantities have no ratio.
+RATIO_METRICS = LOSSES
+
+
+@dataclass
+class RegressionSlicing:
+    """Everything computed for one slicing; plain data (lists, None for undefined), picklable."""
+
+    slicing: Slicing
+    groups: list[Group]
+    n: list[float]  # Kish effective sizes (the row counts when unweighted)
+    rows: list[int]
+    sufficient: list[bool]
+    reference: Group | None
+    metrics: dict[str, dict[str, list[float | None]]]  # metric -> value / ci_low / ci_high -> per group
+    comparisons: list[dict[str, Any]]
+    summaries: list[dict[str, Any]]
+    distribution: list[dict[str, Any]]
+    grid: dict[str, float] = field(default_factory=dict)
+
+
+def regression_slicing(
+    cube: RegressionCube,
+    slicing: Slicing,
+    *,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    confidence_level: float = 0.95,
+    reference: Group | None = None,
+    min_group_size: float = 30,
+) -> RegressionSlicing:
+    """All regression metrics of one slicing, with ``n_bootstrap`` replicates at ``confidence_level``.
+
+    ``reference`` is the reference group (every attribute of the slicing given); absent or not present, the
+    largest group (by effective size) is the reference. Groups under ``min_group_size`` (effective size) are
+    reported but left out of comparisons and summaries.
+
+    >>> from fairgate.engine.regression.cube import build_regression_cube
+    >>> rng = np.random.default_rng(0)
+    >>> frame = pl.DataFrame({"g": ["a"] * 200 + ["b"] * 100, "y": rng.normal(size=300)})
+    >>> frame = frame.with_columns(p=pl.col("y") + 0.5 * (pl.col("g") == "b"))
+    >>> cube = build_regression_cube(frame, attributes=["g"], prediction="p", label="y")
+    >>> result = regression_slicing(cube, ("g",), n_bootstrap=200)
+    >>> [round(v, 2) for v in result.metrics["mean_residual"]["value"]], result.reference
+    ([0.0, 0.5], {'g': 'a'})
+    """
+    groups, cell_group = _group_index(cube.cells, slicing)
+    n_groups, buckets = len(groups), cube.buckets
+    bucket_sums, bucket_rows = _bucket_sums(cube, cell_group, n_groups)
+    point = Sums(bucket_sums.sum(axis=1), cube.grid.shift)
+    replicates = Sums(
+        bucket_replicates(bucket_sums, bucket_rows, n_bootstrap, slicing_seed(seed, ("regression", *slicing))),
+        cube.grid.shift,
+    )
+    weight_sq = (
+        np.bincount(
+            cell_group * buckets + cube.cells[BUCKET].to_numpy(), cube.cells[WEIGHT_SQ].to_numpy(), n_groups * buckets
+        )
+        .reshape(n_groups, buckets)
+        .sum(axis=1)
+    )
+    weight = point[WEIGHT]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
+    rows = bucket_rows.sum(axis=1)
+    eligible = n >= min_group_size
+    ref = _reference(groups, reference, n)
+
+    values = group_metrics(point)
+    reps = group_metrics(replicates)
+    metrics: dict[str, dict[str, list[float | None]]] = {}
+    for name in GROUP_METRICS:
+        low, high = percentile_interval(reps[name], confidence_level)
+        metrics[name] = {"value": _list(values[name]), "ci_low": _list(low), "ci_high": _list(high)}
+
+    return RegressionSlicing(
+        slicing=slicing,
+        groups=groups,
+        n=n.tolist(),
+        rows=[int(r) for r in rows],
+        sufficient=eligible.tolist(),
+        reference=groups[ref] if slicing else None,
+        metrics=metrics,
+        comparisons=_comparisons(groups, values, reps, ref, eligible, confidence_level) if slicing else [],
+        summaries=_summaries(groups, values, reps, eligible, confidence_level),
+        distribution=_distribution(cube, groups, cell_group, weight, weight_sq, ref, eligible) if slicing else [],
+        grid={"low": cube.grid.low, "high": cube.grid.high, "bins": cube.grid.bins, "width": cube.grid.width},
+    )
+
+
+def prediction_histograms(
+    cube: RegressionCube, slicing: Slicing, *, labels: bool = False
+) -> tuple[list[Group], np.ndarray]:
+    """The groups of a slicing and their prediction (or label) histograms, ``(G, bins)`` weights on the grid."""
+    groups, _ = _group_index(cube.cells, slicing)
+    table = cube.labels if labels else cube.predictions
+    histogram_groups, index = _group_index(table, slicing, groups)
+    assert histogram_groups == groups
+    return groups, _histograms(table, index, len(groups), cube.grid.bins)
+
+
+def _group_index(
+    frame: pl.DataFrame, slicing: Slicing, groups: list[Group] | None = None
+) -> tuple[list[Group], np.ndarray]:
+    """The slicing's groups (sorted) and each row's group index."""
+    if not slicing:
+        return [{}], np.zeros(frame.height, dtype=np.int64)
+    keys = list(slicing)
+    frame_groups = frame.select(keys).unique().sort(keys)
+    if groups is not None:
+        frame_groups = pl.DataFrame(groups, schema=dict.fromkeys(keys, pl.String))
+    indexed = frame_groups.with_row_index(_GROUP)
+    index = frame.select(keys).join(indexed, on=keys, how="left", maintain_order="left")[_GROUP].to_numpy()
+    return [{k: str(v) for k, v in row.items()} for row in frame_groups.iter_rows(named=True)], index.astype(np.int64)
+
+
+def _bucket_sums(cube: RegressionCube, cell_group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sums per (group, bucket): ``(G, buckets, len(SUMS))`` and rows ``(G, buckets)``."""
+    buckets = cube.buckets
+    slot = cell_group * buckets + cube.cells[BUCKET].to_numpy().astype(np.int64)
+    size = n_groups * buckets
+    sums = np.stack([np.bincount(slot, cube.cells[c].to_numpy(), size) for c in SUMS], axis=-1)
+    rows = np.bincount(slot, cube.cells[ROWS].to_numpy().astype(float), size)
+    return sums.reshape(n_groups, buckets, len(SUMS)), rows.reshape(n_groups, buckets)
+
+
+def _reference(groups: list[Group], reference: Group | None, n: np.ndarray) -> int:
+    if reference is not None and reference in groups:
+        return groups.index(reference)
+    return int(np.argmax(n))
+
+
+def _comparisons(
+    groups: list[Group],
+    values: dict[str, np.ndarray],
+    reps: dict[str, np.ndarray],
+    ref: int,
+    eligible: np.ndarray,
+    level: float,
+) -> list[dict[str, Any]]:
+    """Each eligible group against the reference: difference (and ratio for losses) with bootstrap intervals."""
+    out: list[dict[str, Any]] = []
+    if not eligible[ref]:
+        return out
+    for name in GROUP_METRICS:
+        difference = values[name] - values[name][ref]
+        rep_difference = reps[name] - reps[name][:, ref : ref + 1]
+        low, high = percentile_interval(rep_difference, level)
+        se = np.nanstd(rep_difference, axis=0, ddof=1) if rep_difference.shape[0] > 1 else np.full(len(groups), np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p_value = np.where(se > 0, 2.0 * scipy_stats.norm.sf(np.abs(difference) / se), np.nan)
+            ratio, rep_ratio = _ratios(values[name], reps[name], ref, name in RATIO_METRICS)
+        ratio_low, ratio_high = percentile_interval(rep_ratio, level)
+        for g, group in enumerate(groups):
+            if g == ref or not eligible[g]:
+                continue
+            out.append(
+                {
+                    "metric": name,
+                    "group": group,
+                    "reference": groups[ref],
+                    "difference": _float(difference[g]),
+                    "difference_ci": [_float(low[g]), _float(high[g])],
+                    "ratio": _float(ratio[g]),
+                    "ratio_ci": [_float(ratio_low[g]), _float(ratio_high[g])],
+                    "p_value": _float(p_value[g]),
+                }
+            )
+    return out
+
+
+def _ratios(value: np.ndarray, rep: np.ndarray, ref: int, wanted: bool) -> tuple[np.ndarray, np.ndarray]:
+    """m_g / m_ref for the point estimate and replicates; NaN unless wanted and the reference value is positive."""
+    if not wanted:
+        return np.full(value.shape, np.nan), np.full(rep.shape, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(value[ref] > 0, value / value[ref], np.nan)
+        rep_ratio = np.where(rep[:, ref : ref + 1] > 0, rep / rep[:, ref : ref + 1], np.nan)
+    return ratio, rep_ratio
+
+
+def _summaries(
+    groups: list[Group], values: dict[str, np.ndarray], reps: dict[str, np.ndarray], eligible: np.ndarray, level: float
+) -> list[dict[str, Any]]:
+    """Range and ratio of every metric over the eligible groups, and the worst group's loss."""
+    out: list[dict[str, Any]] = []
+    chosen = np.flatnonzero(eligible)
+    if chosen.size < 1:
+        return out
+    for name in GROUP_METRICS:
+        value, rep = values[name][chosen], reps[name][:, chosen]
+        defined = np.isfinite(value)
+        value, rep = value[defined], rep[:, defined]
+        compared = [groups[i] for i in chosen[defined]]
+        if value.size >= 2:
+            out.append(_range_summary(name, value, rep, level, compared))
+            if name in RATIO_METRICS and (value > 0).all():
+                out.append(_ratio_summary(name, value, rep, level, compared))
+        if name in LOSSES and value.size >= 1:
+            out.append(_worst_group(name, value, rep, level, compared))
+    return out
+
+
+def _range_summary(name: str, value: np.ndarray, rep: np.ndarray, level: float, groups: list[Group]) -> dict[str, Any]:
+    family = pair_family([Component(value, rep)])
+    low, high = family.bounds(family.critical(level)) if family is not None else (np.nan, np.nan)
+    return {
+        "metric": f"{name}_difference",
+        "value": float(value.max() - value.min()),
+        "ci_low": _float(low),
+        "ci_high": _float(high),
+        "groups": groups,
+        "interval": "simultaneous max-t over group pairs (bootstrap)",
+    }
+
+
+def _ratio_summary(name: str, value: np.ndarray, rep: np.ndarray, level: float, groups: list[Group]) -> dict[str, Any]:
+    # min/max = exp(-(range of log values)): the range's simultaneous interval on the log scale, mapped back.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_rep = np.where(rep > 0, np.log(rep), np.nan)
+    family = pair_family([Component(np.log(value), log_rep)])
+    low, high = family.bounds(family.critical(level)) if family is not None else (np.nan, np.nan)
+    return {
+        "metric": f"{name}_ratio",
+        "value": float(value.min() / value.max()),
+        "ci_low": _float(np.exp(-high)),
+        "ci_high": _float(np.exp(-low)),
+        "groups": groups,
+        "interval": "simultaneous max-t over group pairs of log values (bootstrap)",
+    }
+
+
+def _worst_group(name: str, value: np.ndarray, rep: np.ndarray, level: float, groups: list[Group]) -> dict[str, Any]:
+    """max_g loss_g with an interval that holds when all groups' simultaneous intervals do (max-t over groups)."""
+    worst = int(np.argmax(value))
+    se = np.nanstd(rep, axis=0, ddof=1) if rep.shape[0] > 1 else np.full(value.size, np.nan)
+    low = high = np.nan
+    if np.isfinite(se).all() and (se > 0).all():
+        with np.errstate(invalid="ignore"):
+            t = np.nanmax(np.abs(rep - value) / se, axis=1)
+        critical = max(float(np.quantile(t[np.isfinite(t)], level)), float(scipy_stats.norm.ppf(0.5 + level / 2)))
+        low, high = float(np.max(value - critical * se)), float(np.max(value + critical * se))
+    return {
+        "metric": f"worst_group_{name}",
+        "value": float(value[worst]),
+        "ci_low": _float(low),
+        "ci_high": _float(high),
+        "group": groups[worst],
+        "groups": groups,
+        "interval": "simultaneous max-t over groups (bootstrap)",
+    }
+
+
+def _distribution(
+    cube: RegressionCube,
+    groups: list[Group],
+    cell_group: np.ndarray,
+    weight: np.ndarray,
+    weight_sq: np.ndarray,
+    ref: int,
+    eligible: np.ndarray,
+) -> list[dict[str, Any]]:
+    """Per group: KS and Wasserstein-1 distances of its predictions to the rest's and to the reference's."""
+    _, index = _group_index(cube.predictions, tuple(groups[0]), groups)
+    histograms = _histograms(cube.predictions, index, len(groups), cube.grid.bins)
+    rest = histograms.sum(axis=0) - histograms
+    rest_weight, rest_sq = weight.sum() - weight, weight_sq.sum() - weight_sq
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
+        n_rest = np.where(rest_sq > 0, rest_weight**2 / rest_sq, 0.0)
+    out: list[dict[str, Any]] = []
+    for against, other, n_other in (
+        ("rest", rest, n_rest),
+        ("reference", histograms[[ref]], np.full(len(groups), n[ref])),
+    ):
+        ks = ks_distance(histograms, other)
+        w1 = wasserstein_distance(histograms, other, cube.grid.width)
+        p_value = ks_p_value(ks.low, n, n_other)
+        for g, group in enumerate(groups):
+            if (against == "reference" and g == ref) or (against == "rest" and len(groups) < 2):
+                continue
+            out.append(
+                {
+                    "group": group,
+                    "against": against,
+                    "sufficient": bool(eligible[g] and (eligible[ref] if against == "reference" else True)),
+                    "ks_distance": _float(ks.value[g]),
+                    "ks_error_bound": _float(ks.error_bound[g]),
+                    "ks_p_value": _float(p_value[g]),
+                    "wasserstein_distance": _float(w1.value[g]),
+                    "wasserstein_error_bound": _float(w1.error_bound[g]),
+                }
+            )
+    return out
+
+
+def _histograms(table: pl.DataFrame, index: np.ndarray, n_groups: int, bins: int) -> np.ndarray:
+    slot = index * bins + table[VALUE_BIN].to_numpy().astype(np.int64)
+    return np.bincount(slot, table[WEIGHT].to_numpy(), n_groups * bins).reshape(n_groups, bins)
+
+
+def _float(value: Any) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _list(values: np.ndarray) -> list[float | None]:
+    return [_float(v) for v in values]
