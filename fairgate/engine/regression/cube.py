@@ -27,6 +27,8 @@ import polars as pl
 from fairgate.engine.cube import as_lazy
 from fairgate.engine.regression.columns import (
     ABS_RESIDUAL,
+    BIN_HIGH,
+    BIN_LOW,
     BUCKET,
     LABEL_SQ,
     LABEL_SUM,
@@ -103,7 +105,8 @@ class RegressionCube:
 
     ``cells`` holds the attribute columns (strings), ``__bucket``, ``__rows``, ``__weight``, ``__weight_sq`` and
     the weighted sums named in ``columns.SUMS``; ``predictions`` and ``labels`` hold the attribute columns,
-    ``__value_bin``, ``__rows`` and ``__weight``.
+    ``__value_bin``, ``__rows``, ``__weight`` and the bin's smallest and largest value of positive weight,
+    ``__bin_low`` and ``__bin_high`` (+inf and -inf where the bin has no weight).
     """
 
     cells: pl.DataFrame
@@ -127,9 +130,13 @@ class RegressionCube:
             )
         keys = list(self.attributes)
         return RegressionCube(
-            _sum_by(pl.concat([self.cells, other.cells]), [*keys, BUCKET], [ROWS, WEIGHT_SQ, *SUMS]),
-            _sum_by(pl.concat([self.predictions, other.predictions]), [*keys, VALUE_BIN], [ROWS, WEIGHT]),
-            _sum_by(pl.concat([self.labels, other.labels]), [*keys, VALUE_BIN], [ROWS, WEIGHT]),
+            _sum_by(
+                pl.concat([self.cells, other.cells.select(self.cells.columns)]),
+                [*keys, BUCKET],
+                [ROWS, WEIGHT_SQ, *SUMS],
+            ).select(self.cells.columns),
+            _histogram_union(self.predictions, other.predictions, keys),
+            _histogram_union(self.labels, other.labels, keys),
             self.attributes,
             self.grid,
             self.buckets,
@@ -260,7 +267,10 @@ def _cube(rows: pl.LazyFrame, attributes: tuple[str, ...], grid: Grid, buckets: 
     )
     histograms = [
         rows.group_by([*keys, grid.bin_of(column).alias(VALUE_BIN)]).agg(
-            pl.len().cast(pl.Int64).alias(ROWS), w.sum().alias(WEIGHT)
+            pl.len().cast(pl.Int64).alias(ROWS),
+            w.sum().alias(WEIGHT),
+            pl.col(column).filter(w > 0).min().fill_null(float("inf")).alias(BIN_LOW),
+            pl.col(column).filter(w > 0).max().fill_null(float("-inf")).alias(BIN_HIGH),
         )
         for column in ("__p", "__y")
     ]
@@ -272,6 +282,16 @@ def _cube(rows: pl.LazyFrame, attributes: tuple[str, ...], grid: Grid, buckets: 
         attributes,
         grid,
         buckets,
+    )
+
+
+def _histogram_union(first: pl.DataFrame, second: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    return (
+        pl.concat([first, second.select(first.columns)])
+        .group_by([*keys, VALUE_BIN])
+        .agg(pl.col(ROWS, WEIGHT).sum(), pl.col(BIN_LOW).min(), pl.col(BIN_HIGH).max())
+        .sort([*keys, VALUE_BIN])
+        .select(first.columns)
     )
 
 

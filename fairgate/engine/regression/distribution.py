@@ -1,16 +1,20 @@
 """Distances between two prediction distributions from their histograms on one grid, with rigorous bounds.
 
-Between bin edges a histogram does not say where its rows lie, but it fixes each empirical CDF F at every edge
-and F is monotone. So on bin k, F_a(x) lies in [C_a(k), C_a(k + 1)] where C(k) is the mass below edge k, and:
+A histogram bin k (edges e_k <= v < e_k+1) records the weight of its values and their smallest and largest value
+(lo, hi). The empirical CDF F is then known exactly outside [lo, hi): F = C(k) (the mass below e_k) for x < lo,
+F = C(k + 1) for x >= hi, and only between lo and hi is it unknown, though monotone and within
+[C(k), C(k + 1)]. A bin holding one distinct value (lo = hi: discrete or rounded predictions) leaves nothing
+unknown. Splitting each bin at both distributions' lo and hi gives at most five pieces on which each CDF is a
+known constant or confined to a known interval, hence bounds on |F_a - F_b| on each piece:
 
-- Kolmogorov-Smirnov, sup_x |F_a(x) - F_b(x)|: at least max_k |C_a(k) - C_b(k)| (the CDFs' values just below
-  each edge) and at most max_k max(C_a(k + 1) - C_b(k), C_b(k + 1) - C_a(k)). The two differ by at most the
-  largest within-bin mass of both distributions together.
-- Wasserstein-1, the integral of |F_a - F_b|: each bin contributes between width * max(0, C_a(k) - C_b(k + 1),
-  C_b(k) - C_a(k + 1)) and width * max(C_a(k + 1) - C_b(k), C_b(k + 1) - C_a(k)); the interval is at most two bin
-  widths long, so its midpoint is within one bin width of the truth.
+- Kolmogorov-Smirnov, sup_x |F_a(x) - F_b(x)|, lies between the largest lower bound of a piece (and the CDFs'
+  difference just below each edge) and the largest upper bound. The two differ by at most the largest
+  within-bin mass of both distributions together, and by nothing where the bins hold single values.
+- Wasserstein-1, the integral of |F_a - F_b|, lies between the sums of piece length x lower / upper bound. The
+  interval is at most two bin widths long (each bin adds at most its width x its masses), so its midpoint is
+  within one bin width of the truth; again exact where bins hold single values.
 
-Each distance is returned as the midpoint of that interval with half its length as ``error_bound``: the distance
+Each distance is returned as the midpoint of its interval with half its length as ``error_bound``: the distance
 computed from the rows themselves (scipy's ``ks_2samp`` statistic, ``wasserstein_distance``) lies within it.
 """
 
@@ -19,6 +23,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Weights per bin and the smallest and largest value in each bin, arrays shaped ``(..., bins)``.
+
+    Empty bins may hold anything in ``low``/``high`` (they are ignored); ``edges`` has ``bins + 1`` entries.
+    """
+
+    weight: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    edges: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -49,31 +66,73 @@ def cdf_at_edges(weights: np.ndarray) -> np.ndarray:
     return np.where(total > 0, np.concatenate([zeros, below], axis=-1), np.nan)
 
 
-def ks_distance(a: np.ndarray, b: np.ndarray) -> Distance:
-    """The two-sample Kolmogorov-Smirnov statistic of histograms ``a`` and ``b`` (``(..., bins)``), bounded.
+def ks_distance(a: Histogram, b: Histogram) -> Distance:
+    """The two-sample Kolmogorov-Smirnov statistic of two histograms on the same grid, bounded.
 
-    >>> d = ks_distance(np.array([2.0, 2.0, 0.0]), np.array([0.0, 2.0, 2.0]))
-    >>> float(d.low), float(d.high), float(d.value)
-    (0.5, 1.0, 0.75)
+    >>> edges = np.array([0.0, 1.0, 2.0])
+    >>> a = Histogram(np.array([1.0, 1.0]), np.array([0.5, 1.5]), np.array([0.5, 1.5]), edges)
+    >>> b = Histogram(np.array([0.0, 2.0]), np.array([0.0, 1.2]), np.array([0.0, 1.8]), edges)
+    >>> d = ks_distance(a, b)
+    >>> float(d.low), float(d.high)
+    (0.5, 1.0)
     """
-    ca, cb = cdf_at_edges(a), cdf_at_edges(b)
-    low = np.abs(ca - cb).max(axis=-1)
-    high = np.maximum(ca[..., 1:] - cb[..., :-1], cb[..., 1:] - ca[..., :-1]).max(axis=-1)
+    lower, upper, _, edge_gap = _pieces(a, b)
+    low = np.maximum(np.nanmax(lower, axis=(-2, -1)), edge_gap)
+    high = np.nanmax(upper, axis=(-2, -1))
     return Distance((low + high) / 2.0, low, high)
 
 
-def wasserstein_distance(a: np.ndarray, b: np.ndarray, width: float) -> Distance:
-    """The Wasserstein-1 distance of histograms ``a`` and ``b`` on bins of ``width``, bounded.
+def wasserstein_distance(a: Histogram, b: Histogram) -> Distance:
+    """The Wasserstein-1 distance of two histograms on the same grid, bounded.
 
-    >>> d = wasserstein_distance(np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), 1.0)
-    >>> float(d.low), float(d.high), float(d.value)
-    (1.0, 3.0, 2.0)
+    >>> edges = np.array([0.0, 1.0, 2.0, 3.0])
+    >>> a = Histogram(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0]), edges)
+    >>> b = Histogram(np.array([0.0, 0.0, 1.0]), np.array([0.0, 1.0, 2.5]), np.array([0.0, 1.0, 2.5]), edges)
+    >>> d = wasserstein_distance(a, b)
+    >>> float(d.low), float(d.high)
+    (2.5, 2.5)
     """
-    ca, cb = cdf_at_edges(a), cdf_at_edges(b)
-    upper = np.maximum(ca[..., 1:] - cb[..., :-1], cb[..., 1:] - ca[..., :-1])
-    lower = np.maximum(0.0, np.maximum(ca[..., :-1] - cb[..., 1:], cb[..., :-1] - ca[..., 1:]))
-    low, high = width * lower.sum(axis=-1), width * upper.sum(axis=-1)
+    lower, upper, length, _ = _pieces(a, b)
+    low = np.nansum(np.where(length > 0, length * lower, 0.0), axis=(-2, -1))
+    high = np.nansum(np.where(length > 0, length * upper, 0.0), axis=(-2, -1))
     return Distance((low + high) / 2.0, low, high)
+
+
+def _pieces(a: Histogram, b: Histogram) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Lower and upper bounds of |F_a - F_b| and the length of every piece ``(..., bins, 5)``; the edge gap."""
+    ca, cb = cdf_at_edges(a.weight), cdf_at_edges(b.weight)
+    left, right = a.edges[:-1], a.edges[1:]
+    a_low, a_high = _span(a, left)
+    b_low, b_high = _span(b, left)
+    shape = np.broadcast_shapes(a_low.shape, b_low.shape)
+    points = np.sort(
+        np.stack([np.broadcast_to(x, shape) for x in (left, a_low, a_high, b_low, b_high, right)], axis=-1), axis=-1
+    )
+    start, end = points[..., :-1], points[..., 1:]
+    middle = (start + end) / 2.0
+    bounds = []
+    for c, low, high in ((ca, a_low, a_high), (cb, b_low, b_high)):
+        below, above = c[..., :-1, None], c[..., 1:, None]
+        # Below the bin's smallest value F is the mass below the bin; from its largest value on, all of it.
+        bounds.append(
+            (
+                np.where(middle >= high[..., None], above, below),
+                np.where(middle < low[..., None], below, above),
+            )
+        )
+    (a0, a1), (b0, b1) = bounds
+    length = end - start
+    valid = length > 0
+    lower = np.where(valid, np.maximum(0.0, np.maximum(a0 - b1, b0 - a1)), np.nan)
+    upper = np.where(valid, np.maximum(a1 - b0, b1 - a0), np.nan)
+    edge_gap = np.abs(ca - cb).max(axis=-1)
+    return lower, upper, length, edge_gap
+
+
+def _span(histogram: Histogram, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bins' smallest and largest values, collapsed onto the left edge where a bin is empty."""
+    empty = histogram.weight <= 0
+    return np.where(empty, left, histogram.low), np.where(empty, left, histogram.high)
 
 
 def ks_p_value(statistic: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:

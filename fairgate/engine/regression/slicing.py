@@ -20,9 +20,9 @@ from scipy import stats as scipy_stats
 
 from fairgate.engine.bootstrap import slicing_seed
 from fairgate.engine.regression.bootstrap import bucket_replicates
-from fairgate.engine.regression.columns import BUCKET, ROWS, SUMS, VALUE_BIN, WEIGHT, WEIGHT_SQ
+from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, BUCKET, ROWS, SUMS, VALUE_BIN, WEIGHT, WEIGHT_SQ
 from fairgate.engine.regression.cube import RegressionCube
-from fairgate.engine.regression.distribution import ks_distance, ks_p_value, wasserstein_distance
+from fairgate.engine.regression.distribution import Histogram, ks_distance, ks_p_value, wasserstein_distance
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES, Sums, group_metrics
 from fairgate.engine.stats import Component, pair_family, percentile_interval
 
@@ -114,20 +114,19 @@ def regression_slicing(
         metrics=metrics,
         comparisons=_comparisons(groups, values, reps, ref, eligible, confidence_level) if slicing else [],
         summaries=_summaries(groups, values, reps, eligible, confidence_level),
-        distribution=_distribution(cube, groups, cell_group, weight, weight_sq, ref, eligible) if slicing else [],
+        distribution=_distribution(cube, groups, weight, weight_sq, ref, eligible) if slicing else [],
         grid={"low": cube.grid.low, "high": cube.grid.high, "bins": cube.grid.bins, "width": cube.grid.width},
     )
 
 
 def prediction_histograms(
     cube: RegressionCube, slicing: Slicing, *, labels: bool = False
-) -> tuple[list[Group], np.ndarray]:
-    """The groups of a slicing and their prediction (or label) histograms, ``(G, bins)`` weights on the grid."""
+) -> tuple[list[Group], Histogram]:
+    """The groups of a slicing and their prediction (or label) histograms on the cube's grid, ``(G, bins)``."""
     groups, _ = _group_index(cube.cells, slicing)
     table = cube.labels if labels else cube.predictions
-    histogram_groups, index = _group_index(table, slicing, groups)
-    assert histogram_groups == groups
-    return groups, _histograms(table, index, len(groups), cube.grid.bins)
+    _, index = _group_index(table, slicing, groups)
+    return groups, _histograms(table, index, len(groups), cube.grid.edges)
 
 
 def _group_index(
@@ -285,30 +284,26 @@ def _worst_group(name: str, value: np.ndarray, rep: np.ndarray, level: float, gr
 def _distribution(
     cube: RegressionCube,
     groups: list[Group],
-    cell_group: np.ndarray,
     weight: np.ndarray,
     weight_sq: np.ndarray,
     ref: int,
     eligible: np.ndarray,
 ) -> list[dict[str, Any]]:
     """Per group: KS and Wasserstein-1 distances of its predictions to the rest's and to the reference's."""
-    _, index = _group_index(cube.predictions, tuple(groups[0]), groups)
-    histograms = _histograms(cube.predictions, index, len(groups), cube.grid.bins)
-    rest = histograms.sum(axis=0) - histograms
+    _, histograms = prediction_histograms(cube, tuple(groups[0]))
+    rest = _rest(histograms)
+    reference = Histogram(histograms.weight[[ref]], histograms.low[[ref]], histograms.high[[ref]], histograms.edges)
     rest_weight, rest_sq = weight.sum() - weight, weight_sq.sum() - weight_sq
     with np.errstate(divide="ignore", invalid="ignore"):
         n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
         n_rest = np.where(rest_sq > 0, rest_weight**2 / rest_sq, 0.0)
     out: list[dict[str, Any]] = []
-    for against, other, n_other in (
-        ("rest", rest, n_rest),
-        ("reference", histograms[[ref]], np.full(len(groups), n[ref])),
-    ):
+    for against, other, n_other in (("rest", rest, n_rest), ("reference", reference, np.full(len(groups), n[ref]))):
         ks = ks_distance(histograms, other)
-        w1 = wasserstein_distance(histograms, other, cube.grid.width)
+        w1 = wasserstein_distance(histograms, other)
         p_value = ks_p_value(ks.low, n, n_other)
         for g, group in enumerate(groups):
-            if (against == "reference" and g == ref) or (against == "rest" and len(groups) < 2):
+            if (against == "reference" and g == ref) or len(groups) < 2:
                 continue
             out.append(
                 {
@@ -325,9 +320,28 @@ def _distribution(
     return out
 
 
-def _histograms(table: pl.DataFrame, index: np.ndarray, n_groups: int, bins: int) -> np.ndarray:
+def _rest(histograms: Histogram) -> Histogram:
+    """For each group, the histogram of all the other groups together (bin extremes over the others)."""
+    low, high = histograms.low, histograms.high
+    if low.shape[0] < 2:
+        return histograms
+    ordered_low, ordered_high = np.sort(low, axis=0), np.sort(high, axis=0)
+    groups = np.arange(low.shape[0])[:, None]
+    # The others' minimum is the overall minimum unless this group holds it, then the second smallest.
+    rest_low = np.where(groups == np.argmin(low, axis=0), ordered_low[1], ordered_low[0])
+    rest_high = np.where(groups == np.argmax(high, axis=0), ordered_high[-2], ordered_high[-1])
+    return Histogram(histograms.weight.sum(axis=0) - histograms.weight, rest_low, rest_high, histograms.edges)
+
+
+def _histograms(table: pl.DataFrame, index: np.ndarray, n_groups: int, edges: np.ndarray) -> Histogram:
+    bins = edges.size - 1
     slot = index * bins + table[VALUE_BIN].to_numpy().astype(np.int64)
-    return np.bincount(slot, table[WEIGHT].to_numpy(), n_groups * bins).reshape(n_groups, bins)
+    weight = np.bincount(slot, table[WEIGHT].to_numpy(), n_groups * bins)
+    low, high = np.full(n_groups * bins, np.inf), np.full(n_groups * bins, -np.inf)
+    np.minimum.at(low, slot, table[BIN_LOW].to_numpy())
+    np.maximum.at(high, slot, table[BIN_HIGH].to_numpy())
+    shape = (n_groups, bins)
+    return Histogram(weight.reshape(shape), low.reshape(shape), high.reshape(shape), edges)
 
 
 def _float(value: Any) -> float | None:

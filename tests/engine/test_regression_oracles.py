@@ -1,0 +1,269 @@
+"""The regression engine against Fairlearn/sklearn and scipy, on the law-school grades and on generated data.
+
+Fairlearn's ``MetricFrame`` with sklearn's ``mean_absolute_error``, ``mean_squared_error``,
+``root_mean_squared_error`` and ``r2_score`` (and plain means) must equal the engine's group metrics to 1e-9;
+scipy's ``ks_2samp`` statistic and ``wasserstein_distance`` on the rows must lie within the engine's stated
+histogram bounds. A seeded simulation checks the bucket bootstrap's coverage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+from fairlearn.metrics import MetricFrame
+from scipy import stats
+from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score, root_mean_squared_error
+
+from fairgate.engine.regression import (
+    GROUP_METRICS,
+    RegressionOptions,
+    build_regression_cube,
+    regression_slicing,
+)
+from fairgate.errors import DataError
+from tests.engine.conftest import DATA, quiet_oracles
+
+LAW_CSV = DATA / "law" / "law_data.csv"
+TOLERANCE = 1e-9
+
+
+def _mean_prediction(y_true: Any, y_pred: Any, sample_weight: Any = None) -> float:
+    return float(np.average(y_pred, weights=sample_weight))
+
+
+def _mean_label(y_true: Any, y_pred: Any, sample_weight: Any = None) -> float:
+    return float(np.average(y_true, weights=sample_weight))
+
+
+def _mean_residual(y_true: Any, y_pred: Any, sample_weight: Any = None) -> float:
+    return float(np.average(np.asarray(y_pred) - np.asarray(y_true), weights=sample_weight))
+
+
+ORACLES = {
+    "mean_prediction": _mean_prediction,
+    "mean_label": _mean_label,
+    "mean_residual": _mean_residual,
+    "mean_absolute_error": mean_absolute_error,
+    "mean_squared_error": mean_squared_error,
+    "root_mean_squared_error": root_mean_squared_error,
+    "r2_score": r2_score,
+}
+
+
+@pytest.fixture(scope="module")
+def law() -> pl.DataFrame:
+    """ZFYA (standardised first-year grades) predicted from LSAT and UGPA by least squares; race and sex."""
+    raw = pl.read_csv(LAW_CSV)
+    assert raw.height == 21_791  # shared/data/README.md
+    assert raw["race"].value_counts().filter(pl.col("race") == "Black")["count"].item() == 1_282
+    design = np.column_stack([np.ones(raw.height), raw["LSAT"].to_numpy(), raw["UGPA"].to_numpy()])
+    coefficients, *_ = np.linalg.lstsq(design, raw["ZFYA"].to_numpy(), rcond=None)
+    return raw.select(
+        pl.col("race"),
+        pl.col("sex").cast(pl.String),
+        pl.col("ZFYA").alias("label"),
+        pl.Series("prediction", design @ coefficients),
+        pl.int_range(pl.len()).alias("id"),
+    )
+
+
+def metric_frame(frame: pl.DataFrame, slicing: list[str], weight: str | None = None) -> pd.DataFrame:
+    data = frame.to_pandas()
+    params = {name: {"sample_weight": data[weight]} for name in ORACLES} if weight else None
+    with quiet_oracles():
+        mf = MetricFrame(
+            metrics=ORACLES,
+            y_true=data["label"],
+            y_pred=data["prediction"],
+            sensitive_features=data[slicing],
+            sample_params=params,
+        )
+        by_group = mf.by_group.dropna(how="all")  # Fairlearn lists every combination, empty ones as NaN
+    return (
+        by_group
+        if isinstance(by_group.index, pd.MultiIndex)
+        else by_group.set_axis(pd.MultiIndex.from_arrays([by_group.index]), axis=0)
+    )
+
+
+def assert_equal_to_fairlearn(cube: Any, frame: pl.DataFrame, slicing: tuple[str, ...], weight: str | None = None):
+    result = regression_slicing(cube, slicing, n_bootstrap=0)
+    expected = metric_frame(frame, list(slicing), weight)
+    assert len(result.groups) == len(expected)
+    compared = 0
+    for g, group in enumerate(result.groups):
+        row = expected.loc[tuple(group[a] for a in slicing)]
+        for name in GROUP_METRICS:
+            ours = result.metrics[name]["value"][g]
+            theirs = float(row[name])
+            if ours is None:  # undefined here: R^2 of a group whose labels are all equal (or a single row)
+                assert name == "r2_score"
+                values = frame.filter(pl.all_horizontal(pl.col(a) == v for a, v in group.items()))["label"]
+                assert values.n_unique() == 1
+                continue
+            assert ours == pytest.approx(theirs, rel=TOLERANCE, abs=TOLERANCE), (name, group)
+            compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("slicing", [("race",), ("sex",), ("race", "sex")])
+def test_law_school_group_metrics_equal_fairlearn(law: pl.DataFrame, slicing: tuple[str, ...]) -> None:
+    cube = build_regression_cube(law, attributes=["race", "sex"], prediction="prediction", label="label", row_id="id")
+    compared = assert_equal_to_fairlearn(cube, law, slicing)
+    assert compared >= len(GROUP_METRICS) * 2
+
+
+def generated(seed: int, *, offset: float = 0.0) -> pl.DataFrame:
+    """Two attributes, a heavy-tailed label, group-dependent bias, weights, and groups of 1, 2 and 3 rows."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    a = rng.choice(["a0", "a1", "a2"], n, p=[0.6, 0.3, 0.1])
+    b = rng.choice(["b0", "b1"], n)
+    label = rng.lognormal(1.0, 0.8, n)
+    prediction = label + rng.normal(0.3 * (a == "a2"), 1.0 + 0.5 * (b == "b1"))
+    frame = pl.DataFrame({"a": a, "b": b, "label": label + offset, "prediction": prediction + offset})
+    frame = frame.with_columns(weight=pl.Series(rng.gamma(2.0, 0.5, n)))
+    tiny = pl.DataFrame(
+        {
+            "a": ["t1", "t2", "t2", "t3", "t3", "t3"],
+            "b": ["b0"] * 6,
+            "label": [offset + 1.0, offset + 2.0, offset + 2.0, offset + 1.0, offset + 5.0, offset + 3.0],
+            "prediction": [offset + 1.5, offset + 2.5, offset + 1.0, offset + 0.0, offset + 4.0, offset + 3.5],
+            "weight": [1.0, 0.5, 2.0, 1.0, 3.0, 0.25],
+        }
+    )
+    return pl.concat([frame, tiny]).with_row_index("id")
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e6])
+@pytest.mark.parametrize("slicing", [("a",), ("b",), ("a", "b")])
+def test_generated_weighted_tiny_groups_equal_fairlearn(offset: float, slicing: tuple[str, ...]) -> None:
+    # offset: salaries-like values far from 0 must not lose precision to sums of squares.
+    frame = generated(1, offset=offset)
+    cube = build_regression_cube(
+        frame, attributes=["a", "b"], prediction="prediction", label="label", weight="weight", row_id="id"
+    )
+    assert_equal_to_fairlearn(cube, frame, slicing, weight="weight")
+    unweighted = build_regression_cube(frame, attributes=["a", "b"], prediction="prediction", label="label")
+    assert_equal_to_fairlearn(unweighted, frame, slicing)
+
+
+def test_effective_sizes_are_kish() -> None:
+    frame = generated(2)
+    cube = build_regression_cube(frame, attributes=["a", "b"], prediction="prediction", label="label", weight="weight")
+    result = regression_slicing(cube, ("a",), n_bootstrap=0)
+    for group, n, rows in zip(result.groups, result.n, result.rows, strict=True):
+        w = frame.filter(pl.col("a") == group["a"])["weight"].to_numpy()
+        assert n == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-12)
+        assert rows == w.size
+
+
+def rows_of(frame: pl.DataFrame, group: dict[str, str]) -> np.ndarray:
+    return frame.filter(pl.all_horizontal(pl.col(a) == v for a, v in group.items()))["prediction"].to_numpy()
+
+
+@pytest.mark.parametrize(("slicing", "bins"), [(("race",), 2048), (("race", "sex"), 2048), (("race",), 64)])
+def test_law_school_distances_within_stated_bounds_of_scipy(
+    law: pl.DataFrame, slicing: tuple[str, ...], bins: int
+) -> None:
+    options = RegressionOptions(histogram_bins=bins)
+    cube = build_regression_cube(
+        law, attributes=["race", "sex"], prediction="prediction", label="label", options=options
+    )
+    result = regression_slicing(cube, slicing, n_bootstrap=0)
+    reference = rows_of(law, result.reference or {})
+    checked = 0
+    for entry in result.distribution:
+        mine = rows_of(law, entry["group"])
+        if entry["against"] == "rest":
+            other = law.join(pl.DataFrame([entry["group"]]), on=list(slicing), how="anti")["prediction"].to_numpy()
+        else:
+            other = reference
+        ks = stats.ks_2samp(mine, other).statistic
+        w1 = stats.wasserstein_distance(mine, other)
+        assert abs(entry["ks_distance"] - ks) <= entry["ks_error_bound"] + 1e-12, entry
+        assert abs(entry["wasserstein_distance"] - w1) <= entry["wasserstein_error_bound"] + 1e-9, entry
+        # The bounds are small: a share of a bin's mass for KS, at most one bin width for W1.
+        assert entry["wasserstein_error_bound"] <= cube.grid.width + 1e-12
+        if bins == 2048:
+            assert entry["ks_error_bound"] <= 0.01
+        checked += 1
+    assert checked >= 2 * (len(result.groups) - 1)
+
+
+def test_continuous_distances_within_bounds_and_small_on_default_grid() -> None:
+    # Continuous predictions: every bin holds distinct values, so the bounds are not trivially 0.
+    rng = np.random.default_rng(5)
+    n = 20_000
+    group = rng.choice(["x", "y", "z"], n, p=[0.5, 0.3, 0.2])
+    prediction = rng.normal(np.select([group == "y", group == "z"], [0.3, -0.2], 0.0), 1.0)
+    frame = pl.DataFrame({"g": group, "prediction": prediction, "label": prediction + rng.normal(0, 1, n)})
+    cube = build_regression_cube(frame, attributes=["g"], prediction="prediction", label="label")
+    result = regression_slicing(cube, ("g",), n_bootstrap=0)
+    for entry in result.distribution:
+        mine = rows_of(frame, entry["group"])
+        other = (
+            frame.filter(pl.col("g") != entry["group"]["g"])["prediction"].to_numpy()
+            if entry["against"] == "rest"
+            else rows_of(frame, result.reference or {})
+        )
+        ks, w1 = stats.ks_2samp(mine, other).statistic, stats.wasserstein_distance(mine, other)
+        assert abs(entry["ks_distance"] - ks) <= entry["ks_error_bound"] + 1e-12
+        assert abs(entry["wasserstein_distance"] - w1) <= entry["wasserstein_error_bound"] + 1e-9
+        assert 0 < entry["ks_error_bound"] <= 0.005
+        assert entry["wasserstein_error_bound"] <= cube.grid.width
+        # Different means, so a real difference that the test sees.
+        assert entry["ks_p_value"] < 1e-6
+
+
+def test_cubes_of_parts_add_to_the_cube_of_the_whole(law: pl.DataFrame) -> None:
+    options = RegressionOptions(histogram_range=(-4.0, 4.0))
+    kwargs: dict[str, Any] = {"attributes": ["race", "sex"], "prediction": "prediction", "label": "label"}
+    whole = build_regression_cube(law, row_id="id", options=options, **kwargs)
+    parts = [law.filter(pl.col("id") % 3 == k) for k in range(3)]
+    summed = sum(
+        (build_regression_cube(p, row_id="id", options=options, **kwargs) for p in parts[1:]),
+        start=build_regression_cube(parts[0], row_id="id", options=options, **kwargs),
+    )
+    for ours, theirs in ((summed.cells, whole.cells), (summed.predictions, whole.predictions)):
+        assert ours.select(pl.exclude(pl.Float64)).equals(theirs.select(pl.exclude(pl.Float64)))
+        np.testing.assert_allclose(
+            ours.select(pl.col(pl.Float64)).to_numpy(),
+            theirs.select(pl.col(pl.Float64)).to_numpy(),
+            rtol=1e-12,
+            atol=1e-9,
+        )
+    shuffled = build_regression_cube(
+        law.sample(fraction=1.0, shuffle=True, seed=3), row_id="id", options=options, **kwargs
+    )
+    a = regression_slicing(whole, ("race",), n_bootstrap=200, seed=4)
+    b = regression_slicing(shuffled, ("race",), n_bootstrap=200, seed=4)
+    for name in GROUP_METRICS:
+        np.testing.assert_allclose(
+            np.array(a.metrics[name]["ci_low"], dtype=float),
+            np.array(b.metrics[name]["ci_low"], dtype=float),
+            rtol=1e-9,
+        )
+    with pytest.raises(DataError, match="different attributes, histogram grids"):
+        _ = whole + build_regression_cube(law, **kwargs)
+
+
+def test_bad_input_is_refused_with_a_message() -> None:
+    frame = pl.DataFrame({"g": ["a", "b", None], "prediction": [1.0, float("nan"), 2.0], "label": [1.0, 2.0, 3.0]})
+    kwargs: dict[str, Any] = {"attributes": ["g"], "prediction": "prediction", "label": "label"}
+    with pytest.raises(DataError, match=r"'prediction' .* finite numbers; found 1 row"):
+        build_regression_cube(frame, **kwargs)
+    with pytest.raises(DataError, match=r"attribute 'g' .* missing in 1 row"):
+        build_regression_cube(frame.fill_nan(0.0), **kwargs)
+    with pytest.raises(DataError, match="column 'score' is missing"):
+        build_regression_cube(frame, attributes=["g"], prediction="score", label="label")
+    with pytest.raises(DataError, match=r"outside histogram_range \[0.0, 1.5\]"):
+        build_regression_cube(
+            frame.drop_nulls().fill_nan(0.0), **kwargs, options=RegressionOptions(histogram_range=(0.0, 1.5))
+        )
+    with pytest.raises(DataError, match="finite weights"):
+        build_regression_cube(frame.drop_nulls().fill_nan(0.0).with_columns(w=pl.lit(-1.0)), **kwargs, weight="w")
