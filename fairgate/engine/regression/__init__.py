@@ -5,7 +5,7 @@ Pure (numpy, Polars, scipy). Not yet wired into the audit pipeline: ``build_regr
 """
 
 from fairgate.engine.regression.cube import Grid, RegressionCube, build_regression_cube
-from fairgate.engine.regression.distribution import Distance, ks_distance, wasserstein_distance
+from fairgate.engine.regression.distribution import Distance, Histogram, distances, ks_distance, wasserstein_distance
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES, Sums, group_metrics
 from fairgate.engine.regression.options import RegressionOptions
 from fairgate.engine.regression.slicing import RegressionSlicing, prediction_histograms, regression_slicing
@@ -15,11 +15,13 @@ __all__ = [
     "LOSSES",
     "Distance",
     "Grid",
+    "Histogram",
     "RegressionCube",
     "RegressionOptions",
     "RegressionSlicing",
     "Sums",
     "build_regression_cube",
+    "distances",
     "group_metrics",
     "ks_distance",
     "prediction_histograms",

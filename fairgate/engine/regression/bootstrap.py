@@ -46,10 +46,13 @@ def bucket_replicates(
     if n_bootstrap == 0:
         return out
     rng = np.random.default_rng(seed)
+    replicate = np.arange(n_bootstrap)[:, None]
     for g in range(groups):
         units = np.flatnonzero(bucket_rows[g] > 0)
         if units.size == 0:
             continue
-        draws = rng.multinomial(units.size, np.full(units.size, 1.0 / units.size), size=n_bootstrap)
-        out[:, g, :] = draws @ bucket_sums[g, units, :]
+        # K draws with replacement from the K units, counted per replicate (a multinomial, without its slow loop).
+        picks = rng.integers(0, units.size, size=(n_bootstrap, units.size))
+        draws = np.bincount((replicate * units.size + picks).ravel(), minlength=n_bootstrap * units.size)
+        out[:, g, :] = draws.reshape(n_bootstrap, units.size).astype(np.float64) @ bucket_sums[g, units, :]
     return out

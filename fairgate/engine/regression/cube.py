@@ -182,8 +182,10 @@ def build_regression_cube(
                     column=column, source=source, present=present, fix="rename the column or name it in the policy"
                 )
             )
+    schema = lazy.collect_schema()
     rows = lazy.select(
-        *[pl.col(a).cast(pl.String) for a in attributes],
+        # Categoricals stay categorical through the scan (cheaper to group); the cube's columns are strings.
+        *[pl.col(a) if _is_categorical(schema[a]) else pl.col(a).cast(pl.String) for a in attributes],
         pl.col(prediction).cast(pl.Float64, strict=False).alias("__p"),
         pl.col(label).cast(pl.Float64, strict=False).alias("__y"),
         (pl.col(weight).cast(pl.Float64, strict=False) if weight else pl.lit(1.0)).alias(WEIGHT),
@@ -191,6 +193,10 @@ def build_regression_cube(
     )
     grid = _grid(rows, attributes, options, source, {"__p": prediction, "__y": label, WEIGHT: weight or ""})
     return _cube(rows, attributes, grid, options.bootstrap_buckets)
+
+
+def _is_categorical(dtype: pl.DataType) -> bool:
+    return dtype == pl.Categorical or isinstance(dtype, pl.Enum)
 
 
 def _bucket(row_id: str | None, buckets: int) -> pl.Expr:
@@ -266,15 +272,24 @@ def _cube(rows: pl.LazyFrame, attributes: tuple[str, ...], grid: Grid, buckets: 
         (w * residual * residual).sum().alias(RESIDUAL_SQ),
     )
     histograms = [
-        rows.group_by([*keys, grid.bin_of(column).alias(VALUE_BIN)]).agg(
+        rows.with_columns(
+            grid.bin_of(column).alias(VALUE_BIN),
+            # Values of weight 0 do not count towards a bin's extremes (null is skipped by min and max).
+            pl.when(w > 0).then(pl.col(column)).alias("__positive"),
+        )
+        .group_by([*keys, VALUE_BIN])
+        .agg(
             pl.len().cast(pl.Int64).alias(ROWS),
             w.sum().alias(WEIGHT),
-            pl.col(column).filter(w > 0).min().fill_null(float("inf")).alias(BIN_LOW),
-            pl.col(column).filter(w > 0).max().fill_null(float("-inf")).alias(BIN_HIGH),
+            pl.col("__positive").min().fill_null(float("inf")).alias(BIN_LOW),
+            pl.col("__positive").max().fill_null(float("-inf")).alias(BIN_HIGH),
         )
         for column in ("__p", "__y")
     ]
-    cells_frame, predictions, labels = pl.collect_all([cells, *histograms])
+    as_strings = [pl.col(a).cast(pl.String) for a in attributes]
+    cells_frame, predictions, labels = (
+        frame.with_columns(as_strings) for frame in pl.collect_all([cells, *histograms])
+    )
     return RegressionCube(
         cells_frame.sort([*keys, BUCKET]),
         predictions.sort([*keys, VALUE_BIN]),

@@ -66,6 +66,27 @@ def cdf_at_edges(weights: np.ndarray) -> np.ndarray:
     return np.where(total > 0, np.concatenate([zeros, below], axis=-1), np.nan)
 
 
+def distances(a: Histogram, b: Histogram) -> tuple[Distance, Distance]:
+    """The Kolmogorov-Smirnov and Wasserstein-1 distances of two histograms on the same grid, bounded.
+
+    >>> edges = np.array([0.0, 1.0, 2.0, 3.0])
+    >>> a = Histogram(np.array([1.0, 1.0, 0.0]), np.array([0.5, 1.5, 2.0]), np.array([0.5, 1.5, 2.0]), edges)
+    >>> b = Histogram(np.array([0.0, 0.0, 2.0]), np.array([0.0, 1.0, 2.2]), np.array([0.0, 1.0, 2.8]), edges)
+    >>> ks, w1 = distances(a, b)
+    >>> [round(float(x), 9) for x in (ks.low, ks.high, w1.low, w1.high)]
+    [1.0, 1.0, 1.2, 1.8]
+    """
+    lower, upper, length, edge_gap = _pieces(a, b)
+    ks_low = np.maximum(np.nanmax(lower, axis=(-2, -1)), edge_gap)
+    ks_high = np.nanmax(upper, axis=(-2, -1))
+    w1_low = np.nansum(np.where(length > 0, length * lower, 0.0), axis=(-2, -1))
+    w1_high = np.nansum(np.where(length > 0, length * upper, 0.0), axis=(-2, -1))
+    return (
+        Distance((ks_low + ks_high) / 2.0, ks_low, ks_high),
+        Distance((w1_low + w1_high) / 2.0, w1_low, w1_high),
+    )
+
+
 def ks_distance(a: Histogram, b: Histogram) -> Distance:
     """The two-sample Kolmogorov-Smirnov statistic of two histograms on the same grid, bounded.
 
@@ -76,10 +97,7 @@ def ks_distance(a: Histogram, b: Histogram) -> Distance:
     >>> float(d.low), float(d.high)
     (0.5, 1.0)
     """
-    lower, upper, _, edge_gap = _pieces(a, b)
-    low = np.maximum(np.nanmax(lower, axis=(-2, -1)), edge_gap)
-    high = np.nanmax(upper, axis=(-2, -1))
-    return Distance((low + high) / 2.0, low, high)
+    return distances(a, b)[0]
 
 
 def wasserstein_distance(a: Histogram, b: Histogram) -> Distance:
@@ -92,10 +110,7 @@ def wasserstein_distance(a: Histogram, b: Histogram) -> Distance:
     >>> float(d.low), float(d.high)
     (2.5, 2.5)
     """
-    lower, upper, length, _ = _pieces(a, b)
-    low = np.nansum(np.where(length > 0, length * lower, 0.0), axis=(-2, -1))
-    high = np.nansum(np.where(length > 0, length * upper, 0.0), axis=(-2, -1))
-    return Distance((low + high) / 2.0, low, high)
+    return distances(a, b)[1]
 
 
 def _pieces(a: Histogram, b: Histogram) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

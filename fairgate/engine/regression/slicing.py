@@ -22,7 +22,7 @@ from fairgate.engine.bootstrap import slicing_seed
 from fairgate.engine.regression.bootstrap import bucket_replicates
 from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, BUCKET, ROWS, SUMS, VALUE_BIN, WEIGHT, WEIGHT_SQ
 from fairgate.engine.regression.cube import RegressionCube
-from fairgate.engine.regression.distribution import Histogram, ks_distance, ks_p_value, wasserstein_distance
+from fairgate.engine.regression.distribution import Histogram, distances, ks_p_value
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES, Sums, group_metrics
 from fairgate.engine.stats import Component, pair_family, percentile_interval
 
@@ -299,8 +299,7 @@ def _distribution(
         n_rest = np.where(rest_sq > 0, rest_weight**2 / rest_sq, 0.0)
     out: list[dict[str, Any]] = []
     for against, other, n_other in (("rest", rest, n_rest), ("reference", reference, np.full(len(groups), n[ref]))):
-        ks = ks_distance(histograms, other)
-        w1 = wasserstein_distance(histograms, other)
+        ks, w1 = distances(histograms, other)
         p_value = ks_p_value(ks.low, n, n_other)
         for g, group in enumerate(groups):
             if (against == "reference" and g == ref) or len(groups) < 2:
