@@ -366,3 +366,40 @@ def test_bucket_bootstrap_widths_match_normal_theory() -> None:
         )
     expected = 2 * 1.96 * np.array(SD) / np.sqrt(SIZES)
     np.testing.assert_allclose(np.mean(widths, axis=0), expected, rtol=0.05)
+
+
+def weighted_ks(u: np.ndarray, u_weight: np.ndarray, v: np.ndarray, v_weight: np.ndarray) -> float:
+    """sup_x |F_u(x) - F_v(x)| of weighted empirical CDFs, at every data point and just below it."""
+    points = np.unique(np.concatenate([u, v]))
+
+    def cdf(values: np.ndarray, weights: np.ndarray, side: str) -> np.ndarray:
+        order = np.argsort(values)
+        cumulative = np.concatenate([[0.0], np.cumsum(weights[order])]) / weights.sum()
+        return cumulative[np.searchsorted(values[order], points, side=side)]
+
+    at = np.abs(cdf(u, u_weight, "right") - cdf(v, v_weight, "right")).max()
+    below = np.abs(cdf(u, u_weight, "left") - cdf(v, v_weight, "left")).max()
+    return float(max(at, below))
+
+
+@pytest.mark.parametrize("rounded", [False, True])
+def test_weighted_distances_within_stated_bounds(rounded: bool) -> None:
+    # Weighted rows (proxy membership): scipy's wasserstein_distance takes the weights; KS is computed directly.
+    # Rounded predictions put one value per bin, where the histogram's distances are exact.
+    frame = generated(4)
+    if rounded:
+        frame = frame.with_columns(pl.col("prediction").round(1))
+    cube = build_regression_cube(frame, attributes=["a", "b"], prediction="prediction", label="label", weight="weight")
+    result = regression_slicing(cube, ("a",), n_bootstrap=0, min_group_size=1)
+    reference = frame.filter(pl.col("a") == (result.reference or {})["a"])
+    for entry in result.distribution:
+        mine = frame.filter(pl.col("a") == entry["group"]["a"])
+        other = frame.filter(pl.col("a") != entry["group"]["a"]) if entry["against"] == "rest" else reference
+        u, uw = mine["prediction"].to_numpy(), mine["weight"].to_numpy()
+        v, vw = other["prediction"].to_numpy(), other["weight"].to_numpy()
+        ks, w1 = weighted_ks(u, uw, v, vw), stats.wasserstein_distance(u, v, uw, vw)
+        assert abs(entry["ks_distance"] - ks) <= entry["ks_error_bound"] + 1e-12, entry
+        assert abs(entry["wasserstein_distance"] - w1) <= entry["wasserstein_error_bound"] + 1e-9, entry
+        if rounded and cube.grid.width < 0.1:
+            assert entry["ks_error_bound"] <= 1e-12
+            assert entry["wasserstein_error_bound"] <= 1e-9

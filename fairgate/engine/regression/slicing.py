@@ -29,8 +29,10 @@ from fairgate.engine.stats import Component, pair_family, percentile_interval
 Slicing = tuple[str, ...]
 Group = dict[str, str]
 _GROUP = "__group"
-#: Metrics whose ratio between groups is read (positive by nature); means of signed quantities have no ratio.
-RATIO_METRICS = LOSSES
+#: Metrics whose ratio between groups is read: the losses, and the mean prediction and label where every value
+#: is positive (salaries, credit limits: the regression analogue of disparate impact). A mean residual or R^2
+#: changes sign, so a ratio of them means nothing.
+RATIO_METRICS = ("mean_prediction", "mean_label", *LOSSES)
 
 
 @dataclass
@@ -204,8 +206,9 @@ def _ratios(value: np.ndarray, rep: np.ndarray, ref: int, wanted: bool) -> tuple
     if not wanted:
         return np.full(value.shape, np.nan), np.full(rep.shape, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(value[ref] > 0, value / value[ref], np.nan)
-        rep_ratio = np.where(rep[:, ref : ref + 1] > 0, rep / rep[:, ref : ref + 1], np.nan)
+        ratio = np.where((value[ref] > 0) & (value > 0), value / value[ref], np.nan)
+        reference = rep[:, ref : ref + 1]
+        rep_ratio = np.where((reference > 0) & (rep > 0), rep / reference, np.nan)
     return ratio, rep_ratio
 
 
