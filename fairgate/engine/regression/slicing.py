@@ -78,20 +78,14 @@ def regression_slicing(
     ([0.0, 0.5], {'g': 'a'})
     """
     groups, cell_group = _group_index(cube.cells, slicing)
-    n_groups, buckets = len(groups), cube.buckets
+    n_groups = len(groups)
     bucket_sums, bucket_rows = _bucket_sums(cube, cell_group, n_groups)
     point = Sums(bucket_sums.sum(axis=1), cube.grid.shift)
     replicates = Sums(
         bucket_replicates(bucket_sums, bucket_rows, n_bootstrap, slicing_seed(seed, ("regression", *slicing))),
         cube.grid.shift,
     )
-    weight_sq = (
-        np.bincount(
-            cell_group * buckets + cube.cells[BUCKET].to_numpy(), cube.cells[WEIGHT_SQ].to_numpy(), n_groups * buckets
-        )
-        .reshape(n_groups, buckets)
-        .sum(axis=1)
-    )
+    weight_sq = np.bincount(cell_group, cube.cells[WEIGHT_SQ].to_numpy(), n_groups)
     weight = point[WEIGHT]
     with np.errstate(divide="ignore", invalid="ignore"):
         n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
