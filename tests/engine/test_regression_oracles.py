@@ -318,6 +318,7 @@ def row_bootstrap_hits(frame: pl.DataFrame, truth: list[dict[str, float]], rng: 
     return hits
 
 
+@pytest.mark.slow
 def test_bucket_bootstrap_intervals_cover_at_their_level() -> None:
     rng = np.random.default_rng(20190217)
     truth = [true_values(0), true_values(1)]

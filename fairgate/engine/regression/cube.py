@@ -1,4 +1,4 @@
-"""The regression cube: weighted moment sums and value histograms per cell, in two scans of the rows.
+"""The regression cube: weighted moment sums and value histograms per cell (a checking scan, then the group-bys).
 
 A cell is one combination of the sensitive attributes' values and one bootstrap bucket (a hash of the row id,
 or of the row's position, into ``bootstrap_buckets`` sub-cells: see ``bootstrap``). Per cell it holds the row
