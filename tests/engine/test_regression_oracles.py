@@ -404,3 +404,31 @@ def test_weighted_distances_within_stated_bounds(rounded: bool) -> None:
         if rounded and cube.grid.width < 0.1:
             assert entry["ks_error_bound"] <= 1e-12
             assert entry["wasserstein_error_bound"] <= 1e-9
+
+
+def test_degenerate_groups_get_no_interval_and_no_distance() -> None:
+    # A group of one row cannot be resampled (no zero-width interval); a group of weight 0 has no distribution.
+    frame = pl.DataFrame(
+        {
+            "g": ["a"] * 40 + ["b"] * 40 + ["c"],
+            "p": np.linspace(0.0, 2.0, 81),
+            "y": np.linspace(0.5, 1.5, 81),
+            "w": [1.0] * 40 + [0.0] * 40 + [1.0],
+        }
+    )
+    cube = build_regression_cube(frame, attributes=["g"], prediction="p", label="y", weight="w")
+    result = regression_slicing(cube, ("g",), n_bootstrap=50, min_group_size=1)
+    assert result.n == [40.0, 0.0, 1.0]
+    assert result.metrics["mean_absolute_error"]["value"][1] is None  # weight 0: undefined, not 0
+    assert result.metrics["mean_absolute_error"]["ci_low"][2] is None  # one row: no interval
+    assert result.metrics["mean_absolute_error"]["ci_low"][0] is not None
+    b_entries = [e for e in result.distribution if e["group"] == {"g": "b"}]
+    assert b_entries
+    assert all(e["ks_distance"] is None and e["wasserstein_distance"] is None for e in b_entries)
+    with pytest.raises(DataError, match=r"'p' .* 1 row\(s\) that are not numbers"):
+        build_regression_cube(
+            frame.with_columns(pl.col("p").cast(pl.String).replace("0.0", "x")),
+            attributes=["g"],
+            prediction="p",
+            label="y",
+        )

@@ -46,8 +46,8 @@ from fairgate.engine.regression.options import RegressionOptions
 from fairgate.errors import EMPTY_DATA, MISSING_COLUMN, DataError
 
 NOT_FINITE = (
-    "column {column!r} in {source} must hold finite numbers; found {count} row(s) that are missing, NaN or "
-    "infinite. Drop or impute those rows before the audit"
+    "column {column!r} in {source} must hold finite numbers; found {count} row(s) that are not numbers, "
+    "missing, NaN or infinite. Drop, fix or impute those rows before the audit"
 )
 OUT_OF_RANGE = (
     "column {column!r} in {source} has {count} value(s) outside histogram_range {range} (min {low}, max {high}); "

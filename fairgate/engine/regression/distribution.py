@@ -77,10 +77,12 @@ def distances(a: Histogram, b: Histogram) -> tuple[Distance, Distance]:
     [1.0, 1.0, 1.2, 1.8]
     """
     lower, upper, length, edge_gap = _pieces(a, b)
-    ks_low = np.maximum(np.nanmax(lower, axis=(-2, -1)), edge_gap)
-    ks_high = np.nanmax(upper, axis=(-2, -1))
-    w1_low = np.nansum(np.where(length > 0, length * lower, 0.0), axis=(-2, -1))
-    w1_high = np.nansum(np.where(length > 0, length * upper, 0.0), axis=(-2, -1))
+    # An empty histogram (a group of weight 0) has no CDF: its distances are NaN.
+    empty = ~np.isfinite(edge_gap)
+    ks_low = np.where(empty, np.nan, np.maximum(_max(lower), edge_gap))
+    ks_high = np.where(empty, np.nan, _max(upper))
+    w1_low = np.where(empty, np.nan, np.where(length > 0, length * np.nan_to_num(lower), 0.0).sum(axis=(-2, -1)))
+    w1_high = np.where(empty, np.nan, np.where(length > 0, length * np.nan_to_num(upper), 0.0).sum(axis=(-2, -1)))
     return (
         Distance((ks_low + ks_high) / 2.0, ks_low, ks_high),
         Distance((w1_low + w1_high) / 2.0, w1_low, w1_high),
@@ -142,6 +144,12 @@ def _pieces(a: Histogram, b: Histogram) -> tuple[np.ndarray, np.ndarray, np.ndar
     upper = np.where(valid, np.maximum(a1 - b0, b1 - a0), np.nan)
     edge_gap = np.abs(ca - cb).max(axis=-1)
     return lower, upper, length, edge_gap
+
+
+def _max(values: np.ndarray) -> np.ndarray:
+    """The largest defined value over the pieces of every bin (pieces of length 0 are NaN); 0 if none."""
+    largest: np.ndarray = np.where(np.isfinite(values), values, 0.0).max(axis=(-2, -1))
+    return largest
 
 
 def _span(histogram: Histogram, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

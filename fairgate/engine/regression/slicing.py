@@ -96,8 +96,10 @@ def regression_slicing(
     values = group_metrics(point)
     reps = group_metrics(replicates)
     metrics: dict[str, dict[str, list[float | None]]] = {}
+    # A group in one bucket (one row, mostly) cannot be resampled: no interval rather than one of width 0.
+    resamplable = (bucket_rows > 0).sum(axis=1) >= 2
     for name in GROUP_METRICS:
-        low, high = percentile_interval(reps[name], confidence_level)
+        low, high = percentile_interval(np.where(resamplable, reps[name], np.nan), confidence_level)
         metrics[name] = {"value": _list(values[name]), "ci_low": _list(low), "ci_high": _list(high)}
 
     return RegressionSlicing(
@@ -172,7 +174,7 @@ def _comparisons(
         difference = values[name] - values[name][ref]
         rep_difference = reps[name] - reps[name][:, ref : ref + 1]
         low, high = percentile_interval(rep_difference, level)
-        se = np.nanstd(rep_difference, axis=0, ddof=1) if rep_difference.shape[0] > 1 else np.full(len(groups), np.nan)
+        se = _bootstrap_se(rep_difference)
         with np.errstate(divide="ignore", invalid="ignore"):
             p_value = np.where(se > 0, 2.0 * scipy_stats.norm.sf(np.abs(difference) / se), np.nan)
             ratio, rep_ratio = _ratios(values[name], reps[name], ref, name in RATIO_METRICS)
@@ -260,7 +262,7 @@ def _ratio_summary(name: str, value: np.ndarray, rep: np.ndarray, level: float, 
 def _worst_group(name: str, value: np.ndarray, rep: np.ndarray, level: float, groups: list[Group]) -> dict[str, Any]:
     """max_g loss_g with an interval that holds when all groups' simultaneous intervals do (max-t over groups)."""
     worst = int(np.argmax(value))
-    se = np.nanstd(rep, axis=0, ddof=1) if rep.shape[0] > 1 else np.full(value.size, np.nan)
+    se = _bootstrap_se(rep)
     low = high = np.nan
     if np.isfinite(se).all() and (se > 0).all():
         with np.errstate(invalid="ignore"):
@@ -338,6 +340,17 @@ def _histograms(table: pl.DataFrame, index: np.ndarray, n_groups: int, edges: np
     np.maximum.at(high, slot, table[BIN_HIGH].to_numpy())
     shape = (n_groups, bins)
     return Histogram(weight.reshape(shape), low.reshape(shape), high.reshape(shape), edges)
+
+
+def _bootstrap_se(replicates: np.ndarray) -> np.ndarray:
+    """Standard deviation per column over the defined replicates; NaN with fewer than two."""
+    defined = np.isfinite(replicates)
+    count = defined.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(defined, replicates, 0.0).sum(axis=0) / count
+        squares = np.where(defined, (replicates - mean) ** 2, 0.0).sum(axis=0)
+        se: np.ndarray = np.where(count > 1, np.sqrt(squares / (count - 1)), np.nan)
+    return se
 
 
 def _float(value: Any) -> float | None:
