@@ -11,9 +11,9 @@ independent of the row's values: the rows of one group in one bucket are a simpl
 and the group's buckets are exchangeable clusters. Resampling a group's K non-empty buckets with replacement
 (K draws, equal probabilities: a stratified cluster bootstrap, strata = the slicing's groups) resamples the
 group's rows in clusters. Every metric here is a smooth function of the group's *mean* moments (a ratio of
-sums), and the sum of a random cluster is an i.i.d. draw, so the bootstrap distribution of the metric
-approximates its sampling distribution as K grows, exactly as the row bootstrap does as n grows (Davison &
-Hinkley 1997, section 3.8; the bucketed "Poisson bootstrap" of Chamandy et al. 2012 uses the same device). Its
+sums), and the sums of random clusters are (nearly) i.i.d. draws, so the bootstrap distribution of the metric
+approximates its sampling distribution as K grows, exactly as the row bootstrap does as n grows (resampling
+clusters: Davison & Hinkley 1997, section 3.8; online-experiment platforms use the same random buckets). Its
 variance carries the factor (K - 1) / K of any bootstrap over K units, under 1% at the default 100 buckets;
 a group with fewer rows than buckets has almost one row per bucket, which is the row bootstrap itself.
 
