@@ -10,7 +10,6 @@ named ``InvalidInput`` (as ``fairness-audit`` does) and writes nothing.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,6 @@ from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 import fairgate
-from fairgate.document.comparison import COMPARISON_SCHEMA_VERSION
-from fairgate.document.result import fairgate_version
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.mitigation.plane import accuracy_fairness_plane
@@ -30,6 +27,7 @@ from tasks.audit import read_policy
 from tasks.compare import (
     ModelInput,
     compare_models,
+    comparison_document,
     pair_models,
     publish_comparison,
     resolve_input,
@@ -93,7 +91,8 @@ def _compare(
     }
     result = compare_models(joints, policy)
     result["plane"] = accuracy_fairness_plane(result, plane_metric)
-    document = _with_metadata(result, run_id, policy, read, [baseline, *candidates])
+    models = [_model(inputs, model) for inputs, model in zip(read, [baseline, *candidates], strict=True)]
+    document = comparison_document(result, run_id, policy, models[0], models[1:])
     publish_comparison(document)
     path = write_comparison(document, output)
     report = write_comparison_report(document, output, list(policy.reporting.format))
@@ -133,26 +132,10 @@ def read_models(policy: fairgate.Policy, models: list[ModelInput], labels: str, 
     return read
 
 
-def _with_metadata(
-    result: dict[str, Any], run_id: str, policy: fairgate.Policy, read: list[Inputs], models: list[ModelInput]
-) -> dict[str, Any]:
-    """The comparison document: what was compared, from which inputs, under which policy, then the result."""
-    for entry, inputs, model in zip(result["candidates"], read[1:], models[1:], strict=True):
-        entry["model"] = _model(inputs, model)
-    return {
-        "schema_version": COMPARISON_SCHEMA_VERSION,
-        "kind": "comparison",
-        "run_id": run_id,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "fairgate_version": fairgate_version(),
-        "policy_sha256": policy.sha256(),
-        "baseline": _model(read[0], models[0]),
-        **result,
-    }
-
-
 def _model(inputs: Inputs, model: ModelInput) -> dict[str, Any]:
+    """The document's entry of one model: its name (the predictions' or the run's, else the file's) and inputs."""
     named, version = inputs.staged.model
+    named = named or model.name
     if model.run is not None:
         named, version = model.run["model_name"], model.run["model_version"]
     return {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 import fairgate
-from fairgate.document.comparison import ComparisonDocument
+from fairgate.document.comparison import COMPARISON_SCHEMA_VERSION, ComparisonDocument
+from fairgate.document.result import fairgate_version
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cube
@@ -147,6 +149,32 @@ def pair_models(baseline: pa.Table, candidate: pa.Table, policy: fairgate.Policy
 def compare_models(joints: dict[str, JointCube], policy: fairgate.Policy) -> dict[str, Any]:
     """Each candidate's changes with paired intervals, a decision per candidate, and the chosen one."""
     return compare_candidates(joints, policy)
+
+
+def comparison_document(
+    result: dict[str, Any],
+    run_id: str,
+    policy: fairgate.Policy,
+    baseline: dict[str, Any],
+    candidates: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The comparison document: run metadata, the baseline's and each candidate's model entry, the result.
+
+    ``baseline`` and ``candidates`` are ``ComparedModel`` entries (name, version, run, inputs, alignment), the
+    candidates in the order of ``result["candidates"]``.
+    """
+    for entry, model in zip(result["candidates"], candidates, strict=True):
+        entry["model"] = model
+    return {
+        "schema_version": COMPARISON_SCHEMA_VERSION,
+        "kind": "comparison",
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "fairgate_version": fairgate_version(),
+        "policy_sha256": policy.sha256(),
+        "baseline": baseline,
+        **result,
+    }
 
 
 def comparison_path(out_dir: Path, run_id: str) -> Path:

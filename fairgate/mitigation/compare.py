@@ -269,12 +269,35 @@ def _overall_reasons(entries: list[dict[str, Any]], chosen: str | None) -> list[
     return [f"{e['name']}: {e['reasons'][0]}" for e in entries]
 
 
-def _measure(joint: JointCube, policy: Policy) -> tuple[list[_Change], _Change]:
+def point_estimates(joint: JointCube, policy: Policy) -> dict[str, Any]:
+    """Both models' accuracy and judged metrics, point estimates only (no bootstrap): a cheap audit of a model.
+
+    The shape of one :func:`compare_candidates` entry (``accuracy`` and ``changes`` rows with ``baseline`` and
+    ``candidate`` values), with no intervals, so that :func:`fairgate.mitigation.plane.accuracy_fairness_plane`
+    reads it. Used to place every model of a grid on the accuracy-fairness plane.
+    """
+    changes, accuracy = _measure(joint, policy, n_bootstrap=0)
+
+    def row(change: _Change) -> dict[str, Any]:
+        return {
+            "metric": change.metric,
+            "slicing": list(change.slicing),
+            "direction": change.direction,
+            "baseline": _num(change.baseline),
+            "candidate": _num(change.candidate),
+            "change": _num(change.candidate - change.baseline),
+        }
+
+    return {"accuracy": row(accuracy), "changes": [row(c) for c in changes if c.insufficient is None]}
+
+
+def _measure(joint: JointCube, policy: Policy, n_bootstrap: int | None = None) -> tuple[list[_Change], _Change]:
     """One candidate's changes of every judged metric, and of accuracy, with their replicates."""
+    replicates = policy.statistics.n_bootstrap if n_bootstrap is None else n_bootstrap
     changes: list[_Change] = []
     accuracy: _Change | None = None
     for slicing in joint.slicings:
-        by_model, groups, n = _slicing_counts(joint, slicing, policy)
+        by_model, groups, n = _slicing_counts(joint, slicing, policy, replicates)
         if not slicing:
             accuracy = _accuracy_change(by_model)
         changes += _metric_changes(by_model, groups, n, slicing, policy)
@@ -283,7 +306,7 @@ def _measure(joint: JointCube, policy: Policy) -> tuple[list[_Change], _Change]:
 
 
 def _slicing_counts(
-    joint: JointCube, slicing: Slicing, policy: Policy
+    joint: JointCube, slicing: Slicing, policy: Policy, n_bootstrap: int
 ) -> tuple[dict[str, GroupCounts], list[dict[str, str]], np.ndarray]:
     """Each model's group counts: the point estimate at index 0 of the leading axis, then the replicates."""
     cells = joint.cells
@@ -299,7 +322,7 @@ def _slicing_counts(
     ].to_numpy()
     rows = np.bincount(flat, weights=cells[_ROWS].to_numpy(), minlength=n_groups * 8).astype(np.float64)
     seed = slicing_seed(policy.statistics.seed, ("__compare__", *slicing))
-    drawn = draw_counts(rows, policy.statistics.n_bootstrap, seed)
+    drawn = draw_counts(rows, n_bootstrap, seed)
     joint_counts = np.vstack([rows[None, :], drawn]).reshape(-1, n_groups, 2, 2, 2)  # (R, G, y, baseline, cand)
     by_model = {
         "baseline": _confusion(joint_counts.sum(axis=4)),
