@@ -122,6 +122,8 @@ def mitigate(
         "answers": answers,
         "trail": str(trail) if trail else None,
     }
+    if frontier is not None and method is not Method.retrain:
+        _stop("--frontier is for --method retrain (a GridSearch under the retrained model's constraint)")
     if method is Method.thresholds:
         inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
         _precheck_thresholds(inputs, tolerance)
@@ -147,8 +149,6 @@ def mitigate(
             "model_name": model,
             "frontier": frontier,
         }
-    elif frontier is not None:
-        _stop("--frontier is for --method retrain (a GridSearch over the retrained model's constraint)")
     _finish(_result(_run(run, parameters)), as_json)
 
 
@@ -257,7 +257,8 @@ def _print_frontier(frontier: dict[str, Any]) -> None:
     comparison = frontier["comparison"]
     if comparison:
         chosen = f" ({comparison['chosen']})" if comparison["chosen"] else ""
-        _out.print(f"Pareto models vs original: {comparison['decision']}{chosen}; {comparison['json']}", highlight=False)
+        decided = f"{comparison['decision']}{chosen}"
+        _out.print(f"Pareto models vs original: {decided}; {comparison['json']}", highlight=False)
 
 
 def _print_thresholds(summary: dict[str, Any]) -> None:
