@@ -43,6 +43,7 @@ def plane_chart(view: ComparisonView) -> str | None:
         ax.set_xlabel(f"{view.plane_metric}, worst slicing ({better} is fairer)", fontsize=6.5)
         ax.set_ylabel("accuracy", fontsize=6.5)
         ax.grid(color=MUTED, alpha=0.2, linewidth=0.5)
+        ax.margins(x=0.15, y=0.12)  # room for the points' names
         top = _title(ax, "Accuracy-fairness plane of the compared models", PLANE_SIZE[0])
         ax.legend(loc="best")
         _margins(fig, left=0.55, bottom=0.4, top=top)

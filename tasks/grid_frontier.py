@@ -97,7 +97,9 @@ def write_grid_frontier(
     frontier = grid_frontier(joints, policy, choice.metric)
     lambdas = _lambdas(grid)
     for point in frontier["points"]:
-        if point["role"] == "candidate":
+        if point["role"] == "baseline":
+            point["name"] = ORIGINAL
+        else:
             index = int(point["name"].split()[-1])
             point["index"], point["lambda"] = index, lambdas[index]
     pareto = [p["name"] for p in frontier["points"] if p["role"] == "candidate" and p["pareto"]]
