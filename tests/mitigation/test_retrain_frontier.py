@@ -7,6 +7,7 @@ models with the original must hold the same numbers."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,9 @@ def fairlearn_grid(compas_files: dict[str, Path]) -> dict[str, Any]:
         sample_weight_name="logisticregression__sample_weight",
     )
     favourable = (train["two_year_recid"] == 0).cast(pl.Int64).to_numpy()
-    grid.fit(train.select(FEATURES).to_pandas(), favourable, sensitive_features=train.select("race").to_pandas())
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module=r"fairlearn\.")  # its own pandas notices
+        grid.fit(train.select(FEATURES).to_pandas(), favourable, sensitive_features=train.select("race").to_pandas())
     features = held_out.select(FEATURES).to_pandas()
     return {
         "predictions": [np.asarray(p.predict(features)) for p in grid.predictors_],
@@ -81,6 +84,7 @@ def _worst_parity_gap(held_out: pl.DataFrame, truth: np.ndarray, predicted: np.n
     return float(max(gaps))
 
 
+@pytest.mark.slow
 def test_every_grid_point_is_fairlearns_own_model(frontier: dict[str, Any], fairlearn_grid: dict[str, Any]) -> None:
     grid = [p for p in frontier["points"] if p["role"] == "candidate"]
     assert [p["index"] for p in grid] == list(range(GRID_SIZE))
@@ -98,6 +102,7 @@ def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return x_a <= x_b and y_a >= y_b and (x_a < x_b or y_a > y_b)
 
 
+@pytest.mark.slow
 def test_the_pareto_set_is_exactly_the_undominated_models(frontier: dict[str, Any]) -> None:
     points = frontier["points"]
     assert points[0]["name"] == "original (unconstrained)"
@@ -106,6 +111,7 @@ def test_the_pareto_set_is_exactly_the_undominated_models(frontier: dict[str, An
     assert any(p["pareto"] for p in points if p["role"] == "candidate")
 
 
+@pytest.mark.slow
 def test_pareto_models_are_written_and_compared_with_the_original(
     frontier: dict[str, Any], fairlearn_grid: dict[str, Any]
 ) -> None:
