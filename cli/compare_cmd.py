@@ -76,6 +76,7 @@ def compare(
         [("baseline", baseline)] + [("candidate", c) for c in candidate],
         out,
         trail,
+        plane_metric,
     )
     parameters: dict[str, Any] = {
         "policy": str(policy),
@@ -100,7 +101,12 @@ def compare(
 
 
 def _precheck(
-    policy: Path, shared: dict[str, str | None], models: list[tuple[str, str]], out: Path | None, trail: Path | None
+    policy: Path,
+    shared: dict[str, str | None],
+    models: list[tuple[str, str]],
+    out: Path | None,
+    trail: Path | None,
+    plane_metric: str | None = None,
 ) -> None:
     """Fail fast (before Prefect starts) on a bad policy, a missing input or an unwritable folder. A model that
     is not a file must be a run id: it is looked up in the flow, which names the run's inputs if they changed."""
@@ -111,6 +117,9 @@ def _precheck(
     try:
         check_path_name("policy", str(policy))
         parsed, _ = read_policy.fn(policy)
+        judged = [m.name for m in parsed.metrics]
+        if plane_metric is not None and plane_metric not in judged:
+            raise FairgateError(f"--plane-metric {plane_metric!r} is not a metric of the policy; its metrics: {judged}")
         for option, text in shared.items():
             if text is not None:
                 parse_source(option, text)

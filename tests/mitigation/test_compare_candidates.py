@@ -372,3 +372,15 @@ def test_unique_names_and_file_stems() -> None:
     models = [ModelInput("candidate", "a/model.csv"), ModelInput("candidate", "b/model.parquet")]
     assert unique_names(models) == ["model", "model #2"]
     assert np.array_equal(np.array(unique_names([ModelInput("candidate", "db.duckdb::preds")])), ["db::preds"])
+
+
+def test_cli_refuses_an_unknown_plane_metric_before_any_work(compare_files: dict[str, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    args = ["compare", "--policy", str(policy), "--baseline", str(compare_files["baseline"])]
+    args += ["--candidate", str(compare_files["higher_cut"]), "--labels", str(compare_files["labels"])]
+    args += ["--attributes", str(compare_files["attributes"]), "--plane-metric", "accuracy_difference"]
+    done = _fairgate([*args, "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 2
+    assert "--plane-metric 'accuracy_difference' is not a metric of the policy" in " ".join(done.stderr.split())
+    assert not (tmp_path / "out").exists()
