@@ -384,3 +384,63 @@ def test_cli_refuses_an_unknown_plane_metric_before_any_work(compare_files: dict
     assert done.returncode == 2
     assert "--plane-metric 'accuracy_difference' is not a metric of the policy" in " ".join(done.stderr.split())
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------- multiplicity across candidates
+_SIM_POLICY = """\
+fairness_checker:
+  sensitive_attributes: [{name: g}]
+  metrics:
+    - {name: demographic_parity_difference, threshold: 0.1}
+    - {name: equal_opportunity_difference, threshold: 0.1}
+    - {name: equalized_odds_difference, threshold: 0.1}
+  intersectional_analysis: {min_group_size: 30}
+  statistics: {n_bootstrap: 400, seed: 7}
+"""
+# Per (group, label): the share of people and P(baseline favourable); each candidate swaps 8% of the people of
+# the cell each way (as many to favourable as away from it), so every metric's population value is the baseline's.
+_CELLS = {("A", 1): (0.33, 0.80), ("A", 0): (0.27, 0.30), ("B", 1): (0.14, 0.60), ("B", 0): (0.26, 0.20)}
+_SWAP = 0.08
+
+
+def _candidates_sample(rng: np.random.Generator, n: int, k: int) -> dict[str, Any]:
+    """k candidates on the same n people, each no different from the baseline in the population."""
+    from fairgate.mitigation.compare import JointCube
+
+    keys = list(_CELLS)
+    people = rng.multinomial(n, [share for share, _ in _CELLS.values()])
+    joints = {}
+    rows: dict[str, list[list[Any]]] = {f"candidate {c}": [] for c in range(k)}
+    for (group, label), count in zip(keys, people, strict=True):
+        favourable = _CELLS[(group, label)][1]
+        ones = rng.binomial(count, favourable)
+        for name in rows:
+            # Swap mass _SWAP of the cell each way: P(to 1 | 0) and P(to 0 | 1) keep P(favourable) unchanged.
+            up = rng.binomial(count - ones, _SWAP / (1 - favourable))
+            down = rng.binomial(ones, _SWAP / favourable)
+            for b, c, m in ((0, 0, count - ones - up), (0, 1, up), (1, 0, down), (1, 1, ones - down)):
+                rows[name].append([group, label, b, c, m])
+    for name, cells in rows.items():
+        frame = pl.DataFrame(
+            cells, schema=["g", "__y_true", "__pred_baseline", "__pred_candidate", "__rows"], orient="row"
+        ).with_columns(pl.col("__y_true", "__pred_baseline", "__pred_candidate").cast(pl.Int8))
+        joints[name] = JointCube(frame.filter(pl.col("__rows") > 0), ("g",), [(), ("g",)])
+    return joints
+
+
+@pytest.mark.slow
+def test_candidates_no_different_from_the_baseline_are_refused_at_most_alpha_of_the_time() -> None:
+    """Three candidates, each no different from the baseline: with the deciding intervals held jointly over all
+    three candidates' changes, any of them is refused in at most alpha (0.05) of 200 samples of 3,000 people
+    (measured: 1.5%; with comparison.simultaneous false, 8.5%, beyond the bound)."""
+    policy = fairgate.Policy.from_yaml(_SIM_POLICY)
+    rng = np.random.default_rng(20261202)
+    replications, refused_any, promoted_all = 200, 0, 0
+    for _ in range(replications):
+        result = compare_candidates(_candidates_sample(rng, 3000, 3), policy)
+        decisions = [e["decision"] for e in result["candidates"]]
+        refused_any += "do_not_promote" in decisions
+        promoted_all += decisions.count("promote") == 3
+        assert result["statistics"]["n_candidates"] == 3
+    assert refused_any / replications <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / replications), refused_any
+    assert promoted_all == replications - refused_any
