@@ -11,7 +11,7 @@ accuracy-fairness plane is drawn in ``tasks/compare_report.py`` from ``Compariso
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.labels import slicing_label
@@ -156,7 +156,9 @@ def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
         favourable_note=f"favourable outcome: label {document['favorable_label']} (selection rates count it)",
         baseline_name=_name(baseline),
         baseline_inputs=_inputs(baseline),
-        candidates=[_candidate(e, document.get("chosen"), by_name.get(e["name"])) for e in document["candidates"]],
+        candidates=[
+            _candidate(e, document.get("chosen"), by_name.get(e["name"]), rule["rule"]) for e in document["candidates"]
+        ],
         not_compared=[f"{item['metric']}: {item['reason']}" for item in document["not_compared"]],
         plane_metric=plane["metric"],
         plane_direction=plane["direction"],
@@ -177,8 +179,13 @@ def _inputs(model: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return [(role, str(i["source"]), str(i["sha256"])[:12]) for role, i in model["inputs"].items()]
 
 
-def _candidate(entry: Mapping[str, Any], chosen: str | None, point: Mapping[str, Any] | None) -> CandidateView:
+def _candidate(
+    entry: Mapping[str, Any], chosen: str | None, point: Mapping[str, Any] | None, rule: str
+) -> CandidateView:
     rows = [_row(r) for r in entry["changes"]]
+    accuracy = _row(entry["accuracy"])
+    if rule == "no_worse_fairness" and accuracy.status == "worse":  # shown, but it does not decide
+        accuracy = replace(accuracy, status_text="worse (the rule does not judge accuracy)")
     agreement = entry["agreement"]
     return CandidateView(
         name=str(entry["name"]),
@@ -186,7 +193,7 @@ def _candidate(entry: Mapping[str, Any], chosen: str | None, point: Mapping[str,
         decision_text=entry["decision"].replace("_", " "),
         chosen=entry["name"] == chosen,
         reasons=list(entry["reasons"]),
-        accuracy=_row(entry["accuracy"]),
+        accuracy=accuracy,
         changes=rows,
         n_worse=sum(r.status == "worse" for r in rows),
         agreement=(
