@@ -2,7 +2,8 @@
 
 Registered on the CLI app as ``app.command("compare")(compare_cmd.compare)``. Thin: check the options (exit 2
 with the fix, nothing written), run the flow (flows/compare.py), print the changes, exit with the decision:
-0 promote, 1 do not promote (the policy's ``comparison:`` rule), 2 invalid input, 3 an internal error.
+0 at least one candidate may be promoted (the chosen one is printed), 1 none may (the policy's ``comparison:``
+rule), 2 invalid input, 3 an internal error.
 Prefect and the engine are imported only when the command runs.
 """
 
@@ -38,33 +39,54 @@ def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
 
 def compare(
     policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML), with its comparison: rule.")],
-    baseline_predictions: Annotated[
-        str, typer.Option("--baseline-predictions", help="The model in use: CSV/Parquet file, or DB::TABLE.")
+    baseline: Annotated[
+        str,
+        typer.Option(
+            "--baseline", help="The model in use: a predictions file (CSV/Parquet, DB::TABLE) or an audit run id/seq."
+        ),
     ],
-    candidate_predictions: Annotated[
-        str, typer.Option("--candidate-predictions", help="The proposed model, on the same people (same ids).")
+    candidate: Annotated[
+        list[str],
+        typer.Option(
+            "--candidate", help="A proposed model on the same people (file or run id/seq); repeat for several."
+        ),
     ],
-    labels: Annotated[str, typer.Option(help="Ground-truth labels: CSV/Parquet file, or DB::TABLE.")],
-    attributes: Annotated[str, typer.Option(help="Sensitive attributes: CSV/Parquet file, or DB::TABLE.")],
+    labels: Annotated[
+        str | None, typer.Option(help="Ground-truth labels (file or DB::TABLE); default: the baseline run's.")
+    ] = None,
+    attributes: Annotated[
+        str | None, typer.Option(help="Sensitive attributes (file or DB::TABLE); default: the baseline run's.")
+    ] = None,
+    trail: Annotated[
+        Path | None, typer.Option("--trail", help="The audit trail where run ids are looked up (default: in --out).")
+    ] = None,
+    plane_metric: Annotated[
+        str | None,
+        typer.Option("--plane-metric", help="The judged metric on the accuracy-fairness plane's x axis."),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the comparison document on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
 ) -> None:
-    """Compare a candidate model with the baseline on the same people. Exit 0 promote, 1 do not promote."""
-    inputs = {
-        "baseline-predictions": baseline_predictions,
-        "candidate-predictions": candidate_predictions,
-        "labels": labels,
-        "attributes": attributes,
-    }
-    _precheck(policy, inputs, out)
+    """Compare candidate models with the baseline on the same people. Exit 0: a candidate may be promoted (the
+    chosen one is named), 1: none may, 2: invalid input."""
+    _precheck(
+        policy,
+        {"labels": labels, "attributes": attributes},
+        [("baseline", baseline)] + [("candidate", c) for c in candidate],
+        out,
+        trail,
+        plane_metric,
+    )
     parameters: dict[str, Any] = {
         "policy": str(policy),
-        "baseline_predictions": baseline_predictions,
-        "candidate_predictions": candidate_predictions,
+        "baseline": baseline,
+        "candidates": list(candidate),
         "labels": labels,
         "attributes": attributes,
         "out_dir": str(out) if out else None,
+        "trail": str(trail) if trail else None,
+        "plane_metric": plane_metric,
     }
     from cli.signals import audit_guard
 
@@ -74,22 +96,46 @@ def compare(
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif not quiet:
-        _print(document, summary["json"])
+        _print(document, summary)
     raise typer.Exit(summary["exit_code"])
 
 
-def _precheck(policy: Path, inputs: dict[str, str], out: Path | None) -> None:
-    """Fail fast (before Prefect starts) on a bad policy, a missing input file or an unwritable folder."""
+def _precheck(
+    policy: Path,
+    shared: dict[str, str | None],
+    models: list[tuple[str, str]],
+    out: Path | None,
+    trail: Path | None,
+    plane_metric: str | None = None,
+) -> None:
+    """Fail fast (before Prefect starts) on a bad policy, a missing input or an unwritable folder. A model that
+    is not a file must be a run id: it is looked up in the flow, which names the run's inputs if they changed."""
     from tasks.audit import read_policy
     from tasks.io import parse_source
+    from tasks.trail import default_trail_path
 
     try:
         check_path_name("policy", str(policy))
         parsed, _ = read_policy.fn(policy)
-        for option, text in inputs.items():
-            parse_source(option, text)
+        judged = [m.name for m in parsed.metrics]
+        if plane_metric is not None and plane_metric not in judged:
+            raise FairgateError(f"--plane-metric {plane_metric!r} is not a metric of the policy; its metrics: {judged}")
+        for option, text in shared.items():
+            if text is not None:
+                parse_source(option, text)
         folder = out if out is not None else Path(parsed.reporting.output_dir)
         check_output_folder(folder, "--out" if out is not None else "reporting.output_dir in the policy")
+        trail_path = trail if trail is not None else default_trail_path(parsed, folder)
+        for option, text in models:
+            try:
+                parse_source(option, text)
+            except FairgateError as exc:
+                if not trail_path.exists():
+                    raise FairgateError(
+                        f"{exc.message}; nor is it an audit run: no trail at {trail_path} (pass --trail)"
+                    ) from None
+        if (shared["labels"] is None or shared["attributes"] is None) and not trail_path.exists():
+            raise FairgateError("--labels and --attributes are needed when the baseline is a predictions file")
     except FairgateError as exc:
         _fail(exc.message)
 
@@ -121,14 +167,35 @@ def _summary(state: State) -> dict[str, Any]:
 _COLOURS = {"worse": "red", "better": "green", "undefined": "yellow", "no_evidence_of_change": "default"}
 
 
-def _print(document: dict[str, Any], path: str) -> None:
-    table = Table(title="candidate - baseline (paired bootstrap)", box=box.SIMPLE_HEAD, pad_edge=False)
+def _print(document: dict[str, Any], summary: dict[str, Any]) -> None:
+    for entry in document["candidates"]:
+        _print_candidate(entry)
+    for item in document["not_compared"]:
+        _out.print(f"not compared: {item['metric']} ({item['reason']})", highlight=False)
+    decision = document["decision"]
+    colour = "green" if decision == "promote" else "red"
+    chosen = f": {escape(document['chosen'])}" if document["chosen"] else ""
+    _out.print(f"decision: [bold {colour}]{decision.replace('_', ' ').upper()}[/]{chosen}")
+    for reason in document["reasons"]:
+        _out.print(f"  - {escape(reason)}", highlight=False)
+    _out.print(f"multiplicity: {document['statistics']['multiplicity']}", highlight=False)
+    _out.print(f"json: {summary['json']}", highlight=False)
+    for kind, path in (summary.get("report") or {}).items():
+        _out.print(f"{kind}: {path}", highlight=False)
+
+
+def _print_candidate(entry: dict[str, Any]) -> None:
+    table = Table(
+        title=f"{escape(entry['name'])} - baseline (paired bootstrap): {entry['decision'].replace('_', ' ')}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     table.add_column("metric", overflow="fold")
     table.add_column("slicing", overflow="fold")
     for column in ("baseline", "candidate", "change", "interval"):
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    for row in [document["accuracy"], *document["changes"]]:
+    for row in [entry["accuracy"], *entry["changes"]]:
         status = row["status"]
         table.add_row(
             row["metric"],
@@ -140,14 +207,6 @@ def _print(document: dict[str, Any], path: str) -> None:
             f"[{_COLOURS.get(status, 'default')}]{status.replace('_', ' ')}[/]",
         )
     _out.print(table)
-    for item in document["not_compared"]:
-        _out.print(f"not compared: {item['metric']} ({item['reason']})", highlight=False)
-    decision = document["decision"]
-    colour = "green" if decision == "promote" else "red"
-    _out.print(f"decision: [bold {colour}]{decision.replace('_', ' ').upper()}[/]")
-    for reason in document["reasons"]:
-        _out.print(f"  - {escape(reason)}", highlight=False)
-    _out.print(f"json: {path}", highlight=False)
 
 
 def _number(value: float | None, *, signed: bool = False) -> str:

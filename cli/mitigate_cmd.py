@@ -103,6 +103,16 @@ def mitigate(
     answers: Annotated[
         str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
     ] = None,
+    frontier: Annotated[
+        int | None,
+        typer.Option(
+            "--frontier",
+            min=2,
+            max=200,
+            help="retrain: also run Fairlearn's GridSearch with this grid size; write its accuracy-fairness "
+            "frontier and the comparison report of its Pareto models against the original.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the summary (JSON) on stdout.")] = False,
 ) -> None:
     """Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after."""
@@ -112,6 +122,8 @@ def mitigate(
         "answers": answers,
         "trail": str(trail) if trail else None,
     }
+    if frontier is not None and method is not Method.retrain:
+        _stop("--frontier is for --method retrain (a GridSearch under the retrained model's constraint)")
     if method is Method.thresholds:
         inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
         _precheck_thresholds(inputs, tolerance)
@@ -135,6 +147,7 @@ def mitigate(
             "features": feature or None,
             "constraint": constraint.value if constraint else None,
             "model_name": model,
+            "frontier": frontier,
         }
     _finish(_result(_run(run, parameters)), as_json)
 
@@ -219,11 +232,33 @@ def _print(summary: dict[str, Any]) -> None:
         _out.print(f"verdict: {audits['before']['verdict']} -> {audits['after']['verdict']}", highlight=False)
         for stage in ("before", "after"):
             _out.print(f"audit {stage}: {audits[stage]['outputs']['json']}", highlight=False)
+        if summary.get("frontier"):
+            _print_frontier(summary["frontier"])
     if summary.get("answers"):
         answered = summary["answers"]
         _out.print(f"answers audit run {answered['run_id']} (verdict {answered['verdict']})", highlight=False)
     for kind, path in summary["outputs"].items():
         _out.print(f"{kind}: {path}", highlight=False)
+
+
+def _print_frontier(frontier: dict[str, Any]) -> None:
+    grid = [p for p in frontier["points"] if p["role"] == "candidate"]
+    pareto = [p for p in grid if p["pareto"]]
+    _out.print(
+        f"GridSearch frontier ({frontier['grid_size']} models, {frontier['metric']}): {len(pareto)} on the Pareto "
+        f"frontier; {frontier['json']}",
+        highlight=False,
+    )
+    for point in pareto:
+        _out.print(
+            f"  {point['name']}: accuracy {point['accuracy']:.4f}, {frontier['metric']} {point['disparity']:.4f}",
+            highlight=False,
+        )
+    comparison = frontier["comparison"]
+    if comparison:
+        chosen = f" ({comparison['chosen']})" if comparison["chosen"] else ""
+        decided = f"{comparison['decision']}{chosen}"
+        _out.print(f"Pareto models vs original: {decided}; {comparison['json']}", highlight=False)
 
 
 def _print_thresholds(summary: dict[str, Any]) -> None:

@@ -1,5 +1,7 @@
-"""The ``fairgate-compare`` flow: read both models' inputs as an audit does -> pair them on id -> paired
-bootstrap of every judged metric's change -> promotion decision -> write the comparison JSON.
+"""The ``fairgate-compare`` flow: resolve each model (a predictions file or a recorded audit run) -> read the
+labels and attributes once, and each model's predictions once -> pair each candidate with the baseline on id ->
+paired bootstrap of every judged metric's change per candidate -> a decision per candidate and the chosen one ->
+write the comparison JSON and its report (HTML/PDF) beside it.
 
 Bad input raises a ``FairgateError`` in whichever step finds it; the flow turns it into a ``Failed`` state
 named ``InvalidInput`` (as ``fairness-audit`` does) and writes nothing.
@@ -8,7 +10,6 @@ named ``InvalidInput`` (as ``fairness-audit`` does) and writes nothing.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +18,47 @@ from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 import fairgate
-from fairgate.document.comparison import COMPARISON_SCHEMA_VERSION
-from fairgate.document.result import fairgate_version
+from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
-from flows.audit import INVALID_INPUT, Inputs, persisted, read_inputs
+from fairgate.mitigation.plane import accuracy_fairness_plane
+from flows.audit import INVALID_INPUT, Inputs, persisted
+from tasks.align import align_inputs, hold_shared_inputs, release, restage_predictions, stage_inputs
 from tasks.audit import read_policy
-from tasks.compare import compare_models, pair_models, publish_comparison, write_comparison
+from tasks.compare import (
+    ModelInput,
+    compare_models,
+    comparison_document,
+    pair_models,
+    publish_comparison,
+    resolve_input,
+    shared_inputs,
+    unique_names,
+    write_comparison,
+)
+from tasks.compare_report import write_comparison_report
+from tasks.trail import default_trail_path
+from tasks.validate import validate_aligned, validate_inputs
 
 
 @flow(name="fairgate-compare")
 def fairgate_compare(
     policy: str,
-    baseline_predictions: str,
-    candidate_predictions: str,
-    labels: str,
-    attributes: str,
+    baseline: str,
+    candidates: list[str],
+    labels: str | None = None,
+    attributes: str | None = None,
     out_dir: str | None = None,
     run_id: str | None = None,
+    trail: str | None = None,
+    plane_metric: str | None = None,
 ) -> State:
-    """Compare a candidate model with the baseline on the same people; the state's result is the summary."""
+    """Compare candidate models with the baseline on the same people; the state's result is the summary.
+
+    ``baseline`` and each of ``candidates`` is a predictions file (or ``DB::TABLE``) or an audit run (id or seq)
+    recorded in ``trail``; ``labels``/``attributes`` default to the baseline run's.
+    """
     try:
-        summary = _compare(policy, baseline_predictions, candidate_predictions, labels, attributes, out_dir, run_id)
+        summary = _compare(policy, baseline, candidates, labels, attributes, out_dir, run_id, trail, plane_metric)
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
     return persisted(Completed(message=f"decision: {summary['decision']}", data=summary))
@@ -45,43 +66,82 @@ def fairgate_compare(
 
 def _compare(
     policy_path: str,
-    baseline_predictions: str,
-    candidate_predictions: str,
-    labels: str,
-    attributes: str,
+    baseline_text: str,
+    candidate_texts: list[str],
+    labels: str | None,
+    attributes: str | None,
     out_dir: str | None,
     run_id: str | None,
+    trail: str | None,
+    plane_metric: str | None,
 ) -> dict[str, Any]:
     """The recipe: each line one step of the comparison."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, _ = read_policy(Path(policy_path))
-    baseline = read_inputs(policy, baseline_predictions, labels, attributes)
-    candidate = read_inputs(policy, candidate_predictions, labels, attributes)
-    joint = pair_models(baseline.aligned.table, candidate.aligned.table, policy)
-    result = compare_models(joint, policy)
-    document = _with_metadata(result, run_id, policy, {"baseline": baseline, "candidate": candidate})
+    output = Path(out_dir or policy.reporting.output_dir)
+    trail_path = Path(trail) if trail else default_trail_path(policy, output)
+    baseline = resolve_input("baseline", baseline_text, trail_path)
+    candidates = [resolve_input("candidate", text, trail_path) for text in candidate_texts]
+    labels, attributes = shared_inputs(baseline, candidates, labels, attributes)
+    read = read_models(policy, [baseline, *candidates], labels, attributes)
+    names = unique_names(candidates)
+    joints = {
+        name: pair_models(read[0].aligned.table, inputs.aligned.table, policy)
+        for name, inputs in zip(names, read[1:], strict=True)
+    }
+    result = compare_models(joints, policy)
+    result["plane"] = accuracy_fairness_plane(result, plane_metric)
+    models = [_model(inputs, model) for inputs, model in zip(read, [baseline, *candidates], strict=True)]
+    document = comparison_document(result, run_id, policy, models[0], models[1:])
     publish_comparison(document)
-    path = write_comparison(document, Path(out_dir or policy.reporting.output_dir))
+    path = write_comparison(document, output)
+    report = write_comparison_report(document, output, list(policy.reporting.format))
     get_run_logger().info(f"decision {document['decision']}: {path}")
-    return {"decision": document["decision"], "exit_code": document["exit_code"], "run_id": run_id, "json": path}
-
-
-def _with_metadata(
-    result: dict[str, Any], run_id: str, policy: fairgate.Policy, models: dict[str, Inputs]
-) -> dict[str, Any]:
-    """The comparison document: what was compared, from which inputs, under which policy, then the result."""
     return {
-        "schema_version": COMPARISON_SCHEMA_VERSION,
-        "kind": "comparison",
+        "decision": document["decision"],
+        "exit_code": document["exit_code"],
+        "chosen": document["chosen"],
         "run_id": run_id,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "fairgate_version": fairgate_version(),
-        "policy_sha256": policy.sha256(),
-        "models": {role: _model(inputs) for role, inputs in models.items()},
-        **result,
+        "json": path,
+        "report": report,
     }
 
 
-def _model(inputs: Inputs) -> dict[str, Any]:
-    name, version = inputs.staged.model
-    return {"name": name, "version": version, "inputs": inputs.summary(), "alignment": inputs.aligned.join_report}
+def read_models(policy: fairgate.Policy, models: list[ModelInput], labels: str, attributes: str) -> list[Inputs]:
+    """Every model's aligned rows, the labels and attributes read and validated once for all of them.
+
+    The baseline is staged with the labels and attributes (held in memory), validated and aligned as an audit
+    does; each candidate's predictions are then staged alone beside them, validated alone and aligned.
+    """
+    staged = stage_inputs(policy, models[0].predictions, labels, attributes)
+    try:
+        hold_shared_inputs(staged)
+        validation = validate_inputs(staged)
+        aligned = align_inputs(staged)
+        check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
+        read = [Inputs(staged, aligned, validate_aligned(staged, aligned, validation))]
+        for model in models[1:]:
+            restaged = restage_predictions(staged, model.predictions)
+            checked = validate_inputs(restaged, roles=("predictions",))
+            read.append(Inputs(restaged, align_inputs(restaged), checked))
+    finally:
+        release(staged)
+    for inputs in read:
+        for warning in inputs.validation.warnings:
+            get_run_logger().warning(warning)
+    return read
+
+
+def _model(inputs: Inputs, model: ModelInput) -> dict[str, Any]:
+    """The document's entry of one model: its name (the predictions' or the run's, else the file's) and inputs."""
+    named, version = inputs.staged.model
+    named = named or model.name
+    if model.run is not None:
+        named, version = model.run["model_name"], model.run["model_version"]
+    return {
+        "name": named,
+        "version": version,
+        "run": model.run,
+        "inputs": inputs.summary(),
+        "alignment": inputs.aligned.join_report,
+    }

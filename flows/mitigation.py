@@ -23,6 +23,7 @@ from fairgate.errors import FairgateError
 from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
 from flows.audit import INVALID_INPUT, fairness_audit, persisted, read_inputs
+from flows.grid_frontier import fit_frontier_grid, write_frontier
 from tasks.audit import read_policy
 from tasks.events import failed_metrics
 from tasks.mitigation import (
@@ -124,11 +125,14 @@ def fairgate_retrain(
     trail: str | None = None,
     max_iter: int = 50,
     answers: str | None = None,
+    frontier: int | None = None,
 ) -> State:
     """Retrain under the policy's constraint (Fairlearn ExponentiatedGradient) and audit before and after.
 
     The "before" is the estimator refitted on the same training data without the constraint, so the two audits
     differ only by the constraint. The state's result is the summary; its exit code is the re-audit's.
+    ``frontier`` (a grid size) adds Fairlearn's GridSearch frontier and its Pareto models' comparison
+    (flows/grid_frontier.py) to the summary.
     """
     try:
         plan = _plan(policy, training, evaluation, estimator, attributes, features, constraint)
@@ -138,6 +142,7 @@ def fairgate_retrain(
         return Failed(name=INVALID_INPUT, message=exc.message)
     try:  # an estimator that cannot take these features (or weights) is the user's to fix, found only in fit
         fitted = fit_models(plan["estimator"], plan["train"], plan["choice"], max_iter)
+        grid = fit_frontier_grid(plan, frontier) if frontier else None
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
     files = write_candidate(fitted, plan, output)
@@ -153,6 +158,8 @@ def fairgate_retrain(
         _discard(files)
         return Failed(name=INVALID_INPUT, message=refused)
     summary = retrain_summary(plan, files, audits)
+    if grid is not None:
+        summary["frontier"] = write_frontier(plan, fitted, grid, files)
     summary["outputs"]["json"] = str(write_json(summary, output / f"retrain_{files['run_id']}.json"))
     get_run_logger().info(f"retrained: verdict {audits['before']['verdict']} -> {audits['after']['verdict']}")
     message = f"verdict {audits['before']['verdict']} -> {audits['after']['verdict']}"

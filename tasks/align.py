@@ -415,3 +415,57 @@ def _run(staged: Staged, action: Any) -> Any:
         return action()
     except duckdb.Error as exc:
         raise explain_scan_error(list(staged.sources.values()), exc) from None
+
+
+# ------------------------------------------------------------------------------- several models, one reading
+_HELD = ("labels", "attributes")
+
+
+def hold_shared_inputs(staged: Staged) -> None:
+    """Read the labels and attributes into the staging connection once (DuckDB tables behind their views), so
+    that aligning several models' predictions against them reads their files once (``fairgate compare``)."""
+    for role in _HELD:
+        view, table = f"src_{role}", f"held_{role}"
+        _run(staged, lambda v=view, t=table: staged.con.execute(f"create table {t} as select * from {v}"))  # fixed
+        _create_view(staged.con, view, f"select * from {table}")  # fixed names
+
+
+@task(name="stage predictions", cache_policy=NO_CACHE)
+def restage_predictions(staged: Staged, predictions: str) -> Staged:
+    """Another model's predictions staged beside the same (held) labels and attributes, in the same connection.
+
+    The returned ``Staged`` shares the connection: validate it with ``roles=("predictions",)`` and align it
+    before staging the next one (the ``stg_predictions`` view is replaced). Closed by :func:`release` on the
+    first ``Staged``.
+    """
+    source = parse_source("predictions", predictions)
+    present = register_source(staged.con, source, "src_predictions")
+    cols = staged.policy.columns
+    _require(cols.id, present, source, "columns.id")
+    has_score, has_y_pred = cols.score in present, cols.y_pred in present
+    if not (has_score or has_y_pred):
+        raise DataError(
+            f"{source.label} has neither the prediction column {cols.y_pred!r} nor the score column {cols.score!r}; "
+            f"columns present: {present}. Every compared model's predictions need the same column names"
+        )
+    restaged = Staged(
+        con=staged.con,
+        policy=staged.policy,
+        sources={**staged.sources, "predictions": source},
+        input_columns=staged.input_columns,
+        attributes=staged.attributes,
+        passthrough=staged.passthrough,
+        has_score=has_score,
+        has_y_pred=has_y_pred,
+        row_counts=dict(staged.row_counts),
+        sha256=dict(staged.sha256),
+    )
+    _create_staging_views(restaged)
+    restaged.row_counts["predictions"] = _count(restaged, "stg_predictions")
+    if restaged.row_counts["predictions"] == 0:
+        raise DataError(HEADER_ONLY.format(source=source.label))
+    _check_id_types(restaged)
+    _check_score_type(restaged)
+    restaged.sha256["predictions"] = sha256_of(source)
+    restaged.provenance = _provenance(staged.con, present)
+    return restaged

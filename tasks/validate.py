@@ -105,13 +105,15 @@ def _validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any], res
 
 
 @task(name="validate inputs", cache_policy=NO_CACHE)
-def validate_inputs(staged: Staged) -> Validation:
-    """Validate the three staged inputs; raise DataError on the first failed critical expectation."""
+def validate_inputs(staged: Staged, roles: tuple[str, ...] = ("predictions", "labels", "attributes")) -> Validation:
+    """Validate the staged inputs (``roles``: all three by default); raise DataError on the first failed critical
+    expectation. ``fairgate compare`` validates the shared labels and attributes once, then each further
+    predictions input alone (``roles=("predictions",)``)."""
     gx = _gx()
     policy = staged.policy
     cols = policy.columns
     validation = Validation()
-    for role in ("predictions", "labels", "attributes"):
+    for role in roles:
         duplicates = _violations(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="id"),
@@ -119,7 +121,7 @@ def validate_inputs(staged: Staged) -> Validation:
         ]
         result = _validate_frame(f"{role}_ids", duplicates, expectations, "COMPLETE")
         _collect(validation, staged, role, result, counts=None, frame=duplicates, column=cols.id)
-    if staged.has_score:
+    if staged.has_score and "predictions" in roles:
         scores = _violations(staged, render_sql("score_violations", score_column=quote_identifier(cols.score)))
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="score"),
@@ -137,6 +139,8 @@ def validate_inputs(staged: Staged) -> Validation:
     for name in staged.attributes:
         bounded.append(("attributes", name, name, policy.attribute(name).declared_values, False))
     for role, suite, column, allowed, required in bounded:
+        if role not in roles:
+            continue
         counts = _value_counts(staged, f"stg_{role}", column, lowercase=allowed is _BINARY_TEXT)
         expectations = []
         if required:

@@ -14,7 +14,8 @@ from pydantic import Field
 
 from fairgate.document.common import Direction, Part, Slicing
 
-COMPARISON_SCHEMA_VERSION = "1.0"
+# 2.0: several candidates (``candidates``), the chosen one, the accuracy-fairness plane, ``baseline``.
+COMPARISON_SCHEMA_VERSION = "2.0"
 COMPARISON_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "comparison.schema.json"
 
 ChangeStatus = Literal["worse", "better", "no_evidence_of_change", "undefined", "insufficient_data"]
@@ -54,7 +55,9 @@ class ComparisonStatistics(Part):
     seed: int
     confidence_level: float
     decision_level: float = Field(description="The deciding intervals' level (Bonferroni over judged changes).")
-    n_judged_changes: int
+    n_judged_changes: int = Field(description="Judged changes of every candidate (the Bonferroni count).")
+    n_candidates: int
+    multiplicity: str = Field(description="How the deciding intervals account for many changes and candidates.")
 
 
 class NotCompared(Part):
@@ -77,31 +80,64 @@ class ComparedModel(Part):
 
     name: str | None
     version: str | None
+    run: dict[str, Any] | None = Field(default=None, description="The audit run the model was given as, if so.")
     inputs: dict[str, dict[str, Any]] = Field(description="Per input: source, sha256 and row count.")
     alignment: dict[str, Any] = Field(description="The join report of the model's inputs.")
 
 
-class ComparisonDocument(Part):
-    """The ``fairgate compare`` result: the decision, its reasons, and every change with its intervals."""
+class CandidateComparison(Part):
+    """One candidate against the baseline: its decision, and each change with its paired intervals."""
 
-    schema_version: Literal["1.0"]
+    name: str = Field(description="The candidate's name in this comparison (model name, run or file).")
+    model: ComparedModel
+    decision: Literal["promote", "do_not_promote"]
+    reasons: list[str]
+    n_rows: int
+    accuracy: Change
+    changes: list[Change]
+    agreement: Agreement
+
+
+class PlanePoint(Part):
+    """One model on the accuracy-fairness plane."""
+
+    name: str
+    role: Literal["baseline", "candidate"]
+    x: float = Field(description="The plane's metric at its worst slicing.")
+    y: float = Field(description="Overall accuracy.")
+    decision: Literal["promote", "do_not_promote"] | None
+    pareto: bool = Field(description="No other model compared is at least as fair and accurate, better in one.")
+
+
+class Plane(Part):
+    """The accuracy-fairness plane: x one judged metric at its worst slicing, y accuracy."""
+
+    metric: str
+    direction: Direction
+    points: list[PlanePoint]
+
+
+class ComparisonDocument(Part):
+    """The ``fairgate compare`` result: a decision per candidate, the overall decision and the chosen one."""
+
+    schema_version: Literal["2.0"]
     kind: Literal["comparison"]
     run_id: str
     created_at: str
     fairgate_version: str
     policy_sha256: str
-    models: dict[Literal["baseline", "candidate"], ComparedModel]
-    decision: Literal["promote", "do_not_promote"]
+    baseline: ComparedModel
+    decision: Literal["promote", "do_not_promote"] = Field(description="promote when any candidate may be.")
     exit_code: Literal[0, 1]
+    chosen: str | None = Field(description="The promotable candidate with the largest accuracy change.")
     reasons: list[str]
     rule: Rule
     n_rows: int
     favorable_label: Literal[0, 1]
     statistics: ComparisonStatistics
-    accuracy: Change
-    changes: list[Change]
+    candidates: list[CandidateComparison]
     not_compared: list[NotCompared]
-    agreement: Agreement
+    plane: Plane | None
 
 
 def comparison_json_schema() -> dict[str, Any]:

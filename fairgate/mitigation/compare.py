@@ -14,6 +14,7 @@ only. They are listed with that reason, never silently dropped.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -182,30 +183,130 @@ class _Change:
 
 
 def compare(joint: JointCube, policy: Policy) -> dict[str, Any]:
-    """The comparison: accuracy's and each judged metric's change with paired intervals, and the decision.
+    """The comparison of one candidate: accuracy's and each judged metric's change with paired intervals.
 
-    Intervals are percentile intervals of ``statistics.n_bootstrap`` paired replicates (seed
-    ``statistics.seed``) at ``reporting.confidence_level``; the decision uses simultaneous intervals
-    (Bonferroni over the judged changes at ``statistics.alpha``) when ``comparison.simultaneous`` is set.
+    The candidate's entry of :func:`compare_candidates` with the shared fields (rule, statistics) beside it.
     """
+    result = compare_candidates({"candidate": joint}, policy)
+    shared = {key: value for key, value in result.items() if key not in {"candidates", "chosen", "plane"}}
+    entry = {key: value for key, value in result["candidates"][0].items() if key != "name"}
+    return {**shared, **entry}
+
+
+def compare_candidates(joints: Mapping[str, JointCube], policy: Policy) -> dict[str, Any]:
+    """Each candidate against the baseline on the same people, a decision per candidate, and the choice.
+
+    ``joints`` maps each candidate's name to its joint cube with the baseline. Intervals are percentile
+    intervals of ``statistics.n_bootstrap`` paired replicates (seed ``statistics.seed``) at
+    ``reporting.confidence_level``. When ``comparison.simultaneous`` is set, the intervals that decide hold
+    jointly over every judged change of *every* candidate (Bonferroni over ``statistics.alpha``): a set of
+    candidates that are all no different from the baseline sees any of them refused with probability at
+    most alpha. The overall decision is ``promote`` when at least one candidate may be promoted; ``chosen``
+    names the promotable candidate with the largest accuracy change (the first given on a tie).
+    """
+    if not joints:
+        raise DataError("fairgate compare needs at least one candidate; pass --candidate")
     if policy.statistics.n_bootstrap < MIN_BOOTSTRAP:
         raise PolicyError(
             f"statistics.n_bootstrap is {policy.statistics.n_bootstrap}; fairgate compare needs at least "
             f"{MIN_BOOTSTRAP} bootstrap replicates for its paired intervals (1000 is a good choice)"
         )
+    measured = {name: _measure(joint, policy) for name, joint in joints.items()}
+    rule = policy.comparison
+    with_accuracy = rule.rule == "no_worse_fairness_or_accuracy"
+    k = max(1, sum(sum(c.judged for c in changes) + int(with_accuracy) for changes, _ in measured.values()))
+    level = policy.reporting.confidence_level
+    decision_level = 1 - policy.statistics.alpha / k if rule.simultaneous else level
+    entries = [
+        _candidate(name, joints[name], policy, changes, accuracy, decision_level)
+        for name, (changes, accuracy) in measured.items()
+    ]
+    promoted = [e for e in entries if e["decision"] == "promote"]
+    chosen = max(promoted, key=lambda e: e["accuracy"]["change"] or 0.0)["name"] if promoted else None
+    decision: Decision = "promote" if promoted else "do_not_promote"
+    return {
+        "decision": decision,
+        "exit_code": 0 if promoted else 1,
+        "chosen": chosen,
+        "reasons": _overall_reasons(entries, chosen),
+        "rule": rule.model_dump(mode="json"),
+        "n_rows": next(iter(joints.values())).n_rows,
+        "favorable_label": policy.favorable_label,
+        "statistics": {
+            "method": "paired percentile bootstrap (both models resampled on the same people)",
+            "n_bootstrap": policy.statistics.n_bootstrap,
+            "seed": policy.statistics.seed,
+            "confidence_level": level,
+            "decision_level": decision_level,
+            "n_judged_changes": k,
+            "n_candidates": len(entries),
+            "multiplicity": _multiplicity(rule.simultaneous, k, len(entries), policy.statistics.alpha),
+        },
+        "candidates": entries,
+        "not_compared": [
+            {"metric": m.name, "reason": "needs the models' scores; compare holds their decisions only"}
+            for m in policy.metrics
+            if needs_scores(policy_metric(m.name))
+        ],
+    }
+
+
+def _multiplicity(simultaneous: bool, k: int, n_candidates: int, alpha: float) -> str:
+    if not simultaneous:
+        return "none: each change is decided on its own interval (comparison.simultaneous is false)"
+    across = f" across {n_candidates} candidates" if n_candidates > 1 else ""
+    return f"Bonferroni over {k} judged changes{across}: each deciding interval at level 1 - {alpha:g}/{k}"
+
+
+def _overall_reasons(entries: list[dict[str, Any]], chosen: str | None) -> list[str]:
+    """Why the comparison decided as it did: the choice, or each candidate's first reason."""
+    if len(entries) == 1:
+        return list(entries[0]["reasons"])
+    if chosen is not None:
+        others = [e["name"] for e in entries if e["decision"] == "promote" and e["name"] != chosen]
+        tail = f" (also promotable: {', '.join(others)})" if others else ""
+        return [f"{chosen} may be promoted: it has the largest accuracy change of the promotable candidates{tail}"]
+    return [f"{e['name']}: {e['reasons'][0]}" for e in entries]
+
+
+def point_estimates(joint: JointCube, policy: Policy) -> dict[str, Any]:
+    """Both models' accuracy and judged metrics, point estimates only (no bootstrap): a cheap audit of a model.
+
+    The shape of one :func:`compare_candidates` entry (``accuracy`` and ``changes`` rows with ``baseline`` and
+    ``candidate`` values), with no intervals, so that :func:`fairgate.mitigation.plane.accuracy_fairness_plane`
+    reads it. Used to place every model of a grid on the accuracy-fairness plane.
+    """
+    changes, accuracy = _measure(joint, policy, n_bootstrap=0)
+
+    def row(change: _Change) -> dict[str, Any]:
+        return {
+            "metric": change.metric,
+            "slicing": list(change.slicing),
+            "direction": change.direction,
+            "baseline": _num(change.baseline),
+            "candidate": _num(change.candidate),
+            "change": _num(change.candidate - change.baseline),
+        }
+
+    return {"accuracy": row(accuracy), "changes": [row(c) for c in changes if c.insufficient is None]}
+
+
+def _measure(joint: JointCube, policy: Policy, n_bootstrap: int | None = None) -> tuple[list[_Change], _Change]:
+    """One candidate's changes of every judged metric, and of accuracy, with their replicates."""
+    replicates = policy.statistics.n_bootstrap if n_bootstrap is None else n_bootstrap
     changes: list[_Change] = []
     accuracy: _Change | None = None
     for slicing in joint.slicings:
-        by_model, groups, n = _slicing_counts(joint, slicing, policy)
+        by_model, groups, n = _slicing_counts(joint, slicing, policy, replicates)
         if not slicing:
             accuracy = _accuracy_change(by_model)
         changes += _metric_changes(by_model, groups, n, slicing, policy)
     assert accuracy is not None  # the population slicing is always planned
-    return _document(joint, policy, changes, accuracy)
+    return changes, accuracy
 
 
 def _slicing_counts(
-    joint: JointCube, slicing: Slicing, policy: Policy
+    joint: JointCube, slicing: Slicing, policy: Policy, n_bootstrap: int
 ) -> tuple[dict[str, GroupCounts], list[dict[str, str]], np.ndarray]:
     """Each model's group counts: the point estimate at index 0 of the leading axis, then the replicates."""
     cells = joint.cells
@@ -221,7 +322,7 @@ def _slicing_counts(
     ].to_numpy()
     rows = np.bincount(flat, weights=cells[_ROWS].to_numpy(), minlength=n_groups * 8).astype(np.float64)
     seed = slicing_seed(policy.statistics.seed, ("__compare__", *slicing))
-    drawn = draw_counts(rows, policy.statistics.n_bootstrap, seed)
+    drawn = draw_counts(rows, n_bootstrap, seed)
     joint_counts = np.vstack([rows[None, :], drawn]).reshape(-1, n_groups, 2, 2, 2)  # (R, G, y, baseline, cand)
     by_model = {
         "baseline": _confusion(joint_counts.sum(axis=4)),
@@ -346,18 +447,16 @@ def _label(change: _Change) -> str:
     return f"{change.metric} ({slicing_label(change.slicing)})"
 
 
-def _document(joint: JointCube, policy: Policy, changes: list[_Change], accuracy: _Change) -> dict[str, Any]:
-    """The comparison as JSON-ready data (the ``fairgate compare`` document, without run metadata)."""
+def _candidate(
+    name: str, joint: JointCube, policy: Policy, changes: list[_Change], accuracy: _Change, decision_level: float
+) -> dict[str, Any]:
+    """One candidate's entry: its decision, the reasons, accuracy's and each metric's change."""
     rule = policy.comparison
     level = policy.reporting.confidence_level
-    with_accuracy = rule.rule == "no_worse_fairness_or_accuracy"
-    defined = [c for c in changes if c.judged]
-    k = max(1, len(defined) + int(with_accuracy))
-    decision_level = 1 - policy.statistics.alpha / k if rule.simultaneous else level
     rows = [_row(c, level, decision_level, rule.margin) for c in changes]
     accuracy_row = _row(accuracy, level, decision_level, rule.accuracy_margin)
     reasons = [r["reason"] for r in rows if r["status"] == "worse"]
-    if with_accuracy and accuracy_row["status"] == "worse":
+    if rule.rule == "no_worse_fairness_or_accuracy" and accuracy_row["status"] == "worse":
         reasons.append(accuracy_row["reason"])
     if not any(r["status"] in _JUDGED for r in rows):  # the gate cannot pass on nothing
         reasons.append(
@@ -366,27 +465,12 @@ def _document(joint: JointCube, policy: Policy, changes: list[_Change], accuracy
         )
     decision: Decision = "do_not_promote" if reasons else "promote"
     return {
+        "name": name,
         "decision": decision,
-        "exit_code": 0 if decision == "promote" else 1,
         "reasons": reasons,
-        "rule": rule.model_dump(mode="json"),
         "n_rows": joint.n_rows,
-        "favorable_label": policy.favorable_label,
-        "statistics": {
-            "method": "paired percentile bootstrap (both models resampled on the same people)",
-            "n_bootstrap": policy.statistics.n_bootstrap,
-            "seed": policy.statistics.seed,
-            "confidence_level": level,
-            "decision_level": decision_level,
-            "n_judged_changes": k,
-        },
         "accuracy": accuracy_row,
         "changes": rows,
-        "not_compared": [
-            {"metric": m.name, "reason": "needs the models' scores; compare holds their decisions only"}
-            for m in policy.metrics
-            if needs_scores(policy_metric(m.name))
-        ],
         "agreement": _agreement(joint),
     }
 

@@ -315,9 +315,9 @@ def _compare_args(files: dict[str, Path], baseline: str, candidate: str, policy:
         "compare",
         "--policy",
         str(policy),
-        "--baseline-predictions",
+        "--baseline",
         str(files[baseline]),
-        "--candidate-predictions",
+        "--candidate",
         str(files[candidate]),
         "--labels",
         str(files["labels"]),
@@ -344,7 +344,7 @@ def test_cli_refuses_the_widening_candidate_with_exit_1_and_writes_its_json(
     assert done.returncode == 1, done.stderr
     document: dict[str, Any] = json.loads(done.stdout)
     assert (document["kind"], document["decision"], document["n_rows"]) == ("comparison", "do_not_promote", 7214)
-    assert document["models"]["candidate"]["inputs"]["predictions"]["rows"] == 7214
+    assert document["candidates"][0]["model"]["inputs"]["predictions"]["rows"] == 7214
     written = list(out.glob("comparison_*.json"))
     assert [p.name for p in written] == [f"comparison_{document['run_id']}.json"]
     assert json.loads(written[0].read_text()) == document
@@ -355,12 +355,13 @@ def test_cli_refuses_the_widening_candidate_with_exit_1_and_writes_its_json(
 
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["comparison-candidate"]))
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["comparison-baseline"]))
         )
     texts = [str(a.data) for a in artifacts if document["run_id"] in str(a.data)]
     assert len(texts) == 1
     assert "Comparison: **DO NOT PROMOTE**" in texts[0]
     assert "disparate_impact_ratio (race)" in texts[0]
+    assert "`race_dependent_cut`: do not promote" in texts[0]
     assert not list(out.glob(".*.tmp"))
 
 
@@ -381,7 +382,7 @@ def test_cli_refuses_a_missing_candidate_file_before_any_work(
     files = {**compare_files, "missing": tmp_path / "no-such-model.csv"}
     done = _run(_compare_args(files, "baseline", "missing", policy_file, tmp_path / "out"), tmp_path)
     assert done.returncode == 2, done.stderr
-    assert "--candidate-predictions: file" in done.stderr
+    assert "--candidate: file" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
 

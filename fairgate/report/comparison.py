@@ -1,0 +1,222 @@
+"""The comparison report's view model: the ``fairgate compare`` document as plain, rounded, template-ready data.
+
+Pure: reads the comparison document (``fairgate/document/comparison.py``), returns dataclasses whose numbers are
+already formatted (3 decimals, signed changes), so the template only places them. The chart of the
+accuracy-fairness plane is drawn in ``tasks/compare_report.py`` from ``ComparisonView.plane``.
+
+>>> signed(0.01234), signed(None), interval(-0.02, 0.0049)
+('+0.012', 'n/a', '[-0.020, +0.005]')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fairgate.engine.labels import slicing_label
+
+_RULES = {
+    "no_worse_fairness": "a candidate is not promoted when any judged fairness metric is worse than the baseline's",
+    "no_worse_fairness_or_accuracy": (
+        "a candidate is not promoted when any judged fairness metric, or its overall accuracy, is worse than the "
+        "baseline's"
+    ),
+}
+_STATUS = {
+    "worse": "worse",
+    "better": "better",
+    "no_evidence_of_change": "no evidence of change",
+    "undefined": "undefined",
+    "insufficient_data": "insufficient data",
+}
+
+
+def plain(value: float | None) -> str:
+    """A value with 3 decimals, ``n/a`` when undefined."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def signed(value: float | None) -> str:
+    """A change with its sign and 3 decimals, ``n/a`` when undefined."""
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def interval(low: float | None, high: float | None) -> str:
+    """A change's interval, ``n/a`` when it could not be computed."""
+    return "n/a" if low is None or high is None else f"[{signed(low)}, {signed(high)}]"
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One metric's change on one slicing, formatted."""
+
+    metric: str
+    slicing: str
+    direction: str
+    baseline: str
+    candidate: str
+    change: str
+    interval: str
+    decision_interval: str
+    status: str
+    status_text: str
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    """One candidate: its decision, reasons, accuracy and each judged change."""
+
+    name: str
+    decision: str
+    decision_text: str
+    chosen: bool
+    reasons: list[str]
+    accuracy: ChangeRow
+    changes: list[ChangeRow]
+    n_worse: int
+    agreement: str
+    predictions: str
+    plane_x: str
+    pareto: bool
+
+
+@dataclass(frozen=True)
+class PlanePoint:
+    """One model on the accuracy-fairness plane (numbers unrounded: the chart places them)."""
+
+    name: str
+    role: str
+    x: float
+    y: float
+    pareto: bool
+    decision: str | None
+
+
+@dataclass(frozen=True)
+class ComparisonView:
+    """Everything the comparison report shows."""
+
+    title: str
+    run_id: str
+    created_at: str
+    fairgate_version: str
+    policy_sha256: str
+    decision: str
+    decision_text: str
+    chosen: str | None
+    reasons: list[str]
+    rule_text: str
+    rule_details: list[tuple[str, str]]
+    n_rows: int
+    favourable_note: str
+    baseline_name: str
+    baseline_inputs: list[tuple[str, str, str]]
+    candidates: list[CandidateView]
+    not_compared: list[str]
+    plane_metric: str | None
+    plane_direction: str | None
+    plane: list[PlanePoint]
+
+
+def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
+    """The view model of a comparison document."""
+    plane = document.get("plane") or {"metric": None, "direction": None, "points": []}
+    by_name = {p["name"]: p for p in plane["points"] if p["role"] == "candidate"}
+    statistics, rule = document["statistics"], document["rule"]
+    baseline = document["baseline"]
+    decision = document["decision"]
+    return ComparisonView(
+        title=f"Model comparison: {len(document['candidates'])} candidate(s) against {_name(baseline)}",
+        run_id=str(document["run_id"]),
+        created_at=str(document["created_at"]),
+        fairgate_version=str(document["fairgate_version"]),
+        policy_sha256=str(document["policy_sha256"])[:16],
+        decision=decision,
+        decision_text=decision.replace("_", " ").upper(),
+        chosen=document.get("chosen"),
+        reasons=list(document["reasons"]),
+        rule_text=_RULES[rule["rule"]],
+        rule_details=[
+            ("rule", str(rule["rule"])),
+            ("fairness margin", f"{rule['margin']:g} (a worsening up to this is tolerated)"),
+            ("accuracy margin", f"{rule['accuracy_margin']:g}"),
+            ("worse means", "the deciding interval of the change lies wholly beyond the margin on the worse side"),
+            ("intervals", f"{statistics['method']}, {statistics['n_bootstrap']} replicates, seed {statistics['seed']}"),
+            ("shown interval level", f"{statistics['confidence_level']:g}"),
+            ("deciding interval level", f"{statistics['decision_level']:.6g}"),
+            ("multiplicity", str(statistics["multiplicity"])),
+            (
+                "several candidates",
+                "promote when at least one candidate may be; the chosen one has the largest "
+                "accuracy change among them (exit 0), none: exit 1",
+            ),
+        ],
+        n_rows=int(document["n_rows"]),
+        favourable_note=f"favourable outcome: label {document['favorable_label']} (selection rates count it)",
+        baseline_name=_name(baseline),
+        baseline_inputs=_inputs(baseline),
+        candidates=[
+            _candidate(e, document.get("chosen"), by_name.get(e["name"]), rule["rule"]) for e in document["candidates"]
+        ],
+        not_compared=[f"{item['metric']}: {item['reason']}" for item in document["not_compared"]],
+        plane_metric=plane["metric"],
+        plane_direction=plane["direction"],
+        plane=[
+            PlanePoint(p["name"], p["role"], float(p["x"]), float(p["y"]), bool(p["pareto"]), p["decision"])
+            for p in plane["points"]
+        ],
+    )
+
+
+def _name(model: Mapping[str, Any]) -> str:
+    name = model.get("name") or "baseline"
+    return f"{name} {model['version']}" if model.get("version") else str(name)
+
+
+def _inputs(model: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(role, source, sha256 prefix) per input."""
+    return [(role, str(i["source"]), str(i["sha256"])[:12]) for role, i in model["inputs"].items()]
+
+
+def _candidate(
+    entry: Mapping[str, Any], chosen: str | None, point: Mapping[str, Any] | None, rule: str
+) -> CandidateView:
+    rows = [_row(r) for r in entry["changes"]]
+    accuracy = _row(entry["accuracy"])
+    if rule == "no_worse_fairness" and accuracy.status == "worse":  # shown, but it does not decide
+        accuracy = replace(accuracy, status_text="worse (the rule does not judge accuracy)")
+    agreement = entry["agreement"]
+    return CandidateView(
+        name=str(entry["name"]),
+        decision=entry["decision"],
+        decision_text=entry["decision"].replace("_", " "),
+        chosen=entry["name"] == chosen,
+        reasons=list(entry["reasons"]),
+        accuracy=accuracy,
+        changes=rows,
+        n_worse=sum(r.status == "worse" for r in rows),
+        agreement=(
+            f"{agreement['same_decision']} of {entry['n_rows']} people decided alike; favourable only for the "
+            f"baseline: {agreement['favourable_only_baseline']}, only for the candidate: "
+            f"{agreement['favourable_only_candidate']}"
+        ),
+        predictions=str(entry["model"]["inputs"]["predictions"]["source"]),
+        plane_x="n/a" if point is None else plain(point["x"]),
+        pareto=bool(point and point["pareto"]),
+    )
+
+
+def _row(row: Mapping[str, Any]) -> ChangeRow:
+    return ChangeRow(
+        metric=str(row["metric"]),
+        slicing=slicing_label(row["slicing"]),
+        direction=str(row["direction"]).replace("_", " "),
+        baseline=plain(row["baseline"]),
+        candidate=plain(row["candidate"]),
+        change=signed(row["change"]),
+        interval=interval(row["ci_low"], row["ci_high"]),
+        decision_interval=interval(row["decision_ci_low"], row["decision_ci_high"]),
+        status=str(row["status"]),
+        status_text=_STATUS.get(str(row["status"]), str(row["status"])),
+    )
