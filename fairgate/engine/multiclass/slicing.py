@@ -254,14 +254,15 @@ def _judged(
 ) -> SummaryValue:
     """The worst difference (or ratio) over the components and groups in ``use``, with its interval.
 
-    Undefined when any component is (as Fairlearn's ``worst_case`` and the binary equalized odds): a class
-    no group has as its truth cannot be judged on TPR, and the worst case cannot be read from the others.
+    As the binary engine: each component's difference is taken over the groups where it is defined, the worst
+    case is undefined when any component's is (fewer than 2 groups with a value), and no interval is given when
+    a component is undefined in a judged group or rests on fewer than ``min_events`` people there (``reason``).
     """
     if len(groups) < 2:
         return SummaryValue(None, None, None, "a slicing with one group has no differences", None, None)
     summarise = difference if kind == "difference" else ratio
-    each = [float(summarise(np.where(use, v.value, np.nan))) for v in components.values()]
-    value = float(max(each) if kind == "difference" else min(each))
+    each = np.array([float(summarise(np.where(use, v.value, np.nan))) for v in components.values()])
+    value = float(each.max() if kind == "difference" else each.min())  # NaN when any component is NaN
     extremes = _extremes(next(iter(components.values())), groups, use)
     reason = _interval_obstacle(groups, components, use, policy.statistics.min_events)
     if reason is None and not np.isfinite(value):
