@@ -8,8 +8,8 @@ prediction whose class mix depends on the groups), then, for the 3 slicings (eac
    and the per-class and worst-case demographic parity / equalized odds / equal opportunity / predictive parity
    summaries with --bootstrap simultaneous bootstrap intervals.
 2. Fairlearn: one MetricFrame per slicing with sklearn's ``recall_score`` and ``precision_score``
-   (``average=None``), ``confusion_matrix``, ``accuracy_score`` and per-class selection rates, and its
-   ``difference()`` (the per-class summaries of the array-valued metrics are left to the user; no intervals).
+   (``average=None``), ``confusion_matrix``, ``accuracy_score`` and per-class selection rates (no summaries,
+   no intervals).
    Given integer class codes, its fastest input. Fairlearn's own ``demographic_parity_difference`` /
    ``equalized_odds_difference`` on each class's one-vs-rest indicators would add 2 K more MetricFrames per
    slicing; they are left out, which favours Fairlearn.
