@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from fairgate.engine.columns import BIN, PERSON_SQ, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, WEIGHT_SQ
@@ -214,10 +213,3 @@ def to_binary_cube(cube: MulticlassCube, adverse_classes: Sequence[str]) -> Cube
         .collect()
     )
     return Cube(cells, cube.attributes, 1, False, None, dict(cube.excluded_missing), None)
-
-
-def class_counts(cube: MulticlassCube) -> np.ndarray:
-    """The whole population's K x K confusion matrix (weighted), rows the true class, columns the prediction."""
-    k = cube.n_classes
-    flat = cube.cells[TRUE].to_numpy().astype(np.int64) * k + cube.cells[PRED].to_numpy()
-    return np.bincount(flat, weights=cube.cells[WEIGHT].to_numpy(), minlength=k * k).reshape(k, k)
