@@ -271,7 +271,9 @@ def test_summaries_match_fairlearn_on_one_vs_rest_indicators(case: Case, h: Any)
     data = case.pandas
     weights = case.weights()
     compared = skipped = 0
-    for slicing in _slicings(case):
+    # Each attribute and one pair: three Fairlearn calls per class and slicing are slow, and the other tests
+    # already cover every intersection's per-group values.
+    for slicing in [s for s in _slicings(case) if len(s) == 1] + [tuple(case.attributes[:2])]:
         ours = case.results[slicing]
         worst: dict[str, list[float]] = {}
         for c in case.classes:

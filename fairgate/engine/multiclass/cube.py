@@ -101,24 +101,22 @@ def build_multiclass_cube(
             fix = "rename the column in the data or set its name in the policy"
             raise DataError(MISSING_COLUMN.format(column=name, source=source, present=present, fix=fix))
     schema = lazy.collect_schema()
-    weight = pl.col(columns.weight).cast(pl.Float64, strict=False) if columns.weight else pl.lit(1.0)
     keys = [*attributes, _RAW_TRUE, _RAW_PRED]
-    raw_cells = (
-        lazy.select(
-            *[pl.col(a) if schema[a] in (pl.String, pl.Categorical) else pl.col(a).cast(pl.String) for a in attributes],
-            pl.col(columns.y_true).alias(_RAW_TRUE),
-            pl.col(columns.y_pred).alias(_RAW_PRED),
-            weight.alias(WEIGHT),
-        )
-        .group_by(keys)
-        .agg(
-            pl.len().cast(pl.Int64).alias(ROWS),
+    rows = lazy.select(
+        *[_attribute(a, schema[a]) for a in attributes],
+        pl.col(columns.y_true).alias(_RAW_TRUE),
+        pl.col(columns.y_pred).alias(_RAW_PRED),
+        *([pl.col(columns.weight).cast(pl.Float64, strict=False).alias(WEIGHT)] if columns.weight else []),
+    )
+    if columns.weight:
+        sums = [
             pl.col(WEIGHT).sum(),
             (pl.col(WEIGHT) * pl.col(WEIGHT)).sum().alias(WEIGHT_SQ),
             (pl.col(WEIGHT).is_null() | ~pl.col(WEIGHT).is_finite() | (pl.col(WEIGHT) < 0)).sum().alias(_BAD_WEIGHTS),
-        )
-        .collect()
-    )
+        ]
+    else:  # every weight 1: the sums are the row counts (no per-row work)
+        sums = [pl.len().cast(pl.Float64).alias(WEIGHT), pl.len().cast(pl.Float64).alias(WEIGHT_SQ)]
+    raw_cells = rows.group_by(keys).agg(pl.len().cast(pl.Int64).alias(ROWS), *sums).collect()
     if raw_cells.height == 0:
         raise DataError(EMPTY_DATA.format(source=source))
     check_cardinality(raw_cells, policy, source)
@@ -142,6 +140,13 @@ def build_multiclass_cube(
         .sort([*attributes, TRUE, PRED])
     )
     return MulticlassCube(cells, attributes, tuple(options.classes), excluded)
+
+
+def _attribute(name: str, dtype: pl.DataType) -> pl.Expr:
+    """The attribute as grouped: strings, categoricals and enums as they are, anything else as its text."""
+    if dtype == pl.String or dtype == pl.Categorical or isinstance(dtype, pl.Enum):
+        return pl.col(name)
+    return pl.col(name).cast(pl.String)
 
 
 def _as_label(cells: pl.DataFrame, column: str) -> pl.Expr:
