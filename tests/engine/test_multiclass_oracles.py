@@ -42,7 +42,7 @@ from fairgate.engine.multiclass import (
     plan_multiclass_slicings,
     to_binary_cube,
 )
-from fairgate.errors import DataError, PolicyError
+from fairgate.errors import DataError
 from fairgate.policy.task import MulticlassOptions, TaskSettings
 
 TOL = 1e-9
@@ -466,6 +466,3 @@ def test_plan_covers_population_attributes_and_pairs(case: Case) -> None:
     assert planned == [(), *_slicings(case)]
     population = case.results[()]
     assert population.rows == [case.frame.height]
-
-
-__all__ = ["PolicyError"]
