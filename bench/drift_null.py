@@ -85,13 +85,12 @@ def rows(rng: np.random.Generator, n: int, tpr_shift: np.ndarray | float = 0.0) 
     label = rng.random(n) < BASE_RATE[race]
     tpr = TPR[race, sex] + np.where(race == CHANGED_RACE, tpr_shift, 0.0)
     predicted = np.where(label, rng.random(n) < tpr, rng.random(n) < FPR[race])
-    return pl.DataFrame(
-        {
-            "race": np.array(RACES)[race],
-            "sex": np.array(SEXES)[sex],
-            "y_true": label.astype(np.int8),
-            "y_pred": predicted.astype(np.int8),
-        }
+    codes = pl.DataFrame(
+        {"race": race, "sex": sex, "y_true": label.astype(np.int8), "y_pred": predicted.astype(np.int8)}
+    )
+    return codes.with_columns(  # the values as text, mapped in Polars (a numpy string array is slow to convert)
+        pl.col("race").replace_strict(list(range(len(RACES))), RACES, return_dtype=pl.String),
+        pl.col("sex").replace_strict(list(range(len(SEXES))), SEXES, return_dtype=pl.String),
     )
 
 
@@ -102,7 +101,8 @@ def nightly_cubes(frame: pl.DataFrame, nights: np.ndarray) -> list[Cube]:
     are a group-by, so they equal ``build_cube`` of that night's rows alone (the tests check it), at a
     ninetieth of the cost.
     """
-    cube = fairgate.build_cube(frame.with_columns(night=pl.Series(nights.astype(str))), NIGHT_POLICY)
+    night = pl.Series("night", nights).cast(pl.String)
+    cube = fairgate.build_cube(frame.with_columns(night), NIGHT_POLICY)
     split = cube.cells.partition_by("night", as_dict=True, include_key=False)
     empty = cube.cells.clear().drop("night")
     return [

@@ -26,8 +26,8 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy import optimize
 from scipy.stats import norm
 
-STATES = 100  # Markov chain cells; 200 move the thresholds by under 0.3% and the median delays not at all
-QUADRATURE_NODES = 16  # Gauss-Hermite nodes over the baseline's error (24 or 80 give the same thresholds)
+STATES = 64  # Markov chain cells; 200 move the thresholds by under 0.3% and the median delays not at all
+QUADRATURE_NODES = 12  # Gauss-Hermite nodes over the baseline's error (24 or 80 give the same thresholds)
 # Rounding grids of the detector's settings: thresholds are cached per rounded setting, and the CUSUM runs with
 # the rounded values, so what is solved is what is applied. rho rounds up (a larger shared error, a higher h).
 K_STEP = 0.05
@@ -102,7 +102,7 @@ def threshold(alpha: float, k: float, nights: int, rho: float) -> float:
     low = 1e-3
     if excess(low) <= 0:
         return low
-    return float(optimize.brentq(excess, low, high, xtol=1e-4))
+    return float(optimize.brentq(excess, low, high, xtol=2e-3))
 
 
 @functools.cache

@@ -40,14 +40,16 @@ from dataclasses import dataclass, field
 from datetime import date
 
 import numpy as np
+import polars as pl
 
-from fairgate.engine.cube import Cube
+from fairgate.engine.cube import PRED, TRUE, WEIGHT, Cube
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupCounts, Rate, SummaryOf, count_metrics, policy_metric
-from fairgate.engine.slicing import GROUP, _counts, _group_index, _reference_index, plan_slicings
+from fairgate.engine.slicing import GROUP, _reference_index, plan_slicings
 from fairgate.monitoring import cusum
 from fairgate.policy.core import Policy
 
+_SQUARES = "__squares"
 MIN_EXPECTED_EVENTS = 5  # expected events of each kind at the baseline rate for the normal approximation
 TYPICAL_SE_NIGHTS = 7  # k is fixed from the median SE of a stream's first nights, so replays keep it
 METHOD = (
@@ -293,11 +295,36 @@ def _group(slicing: tuple[str, ...], values: tuple[str, ...]) -> dict[str, str]:
 
 
 def _slicing_counts(cube: Cube, slicing: tuple[str, ...]) -> tuple[list[tuple[str, ...]], GroupCounts]:
-    """The groups of a slicing (value tuples, sorted) and their point counts, from the engine's own counting."""
-    groups, index = _group_index(cube, slicing)
-    point, _ = _counts(cube, index, groups.height, 0, np.random.SeedSequence(0), slicing)
-    keys = [tuple(str(v) for v in row) for row in groups.drop(GROUP).iter_rows()]
-    return keys, point
+    """The groups of a slicing (value tuples, sorted) and their confusion counts, one group-by of the cube.
+
+    With weights, the squared-weight sums come along (per row or per person, as the engine picks them), so
+    rates' trials are Kish effective sizes as in the audit. Calibration bins are not needed by rates.
+    """
+    keys = list(slicing)
+    squares = cube.squares_column(slicing)
+    cells = (
+        cube.cells.group_by([*keys, TRUE, PRED])
+        .agg(pl.col(WEIGHT).sum(), pl.col(squares).sum().alias(_SQUARES))
+        .sort([*keys, TRUE, PRED])
+    )
+    groups = cells.select(keys).unique(maintain_order=True)
+    index = cells.select(keys).join(groups.with_row_index(GROUP), on=keys, maintain_order="left")[GROUP].to_numpy()
+    outcome = cells[TRUE].to_numpy().astype(np.int64) * 2 + cells[PRED].to_numpy().astype(np.int64)
+    size = groups.height * 4
+    flat = index.astype(np.int64) * 4 + outcome
+    weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size).reshape(-1, 4)
+    squared = np.bincount(flat, weights=cells[_SQUARES].to_numpy(), minlength=size).reshape(-1, 4)
+    no_bins = np.zeros((groups.height, 1))
+    confusion = {"tn": 0, "fp": 1, "fn": 2, "tp": 3}  # 2 * y_true + y_pred
+    sq = {f"{name}_sq": squared[:, i] for name, i in confusion.items()} if cube.weighted else {}
+    counts = GroupCounts(
+        **{name: weight[:, i] for name, i in confusion.items()},
+        bin_n=no_bins,
+        bin_positive=no_bins,
+        bin_score=no_bins,
+        **sq,
+    )
+    return [tuple(str(v) for v in row) for row in groups.iter_rows()], counts
 
 
 def _contrasts(
