@@ -168,7 +168,7 @@ def test_scan_replays_deterministically_and_restarts_after_an_alarm() -> None:
     assert first == again
     stream = first.streams[0]
     assert stream.k == pytest.approx(1.0)
-    assert [a.night for a in first.alerts][0] > NIGHT + timedelta(days=10)
+    assert first.alerts[0].night > NIGHT + timedelta(days=10)
     assert len(first.alerts) >= 2  # restarted after the first alarm, the persisting change alarms again
     assert all(a.direction == "up" and a.change == pytest.approx(0.08) for a in first.alerts)
     assert first.alerts[0].statistic >= stream.threshold
