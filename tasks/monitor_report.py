@@ -21,12 +21,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fairgate.report.monitoring import MonitoringView, NightPanel, WindowPanel, build_monitoring_view
-from tasks.charts import FAIL, INK, MUTED, PALETTE, to_svg
+from tasks.charts import FAIL, INK, PALETTE, to_svg
 from tasks.outputs import output_stem, write_atomic
 from tasks.report import _data_uri, _environment, html_to_pdf, write_text_atomic
 from tasks.trend_charts import _STYLE, HEIGHT, TITLE_CHARS, WIDTH, legend_chart
 
-NIGHT_WIDTH = 2.35  # inches: three night charts side by side on an A4 page
+TICKS = {"since deployment": "all"}  # the narrow chart's tick; the table names it in full
+NIGHT_WIDTH, NIGHT_HEIGHT = 3.4, 1.9  # inches: two night charts side by side on an A4 page, legend below
 
 
 def monitoring_charts(view: MonitoringView) -> dict[str, str]:
@@ -69,7 +70,7 @@ def window_chart(panel: WindowPanel) -> str:
                     ax.scatter([p], [value], s=12, color=colour, facecolors=face, linewidths=0.9, zorder=4)
                     if m.failed:
                         ax.scatter([p], [value], s=38, facecolors="none", edgecolors=FAIL, linewidths=1.1, zorder=5)
-            ax.set_xticks(x, [label.replace(" ", "\n", 1) for label in panel.window_labels])
+            ax.set_xticks(x, [TICKS.get(label, label) for label in panel.window_labels])
             ax.set_xlim(-0.5, windows - 0.5)
             direction = "higher is better" if panel.higher_is_better else "lower is better"
             ax.set_title(
@@ -94,7 +95,7 @@ def load_chart(panel: NightPanel) -> str:
 
 def _night_chart(panel: NightPanel, what: str, values: Any, reference: float) -> str:
     with plt.rc_context(_STYLE):  # type: ignore[arg-type]
-        fig, ax = plt.subplots(figsize=(NIGHT_WIDTH, HEIGHT))
+        fig, ax = plt.subplots(figsize=(NIGHT_WIDTH, NIGHT_HEIGHT))
         try:
             ax.axhline(reference, color=INK, linestyle="--", linewidth=0.8, zorder=2.5)
             for series in panel.series:
@@ -115,9 +116,9 @@ def _night_chart(panel: NightPanel, what: str, values: Any, reference: float) ->
             ax.tick_params(labelsize=5.6)
             title = textwrap.fill(f"{panel.metric_label} · {panel.slicing_label}", 40)
             ax.set_title(f"{title}\n{what}", fontsize=6.6, linespacing=1.1)
-            ax.legend(loc="upper left", fontsize=5.2, ncol=2, handlelength=1.2, columnspacing=0.8)
-            ax.yaxis.label.set_color(MUTED)
-            fig.subplots_adjust(left=0.16, right=0.98, bottom=0.12, top=0.76)
+            fig.legend(loc="lower left", fontsize=5.4, ncol=3, handlelength=1.2, columnspacing=0.8, borderaxespad=0.2)
+            rows = -(-len(panel.series) // 3)
+            fig.subplots_adjust(left=0.1, right=0.98, bottom=0.12 + 0.075 * rows, top=0.8)
             return to_svg(fig)
         finally:
             plt.close(fig)

@@ -22,6 +22,18 @@ from fairgate.engine.stats import z_value
 from fairgate.report.format import fmt, metric_label
 
 MAX_LINES = 6  # series per chart; the tables list the rest
+RATE_SHORT = {
+    "true_positive_rate": "TPR",
+    "false_positive_rate": "FPR",
+    "false_negative_rate": "FNR",
+    "true_negative_rate": "TNR",
+    "positive_predictive_value": "PPV",
+    "negative_predictive_value": "NPV",
+    "false_discovery_rate": "FDR",
+    "false_omission_rate": "FOR",
+    "selection_rate": "selection rate",
+}
+MAX_STREAMS_LISTED = 20  # stream rows in the PDF (the HTML lists all)
 WINDOW_LABELS = {"since_deployment": "since deployment"}
 
 
@@ -77,6 +89,20 @@ class StreamSeries:
     threshold: float
     predicted_delay: float | None
     peak: float  # the largest load: how near the stream came to alerting
+
+
+@dataclass(frozen=True)
+class StreamRow:
+    """One detector stream in the table under the charts."""
+
+    metric_label: str
+    slicing_label: str
+    group: str
+    threshold_text: str
+    peak: float
+    peak_text: str
+    delay_text: str
+    alerted: bool
 
 
 @dataclass(frozen=True)
@@ -137,6 +163,8 @@ class MonitoringView:
     window_panels: list[WindowPanel]
     window_rows: list[WindowRow]
     night_panels: list[NightPanel]
+    stream_rows: list[StreamRow]  # every stream, alerted and most loaded first
+    n_stream_rows_listed: int  # rows the PDF lists (alerted, or at least half way to the threshold; at most 20)
     legend: list[str]  # slicings in colour order, for the window charts
     method: str
     rules: list[str]
@@ -154,6 +182,9 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
     windows = list(document.get("windows") or [])
     legend = _slicings(windows)
     detector = document.get("detector") or {}
+    night_panels = _night_panels(detector.get("streams") or [], level, {a["stream"]: a for a in alerts}, alerts)
+    streams = _stream_rows(detector.get("streams") or [], {a["stream"] for a in alerts})
+    listed = [r for r in streams if r.alerted or r.peak >= 0.5][:MAX_STREAMS_LISTED]
     return MonitoringView(
         title=f"Fairness monitoring: {model.get('name', 'model')} {model.get('version', '')}".strip(),
         model_text=f"{model.get('name', '')} version {model.get('version', '')}",
@@ -166,7 +197,9 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         alerts=[_alert_row(a) for a in alerts],
         window_panels=_window_panels(windows, legend, alerted),
         window_rows=[_window_row(w, r) for w in windows for r in w.get("results") or []],
-        night_panels=_night_panels(detector.get("streams") or [], level, {a["stream"]: a for a in alerts}, alerts),
+        night_panels=night_panels,
+        stream_rows=streams,
+        n_stream_rows_listed=len(listed),
         legend=legend,
         method=str(detector.get("method", "")),
         rules=[_rule_text(rule) for rule in detector.get("rules") or []],
@@ -292,6 +325,9 @@ def _night_panels(
     for alert in alerts:
         alert_nights.setdefault(alert["stream"], set()).add(alert["night"])
     grouped: dict[tuple[str, str], list[StreamSeries]] = {}
+    rates: dict[tuple[str, str], set[str]] = {}
+    for stream in streams:
+        rates.setdefault((stream["metric"], stream["slicing"]), set()).add(str(stream["stream"]).split(" · ")[-1])
     for stream in streams:
         threshold = float(stream["threshold"])
         nights = [str(n) for n in stream.get("nights") or []]
@@ -305,7 +341,8 @@ def _night_panels(
         grouped.setdefault((stream["metric"], stream["slicing"]), []).append(
             StreamSeries(
                 stream=stream["stream"],
-                group=_group_text(stream),
+                # The rate is named only where a metric watches several (equalized odds: TPR and FPR).
+                group=_group_text(stream, rate=len(rates[(stream["metric"], stream["slicing"])]) > 1),
                 colour=0,
                 nights=nights,
                 estimate=estimate,
@@ -337,16 +374,38 @@ def _night_panels(
     return sorted(panels, key=lambda p: (not p.alerted, p.key))
 
 
+def _stream_rows(streams: Sequence[Mapping[str, Any]], alerted: set[str]) -> list[StreamRow]:
+    rows = []
+    for stream in streams:
+        threshold = float(stream["threshold"])
+        statistic = [float(v) for v in stream.get("statistic") or []]
+        peak = max(statistic, default=0.0) / threshold if threshold > 0 else 0.0
+        delay = stream.get("predicted_delay")
+        rows.append(
+            StreamRow(
+                metric_label=metric_label(stream["metric"]),
+                slicing_label=str(stream["slicing"]),
+                group=_group_text(stream),
+                threshold_text=f"{threshold:.2f}",
+                peak=peak,
+                peak_text=f"{peak:.0%}",
+                delay_text="beyond the horizon" if delay is None else f"{float(delay):.0f} nights",
+                alerted=stream["stream"] in alerted,
+            )
+        )
+    return sorted(rows, key=lambda r: (not r.alerted, -r.peak))
+
+
 def _order(series: StreamSeries) -> str:
     return series.stream
 
 
-def _group_text(stream: Mapping[str, Any]) -> str:
+def _group_text(stream: Mapping[str, Any], *, rate: bool = True) -> str:
     # The stream key names the reference and the component rate: "metric · slicing · group vs ref · rate".
     parts = str(stream["stream"]).split(" · ")
-    if len(parts) >= 4:
-        return f"{parts[2]} ({parts[3].replace('_', ' ')})"
-    return str(stream["group"])
+    if len(parts) < 4:
+        return str(stream["group"])
+    return f"{parts[2]} ({RATE_SHORT.get(parts[3], parts[3])})" if rate else parts[2]
 
 
 def _alert_row(alert: Mapping[str, Any]) -> AlertRow:
