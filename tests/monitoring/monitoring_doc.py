@@ -19,11 +19,13 @@ from fairgate.engine.stats import holm
 from fairgate.monitoring.drift import scan
 
 WINDOWS = [7, 30, 90, "since_deployment"]
+# The windows are judged with bootstrap intervals and standard errors, as the flow's audits are.
+JUDGING = SIM.POLICY.model_copy(update={"statistics": SIM.POLICY.statistics.model_copy(update={"n_bootstrap": 200})})
 
 
 def _judged(cube: fairgate.Cube) -> dict[tuple[str, tuple[str, ...]], dict[str, Any]]:
-    parts = [fairgate.compute_slicing(cube, s, SIM.POLICY) for s in fairgate.plan_slicings(cube, SIM.POLICY)]
-    document = fairgate.adjudicate(cube, parts, SIM.POLICY).to_dict()
+    parts = [fairgate.compute_slicing(cube, s, JUDGING) for s in fairgate.plan_slicings(cube, JUDGING)]
+    document = fairgate.adjudicate(cube, parts, JUDGING).to_dict()
     return {(r["metric"], tuple(r["slicing"])): r for r in document["results"]}
 
 
