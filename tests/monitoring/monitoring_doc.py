@@ -29,7 +29,9 @@ def _judged(cube: fairgate.Cube) -> dict[tuple[str, tuple[str, ...]], dict[str, 
     return {(r["metric"], tuple(r["slicing"])): r for r in document["results"]}
 
 
-def _window(label: str, cubes: list[fairgate.Cube], days: list[date], base: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+def _window(
+    label: str, cubes: list[fairgate.Cube], days: list[date], base: dict[Any, dict[str, Any]]
+) -> dict[str, Any]:
     total = cubes[0]
     for cube in cubes[1:]:
         total = total + cube
