@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -87,6 +87,14 @@ class Monitoring(_Strict):
     alerts: list[AlertRule] = Field(default=[], max_length=100)
     # Who gets the drift alert e-mails; None: the delivery section's recipients.
     recipients: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _weekly_default_windows(cls, data: Any) -> Any:
+        # The default windows in whole weeks: 7, 28 and 91 days.
+        if isinstance(data, dict) and data.get("period") == "week" and "windows" not in data:
+            return {**data, "windows": [7, 28, 91, SINCE_DEPLOYMENT]}
+        return data
 
     @field_validator("windows")
     @classmethod
