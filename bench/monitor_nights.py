@@ -22,9 +22,10 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import date, datetime, time as clock, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as clock
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return_state=True,
         )
         seconds.append(time.perf_counter() - started)
-        summary = state.result()
+        summary = cast(dict[str, Any], state.result())
         if summary["alerts"]:
             alerts.append((night, summary["alerts"]))
         if delay is None:

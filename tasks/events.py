@@ -1,9 +1,10 @@
 """Prefect events about an audit, for registries and automations outside the flow run (contract.md).
 
 ``fairgate.audit.completed`` after every recorded audit run, ``fairgate.delivery.failed`` when the report
-e-mail finally fails, ``fairgate.drift.detected`` per drift alert of a recorded monitoring night. Both name the model version as their resource (``model.<name>.<version>``), the same
-resource as the ``fairgate.model.registered`` event that may have started the run, so an automation can
-follow one model version from registration to verdict.
+e-mail finally fails, ``fairgate.drift.detected`` per drift alert of a recorded monitoring night. All name the
+model version as their resource (``model.<name>.<version>``), the same resource as the
+``fairgate.model.registered`` event that may have started the run, so an automation can follow one model
+version from registration to verdict.
 
 Prefect's events client sends in batches from a background thread; :func:`emit` waits until the event is
 sent, so it is not lost when the process (a CLI run with its ephemeral server, a worker's flow-run process)

@@ -97,7 +97,8 @@ def _append_period(
     ).fetchall()
     supersedes = current[0][1] if current else None
     version = (supersedes or 0) + 1
-    content = [recorded_at, record.run_id, record.model_name, period.start.isoformat(), period.end.isoformat()]
+    content: list[Any] = [recorded_at, record.run_id, record.model_name, period.start.isoformat()]
+    content += [period.end.isoformat()]
     content += [version, supersedes, period.rows, period.labelled_rows, canonical(record.input_sha256)]
     content += [canonical(cube_record(period.cube)), label]
     seq = _append(con, key, "period_cubes", PERIOD_CUBE_COLUMNS, content, status="current")

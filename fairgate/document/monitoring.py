@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from fairgate.document.common import Direction, Group, Part, Slicing, Status
+from fairgate.document.common import Direction, Part, Slicing, Status
 
 MONITORING_SCHEMA_VERSION = "1.0"
 MONITORING_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "monitoring.schema.json"
@@ -116,7 +116,7 @@ class Detector(Part):
     rules: list[dict[str, Any]] = Field(description="Each alert rule's plain settings as the detector took them.")
     streams: list[StreamPath]
     n_observations: int = Field(description="Stored nightly observations replayed.")
-    skipped: list[str] = Field(default=[], description="Streams left out tonight (too few events), and why.")
+    skipped: list[str] = Field(default_factory=list, description="Streams left out tonight (too few events), and why.")
 
 
 class MonitoringDocument(Part):
@@ -140,8 +140,7 @@ class MonitoringDocument(Part):
     detector: Detector | None = Field(description="Null when the policy has no alert rules or no baseline.")
     alerts: list[Alert]
     exit_code: Literal[0, 1] = Field(description="1 when tonight raised an alert.")
-    notes: list[str] = []
-    group_labels: dict[str, Group] = Field(default={}, description="Stream group label -> group, for display.")
+    notes: list[str] = Field(default_factory=list)
 
 
 def monitoring_json_schema() -> dict[str, Any]:

@@ -128,7 +128,7 @@ def sum_cubes(cubes: Iterable[Cube]) -> Cube | None:
             raise DataError("period cubes with different attributes, score bins or scores cannot be summed")
     keys = [*first.attributes, TRUE, PRED, BIN]
     cells = pl.concat([c.cells for c in cubes]).group_by(keys).agg(pl.col(v).sum() for v in _COUNTS).sort(keys)
-    cells = cells.select(first.cells.columns).cast(dict(first.cells.schema))
+    cells = cells.select(first.cells.columns).cast(first.cells.schema)
     excluded: dict[str, int] = {}
     for cube in cubes:
         for name, count in cube.excluded_missing.items():
@@ -137,8 +137,10 @@ def sum_cubes(cubes: Iterable[Cube]) -> Cube | None:
 
 
 def window_periods(periods: Sequence[PeriodCube], window: Window, night: date, policy: Policy) -> list[PeriodCube]:
-    """The stored periods a window ending on ``night`` sums: those starting within its last ``window`` days
-    (every period up to the night for since_deployment)."""
+    """The stored periods a window ending on ``night`` sums.
+
+    Those starting within its last ``window`` days; every period up to the night for since_deployment.
+    """
     monitoring = policy.monitoring
     period = monitoring.period if monitoring is not None else "day"
     last = period_start(night, period)

@@ -82,7 +82,7 @@ class Monitoring(_Strict):
     # The predictions' column giving when each prediction was made; the rows are cubed per period of it.
     timestamp: str = Field(default="timestamp", min_length=1)
     # Window lengths in days (multiples of the period), or since_deployment (every stored period).
-    windows: list[Window] = Field(default=[7, 30, 90, SINCE_DEPLOYMENT], min_length=1, max_length=20)
+    windows: list[Window] = Field(default=[7, 30, 90, "since_deployment"], min_length=1, max_length=20)
     baseline: Baseline = Baseline()
     alerts: list[AlertRule] = Field(default=[], max_length=100)
     # Who gets the drift alert e-mails; None: the delivery section's recipients.

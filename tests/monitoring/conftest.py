@@ -29,7 +29,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "monitor_nights.py"
 def load_bench() -> ModuleType:
     """bench/monitor_nights.py as a module: the tests simulate the nights the benchmark simulates."""
     spec = importlib.util.spec_from_file_location("monitor_nights", BENCH)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("monitor_nights", module)
     spec.loader.exec_module(module)

@@ -17,7 +17,8 @@ from fairgate.monitoring.windows import PeriodCube, period_end, sum_cubes, windo
 from tasks.monitor_trail import MonitoringRecord, current_period_cubes, record_monitoring
 from tasks.trail import verify
 
-COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
+SHARED_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+COMPAS_CSV = SHARED_DATA / "compas" / "compas-scores-two-years.csv"
 POLICY = """\
 fairness_checker:
   favorable_label: 0
@@ -39,9 +40,10 @@ def compas_weeks() -> pl.DataFrame:
     con = duckdb.connect()
     frame = pl.from_arrow(
         con.sql(
-            "select two_year_recid as y_true, decile_score / 10.0 as score, cast(score_text in ('Medium', 'High') as integer) "
-            "as y_pred, race, sex, age_cat, cast(date_trunc('week', cast(compas_screening_date as date)) as date) "
-            f"as week from read_csv('{COMPAS_CSV}')"
+            "select two_year_recid as y_true, decile_score / 10.0 as score, "
+            "cast(score_text in ('Medium', 'High') as integer) as y_pred, race, sex, age_cat, "
+            "cast(date_trunc('week', cast(compas_screening_date as date)) as date) as week "
+            f" from read_csv('{COMPAS_CSV}')"
         ).to_arrow_table()
     )
     assert isinstance(frame, pl.DataFrame)
@@ -114,7 +116,8 @@ def test_a_rebuilt_period_supersedes_the_stored_one_and_the_chain_verifies(
         [week.isoformat()],
     ).fetchall()
     assert [(v[0], v[1], v[2]) for v in versions] == [(1, None, "superseded"), (2, 1, "superseded"), (3, 2, "current")]
-    assert versions[0][3] == versions[1][4] and versions[1][3] == versions[2][4]
+    assert versions[0][3] == versions[1][4]
+    assert versions[1][3] == versions[2][4]
     # Marking an old version current again (to resurrect its numbers) shows ...
     con.execute("update period_cubes set status = 'current', superseded_by = null where seq = ?", [versions[0][4]])
     con.close()
@@ -122,7 +125,8 @@ def test_a_rebuilt_period_supersedes_the_stored_one_and_the_chain_verifies(
     # ... and so does an edited cube (the status put back first).
     con = duckdb.connect(str(trail))
     con.execute(
-        "update period_cubes set status = 'superseded', superseded_by = ? where seq = ?", [versions[1][4], versions[0][4]]
+        "update period_cubes set status = 'superseded', superseded_by = ? where seq = ?",
+        [versions[1][4], versions[0][4]],
     )
     con.close()
     assert verify(trail)["ok"]
@@ -149,4 +153,5 @@ def test_the_monitoring_section_is_checked_against_the_policy() -> None:
             fairgate.Policy.from_yaml(base + f"  monitoring: {section}\n")
         assert expected in caught.value.message, caught.value.message
     weekly = fairgate.Policy.from_yaml(base + "  monitoring: {period: week}\n").monitoring
-    assert weekly is not None and weekly.windows == [7, 28, 91, "since_deployment"]
+    assert weekly is not None
+    assert weekly.windows == [7, 28, 91, "since_deployment"]
