@@ -313,7 +313,7 @@ class Policy(_Strict):
             for name in override.slicing or []:
                 if name not in names:
                     raise ValueError(f"an override's slicing names {name!r}, which is not a sensitive attribute")
-        check_monitoring(self)
+        check_monitoring(self.monitoring, sorted(rule_names), names)
         return self
 
     # ----------------------------------------------------------------------------------------- building

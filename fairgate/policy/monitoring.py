@@ -12,12 +12,9 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-if TYPE_CHECKING:
-    from fairgate.policy.core import Policy
 
 Period = Literal["day", "week"]
 SINCE_DEPLOYMENT = "since_deployment"
@@ -135,16 +132,13 @@ class Monitoring(_Strict):
         return None if window == SINCE_DEPLOYMENT else int(window) // self.period_days
 
 
-def check_monitoring(policy: Policy) -> None:
-    """Cross-references of the section against the rest of the policy (called by the policy's validation).
+def check_monitoring(monitoring: Monitoring | None, metrics: list[str], attributes: list[str]) -> None:
+    """Cross-references of the section against the policy's metrics and sensitive attributes.
 
-    Raises ValueError naming the entry and what to write instead.
+    Called by the policy's validation; raises ValueError naming the entry and what to write instead.
     """
-    monitoring = policy.monitoring
     if monitoring is None:
         return
-    metrics = [m.name for m in policy.metrics]
-    attributes = policy.attribute_names
     for index, rule in enumerate(monitoring.alerts):
         where = f"monitoring.alerts[{index}]"
         if rule.metric not in metrics:
