@@ -166,7 +166,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work", default=None, help="working folder (default: a new temporary one)")
     args = parser.parse_args()
+    # Before Prefect is imported (as the CLI does): quiet logs, no telemetry writes, a patient server start.
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     result = run(args)
     seconds = result["seconds"]
     first, last = seconds[:10], seconds[-10:]

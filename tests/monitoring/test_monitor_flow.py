@@ -60,14 +60,14 @@ def _run(runner: Any, folder: Path, files: dict[str, str], *extra: str) -> Any:
 def monitored(
     tmp_path_factory: pytest.TempPathFactory, nights: ModuleType, runner: Any, smtp_server: Any, prefect_server: str
 ) -> dict[str, Any]:
-    """Five nights of one model: three stable, then two with group C's TPR lowered; each run's exit code,
+    """Four nights of one model: three stable, then one with group C's TPR lowered; each run's exit code,
     document and the e-mails received after it."""
     inbox, port = smtp_server
     folder = tmp_path_factory.mktemp("monitored")
     (folder / "policy.yaml").write_text(nights.policy_text(100, _delivery(port)))
     nights.record_deployment_audit(folder / "policy.yaml", folder / "trail.duckdb", 40_000, 3, "bench")
     runs = []
-    for night in range(1, 6):
+    for night in range(1, SHIFT_FROM + 1):
         day = nights.START + timedelta(days=night - 1)
         people = nights.night_people(11, night, ROWS, SHIFT, SHIFT_FROM)
         files = nights.write_inputs(people, folder / "nights" / day.isoformat(), day, night * 100_000)
