@@ -62,7 +62,7 @@ def compare_with_baseline(
             "z": None,
             "p_value": None,
             "significant": None,
-            "reason": result.get("reason"),
+            "reason": result.get("reason") if result.get("value") is None else None,
         }
         _test(row, before)
         rows.append(row)

@@ -124,8 +124,8 @@ def test_a_step_change_raises_an_alert_event_email_and_trail_row(monitored: dict
     assert sent == [("sent",)]
     report = verify(trail)
     assert report["ok"], report["problems"]
-    assert report["monitor_nights"] == 5
-    assert report["period_cubes"] == 5
+    assert report["monitor_nights"] == SHIFT_FROM
+    assert report["period_cubes"] == SHIFT_FROM
 
 
 def test_monitor_show_prints_the_series_with_the_alert(monitored: dict[str, Any], runner: Any) -> None:
