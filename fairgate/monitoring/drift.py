@@ -422,17 +422,29 @@ def scan(history: Sequence[Observation], settings: DriftRule | Sequence[DriftRul
     return DriftScan(streams, alerts, rules, len(latest), METHOD, unwatched)
 
 
-def stream_settings(observations: Sequence[Observation], rule: DriftRule, alpha: float) -> tuple[float, float, float]:
-    """(k, h, rho) of a stream: k from its typical SE, rho its largest baseline share, h for ``alpha``."""
+@dataclass(frozen=True)
+class StreamSettings:
+    """A stream's detector: k and the shift it is tuned for (in SEs), rho (rounded up) and h."""
+
+    k: float
+    delta: float
+    rho: float
+    h: float
+
+
+def stream_settings(observations: Sequence[Observation], rule: DriftRule, alpha: float) -> StreamSettings:
+    """The settings of a stream: k from its typical SE (first nights), rho its largest baseline share, h."""
     typical = statistics.median(o.standard_error for o in observations[:TYPICAL_SE_NIGHTS])
-    k = cusum.round_k(rule.min_change / (2.0 * typical))
+    delta = rule.min_change / typical
+    k = cusum.round_k(delta / 2.0)
     rho = cusum.round_rho(max(o.baseline_share for o in observations))
-    return k, cusum.threshold(alpha, k, rule.horizon_nights, rho), rho
+    return StreamSettings(k, delta, rho, cusum.threshold(alpha, k, rule.horizon_nights, rho))
 
 
 def _replay(observations: list[Observation], rule: DriftRule, alpha: float) -> StreamScan:
-    k, h, rho = stream_settings(observations, rule, alpha)
-    median_delay, detection = cusum.delay(h, k, 2.0 * k, rule.horizon_nights, rho)
+    settings = stream_settings(observations, rule, alpha)
+    k, h = settings.k, settings.h
+    median_delay, detection = cusum.delay(h, k, settings.delta, rule.horizon_nights, settings.rho)
     upper_path: list[float] = []
     lower_path: list[float] = []
     alerts: list[DriftAlert] = []
@@ -482,7 +494,7 @@ def _replay(observations: list[Observation], rule: DriftRule, alpha: float) -> S
         lower=lower_path,
         threshold=h,
         k=k,
-        baseline_share=rho,
+        baseline_share=settings.rho,
         predicted_delay=median_delay,
         detection_probability=detection,
         alerts=alerts,

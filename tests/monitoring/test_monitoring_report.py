@@ -1,0 +1,87 @@
+"""The monitoring report renders a monitoring document: alerts marked, numbers as the document has them.
+
+The document is built from the drift simulation on the night a step change is first alerted
+(``monitoring_doc.py``); when mon-flow's document model is present it is validated against it first.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from monitoring_doc import monitoring_document
+
+from fairgate.report.monitoring import build_monitoring_view
+from tasks.monitor_report import monitoring_charts, render_monitoring_html, render_monitoring_report
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    doc = monitoring_document()
+    try:
+        from fairgate.document.monitoring import MonitoringDocument
+    except ImportError:  # before mon-flow's branch is merged
+        return doc
+    return MonitoringDocument.model_validate(doc).model_dump(mode="json")
+
+
+def _text(page: str) -> str:
+    return html_lib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def test_view_carries_the_alert_and_the_documents_numbers(document: dict[str, Any]) -> None:
+    view = build_monitoring_view(document)
+    assert len(document["alerts"]) >= 1
+    alert = document["alerts"][0]
+    assert view.alerts[0].group == alert["group"]
+    assert view.alerts[0].change_text == f"{alert['change']:+.3f}"
+    panel = next(p for p in view.night_panels if p.key == f"{alert['metric']}:{alert['slicing']}")
+    assert panel.alerted
+    assert view.night_panels[0] is panel  # alerted panels first
+    series = next(s for s in panel.series if s.stream == alert["stream"])
+    assert series.nights[-1] == document["night"]
+    assert len(series.nights) - 1 in series.alert_nights
+    assert series.load[-1] >= 1.0
+    stream = next(s for s in document["detector"]["streams"] if s["stream"] == alert["stream"])
+    assert series.estimate == stream["estimate"]
+    assert view.stream_rows[0].alerted
+    # Every window result is a table row, with its value as the document has it.
+    results = [(w, r) for w in document["windows"] for r in w["results"]]
+    assert len(view.window_rows) == len(results)
+    for row, (_, r) in zip(view.window_rows, results, strict=True):
+        assert row.value_text == ("–" if r["value"] is None else f"{r['value']:.3f}")
+        assert row.p_text == ("–" if r["p_value"] is None else f"{r['p_value']:.3g}")
+        assert row.significant == bool(r["significant"])
+    assert any(r["p_value"] is not None for _, r in results)
+    charts = monitoring_charts(view)
+    assert {f"change:{panel.key}", f"load:{panel.key}", "window:legend"} <= set(charts)
+
+
+def test_html_marks_the_alert_and_shows_the_values(document: dict[str, Any]) -> None:
+    view = build_monitoring_view(document)
+    page = render_monitoring_html(view, {})
+    text = _text(page)
+    alert = document["alerts"][0]
+    assert "DRIFT" in text
+    assert f"{alert['group']} alert" in text
+    assert alert["detail"] in text
+    first = document["windows"][0]["results"][0]
+    assert f"{first['value']:.3f}" in text
+    assert f"{first['baseline_value']:.3f}" in text
+    quiet = {**document, "alerts": [], "exit_code": 0}
+    quiet_text = _text(render_monitoring_html(build_monitoring_view(quiet), {}))
+    assert "NO DRIFT" in quiet_text
+    assert "Alerts tonight" not in quiet_text
+
+
+def test_report_files_render_offline(document: dict[str, Any], tmp_path: Path) -> None:
+    paths = render_monitoring_report(document, tmp_path, ["html", "pdf"])
+    assert set(paths) == {"html", "pdf"}
+    assert paths["pdf"].read_bytes().startswith(b"%PDF")
+    page = paths["html"].read_text()
+    assert "data:image/svg+xml;base64," in page
+    assert "http://" not in page.replace("http://www.w3.org", "")
+    assert render_monitoring_report(document, tmp_path / "none", ["json"]) == {}
