@@ -25,7 +25,7 @@ from fairgate.document.result import fairgate_version
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.monitoring.windows import PeriodCube
-from flows.audit import _TASK_RUNNER, INVALID_INPUT, model_info, persisted
+from flows.audit import _TASK_RUNNER, INVALID_INPUT, _signals_held, model_info, persisted
 from tasks.align import align_inputs, release, stage_inputs
 from tasks.audit import read_policy
 from tasks.events import emit_drift_detected
@@ -39,6 +39,7 @@ from tasks.monitor import (
     merged_periods,
     monitoring_of,
     observe,
+    render_report,
     stored_periods,
     validated,
     window_summary,
@@ -46,6 +47,7 @@ from tasks.monitor import (
 )
 from tasks.monitor_inputs import cube_periods, night_of, row_periods
 from tasks.monitor_trail import MonitoringRecord, monitoring_history, night_observations_history, record_monitoring
+from tasks.outputs import discard_staging, promote_outputs, staging_dir
 from tasks.trail import check_trail, default_trail_path
 from tasks.validate import validate_aligned, validate_inputs
 
@@ -132,22 +134,19 @@ def _monitor(
         _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
         | {"detector": None if result is None else detector_section(result, skipped)}
     )
-    record = record_monitoring(
-        trail_path,
-        MonitoringRecord(
-            run_id=run_id,
-            model_name=model.name,
-            input_sha256={role: str(entry["sha256"]) for role, entry in staged_summary.items()},
-            periods=to_store,
-            nights=_night_rows(night, windows, observed),
-            alerts=alerts,
-        ),
+    record_of_night = MonitoringRecord(
+        run_id=run_id,
+        model_name=model.name,
+        input_sha256={role: str(entry["sha256"]) for role, entry in staged_summary.items()},
+        periods=to_store,
+        nights=_night_rows(night, windows, observed),
+        alerts=alerts,
     )
-    json_path = write_document(document, output)
-    delivery = deliver_alert(document, policy, trail_path, output, json_path)
+    written, record = _publish(document, policy, record_of_night, trail_path, output)
+    delivery = deliver_alert(document, policy, trail_path, output, written)
     if alerts:
         emit_drift_detected(document, str(trail_path))
-    get_run_logger().info(f"monitoring {night}: {len(alerts)} alert(s); {json_path}")
+    get_run_logger().info(f"monitoring {night}: {len(alerts)} alert(s); {written['json']}")
     return {
         "run_id": run_id,
         "night": night.isoformat(),
@@ -155,10 +154,31 @@ def _monitor(
         "model_version": model.version,
         "exit_code": document["exit_code"],
         "alerts": [f"{a['metric']}@{a['slicing']}:{a['group']}" for a in alerts],
-        "outputs": {"json": json_path},
+        "outputs": written,
         "delivery": delivery,
         "trail": {k: v for k, v in record.items() if k != "periods"} | {"stored": record["periods"]},
     }
+
+
+def _publish(
+    document: dict[str, Any],
+    policy: fairgate.Policy,
+    record_of_night: MonitoringRecord,
+    trail_path: Path,
+    output: Path,
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Write the JSON (and the HTML/PDF report when the policy asks) into a staging folder, record the night,
+    then move the files into place: a failed run leaves neither files nor trail rows."""
+    staging = staging_dir(output, document["run_id"])
+    try:
+        written = {"json": write_document(document, staging)}
+        written |= render_report(document, staging, policy.reporting.format)
+        with _signals_held():  # recorded with its files in place, or neither
+            record = record_monitoring(trail_path, record_of_night)
+            moved = promote_outputs(staging, output)
+    finally:
+        discard_staging(staging)
+    return {kind: moved.get(path, path) for kind, path in written.items()}, record
 
 
 def _night(text: str | date | None) -> date | None:

@@ -249,12 +249,23 @@ def alert_message(document: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@task(name="render monitoring report", cache_policy=NO_CACHE)
+def render_report(document: dict[str, Any], out_dir: Path, formats: Sequence[str]) -> dict[str, str]:
+    """The HTML/PDF monitoring report (tasks/monitor_report.py) in the formats the policy's reporting asks."""
+    from tasks.monitor_report import render_monitoring_report  # matplotlib and WeasyPrint: only when asked
+
+    if not {"html", "pdf"} & set(formats):
+        return {}
+    return {kind: str(path) for kind, path in render_monitoring_report(document, out_dir, formats).items()}
+
+
 @task(name="deliver drift alert", cache_policy=NO_CACHE)
 def deliver_alert(
-    document: dict[str, Any], policy: fairgate.Policy, trail_path: Path, out_dir: Path, json_path: str
+    document: dict[str, Any], policy: fairgate.Policy, trail_path: Path, out_dir: Path, written: dict[str, str]
 ) -> dict[str, Any]:
     """E-mail the alert through the report delivery (policy ``delivery:``; ``monitoring.recipients`` when set),
-    recorded in the trail's ``deliveries``. No alert, no e-mail."""
+    with the monitoring report attached as ``delivery.attach`` says, recorded in the trail's ``deliveries``.
+    No alert, no e-mail."""
     if not document["alerts"]:
         return {"status": "skipped", "detail": "no alert", "recipients": []}
     monitoring = monitoring_of(policy, "the policy")
@@ -264,5 +275,6 @@ def deliver_alert(
     if monitoring.recipients is not None:
         delivery = delivery.model_copy(update={"recipients": monitoring.recipients})
     head = {"verdict": "drift", "model": document["model"], "run_id": document["run_id"]}
-    outcome = deliver_report(head, delivery, {}, alert_message(document), trail_path, out_dir=out_dir)
+    attachments: dict[str, Path | None] = {kind: Path(written[kind]) for kind in ("pdf", "html") if kind in written}
+    outcome = deliver_report(head, delivery, attachments, alert_message(document), trail_path, out_dir=out_dir)
     return {k: str(v) if k == "eml" else v for k, v in outcome.items()}

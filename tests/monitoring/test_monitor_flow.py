@@ -32,6 +32,7 @@ def _delivery(port: int) -> str:
         "    recipients: [risk@example.org]\n"
         f"    smtp: {{host: 127.0.0.1, port: {port}, security: none}}\n"
         "    retries: 0\n"
+        "    attach: [html]\n"
     )
 
 
@@ -64,7 +65,8 @@ def monitored(
     document and the e-mails received after it."""
     inbox, port = smtp_server
     folder = tmp_path_factory.mktemp("monitored")
-    (folder / "policy.yaml").write_text(nights.policy_text(100, _delivery(port)))
+    text = nights.policy_text(100, _delivery(port)).replace("format: [json]", "format: [json, html]")
+    (folder / "policy.yaml").write_text(text)
     nights.record_deployment_audit(folder / "policy.yaml", folder / "trail.duckdb", 40_000, 3, "bench")
     runs = []
     for night in range(1, SHIFT_FROM + 1):
@@ -102,9 +104,14 @@ def test_a_step_change_raises_an_alert_event_email_and_trail_row(monitored: dict
     assert run["mails"] == 1
     message = monitored["inbox"].messages[0]
     assert message["Subject"].startswith("[fairgate] DRIFT: bench 1")
-    body = message.get_content()
+    body = message.get_body(preferencelist=("plain",)).get_content()
     assert "equal_opportunity_difference" in body
     assert "group C" in body
+    (attached,) = [part.get_filename() for part in message.iter_attachments()]
+    night = run["document"]["night"]
+    assert attached.startswith("monitoring_bench_1_")
+    assert attached.endswith(f"_{night}.html")
+    assert (monitored["folder"] / "out" / attached).exists()  # the report beside the JSON
     # The event, read back from the server.
     events = _read_events(run["document"]["run_id"])
     assert len(events) == len(alerts)
