@@ -135,7 +135,8 @@ def _window_table(window: dict[str, Any]) -> Table:
     title = f"window {window['window']} ({window['periods']} periods, {window['rows']} rows)"
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("metric", "slicing", "value", "band", "limit", "baseline", "change", "status"):
-        table.add_column(column, justify="left" if column in ("metric", "slicing", "status") else "right")
+        justify = "left" if column in ("metric", "slicing", "status") else "right"
+        table.add_column(column, justify=justify, no_wrap=column not in ("metric", "slicing"))
     for r in window["results"]:
         mark = " [bold red]*[/]" if r.get("significant") else ""
         table.add_row(
@@ -214,7 +215,8 @@ def _series_table(
 ) -> Table:
     table = Table(title=f"{metric} on {slicing}, window {window}", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("night", "value", "band", "limit", "baseline", "change", "status", "alert"):
-        table.add_column(column, justify="left" if column in ("night", "status", "alert") else "right")
+        justify = "left" if column in ("night", "status", "alert") else "right"
+        table.add_column(column, justify=justify, no_wrap=column != "alert")
     for night, r in points:
         raised = alerts.get((night, metric, slicing), [])
         alert = ", ".join(f"[bold red]ALERT[/] {escape(str(a['group']))}" for a in raised)
