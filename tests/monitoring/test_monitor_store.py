@@ -155,3 +155,23 @@ def test_the_monitoring_section_is_checked_against_the_policy() -> None:
     weekly = fairgate.Policy.from_yaml(base + "  monitoring: {period: week}\n").monitoring
     assert weekly is not None
     assert weekly.windows == [7, 28, 91, "since_deployment"]
+
+
+def test_rows_get_their_period_from_the_timestamp_or_the_night() -> None:
+    from tasks.monitor_inputs import _row_periods
+
+    policy = fairgate.Policy.from_yaml(POLICY)
+    con = duckdb.connect()
+    con.execute(
+        "create view src_predictions as select * from (values (1, timestamp '2026-12-02 23:10:00'), "
+        "(2, timestamp '2026-12-03 01:00:00'), (3, timestamp '2026-12-08 09:00:00')) t(id, timestamp)"
+    )
+    periods = _row_periods(con, "preds.csv", policy, None)
+    assert periods.counts == {date(2026, 11, 30): 2, date(2026, 12, 7): 1}  # ISO weeks from Monday
+    con.execute("create or replace view src_predictions as select 1 as id, cast(null as timestamp) as timestamp")
+    with pytest.raises(fairgate.DataError, match="1 row\\(s\\) have a missing or unreadable 'timestamp'"):
+        _row_periods(con, "preds.csv", policy, None)
+    con.execute("create or replace view src_predictions as select 1 as id")
+    with pytest.raises(fairgate.DataError, match="pass --night DATE"):
+        _row_periods(con, "preds.csv", policy, None)
+    assert _row_periods(con, "preds.csv", policy, date(2026, 12, 3)).counts == {date(2026, 11, 30): 1}
