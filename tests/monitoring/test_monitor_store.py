@@ -175,3 +175,16 @@ def test_rows_get_their_period_from_the_timestamp_or_the_night() -> None:
     with pytest.raises(fairgate.DataError, match="pass --night DATE"):
         _row_periods(con, "preds.csv", policy, None)
     assert _row_periods(con, "preds.csv", policy, date(2026, 12, 3)).counts == {date(2026, 11, 30): 1}
+
+
+def test_the_shipped_monitoring_schema_is_generated_from_the_models() -> None:
+    """Rerun tools/write_document_schema.py after changing fairgate/document/monitoring.py."""
+    import json
+
+    import jsonschema
+
+    from fairgate.document.monitoring import MONITORING_SCHEMA_PATH, monitoring_json_schema
+
+    shipped = json.loads(MONITORING_SCHEMA_PATH.read_text())
+    assert shipped == monitoring_json_schema(), "stale schema: run .venv/bin/python tools/write_document_schema.py"
+    jsonschema.validators.validator_for(shipped).check_schema(shipped)
