@@ -26,7 +26,9 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy import optimize
 from scipy.stats import norm
 
-STATES = 64  # Markov chain cells; 200 move the thresholds by under 0.3% and the median delays not at all
+STATES = 64  # Markov chain cells at least; 200 move the thresholds by under 0.3% and the median delays not at all
+CELL = 0.25  # widest cell in SEs: a high threshold (long horizon, shared baseline error) gets more cells
+MAX_STATES = 200  # (cells under 0.5 SE up to h = 100: thresholds within 0.3% of 400 cells)
 QUADRATURE_NODES = 12  # Gauss-Hermite nodes over the baseline's error (24 or 80 give the same thresholds)
 # Rounding grids of the detector's settings: thresholds are cached per rounded setting, and the CUSUM runs with
 # the rounded values, so what is solved is what is applied. rho rounds up (a larger shared error, a higher h).
@@ -54,14 +56,21 @@ def _nodes(rho: float) -> tuple[np.ndarray, np.ndarray]:
 
 def _transient(h: float, k: float, means: np.ndarray, sd: float) -> np.ndarray:
     """Brook-Evans transient matrices, one per mean: Q[q, i, j] = P(state i -> state j) of the upper CUSUM."""
-    width = 2.0 * h / (2 * STATES - 1)
-    centres = np.arange(STATES) * width
+    states = min(MAX_STATES, max(STATES, math.ceil(h / CELL)))
+    width = 2.0 * h / (2 * states - 1)
+    centres = np.arange(states) * width
     # Next S = max(0, c_i + z - k); cell j >= 1 is [(j - 1/2) w, (j + 1/2) w), cell 0 is S < w / 2.
-    upper_edges = (np.arange(STATES) + 0.5) * width
+    upper_edges = (np.arange(states) + 0.5) * width
     shift = centres[:, None] - k  # (i, 1)
     cdf = norm.cdf((upper_edges[None, None, :] - shift[None, :, :] - means[:, None, None]) / sd)  # (q, i, j)
     q: np.ndarray = np.diff(cdf, axis=-1, prepend=0.0)
     return q
+
+
+def _chain(h: float, k: float, rho: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Quadrature weights and the transient matrices given the baseline's error at each node."""
+    nodes, weights = _nodes(rho)
+    return weights, _transient(h, k, delta + math.sqrt(rho) * nodes, math.sqrt(1.0 - rho))
 
 
 def survival(h: float, k: float, nights: int, *, rho: float, delta: float = 0.0) -> np.ndarray:
@@ -69,10 +78,8 @@ def survival(h: float, k: float, nights: int, *, rho: float, delta: float = 0.0)
 
     Integrated over the baseline's shared error (variance share ``rho``).
     """
-    nodes, weights = _nodes(rho)
-    means = delta + math.sqrt(rho) * nodes
-    q = _transient(h, k, means, math.sqrt(1.0 - rho))
-    alive = np.ones((nodes.size, STATES))
+    weights, q = _chain(h, k, rho, delta)
+    alive = np.ones(q.shape[:2])
     out = np.empty(nights + 1)
     out[0] = 1.0
     for t in range(1, nights + 1):
@@ -81,10 +88,18 @@ def survival(h: float, k: float, nights: int, *, rho: float, delta: float = 0.0)
     return out
 
 
+def survival_at(h: float, k: float, nights: int, *, rho: float, delta: float = 0.0) -> float:
+    """P(no alarm within ``nights``) alone: row 0 of Q^nights (by repeated squaring for long horizons)."""
+    weights, q = _chain(h, k, rho, delta)
+    if nights <= 4 * q.shape[-1]:  # stepping a vector costs N m^2, squaring about m^3 log N
+        return float(survival(h, k, nights, rho=rho, delta=delta)[-1])
+    return float(weights @ np.linalg.matrix_power(q, nights)[:, 0, :].sum(axis=-1))
+
+
 def false_alarm_probability(h: float, k: float, nights: int, *, rho: float) -> float:
     """P(either side alarms within ``nights``) with nothing changed (union bound of the two sides)."""
     # The lower side's run length given eta is the upper one's given -eta; the quadrature is symmetric.
-    return 2.0 * (1.0 - float(survival(h, k, nights, rho=rho)[-1]))
+    return 2.0 * (1.0 - survival_at(h, k, nights, rho=rho))
 
 
 @functools.cache
@@ -114,6 +129,12 @@ def delay(h: float, k: float, delta: float, nights: int, rho: float) -> tuple[fl
     error, a baseline that came out on the side of the change hides it for long, and the mean is dominated by
     that tail (infinite when it never alarms).
     """
-    alive = survival(h, k, nights, rho=rho, delta=delta)
-    median = float(np.argmax(alive <= 0.5)) if alive[-1] <= 0.5 else math.inf
-    return median, 1.0 - float(alive[-1])
+    weights, q = _chain(h, k, rho, delta)
+    alive = np.ones(q.shape[:2])
+    median = math.inf
+    for t in range(1, nights + 1):  # stepped until the median: usually a few nights, whatever the horizon
+        alive = np.matmul(q, alive[..., None])[..., 0]
+        if float(weights @ alive[:, 0]) <= 0.5:
+            median = float(t)
+            break
+    return median, 1.0 - survival_at(h, k, nights, rho=rho, delta=delta)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.stats import z_value
@@ -358,9 +358,7 @@ def _night_panels(
     panels = []
     for (metric, slicing), series in grouped.items():
         ranked = sorted(series, key=lambda s: (-(s.stream in alerts_by_stream), -s.peak, s.group))
-        shown = [
-            StreamSeries(**{**s.__dict__, "colour": i}) for i, s in enumerate(sorted(ranked[:MAX_LINES], key=_order))
-        ]
+        shown = [replace(s, colour=i) for i, s in enumerate(sorted(ranked[:MAX_LINES], key=lambda s: s.stream))]
         panels.append(
             NightPanel(
                 key=f"{metric}:{slicing}",
@@ -394,10 +392,6 @@ def _stream_rows(streams: Sequence[Mapping[str, Any]], alerted: set[str]) -> lis
             )
         )
     return sorted(rows, key=lambda r: (not r.alerted, -r.peak))
-
-
-def _order(series: StreamSeries) -> str:
-    return series.stream
 
 
 def _group_text(stream: Mapping[str, Any], *, rate: bool = True) -> str:

@@ -35,9 +35,9 @@ def test_in_control_run_length_matches_the_tables() -> None:
     assert cusum.survival(5.0, 0.5, 200, rho=0.0, delta=1.0).sum() == pytest.approx(10.4, rel=0.02)
 
 
-@pytest.mark.parametrize(("k", "rho"), [(0.5, 0.0), (0.3, 0.03), (0.8, 0.1)])
-def test_threshold_holds_its_false_alarm_rate_in_simulation(k: float, rho: float) -> None:
-    alpha, nights, runs = 0.05, 90, 20_000
+@pytest.mark.parametrize(("k", "rho", "nights"), [(0.5, 0.0, 90), (0.3, 0.03, 90), (0.8, 0.1, 90), (0.3, 0.02, 365)])
+def test_threshold_holds_its_false_alarm_rate_in_simulation(k: float, rho: float, nights: int) -> None:
+    alpha, runs = 0.05, 20_000
     h = cusum.threshold(alpha, k, nights, rho)
     observed = _false_alarms(h, k, nights, rho, runs, seed=11)
     # The union bound of the two sides makes the chain's rate slightly conservative; 3.5 binomial SEs of slack.

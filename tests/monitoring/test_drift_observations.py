@@ -199,3 +199,15 @@ def test_rules_pick_their_streams_and_split_their_rate() -> None:
     assert [s.threshold for s in both.streams] == [result.streams[0].threshold] * 2  # each rule: its own family
     sliced = scan(history, [dataclasses.replace(one, slicing=("sex",))])
     assert sliced.streams == []
+
+
+def test_scan_notes_streams_that_would_miss_min_change() -> None:
+    rule = DriftRule("equal_opportunity_difference", min_change=0.01, false_alarm_rate=0.01, horizon_nights=90)
+    weak = [dataclasses.replace(o, baseline_share=0.05) for o in _stream([0.0] * 5)]  # half an SE, shared error
+    result = scan(weak, rule)
+    assert result.streams[0].detection_probability < 0.5
+    assert result.notes
+    assert "would more likely than not miss" in result.notes[0]
+    strong = scan(_stream([0.0] * 5), dataclasses.replace(rule, min_change=0.08))  # 4 SEs, no shared error
+    assert strong.streams[0].detection_probability > 0.99
+    assert strong.notes == []
