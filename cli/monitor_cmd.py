@@ -12,7 +12,7 @@ import os
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, cast
 
 import typer
 from rich import box
@@ -135,7 +135,7 @@ def _window_table(window: dict[str, Any]) -> Table:
     title = f"window {window['window']} ({window['periods']} periods, {window['rows']} rows)"
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("metric", "slicing", "value", "band", "limit", "baseline", "change", "status"):
-        justify = "left" if column in ("metric", "slicing", "status") else "right"
+        justify: Literal["left", "right"] = "left" if column in ("metric", "slicing", "status") else "right"
         table.add_column(column, justify=justify, no_wrap=column not in ("metric", "slicing"))
     for r in window["results"]:
         mark = " [bold red]*[/]" if r.get("significant") else ""
@@ -215,7 +215,7 @@ def _series_table(
 ) -> Table:
     table = Table(title=f"{metric} on {slicing}, window {window}", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("night", "value", "band", "limit", "baseline", "change", "status", "alert"):
-        justify = "left" if column in ("night", "status", "alert") else "right"
+        justify: Literal["left", "right"] = "left" if column in ("night", "status", "alert") else "right"
         table.add_column(column, justify=justify, no_wrap=column != "alert")
     for night, r in points:
         raised = alerts.get((night, metric, slicing), [])

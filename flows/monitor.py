@@ -130,10 +130,11 @@ def _monitor(
         role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
         for role, source in staged.sources.items()
     }
-    document = validated(
-        _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
-        | {"detector": None if result is None else detector_section(result, skipped)}
-    )
+    document = _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
+    if result is not None:
+        document["detector"] = detector_section(result, skipped)
+        document["notes"] += result.notes  # streams that cannot be expected to catch min_change in time
+    document = validated(document)
     record_of_night = MonitoringRecord(
         run_id=run_id,
         model_name=model.name,
