@@ -278,6 +278,9 @@ app.command("compare")(compare_cmd.compare)
 from cli.registry_cmd import registry_app  # noqa: E402
 
 app.add_typer(registry_app, name="registry")
+from cli.monitor_cmd import monitor_app  # noqa: E402 (Prefect and the flows are imported when `run` runs)
+
+app.add_typer(monitor_app, name="monitor")
 
 from cli import mitigate_cmd  # noqa: E402 (after `app`; Prefect and the flows are imported when it runs)
 

@@ -147,6 +147,7 @@ def _settings(
         trail=str(trail),
         cron=cron,
         timezone=timezone,
+        monitor=parsed.monitoring is not None,
         **absolute,
     )
 
@@ -186,6 +187,7 @@ def _report(api_url: str, pool: str, created: str, ids: dict[str, str], settings
         "fairness-audit/nightly": f"cron '{settings.cron}' ({settings.timezone})",
         "fairgate-registration/on-registration": "every fairgate.model.registered event",
         "fairness-audit/on-demand": "when asked (UI, prefect deployment run)",
+        "fairness-monitor/nightly": f"cron '{settings.cron}' ({settings.timezone}): windows and drift alerts",
     }
     lines = [f"Prefect API: {api_url}", f"work pool {pool!r} (process): {created}", "deployments (created or updated):"]
     lines += [f"  {name:<40} {runs.get(name, '')}" for name in ids]

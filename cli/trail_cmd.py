@@ -141,6 +141,8 @@ def trail_verify(
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     elif report["ok"]:
         registrations = f", {report['registrations']} registrations" if report.get("registrations") else ""
+        for table in ("period_cubes", "monitor_nights", "drift_alerts"):  # monitoring chains, when present
+            registrations += f", {report[table]} {table.replace('_', ' ')}" if report.get(table) else ""
         _out.print(
             f"[green]intact[/]: {report['runs']} runs, {report['deliveries']} deliveries{registrations}; "
             f"chain {report['chain']}; "

@@ -9,6 +9,8 @@ process worker runs each flow run in a temporary folder of its own.
 - ``fairgate-registration/on-registration``: an event trigger on ``fairgate.model.registered``; the whole event
   goes to the ``fairgate-registration`` flow (flows/registration.py), which checks it against the contract.
 - ``fairness-audit/on-demand``: every input passed per run (UI, ``prefect deployment run``, a CI job).
+- ``fairness-monitor/nightly``: the monitoring night (flows/monitor.py) of the same nightly sources, on the same
+  cron, registered when the policy has a ``monitoring:`` section and the nightly sources are given.
 
 Registering again updates the deployments in place (their schedule and trigger are replaced, not added).
 """
@@ -28,6 +30,7 @@ from prefect.types.entrypoint import EntrypointType
 
 from fairgate.errors import FairgateError
 from flows.audit import fairness_audit
+from flows.monitor import fairness_monitor
 from flows.registration import fairgate_registration
 from tasks.io import first_line
 from tasks.registration import REGISTERED
@@ -52,6 +55,7 @@ class DeploySettings:
     cron: str = NIGHTLY_CRON
     timezone: str = "UTC"
     mlflow_tracking_uri: str | None = None  # also the MLflow registry watch and verdict write-back
+    monitor: bool = False  # the policy has a monitoring: section: also the nightly fairness-monitor
 
 
 def absolute_source(text: str) -> str:
@@ -86,6 +90,17 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
                 parameters=nightly,
             )
         )
+    if settings.predictions and settings.monitor:
+        deployments.append(
+            _deployment(
+                fairness_monitor,
+                settings,
+                name="nightly",
+                description="Nightly fairness monitoring: the night's rows cubed, windows, baseline, drift alerts.",
+                schedules=[Cron(settings.cron, timezone=settings.timezone)],
+                parameters={**common, **sources, "predictions": settings.predictions} | _model(settings),
+            )
+        )
     deployments.append(
         _deployment(
             fairgate_registration,
@@ -108,6 +123,10 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
     if settings.mlflow_tracking_uri:
         deployments += _mlflow_deployments(settings)
     return deployments
+
+
+def _model(settings: DeploySettings) -> dict[str, str]:
+    return {"model_name": settings.model_name} if settings.model_name else {}
 
 
 def _mlflow_deployments(settings: DeploySettings) -> list[RunnerDeployment]:

@@ -1,9 +1,10 @@
 """Prefect events about an audit, for registries and automations outside the flow run (contract.md).
 
 ``fairgate.audit.completed`` after every recorded audit run, ``fairgate.delivery.failed`` when the report
-e-mail finally fails. Both name the model version as their resource (``model.<name>.<version>``), the same
-resource as the ``fairgate.model.registered`` event that may have started the run, so an automation can
-follow one model version from registration to verdict.
+e-mail finally fails, ``fairgate.drift.detected`` per drift alert of a recorded monitoring night. All name the
+model version as their resource (``model.<name>.<version>``), the same resource as the
+``fairgate.model.registered`` event that may have started the run, so an automation can follow one model
+version from registration to verdict.
 
 Prefect's events client sends in batches from a background thread; :func:`emit` waits until the event is
 sent, so it is not lost when the process (a CLI run with its ephemeral server, a worker's flow-run process)
@@ -20,8 +21,11 @@ from prefect.events import emit_event
 from prefect.events.worker import EventsWorker
 from prefect.exceptions import EventTooLarge
 
+from fairgate.engine.labels import slicing_label
+
 AUDIT_COMPLETED = "fairgate.audit.completed"
 DELIVERY_FAILED = "fairgate.delivery.failed"
+DRIFT_DETECTED = "fairgate.drift.detected"
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +98,39 @@ def emit_delivery_failed(summary: Mapping[str, Any]) -> dict[str, Any] | None:
         "outbox": outcome.get("eml"),
     }
     return emit(DELIVERY_FAILED, model_resource(summary["model_name"], summary["model_version"]), payload)
+
+
+def emit_drift_detected(document: Mapping[str, Any], trail: str) -> list[dict[str, Any] | None]:
+    """One ``fairgate.drift.detected`` event per alert (contract.md, "Events")."""
+    model = document["model"]
+    sent = []
+    for alert in document["alerts"]:
+        values = {"change": alert["change"]}
+        for window in document["windows"]:
+            for result in window["results"]:
+                if result["metric"] == alert["metric"] and slicing_label(result["slicing"]) == alert["slicing"]:
+                    values[f"window_{window['window']}"] = result["value"]
+        resource = model_resource(
+            model["name"],
+            model["version"],
+            **{"fairgate.metric": alert["metric"], "fairgate.slicing": alert["slicing"]},
+        )
+        payload = {
+            "model_name": model["name"],
+            "model_version": model["version"],
+            "metric": alert["metric"],
+            "slicing": alert["slicing"],
+            "group": alert["group"],
+            "window": "night",
+            "night": alert["night"],
+            "values": values,
+            "statistic": alert["statistic"],
+            "threshold": alert["threshold"],
+            "run_id": document["run_id"],
+            "trail": trail,
+        }
+        sent.append(emit(DRIFT_DETECTED, resource, payload))
+    return sent
 
 
 def emit(

@@ -97,13 +97,48 @@ DELIVERY_COLUMNS = ["seq", "run_id", "recorded_at", "recipients", "status", "det
 LEGACY_RUN_COLUMNS, LEGACY_DELIVERY_COLUMNS = len(RUN_COLUMNS) - 1, len(DELIVERY_COLUMNS) - 1
 REGISTRATION_COLUMNS = ["seq", "registered_at", "model_name", "model_version", "status", "detail", "chain"]
 REGISTRATION_STATUSES = ("accepted", "rejected")
+# Monitoring chains (tasks/monitor_trail.py writes them); hashed columns in this order, never reorder.
+PERIOD_CUBE_COLUMNS = [
+    "seq",
+    "recorded_at",
+    "run_id",
+    "model_name",
+    "period_start",
+    "period_end",
+    "version",
+    "supersedes",
+    "rows",
+    "labelled_rows",
+    "input_sha256",
+    "cube",
+    "chain",
+]
+NIGHT_COLUMNS = ["seq", "recorded_at", "run_id", "model_name", "night", "windows", "observations", "chain"]
+ALERT_COLUMNS = [
+    "seq",
+    "recorded_at",
+    "run_id",
+    "model_name",
+    "night",
+    "stream",
+    "metric",
+    "slicing",
+    "grp",
+    "statistic",
+    "threshold",
+    "change",
+    "detail",
+    "chain",
+]
+MONITOR_CHAINS = {"period_cubes": PERIOD_CUBE_COLUMNS, "monitor_nights": NIGHT_COLUMNS, "drift_alerts": ALERT_COLUMNS}
 
 KEY_ENV = "FAIRGATE_TRAIL_KEY"  # the HMAC key (a secret); unset: the chain is unkeyed
 KEY_BLOCK_ENV = "FAIRGATE_TRAIL_KEY_BLOCK"  # or: the name of a Prefect Secret block that holds the key
 ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
 KEYED, UNKEYED = "hmac-sha256", "sha256 (unkeyed)"
 _CORE_TABLES = ("runs", "metric_results", "cubes", "deliveries")
-_ALL_TABLES = (*_CORE_TABLES, "registrations", "trail_meta")
+MONITOR_TABLES = ("period_cubes", "monitor_nights", "drift_alerts")
+_ALL_TABLES = (*_CORE_TABLES, "registrations", "trail_meta", *MONITOR_TABLES)
 _KEY_CHECK_MESSAGE = b"fairgate audit trail key check"
 
 _SCHEMA = [
@@ -125,6 +160,22 @@ _SCHEMA = [
         seq bigint primary key, registered_at varchar, model_name varchar, model_version varchar,
         detail varchar, prev_hash varchar not null, row_hash varchar not null, status varchar, chain varchar)""",
     "create table if not exists trail_meta (key varchar primary key, value varchar)",
+    # Monitoring (tasks/monitor_trail.py): period cubes (versioned: a rebuilt period supersedes, never
+    # replaces), each monitored night's windows and observations, and drift alerts; one chain per table.
+    # ``status`` and ``superseded_by`` are derived from later rows (not hashed); verify checks them.
+    """create table if not exists period_cubes (
+        seq bigint primary key, recorded_at varchar, run_id varchar, model_name varchar, period_start varchar,
+        period_end varchar, version integer, supersedes integer, rows bigint, labelled_rows bigint,
+        input_sha256 varchar, cube varchar, chain varchar, prev_hash varchar not null, row_hash varchar not null,
+        status varchar not null, superseded_by bigint)""",
+    """create table if not exists monitor_nights (
+        seq bigint primary key, recorded_at varchar, run_id varchar, model_name varchar, night varchar,
+        windows varchar, observations varchar, chain varchar, prev_hash varchar not null,
+        row_hash varchar not null)""",
+    """create table if not exists drift_alerts (
+        seq bigint primary key, recorded_at varchar, run_id varchar, model_name varchar, night varchar,
+        stream varchar, metric varchar, slicing varchar, grp varchar, statistic double, threshold double,
+        change double, detail varchar, chain varchar, prev_hash varchar not null, row_hash varchar not null)""",
     # A version-1 trail gains the chain column; its old rows keep NULL there (hashed as before, unkeyed).
     "alter table runs add column if not exists chain varchar",
     "alter table deliveries add column if not exists chain varchar",
@@ -724,15 +775,18 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
     with _locked(trail_path, write=False) as con:
         runs, metrics, cubes, deliveries = _read_chains(con)
         registrations = _read_registrations(con)
+        monitoring = _read_monitor_chains(con)
         if key is not None:
             _check_key(con, key, trail_path, action="verify it", store=False)
     labels = {row[LEGACY_RUN_COLUMNS] for row in runs} | {row[LEGACY_DELIVERY_COLUMNS] for row in deliveries}
     labels |= {row[len(REGISTRATION_COLUMNS) - 1] for row in registrations}
+    labels |= {row[len(MONITOR_CHAINS[t]) - 1] for t, rows in monitoring.items() for row in rows}
     if key is None and KEYED in labels:
         raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action="verify it"))
     checker = _ChainCheck(key, {row[1] for row in runs if row[0] <= unkeyed_until})
     problems = _run_problems(checker, runs, metrics, cubes) + _delivery_problems(checker, deliveries)
     problems += _registration_problems(checker, registrations)
+    problems += _monitor_problems(checker, monitoring)
     if anchor is not None:
         problems += _anchor_problems(anchor, {row[0]: row[-1] for row in runs})
     warnings = [TRAIL_UNKEYED.format(path=trail_path, env=KEY_ENV)] if checker.unkeyed and key is None else []
@@ -742,6 +796,7 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
         "runs": len(runs),
         "deliveries": len(deliveries),
         "registrations": len(registrations),
+        **{table: len(rows) for table, rows in monitoring.items() if rows},
         "chain": checker.label(),
         "keyed": key is not None,
         "head": runs[-1][-1] if runs else GENESIS,
@@ -891,4 +946,59 @@ def _registration_problems(checker: _ChainCheck, registrations: list[Any]) -> li
         if _digest(key, prev_hash, canonical(content)) != row_hash:
             problems.append(f"registrations: registration {seq} was altered after recording")
         expected_prev, expected_seq = row_hash, seq + 1
+    return problems
+
+
+def _read_monitor_chains(con: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
+    """The monitoring tables' rows with their hashes (period cubes also with their derived status); a trail
+    from before monitoring has none."""
+    present = {row[0] for row in con.execute("select table_name from duckdb_tables()").fetchall()}
+    chains: dict[str, list[Any]] = {}
+    for table, columns in MONITOR_CHAINS.items():
+        extra = ", status, superseded_by" if table == "period_cubes" else ""
+        query = f"select {', '.join(columns)}, prev_hash, row_hash{extra} from {table} order by seq"
+        chains[table] = con.execute(query).fetchall() if table in present else []
+    return chains
+
+
+def _monitor_problems(checker: _ChainCheck, chains: dict[str, list[Any]]) -> list[str]:
+    """Each monitoring table's chain, and each period cube's status against the versions recorded after it."""
+    problems: list[str] = []
+    for table, rows in chains.items():
+        width = len(MONITOR_CHAINS[table])
+        expected_prev, expected_seq = GENESIS, 1
+        for row in rows:
+            content, prev_hash, row_hash = list(row[:width]), row[width], row[width + 1]
+            seq = content[0]
+            if seq != expected_seq or prev_hash != expected_prev:
+                problems.append(f"{table}: the chain breaks at row {seq}: a row was deleted or edited")
+            if label_problem := checker.label_problem("row", seq, "", content[-1]):
+                problems.append(f"{table}: {label_problem}")
+            hashed, key = checker.row(content)
+            if _digest(key, prev_hash, canonical(hashed)) != row_hash:
+                problems.append(f"{table}: row {seq} was altered after recording")
+            expected_prev, expected_seq = row_hash, seq + 1
+    problems += _supersession_problems(chains.get("period_cubes", []))
+    return problems
+
+
+def _supersession_problems(rows: list[Any]) -> list[str]:
+    """A period cube is current until a later version of its period supersedes it (then it names that row)."""
+    width = len(PERIOD_CUBE_COLUMNS) + 2
+    by_period: dict[tuple[str, str], list[Any]] = {}
+    for row in rows:
+        by_period.setdefault((row[3], row[4]), []).append(row)
+    problems = []
+    for (model, start), versions in by_period.items():
+        for index, row in enumerate(versions):
+            seq, version, supersedes = row[0], row[6], row[7]
+            later = versions[index + 1] if index + 1 < len(versions) else None
+            expected = ("current", None) if later is None else ("superseded", later[0])
+            if (row[width], row[width + 1]) != expected:
+                problems.append(
+                    f"period_cubes: row {seq} ({model}, period {start}) is marked {row[width]} "
+                    f"(superseded_by {row[width + 1]}) but the recorded versions make it {expected[0]}"
+                )
+            if version != index + 1 or supersedes != (index or None):
+                problems.append(f"period_cubes: row {seq} ({model}, period {start}) has a version out of sequence")
     return problems

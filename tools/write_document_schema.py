@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fairgate.document import SCHEMA_PATH, audit_json_schema
 from fairgate.document.comparison import COMPARISON_SCHEMA_PATH, comparison_json_schema
+from fairgate.document.monitoring import MONITORING_SCHEMA_PATH, monitoring_json_schema
 
 
 def schema_text(schema: dict[str, object] | None = None) -> str:
@@ -27,7 +28,12 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when the file differs")
     args = parser.parse_args()
     stale = False
-    for path, schema in ((SCHEMA_PATH, audit_json_schema()), (COMPARISON_SCHEMA_PATH, comparison_json_schema())):
+    schemas = (
+        (SCHEMA_PATH, audit_json_schema()),
+        (COMPARISON_SCHEMA_PATH, comparison_json_schema()),
+        (MONITORING_SCHEMA_PATH, monitoring_json_schema()),
+    )
+    for path, schema in schemas:
         text = schema_text(schema)
         if args.check:
             current = path.read_text(encoding="utf-8") if path.exists() else ""

@@ -16,6 +16,7 @@ from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.loader import load_policy_yaml
+from fairgate.policy.monitoring import Monitoring, check_monitoring
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
 
@@ -259,6 +260,7 @@ class Policy(_Strict):
     attribute_max_age_days: int = Field(default=730, ge=1)
     limits: Limits = Limits()
     comparison: Comparison = Comparison()  # fairgate compare's promotion rule (policy/comparison.py)
+    monitoring: Monitoring | None = None  # fairgate monitor: periods, windows, baseline, alerts
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -311,6 +313,7 @@ class Policy(_Strict):
             for name in override.slicing or []:
                 if name not in names:
                     raise ValueError(f"an override's slicing names {name!r}, which is not a sensitive attribute")
+        check_monitoring(self.monitoring, sorted(rule_names), names)
         return self
 
     # ----------------------------------------------------------------------------------------- building
@@ -372,6 +375,8 @@ class Policy(_Strict):
             del dumped["outcomes"]
         if self.comparison == Comparison():  # likewise: the section's defaults keep older policies' hashes
             del dumped["comparison"]
+        if self.monitoring is None:  # a policy without the section keeps its hash
+            del dumped["monitoring"]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:

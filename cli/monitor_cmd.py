@@ -1,0 +1,247 @@
+"""``fairgate monitor run|show``: one monitoring night (the ``fairness-monitor`` flow), and its record as a table.
+
+``run`` exit codes: 0 no drift alert, 1 a drift alert tonight, 2 invalid input or configuration (message on
+stderr, nothing recorded), 3 an internal error. ``show`` reads the audit trail only (no Prefect): exit 0, or
+2 when the trail cannot be read. Prefect and the engine are imported only when ``run`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, cast
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cli.checks import EXIT_INTERNAL, EXIT_INVALID, check_audit_arguments
+from fairgate.engine.labels import slicing_label
+from fairgate.errors import FairgateError
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+monitor_app = typer.Typer(
+    help="Monitor a model night by night: windowed fairness, change against a baseline, drift alerts.",
+    no_args_is_help=True,
+)
+_out = Console()
+_err = Console(stderr=True)
+DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
+
+
+def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
+    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@monitor_app.command("run")
+def run(
+    policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML) with a monitoring: section.")],
+    predictions: Annotated[str, typer.Option(help="The night's predictions: CSV/Parquet file, or DB::TABLE.")],
+    labels: Annotated[str, typer.Option(help="Their labels (late labels of earlier periods too).")],
+    attributes: Annotated[str, typer.Option(help="Their sensitive attributes.")],
+    model_name: Annotated[str | None, typer.Option("--model-name", "--model", help="The monitored model.")] = None,
+    model_version: Annotated[str | None, typer.Option("--model-version", help="Model version.")] = None,
+    night: Annotated[
+        str | None, typer.Option("--night", help="The night (YYYY-MM-DD); default: the latest in the timestamps.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
+    trail: Annotated[Path | None, typer.Option("--trail", help="Audit trail file (default: in --out).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the monitoring document on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+) -> None:
+    """Monitor one night: cube its rows, answer the windows from stored cubes, alert on drift. Exit 1: alert."""
+    inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    names = {"model-name": model_name, "model-version": model_version}
+    try:
+        check_audit_arguments(policy, inputs, out, trail, names)
+        _precheck(policy)
+    except FairgateError as exc:
+        _fail(exc.message)
+    parameters: dict[str, Any] = {
+        "policy": str(policy),
+        **inputs,
+        "out_dir": str(out) if out else None,
+        "model_name": model_name,
+        "model_version": model_version,
+        "trail": str(trail) if trail else None,
+        "night": night,
+    }
+    summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+    document = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
+    if as_json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif not quiet:
+        _print_night(document, summary)
+    raise typer.Exit(summary["exit_code"])
+
+
+def _precheck(policy: Path) -> None:
+    """A policy that is invalid or has no monitoring section is refused before Prefect starts."""
+    from tasks.audit import read_policy
+    from tasks.monitor import monitoring_of
+
+    parsed, _ = read_policy.fn(policy)
+    monitoring_of(parsed, str(policy))
+
+
+def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
+    from flows.monitor import fairness_monitor
+
+    try:
+        if not show_progress:
+            return fairness_monitor(**parameters, return_state=True)
+        with _err.status("running the fairness-monitor flow (new rows, windows, baseline, drift)"):
+            return fairness_monitor(**parameters, return_state=True)
+    except Exception as exc:  # not bad input: Prefect unreachable, a bug
+        if os.environ.get("FAIRGATE_DEBUG"):
+            raise
+        _fail(f"monitoring could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1)", EXIT_INTERNAL)
+
+
+def _summary(state: State) -> dict[str, Any]:
+    from flows.audit import INVALID_INPUT
+
+    if state.is_failed():
+        if state.name == INVALID_INPUT:
+            _fail(state.message or "invalid input")
+        _fail(f"monitoring crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
+    return cast(dict[str, Any], state.result(raise_on_failure=False))
+
+
+def _print_night(document: dict[str, Any], summary: dict[str, Any]) -> None:
+    stored = ", ".join(f"{p['start']} v{p['version']}" for p in document["stored"]) or "none (unchanged)"
+    _out.print(f"night {document['night']}: stored period cubes {stored}", highlight=False)
+    base = document.get("baseline") or {}
+    _out.print(f"baseline: {base.get('label', 'none')}", highlight=False)
+    for window in document["windows"]:
+        _out.print(_window_table(window))
+    if document["alerts"]:
+        for alert in document["alerts"]:
+            _out.print(f"[bold red]DRIFT[/] {escape(alert['detail'])}", highlight=False)
+    else:
+        _out.print("[green]no drift alert[/]")
+    _out.print(f"json: {summary['outputs']['json']}", highlight=False)
+
+
+def _window_table(window: dict[str, Any]) -> Table:
+    title = f"window {window['window']} ({window['periods']} periods, {window['rows']} rows)"
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("metric", "slicing", "value", "band", "limit", "baseline", "change", "status"):
+        justify: Literal["left", "right"] = "left" if column in ("metric", "slicing", "status") else "right"
+        table.add_column(column, justify=justify, no_wrap=column not in ("metric", "slicing"))
+    for r in window["results"]:
+        mark = " [bold red]*[/]" if r.get("significant") else ""
+        table.add_row(
+            r["metric"],
+            slicing_label(r["slicing"]),
+            _num(r.get("value")),
+            _band(r),
+            _num(r.get("threshold")),
+            _num(r.get("baseline_value")),
+            (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
+            str(r.get("status") or ""),
+        )
+    table.caption = "* change against the baseline significant (Holm over the window's changes)"
+    return table
+
+
+@monitor_app.command("show")
+def show(
+    model: Annotated[str, typer.Option("--model", help="The monitored model's name.")],
+    trail: Annotated[Path, typer.Option("--trail", help="The audit trail file.")] = DEFAULT_TRAIL,
+    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric.")] = None,
+    window: Annotated[
+        str, typer.Option("--window", help="The window shown per night (days or since_deployment).")
+    ] = "30",
+    nights: Annotated[int, typer.Option("--nights", min=1, help="The last N monitored nights.")] = 14,
+) -> None:
+    """Per metric and slicing: the window's value and band per night, the limit, the change, alerts marked."""
+    from tasks.monitor_trail import monitoring_history
+    from tasks.trail import TrailError
+
+    try:
+        history = monitoring_history(trail, model)
+    except TrailError as exc:
+        _fail(exc.message, exc.exit_code)
+    if not history["nights"]:
+        _fail(f"no monitored night of model {model!r} in {trail}; run `fairgate monitor run` first")
+    shown = history["nights"][-nights:]
+    alerts = defaultdict(list)
+    for alert in history["alerts"]:
+        alerts[(alert["night"], alert["metric"], alert["slicing"])].append(alert)
+    series = _series(shown, window, metric)
+    if not series:
+        known = sorted({w["window"] for n in shown for w in n["windows"]})
+        _fail(f"no results for window {window!r}{f' and metric {metric!r}' if metric else ''}; windows: {known}")
+    for (name, slicing), points in series.items():
+        _out.print(_series_table(name, slicing, window, points, alerts))
+    listed = [a for a in history["alerts"] if metric is None or a["metric"] == metric]
+    for alert in listed:
+        _out.print(f"[bold red]ALERT[/] {alert['night']}: {escape(str(alert['detail']))}", highlight=False)
+    if not listed:
+        _out.print("[green]no drift alert recorded[/]")
+
+
+def _series(
+    nights: list[dict[str, Any]], window: str, metric: str | None
+) -> dict[tuple[str, str], list[tuple[str, dict[str, Any]]]]:
+    """(metric, slicing) -> [(night, result of the window)], in night order."""
+    out: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+    for night in nights:
+        for summary in night["windows"]:
+            if summary["window"] != window:
+                continue
+            for r in summary["results"]:
+                if metric is None or r["metric"] == metric:
+                    key = (r["metric"], slicing_label(r["slicing"]))
+                    out.setdefault(key, []).append((night["night"], r))
+    return out
+
+
+def _series_table(
+    metric: str,
+    slicing: str,
+    window: str,
+    points: list[tuple[str, dict[str, Any]]],
+    alerts: dict[tuple[str, str, str], list[dict[str, Any]]],
+) -> Table:
+    table = Table(title=f"{metric} on {slicing}, window {window}", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("night", "value", "band", "limit", "baseline", "change", "status", "alert"):
+        justify: Literal["left", "right"] = "left" if column in ("night", "status", "alert") else "right"
+        table.add_column(column, justify=justify, no_wrap=column != "alert")
+    for night, r in points:
+        raised = alerts.get((night, metric, slicing), [])
+        alert = ", ".join(f"[bold red]ALERT[/] {escape(str(a['group']))}" for a in raised)
+        mark = " [bold red]*[/]" if r.get("significant") else ""
+        table.add_row(
+            night,
+            _num(r.get("value")),
+            _band(r),
+            _num(r.get("threshold")),
+            _num(r.get("baseline_value")),
+            (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
+            str(r.get("status") or ""),
+            alert,
+        )
+    table.caption = "band: the audit's interval; * change against the baseline significant (Holm)"
+    return table
+
+
+def _num(value: Any, *, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _band(result: dict[str, Any]) -> str:
+    if result.get("ci_low") is None or result.get("ci_high") is None:
+        return ""
+    return f"[{result['ci_low']:.3f}, {result['ci_high']:.3f}]"

@@ -1,0 +1,260 @@
+"""The ``fairness-monitor`` flow: one night of monitoring.
+
+read the new rows -> cube them per period -> windows from stored cubes -> baseline -> observations + drift scan
+-> record (period cubes, night, alerts) -> write the monitoring JSON -> alert event + e-mail.
+
+Only the night's rows are read (and a rebuilt period's, when its late labels are passed again); every window
+is a sum of stored period cubes. Bad input (a file, the policy, a missing baseline) is a ``Failed`` state named
+``InvalidInput`` with the fix in its message; nothing is recorded or written then.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, unmapped
+from prefect.client.schemas.objects import State
+from prefect.states import Completed, Failed
+
+import fairgate
+from fairgate.document.monitoring import MONITORING_SCHEMA_VERSION
+from fairgate.document.result import fairgate_version
+from fairgate.engine.cube import check_cardinality
+from fairgate.errors import FairgateError
+from fairgate.monitoring.windows import PeriodCube
+from flows.audit import _TASK_RUNNER, INVALID_INPUT, _signals_held, model_info, persisted
+from tasks.align import align_inputs, release, stage_inputs
+from tasks.audit import read_policy
+from tasks.events import emit_drift_detected
+from tasks.monitor import (
+    alert_records,
+    baseline,
+    changed_periods,
+    deliver_alert,
+    detector_section,
+    drift_scan,
+    merged_periods,
+    monitoring_of,
+    observe,
+    render_report,
+    stored_periods,
+    validated,
+    window_summary,
+    write_document,
+)
+from tasks.monitor_inputs import cube_periods, night_of, row_periods
+from tasks.monitor_trail import MonitoringRecord, monitoring_history, night_observations_history, record_monitoring
+from tasks.outputs import discard_staging, promote_outputs, staging_dir
+from tasks.trail import check_trail, default_trail_path
+from tasks.validate import validate_aligned, validate_inputs
+
+ALERT = "DriftDetected"
+
+
+@flow(name="fairness-monitor", task_runner=_TASK_RUNNER)
+def fairness_monitor(
+    policy: str,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    out_dir: str | None = None,
+    model_name: str | None = None,
+    model_version: str | int | None = None,
+    trail: str | None = None,
+    night: str | None = None,
+    run_id: str | None = None,
+) -> State:
+    """Monitor one night of a model's predictions; the state's result is the run summary (exit code 1: alert)."""
+    version = None if model_version is None else str(model_version)
+    try:
+        summary = _monitor(policy, predictions, labels, attributes, out_dir, model_name, version, trail, night, run_id)
+    except FairgateError as exc:
+        return Failed(name=INVALID_INPUT, message=exc.message)
+    alerts = summary["alerts"]
+    message = f"{len(alerts)} drift alert(s) on {summary['night']}" if alerts else f"no drift on {summary['night']}"
+    return persisted(Completed(name=ALERT if alerts else "Completed", message=message, data=summary))
+
+
+def _monitor(
+    policy_path: str,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    out_dir: str | None,
+    model_name: str | None,
+    model_version: str | None,
+    trail: str | None,
+    night_text: str | None,
+    run_id: str | None,
+) -> dict[str, Any]:
+    """The recipe: each line one step of a monitoring night."""
+    run_id = run_id or uuid.uuid4().hex[:12]
+    policy, _ = read_policy(Path(policy_path))
+    monitoring = monitoring_of(policy, policy_path)
+    output = Path(out_dir or policy.reporting.output_dir)
+    trail_path = Path(trail) if trail else default_trail_path(policy, output)
+    check_trail(trail_path)
+    night = _night(night_text)
+    staged = stage_inputs(policy, predictions, labels, attributes)
+    validation = validate_inputs(staged)
+    aligned = align_inputs(staged)
+    check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
+    validation = validate_aligned(staged, aligned, validation)
+    periods = row_periods(staged, policy, night)
+    release(staged)
+    for warning in validation.warnings:
+        get_run_logger().warning(warning)
+    new = cube_periods(aligned.table, periods, policy)
+    night = night_of(periods, night, policy)
+    model = model_info(staged, model_name, model_version)
+    stored = stored_periods(trail_path, model.name)
+    to_store, unchanged = changed_periods(stored, new)
+    all_periods = merged_periods(stored, new)
+    if not (new or all_periods):
+        raise FairgateError("no period of the model has labelled rows yet; pass predictions that have labels")
+    template = (new or all_periods)[0]
+    base = baseline(trail_path, policy, model.name, all_periods, template.cube)
+    windows = window_summary.map(
+        monitoring.windows, unmapped(all_periods), unmapped(night), unmapped(base["results"]), unmapped(policy)
+    ).result()
+    tonight = [p for p in all_periods if p.start == night]
+    observed, skipped = observe(_observed(to_store, tonight), base["cube"], policy) if monitoring.alerts else ({}, [])
+    history = night_observations_history(trail_path, model.name) | observed
+    result = drift_scan(history, policy) if monitoring.alerts else None
+    recorded = monitoring_history(trail_path, model.name)["alerts"] if trail_path.exists() else []
+    alerts = alert_records(result, list(observed), recorded) if result is not None else []
+    staged_summary = {
+        role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
+        for role, source in staged.sources.items()
+    }
+    document = _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
+    if result is not None:
+        document["detector"] = detector_section(result, skipped)
+        document["notes"] += result.notes  # streams that cannot be expected to catch min_change in time
+    document = validated(document)
+    record_of_night = MonitoringRecord(
+        run_id=run_id,
+        model_name=model.name,
+        input_sha256={role: str(entry["sha256"]) for role, entry in staged_summary.items()},
+        periods=to_store,
+        nights=_night_rows(night, windows, observed),
+        alerts=alerts,
+    )
+    written, record = _publish(document, policy, record_of_night, trail_path, output)
+    delivery = deliver_alert(document, policy, trail_path, output, written)
+    if alerts:
+        emit_drift_detected(document, str(trail_path))
+    get_run_logger().info(f"monitoring {night}: {len(alerts)} alert(s); {written['json']}")
+    return {
+        "run_id": run_id,
+        "night": night.isoformat(),
+        "model_name": model.name,
+        "model_version": model.version,
+        "exit_code": document["exit_code"],
+        "alerts": [f"{a['metric']}@{a['slicing']}:{a['group']}" for a in alerts],
+        "outputs": written,
+        "delivery": delivery,
+        "trail": {k: v for k, v in record.items() if k != "periods"} | {"stored": record["periods"]},
+    }
+
+
+def _publish(
+    document: dict[str, Any],
+    policy: fairgate.Policy,
+    record_of_night: MonitoringRecord,
+    trail_path: Path,
+    output: Path,
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Write the JSON (and the HTML/PDF report when the policy asks) into a staging folder, record the night,
+    then move the files into place: a failed run leaves neither files nor trail rows."""
+    staging = staging_dir(output, document["run_id"])
+    try:
+        written = {"json": write_document(document, staging)}
+        written |= render_report(document, staging, policy.reporting.format)
+        with _signals_held():  # recorded with its files in place, or neither
+            record = record_monitoring(trail_path, record_of_night)
+            moved = promote_outputs(staging, output)
+    finally:
+        discard_staging(staging)
+    return {kind: moved.get(path, path) for kind, path in written.items()}, record
+
+
+def _night(text: str | date | None) -> date | None:
+    """``--night`` as a date (ISO); a wrong one is bad input."""
+    if text is None or isinstance(text, date):
+        return text
+    try:
+        return date.fromisoformat(str(text))
+    except ValueError:
+        raise FairgateError(f"--night {text!r} is not a date; write it as YYYY-MM-DD, e.g. 2026-12-01") from None
+
+
+def _observed(to_store: list[PeriodCube], tonight: list[PeriodCube]) -> list[PeriodCube]:
+    """The periods observed this run: tonight's, and every period rebuilt (its observation replaces the old)."""
+    by_start = {p.start: p for p in [*tonight, *to_store]}
+    return [by_start[start] for start in sorted(by_start)]
+
+
+def _night_rows(night: date, windows: list[dict[str, Any]], observed: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tonight's row (windows and observations) and one row per re-observed earlier period (observations)."""
+    key = night.isoformat()
+    rows = [{"night": key, "windows": windows, "observations": observed.get(key, [])}]
+    rows += [{"night": n, "windows": [], "observations": obs} for n, obs in observed.items() if n != key]
+    return rows
+
+
+def _document(
+    run_id: str,
+    night: date,
+    policy: fairgate.Policy,
+    model: fairgate.ModelInfo,
+    inputs: dict[str, Any],
+    to_store: list[PeriodCube],
+    unchanged: list[date],
+    base: dict[str, Any],
+    windows: list[dict[str, Any]],
+    alerts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The monitoring document (fairgate/document/monitoring.py)."""
+    monitoring = monitoring_of(policy, "the policy")
+    stored = [
+        {
+            "start": p.start.isoformat(),
+            "end": p.end.isoformat(),
+            "version": p.version,
+            "rows": p.rows,
+            "labelled_rows": p.labelled_rows,
+            "supersedes": p.version - 1 if p.version > 1 else None,
+            "unchanged": False,
+        }
+        for p in to_store
+    ]
+    notes = [f"period {d.isoformat()}: same cube as stored, not stored again" for d in unchanged]
+    if monitoring.baseline.kind == "reference_window":
+        notes.append(
+            "windows overlapping the reference window share its rows, so their change test is conservative there"
+        )
+    return {
+        "schema_version": MONITORING_SCHEMA_VERSION,
+        "kind": "monitoring",
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(),
+        "night": night.isoformat(),
+        "fairgate_version": fairgate_version(),
+        "policy_sha256": policy.sha256(),
+        "model": {"name": model.name, "version": model.version},
+        "period": monitoring.period,
+        "inputs": inputs,
+        "stored": stored,
+        "baseline": {"kind": base["kind"], "label": base["label"], "rows": base["rows"]},
+        "windows": windows,
+        "confidence_level": policy.reporting.confidence_level,
+        "alpha": policy.statistics.significance_level,
+        "detector": None,
+        "alerts": alerts,
+        "exit_code": 1 if alerts else 0,
+        "notes": notes,
+    }
