@@ -29,8 +29,11 @@ integrated over it (``cusum``), so a baseline much larger than a night (rho, its
 longer the horizon: over N nights the nights' evidence grows like N while the baseline's stays fixed (at
 k = 0.3, rho = 0.02 and 0.01 / 44 per stream, h is 33 over 90 nights and 95 over 365, and the median delay of
 a min_change step 310 nights). So keep the baseline at least as large as the horizon's nights together, or the
-horizon short; ``DriftScan.notes`` names the streams that would likely miss min_change. After an alarm the
-stream restarts.
+horizon short; ``DriftScan.notes`` names the streams that would likely miss min_change. One alert per
+episode: after an alarm the stream restarts and further alarms in the same direction confirm the change
+without alerting again (which would mail the reviewers every night or two). The episode ends when the change
+has gone away, detected the same way: a CUSUM of the nights' departures back from the alarmed change (same k
+and h); the next alarm is then a new alert.
 
 ``scan`` replays the stored observations (numbers, not rows): pure and deterministic, no state is kept. A
 night observed twice (late labels rebuilt its cube) counts once, with the observation given last.
@@ -472,10 +475,18 @@ def _replay(observations: list[Observation], rule: DriftRule, alpha: float) -> S
     up_run: list[float] = []
     down_run: list[float] = []
     first = observations[0]
+    alarmed = ""  # the direction of the current episode ("up"/"down"), "" when in control
+    level = recovery = 0.0  # the alarmed change, and the CUSUM of the nights' departures back from it
     for observation in observations:
         z = observation.z
         upper = max(0.0, upper + z - k)
         lower = max(0.0, lower - z - k)
+        if alarmed:
+            back = (level - observation.estimate) / observation.standard_error
+            recovery = max(0.0, recovery + (back if alarmed == "up" else -back) - k)
+            if recovery >= h:  # the change has gone away: the episode ends, the stream starts afresh
+                alarmed, recovery, upper, lower = "", 0.0, 0.0, 0.0
+                up_run, down_run = [], []
         # The estimates since each side last left 0: the excursion an alarm dates the change from.
         up_run = [*up_run, observation.estimate] if upper > 0 else []
         down_run = [*down_run, observation.estimate] if lower > 0 else []
@@ -484,6 +495,11 @@ def _replay(observations: list[Observation], rule: DriftRule, alpha: float) -> S
         if upper >= h or lower >= h:
             direction, statistic, run = ("up", upper, up_run) if upper >= lower else ("down", lower, down_run)
             change = float(np.mean(run))
+            upper = lower = 0.0  # restart after an alarm
+            up_run, down_run = [], []
+            if alarmed == direction:
+                continue  # the same change persisting: already alerted in this episode
+            alarmed, level, recovery = direction, change, 0.0
             alerts.append(
                 DriftAlert(
                     stream=first.stream,
@@ -499,8 +515,6 @@ def _replay(observations: list[Observation], rule: DriftRule, alpha: float) -> S
                     direction=direction,
                 )
             )
-            upper = lower = 0.0  # restart after an alarm
-            up_run, down_run = [], []
     return StreamScan(
         stream=first.stream,
         metric=first.metric,

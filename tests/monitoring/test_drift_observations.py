@@ -161,7 +161,7 @@ def _stream(values: list[float], start: date = NIGHT) -> list[Observation]:
     ]
 
 
-def test_scan_replays_deterministically_and_restarts_after_an_alarm() -> None:
+def test_scan_replays_deterministically_and_alerts_once_per_episode() -> None:
     rule = DriftRule("equal_opportunity_difference", min_change=0.04, false_alarm_rate=0.01, horizon_nights=90)
     history = _stream([0.0] * 10 + [0.08] * 30)  # 4 SEs up from night 11 on
     first, again = scan(history, rule), scan(list(reversed(history)), rule)
@@ -169,10 +169,20 @@ def test_scan_replays_deterministically_and_restarts_after_an_alarm() -> None:
     stream = first.streams[0]
     assert stream.k == pytest.approx(1.0)
     assert first.alerts[0].night > NIGHT + timedelta(days=10)
-    assert len(first.alerts) >= 2  # restarted after the first alarm, the persisting change alarms again
-    assert all(a.direction == "up" and a.change == pytest.approx(0.08) for a in first.alerts)
+    assert max(stream.upper) < 2 * stream.threshold  # restarted after each alarm (the path stays bounded) ...
+    assert len(first.alerts) == 1  # ... but the persisting change is one episode: one alert, not one per night
+    assert first.alerts[0].direction == "up" and first.alerts[0].change == pytest.approx(0.08)
     assert first.alerts[0].statistic >= stream.threshold
     assert "rose by 0.080" in first.alerts[0].detail
+
+
+def test_a_change_that_goes_away_and_comes_back_alerts_twice() -> None:
+    rule = DriftRule("equal_opportunity_difference", min_change=0.04, false_alarm_rate=0.01, horizon_nights=90)
+    history = _stream([0.0] * 10 + [0.08] * 20 + [0.0] * 10 + [0.08] * 20)
+    alerts = scan(history, rule).alerts
+    assert len(alerts) == 2
+    assert NIGHT + timedelta(days=10) < alerts[0].night < NIGHT + timedelta(days=30)
+    assert alerts[1].night > NIGHT + timedelta(days=40)
 
 
 def test_a_superseded_night_replaces_its_observation() -> None:
