@@ -44,6 +44,7 @@ from tasks.audit import (
 )
 from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
+from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.trail import default_trail_path, read_history, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
 
@@ -148,6 +149,7 @@ def _audit(
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, policy_text = read_policy(Path(policy_path))
     _require_report_support(policy)
+    check_mitigation_policy(policy, policy_path)  # mitigation.auto's inputs, before any computing
     inputs = read_inputs(policy, predictions, labels, attributes)
     rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
     cube = build_cube(rows, policy)
@@ -164,6 +166,8 @@ def _audit(
     # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
     history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
     document["trend"] = trend_of(document, history, policy)
+    sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    document["mitigation"] = _proposed_mitigation(document, policy, policy_path, sources, output)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)
@@ -284,6 +288,7 @@ def _publish(
                 join_report=inputs.aligned.join_report,
                 cube_cells=cube_cells(cube),
             )
+            record_proposed_mitigation(trail_path, document.get("mitigation"))
             moved = promote_outputs(staging, output)
     finally:
         discard_staging(staging)
@@ -340,6 +345,17 @@ def _with_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, fairgate.Polic
     policy = with_weight_column(policy)
     rows, summary = apply_proxy(rows, policy)
     return rows, policy, summary
+
+
+def _proposed_mitigation(
+    document: dict[str, Any], policy: fairgate.Policy, policy_path: str, sources: dict[str, str], output: Path
+) -> dict[str, Any] | None:
+    """A failing audit's proposed remedy when the policy asks for one (``mitigation.auto``), else None."""
+    if document["verdict"] != "fail" or not wants_mitigation(policy):
+        return None
+    from flows.proposed_mitigation import propose_mitigation  # the subflow reads inputs with read_inputs above
+
+    return propose_mitigation(document, policy, policy_path, sources, output)
 
 
 def _wants_report(policy: fairgate.Policy) -> bool:
