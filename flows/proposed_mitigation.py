@@ -33,6 +33,7 @@ from fairgate.mitigation.proposal import NOT_DEPLOYED, paired_results, verdict_s
 from fairgate.mitigation.retraining import accuracy_cost
 from fairgate.policy.core import Policy
 from tasks.audit import read_policy
+from tasks.frontier_chart import frontier_svg
 from tasks.outputs import discard_staging, staging_dir
 from tasks.proposed_mitigation import (
     accuracy_on,
@@ -40,7 +41,6 @@ from tasks.proposed_mitigation import (
     fitted_thresholds,
     frame_bytes,
     frontier_block,
-    frontier_svg,
     json_bytes,
     judge_rows,
     mitigation_groups,

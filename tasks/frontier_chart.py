@@ -56,3 +56,9 @@ def frontier_chart(document: Mapping[str, Any], *, threshold: float | None = Non
         ax.legend(loc="lower right")
         _margins(fig, left=0.55, bottom=0.4, top=top)
         return to_svg(fig)
+
+
+def frontier_svg(frontier: Mapping[str, Any]) -> str:
+    """The chart of a proposed mitigation's ``frontier`` block (the sweep, ``chosen`` point and ``threshold``)."""
+    chart_input = {"metric": frontier["metric"], "frontier": frontier, "after_expected": frontier["chosen"]}
+    return frontier_chart(chart_input, threshold=frontier["threshold"])

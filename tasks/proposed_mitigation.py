@@ -26,7 +26,6 @@ import fairgate
 from fairgate.errors import PolicyError
 from fairgate.mitigation.rates import performance_of
 from fairgate.policy.core import Policy
-from tasks.frontier_chart import frontier_chart
 from tasks.io import parse_source
 from tasks.mitigation import require_mitigation_extra
 from tasks.outputs import write_atomic
@@ -147,12 +146,6 @@ def frontier_block(mitigation: ThresholdMitigation, policy: Policy) -> dict[str,
         **document["frontier"],
         "chosen": {"gap": chosen["gap"], "accuracy": chosen["accuracy"], "tolerance": mitigation.fit.tolerance},
     }
-
-
-def frontier_svg(frontier: dict[str, Any]) -> str:
-    """The report's frontier chart from the block's ``frontier`` (tasks/frontier_chart.py)."""
-    chart_input = {"metric": frontier["metric"], "frontier": frontier, "after_expected": frontier["chosen"]}
-    return frontier_chart(chart_input, threshold=frontier["threshold"])
 
 
 def fitted_thresholds(mitigation: ThresholdMitigation, unchanged: list[dict[str, Any]]) -> dict[str, Any]:

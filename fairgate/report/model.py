@@ -7,7 +7,7 @@ is already suppressed (see :mod:`fairgate.report.suppress`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairgate.report.trend_model import TrendView
 
@@ -15,6 +15,9 @@ from fairgate.report.trend_model import TrendView
 SUPPRESSED = "suppressed"
 #: Rows of an intersection's group table in the PDF; the HTML lists every group, the heatmap shows them all.
 PDF_ROW_LIMIT = 30
+
+if TYPE_CHECKING:  # the section's view imports KeyValue from here
+    from fairgate.report.mitigation import MitigationView
 
 
 @dataclass(frozen=True)
@@ -343,6 +346,8 @@ class ReportView:
     validation_failures: list[CheckRow] = field(default_factory=list)
     reproduce_command: str = ""
     reproduce: list[KeyValue] = field(default_factory=list)
+    # The remedy a failing audit proposes (policy mitigation.auto); None when the document has none.
+    mitigation: MitigationView | None = None
     chart_captions: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)
