@@ -187,7 +187,16 @@ def run_summary(
         "outputs": written,
         "report": None if report is None else _report_summary(report),
         "trail": record,
+        "mitigation": _mitigation_summary(document.get("mitigation")),
     }
+
+
+def _mitigation_summary(block: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The proposed mitigation's id, method, verdicts and files (the document holds the rest)."""
+    if block is None:
+        return None
+    kept = ("run_id", "method", "status", "summary", "verdict_before", "verdict_after", "files")
+    return {key: block[key] for key in kept}
 
 
 def _report_summary(report: dict[str, Any]) -> dict[str, Any]:

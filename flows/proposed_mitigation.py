@@ -161,10 +161,11 @@ def _thresholds(rules: Policy, sources: dict[str, str], context: dict[str, Any])
             f"The thresholds were fitted on {fit_rows.num_rows} people ({1 - share:.0%} of the rows of the judged "
             f"groups, drawn with seed {seed}) and judged on the other {measured.num_rows + measured_small.num_rows}: "
             "the numbers below are what people the rules were not fitted on see. Groups under min_group_size "
-            f"({', '.join(str(s['group']) for s in small) or 'none'}) keep their audited decisions."
+            f"({', '.join(_group_text(s['group']) for s in small) or 'none'}) keep their audited decisions."
         ),
     }
     accuracy = accuracy_on(measured, rules, chosen, section.objective, after)
+    context["focus"] = {"metric": mitigation.metric, "slicing": chosen}
     return _block(
         "thresholds",
         context,
@@ -194,6 +195,7 @@ def _trained(rules: Policy, context: dict[str, Any]) -> dict[str, Any]:
 
     choice = choose_constraint(rules)
     fitted = fit_models(plan["estimator"], plan["train"], choice, inputs.max_iter)
+    context["focus"] = {"metric": choice.metric, "slicing": plan["attributes"]}
     description = {
         "kind": "exponentiated_gradient",
         "estimator": inputs.estimator,
@@ -419,6 +421,7 @@ def _block(
         "summary": verdict_sentence(method, verdict_before, verdict_after, where),
         "fitted": fitted,
         "measured": measured,
+        "focus": context.get("focus"),
         "verdict_before": verdict_before,
         "verdict_after": verdict_after,
         "results": [] if before_doc is None or after_doc is None else paired_results(before_doc, after_doc),
@@ -429,3 +432,7 @@ def _block(
         "deployed": False,
         "note": NOT_DEPLOYED,
     }
+
+
+def _group_text(group: dict[str, Any]) -> str:
+    return " & ".join(f"{k}={v}" for k, v in group.items())

@@ -64,6 +64,13 @@ class MeasuredRows(Part):
     note: str
 
 
+class MitigationFocus(Part):
+    """The result the remedy targets: the metric it bounds or constrains, on the attributes it groups by."""
+
+    metric: str
+    slicing: Slicing
+
+
 class MitigationBlock(Part):
     """The remedy proposed for a failing audit, its verdict before and after, its price and its files."""
 
@@ -80,6 +87,7 @@ class MitigationBlock(Part):
         description="What was fitted: thresholds (rule per group), weights per group x label, or the estimator."
     )
     measured: MeasuredRows
+    focus: MitigationFocus | None = Field(default=None, description="The result the remedy targets.")
     verdict_before: Verdict | None = Field(description="The policy's verdict on the measured rows, audited model.")
     verdict_after: Verdict | None = Field(description="The same on the measured rows with the remedy applied.")
     results: list[MitigationResult]

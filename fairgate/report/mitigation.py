@@ -43,6 +43,8 @@ class MitigationResultRow:
     after_mark: str
     fixed: bool  # failed before, passes after
     broken: bool  # passed before, fails after
+    focus: bool  # the result the remedy targets
+    changed: bool  # its status differs before and after
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,9 @@ class MitigationView:
     fitted_headers: list[str]
     fitted_rows: list[list[str]]
     n_fitted_hidden: int
-    results: list[MitigationResultRow]
+    results: list[MitigationResultRow]  # the targeted result first, then those whose status changed
+    n_pdf_results: int  # the PDF lists the first n (targeted or changed); the HTML and JSON all
+    headline: str  # the targeted result before and after, and what an inconclusive "after" means
     n_fixed: int
     n_broken: int
     measure_label: str
@@ -93,7 +97,9 @@ def mitigation_view(
         return None
     block = block if isinstance(block, MitigationBlock) else MitigationBlock.model_validate(block)
     headers, rows = _fitted_table(block, min_cell_size)
-    results = [_result_row(r, words) for r in block.results]
+    focus = (block.focus.metric, tuple(block.focus.slicing)) if block.focus else None
+    results = [_result_row(r, words, (r.metric, tuple(r.slicing)) == focus) for r in block.results]
+    results.sort(key=lambda r: (not r.focus, not r.changed))
     accuracy = block.accuracy
     return MitigationView(
         method=block.method,
@@ -109,6 +115,8 @@ def mitigation_view(
         fitted_rows=rows[:MAX_FITTED_ROWS],
         n_fitted_hidden=max(0, len(rows) - MAX_FITTED_ROWS),
         results=results,
+        n_pdf_results=sum(r.focus or r.changed for r in results),
+        headline=_headline(results, block.measured.rows_measured),
         n_fixed=sum(r.fixed for r in results),
         n_broken=sum(r.broken for r in results),
         measure_label=(accuracy.measure if accuracy else "accuracy").replace("_", " "),
@@ -125,7 +133,24 @@ def mitigation_view(
     )
 
 
-def _result_row(result: Any, words: Outcomes) -> MitigationResultRow:
+def _headline(results: list[MitigationResultRow], measured: int) -> str:
+    """The targeted result before and after; an inconclusive "after" explained (power, not the remedy)."""
+    focus = next((r for r in results if r.focus), None)
+    if focus is None:
+        return ""
+    text = (
+        f"{focus.metric_label} on {focus.slicing_label}: {focus.before_text} {focus.before_ci} {focus.before_mark} "
+        f"→ {focus.after_text} {focus.after_ci} {focus.after_mark} (threshold {focus.threshold_text})."
+    )
+    if focus.after_status == "inconclusive":
+        text += (
+            f" Inconclusive: on the {measured:,} measured people the interval is wider than the room under the "
+            "threshold, so the rules cannot yet be shown to pass; judge them on more people before adopting them."
+        )
+    return text
+
+
+def _result_row(result: Any, words: Outcomes, focus: bool) -> MitigationResultRow:
     before, after = result.before, result.after
     return MitigationResultRow(
         metric_label=policy_metric_label(result.metric, words),
@@ -142,6 +167,8 @@ def _result_row(result: Any, words: Outcomes) -> MitigationResultRow:
         after_mark=STATUS_MARKS[after.status],
         fixed=before.status == "fail" and after.status == "pass",
         broken=before.status == "pass" and after.status == "fail",
+        focus=focus,
+        changed=before.status != after.status,
     )
 
 
