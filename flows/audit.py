@@ -30,6 +30,7 @@ from prefect.utilities.annotations import quote
 import fairgate
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
+from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
 from fairgate.proxy import with_weight_column
 from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
@@ -117,8 +118,13 @@ def fairness_audit(
     trail: str | None = None,
     run_id: str | None = None,
     registry: dict[str, Any] | None = None,
+    proposed: dict[str, Any] | None = None,
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary.
+
+    ``proposed``: these predictions are a mitigation's candidate (``fairgate mitigate``); its block (method,
+    fitted rules, frontier, the audited model's results) gets this audit's results as "after" and the report
+    its "Proposed mitigation" section.
 
     ``model_version`` may be a number (``-p model_version=9``); it is recorded as text. ``registry`` names the
     registry entry the audit was started for (the registration event's ``payload.registry``); it is echoed in
@@ -126,7 +132,9 @@ def fairness_audit(
     """
     version = None if model_version is None else str(model_version)
     try:
-        summary, gate = _audit(policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id)
+        summary, gate = _audit(
+            policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id, proposed
+        )
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     summary["registry"] = registry
@@ -144,6 +152,7 @@ def _audit(
     model_version: str | None,
     trail: str | None,
     run_id: str | None,
+    proposed: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -167,7 +176,10 @@ def _audit(
     history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
     document["trend"] = trend_of(document, history, policy)
     sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
-    document["mitigation"] = _proposed_mitigation(document, policy, policy_path, sources, output)
+    if proposed is None:  # a failing audit's own proposal (mitigation.auto), else none
+        document["mitigation"] = _proposed_mitigation(document, policy, policy_path, sources, output)
+    else:  # this audit judges a mitigation's candidate: its results are the proposal's "after"
+        document["mitigation"] = completed_proposal(proposed, document)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)
@@ -297,7 +309,7 @@ def _publish(
                 join_report=inputs.aligned.join_report,
                 cube_cells=cube_cells(cube),
             )
-            record_proposed_mitigation(trail_path, document.get("mitigation"))
+            record_proposed_mitigation(trail_path, document.get("mitigation"), document["run_id"])
             moved = promote_outputs(staging, output)
     finally:
         discard_staging(staging)

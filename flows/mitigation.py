@@ -9,6 +9,7 @@ never deployed.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from prefect.states import Completed, Failed
 
 import fairgate
 from fairgate.errors import FairgateError
+from fairgate.mitigation.proposal import slim_results
 from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
 from flows.audit import INVALID_INPUT, Inputs, fairness_audit, persisted, read_inputs
@@ -44,7 +46,13 @@ from tasks.mitigation import (
 )
 from tasks.outputs import output_stem
 from tasks.thresholds import fit_thresholds_task
-from tasks.thresholds_outputs import discard_thresholds, split_small_groups, thresholds_summary, write_thresholds
+from tasks.thresholds_outputs import (
+    discard_thresholds,
+    split_small_groups,
+    thresholds_proposal,
+    thresholds_summary,
+    write_thresholds,
+)
 from tasks.trail import default_trail_path, show_run
 
 
@@ -246,8 +254,18 @@ def fairgate_thresholds(
     runs: dict[str, tuple[str, str | None]] = {"after": (files["predictions"], f"thresholds-{files['run_id']}")}
     if answered_before is None:  # no audit named: judge the audited predictions too
         runs = {"before": (predictions, None), **runs}  # the audited model, as its predictions name it
+    proposal = thresholds_proposal(mitigation, files, small, answered_before, rules)
+    before_document = None if answered is None else show_run(Path(answered["trail"]), answered["run_id"])["document"]
     audits, refused = _audit_before_and_after(
-        runs, policy=policy, labels=labels, attributes=attributes, out=output, name=name, trail=trail
+        runs,
+        policy=policy,
+        labels=labels,
+        attributes=attributes,
+        out=output,
+        name=name,
+        trail=trail,
+        proposal=proposal,
+        before_document=before_document,
     )
     if refused is not None:
         discard_thresholds(files)
@@ -336,11 +354,21 @@ def _audit_before_and_after(
     out: Path,
     name: str,
     trail: str | None,
+    proposal: dict[str, Any] | None = None,
+    before_document: dict[str, Any] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The ``fairness-audit`` subflow on each stage's predictions (``stage -> (predictions, model version)``):
-    the run summaries by stage, or the message of the first audit that refused its input."""
+    the run summaries by stage, or the message of the first audit that refused its input.
+
+    With a ``proposal``, the "after" audit carries it (its report's "Proposed mitigation" section), with the
+    "before" results of ``before_document`` (the answered audit) or of the "before" audit just run."""
     audits: dict[str, dict[str, Any]] = {}
     for stage, (predictions, version) in runs.items():
+        proposed = None
+        if stage == "after" and proposal is not None:
+            before = before_document or json.loads(Path(audits["before"]["outputs"]["json"]).read_text())
+            answers = proposal["answers"] or audits["before"]["run_id"]
+            proposed = proposal | {"before": slim_results(before), "answers": answers}
         state = fairness_audit(
             policy=policy,
             predictions=predictions,
@@ -350,6 +378,7 @@ def _audit_before_and_after(
             model_name=name,
             model_version=version,
             trail=trail,
+            proposed=proposed,
             return_state=True,
         )
         if state.name == INVALID_INPUT:

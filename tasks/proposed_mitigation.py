@@ -195,9 +195,10 @@ def json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
 
-def record_proposed_mitigation(trail_path: Path, block: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The block's row in the trail's ``mitigations`` chain (after the audit run it answers is recorded)."""
-    if block is None:
+def record_proposed_mitigation(trail_path: Path, block: dict[str, Any] | None, run_id: str) -> dict[str, Any] | None:
+    """The block's row in the trail's ``mitigations`` chain, recorded after the audit run ``run_id`` when the block
+    answers that run (mitigation.auto); a candidate's audit carries a block ``fairgate mitigate`` records."""
+    if block is None or block["answers"] != run_id:
         return None
     from tasks.trail import record_mitigation
 

@@ -56,7 +56,7 @@ class MitigationAccuracy(Part):
 class MeasuredRows(Part):
     """Which rows the remedy was fitted on and which it was judged on."""
 
-    kind: Literal["holdout", "evaluation_set", "none"]
+    kind: Literal["holdout", "evaluation_set", "in_sample", "none"]
     share_measured: float | None = Field(default=None, description="Thresholds: the share of rows held out.")
     seed: int | None = None
     rows_fitted: int

@@ -98,3 +98,26 @@ def verdict_sentence(method: str, verdict_before: str | None, verdict_after: str
     return (
         f"{name} {turn} the verdict on {measured} from {str(verdict_before).upper()} to {str(verdict_after).upper()}."
     )
+
+
+#: The result fields a proposal carries of the audited model's document (``before``), for :func:`paired_results`.
+RESULT_FIELDS = ("metric", "slicing", "value", "ci_low", "ci_high", "status", "threshold", "direction", "critical")
+
+
+def slim_results(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict and judged results of an audit document, as a proposal's ``before`` carries them."""
+    results = [{k: r.get(k) for k in RESULT_FIELDS} for r in document["results"]]
+    return {"verdict": document["verdict"], "results": results}
+
+
+def completed_proposal(proposal: Mapping[str, Any], document: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``fairgate mitigate`` proposal made whole by the audit of its candidate (``document``).
+
+    That audit's results are the "after", the proposal's ``before`` (:func:`slim_results`) the audited model's.
+    """
+    before = proposal["before"]
+    block = {key: value for key, value in proposal.items() if key != "before"}
+    block["verdict_before"], block["verdict_after"] = before["verdict"], document["verdict"]
+    block["results"] = paired_results(before, document)
+    block["summary"] = verdict_sentence(block["method"], before["verdict"], document["verdict"], "the audited people")
+    return block

@@ -65,6 +65,8 @@ class MitigationView:
 
     method: str
     method_title: str
+    run_id: str  # the mitigation run
+    answers: str  # the audit run it answers
     status: str  # proposed | not_possible
     summary: str
     not_deployed: str
@@ -104,6 +106,8 @@ def mitigation_view(
     return MitigationView(
         method=block.method,
         method_title=METHOD_TITLES[block.method],
+        run_id=block.run_id,
+        answers=block.answers,
         status=block.status,
         summary=block.summary,
         not_deployed=block.note,
