@@ -149,7 +149,7 @@ def _headline(results: list[MitigationResultRow], measured: int) -> str:
     if focus.after_status == "inconclusive":
         text += (
             f" Inconclusive: on the {measured:,} measured people the interval is wider than the room under the "
-            "threshold, so the rules cannot yet be shown to pass; judge them on more people before adopting them."
+            "threshold, so the remedy cannot yet be shown to pass; judge it on more people before adopting it."
         )
     return text
 

@@ -18,11 +18,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import joblib
 import polars as pl
 import pytest
 import yaml
 from aiosmtpd.controller import Controller
-from mitigation_helpers import InProcessRunner
+from mitigation_helpers import FEATURES, POLICY, InProcessRunner
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from cli import DEMO_DATA, app
 from tasks.io import write_demo_inputs
@@ -258,3 +262,44 @@ def test_a_passing_audit_proposes_nothing(runner: InProcessRunner, inputs: dict[
     assert json.loads(document_path.read_text())["mitigation"] is None
     assert not list(out.glob("thresholds_*"))
     assert list_mitigations(out / "audit_trail.duckdb") == []
+
+
+def test_auto_retrain_judges_both_models_on_the_evaluation_set(
+    runner: InProcessRunner, inputs: dict[str, Path], compas_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """Retraining proposed by a failing audit: ExponentiatedGradient under the policy's demographic-parity bound,
+    the estimator refitted as is beside it, both judged on the evaluation set (mitigation_helpers.POLICY)."""
+    estimator = tmp_path / "model.joblib"
+    joblib.dump(make_pipeline(StandardScaler(), LogisticRegression()), estimator)
+    policy = yaml.safe_load(POLICY)
+    retrain = {"training": str(compas_files["training"]), "estimator": str(estimator)}
+    retrain["evaluation"] = str(compas_files["evaluation"])
+    policy["fairness_checker"]["mitigation"] = {
+        "auto": True,
+        "method": "retrain",
+        "groups": ["race"],
+        "retrain": retrain,
+    }
+    result = _audit(runner, inputs, policy, tmp_path)
+    assert result.exit_code == 1, result.stderr
+    out = tmp_path / "out"
+    (document_path,) = out.glob("fairness_*.json")
+    document = json.loads(document_path.read_text())
+    block = document["mitigation"]
+    assert (block["method"], block["status"], block["answers"]) == ("retrain", "proposed", document["run_id"])
+    fitted = block["fitted"]
+    assert fitted["kind"] == "exponentiated_gradient"
+    assert fitted["constraint"]["family"] == "demographic_parity"
+    assert fitted["features"] == FEATURES
+    assert block["measured"]["kind"] == "evaluation_set"
+    assert block["measured"]["rows_measured"] == pl.read_csv(compas_files["evaluation"]).height
+    assert block["focus"] == {"metric": "demographic_parity_difference", "slicing": ["race"]}
+    (race,) = [
+        r for r in block["results"] if r["metric"] == "demographic_parity_difference" and r["slicing"] == ["race"]
+    ]
+    assert race["before"]["status"] == "fail"
+    assert race["after"]["value"] < race["before"]["value"] / 2
+    assert block["accuracy"]["overall"]["change"] < 0  # the price is shown
+    assert type(joblib.load(block["files"]["model"])).__name__ == "ExponentiatedGradient"
+    (row,) = list_mitigations(out / "audit_trail.duckdb")
+    assert (row["answers"], row["method"]) == (document["run_id"], "retrain")
