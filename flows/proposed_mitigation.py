@@ -32,6 +32,7 @@ from fairgate.errors import FairgateError
 from fairgate.mitigation.proposal import NOT_DEPLOYED, paired_results, verdict_sentence
 from fairgate.mitigation.retraining import accuracy_cost
 from fairgate.policy.core import Policy
+from tasks.align import align_inputs, release, stage_inputs
 from tasks.audit import read_policy
 from tasks.frontier_chart import frontier_svg
 from tasks.outputs import discard_staging, staging_dir
@@ -115,15 +116,11 @@ def fairgate_proposed_mitigation(
 
 def _thresholds(rules: Policy, sources: dict[str, str], context: dict[str, Any]) -> dict[str, Any]:
     """Group thresholds fitted on the rows outside the held-out share, judged on the held-out rows."""
-    from flows.audit import read_inputs  # the audit flow imports this module when it needs it
-
     section = rules.mitigation
     assert section is not None
     seed = rules.statistics.seed
-    inputs = read_inputs(rules, sources["predictions"], sources["labels"], sources["attributes"])
     chosen = mitigation_groups(rules)
-    judged, unchanged, small = split_small_groups(inputs.aligned.table, rules, chosen)
-    del inputs
+    judged, unchanged, small = split_small_groups(_aligned_rows(rules, sources), rules, chosen)
     fit_rows, measured = split_rows(judged, section.holdout, seed)
     _, measured_small = split_rows(unchanged, section.holdout, seed)
     mitigation = fit_thresholds_task(
@@ -177,6 +174,16 @@ def _thresholds(rules: Policy, sources: dict[str, str], context: dict[str, Any])
         files,
         frontier=frontier,
     )
+
+
+def _aligned_rows(rules: Policy, sources: dict[str, str]) -> pa.Table:
+    """The audit's inputs staged and aligned again, as the audit aligned them (it has validated them already in
+    this run, so the Great Expectations suites are not run a second time)."""
+    staged = stage_inputs(rules, sources["predictions"], sources["labels"], sources["attributes"])
+    try:
+        return align_inputs(staged).table
+    finally:
+        release(staged)
 
 
 def _trained(rules: Policy, context: dict[str, Any]) -> dict[str, Any]:

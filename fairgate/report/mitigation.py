@@ -8,13 +8,12 @@ Here: labels, rounding, and suppression of per-group rows smaller than the repor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from fairgate.document.mitigation import MitigationBlock
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import STATUS_MARKS, fmt, fmt_count, policy_metric_label, slicing_key
-from fairgate.report.model import KeyValue
+from fairgate.report.mitigation_model import AccuracyRow, Fact, MitigationResultRow, MitigationView
 
 METHOD_TITLES = {
     "thresholds": "Group thresholds (post-processing, Hardt, Price & Srebro 2016)",
@@ -23,72 +22,6 @@ METHOD_TITLES = {
 }
 #: Groups of the fitted table shown in the PDF (the JSON and the thresholds file have all).
 MAX_FITTED_ROWS = 40
-
-
-@dataclass(frozen=True)
-class MitigationResultRow:
-    """One judged (metric, slicing) before and after the remedy."""
-
-    metric_label: str
-    slicing_label: str
-    threshold_text: str
-    critical: bool
-    before_text: str
-    before_ci: str
-    before_status: str  # pass | fail | inconclusive | insufficient_data
-    before_mark: str  # PASS, FAIL, INCONCLUSIVE, NO DATA
-    after_text: str
-    after_ci: str
-    after_status: str
-    after_mark: str
-    fixed: bool  # failed before, passes after
-    broken: bool  # passed before, fails after
-    focus: bool  # the result the remedy targets
-    changed: bool  # its status differs before and after
-
-
-@dataclass(frozen=True)
-class AccuracyRow:
-    """The price for one group (or overall): accuracy before, after, and the change in points."""
-
-    label: str
-    n_text: str
-    before_text: str
-    after_text: str
-    change_text: str
-    suppressed: bool
-
-
-@dataclass(frozen=True)
-class MitigationView:
-    """Everything the section shows, formatted."""
-
-    method: str
-    method_title: str
-    run_id: str  # the mitigation run
-    answers: str  # the audit run it answers
-    status: str  # proposed | not_possible
-    summary: str
-    not_deployed: str
-    measured_note: str
-    verdict_before: str
-    verdict_after: str
-    fitted_facts: list[KeyValue]
-    fitted_headers: list[str]
-    fitted_rows: list[list[str]]
-    n_fitted_hidden: int
-    results: list[MitigationResultRow]  # the targeted result first, then those whose status changed
-    n_pdf_results: int  # the PDF lists the first n (targeted or changed); the HTML and JSON all
-    headline: str  # the targeted result before and after, and what an inconclusive "after" means
-    n_fixed: int
-    n_broken: int
-    measure_label: str
-    overall: AccuracyRow | None
-    groups: list[AccuracyRow]
-    files: list[KeyValue]
-    frontier_caption: str
-    has_frontier: bool
-    frontier: dict[str, Any] | None  # the sweep as the block holds it, for the chart (tasks/frontier_chart.py)
 
 
 def mitigation_view(
@@ -128,9 +61,7 @@ def mitigation_view(
         groups=[]
         if accuracy is None
         else [_accuracy_row(name, change, min_cell_size) for name, change in accuracy.groups.items()],
-        files=[
-            KeyValue(kind, f"{path} (sha256 {block.sha256.get(kind, '')[:12]})") for kind, path in block.files.items()
-        ],
+        files=[Fact(kind, f"{path} (sha256 {block.sha256.get(kind, '')[:12]})") for kind, path in block.files.items()],
         frontier_caption=_frontier_caption(block.frontier),
         has_frontier=block.frontier is not None,
         frontier=block.frontier,
@@ -198,36 +129,36 @@ def _accuracy_row(label: str, change: Any, min_cell_size: int) -> AccuracyRow:
     )
 
 
-def _fitted_facts(block: MitigationBlock) -> list[KeyValue]:
+def _fitted_facts(block: MitigationBlock) -> list[Fact]:
     fitted = block.fitted
-    facts: list[KeyValue] = []
+    facts: list[Fact] = []
     if block.method == "thresholds" and fitted:
         facts += [
-            KeyValue("metric bounded", f"{fitted['metric']} ({fitted['constraint'].replace('_', ' ')})"),
-            KeyValue("tolerance", f"{fitted['tolerance']:g}"),
-            KeyValue("objective", str(fitted["objective"])),
-            KeyValue("groups", " × ".join(fitted["attributes"])),
-            KeyValue("scores", str(fitted["score_scale"])),
+            Fact("metric bounded", f"{fitted['metric']} ({fitted['constraint'].replace('_', ' ')})"),
+            Fact("tolerance", f"{fitted['tolerance']:g}"),
+            Fact("objective", str(fitted["objective"])),
+            Fact("groups", " × ".join(fitted["attributes"])),
+            Fact("scores", str(fitted["score_scale"])),
         ]
         left = ", ".join(f"{_group_text(g['group'])} (n={g['n']})" for g in fitted.get("unchanged_groups", []))
         if left:
-            facts.append(KeyValue("kept as audited (under min_group_size)", left))
+            facts.append(Fact("kept as audited (under min_group_size)", left))
     elif block.method == "retrain" and fitted:
         constraint = fitted["constraint"]
         bound = constraint["difference_bound"] if constraint["ratio_bound"] is None else constraint["ratio_bound"]
         facts += [
-            KeyValue("estimator", str(fitted["estimator"])),
-            KeyValue(
+            Fact("estimator", str(fitted["estimator"])),
+            Fact(
                 "constraint", f"{constraint['family'].replace('_', ' ')} (from {constraint['metric']}, bound {bound})"
             ),
-            KeyValue("trained on", f"{fitted['training']} ({fmt_count(fitted['rows_trained'])} rows)"),
-            KeyValue("features", ", ".join(fitted["features"])),
+            Fact("trained on", f"{fitted['training']} ({fmt_count(fitted['rows_trained'])} rows)"),
+            Fact("features", ", ".join(fitted["features"])),
         ]
     elif block.method == "reweighing" and fitted:
         facts += [
-            KeyValue("training data", str(fitted["training"])),
-            KeyValue("groups", " × ".join(fitted["attributes"])),
-            KeyValue("label", str(fitted["label"])),
+            Fact("training data", str(fitted["training"])),
+            Fact("groups", " × ".join(fitted["attributes"])),
+            Fact("label", str(fitted["label"])),
         ]
     return facts
 

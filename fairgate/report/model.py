@@ -7,17 +7,15 @@ is already suppressed (see :mod:`fairgate.report.suppress`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from fairgate.report.mitigation_model import MitigationView
 from fairgate.report.trend_model import TrendView
 
 #: The text of a suppressed cell.
 SUPPRESSED = "suppressed"
 #: Rows of an intersection's group table in the PDF; the HTML lists every group, the heatmap shows them all.
 PDF_ROW_LIMIT = 30
-
-if TYPE_CHECKING:  # the section's view imports KeyValue from here
-    from fairgate.report.mitigation import MitigationView
 
 
 @dataclass(frozen=True)
