@@ -257,6 +257,10 @@ def _reweighing(rules: Policy, context: dict[str, Any], training: pl.DataFrame) 
         "training": section.retrain.training,
         "cells": result.table.to_dicts(),
     }
+    selection = ("demographic_parity_difference", "disparate_impact_ratio", "demographic_parity_ratio")
+    targeted = next((rule.name for rule in rules.metrics if rule.name in selection), None)
+    if targeted is not None:  # the weights make the label independent of the group: selection rates
+        context["focus"] = {"metric": targeted, "slicing": groups}
     stem = f"reweighing_{context['run_id']}"
     weights = weights_frame(training, result, columns.id)
     files = {"weights": (f"{stem}_weights.parquet", _parquet(weights))}
