@@ -195,6 +195,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
         if report.get(kind):
             _out.print(f"{kind}: {report[kind]}", highlight=False)
     _out.print(f"audit trail: {summary['trail']['trail']} (run {summary['trail']['seq']})", highlight=False)
+    if proposed := summary.get("mitigation"):  # policy mitigation.auto: proposed, never deployed
+        _out.print(f"proposed mitigation ({proposed['method']}): {proposed['summary']}", highlight=False)
 
 
 @app.command()

@@ -91,7 +91,7 @@ def mitigate(
         str | None, typer.Option(help="thresholds: the metric to bound (default: the policy's critical one).")
     ] = None,
     tolerance: Annotated[
-        float | None, typer.Option(help="thresholds: the gap allowed (default: the metric's policy threshold).")
+        float | None, typer.Option(help="thresholds: the gap allowed (default 0: exact equality, see README).")
     ] = None,
     objective: Annotated[
         Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")

@@ -1,4 +1,4 @@
-"""``fairgate trail list|registrations|show|verify``: read and check the audit trail (tasks/trail.py).
+"""``fairgate trail list|registrations|mitigations|show|verify``: read and check the audit trail (tasks/trail.py).
 
 Exit codes: 0 intact (or listed), 1 the trail was tampered with or is damaged (rows edited or deleted, the chain
 broken, an anchored head gone, a table dropped, the file truncated), 2 not a trail or a configuration problem
@@ -107,12 +107,38 @@ def trail_registrations(
     _out.print(table)
 
 
+@trail_app.command("mitigations")
+def trail_mitigations(
+    trail: TrailOption = DEFAULT_TRAIL,
+    answers: Annotated[str | None, typer.Option("--answers", help="Only those answering this audit run id.")] = None,
+) -> None:
+    """List the recorded mitigation runs (auto or `fairgate mitigate`): the audit each answers, method, verdicts."""
+    from tasks.trail import list_mitigations
+
+    rows = _call(list_mitigations, trail, answers=answers)
+    table = Table(title=f"{trail}: mitigations")
+    for column in ("seq", "recorded", "mitigation", "answers audit", "method", "status", "verdict", "files"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            str(row["seq"]),
+            str(row["recorded_at"])[:19],
+            str(row["mitigation_id"]),
+            str(row["answers"] or ""),
+            str(row["method"]),
+            str(row["status"]),
+            f"{row['verdict_before'] or '-'} -> {row['verdict_after'] or '-'}",
+            "\n".join(f"{kind}: {entry['path']}" for kind, entry in row["outputs"].items()),
+        )
+    _out.print(table)
+
+
 @trail_app.command("show")
 def trail_show(
     run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
     trail: TrailOption = DEFAULT_TRAIL,
 ) -> None:
-    """Print one recorded run (its row, inputs, validation, and audit document) as JSON."""
+    """Print one recorded run (its row, inputs, validation, audit document, deliveries, mitigations) as JSON."""
     from tasks.trail import show_run
 
     sys.stdout.write(json.dumps(_call(show_run, trail, run), indent=2, default=str) + "\n")
@@ -143,6 +169,7 @@ def trail_verify(
         registrations = f", {report['registrations']} registrations" if report.get("registrations") else ""
         for table in ("period_cubes", "monitor_nights", "drift_alerts"):  # monitoring chains, when present
             registrations += f", {report[table]} {table.replace('_', ' ')}" if report.get(table) else ""
+        registrations += f", {report['mitigations']} mitigations" if report.get("mitigations") else ""
         _out.print(
             f"[green]intact[/]: {report['runs']} runs, {report['deliveries']} deliveries{registrations}; "
             f"chain {report['chain']}; "

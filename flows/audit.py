@@ -30,6 +30,7 @@ from prefect.utilities.annotations import quote
 import fairgate
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
+from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
 from fairgate.proxy import with_weight_column
 from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
@@ -44,6 +45,7 @@ from tasks.audit import (
 )
 from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
+from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.trail import default_trail_path, read_history, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
 
@@ -116,8 +118,13 @@ def fairness_audit(
     trail: str | None = None,
     run_id: str | None = None,
     registry: dict[str, Any] | None = None,
+    proposed: dict[str, Any] | None = None,
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary.
+
+    ``proposed``: these predictions are a mitigation's candidate (``fairgate mitigate``); its block (method,
+    fitted rules, frontier, the audited model's results) gets this audit's results as "after" and the report
+    its "Proposed mitigation" section.
 
     ``model_version`` may be a number (``-p model_version=9``); it is recorded as text. ``registry`` names the
     registry entry the audit was started for (the registration event's ``payload.registry``); it is echoed in
@@ -125,7 +132,9 @@ def fairness_audit(
     """
     version = None if model_version is None else str(model_version)
     try:
-        summary, gate = _audit(policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id)
+        summary, gate = _audit(
+            policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id, proposed
+        )
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     summary["registry"] = registry
@@ -143,11 +152,13 @@ def _audit(
     model_version: str | None,
     trail: str | None,
     run_id: str | None,
+    proposed: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, policy_text = read_policy(Path(policy_path))
     _require_report_support(policy)
+    check_mitigation_policy(policy, policy_path)  # mitigation.auto's inputs, before any computing
     inputs = read_inputs(policy, predictions, labels, attributes)
     rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
     cube = build_cube(rows, policy)
@@ -164,6 +175,11 @@ def _audit(
     # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
     history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
     document["trend"] = trend_of(document, history, policy)
+    sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    if proposed is None:  # a failing audit's own proposal (mitigation.auto), else none
+        document["mitigation"] = _proposed_mitigation(document, policy, policy_path, sources, output)
+    else:  # this audit judges a mitigation's candidate: its results are the proposal's "after"
+        document["mitigation"] = completed_proposal(proposed, document)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)
@@ -183,7 +199,16 @@ def run_summary(
         "outputs": written,
         "report": None if report is None else _report_summary(report),
         "trail": record,
+        "mitigation": _mitigation_summary(document.get("mitigation")),
     }
+
+
+def _mitigation_summary(block: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The proposed mitigation's id, method, verdicts and files (the document holds the rest)."""
+    if block is None:
+        return None
+    kept = ("run_id", "method", "status", "summary", "verdict_before", "verdict_after", "files")
+    return {key: block[key] for key in kept}
 
 
 def _report_summary(report: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +309,7 @@ def _publish(
                 join_report=inputs.aligned.join_report,
                 cube_cells=cube_cells(cube),
             )
+            record_proposed_mitigation(trail_path, document.get("mitigation"), document["run_id"])
             moved = promote_outputs(staging, output)
     finally:
         discard_staging(staging)
@@ -340,6 +366,17 @@ def _with_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, fairgate.Polic
     policy = with_weight_column(policy)
     rows, summary = apply_proxy(rows, policy)
     return rows, policy, summary
+
+
+def _proposed_mitigation(
+    document: dict[str, Any], policy: fairgate.Policy, policy_path: str, sources: dict[str, str], output: Path
+) -> dict[str, Any] | None:
+    """A failing audit's proposed remedy when the policy asks for one (``mitigation.auto``), else None."""
+    if document["verdict"] != "fail" or not wants_mitigation(policy):
+        return None
+    from flows.proposed_mitigation import propose_mitigation  # the subflow reads inputs with read_inputs above
+
+    return propose_mitigation(document, policy, policy_path, sources, output)
 
 
 def _wants_report(policy: fairgate.Policy) -> bool:

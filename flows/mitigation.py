@@ -9,6 +9,7 @@ never deployed.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,9 +21,10 @@ from prefect.states import Completed, Failed
 
 import fairgate
 from fairgate.errors import FairgateError
+from fairgate.mitigation.proposal import slim_results
 from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
-from flows.audit import INVALID_INPUT, fairness_audit, persisted, read_inputs
+from flows.audit import INVALID_INPUT, Inputs, fairness_audit, persisted, read_inputs
 from flows.grid_frontier import fit_frontier_grid, write_frontier
 from tasks.audit import read_policy
 from tasks.events import failed_metrics
@@ -33,6 +35,7 @@ from tasks.mitigation import (
     load_estimator,
     policy_attributes,
     read_table,
+    record_mitigation_run,
     require_columns,
     require_mitigation_extra,
     retrain_summary,
@@ -42,8 +45,15 @@ from tasks.mitigation import (
     write_frame,
     write_json,
 )
+from tasks.outputs import output_stem
 from tasks.thresholds import fit_thresholds_task
-from tasks.thresholds_outputs import discard_thresholds, split_small_groups, thresholds_summary, write_thresholds
+from tasks.thresholds_outputs import (
+    discard_thresholds,
+    split_small_groups,
+    thresholds_proposal,
+    thresholds_summary,
+    write_thresholds,
+)
 from tasks.trail import default_trail_path, show_run
 
 
@@ -107,6 +117,7 @@ def _reweigh(
         "outputs": outputs,
     }
     outputs["json"] = str(write_json(summary, output / f"reweighing_{run_id}.json"))
+    record_mitigation_run(_trail_path(trail, policy, output), summary)  # after the files: with their sha256
     get_run_logger().info(f"reweighing: {frame.height} rows, {result.table.height} cells -> {weights}")
     return summary
 
@@ -161,6 +172,7 @@ def fairgate_retrain(
     if grid is not None:
         summary["frontier"] = write_frontier(plan, fitted, grid, files)
     summary["outputs"]["json"] = str(write_json(summary, output / f"retrain_{files['run_id']}.json"))
+    record_mitigation_run(_trail_path(trail, plan["policy"], output), summary)  # after the files: with their sha256
     get_run_logger().info(f"retrained: verdict {audits['before']['verdict']} -> {audits['after']['verdict']}")
     message = f"verdict {audits['before']['verdict']} -> {audits['after']['verdict']}"
     return persisted(Completed(message=message, data=summary))
@@ -215,19 +227,28 @@ def fairgate_thresholds(
 ) -> State:
     """Group thresholds (Hardt et al. 2016) on the audited scores, then the audit before and after.
 
-    The inputs are read and aligned as the audit reads them; the thresholds are fitted on those rows (groups:
-    ``groups``, default the policy's first attribute; metric and tolerance: the policy's, unless given) and
-    applied to them. The thresholds file, the mitigated predictions and the frontier chart are written, then the
-    ``fairness-audit`` flow judges the audited predictions and the mitigated ones (subflows). The state's result
-    is the summary; its exit code is the re-audit's.
+    The inputs are read and aligned as the audit reads them; the thresholds are fitted on those rows (groups,
+    metric, tolerance, objective: as given, else the policy's ``mitigation:`` section, else the first attribute,
+    the critical metric, tolerance 0, accuracy) and applied to them. The thresholds file, the mitigated
+    predictions and the frontier chart are written, then the ``fairness-audit`` flow judges the mitigated
+    predictions, and the audited ones unless ``answers`` names the audit of these inputs under this policy (its
+    recorded verdict is the "before"; other inputs or another policy are refused). The run is recorded in the
+    trail's ``mitigations`` table. The state's result is the summary; its exit code is the re-audit's.
     """
     try:
         rules, _ = read_policy(Path(policy))
         output = Path(out_dir or rules.reporting.output_dir)
         answered = answered_audit(answers, rules, output, trail)
+        section = rules.mitigation  # the policy's mitigation section supplies what the command leaves out
+        if section is not None:
+            groups = groups or section.groups
+            metric = metric or section.metric
+            tolerance = section.tolerance if tolerance is None else tolerance
+            objective = objective or section.objective
         chosen = policy_attributes(rules, groups) if groups else [rules.sensitive_attributes[0].name]
         inputs = read_inputs(rules, predictions, labels, attributes)
         rows, named = inputs.aligned.table, inputs.staged.model[0]
+        answered_before = same_audit(answered, inputs, rules)  # before any fitting: the same inputs and policy
         judged, unchanged, small = split_small_groups(rows, rules, chosen)
         mitigation = fit_thresholds_task(
             judged, rules, metric=metric, attributes=chosen, tolerance=tolerance, objective=objective
@@ -237,21 +258,33 @@ def fairgate_thresholds(
     del rows, judged, inputs
     files = write_thresholds(mitigation, unchanged, rules, output)
     name = model_name or named or Path(predictions).stem  # both audits under one name: the model's
-    runs = {
-        "before": (predictions, None),  # the audited model, as its predictions name it
-        "after": (files["predictions"], f"thresholds-{files['run_id']}"),
-    }
+    runs: dict[str, tuple[str, str | None]] = {"after": (files["predictions"], f"thresholds-{files['run_id']}")}
+    if answered_before is None:  # no audit named: judge the audited predictions too
+        runs = {"before": (predictions, None), **runs}  # the audited model, as its predictions name it
+    proposal = thresholds_proposal(mitigation, files, small, answered_before, rules)
+    before_document = None if answered is None else show_run(Path(answered["trail"]), answered["run_id"])["document"]
     audits, refused = _audit_before_and_after(
-        runs, policy=policy, labels=labels, attributes=attributes, out=output, name=name, trail=trail
+        runs,
+        policy=policy,
+        labels=labels,
+        attributes=attributes,
+        out=output,
+        name=name,
+        trail=trail,
+        proposal=proposal,
+        before_document=before_document,
     )
     if refused is not None:
         discard_thresholds(files)
         return Failed(name=INVALID_INPUT, message=refused)
+    if answered_before is not None:
+        audits = {"before": answered_before, **audits}
     sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
     summary = thresholds_summary(mitigation, files, audits, sources, answered, small)
     path = output / f"thresholds_{files['run_id']}_summary.json"
     summary["outputs"]["json"] = str(path)  # the file names itself, as the printed summary does
     write_json(summary, path)
+    record_mitigation_run(_trail_path(trail, rules, output), summary)  # after the files: with their sha256
     message = f"verdict {audits['before']['verdict']} -> {audits['after']['verdict']}"
     get_run_logger().info(f"group thresholds: {message}")
     return persisted(Completed(message=message, data=summary))
@@ -273,7 +306,45 @@ def answered_audit(run: str | None, policy: fairgate.Policy, output: Path, trail
         "model": document.get("model"),
         "verdict": document.get("verdict"),
         "failed_metrics": failed_metrics(document),
+        "exit_code": document.get("exit_code"),
+        "inputs": record.get("inputs") or {},
+        "policy_sha256": record.get("policy_sha256"),
+        "json": str(Path(document.get("output_dir") or output) / f"{output_stem(document)}.json"),
     }
+
+
+def same_audit(answered: dict[str, Any] | None, inputs: Inputs, policy: fairgate.Policy) -> dict[str, Any] | None:
+    """The answered audit as the "before" of a mitigation (its recorded verdict, not a second audit), checked to
+    have judged the same inputs under the same policy; None when no audit is named."""
+    if answered is None:
+        return None
+    recorded = {role: entry.get("sha256") for role, entry in answered["inputs"].items()}
+    current = {role: entry["sha256"] for role, entry in inputs.summary().items()}
+    changed = sorted(role for role in current if recorded.get(role) != current[role])
+    if changed:
+        raise FairgateError(
+            f"--answers {answered['run_id']}: that audit judged other {', '.join(changed)} (sha256 differs); pass "
+            "the files it audited, or leave out --answers to audit these before and after"
+        )
+    if answered["policy_sha256"] != policy.sha256():
+        raise FairgateError(
+            f"--answers {answered['run_id']}: that audit used another policy (sha256 differs), so its verdict is not "
+            "comparable with the re-audit; pass the policy it used, or leave out --answers"
+        )
+    model = answered.get("model") or {}
+    return {
+        "run_id": answered["run_id"],
+        "verdict": answered["verdict"],
+        "exit_code": answered["exit_code"],
+        "failed_metrics": answered["failed_metrics"],
+        "model_version": str(model.get("version")),
+        "outputs": {"json": answered["json"]},
+        "reused": True,  # read from the trail: the answered audit, not audited again
+    }
+
+
+def _trail_path(trail: str | None, policy: fairgate.Policy, output: Path) -> Path:
+    return Path(trail) if trail else default_trail_path(policy, output)
 
 
 def _discard(files: dict[str, Any]) -> None:
@@ -290,11 +361,21 @@ def _audit_before_and_after(
     out: Path,
     name: str,
     trail: str | None,
+    proposal: dict[str, Any] | None = None,
+    before_document: dict[str, Any] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The ``fairness-audit`` subflow on each stage's predictions (``stage -> (predictions, model version)``):
-    the run summaries by stage, or the message of the first audit that refused its input."""
+    the run summaries by stage, or the message of the first audit that refused its input.
+
+    With a ``proposal``, the "after" audit carries it (its report's "Proposed mitigation" section), with the
+    "before" results of ``before_document`` (the answered audit) or of the "before" audit just run."""
     audits: dict[str, dict[str, Any]] = {}
     for stage, (predictions, version) in runs.items():
+        proposed = None
+        if stage == "after" and proposal is not None:
+            before = before_document or json.loads(Path(audits["before"]["outputs"]["json"]).read_text())
+            answers = proposal["answers"] or audits["before"]["run_id"]
+            proposed = proposal | {"before": slim_results(before), "answers": answers}
         state = fairness_audit(
             policy=policy,
             predictions=predictions,
@@ -304,6 +385,7 @@ def _audit_before_and_after(
             model_name=name,
             model_version=version,
             trail=trail,
+            proposed=proposed,
             return_state=True,
         )
         if state.name == INVALID_INPUT:

@@ -53,6 +53,12 @@ def frontier_chart(document: Mapping[str, Any], *, threshold: float | None = Non
         ax.set_ylabel("accuracy", fontsize=6.5)
         ax.set_xlim(left=0)
         top = _title(ax, f"Fairness-accuracy frontier of group thresholds ({metric})", FRONTIER_SIZE[0])
-        ax.legend(loc="lower right")
+        ax.legend(loc="best")  # lower right hid the audited model on COMPAS
         _margins(fig, left=0.55, bottom=0.4, top=top)
         return to_svg(fig)
+
+
+def frontier_svg(frontier: Mapping[str, Any]) -> str:
+    """The chart of a proposed mitigation's ``frontier`` block (the sweep, ``chosen`` point and ``threshold``)."""
+    chart_input = {"metric": frontier["metric"], "frontier": frontier, "after_expected": frontier["chosen"]}
+    return frontier_chart(chart_input, threshold=frontier["threshold"])

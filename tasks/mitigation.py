@@ -294,7 +294,11 @@ def write_candidate(fitted: Any, plan: dict[str, Any], output: Path) -> dict[str
 def audits_digest(audits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The before/after audits as a mitigation's JSON keeps them: ids, verdicts, failed metrics, outputs."""
     kept = ("run_id", "verdict", "exit_code", "failed_metrics", "model_version", "outputs")
-    return {stage: {k: audit[k] for k in kept} for stage, audit in audits.items()}
+    # "reused": the answered audit's recorded verdict (--answers), not a second audit of the same predictions.
+    return {
+        stage: {k: audit[k] for k in kept} | ({"reused": True} if audit.get("reused") else {})
+        for stage, audit in audits.items()
+    }
 
 
 def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -318,3 +322,30 @@ def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[st
         "exit_code": audits["after"]["exit_code"],
         "outputs": {k: files[k] for k in ("model", "predictions_before", "predictions_after", "labels", "attributes")},
     }
+
+
+def record_mitigation_run(trail_path: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """The ``fairgate mitigate`` run's row in the trail's ``mitigations`` chain: the audit it answers, its files
+    (with their sha256, read back from disk) and the verdict before and after (none for reweighing)."""
+    import hashlib
+
+    from tasks.trail import record_mitigation
+
+    audits = summary.get("audits") or {}
+    answered = summary.get("answers") or {}
+    answers = answered.get("run_id") or (audits.get("before") or {}).get("run_id")
+    outputs = {
+        kind: {"path": str(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}
+        for kind, path in summary["outputs"].items()
+        if Path(path).is_file()
+    }
+    return record_mitigation(
+        trail_path,
+        mitigation_id=summary["run_id"],
+        answers=answers,
+        method=summary["method"],
+        status="proposed",
+        verdict_before=(audits.get("before") or {}).get("verdict"),
+        verdict_after=(audits.get("after") or {}).get("verdict"),
+        outputs=outputs,
+    )

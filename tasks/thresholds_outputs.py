@@ -7,6 +7,7 @@ shape (accuracy cost overall and per group, in-sample and on the held-out half).
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -145,4 +146,50 @@ def thresholds_summary(
         "audits": audits_digest(audits),
         "exit_code": audits["after"]["exit_code"],
         "outputs": {kind: files[kind] for kind in OUTPUT_KINDS},
+    }
+
+
+def thresholds_proposal(
+    mitigation: ThresholdMitigation,
+    files: dict[str, str],
+    unchanged: list[dict[str, Any]],
+    answered: dict[str, Any] | None,
+    policy: Policy,
+) -> dict[str, Any]:
+    """The "Proposed mitigation" block the re-audit of the mitigated predictions carries (its report shows the
+    rules, the in-sample price and the frontier); the audit adds the results before and after."""
+    from fairgate.mitigation.proposal import accuracy_change
+    from tasks.proposed_mitigation import fitted_thresholds, frontier_block
+
+    fit = mitigation.fit
+    objective = fit.objective if isinstance(fit.objective, str) else "accuracy"
+    rows = sum(g.n for g in fit.after.groups.values())
+    before_run = None if answered is None else answered["run_id"]
+    return {
+        "method": "thresholds",
+        "run_id": files["run_id"],
+        "answers": before_run,  # None: the "before" audit of this mitigation run, filled in once it has run
+        "status": "proposed",
+        "summary": "",
+        "deployed": False,
+        "note": (
+            "The candidate is proposed for review, never deployed by fairgate: this audit judges its decisions; "
+            "the audited model's own audit (the run this mitigation answers) stands as recorded."
+        ),
+        "fitted": fitted_thresholds(mitigation, unchanged),
+        "measured": {
+            "kind": "in_sample",
+            "rows_fitted": rows,
+            "rows_measured": rows,
+            "note": (
+                f"The thresholds were fitted on the {rows:,} audited people of the judged groups and are judged on "
+                "the same people (in sample: optimistic). The thresholds file's held_out_check fits on one half and "
+                "measures the other; policy mitigation.auto reports that split in the audit itself."
+            ),
+        },
+        "focus": {"metric": mitigation.metric, "slicing": mitigation.attributes},
+        "accuracy": accuracy_change(fit.before, fit.after, objective),
+        "frontier": frontier_block(mitigation, policy),
+        "files": {kind: files[kind] for kind in OUTPUT_KINDS},
+        "sha256": {kind: hashlib.sha256(Path(files[kind]).read_bytes()).hexdigest() for kind in OUTPUT_KINDS},
     }

@@ -1,14 +1,16 @@
 """RECORD: the audit trail, an append-only, hash-chained DuckDB file (DESIGN.md, "Audit trail").
 
 Tables: ``runs`` (one row per audit), ``metric_results`` (one row per judged metric and slicing), ``cubes`` (the
-run's cube, for monitoring), ``deliveries`` (report e-mails) and ``registrations`` (model registration events,
-accepted or rejected, written by the ``fairgate-registration`` flow).
+run's cube, for monitoring), ``deliveries`` (report e-mails), ``registrations`` (model registration events,
+accepted or rejected, written by the ``fairgate-registration`` flow) and ``mitigations`` (one row per mitigation
+run, a failing audit's proposal or ``fairgate mitigate``: the audit run it answers, the method, its files with
+their sha256 and the verdict before and after).
 Every run row carries ``prev_hash`` (the previous run's ``run_hash``) and ``run_hash``, a digest over the previous
-hash, the run row and all its metric and cube rows; deliveries and registrations form chains of their own. The digest is
-HMAC-SHA256 keyed with ``FAIRGATE_TRAIL_KEY`` when that is set (``chain = 'hmac-sha256'``), else plain SHA-256
-(``chain = 'sha256 (unkeyed)'``), which anyone who can write the file can recompute after an edit. ``fairgate
-trail verify`` recomputes both chains, so an edited or deleted row shows; deleting the newest runs shows against
-an anchored head (``trail head:`` on stderr, ``FAIRGATE_TRAIL_ANCHOR``).
+hash, the run row and all its metric and cube rows; deliveries, registrations and mitigations form chains of
+their own. The digest is HMAC-SHA256 keyed with ``FAIRGATE_TRAIL_KEY`` when that is set (``chain =
+'hmac-sha256'``), else plain SHA-256 (``chain = 'sha256 (unkeyed)'``), which anyone who can write the file can
+recompute after an edit. ``fairgate trail verify`` recomputes every chain, so an edited or deleted row shows;
+deleting the newest runs shows against an anchored head (``trail head:`` on stderr, ``FAIRGATE_TRAIL_ANCHOR``).
 
 ``model_history`` reads a model's earlier runs back for the report's trend (the current run is recorded after
 its report renders); it never fails the audit: an unreadable trail gives no history and a note.
@@ -131,6 +133,19 @@ ALERT_COLUMNS = [
     "chain",
 ]
 MONITOR_CHAINS = {"period_cubes": PERIOD_CUBE_COLUMNS, "monitor_nights": NIGHT_COLUMNS, "drift_alerts": ALERT_COLUMNS}
+# One row per mitigation run (a failing audit's proposal, or `fairgate mitigate`), pointing to the audit it answers.
+MITIGATION_COLUMNS = [
+    "seq",
+    "recorded_at",
+    "mitigation_id",
+    "answers",
+    "method",
+    "status",
+    "verdict_before",
+    "verdict_after",
+    "outputs",
+    "chain",
+]
 
 KEY_ENV = "FAIRGATE_TRAIL_KEY"  # the HMAC key (a secret); unset: the chain is unkeyed
 KEY_BLOCK_ENV = "FAIRGATE_TRAIL_KEY_BLOCK"  # or: the name of a Prefect Secret block that holds the key
@@ -138,7 +153,7 @@ ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<tim
 KEYED, UNKEYED = "hmac-sha256", "sha256 (unkeyed)"
 _CORE_TABLES = ("runs", "metric_results", "cubes", "deliveries")
 MONITOR_TABLES = ("period_cubes", "monitor_nights", "drift_alerts")
-_ALL_TABLES = (*_CORE_TABLES, "registrations", "trail_meta", *MONITOR_TABLES)
+_ALL_TABLES = (*_CORE_TABLES, "registrations", "mitigations", "trail_meta", *MONITOR_TABLES)
 _KEY_CHECK_MESSAGE = b"fairgate audit trail key check"
 
 _SCHEMA = [
@@ -176,6 +191,10 @@ _SCHEMA = [
         seq bigint primary key, recorded_at varchar, run_id varchar, model_name varchar, night varchar,
         stream varchar, metric varchar, slicing varchar, grp varchar, statistic double, threshold double,
         change double, detail varchar, chain varchar, prev_hash varchar not null, row_hash varchar not null)""",
+    """create table if not exists mitigations (
+        seq bigint primary key, recorded_at varchar, mitigation_id varchar, answers varchar, method varchar,
+        status varchar, verdict_before varchar, verdict_after varchar, outputs varchar, chain varchar,
+        prev_hash varchar not null, row_hash varchar not null)""",
     # A version-1 trail gains the chain column; its old rows keep NULL there (hashed as before, unkeyed).
     "alter table runs add column if not exists chain varchar",
     "alter table deliveries add column if not exists chain varchar",
@@ -641,6 +660,68 @@ def list_registrations(trail_path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def record_mitigation(
+    trail_path: Path,
+    *,
+    mitigation_id: str,
+    answers: str | None,
+    method: str,
+    status: str,
+    verdict_before: str | None,
+    verdict_after: str | None,
+    outputs: dict[str, dict[str, str]],
+) -> dict[str, Any]:
+    """Append one mitigation run to the ``mitigations`` chain: the audit run it answers, the method, its files
+    (kind -> {path, sha256}) and the verdict before and after; return its seq and hash."""
+    recorded_at = datetime.now(UTC).isoformat()
+    key = trail_key()
+    path = Path(trail_path)
+    with _locked(path, write=True) as con, _transaction(con, path):
+        _check_key(con, key, path, action="record mitigations in it")
+        last = con.execute("select seq, row_hash from mitigations order by seq desc limit 1").fetchall()
+        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
+        row = [
+            seq,
+            recorded_at,
+            mitigation_id,
+            answers,
+            method,
+            status,
+            verdict_before,
+            verdict_after,
+            canonical(outputs),
+            KEYED if key else UNKEYED,
+        ]
+        row_hash = _digest(key, prev_hash, canonical(row))
+        con.execute(
+            f"insert into mitigations ({', '.join(MITIGATION_COLUMNS)}, prev_hash, row_hash) "
+            f"values ({', '.join('?' * (len(MITIGATION_COLUMNS) + 2))})",
+            [*row, prev_hash, row_hash],
+        )
+    return {"seq": seq, "mitigation_id": mitigation_id, "row_hash": row_hash, "trail": str(path)}
+
+
+def list_mitigations(trail_path: Path, *, answers: str | None = None) -> list[dict[str, Any]]:
+    """The recorded mitigation runs, oldest first (those answering one audit run when ``answers`` is given)."""
+    with _locked(Path(trail_path), write=False) as con:
+        if not _has_table(con, "mitigations"):
+            return []
+        cursor = con.execute(
+            f"select {', '.join(MITIGATION_COLUMNS)}, row_hash from mitigations "
+            "where $a is null or answers = $a order by seq",
+            {"a": answers},
+        )
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        row["outputs"] = json.loads(row["outputs"]) if row["outputs"] else {}
+    return rows
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(con.execute("select 1 from duckdb_tables() where table_name = ?", [table]).fetchall())
+
+
 def _has_registration_status(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the trail's ``registrations`` table can hold recorded registrations (read-only: no schema change)."""
     columns = con.execute("select column_name from duckdb_columns() where table_name = 'registrations'").fetchall()
@@ -761,7 +842,22 @@ def show_run(trail_path: Path, run: str) -> dict[str, Any]:
         record["deliveries"] = [
             {"recorded_at": d[0], "recipients": json.loads(d[1]), "status": d[2], "detail": d[3]} for d in deliveries
         ]
+        record["mitigations"] = _mitigations_of(con, record["run_id"])
         return record
+
+
+def _mitigations_of(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """The mitigation runs that answer one audit run (none in a trail from before they were recorded)."""
+    if not _has_table(con, "mitigations"):
+        return []
+    cursor = con.execute(
+        f"select {', '.join(MITIGATION_COLUMNS)}, row_hash from mitigations where answers = ? order by seq", [run_id]
+    )
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        row["outputs"] = json.loads(row["outputs"]) if row["outputs"] else {}
+    return rows
 
 
 def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int = 0) -> dict[str, Any]:
@@ -776,17 +872,20 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
         runs, metrics, cubes, deliveries = _read_chains(con)
         registrations = _read_registrations(con)
         monitoring = _read_monitor_chains(con)
+        mitigations = _read_mitigations(con)
         if key is not None:
             _check_key(con, key, trail_path, action="verify it", store=False)
     labels = {row[LEGACY_RUN_COLUMNS] for row in runs} | {row[LEGACY_DELIVERY_COLUMNS] for row in deliveries}
     labels |= {row[len(REGISTRATION_COLUMNS) - 1] for row in registrations}
     labels |= {row[len(MONITOR_CHAINS[t]) - 1] for t, rows in monitoring.items() for row in rows}
+    labels |= {row[len(MITIGATION_COLUMNS) - 1] for row in mitigations}
     if key is None and KEYED in labels:
         raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action="verify it"))
     checker = _ChainCheck(key, {row[1] for row in runs if row[0] <= unkeyed_until})
     problems = _run_problems(checker, runs, metrics, cubes) + _delivery_problems(checker, deliveries)
     problems += _registration_problems(checker, registrations)
     problems += _monitor_problems(checker, monitoring)
+    problems += _mitigation_problems(checker, mitigations)
     if anchor is not None:
         problems += _anchor_problems(anchor, {row[0]: row[-1] for row in runs})
     warnings = [TRAIL_UNKEYED.format(path=trail_path, env=KEY_ENV)] if checker.unkeyed and key is None else []
@@ -797,6 +896,7 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
         "deliveries": len(deliveries),
         "registrations": len(registrations),
         **{table: len(rows) for table, rows in monitoring.items() if rows},
+        "mitigations": len(mitigations),
         "chain": checker.label(),
         "keyed": key is not None,
         "head": runs[-1][-1] if runs else GENESIS,
@@ -830,6 +930,15 @@ def _read_registrations(con: duckdb.DuckDBPyConnection) -> list[Any]:
         return []
     columns = ", ".join(REGISTRATION_COLUMNS)
     return con.execute(f"select {columns}, prev_hash, row_hash from registrations order by seq").fetchall()
+
+
+def _read_mitigations(con: duckdb.DuckDBPyConnection) -> list[Any]:
+    """The mitigation runs with their hashes (none in a trail from before they were recorded)."""
+    if not _has_table(con, "mitigations"):
+        return []
+    return con.execute(
+        f"select {', '.join(MITIGATION_COLUMNS)}, prev_hash, row_hash from mitigations order by seq"
+    ).fetchall()
 
 
 class _ChainCheck:
@@ -1001,4 +1110,21 @@ def _supersession_problems(rows: list[Any]) -> list[str]:
                 )
             if version != index + 1 or supersedes != (index or None):
                 problems.append(f"period_cubes: row {seq} ({model}, period {start}) has a version out of sequence")
+    return problems
+
+
+def _mitigation_problems(checker: _ChainCheck, mitigations: list[Any]) -> list[str]:
+    problems: list[str] = []
+    expected_prev, expected_seq = GENESIS, 1
+    for row in mitigations:
+        mitigation, prev_hash, row_hash = list(row[: len(MITIGATION_COLUMNS)]), row[-2], row[-1]
+        seq = mitigation[0]
+        if seq != expected_seq or prev_hash != expected_prev:
+            problems.append(f"mitigations: the chain breaks at mitigation {seq}: a mitigation was deleted or edited")
+        if label_problem := checker.label_problem("mitigation", seq, "", mitigation[-1]):
+            problems.append(f"mitigations: {label_problem}")
+        content, key = checker.row(mitigation)
+        if _digest(key, prev_hash, canonical(content)) != row_hash:
+            problems.append(f"mitigations: mitigation {seq} was altered after recording")
+        expected_prev, expected_seq = row_hash, seq + 1
     return problems

@@ -9,13 +9,15 @@ from pydantic import ConfigDict, Field
 from fairgate.document.common import Part, Slicing, Verdict
 from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairness
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
+from fairgate.document.mitigation import MitigationBlock
 from fairgate.document.results import PolicyResult, VerdictDetail
 from fairgate.document.trend import Trend
 
 # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
 # 1.2: small-cell suppression (the ``suppression`` block, ``suppressed`` markers, sizes null where suppressed);
 #      outcome words (``outcomes``); the output folder used; the ``trend`` block
-SCHEMA_VERSION = "1.2"
+# 1.3: the ``mitigation`` block (a failing audit's proposed remedy, policy ``mitigation.auto``)
+SCHEMA_VERSION = "1.3"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -117,4 +119,8 @@ class AuditDocument(Part):
     )
     trend: Trend | None = Field(
         default=None, description="The judged results over the model's recent runs in the audit trail (1.2)."
+    )
+    mitigation: MitigationBlock | None = Field(
+        default=None,
+        description="The remedy proposed for a failing audit (policy mitigation.auto), before and after (1.3).",
     )

@@ -16,6 +16,7 @@ from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.loader import load_policy_yaml
+from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.monitoring import Monitoring, check_monitoring
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
@@ -261,6 +262,7 @@ class Policy(_Strict):
     limits: Limits = Limits()
     comparison: Comparison = Comparison()  # fairgate compare's promotion rule (policy/comparison.py)
     monitoring: Monitoring | None = None  # fairgate monitor: periods, windows, baseline, alerts
+    mitigation: Mitigation | None = None  # a failing audit's proposed remedy (policy/mitigation.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -377,6 +379,8 @@ class Policy(_Strict):
             del dumped["comparison"]
         if self.monitoring is None:  # a policy without the section keeps its hash
             del dumped["monitoring"]
+        if self.mitigation is None:
+            del dumped["mitigation"]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:

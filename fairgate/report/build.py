@@ -18,6 +18,7 @@ from fairgate.report.format import (
     policy_metric_label,
     roc_axes,
 )
+from fairgate.report.mitigation import mitigation_view
 from fairgate.report.model import PDF_ROW_LIMIT, KeyValue, ReportView, ResultRow
 from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row
@@ -77,6 +78,7 @@ def build_view(
         scorecard=summary.scorecard(results, slicing_sections),
         json_note=json_note(json_content(document), min_cell_size),
         trend=trend_view(document.trend),
+        mitigation=mitigation_view(document.mitigation, words, min_cell_size),
     )
 
 

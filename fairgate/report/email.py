@@ -37,5 +37,29 @@ def email_summary(view: ReportView, *, top: int = 5) -> str:
             f"Recommended first step: {first.title} ({first.metric_label} on {first.slicing_label}).",
             "",
         ]
+    lines += _mitigation_lines(view, top)
     lines.append(f"The full report is attached. Cells with fewer than {view.min_cell_size} people are suppressed.")
     return "\n".join(lines) + "\n"
+
+
+def _mitigation_lines(view: ReportView, top: int) -> list[str]:
+    """The proposed remedy (policy mitigation.auto): what, the verdict and price before and after, the caveat."""
+    m = view.mitigation
+    if m is None:
+        return []
+    lines = [f"Proposed mitigation: {m.method_title}.", f"  {m.summary}"]
+    if m.overall is not None:
+        lines.append(
+            f"  {m.measure_label.capitalize()}: {m.overall.before_text} -> {m.overall.after_text} "
+            f"({m.overall.change_text}) on {m.overall.n_text} measured people."
+        )
+    shown = sorted(m.results, key=lambda r: (not r.critical, not (r.fixed or r.broken)))[:top]
+    lines += [
+        f"  - {r.metric_label} on {r.slicing_label}: {r.before_text} {r.before_ci} {r.before_mark} -> "
+        f"{r.after_text} {r.after_ci} {r.after_mark}"
+        for r in shown
+    ]
+    if len(m.results) > top:
+        lines.append(f"  ... and {len(m.results) - top} more in the report's Proposed mitigation section.")
+    lines += [f"  {m.not_deployed}", ""]
+    return lines

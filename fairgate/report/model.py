@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairgate.report.mitigation_model import MitigationView
 from fairgate.report.trend_model import TrendView
 
 #: The text of a suppressed cell.
@@ -343,6 +344,8 @@ class ReportView:
     validation_failures: list[CheckRow] = field(default_factory=list)
     reproduce_command: str = ""
     reproduce: list[KeyValue] = field(default_factory=list)
+    # The remedy a failing audit proposes (policy mitigation.auto); None when the document has none.
+    mitigation: MitigationView | None = None
     chart_captions: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)

@@ -3,6 +3,7 @@ nothing written) for bad input before and inside the flow."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from mitigation_helpers import InProcessRunner
 
 from cli import app
 from fairgate.mitigation.reweighing import reweigh
+from tasks.trail import list_mitigations
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +53,12 @@ def test_weights_file_holds_each_row_weight(
     assert summary["attributes"] == ["race", "sex"]  # the policy's attributes, jointly, by default
     assert sum(cell["rows"] for cell in summary["cells"]) == training.height
     assert json.loads(Path(summary["outputs"]["json"]).read_text())["run_id"] == summary["run_id"]
-    assert sorted(p.name for p in out.iterdir()) == sorted([path.name, Path(summary["outputs"]["json"]).name])
+    written_files = sorted(p.name for p in out.iterdir() if not p.name.startswith("audit_trail.duckdb"))
+    assert written_files == sorted([path.name, Path(summary["outputs"]["json"]).name])
+    # The run is a row of the trail's mitigations table (in --out by default), its files with their sha256.
+    (row,) = list_mitigations(out / "audit_trail.duckdb")
+    assert (row["mitigation_id"], row["method"], row["answers"]) == (summary["run_id"], "reweighing", None)
+    assert row["outputs"]["weights"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_one_attribute_chosen(runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path) -> None:

@@ -171,7 +171,8 @@ def test_scan_replays_deterministically_and_alerts_once_per_episode() -> None:
     assert first.alerts[0].night > NIGHT + timedelta(days=10)
     assert max(stream.upper) < 2 * stream.threshold  # restarted after each alarm (the path stays bounded) ...
     assert len(first.alerts) == 1  # ... but the persisting change is one episode: one alert, not one per night
-    assert first.alerts[0].direction == "up" and first.alerts[0].change == pytest.approx(0.08)
+    assert first.alerts[0].direction == "up"
+    assert first.alerts[0].change == pytest.approx(0.08)
     assert first.alerts[0].statistic >= stream.threshold
     assert "rose by 0.080" in first.alerts[0].detail
 
