@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
+from fairgate.policy.execution import Execution
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
@@ -259,6 +260,7 @@ class Policy(_Strict):
     attribute_max_age_days: int = Field(default=730, ge=1)
     limits: Limits = Limits()
     comparison: Comparison = Comparison()  # fairgate compare's promotion rule (policy/comparison.py)
+    execution: Execution = Execution()  # runner, streaming, DuckDB memory, AUC method (policy/execution.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -372,6 +374,8 @@ class Policy(_Strict):
             del dumped["outcomes"]
         if self.comparison == Comparison():  # likewise: the section's defaults keep older policies' hashes
             del dumped["comparison"]
+        if self.execution == Execution():
+            del dumped["execution"]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:
