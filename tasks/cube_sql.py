@@ -110,9 +110,7 @@ def cube_from_relation(
     )
 
 
-def cube_partition(
-    sources: dict[str, str], policy: Policy, *, score_histogram: bool, memory_limit: str | None
-) -> Cube:
+def cube_partition(sources: dict[str, str], policy: Policy, *, score_histogram: bool, memory_limit: str | None) -> Cube:
     """The cube of one partition's files: ``sources`` maps predictions/labels/attributes to a path or glob.
 
     Opens its own DuckDB connection (bounded by ``memory_limit``, spilling to a temporary directory), stages
