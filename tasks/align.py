@@ -72,6 +72,11 @@ def proxy_attribute(policy: Policy) -> str | None:
 @task(name="stage inputs", cache_policy=NO_CACHE)
 def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
     """Register the three inputs in a fresh DuckDB connection and create the ``stg_*`` views."""
+    return stage(policy, predictions, labels, attributes)
+
+
+def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
+    """:func:`stage_inputs` outside a flow (a Dask worker's partition, tasks/cube_sql.py)."""
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     sources = {role: parse_source(role, text) for role, text in given.items()}
     con = duckdb.connect()
@@ -173,6 +178,25 @@ def align_inputs(staged: Staged) -> Aligned:
 
 def _matched_rows(staged: Staged) -> pa.Table:
     """The people with a prediction and a label, values cast, attributes as given (``sql/matched.sql``)."""
+    sql, params = _matched_sql(staged)
+    return _run(staged, lambda: staged.con.sql(sql, params=params).to_arrow_table())
+
+
+def matched_relation(staged: Staged) -> str:
+    """The matched rows as the view ``matched`` (not pulled: DuckDB streams it), and a SELECT of it.
+
+    The streaming audit cubes this relation inside DuckDB; missing attribute values are still null in it,
+    and the cube applies each attribute's missing-value rule as :func:`fairgate.build_cube` does.
+    """
+    sql, params = _matched_sql(staged)
+    relation = staged.con.sql(sql, params=params)
+    relation.create_view("matched", replace=True)
+    drop = {"has_attributes", "_none"} | (set() if staged.has_score else {staged.policy.columns.score})
+    kept = [quote_identifier(c) for c in relation.columns if c not in drop]
+    return f"select {', '.join(kept)} from matched"
+
+
+def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
     con, cols = staged.con, staged.policy.columns
     columns = [quote_identifier(c) for c in (*staged.attributes, *staged.passthrough)]
     names = {
@@ -189,11 +213,15 @@ def _matched_rows(staged: Staged) -> pa.Table:
         y_pred_value=_binary_value(con, "stg_predictions", names["y_pred_column"]),
         **names,
     )
-    params = {"decision_threshold": cols.decision_threshold}
-    return _run(staged, lambda: con.sql(matched_sql, params=params).to_arrow_table())
+    return matched_sql, {"decision_threshold": cols.decision_threshold}
 
 
-def _join_report(staged: Staged, matched: pa.Table) -> dict[str, Any]:
+def join_report(staged: Staged) -> dict[str, Any]:
+    """The join report over the ``matched`` view (the streaming audit: the rows stay in DuckDB)."""
+    return _join_report(staged, None)
+
+
+def _join_report(staged: Staged, matched: pa.Table | None) -> dict[str, Any]:
     """How the inputs matched on id, and the missing values per attribute with the rule applied to them."""
     policy = staged.policy
     missing_counts = [
@@ -252,6 +280,12 @@ def _apply_missing_rules(staged: Staged, matched: pa.Table, report: dict[str, An
         staged.con.unregister("matched")
 
 
+def sort_group_sizes(staged: Staged, sizes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Group sizes in the report's order: attributes in policy order, largest group first within each."""
+    order = {a: i for i, a in enumerate(staged.attributes)}
+    return sorted(sizes, key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
+
+
 def _group_sizes(staged: Staged, table: pa.Table) -> list[dict[str, Any]]:
     """Rows per (attribute, group) among the aligned rows, largest group first within each attribute."""
     if not staged.attributes:
@@ -270,20 +304,22 @@ def _group_sizes(staged: Staged, table: pa.Table) -> list[dict[str, Any]]:
         # Exactly one attribute is set per grouping set (aligned attributes hold no nulls).
         position = next(i for i, v in enumerate(group_values) if v is not None)
         sizes.append({"attribute": staged.attributes[position], "group": group_values[position], "n": int(n)})
-    order = {a: i for i, a in enumerate(staged.attributes)}
-    sizes.sort(key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
-    return sizes
+    return sort_group_sizes(staged, sizes)
 
 
-def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any], *, matched: pa.Table) -> dict[str, Any]:
-    """The single row of an aggregate over the matched rows, by column name."""
-    con.register("matched", matched)
+def _one_row(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any], *, matched: pa.Table | None
+) -> dict[str, Any]:
+    """The single row of an aggregate over the matched rows (an Arrow table, or the ``matched`` view)."""
+    if matched is not None:
+        con.register("matched", matched)
     try:
         cursor = con.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return dict(zip(names, cursor.fetchall()[0], strict=True))
     finally:
-        con.unregister("matched")
+        if matched is not None:
+            con.unregister("matched")
 
 
 def _columns(items: Any, empty: str = "null as _none") -> str:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
+from fairgate.policy.execution import Execution
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.monitoring import Monitoring, check_monitoring
@@ -263,6 +264,7 @@ class Policy(_Strict):
     comparison: Comparison = Comparison()  # fairgate compare's promotion rule (policy/comparison.py)
     monitoring: Monitoring | None = None  # fairgate monitor: periods, windows, baseline, alerts
     mitigation: Mitigation | None = None  # a failing audit's proposed remedy (policy/mitigation.py)
+    execution: Execution = Execution()  # runner, streaming, DuckDB memory, AUC method (policy/execution.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -381,6 +383,8 @@ class Policy(_Strict):
             del dumped["monitoring"]
         if self.mitigation is None:
             del dumped["mitigation"]
+        if self.execution == Execution():
+            del dumped["execution"]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:

@@ -1,0 +1,79 @@
+"""Policy section ``execution:``: where and how an audit runs (issue 13: large inputs, Dask).
+
+``runner`` picks the task runner of the metric fan-out (``local`` threads, or ``dask`` on prefect-dask's
+``DaskTaskRunner``, at ``address`` or on a local cluster when it is null). ``streaming`` decides whether the
+audit pulls the aligned rows into Python (``never``), or builds the cube inside DuckDB and validates with SQL
+aggregates so that no row reaches Python (``always``; ``auto``: when the staged inputs hold more than
+``STREAMING_AUTO_ROWS`` predictions). ``memory_limit`` bounds DuckDB on the streaming path (it spills to a
+temporary directory beyond it). ``auc`` chooses exact ROC AUC from a per-row score table or AUC from a score
+histogram of ``auc_bins`` equal bins with a stated error bound (``auto``: exact up to ``EXACT_AUC_MAX_ROWS``
+rows).
+
+A policy without the section keeps its hash and its behaviour (``Policy.canonical_json`` drops the defaults).
+
+>>> e = Execution.model_validate({"streaming": "always", "memory_limit": "2GB"})
+>>> e.runner, e.streaming, e.memory_limit, e.auc, e.auc_bins
+('local', 'always', '2GB', 'auto', 65536)
+>>> e.streams(rows=10)
+True
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Runner = Literal["local", "dask"]
+Streaming = Literal["auto", "always", "never"]
+AucMethod = Literal["exact", "histogram", "auto"]
+
+# ``streaming: auto`` streams above this many prediction rows: below it the rows fit in memory comfortably
+# (10M aligned rows take about 3 GB on the in-memory path, README "Latency").
+STREAMING_AUTO_ROWS = 5_000_000
+# ``auc: auto`` keeps the exact per-row score table up to this many rows (about 40 bytes a row once sorted),
+# and uses the histogram beyond.
+EXACT_AUC_MAX_ROWS = 5_000_000
+_MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+
+
+class Execution(BaseModel):
+    """The ``execution:`` section: task runner, streaming, DuckDB memory bound, AUC method."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runner: Runner = "local"
+    # A Dask scheduler ("tcp://host:8786"); null with runner dask starts a local cluster.
+    address: str | None = None
+    streaming: Streaming = "auto"
+    # DuckDB's memory_limit on the streaming path ("3GB", "512MB"); null leaves DuckDB's default (80% of RAM).
+    memory_limit: str | None = "3GB"
+    auc: AucMethod = "auto"
+    # Equal-width score bins on [0, 1] of the AUC histogram: the error bound shrinks as scores spread over more.
+    auc_bins: int = Field(default=65536, ge=16, le=1 << 24)
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _memory_size(cls, value: str | None) -> str | None:
+        if value is not None and not _MEMORY.match(value):
+            raise ValueError(f"memory_limit {value!r} is not a size; write e.g. '3GB', '512MB' or '2GiB'")
+        return value
+
+    @model_validator(mode="after")
+    def _address_needs_dask(self) -> Execution:
+        if self.address is not None and self.runner != "dask":
+            raise ValueError("address names a Dask scheduler; set runner: dask with it, or remove address")
+        return self
+
+    def streams(self, rows: int) -> bool:
+        """Whether an audit of ``rows`` prediction rows takes the streaming path."""
+        if self.streaming == "auto":
+            return rows > STREAMING_AUTO_ROWS
+        return self.streaming == "always"
+
+    def histogram_auc(self, rows: int) -> bool:
+        """Whether AUC of ``rows`` audited rows comes from the score histogram instead of the score table."""
+        if self.auc == "auto":
+            return rows > EXACT_AUC_MAX_ROWS
+        return self.auc == "histogram"
