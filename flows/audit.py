@@ -32,6 +32,7 @@ from fairgate.engine.cube import check_cardinality
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.monitoring import trend_of
 from fairgate.proxy import with_weight_column
+from flows.audit_dask import PartitionedInputs, PartitionedSources, audit_on_dask, requested_execution
 from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
 from tasks.audit import (
     adjudicate,
@@ -116,16 +117,22 @@ def fairness_audit(
     trail: str | None = None,
     run_id: str | None = None,
     registry: dict[str, Any] | None = None,
+    runner: str | None = None,
+    dask_address: str | None = None,
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary.
 
     ``model_version`` may be a number (``-p model_version=9``); it is recorded as text. ``registry`` names the
     registry entry the audit was started for (the registration event's ``payload.registry``); it is echoed in
-    the summary so the verdict can be written back to that model version.
+    the summary so the verdict can be written back to that model version. ``runner`` (local or dask) and
+    ``dask_address`` override the policy's ``execution`` section (flows/audit_dask.py).
     """
     version = None if model_version is None else str(model_version)
+    where = (runner, dask_address)
     try:
-        summary, gate = _audit(policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id)
+        summary, gate = _audit(
+            policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id, where
+        )
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     summary["registry"] = registry
@@ -143,17 +150,19 @@ def _audit(
     model_version: str | None,
     trail: str | None,
     run_id: str | None,
+    where: tuple[str | None, str | None] = (None, None),
 ) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, policy_text = read_policy(Path(policy_path))
     _require_report_support(policy)
-    inputs = read_inputs(policy, predictions, labels, attributes)
-    rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
-    cube = build_cube(rows, policy)
-    del rows
-    release_rows(inputs.aligned)  # the cube is all the metrics need
-    parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
+    execution = requested_execution(policy.execution, *where)
+    inputs: Inputs | PartitionedInputs
+    if execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
+        counted = audit_on_dask(policy, execution, predictions, labels, attributes)
+        inputs, cube, parts, proxy_summary = counted.inputs, counted.cube, counted.parts, None
+    else:
+        inputs, policy, proxy_summary, cube, parts = _counted_here(policy, predictions, labels, attributes)
     model = model_info(inputs.staged, model_name, model_version)
     output = Path(out_dir or policy.reporting.output_dir)
     context = audit_context(inputs, proxy_summary) | {"output_dir": str(output)}
@@ -167,6 +176,19 @@ def _audit(
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)
+
+
+def _counted_here(
+    policy: fairgate.Policy, predictions: str, labels: str, attributes: str
+) -> tuple[Inputs, fairgate.Policy, dict[str, Any] | None, fairgate.Cube, list[fairgate.SlicingResult]]:
+    """Read, validate and align the inputs, cube them and fan the metrics out, in this process."""
+    inputs = read_inputs(policy, predictions, labels, attributes)
+    rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
+    cube = build_cube(rows, policy)
+    del rows
+    release_rows(inputs.aligned)  # the cube is all the metrics need
+    parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
+    return inputs, policy, proxy_summary, cube, parts
 
 
 def run_summary(
@@ -233,7 +255,9 @@ def _group_text(group: dict[str, str]) -> str:
     return " & ".join(f"{k}={v}" for k, v in group.items())
 
 
-def model_info(staged: Staged, model_name: str | None, model_version: str | None) -> fairgate.ModelInfo:
+def model_info(
+    staged: Staged | PartitionedSources, model_name: str | None, model_version: str | None
+) -> fairgate.ModelInfo:
     """The audited model: the options given, else what the predictions name, else placeholders."""
     named_name, named_version = staged.model
     return fairgate.ModelInfo(
@@ -241,7 +265,7 @@ def model_info(staged: Staged, model_name: str | None, model_version: str | None
     )
 
 
-def audit_context(inputs: Inputs, proxy_summary: dict[str, Any] | None) -> dict[str, Any]:
+def audit_context(inputs: Inputs | PartitionedInputs, proxy_summary: dict[str, Any] | None) -> dict[str, Any]:
     """What the audit document records about its inputs: sources, the join, validation, proxy, provenance."""
     context: dict[str, Any] = {
         "inputs": inputs.summary(),
@@ -259,7 +283,7 @@ def _publish(
     document: dict[str, Any],
     policy: fairgate.Policy,
     policy_text: str,
-    inputs: Inputs,
+    inputs: Inputs | PartitionedInputs,
     cube: fairgate.Cube,
     output: Path,
     trail_path: Path,
