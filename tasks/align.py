@@ -72,6 +72,11 @@ def proxy_attribute(policy: Policy) -> str | None:
 @task(name="stage inputs", cache_policy=NO_CACHE)
 def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
     """Register the three inputs in a fresh DuckDB connection and create the ``stg_*`` views."""
+    return stage(policy, predictions, labels, attributes)
+
+
+def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
+    """:func:`stage_inputs` outside a flow (a Dask worker's partition, tasks/cube_sql.py)."""
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     sources = {role: parse_source(role, text) for role, text in given.items()}
     con = duckdb.connect()
@@ -173,6 +178,25 @@ def align_inputs(staged: Staged) -> Aligned:
 
 def _matched_rows(staged: Staged) -> pa.Table:
     """The people with a prediction and a label, values cast, attributes as given (``sql/matched.sql``)."""
+    sql, params = _matched_sql(staged)
+    return _run(staged, lambda: staged.con.sql(sql, params=params).to_arrow_table())
+
+
+def matched_relation(staged: Staged) -> str:
+    """The matched rows as the view ``matched`` (not pulled: DuckDB streams it), and a SELECT of it.
+
+    The streaming audit cubes this relation inside DuckDB; missing attribute values are still null in it,
+    and the cube applies each attribute's missing-value rule as :func:`fairgate.build_cube` does.
+    """
+    sql, params = _matched_sql(staged)
+    relation = staged.con.sql(sql, params=params)
+    relation.create_view("matched", replace=True)
+    drop = {"has_attributes", "_none"} | (set() if staged.has_score else {staged.policy.columns.score})
+    kept = [quote_identifier(c) for c in relation.columns if c not in drop]
+    return f"select {', '.join(kept)} from matched"
+
+
+def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
     con, cols = staged.con, staged.policy.columns
     columns = [quote_identifier(c) for c in (*staged.attributes, *staged.passthrough)]
     names = {
@@ -189,8 +213,7 @@ def _matched_rows(staged: Staged) -> pa.Table:
         y_pred_value=_binary_value(con, "stg_predictions", names["y_pred_column"]),
         **names,
     )
-    params = {"decision_threshold": cols.decision_threshold}
-    return _run(staged, lambda: con.sql(matched_sql, params=params).to_arrow_table())
+    return matched_sql, {"decision_threshold": cols.decision_threshold}
 
 
 def _join_report(staged: Staged, matched: pa.Table) -> dict[str, Any]:

@@ -13,3 +13,5 @@ WEIGHT_SQ = "__weight_sq"  # sum of squared row weights: Kish's effective sample
 # weight s: PERSON_SQ sums w * s over rows, which is sum over people of s^2. The proxy stage writes s into
 # the input column PERSON_WEIGHT; without it every row is its own person (PERSON_SQ = WEIGHT_SQ).
 PERSON_SQ, PERSON_WEIGHT = "__person_sq", "__person_weight"
+# The fine score histogram's bin (engine/auc_histogram.py): AUC at scale from counts instead of sorted rows.
+HBIN = "__score_hbin"

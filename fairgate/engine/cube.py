@@ -26,6 +26,7 @@ import polars as pl
 
 from fairgate.engine.auc import ScoreArrays
 from fairgate.engine.columns import BIN as BIN
+from fairgate.engine.columns import HBIN as HBIN
 from fairgate.engine.columns import PERSON_SQ as PERSON_SQ
 from fairgate.engine.columns import PERSON_WEIGHT as PERSON_WEIGHT
 from fairgate.engine.columns import PRED as PRED
@@ -65,6 +66,10 @@ class Cube:
     excluded_missing: dict[str, int] = field(default_factory=dict)
     # The attribute whose membership is probabilistic (a person spread over its groups), if any.
     membership: str | None = None
+    # The fine score histogram for AUC at scale (engine/auc_histogram.py): attributes, ``__y_true`` and
+    # ``__score_hbin`` (one of ``histogram_bins`` equal bins of the favourable score on [0, 1]) with the weight.
+    score_histogram: pl.DataFrame | None = None
+    histogram_bins: int = 0
 
     @property
     def n_rows(self) -> int:
@@ -95,12 +100,26 @@ class Cube:
         """The attribute's values present in the data, sorted; score-table codes index into this list."""
         return _levels(self.cells, attribute)
 
+    @property
+    def auc_method(self) -> str | None:
+        """How AUC is computed: ``exact`` from the score table, ``histogram`` from the score histogram, or None."""
+        if self.scores is not None:
+            return "exact"
+        return "histogram" if self.score_histogram is not None else None
+
     @cached_property
     def score_arrays(self) -> ScoreArrays:
-        """The score table sorted by score once, shared by every slicing's AUC."""
-        if self.scores is None:
-            raise DataError("this cube was built without a score table (exact_auc=False)")
-        return ScoreArrays.from_table(self.scores, {a: self.levels(a) for a in self.attributes})
+        """The score table sorted by score once, shared by every slicing's AUC.
+
+        Without a score table, the score histogram stands in for it: one row per (attributes, label, bin) at
+        the bin's index as its score, so equal bins are ties (engine/auc_histogram.py bounds the error).
+        """
+        levels = {a: self.levels(a) for a in self.attributes}
+        if self.scores is not None:
+            return ScoreArrays.from_table(self.scores, levels)
+        if self.score_histogram is not None:
+            return ScoreArrays.from_table(histogram_score_table(self.score_histogram, levels), levels)
+        raise DataError("this cube was built without a score table (exact_auc=False) or score histogram")
 
     def _recoded_scores(self, levels: dict[str, list[str]]) -> pl.DataFrame:
         """The score table with attribute codes re-pointed at another (larger) list of levels."""
@@ -108,23 +127,50 @@ class Cube:
 
     def __add__(self, other: Cube) -> Cube:
         """The cube of the union of two disjoint row sets."""
-        if (self.attributes, self.calibration_bins, self.has_scores) != (
+        if (self.attributes, self.calibration_bins, self.has_scores, self.histogram_bins) != (
             other.attributes,
             other.calibration_bins,
             other.has_scores,
+            other.histogram_bins,
         ):
-            raise DataError("cubes with different attributes, score bins or score presence cannot be added")
+            raise DataError(
+                "cubes with different attributes, score bins, score presence or histogram bins cannot be added"
+            )
         keys = [*self.attributes, TRUE, PRED, BIN]
         cells = _sum_by(pl.concat([self.cells, other.cells]), keys, [ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM])
         scores = None
         if self.scores is not None and other.scores is not None:
             union = {a: _levels(cells, a) for a in self.attributes}
             scores = pl.concat([self._recoded_scores(union), other._recoded_scores(union)]).sort(SCORE)
+        histogram = None
+        if self.score_histogram is not None and other.score_histogram is not None:
+            both = pl.concat([self.score_histogram, other.score_histogram])
+            histogram = _sum_by(both, [*self.attributes, TRUE, HBIN], [WEIGHT])
         excluded = {
             a: self.excluded_missing.get(a, 0) + other.excluded_missing.get(a, 0)
             for a in set(self.excluded_missing) | set(other.excluded_missing)
         }
-        return Cube(cells, self.attributes, self.calibration_bins, self.has_scores, scores, excluded, self.membership)
+        return Cube(
+            cells,
+            self.attributes,
+            self.calibration_bins,
+            self.has_scores,
+            scores,
+            excluded,
+            self.membership,
+            histogram,
+            self.histogram_bins if histogram is not None else 0,
+        )
+
+
+def histogram_score_table(histogram: pl.DataFrame, levels: dict[str, list[str]]) -> pl.DataFrame:
+    """The score histogram as a score table (attribute codes, bin index as score, label, weight), by score."""
+    return histogram.select(
+        *[pl.col(a).cast(pl.Enum(m)).to_physical().cast(pl.Int16).alias(a) for a, m in levels.items()],
+        pl.col(HBIN).cast(pl.Float64).alias(SCORE),
+        pl.col(TRUE),
+        pl.col(WEIGHT),
+    ).sort(SCORE)
 
 
 def _recoded_scores_impl(cube: Cube, levels: dict[str, list[str]]) -> pl.DataFrame:
@@ -180,7 +226,6 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
         exact_auc = policy.statistics.exact_auc
     data = as_lazy(data)  # once: converting an Arrow table or pandas frame copies it
     rows, has_scores, bins = _rows(data, policy, source)
-    favourable = policy.favorable_label
     attributes = tuple(policy.attribute_names)
     keys = [*attributes, _RAW_TRUE, _RAW_PRED, BIN]
     raw_cells = (
@@ -197,16 +242,29 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
         )
         .collect()
     )
+    cube = cube_from_raw_cells(raw_cells, policy, source=source, has_scores=has_scores, bins=bins)
+    return add_score_table(cube, data, policy, source=source) if exact_auc and has_scores else cube
+
+
+def cube_from_raw_cells(raw_cells: pl.DataFrame, policy: Policy, *, source: str, has_scores: bool, bins: int) -> Cube:
+    """The cube from its raw cells: rows grouped by attributes, *raw* label and prediction and score bin.
+
+    Shared by :func:`build_cube` (Polars over rows in memory) and the DuckDB cube of a relation
+    (tasks/cube_sql.py), so both check the data and recode labels alike. ``raw_cells`` has the attribute
+    columns, ``__raw_y_true``, ``__raw_y_pred``, ``__score_bin``, the sums (``__rows`` ... ``__score_sum``)
+    and the per-cell counts of bad scores (with an example) and bad weights.
+    """
     if raw_cells.height == 0:
         raise DataError(EMPTY_DATA.format(source=source))
     check_cardinality(raw_cells, policy, source)
     _check_cells(raw_cells, policy, source, has_scores)
     raw_cells, excluded = _apply_missing(raw_cells, policy, source)
+    attributes = tuple(policy.attribute_names)
     cells = (
         raw_cells.lazy()
         .with_columns(
-            (_as_binary(_RAW_TRUE) == favourable).cast(pl.Int8).alias(TRUE),
-            (_as_binary(_RAW_PRED) == favourable).cast(pl.Int8).alias(PRED),
+            (_as_binary(_RAW_TRUE) == policy.favorable_label).cast(pl.Int8).alias(TRUE),
+            (_as_binary(_RAW_PRED) == policy.favorable_label).cast(pl.Int8).alias(PRED),
         )
         .group_by([*attributes, TRUE, PRED, BIN])
         .agg(pl.col(ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM).sum())
@@ -215,8 +273,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
     )
     proxy = policy.proxy
     membership = proxy.attribute_name if proxy is not None and proxy.mode == "probabilistic" else None
-    cube = Cube(cells, attributes, bins, has_scores, None, excluded, membership)
-    return add_score_table(cube, data, policy, source=source) if exact_auc and has_scores else cube
+    return Cube(cells, attributes, bins, has_scores, None, excluded, membership)
 
 
 def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the audited data") -> Cube:
@@ -248,6 +305,37 @@ def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the
         keys = [*cube.attributes, SCORE, TRUE]
         scores = scores.group_by(keys).agg(pl.col(WEIGHT).sum()).sort(SCORE)
     return replace(cube, scores=scores)
+
+
+def add_score_histogram(cube: Cube, data: Any, policy: Policy, bins: int, *, source: str = "the audited data") -> Cube:
+    """The cube with a fine score histogram of ``bins`` equal bins for AUC (a second pass over the rows).
+
+    The Polars twin of the histogram tasks/cube_sql.py builds in DuckDB: the same bin rule and missing values.
+    """
+    rows, has_scores, _ = _rows(data, policy, source)
+    if not has_scores:
+        return cube
+    binned = rows.select(
+        *cube.attributes,
+        _RAW_TRUE,
+        (pl.col(SCORE) * bins + BIN_EDGE_TOLERANCE).floor().clip(0, bins - 1).cast(pl.Int32).alias(HBIN),
+        WEIGHT,
+    )
+    raw = binned.group_by([*cube.attributes, _RAW_TRUE, HBIN]).agg(pl.col(WEIGHT).sum()).collect()
+    return replace(cube, score_histogram=histogram_from_raw(raw, policy), histogram_bins=bins)
+
+
+def histogram_from_raw(raw: pl.DataFrame, policy: Policy) -> pl.DataFrame:
+    """The score histogram from one grouped by raw label: missing values as in the cells, label recoded."""
+    attributes = policy.attribute_names
+    for attribute in policy.sensitive_attributes:
+        column = pl.col(attribute.name).cast(pl.String)
+        if attribute.missing == "unknown":
+            raw = raw.with_columns(column.fill_null(attribute.unknown_label))
+        else:
+            raw = raw.with_columns(column).filter(pl.col(attribute.name).is_not_null())
+    recoded = raw.with_columns((_as_binary(_RAW_TRUE) == policy.favorable_label).cast(pl.Int8).alias(TRUE))
+    return _sum_by(recoded, [*attributes, TRUE, HBIN], [WEIGHT])
 
 
 def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, int]:
