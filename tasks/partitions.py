@@ -20,6 +20,7 @@ import glob
 import hashlib
 import itertools
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,18 +148,20 @@ def digest_of(sha256s: list[str]) -> str:
 def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
     """Stage and validate one partition on its worker, as the single-process audit validates its inputs."""
     # Imported here: a worker loads them (and Great Expectations) on its first partition only.
-    from tasks.align import release, stage_inputs
+    from tasks.align import stage
+    from tasks.cube_sql import configure
     from tasks.validate import validate_inputs
 
     files = partition.files
-    staged = stage_inputs.fn(policy, files["predictions"], files["labels"], files["attributes"])
-    try:
-        _bound_memory(staged.con, policy)
-        validation = validate_inputs.fn(staged)
-        ranges = {role: _id_range(staged.con, f"stg_{role}") for role in ROLES}
-        join, missing = _join_counts(staged.con, staged.row_counts, staged.attributes)
-    finally:
-        release(staged)
+    with tempfile.TemporaryDirectory(prefix="fairgate-duckdb-") as spill:
+        staged = stage(policy, files["predictions"], files["labels"], files["attributes"])
+        try:
+            configure(staged.con, policy.execution.memory_limit, Path(spill))
+            validation = validate_inputs.fn(staged)
+            ranges = {role: _id_range(staged.con, f"stg_{role}") for role in ROLES}
+            join, missing = _join_counts(staged.con, staged.row_counts, staged.attributes)
+        finally:
+            staged.con.close()
     return PartitionCheck(
         index=partition.index,
         row_counts=dict(staged.row_counts),
@@ -170,12 +173,6 @@ def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
         warnings=validation.warnings,
         provenance=staged.provenance,
     )
-
-
-def _bound_memory(con: duckdb.DuckDBPyConnection, policy: Policy) -> None:
-    limit = policy.execution.memory_limit
-    if limit is not None:  # validated by the policy model: a size such as "3GB"
-        con.execute(f"set memory_limit = '{limit}'")
 
 
 def _id_range(con: duckdb.DuckDBPyConnection, view: str) -> tuple[Any, Any]:
@@ -268,10 +265,36 @@ def misplaced_rows_warning(checks: list[PartitionCheck]) -> str | None:
 
 @task(name="cube partition", task_run_name="cube partition {partition.index}", cache_policy=NO_CACHE)
 def cube_of_partition(partition: Partition, policy: Policy, score_histogram: bool) -> Cube:
-    """The cube of one partition, built in DuckDB on its worker (its rows never leave the worker)."""
+    """The cube of one partition, built in DuckDB on its worker; only the cube comes back.
+
+    With ``score_histogram`` (``execution.auc``: histogram, or auto beyond its row limit) the cube carries the
+    score histogram (scale-stream's ``cube_partition``); else, when the policy wants exact AUC, the partition's
+    score table (its rows' attributes, score and label: the whole audit is then small enough to hold them).
+    """
     from tasks.cube_sql import cube_partition  # scale-stream's streaming cube
 
-    cube: Cube = cube_partition(
-        partition.files, policy, score_histogram=score_histogram, memory_limit=policy.execution.memory_limit
-    )
-    return cube
+    memory_limit = policy.execution.memory_limit
+    if score_histogram or not policy.statistics.exact_auc:
+        cube: Cube = cube_partition(partition.files, policy, score_histogram=score_histogram, memory_limit=memory_limit)
+        return cube
+    return _cube_with_score_table(partition, policy, memory_limit)
+
+
+def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: str | None) -> Cube:
+    from fairgate.engine.cube import add_score_table
+    from tasks.align import matched_relation, stage
+    from tasks.cube_sql import configure, cube_from_relation
+
+    files = partition.files
+    with tempfile.TemporaryDirectory(prefix="fairgate-duckdb-") as spill:
+        staged = stage(policy, files["predictions"], files["labels"], files["attributes"])
+        try:
+            configure(staged.con, memory_limit, Path(spill))
+            relation = matched_relation(staged)
+            source = f"the rows of {staged.sources['predictions'].label}"
+            cube = cube_from_relation(staged.con, relation, policy, score_histogram=False, source=source)
+            if not cube.has_scores:
+                return cube
+            return add_score_table(cube, staged.con.sql(relation).to_arrow_table(), policy, source=source)
+        finally:
+            staged.con.close()
