@@ -98,23 +98,31 @@ def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_dask_audit_equals_the_single_process_audit(
-    tmp_path: Path,
+@pytest.fixture(scope="module")
+def both_audits(
+    tmp_path_factory: pytest.TempPathFactory,
     policy_file: Path,
     partitioned: dict[str, Path],
     compas_split: dict[str, Path],
     dask_address: str,
     runner: InProcessRunner,
-) -> None:
-    single = runner.invoke(app, audit_args(policy_file, compas_split, tmp_path / "single"))
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The single-process audit of the COMPAS files and the Dask audit of their partitions (run once)."""
+    out = tmp_path_factory.mktemp("audits")
+    single = runner.invoke(app, audit_args(policy_file, compas_split, out / "single"))
     assert single.exit_code == 1, single.output  # POLICY_FAILING fails on COMPAS
-    on_dask = runner.invoke(
-        app, audit_args(policy_file, partitioned, tmp_path / "dask", "--dask-address", dask_address)
-    )
+    on_dask = runner.invoke(app, audit_args(policy_file, partitioned, out / "dask", "--dask-address", dask_address))
     assert on_dask.exit_code == 1, (on_dask.output, on_dask.stderr)
-    reference, document = document_in(tmp_path / "single"), document_in(tmp_path / "dask")
+    return document_in(out / "single"), document_in(out / "dask")
 
+
+def test_dask_audit_equals_the_single_process_audit(
+    both_audits: tuple[dict[str, Any], dict[str, Any]], partitioned: dict[str, Path]
+) -> None:
+    reference, document = both_audits
     assert document["n_rows"] == reference["n_rows"] == 7214
+    # Groups (counts, every metric with its interval, exact AUC included), results, verdict, diagnostics.
+    assert any("roc_auc" in g["metrics"] for g in document["groups"])
     for key in ("groups", "results", "verdict", "verdict_detail", "diagnostics"):
         assert_close(reference[key], document[key], key)
     alignment = document["alignment"]
@@ -126,30 +134,33 @@ def test_dask_audit_equals_the_single_process_audit(
         assert summary["rows"] == 7214, role
         assert summary["partitions"] == N_PARTS, role
         assert summary["source"] == str(partitioned[role])
-    # Every partition passed the single-process checks, and ids were proved unique across partitions (the
-    # ranges overlap here, so by the exact hash-bucket check).
+
+
+def test_every_partition_was_validated_and_ids_checked_across_partitions(
+    both_audits: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """Each partition passed the single-process checks; ids were proved unique across partitions (the ranges
+    overlap here, so by the exact hash-bucket check)."""
+    _, document = both_audits
     checks = document["validation"]["checks"]
     assert document["validation"]["success"]
-    per_partition = [c for c in checks if c["input"].endswith("part-002.parquet")]
-    assert {c["expectation"] for c in per_partition} >= {
-        "expect_column_values_to_not_be_null",
-        "expect_column_values_to_be_between",
-        "expect_column_values_to_be_in_set",
-    }
+    for k in range(N_PARTS):
+        per_partition = {c["expectation"] for c in checks if c["input"].endswith(f"part-{k:03d}.parquet")}
+        assert per_partition >= {
+            "expect_column_values_to_not_be_null",
+            "expect_column_values_to_be_between",
+            "expect_column_values_to_be_in_set",
+        }, k
     across = [c for c in checks if c["expectation"] == "ids_unique_across_partitions"]
     assert [c["kwargs"]["method"] for c in across] == ["hash buckets"] * 3
 
 
-def test_partition_tasks_ran_as_prefect_task_runs(
-    tmp_path: Path, policy_file: Path, partitioned: dict[str, Path], dask_address: str, runner: InProcessRunner
-) -> None:
+def test_partition_tasks_ran_as_prefect_task_runs(both_audits: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """The nested flow and its per-partition tasks are recorded by the real Prefect server (the workers
     reported to it: none started an ephemeral server of its own)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 
-    result = runner.invoke(app, audit_args(policy_file, partitioned, tmp_path / "out", "--dask-address", dask_address))
-    assert result.exit_code == 1, (result.output, result.stderr)
     with get_client(sync_client=True) as client:
         flow_runs = client.read_flow_runs(
             flow_filter=FlowFilter(name=FlowFilterName(any_=["fairness-audit-partitions"]))
