@@ -179,21 +179,21 @@ def main() -> None:
     parser.add_argument("--worker-memory", default="6GiB", help="each worker's Dask memory limit")
     args = parser.parse_args()
     checked = set(args.check or [args.data[0]])
-    import distributed
+    import distributed  # untyped: its calls are checked at run time
 
     with prefect_server():
         rows, times, peaks = [], [], []
         for data in args.data:
             manifest = json.loads((data / "manifest.json").read_text())
             with (
-                distributed.LocalCluster(
+                distributed.LocalCluster(  # type: ignore[no-untyped-call]
                     n_workers=2,
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
                     memory_limit=args.worker_memory,
                 ) as cluster,
-                distributed.Client(cluster) as client,
+                distributed.Client(cluster) as client,  # type: ignore[no-untyped-call]
             ):
                 out = Path(tempfile.mkdtemp(prefix="fairgate-bench-out-"))
                 load = os.getloadavg()[0]
