@@ -1,6 +1,7 @@
 """Reading the audit's inputs: CSV or Parquet files, or tables in a DuckDB or SQLite database.
 
-A source is written ``PATH`` (``.csv``, ``.csv.gz``, ``.parquet``) or ``PATH::TABLE`` for a table in a database
+A source is written ``PATH`` (``.csv``, ``.csv.gz``, ``.parquet``), a glob of Parquet files
+(``data/predictions/*.parquet``: one input in many parts) or ``PATH::TABLE`` for a table in a database
 file (``.duckdb``/``.ddb`` or ``.sqlite``/``.sqlite3``/``.db``). Each source becomes a DuckDB view in the
 audit's connection; nothing is copied until the alignment query runs. Every failure is a ``DataError`` that
 names the source and the fix.
@@ -9,6 +10,7 @@ names the source and the fix.
 from __future__ import annotations
 
 import csv
+import glob
 import gzip
 import hashlib
 import sqlite3
@@ -44,6 +46,13 @@ class Source:
         return f"{self.path}::{self.table}" if self.table else str(self.path)
 
     @property
+    def parts(self) -> list[Path]:
+        """The files behind the source: the file, or a Parquet glob's matches in name order."""
+        if _is_glob(str(self.path)):
+            return sorted(Path(p) for p in glob.glob(str(self.path)))
+        return [self.path]
+
+    @property
     def kind(self) -> str:
         suffix = self.path.suffix.lower()
         if self.table is not None:
@@ -63,6 +72,8 @@ def parse_source(role: str, text: str) -> Source:
     Traceback (most recent call last):
     fairgate.errors.DataError: --labels: file 'no-such.sqlite' does not exist; check the path (relative to ...)
     """
+    if _is_glob(text) and not _is_file(Path(text).expanduser()):
+        return _parquet_glob(role, text)
     # A file whose own name contains '::' is that file, not a table in a database.
     path_text, sep, table = ("", "", "") if _is_file(Path(text).expanduser()) else text.partition("::")
     path = Path(path_text or text).expanduser()
@@ -86,6 +97,25 @@ def parse_source(role: str, text: str) -> Source:
         raise DataError(f"--{role}: {str(path)!r} is a database; name the table as {path}::TABLE")
     if source.kind == "csv":
         _check_text_encoding(source)
+    return source
+
+
+def _is_glob(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
+def _parquet_glob(role: str, text: str) -> Source:
+    """A glob of Parquet files, read by DuckDB as one input (the parts of a large input)."""
+    path = Path(text).expanduser()
+    if path.suffix.lower() not in {".parquet", ".pq"}:
+        raise DataError(f"--{role} {text!r}: a pattern must name Parquet files, e.g. {path.parent}/*.parquet")
+    source = Source(role=role, path=path)
+    parts = source.parts
+    if not parts:
+        raise DataError(f"--{role}: no file matches {text!r}; check the pattern (relative to {Path.cwd()})")
+    empty = [p for p in parts if p.stat().st_size == 0]
+    if empty:
+        raise DataError(EMPTY_FILE.format(role=role, path=str(empty[0])))
     return source
 
 
@@ -140,9 +170,13 @@ def _check_text_encoding(source: Source) -> None:
 def sha256_of(source: Source) -> str:
     """The sha256 of the file behind a source (for a table: of the whole database file, then the table name)."""
     digest = hashlib.sha256()
-    with source.path.open("rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
+    parts = source.parts
+    for part in parts:
+        if len(parts) > 1:  # a glob: each part's name and bytes, in name order
+            digest.update(part.name.encode() + b"\0")
+        with part.open("rb") as handle:
+            while chunk := handle.read(_HASH_CHUNK):
+                digest.update(chunk)
     if source.table:
         digest.update(b"::" + source.table.encode())
     return digest.hexdigest()

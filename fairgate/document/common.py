@@ -35,3 +35,8 @@ class Estimate(Part):
     value: float | None
     ci_low: float | None
     ci_high: float | None
+    error_bound: float | None = Field(
+        default=None,
+        description="roc_auc from the score histogram (schema 1.3): |exact AUC - value| <= error_bound, and the "
+        "interval is widened by it; absent when AUC is exact.",
+    )

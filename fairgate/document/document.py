@@ -15,7 +15,8 @@ from fairgate.document.trend import Trend
 # 1.1: gate statuses (inconclusive), reasons, error-controlled verdict, Kish sizes
 # 1.2: small-cell suppression (the ``suppression`` block, ``suppressed`` markers, sizes null where suppressed);
 #      outcome words (``outcomes``); the output folder used; the ``trend`` block
-SCHEMA_VERSION = "1.2"
+# 1.3: ``execution`` (streaming or in-memory path, AUC method); ``error_bound`` of a histogram AUC
+SCHEMA_VERSION = "1.3"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -107,6 +108,11 @@ class AuditDocument(Part):
     output_dir: str | None = Field(
         default=None,
         description="The folder the run wrote its outputs into (--out, else the policy's reporting.output_dir).",
+    )
+    execution: dict[str, Any] | None = Field(
+        default=None,
+        description="How the audit ran (schema 1.3): path (in_memory or streaming), auc_method (exact, histogram or "
+        "null), auc_bins, memory_limit of DuckDB on the streaming path.",
     )
     predictions_provenance: list[dict[str, Any]] | None = Field(
         default=None, description="Model and time span of the predictions, per model version."

@@ -18,6 +18,7 @@ import polars as pl
 from scipy import sparse
 
 from fairgate.engine import auc as auc_module
+from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
 from fairgate.engine.labels import slicing_label
@@ -161,8 +162,9 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
 
     values = _count_metric_values(cube, point, boot, z, level)
     roc_curves: list[dict[str, Any]] = []
-    if cube.scores is not None and wants_auc(slicing, policy):
-        values["roc_auc"], roc_curves = _auc_values(cube, slicing, groups, point, policy, z)
+    auc_bound: np.ndarray | None = None
+    if cube.auc_method is not None and wants_auc(slicing, policy):
+        values["roc_auc"], roc_curves, auc_bound = _auc_values(cube, slicing, groups, point, policy, z)
 
     reference_index = _reference_index(groups, slicing, policy, point.n)  # [weights] largest expected size
     eligible = sufficient.copy()
@@ -175,6 +177,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
         reference=groups[reference_index] if reference_index is not None else None,
         metrics={
             name: {"value": _list(v.value), "ci_low": _list(v.ci_low), "ci_high": _list(v.ci_high)}
+            | ({"error_bound": _list(auc_bound)} if name == "roc_auc" and auc_bound is not None else {})
             for name, v in values.items()
         },
         comparisons=_comparisons(slicing, groups, values, point, reference_index, eligible, z, level),
@@ -209,23 +212,28 @@ def _count_metric_values(
 
 def _auc_values(
     cube: Cube, slicing: Slicing, groups: list[Group], point: GroupCounts, policy: Policy, z: float
-) -> tuple[MetricValues, list[dict[str, Any]]]:
-    """Exact per-group AUC with its Hanley-McNeil interval and parametric replicates.
+) -> tuple[MetricValues, list[dict[str, Any]], np.ndarray | None]:
+    """Per-group AUC with its Hanley-McNeil interval and parametric replicates, and the error bound.
 
-    The ROC curves come with it for the population and single attributes.
+    Exact from the score table (bound None); from the score histogram otherwise, with the bound of
+    engine/auc_histogram.py per group, by which the interval is widened on both sides (it then covers the
+    exact AUC's interval). The ROC curves come with it for the population and single attributes.
     """
     stats = policy.statistics
     runs = auc_module.score_runs(cube.score_arrays, slicing, groups)
     auc, n_pos, n_neg = auc_module.exact_auc(runs)
+    bound = error_bounds(runs, n_pos, n_neg) if cube.auc_method == "histogram" else None
+    slack = np.nan_to_num(bound) if bound is not None else 0.0
     class_sizes = point.effective_class_sizes(n_pos, n_neg)  # [weights] Kish class sizes
     se = hanley_mcneil_se(auc, *class_sizes)
     rng = np.random.default_rng(slicing_seed(stats.seed, slicing))  # the slicing's own stream, as for counts
     # Parametric replicates from the normal approximation, kept inside AUC's range.
     reps = np.clip(auc + se * rng.standard_normal((stats.n_bootstrap, len(groups))), 0.0, 1.0)
     events = np.minimum(*(np.asarray(size, dtype=float) for size in class_sizes))
-    values = MetricValues(auc, np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1), reps, events)
+    low, high = np.clip(auc - z * se - slack, 0, 1), np.clip(auc + z * se + slack, 0, 1)
+    values = MetricValues(auc, low, high, reps, events)
     curves = auc_module.roc_curves(runs, groups, slicing) if len(slicing) <= 1 else []
-    return values, curves
+    return values, curves, bound
 
 
 def wants_auc(slicing: Slicing, policy: Policy) -> bool:
