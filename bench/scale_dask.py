@@ -60,7 +60,7 @@ fairness_checker:
   reporting: {format: [json]}
   columns: {y_true: y_true}
   statistics: {n_bootstrap: 200}
-  execution: {auc: histogram, memory_limit: 1GB}
+  execution: {auc: histogram, auc_bins: 4096, memory_limit: 1GB}
 """
 SAMPLE_S = 0.2
 TOLERANCE = 1e-12

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import polars as pl
@@ -127,6 +127,8 @@ class PartitionedInputs:
     staged: PartitionedSources
     aligned: Aligned
     validation: Validation
+    # How the rows were read (the document's ``execution`` block, as the single-process paths record it).
+    execution: dict[str, Any] = field(default_factory=lambda: {"path": "dask"})
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per input: as given, one sha256 over its files' sha256s, the rows, the number of partitions."""
@@ -161,7 +163,14 @@ def audit_on_dask(
             "proxy section, or set execution.runner: local"
         )
     runner = dask_task_runner(execution)
-    return audit_partitions.with_options(task_runner=runner)(policy, predictions, labels, attributes)
+    counted = audit_partitions.with_options(task_runner=runner)(policy, predictions, labels, attributes)
+    counted.inputs.execution = {
+        "path": "dask",
+        "scheduler": execution.address or "a temporary local cluster",
+        "partitions": len(counted.inputs.staged.checks),
+        "memory_limit": execution.memory_limit,
+    }
+    return counted
 
 
 @flow(name="fairness-audit-partitions")
