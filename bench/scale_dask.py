@@ -26,6 +26,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ fairness_checker:
   reporting: {format: [json]}
   columns: {y_true: y_true}
   statistics: {n_bootstrap: 200}
-  execution: {auc: histogram, auc_bins: 4096, memory_limit: 1GB}
+  execution: {auc: histogram, auc_bins: 4096, memory_limit: 1GB, streaming: always}
 """
 SAMPLE_S = 0.2
 TOLERANCE = 1e-12
@@ -179,6 +180,7 @@ def main() -> None:
     parser.add_argument("--no-check", action="store_true", help="time the Dask audits only")
     parser.add_argument("--worker-memory", default="6GiB", help="each worker's Dask memory limit")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the Prefect server and the cluster on kill
     checked = set() if args.no_check else set(args.check or [args.data[0]])
     import distributed  # untyped: its calls are checked at run time
 
