@@ -13,10 +13,11 @@ import importlib.util
 import logging
 import os
 import signal
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -43,6 +44,7 @@ from tasks.audit import (
     publish_artifacts,
     read_policy,
 )
+from tasks.cube_sql import configure, stream_cube
 from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.trail import default_trail_path, read_history, record_run
@@ -95,6 +97,8 @@ class Inputs:
     staged: Staged
     aligned: Aligned
     validation: Validation
+    # How the rows were read: {"path": "in_memory"} or {"path": "streaming", "memory_limit": ...}.
+    execution: dict[str, Any] = field(default_factory=lambda: {"path": "in_memory"})
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per input: where it came from, its sha256 and its row count (the document's and trail's ``inputs``)."""
@@ -165,7 +169,10 @@ def _audit(
         inputs, policy, proxy_summary, cube, parts = _counted_here(policy, predictions, labels, attributes)
     model = model_info(inputs.staged, model_name, model_version)
     output = Path(out_dir or policy.reporting.output_dir)
-    context = audit_context(inputs, proxy_summary) | {"output_dir": str(output)}
+    context = audit_context(inputs, proxy_summary) | {
+        "output_dir": str(output),
+        "execution": execution_record(inputs, cube),
+    }
     document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
@@ -181,12 +188,19 @@ def _audit(
 def _counted_here(
     policy: fairgate.Policy, predictions: str, labels: str, attributes: str
 ) -> tuple[Inputs, fairgate.Policy, dict[str, Any] | None, fairgate.Cube, list[fairgate.SlicingResult]]:
-    """Read, validate and align the inputs, cube them and fan the metrics out, in this process."""
-    inputs = read_inputs(policy, predictions, labels, attributes)
-    rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
-    cube = build_cube(rows, policy)
-    del rows
-    release_rows(inputs.aligned)  # the cube is all the metrics need
+    """Read and validate the inputs, cube them (streaming through DuckDB, or rows in memory) and fan the metrics
+    out, in this process."""
+    staged = stage_inputs(policy, predictions, labels, attributes)
+    with _spill_directory() as spill:
+        if streams(policy, staged):  # the rows stay in DuckDB: validated and cubed there
+            inputs, cube = read_streamed(staged, spill)
+            proxy_summary = None
+        else:
+            inputs = read_staged(staged)
+            rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
+            cube = build_cube(rows, policy)
+            del rows
+            release_rows(inputs.aligned)  # the cube is all the metrics need
     parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
     return inputs, policy, proxy_summary, cube, parts
 
@@ -220,7 +234,12 @@ def _report_summary(report: dict[str, Any]) -> dict[str, Any]:
 
 def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> Inputs:
     """Stage, validate, align and validate again; then free the inputs' DuckDB connection."""
-    staged = stage_inputs(policy, predictions, labels, attributes)
+    return read_staged(stage_inputs(policy, predictions, labels, attributes))
+
+
+def read_staged(staged: Staged) -> Inputs:
+    """Validate the staged inputs, align them into Arrow and validate again; then free the connection."""
+    policy = staged.policy
     validation = validate_inputs(staged)
     aligned = align_inputs(staged)
     # An id-like attribute is refused before validation warns about each of its thousands of small groups.
@@ -229,7 +248,56 @@ def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attribut
     release(staged)
     for warning in validation.warnings:
         get_run_logger().warning(warning)
-    return Inputs(staged, aligned, validation)
+    return Inputs(staged, aligned, validation, {"path": "in_memory"})
+
+
+def execution_record(inputs: Inputs | PartitionedInputs, cube: fairgate.Cube) -> dict[str, Any]:
+    """The document's ``execution`` block: which path read the rows, and how AUC was computed."""
+    return inputs.execution | {"auc_method": cube.auc_method, "auc_bins": cube.histogram_bins or None}
+
+
+def streams(policy: fairgate.Policy, staged: Staged) -> bool:
+    """Whether the audit takes the streaming path (``execution.streaming``, decided on the staged row count).
+
+    The proxy infers attributes from rows in Python: with a proxy section ``auto`` stays in memory, and
+    ``always`` is refused (exit 2) rather than silently pulling every row.
+    """
+    if not policy.execution.streams(staged.row_counts["predictions"]):
+        return False
+    if policy.proxy is None:
+        return True
+    if policy.execution.streaming == "always":
+        raise FairgateError(
+            "execution.streaming: always cannot be combined with a proxy section: proxy inference reads the rows "
+            "in Python. Set execution.streaming to auto or never, or give the attribute in the attributes input"
+        )
+    return False
+
+
+def read_streamed(staged: Staged, spill: Path) -> tuple[Inputs, fairgate.Cube]:
+    """The streaming path's first half: the same validation, then the cube, with no row pulled into Python.
+
+    DuckDB runs under ``execution.memory_limit`` and spills joins and aggregates into ``spill``. The Great
+    Expectations suites already judge DuckDB aggregates of the staged inputs (id duplicates, score violations,
+    value counts), so they run unchanged, with the same messages; group sizes come from the cube.
+    """
+    execution = staged.policy.execution
+    configure(staged.con, execution.memory_limit, spill)
+    validation = validate_inputs(staged)
+    aligned, cube = stream_cube(staged)
+    validation = validate_aligned(staged, aligned, validation)
+    release(staged)
+    for warning in validation.warnings:
+        get_run_logger().warning(warning)
+    path = {"path": "streaming", "memory_limit": execution.memory_limit}
+    return Inputs(staged, aligned, validation, path), cube
+
+
+@contextlib.contextmanager
+def _spill_directory() -> Iterator[Path]:
+    """A temporary directory DuckDB may spill into on the streaming path, removed after the run."""
+    with tempfile.TemporaryDirectory(prefix="fairgate-spill-") as spill:
+        yield Path(spill)
 
 
 def coverage_warnings(document: dict[str, Any], policy: fairgate.Policy) -> list[str]:

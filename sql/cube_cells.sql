@@ -2,9 +2,6 @@
 -- relation with the policy's column names, so the rows never leave DuckDB. Each row: the attributes (as text),
 -- the raw label and prediction, the calibration score bin (the engine's edge rule: floor(score * $bins +
 -- $tolerance), clipped), the sums the cube keeps and the counts of bad scores and weights the engine checks.
--- A second grouping set, when asked, is the fine score histogram for AUC: (attributes, raw label, one of
--- $histogram_bins equal score bins) with the weight sum; `grouping(__raw_y_pred)` tells the two sets apart.
--- One scan feeds both.
 with source as (
 
     {{ relation }}
@@ -48,9 +45,7 @@ binned as (
 
     select
         *,
-        cast(least(greatest(floor(__score * $bins + $tolerance), 0), $bins - 1) as smallint) as __score_bin,
-        cast(least(greatest(floor(__score * $histogram_bins + $tolerance), 0), $histogram_bins - 1) as integer)
-            as __score_hbin
+        cast(least(greatest(floor(__score * $bins + $tolerance), 0), $bins - 1) as smallint) as __score_bin
     from favourable
 
 ),
@@ -62,8 +57,6 @@ final as (
         __raw_y_true,
         __raw_y_pred,
         __score_bin,
-        {{ histogram_bin }},
-        grouping(__raw_y_pred) as __grouping_set,
         count(*) as __rows,
         coalesce(sum(__weight), 0.0) as __weight,
         coalesce(sum(__weight * __weight), 0.0) as __weight_sq,
@@ -73,7 +66,7 @@ final as (
         first(__raw_score) filter (where __bad_score) as __bad_score_example,
         count(*) filter (where __weight is null or not isfinite(__weight) or __weight < 0) as __bad_weights
     from binned
-    group by grouping sets ({{ grouping_sets }})
+    group by all
 
 )
 

@@ -216,7 +216,12 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
     return matched_sql, {"decision_threshold": cols.decision_threshold}
 
 
-def _join_report(staged: Staged, matched: pa.Table) -> dict[str, Any]:
+def join_report(staged: Staged) -> dict[str, Any]:
+    """The join report over the ``matched`` view (the streaming audit: the rows stay in DuckDB)."""
+    return _join_report(staged, None)
+
+
+def _join_report(staged: Staged, matched: pa.Table | None) -> dict[str, Any]:
     """How the inputs matched on id, and the missing values per attribute with the rule applied to them."""
     policy = staged.policy
     missing_counts = [
@@ -275,6 +280,12 @@ def _apply_missing_rules(staged: Staged, matched: pa.Table, report: dict[str, An
         staged.con.unregister("matched")
 
 
+def sort_group_sizes(staged: Staged, sizes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Group sizes in the report's order: attributes in policy order, largest group first within each."""
+    order = {a: i for i, a in enumerate(staged.attributes)}
+    return sorted(sizes, key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
+
+
 def _group_sizes(staged: Staged, table: pa.Table) -> list[dict[str, Any]]:
     """Rows per (attribute, group) among the aligned rows, largest group first within each attribute."""
     if not staged.attributes:
@@ -293,20 +304,22 @@ def _group_sizes(staged: Staged, table: pa.Table) -> list[dict[str, Any]]:
         # Exactly one attribute is set per grouping set (aligned attributes hold no nulls).
         position = next(i for i, v in enumerate(group_values) if v is not None)
         sizes.append({"attribute": staged.attributes[position], "group": group_values[position], "n": int(n)})
-    order = {a: i for i, a in enumerate(staged.attributes)}
-    sizes.sort(key=lambda s: (order[s["attribute"]], -s["n"], s["group"]))
-    return sizes
+    return sort_group_sizes(staged, sizes)
 
 
-def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any], *, matched: pa.Table) -> dict[str, Any]:
-    """The single row of an aggregate over the matched rows, by column name."""
-    con.register("matched", matched)
+def _one_row(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any], *, matched: pa.Table | None
+) -> dict[str, Any]:
+    """The single row of an aggregate over the matched rows (an Arrow table, or the ``matched`` view)."""
+    if matched is not None:
+        con.register("matched", matched)
     try:
         cursor = con.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return dict(zip(names, cursor.fetchall()[0], strict=True))
     finally:
-        con.unregister("matched")
+        if matched is not None:
+            con.unregister("matched")
 
 
 def _columns(items: Any, empty: str = "null as _none") -> str:

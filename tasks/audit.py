@@ -16,6 +16,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 import fairgate
+from fairgate.engine.cube import add_score_histogram
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import POLICY_TOO_LARGE, PolicyError
 from fairgate.policy.loader import MAX_POLICY_BYTES
@@ -44,8 +45,15 @@ def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
 
 @task(name="build cube", cache_policy=NO_CACHE)
 def build_cube(frame: pa.Table, policy: fairgate.Policy) -> fairgate.Cube:
-    """The cube of the aligned rows, which carry the policy's column names (``sql/matched.sql``)."""
-    return fairgate.build_cube(frame, policy, source="the aligned rows")
+    """The cube of the aligned rows, which carry the policy's column names (``sql/matched.sql``).
+
+    AUC exact from the score table, or from the score histogram when ``execution.auc`` asks for it.
+    """
+    source = "the aligned rows"
+    if not (policy.statistics.exact_auc and policy.execution.histogram_auc(frame.num_rows)):
+        return fairgate.build_cube(frame, policy, source=source)
+    cube = fairgate.build_cube(frame, policy, source=source, exact_auc=False)
+    return add_score_histogram(cube, frame, policy, policy.execution.auc_bins, source=source)
 
 
 @task(name="plan slicings", cache_policy=NO_CACHE)

@@ -16,7 +16,7 @@ import pytest
 
 import fairgate
 from fairgate.engine.cube import add_score_histogram
-from fairgate.errors import DataError
+from fairgate.errors import DataError, PolicyError
 from tasks.cube_sql import cube_from_relation, cube_partition
 
 FLOATS = ["__weight", "__weight_sq", "__person_sq", "__score_sum"]
@@ -94,12 +94,13 @@ def test_histogram_equals_the_polars_histogram_and_adds(h: Any) -> None:
     memory = add_score_histogram(fairgate.build_cube(frame, policy, exact_auc=False), frame, policy, 1024)
     assert sql.score_histogram is not None
     assert memory.score_histogram is not None
-    assert sql.score_histogram.equals(memory.score_histogram)
+    keys = ["a", "b", "__y_true", "__score_hbin"]
+    assert sql.score_histogram.sort(keys).equals(memory.score_histogram.sort(keys))
     assert sql.histogram_bins == 1024
     assert sql.auc_method == "histogram"
     halves = _sql_cube(frame[:12_345], policy, histogram=True) + _sql_cube(frame[12_345:], policy, histogram=True)
     assert halves.score_histogram is not None
-    assert halves.score_histogram.equals(sql.score_histogram)
+    assert halves.score_histogram.sort(keys).equals(sql.score_histogram.sort(keys))
     _assert_same_cells(halves, sql)
 
 
@@ -137,3 +138,23 @@ def test_partition_files_cube_like_the_rows(compas: pl.DataFrame, h: Any, tmp_pa
     cube = cube_partition(paths, policy, score_histogram=True, memory_limit="500MB")
     _assert_same_cells(cube, fairgate.build_cube(compas, policy, exact_auc=False))
     assert cube.score_histogram is not None
+
+
+def test_execution_section_keeps_old_hashes_and_refuses_nonsense(h: Any) -> None:
+    plain = h.make_policy(["a"])
+    assert "execution" not in plain.canonical_json()  # a policy without the section keeps its hash
+    streaming = h.make_policy(["a"], execution={"streaming": "always"})
+    assert streaming.sha256() != plain.sha256()
+    assert streaming.execution.streams(rows=1)
+    assert not plain.execution.streams(rows=1000)
+    assert plain.execution.streams(rows=10**8)
+    assert plain.execution.histogram_auc(rows=10**8)
+    assert not plain.execution.histogram_auc(rows=1000)
+    for bad, words in (
+        ({"memory_limit": "lots"}, "is not a size"),
+        ({"address": "tcp://x:8786"}, "runner: dask"),
+        ({"auc_bins": 4}, "auc_bins"),
+        ({"streamin": "always"}, "unknown key"),
+    ):
+        with pytest.raises(PolicyError, match=words):
+            h.make_policy(["a"], execution=bad)
