@@ -17,9 +17,7 @@ rest of the audit (adjudicate, trend, outputs, report, trail) runs in the parent
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -46,6 +44,7 @@ from tasks.partitions import (
     misplaced_rows_warning,
     overlapping_roles,
     plan_partitions,
+    sum_cubes,
 )
 from tasks.validate import Validation, validate_aligned
 
@@ -182,9 +181,11 @@ def audit_partitions(policy: fairgate.Policy, predictions: str, labels: str, att
     cross_checks = check_across_partitions(checks, partitions, policy)
     matched = sum(c.join["matched"] for c in checks)
     histogram = policy.execution.histogram_auc(matched)
-    cubes = cube_of_partition.map(partitions, unmapped(policy), unmapped(histogram)).result()
-    cube = functools.reduce(operator.add, cubes)
-    parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
+    cubes = cube_of_partition.map(partitions, unmapped(policy), unmapped(histogram))
+    # Summed on a worker: the metric tasks fetch the cube from there, not each with it in its submission.
+    summed = sum_cubes.submit(cast(list[fairgate.Cube], cubes))
+    cube = summed.result()
+    parts = compute_slicing.map(unmapped(summed), plan_slicings(cube, policy), unmapped(policy)).result()
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     inputs = partitioned_inputs(policy, given, checks, cross_checks, cube)
     for warning in inputs.validation.warnings:

@@ -16,9 +16,11 @@ and partitions whose id ranges do not overlap prove every id unique overall; whe
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import itertools
+import operator
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -298,3 +300,10 @@ def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: s
             return add_score_table(cube, staged.con.sql(relation).to_arrow_table(), policy, source=source)
         finally:
             staged.con.close()
+
+
+@task(name="sum cubes", cache_policy=NO_CACHE)
+def sum_cubes(cubes: list[Cube]) -> Cube:
+    """The cube of all partitions (cubes of disjoint rows add). Run on a worker, so the metric tasks fetch the
+    sum from there once per worker instead of each task carrying it in its submission."""
+    return functools.reduce(operator.add, cubes)
