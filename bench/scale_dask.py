@@ -193,7 +193,7 @@ def main() -> None:
                     n_workers=2,
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",
                     memory_limit=args.worker_memory,
                 ) as cluster,
                 distributed.Client(cluster) as client,  # type: ignore[no-untyped-call]

@@ -28,7 +28,7 @@ def dask_address(prefect_server: str) -> Iterator[str]:
     """A LocalCluster of two single-threaded worker processes; started after the Prefect server, so the
     workers inherit PREFECT_API_URL (a worker without it would start an ephemeral Prefect server of its own)."""
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="2GiB"
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", memory_limit="2GiB"
     ) as cluster:
         yield cluster.scheduler_address
 
