@@ -58,17 +58,18 @@ def run_audit(data: Path, path: str, memory_limit: str, auc: str, auc_bins: int)
     policy = fairgate.Policy.from_mapping({"fairness_checker": {**POLICY, "execution": execution}})
     started = time.perf_counter()
     staged = stage(policy, *(str(data / role / "*.parquet") for role in ("predictions", "labels", "attributes")))
-    if path == "streaming":  # DuckDB spills here beyond memory_limit (removed with the process's temp files)
-        configure(staged.con, memory_limit, Path(tempfile.mkdtemp(prefix="fairgate-bench-spill-")))
-    validation = validate_inputs.fn(staged)
-    if path == "streaming":
-        aligned, cube = stream_cube.fn(staged)
-    else:
-        aligned = align_inputs.fn(staged)
-        cube = build_cube.fn(aligned.table, policy)
-        aligned.table = aligned.table.schema.empty_table()
-    validate_aligned.fn(staged, aligned, validation)
-    release(staged)
+    with tempfile.TemporaryDirectory(prefix="fairgate-bench-spill-") as spill:
+        if path == "streaming":  # DuckDB spills here beyond memory_limit
+            configure(staged.con, memory_limit, Path(spill))
+        validation = validate_inputs.fn(staged)
+        if path == "streaming":
+            aligned, cube = stream_cube.fn(staged)
+        else:
+            aligned = align_inputs.fn(staged)
+            cube = build_cube.fn(aligned.table, policy)
+            aligned.table = aligned.table.schema.empty_table()
+        validate_aligned.fn(staged, aligned, validation)
+        release(staged)
     cubed = time.perf_counter()
     parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
     document = fairgate.adjudicate(cube, parts, policy).to_dict()

@@ -339,8 +339,11 @@ def histogram_from_raw(raw: pl.DataFrame, policy: Policy) -> pl.DataFrame:
 
 
 def _histogram_sum(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Weights summed per histogram cell, in no particular order: sorting millions of cells by their text keys
-    took longer than building them, and AUC sorts the histogram by bin anyway (``histogram_score_table``)."""
+    """Weights summed per histogram cell, in no particular order.
+
+    Sorting millions of cells by their text keys took longer than building them, and AUC sorts the histogram by
+    bin anyway (``histogram_score_table``).
+    """
     return frame.group_by(keys).agg(pl.col(WEIGHT).sum())
 
 
