@@ -63,17 +63,31 @@ def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _precheck(policy: Path, predictions: str, labels: str, attributes: str) -> None:
-    """Fail fast (before Prefect starts) on a bad policy or a missing input file."""
+def _precheck(
+    policy: Path, predictions: str, labels: str, attributes: str, where: tuple[str | None, str | None] = (None, None)
+) -> None:
+    """Fail fast (before Prefect starts) on a bad policy or a missing input file (on Dask: partition lists that
+    do not line up)."""
     from tasks.audit import read_policy
     from tasks.io import parse_source
 
     try:
-        read_policy.fn(policy)
+        parsed, _ = read_policy.fn(policy)
+        if _on_dask(parsed, where):
+            from tasks.partitions import plan_partitions
+
+            plan_partitions(predictions, labels, attributes)
+            return
         for role, text in (("predictions", predictions), ("labels", labels), ("attributes", attributes)):
             parse_source(role, text)
     except FairgateError as exc:
         _fail(exc.message)
+
+
+def _on_dask(policy: fairgate.Policy, where: tuple[str | None, str | None]) -> bool:
+    from flows.audit_dask import requested_execution
+
+    return requested_execution(policy.execution, *where).runner == "dask"
 
 
 def _run_audit(
@@ -88,10 +102,12 @@ def _run_audit(
     trail: Path | None,
     as_json: bool,
     quiet: bool,
+    runner: str | None = None,
+    dask_address: str | None = None,
 ) -> NoReturn:
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
     _trail_call(check_audit_arguments, policy, inputs, out, trail, {"model": model, "model-version": model_version})
-    _precheck(policy, predictions, labels, attributes)
+    _precheck(policy, predictions, labels, attributes, (runner, dask_address))
     parameters: dict[str, Any] = {
         "policy": str(policy),
         "predictions": predictions,
@@ -101,6 +117,8 @@ def _run_audit(
         "model_name": model,
         "model_version": model_version,
         "trail": str(trail) if trail else None,
+        "runner": runner,
+        "dask_address": dask_address,
     }
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
@@ -211,8 +229,18 @@ def audit(
     trail: Annotated[Path | None, typer.Option("--trail", help="Audit trail file (default: in --out).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the audit document on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+    runner: Annotated[
+        str | None, typer.Option("--runner", help="local or dask (default: the policy's execution.runner).")
+    ] = None,
+    dask_address: Annotated[
+        str | None,
+        typer.Option("--dask-address", help="Dask scheduler, e.g. tcp://host:8786 (implies --runner dask)."),
+    ] = None,
 ) -> None:
-    """Audit a model's predictions against a fairness policy. Exit 0 pass, 1 fail, 2 invalid input."""
+    """Audit a model's predictions against a fairness policy. Exit 0 pass, 1 fail, 2 invalid input.
+
+    On Dask, each input may be a directory or a glob of partition files (the k-th files hold the same people).
+    """
     _run_audit(
         policy=policy,
         predictions=predictions,
@@ -224,6 +252,8 @@ def audit(
         trail=trail,
         as_json=as_json,
         quiet=quiet,
+        runner=runner,
+        dask_address=dask_address,
     )
 
 

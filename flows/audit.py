@@ -34,6 +34,7 @@ from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
 from fairgate.proxy import with_weight_column
+from flows.audit_dask import PartitionedInputs, PartitionedSources, audit_on_dask, requested_execution
 from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
 from tasks.audit import (
     adjudicate,
@@ -123,6 +124,8 @@ def fairness_audit(
     run_id: str | None = None,
     registry: dict[str, Any] | None = None,
     proposed: dict[str, Any] | None = None,
+    runner: str | None = None,
+    dask_address: str | None = None,
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary.
 
@@ -132,12 +135,14 @@ def fairness_audit(
 
     ``model_version`` may be a number (``-p model_version=9``); it is recorded as text. ``registry`` names the
     registry entry the audit was started for (the registration event's ``payload.registry``); it is echoed in
-    the summary so the verdict can be written back to that model version.
+    the summary so the verdict can be written back to that model version. ``runner`` (local or dask) and
+    ``dask_address`` override the policy's ``execution`` section (flows/audit_dask.py).
     """
     version = None if model_version is None else str(model_version)
+    where = (runner, dask_address)
     try:
         summary, gate = _audit(
-            policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id, proposed
+            policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id, where, proposed
         )
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
@@ -156,6 +161,7 @@ def _audit(
     model_version: str | None,
     trail: str | None,
     run_id: str | None,
+    where: tuple[str | None, str | None] = (None, None),
     proposed: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
@@ -163,18 +169,13 @@ def _audit(
     policy, policy_text = read_policy(Path(policy_path))
     _require_report_support(policy)
     check_mitigation_policy(policy, policy_path)  # mitigation.auto's inputs, before any computing
-    staged = stage_inputs(policy, predictions, labels, attributes)
-    with _spill_directory() as spill:
-        if streams(policy, staged):  # the rows stay in DuckDB: validated and cubed there
-            inputs, cube = read_streamed(staged, spill)
-            proxy_summary = None
-        else:
-            inputs = read_staged(staged)
-            rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
-            cube = build_cube(rows, policy)
-            del rows
-            release_rows(inputs.aligned)  # the cube is all the metrics need
-    parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
+    execution = requested_execution(policy.execution, *where)
+    inputs: Inputs | PartitionedInputs
+    if execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
+        counted = audit_on_dask(policy, execution, predictions, labels, attributes)
+        inputs, cube, parts, proxy_summary = counted.inputs, counted.cube, counted.parts, None
+    else:
+        inputs, policy, proxy_summary, cube, parts = _counted_here(policy, predictions, labels, attributes)
     model = model_info(inputs.staged, model_name, model_version)
     output = Path(out_dir or policy.reporting.output_dir)
     context = audit_context(inputs, proxy_summary) | {
@@ -196,6 +197,26 @@ def _audit(
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)
+
+
+def _counted_here(
+    policy: fairgate.Policy, predictions: str, labels: str, attributes: str
+) -> tuple[Inputs, fairgate.Policy, dict[str, Any] | None, fairgate.Cube, list[fairgate.SlicingResult]]:
+    """Read and validate the inputs, cube them (streaming through DuckDB, or rows in memory) and fan the metrics
+    out, in this process."""
+    staged = stage_inputs(policy, predictions, labels, attributes)
+    with _spill_directory() as spill:
+        if streams(policy, staged):  # the rows stay in DuckDB: validated and cubed there
+            inputs, cube = read_streamed(staged, spill)
+            proxy_summary = None
+        else:
+            inputs = read_staged(staged)
+            rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
+            cube = build_cube(rows, policy)
+            del rows
+            release_rows(inputs.aligned)  # the cube is all the metrics need
+    parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
+    return inputs, policy, proxy_summary, cube, parts
 
 
 def run_summary(
@@ -253,7 +274,7 @@ def read_staged(staged: Staged) -> Inputs:
     return Inputs(staged, aligned, validation, {"path": "in_memory"})
 
 
-def execution_record(inputs: Inputs, cube: fairgate.Cube) -> dict[str, Any]:
+def execution_record(inputs: Inputs | PartitionedInputs, cube: fairgate.Cube) -> dict[str, Any]:
     """The document's ``execution`` block: which path read the rows, and how AUC was computed."""
     return inputs.execution | {"auc_method": cube.auc_method, "auc_bins": cube.histogram_bins or None}
 
@@ -325,7 +346,9 @@ def _group_text(group: dict[str, str]) -> str:
     return " & ".join(f"{k}={v}" for k, v in group.items())
 
 
-def model_info(staged: Staged, model_name: str | None, model_version: str | None) -> fairgate.ModelInfo:
+def model_info(
+    staged: Staged | PartitionedSources, model_name: str | None, model_version: str | None
+) -> fairgate.ModelInfo:
     """The audited model: the options given, else what the predictions name, else placeholders."""
     named_name, named_version = staged.model
     return fairgate.ModelInfo(
@@ -333,7 +356,7 @@ def model_info(staged: Staged, model_name: str | None, model_version: str | None
     )
 
 
-def audit_context(inputs: Inputs, proxy_summary: dict[str, Any] | None) -> dict[str, Any]:
+def audit_context(inputs: Inputs | PartitionedInputs, proxy_summary: dict[str, Any] | None) -> dict[str, Any]:
     """What the audit document records about its inputs: sources, the join, validation, proxy, provenance."""
     context: dict[str, Any] = {
         "inputs": inputs.summary(),
@@ -351,7 +374,7 @@ def _publish(
     document: dict[str, Any],
     policy: fairgate.Policy,
     policy_text: str,
-    inputs: Inputs,
+    inputs: Inputs | PartitionedInputs,
     cube: fairgate.Cube,
     output: Path,
     trail_path: Path,

@@ -8,6 +8,10 @@ histogram bounds. A seeded simulation checks the bucket bootstrap's coverage.
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,9 +29,19 @@ from fairgate.engine.regression import (
     regression_slicing,
 )
 from fairgate.errors import DataError
-from tests.engine.conftest import DATA, quiet_oracles
 
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 LAW_CSV = DATA / "law" / "law_data.csv"
+
+
+@contextlib.contextmanager
+def quiet_oracles() -> Iterator[None]:
+    """Silence third-party warnings (pandas/sklearn deprecations) around oracle calls only."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 TOLERANCE = 1e-9
 
 

@@ -1,0 +1,309 @@
+"""Partitioned inputs for the audit on a Dask cluster (issue 13): which files make up each partition, the
+checks each partition passes on its worker, and the checks across partitions.
+
+An input given as a directory (its ``*.parquet`` or ``*.csv`` files), a glob (``preds/part-*.parquet``) or one
+file is a sorted list of files; the k-th files of predictions, labels and attributes form partition k and must
+hold the same people. :func:`plan_partitions` refuses lists that cannot be meant to line up (different lengths,
+or k-th names whose part numbers differ), naming the files and the fix.
+
+Each partition is read on a worker by :func:`check_partition` (the same staging and Great Expectations checks as
+the single-process audit: columns, id types, unique ids, scores in [0, 1], binary labels, declared attribute
+values; all DuckDB aggregates) and cubed by scale-stream's ``cube_partition``. Only small results come back: the
+cube, counts, the checks' outcomes, and each input's smallest and largest id. Ids unique within each partition
+and partitions whose id ranges do not overlap prove every id unique overall; where ranges overlap,
+:func:`duplicate_ids_in_bucket` settles it exactly, one hash bucket of ids per task.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import itertools
+import operator
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from fairgate import Cube
+from fairgate.errors import DataError
+from fairgate.policy.core import Policy
+from tasks.io import Source, parse_source, register_source
+from tasks.sql import quote_identifier, render_sql
+
+ROLES = ("predictions", "labels", "attributes")
+_DATA_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_DIGITS = re.compile(r"\d+")
+_MAX_DUPLICATES_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Partition ``index``: one file per input, holding the same people."""
+
+    index: int
+    files: dict[str, str]  # role -> path
+
+    @property
+    def label(self) -> str:
+        return f"partition {self.index} ({', '.join(Path(p).name for p in self.files.values())})"
+
+
+@dataclass
+class PartitionCheck:
+    """What one partition's worker found, small enough to send back: counts, id ranges, checks, provenance."""
+
+    index: int
+    row_counts: dict[str, int]
+    sha256: dict[str, str]
+    id_ranges: dict[str, tuple[Any, Any]]  # role -> (smallest id, largest id)
+    join: dict[str, int]  # matched, predictions_without_labels, labels_without_predictions, people_without_attributes
+    missing: dict[str, int]  # sensitive attribute -> matched people without its value
+    checks: list[dict[str, Any]]
+    warnings: list[str]
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+
+
+def expand_input(role: str, text: str) -> list[str]:
+    """The files of one input, sorted: a directory's data files, a glob's matches, or the one file given.
+
+    >>> expand_input("labels", "/no/such/dir/part-*.parquet")
+    Traceback (most recent call last):
+    fairgate.errors.DataError: --labels '/no/such/dir/part-*.parquet' matches no file; ...
+    """
+    path = Path(text).expanduser()
+    if path.is_dir():
+        files = sorted(str(p) for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_DATA_SUFFIXES))
+        if not files:
+            raise DataError(
+                f"--{role} {text!r} is a directory without .parquet or .csv files; give the folder holding the "
+                f"{role} partitions (part-000.parquet, part-001.parquet, ...) or a glob such as {text}/part-*.parquet"
+            )
+        return files
+    if _GLOB_CHARS.search(text):
+        files = sorted(p for p in glob.glob(str(path)) if Path(p).is_file())
+        if not files:
+            raise DataError(
+                f"--{role} {text!r} matches no file; check the folder and the pattern (e.g. DIR/part-*.parquet)"
+            )
+        return files
+    return [str(parse_source(role, text).path)]
+
+
+def plan_partitions(predictions: str, labels: str, attributes: str) -> list[Partition]:
+    """Pair the k-th files of the three inputs; refuse lists that cannot line up.
+
+    Lists must be equally long, and the k-th files' names must carry the same part numbers (digits), unless
+    the names are equal: ``predictions/part-003.parquet`` goes with ``labels/part-003.parquet`` or
+    ``labels_003.parquet``, never with ``labels/part-004.parquet``.
+    """
+    given = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    files = {role: expand_input(role, text) for role, text in given.items()}
+    counts = {role: len(paths) for role, paths in files.items()}
+    if len(set(counts.values())) > 1:
+        listed = ", ".join(f"{role}: {n} file(s) from {given[role]!r}" for role, n in counts.items())
+        raise DataError(
+            f"the partitioned inputs have different numbers of files ({listed}); partition k of each input must "
+            "hold the same people. Write one file per partition for every input (predictions/part-000.parquet, "
+            "labels/part-000.parquet, attributes/part-000.parquet, ...)"
+        )
+    partitions = []
+    for k in range(counts["predictions"]):
+        paths = {role: files[role][k] for role in ROLES}
+        _check_names_line_up(k, paths)
+        partitions.append(Partition(index=k, files=paths))
+    return partitions
+
+
+def _check_names_line_up(k: int, paths: dict[str, str]) -> None:
+    names = {role: Path(p).name for role, p in paths.items()}
+    if len(set(names.values())) == 1:
+        return
+    numbers = {role: tuple(_DIGITS.findall(name)) for role, name in names.items()}
+    if len(set(numbers.values())) == 1 and numbers["predictions"]:
+        return
+    listed = ", ".join(f"{role}: {paths[role]}" for role in ROLES)
+    raise DataError(
+        f"partition {k} pairs files that do not look like the same partition ({listed}); the k-th file of each "
+        "input (sorted by name) must hold the same people. Name them alike or with the same part number "
+        "(part-000.parquet in each input's folder), and give each input the same set of parts"
+    )
+
+
+def digest_of(sha256s: list[str]) -> str:
+    """One sha256 for a partitioned input: the hash of its files' hashes, in partition order.
+
+    >>> digest_of(["a", "b"]) == digest_of(["a", "b"]) != digest_of(["b", "a"])
+    True
+    """
+    return hashlib.sha256("\n".join(sha256s).encode()).hexdigest()
+
+
+@task(name="check partition", task_run_name="check partition {partition.index}", cache_policy=NO_CACHE)
+def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
+    """Stage and validate one partition on its worker, as the single-process audit validates its inputs."""
+    # Imported here: a worker loads them (and Great Expectations) on its first partition only.
+    from tasks.align import stage
+    from tasks.cube_sql import configure
+    from tasks.validate import validate_inputs
+
+    files = partition.files
+    with tempfile.TemporaryDirectory(prefix="fairgate-duckdb-") as spill:
+        staged = stage(policy, files["predictions"], files["labels"], files["attributes"])
+        try:
+            configure(staged.con, policy.execution.memory_limit, Path(spill))
+            validation = validate_inputs.fn(staged)
+            ranges = {role: _id_range(staged.con, f"stg_{role}") for role in ROLES}
+            join, missing = _join_counts(staged.con, staged.row_counts, staged.attributes)
+        finally:
+            staged.con.close()
+    return PartitionCheck(
+        index=partition.index,
+        row_counts=dict(staged.row_counts),
+        sha256=dict(staged.sha256),
+        id_ranges=ranges,
+        join=join,
+        missing=missing,
+        checks=validation.checks,
+        warnings=validation.warnings,
+        provenance=staged.provenance,
+    )
+
+
+def _id_range(con: duckdb.DuckDBPyConnection, view: str) -> tuple[Any, Any]:
+    low, high = con.execute(f"select min(id), max(id) from {view}").fetchall()[0]  # view: fixed name
+    return low, high
+
+
+def _join_counts(
+    con: duckdb.DuckDBPyConnection, row_counts: dict[str, int], attributes: list[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """How the partition's inputs match on id (ids are unique here, validated just before), and the matched
+    people without each attribute's value."""
+    missing_counts = [
+        f"count(*) filter (where attributes.{quote_identifier(a)} is null) as {quote_identifier(a)}" for a in attributes
+    ]
+    sql = render_sql("partition_join", missing_counts=",\n        ".join(missing_counts) or "0 as _none")
+    matched, without_attributes, *missing = con.execute(sql).fetchall()[0]
+    join = {
+        "matched": int(matched),
+        "predictions_without_labels": row_counts["predictions"] - int(matched),
+        "labels_without_predictions": row_counts["labels"] - int(matched),
+        "people_without_attributes": int(without_attributes),
+    }
+    return join, {a: int(n) for a, n in zip(attributes, missing, strict=False)}
+
+
+def overlapping_roles(checks: list[PartitionCheck]) -> list[str]:
+    """The inputs whose partitions' id ranges overlap: only there can an id sit in two partitions.
+
+    >>> a = PartitionCheck(0, {}, {}, {"labels": (1, 5)}, {}, {}, [], [])
+    >>> b = PartitionCheck(1, {}, {}, {"labels": (6, 9)}, {}, {}, [], [])
+    >>> overlapping_roles([a, b]), overlapping_roles([a, a])
+    ([], ['labels'])
+    """
+    roles = []
+    for role in checks[0].id_ranges if checks else ():
+        ranges = sorted((c.id_ranges[role] for c in checks), key=lambda r: r[0])
+        if any(later[0] <= earlier[1] for earlier, later in itertools.pairwise(ranges)):
+            roles.append(role)
+    return roles
+
+
+@task(name="duplicate ids", task_run_name="duplicate ids {role} bucket {bucket}", cache_policy=NO_CACHE)
+def duplicate_ids_in_bucket(
+    role: str, files: list[str], id_column: str, bucket: int, n_buckets: int, memory_limit: str | None
+) -> list[tuple[Any, int]]:
+    """Ids of one input that occur more than once across all its files, among those whose hash falls in
+    ``bucket`` (of ``n_buckets``): a worker holds the distinct ids of one bucket only."""
+    con = duckdb.connect()
+    try:
+        if memory_limit is not None:
+            con.execute(f"set memory_limit = '{memory_limit}'")
+        views = []
+        for k, path in enumerate(files):
+            view = f"part_{k}"
+            register_source(con, Source(role=role, path=Path(path)), view)
+            views.append(f"select {quote_identifier(id_column)} as id from {view}")
+        con.sql(" union all ".join(views)).create_view("ids")
+        sql = render_sql("id_bucket_duplicates")
+        params = {"bucket": bucket, "n_buckets": n_buckets, "max_rows": _MAX_DUPLICATES_SHOWN}
+        return [(value, int(n)) for value, n in con.execute(sql, params).fetchall()]
+    finally:
+        con.close()
+
+
+def cross_partition_duplicates(role: str, found: list[tuple[Any, int]], source: str) -> DataError:
+    """The error for ids of one input found in more than one partition."""
+    examples = ", ".join(f"{value!r} ({n} times)" for value, n in found[:_MAX_DUPLICATES_SHOWN])
+    return DataError(
+        f"the {role} partitions ({source}) hold the same id more than once across files, e.g. {examples}; each "
+        "person may appear in one partition only (each file's ids are unique, but together they repeat). Remove "
+        "the repeated rows, or write each person to one partition (e.g. partition by id)"
+    )
+
+
+def misplaced_rows_warning(checks: list[PartitionCheck]) -> str | None:
+    """A warning when some partition has predictions without labels while another has labels without
+    predictions: if those are the same people, their rows sit in different partitions and are not matched
+    (the single-process audit would match them)."""
+    lonely_predictions = [c.index for c in checks if c.join["predictions_without_labels"]]
+    lonely_labels = [c.index for c in checks if c.join["labels_without_predictions"]]
+    if not any(i != j for i in lonely_predictions for j in lonely_labels):
+        return None
+    return (
+        f"partitions {lonely_predictions} have predictions without labels and partitions {lonely_labels} labels "
+        "without predictions; partitions are joined one by one, so a person whose prediction and label are in "
+        "different partitions is counted as unmatched. Check that the k-th files of each input hold the same ids"
+    )
+
+
+@task(name="cube partition", task_run_name="cube partition {partition.index}", cache_policy=NO_CACHE)
+def cube_of_partition(partition: Partition, policy: Policy, score_histogram: bool) -> Cube:
+    """The cube of one partition, built in DuckDB on its worker; only the cube comes back.
+
+    With ``score_histogram`` (``execution.auc``: histogram, or auto beyond its row limit) the cube carries the
+    score histogram (scale-stream's ``cube_partition``); else, when the policy wants exact AUC, the partition's
+    score table (its rows' attributes, score and label: the whole audit is then small enough to hold them).
+    """
+    from tasks.cube_sql import cube_partition  # scale-stream's streaming cube
+
+    memory_limit = policy.execution.memory_limit
+    if score_histogram or not policy.statistics.exact_auc:
+        cube: Cube = cube_partition(partition.files, policy, score_histogram=score_histogram, memory_limit=memory_limit)
+        return cube
+    return _cube_with_score_table(partition, policy, memory_limit)
+
+
+def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: str | None) -> Cube:
+    from fairgate.engine.cube import add_score_table
+    from tasks.align import matched_relation, stage
+    from tasks.cube_sql import configure, cube_from_relation
+
+    files = partition.files
+    with tempfile.TemporaryDirectory(prefix="fairgate-duckdb-") as spill:
+        staged = stage(policy, files["predictions"], files["labels"], files["attributes"])
+        try:
+            configure(staged.con, memory_limit, Path(spill))
+            relation = matched_relation(staged)
+            source = f"the rows of {staged.sources['predictions'].label}"
+            cube = cube_from_relation(staged.con, relation, policy, score_histogram=False, source=source)
+            if not cube.has_scores:
+                return cube
+            return add_score_table(cube, staged.con.sql(relation).to_arrow_table(), policy, source=source)
+        finally:
+            staged.con.close()
+
+
+@task(name="sum cubes", cache_policy=NO_CACHE)
+def sum_cubes(cubes: list[Cube]) -> Cube:
+    """The cube of all partitions (cubes of disjoint rows add). Run on a worker, so the metric tasks fetch the
+    sum from there once per worker instead of each task carrying it in its submission."""
+    return functools.reduce(operator.add, cubes)
