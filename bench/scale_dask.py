@@ -61,7 +61,7 @@ fairness_checker:
   reporting: {format: [json]}
   columns: {y_true: y_true}
   statistics: {n_bootstrap: 200}
-  execution: {auc: histogram, auc_bins: 4096, memory_limit: 1GB, streaming: always}
+  execution: {auc: histogram, auc_bins: 4096, memory_limit: DUCKDB_MEMORY, streaming: always}
 """
 SAMPLE_S = 0.2
 TOLERANCE = 1e-12
@@ -179,6 +179,7 @@ def main() -> None:
     parser.add_argument("--check", type=Path, action="append", default=None, help="sizes to check (default: first)")
     parser.add_argument("--no-check", action="store_true", help="time the Dask audits only")
     parser.add_argument("--worker-memory", default="6GiB", help="each worker's Dask memory limit")
+    parser.add_argument("--duckdb-memory", default="1GB", help="DuckDB's memory_limit per partition task (policy)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the Prefect server and the cluster on kill
     checked = set() if args.no_check else set(args.check or [args.data[0]])
@@ -202,7 +203,11 @@ def main() -> None:
                 load = os.getloadavg()[0]
                 with PeakMemory(client) as memory:
                     document, elapsed = run_audit(
-                        _policy(), data, out / "dask", runner="dask", address=cluster.scheduler_address
+                        _policy(args.duckdb_memory),
+                        data,
+                        out / "dask",
+                        runner="dask",
+                        address=cluster.scheduler_address,
                     )
             peak = max(memory.peaks.values())
             rows.append(int(manifest["rows"]))
@@ -215,7 +220,9 @@ def main() -> None:
                 flush=True,
             )
             if data in checked:
-                single, single_s = run_audit(_policy(), data, out / "single", runner="local", address=None)
+                single, single_s = run_audit(
+                    _policy(args.duckdb_memory), data, out / "single", runner="local", address=None
+                )
                 found = [
                     d for key in ("n_rows", "groups", "results") for d in differences(single[key], document[key], key)
                 ]
@@ -229,9 +236,9 @@ def main() -> None:
             )
 
 
-def _policy() -> Path:
+def _policy(duckdb_memory: str) -> Path:
     path = _HOME / "policy.yaml"
-    path.write_text(POLICY)
+    path.write_text(POLICY.replace("DUCKDB_MEMORY", duckdb_memory))
     return path
 
 
