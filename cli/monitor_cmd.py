@@ -27,6 +27,8 @@ from fairgate.errors import FairgateError
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
+    import fairgate
+
 monitor_app = typer.Typer(
     help="Monitor a model night by night: windowed fairness, change against a baseline, drift alerts.",
     no_args_is_help=True,
@@ -62,8 +64,8 @@ def run(
     names = {"model-name": model_name, "model-version": model_version}
     try:
         check_audit_arguments(policy, inputs, out, trail, names)
-        _precheck(policy, predictions, night)
-        _precheck_baseline(policy, out, trail, model_name)
+        parsed = _precheck(policy, predictions, night)
+        _precheck_baseline(parsed, out, trail, model_name)
     except FairgateError as exc:
         _fail(exc.message)
     parameters: dict[str, Any] = {
@@ -87,7 +89,7 @@ def run(
     raise typer.Exit(summary["exit_code"])
 
 
-def _precheck(policy: Path, predictions: str, night: str | None) -> None:
+def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Policy:
     """Refused before Prefect starts: an invalid policy, one without a monitoring section, and (without --night)
     predictions with no timestamp column to give the rows their period."""
     import duckdb
@@ -108,16 +110,15 @@ def _precheck(policy: Path, predictions: str, night: str | None) -> None:
                 f"unknown; pass --night DATE (all rows are that night's), or add the column; columns present: "
                 f"{columns}"
             )
+    return parsed
 
 
-def _precheck_baseline(policy: Path, out: Path | None, trail: Path | None, model_name: str | None) -> None:
+def _precheck_baseline(parsed: fairgate.Policy, out: Path | None, trail: Path | None, model_name: str | None) -> None:
     """A deployment-audit baseline that is not in the trail is refused before Prefect starts (when the model is
     named; otherwise the flow checks it once the predictions name the model)."""
-    from tasks.audit import read_policy
     from tasks.monitor_trail import baseline_audit_cells
     from tasks.trail import default_trail_path
 
-    parsed, _ = read_policy.fn(policy)
     baseline = parsed.monitoring.baseline if parsed.monitoring else None
     if model_name is None or baseline is None or baseline.kind != "deployment_audit":
         return
