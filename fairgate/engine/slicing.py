@@ -510,7 +510,7 @@ def _summaries(
                 if family is None:
                     reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
                 else:
-                    low, high = _summary_bounds(family, family.critical(level), summary, (name,))
+                    low, high = _summary_bounds(family, family.critical(level), summary, (name,), float(point))
             elif reason is None:
                 reason = f"the {summary} is undefined (fewer than 2 groups with a value, or a largest value of 0)"
             entry[summary] = _num(point)
@@ -633,18 +633,24 @@ _UNBOUNDED_METRICS = frozenset({"theil_index", "generalized_entropy_index"})
 
 
 def _summary_bounds(
-    family: PairFamily, critical: float, summary: str, bases: Sequence[str] = ()
+    family: PairFamily, critical: float, summary: str, bases: Sequence[str] = (), value: float | None = None
 ) -> tuple[float, float]:
     """The folded interval of a difference, or of a ratio from the interval of its log range.
 
     A gap between values in [0, 1] is at most 1: the normal bound is cut there (it can pass 1 when a group is
-    small), as a ratio's is cut at 1 by construction.
+    small), as a ratio's is cut at 1 by construction. The interval always holds the point estimate ``value``:
+    a group without events enters the log range with half an event added (a finite log), so a ratio of exactly
+    0 would otherwise get an interval such as [0.03, 1.00].
     """
     low, high = family.bounds(critical)
     if summary == "difference":
         bounded = not _UNBOUNDED_METRICS.intersection(bases)
-        return (min(low, 1.0), min(high, 1.0)) if bounded else (low, high)
-    return float(np.exp(-high)), float(np.exp(-low))
+        low, high = (min(low, 1.0), min(high, 1.0)) if bounded else (low, high)
+    else:
+        low, high = float(np.exp(-high)), float(np.exp(-low))
+    if value is not None and math.isfinite(value):
+        low, high = min(low, value), max(high, value)
+    return low, high
 
 
 def _policy_results(
@@ -721,7 +727,9 @@ def _attach_interval(
     if family is None:
         entry["reason"] = reason
         return
-    entry["ci_low"], entry["ci_high"] = _summary_bounds(family, family.critical(level), summary, metric.bases)
+    entry["ci_low"], entry["ci_high"] = _summary_bounds(
+        family, family.critical(level), summary, metric.bases, entry["value"]
+    )
     entry["standard_error"] = _bootstrap_se(metric, values, use)
     population = isinstance(metric, PopulationIndex)
     entry["interval_method"] = "normal, bootstrap standard error" if population else _method(family)

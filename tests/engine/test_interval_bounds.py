@@ -48,3 +48,21 @@ def test_difference_and_ratio_intervals_stay_within_their_range() -> None:
         assert 0.0 <= low <= high <= 1.0, (metric, low, high)
     # The cut is reached here: without it the equalized-odds bound passes 1.
     assert max(high for metric, _, high in bounds if metric == "equalized_odds_difference") == 1.0
+
+
+def test_an_interval_holds_its_own_point_estimate_when_a_group_has_no_events() -> None:
+    """A group never selected makes the ratio exactly 0. Its log rate enters the family with half an event
+    added, so the ratio's interval alone would start above 0 (e.g. [0.03, 1.00]); it must hold the 0."""
+    frame = _small_groups_far_apart().with_columns(
+        y_pred=pl.when(pl.col("grp") == "b").then(0).otherwise(pl.col("y_pred")).cast(pl.Int8)
+    )
+    document = fairgate.audit(frame, fairgate.Policy.from_yaml(POLICY)).to_dict()
+    ratio = next(r for r in document["results"] if r["metric"] == "disparate_impact_ratio" and r["slicing"])
+    assert ratio["value"] == 0.0
+    assert ratio["ci_low"] == 0.0 < ratio["ci_high"]
+    summaries = [s for s in document["summaries"] if s["metric"] == "selection_rate" and s["ratio_ci_high"]]
+    assert summaries
+    assert all(s["ratio_ci_low"] <= s["ratio"] <= s["ratio_ci_high"] for s in summaries)
+    for result in document["results"]:
+        if result["ci_low"] is not None:
+            assert result["ci_low"] <= result["value"] <= result["ci_high"], result["metric"]

@@ -273,7 +273,7 @@ def _judged(
     if family is None:
         degenerate = "the bootstrap replicates are degenerate (no spread), so no valid interval exists"
         return SummaryValue(_number(value), None, None, degenerate, *extremes)
-    low, high = _summary_bounds(family, family.critical(policy.reporting.confidence_level), kind)
+    low, high = _summary_bounds(family, family.critical(policy.reporting.confidence_level), kind, value=value)
     return SummaryValue(_number(value), low, high, None, *extremes)
 
 
