@@ -260,3 +260,20 @@ def test_unknown_demo_task_exits_2(runner: InProcessRunner, tmp_path: Path, monk
     assert "clustering" in result.stderr
     assert "multiclass" in result.stderr
     assert not (tmp_path / "fairness_reports").exists()
+
+
+def test_second_run_has_a_trend_and_an_html_report(tier_run: tuple[Inputs, Result], runner: InProcessRunner) -> None:
+    """The trail's earlier run feeds the trend; the report renders the multiclass pages and the trend."""
+    inputs, _ = tier_run
+    inputs.policy.write_text(POLICY.replace("format: [json, junit]", "format: [json, html]"))
+    result = runner.invoke(app, inputs.args("--quiet"))
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    documents = sorted(inputs.out.glob("fairness_*.json"), key=lambda p: p.stat().st_mtime)
+    latest = json.loads(documents[-1].read_text())
+    assert latest["trend"]["runs"] == 2
+    assert latest["trend"]["same_data_as_previous"] is True  # identical inputs: no change is tested
+    (html,) = inputs.out.glob("*.html")
+    text = html.read_text()
+    assert "Confusion matrices" in text
+    assert "African-American" in text
+    assert "Adverse" not in text or "adverse or not" in text
