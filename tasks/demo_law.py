@@ -51,7 +51,9 @@ def fit_and_predict(rows: pl.DataFrame, seed: int = SPLIT_SEED) -> tuple[pl.Data
     design = np.column_stack([np.ones(rows.height), *[rows[f].to_numpy() for f in FEATURES]])
     beta, *_ = np.linalg.lstsq(design[train], rows["zfya"].to_numpy()[train], rcond=None)
     audited = rows.filter(pl.Series(~train)).with_columns(y_pred=pl.Series(design[~train] @ beta))
-    model = LawModel(float(beta[0]), dict(zip(FEATURES, map(float, beta[1:]), strict=True)), int(train.sum()), audited.height)
+    model = LawModel(
+        float(beta[0]), dict(zip(FEATURES, map(float, beta[1:]), strict=True)), int(train.sum()), audited.height
+    )
     return audited, model
 
 

@@ -55,9 +55,7 @@ def validate_regression(staged: Staged, validation: Validation, roles: tuple[str
         _collect(validation, staged, role, column, found, result)
 
 
-def _collect(
-    validation: Validation, staged: Staged, role: str, column: str, found: pd.DataFrame, result: Any
-) -> None:
+def _collect(validation: Validation, staged: Staged, role: str, column: str, found: pd.DataFrame, result: Any) -> None:
     """Record each expectation; on failure raise a DataError with the rows of every kind and the fixes."""
     validation.ge_results.append(result.to_json_dict())
     source = staged.sources[role].label

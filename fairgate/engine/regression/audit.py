@@ -29,8 +29,8 @@ from fairgate.engine.regression.distance_family import METHOD as DISTANCE_METHOD
 from fairgate.engine.regression.distance_family import DistanceFamily
 from fairgate.engine.regression.distribution import cdf_at_edges
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES
-from fairgate.engine.stats import z_value
 from fairgate.engine.regression.slicing import RegressionSlicing, prediction_histograms, regression_slicing
+from fairgate.engine.stats import z_value
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from fairgate.policy.task import RegressionOptions
@@ -337,9 +337,7 @@ def _worst_and_best(name: str, part: RegressionSlicing, compared: list[Group]) -
     worse = _WORSE.get(base)
     if worse is None:
         return None, None
-    values = np.array(
-        [part.metrics[base]["value"][part.groups.index(g)] for g in compared], dtype=float
-    )  # None -> nan
+    values = np.array([part.metrics[base]["value"][part.groups.index(g)] for g in compared], dtype=float)  # None -> nan
     if worse == "abs":
         values = np.abs(values)
     if not np.isfinite(values).any():
@@ -590,7 +588,9 @@ def _block(
             if s["metric"].startswith("worst_group_")
         ],
         "distances": [
-            {k: v for k, v in d.items() if not k.startswith("_")} for p in slicings for d in distances.get(p.slicing, [])
+            {k: v for k, v in d.items() if not k.startswith("_")}
+            for p in slicings
+            for d in distances.get(p.slicing, [])
         ],
         "distance_method": DISTANCE_METHOD,
     }
