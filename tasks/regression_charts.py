@@ -20,7 +20,7 @@ def residual_chart(section: RegressionSection) -> str | None:
         ax.axhline(0.0, color=MUTED, linestyle=":", linewidth=0.8)
         for i, series in enumerate(section.residuals):
             colour = _colour(i)
-            ax.fill_between(series.x, series.low, series.high, color=colour, alpha=0.12, linewidth=0)
+            ax.fill_between(series.x, series.low, series.high, color=colour, alpha=0.08, linewidth=0)
             ax.plot(
                 series.x,
                 series.y,
@@ -33,7 +33,7 @@ def residual_chart(section: RegressionSection) -> str | None:
         ax.set_xlabel("Mean prediction in the decile", fontsize=6.5)
         ax.set_ylabel("Mean residual (prediction − outcome)", fontsize=6.5)
         top = _title(ax, f"Residual by prediction decile, {section.key}", SIZE[0])
-        ax.legend(loc="best", fontsize=5.8)
+        ax.legend(loc="best", fontsize=5.4)
         _margins(fig, left=0.5, bottom=0.4, top=top)
         return to_svg(fig)
 
@@ -64,10 +64,12 @@ def cdf_chart(section: RegressionSection) -> str | None:
                 fontsize=5.8,
                 color=FAIL,
             )
-        lows = [s.x[0] for s in section.cdfs if s.x]
-        highs = [s.x[-1] for s in section.cdfs if s.x]
+        # Only where some group's CDF moves: the grid also spans the outcomes, often far wider.
+        lows = [x for s in section.cdfs for x, y in zip(s.x, s.y, strict=True) if y > 0.0]
+        highs = [next((x for x, y in zip(s.x, s.y, strict=True) if y >= 1.0), s.x[-1]) for s in section.cdfs if s.x]
         if lows and highs:
-            ax.set_xlim(min(lows), max(highs))
+            pad = 0.03 * (max(highs) - min(lows))
+            ax.set_xlim(min(lows) - pad, max(highs) + pad)
         ax.set_ylim(0, 1.01)
         ax.set_xlabel("Prediction", fontsize=6.5)
         ax.set_ylabel("Share of the group predicted at most x", fontsize=6.5)

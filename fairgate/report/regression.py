@@ -102,6 +102,7 @@ class RegressionView:
     distance_method: str
     interval_note: str
     worst_losses: list[tuple[str, str, str, str]]  # metric, slicing, value with interval, group
+    min_cell_size: int
 
 
 def regression_view(
@@ -136,6 +137,7 @@ def regression_view(
             f"Group intervals: {int(document.confidence_level * 100)}% percentile intervals of a stratified cluster "
             f"bootstrap ({document.n_bootstrap:,} replicates over {block.bootstrap_buckets} hash buckets per cell)."
         ),
+        min_cell_size=suppression.min_cell_size,
         worst_losses=[
             (
                 w.metric,
@@ -177,7 +179,10 @@ def _section(
     visible = [g for g in entries if not suppression.hides(slicing, g.group)]
     drawn = visible[:MAX_SERIES]
     extra = {tuple(sorted(g.group.items())): g for g in block.groups if g.slicing == slicing}
-    residuals = [_residual_series(g, extra.get(tuple(sorted(g.group.items()))), slicing) for g in drawn]
+    smallest = suppression.min_cell_size
+    residuals = [
+        _residual_series(g, extra.get(tuple(sorted(g.group.items()))), slicing, smallest) for g in drawn if g.sufficient
+    ]
     cdfs = [_cdf_series(g, extra.get(tuple(sorted(g.group.items()))), block, slicing) for g in drawn]
     mine = [r for r in results if r.slicing == slicing]
     distances = [
@@ -222,10 +227,15 @@ def _reference_of(document: AuditDocument, slicing: list[str]) -> dict[str, str]
     return dict(found) if found is not None else None
 
 
-def _residual_series(entry: object, extra: RegressionGroup | None, slicing: list[str]) -> Series | None:
+def _residual_series(entry: object, extra: RegressionGroup | None, slicing: list[str], smallest: int) -> Series | None:
+    """A group's mean residual per prediction decile; deciles under the minimum cell size are not drawn."""
     if extra is None:
         return None
-    bins = [b for b in extra.binned if b.mean_prediction is not None and b.mean_residual is not None]
+    bins = [
+        b
+        for b in extra.binned
+        if b.mean_prediction is not None and b.mean_residual is not None and b.n >= max(smallest, 2)
+    ]
     if not bins:
         return None
     n = getattr(entry, "n", None) or 0.0
