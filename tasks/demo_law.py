@@ -38,7 +38,8 @@ def law_rows(law_csv: Path) -> pl.DataFrame:
     con = duckdb.connect()
     try:
         con.read_csv(str(law_csv), header=True, sep=",").create_view("law_raw")
-        return con.sql(render_sql("demo_law_rows")).pl()
+        rows: pl.DataFrame = con.sql(render_sql("demo_law_rows")).pl()
+        return rows
     finally:
         con.close()
 

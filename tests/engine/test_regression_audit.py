@@ -90,9 +90,11 @@ def test_demo_model_is_fitted_on_one_half_and_audited_on_the_other() -> None:
     assert model.n_train + model.n_audit == rows.height == 21_791
     assert audited.height == model.n_audit
     # Higher LSAT and GPA predict higher first-year grades; the fit is reproducible (seeded split).
-    assert model.coefficients["lsat"] > 0 and model.coefficients["ugpa"] > 0
+    assert model.coefficients["lsat"] > 0
+    assert model.coefficients["ugpa"] > 0
     again, model_again = fit_and_predict(rows)
-    assert model_again == model and again["id"].to_list() == audited["id"].to_list()
+    assert model_again == model
+    assert again["id"].to_list() == audited["id"].to_list()
 
 
 @pytest.mark.parametrize("slicing", [["race"], ["sex"], ["race", "sex"]])
@@ -116,7 +118,8 @@ def test_group_metrics_equal_fairlearn_metricframe(
             assert value == pytest.approx(float(expected[name]), abs=TOLERANCE), (key, name)
             low, high = entry["metrics"][name]["ci_low"], entry["metrics"][name]["ci_high"]
             if low is not None:
-                assert low <= value + 1e-12 and value - 1e-12 <= high
+                assert low <= value + 1e-12
+                assert value - 1e-12 <= high
 
 
 def test_distances_contain_scipy_on_the_rows_within_their_bound(
@@ -145,7 +148,8 @@ def test_judged_distances_contain_the_row_distance_of_their_worst_group(
 ) -> None:
     frame = demo_rows.to_pandas()
     judged = [r for r in demo_document["results"] if r["metric"] in ("ks_distance", "wasserstein_distance")]
-    assert judged and all(r["status"] != "insufficient_data" for r in judged)
+    assert judged
+    assert all(r["status"] != "insufficient_data" for r in judged)
     for result in judged:
         slicing, group = result["slicing"], result["worst_group"]
         mine = _member(frame, slicing, group)
@@ -160,21 +164,25 @@ def test_demo_audit_finds_the_known_overprediction_for_black_students(demo_docum
     race = next(
         r for r in demo_document["results"] if r["metric"] == "mean_residual_difference" and r["slicing"] == ["race"]
     )
-    assert race["status"] == "fail" and race["ci_low"] > 0.2
+    assert race["status"] == "fail"
+    assert race["ci_low"] > 0.2
     black = next(g for g in demo_document["groups"] if g["slicing"] == ["race"] and g["group"] == {"race": "Black"})
     assert black["metrics"]["mean_residual"]["ci_low"] > 0
-    assert demo_document["verdict"] == "fail" and demo_document["task"] == "regression"
+    assert demo_document["verdict"] == "fail"
+    assert demo_document["task"] == "regression"
     sex = [r for r in demo_document["results"] if r["slicing"] == ["sex"]]
     assert {r["status"] for r in sex} == {"pass"}
 
 
 def test_document_block_has_the_grid_residual_deciles_and_cdfs(demo_document: dict[str, Any]) -> None:
     block = demo_document["regression"]
-    assert block["grid"]["bins"] == 2048 and block["grid"]["range_from"] == "data"
+    assert block["grid"]["bins"] == 2048
+    assert block["grid"]["range_from"] == "data"
     assert len(block["prediction_bins"]) == 11
     population = next(g for g in block["groups"] if g["slicing"] == [])
     assert sum(b["n"] for b in population["binned"]) == pytest.approx(demo_document["n_rows"])
-    assert population["cdf"][0] == 0.0 and population["cdf"][-1] == pytest.approx(1.0)
+    assert population["cdf"][0] == 0.0
+    assert population["cdf"][-1] == pytest.approx(1.0)
     assert all(np.diff([v for v in population["cdf"] if v is not None]) >= 0)
     assert {w["metric"] for w in block["worst_group_losses"]} == {
         "worst_group_mean_absolute_error",
@@ -188,10 +196,13 @@ def test_catalogue_directions_and_ranges() -> None:
         low, high = metric.threshold_range
         assert low <= metric.example_threshold <= high, name
         if name.endswith("_ratio"):
-            assert metric.direction == "higher_is_better" and metric.summary == "ratio"
+            assert metric.direction == "higher_is_better"
+            assert metric.summary == "ratio"
         else:
-            assert metric.direction == "lower_is_better" and metric.summary == "difference"
-    assert "worst_group_root_mean_squared_error" in CATALOGUE and "ks_distance_vs_reference" in CATALOGUE
+            assert metric.direction == "lower_is_better"
+            assert metric.summary == "difference"
+    assert "worst_group_root_mean_squared_error" in CATALOGUE
+    assert "ks_distance_vs_reference" in CATALOGUE
     assert "mean_residual_ratio" not in CATALOGUE  # a residual changes sign: its ratio means nothing
 
 
