@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fairgate.document.common import Group, Part, Slicing
+from fairgate.document.common import SUPPRESSED_NOTE, Group, Part, Slicing
 
 
 class HistogramGrid(Part):
@@ -53,6 +53,7 @@ class RegressionGroup(Part):
     cdf: list[float | None] = Field(
         description="Share of the group's predictions (weighted) below each of cdf_points; null for an empty group."
     )
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class WorstGroupLoss(Part):
@@ -81,6 +82,7 @@ class DistanceEntry(Part):
     ks_at: float | None = Field(description="The prediction (a grid edge) where the CDFs are furthest apart.")
     wasserstein_distance: float | None
     wasserstein_error_bound: float | None = Field(description="|W1 from the rows - value| <= this bound.")
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class RegressionBlock(Part):

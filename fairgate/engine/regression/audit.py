@@ -122,7 +122,8 @@ def count_regression(rows: Any, policy: Policy, *, source: str = "the aligned ro
         prediction=columns.y_pred,
         label=columns.y_true,
         weight=columns.weight,
-        row_id=columns.id if columns.id in present else None,
+        # The aligned rows carry the contract's ``id``; a frame handed to the engine, the policy's id column.
+        row_id=next((c for c in (columns.id, "id") if c in present), None),
         options=options_of(policy),
         source=source,
     )
