@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fairgate.document.document import AuditDocument
 from fairgate.document.regression import RegressionBlock, RegressionGroup
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import fmt, fmt_count, group_label, round_number, slicing_key
+from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Cell, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import cell
@@ -85,7 +85,7 @@ class RegressionSection:
     residuals: list[Series]  # mean residual by prediction decile, per visible group (largest first)
     cdfs: list[Series]  # prediction CDF per visible group (largest first)
     ks_mark: tuple[float, str] | None  # where the largest judged KS gap is, and whose it is
-    distances: list[DistanceRow]
+    distances: list[DistanceRow]  # largest KS distance first
     n_suppressed: int
     n_insufficient: int
     omitted: list[str]  # visible groups not drawn (beyond MAX_SERIES)
@@ -140,7 +140,7 @@ def regression_view(
         min_cell_size=suppression.min_cell_size,
         worst_losses=[
             (
-                w.metric,
+                metric_label(w.metric.removeprefix("worst_group_")),
                 slicing_key(w.slicing),
                 f"{fmt(w.value)} ({fmt(w.ci_low)}–{fmt(w.ci_high)})",
                 "a suppressed small group" if suppression.hides(w.slicing, w.group) else group_label(w.group),
@@ -213,7 +213,7 @@ def _section(
                 w1_bound_text=f"± {fmt(d.wasserstein_error_bound, 4)}",
                 sufficient=d.sufficient,
             )
-            for d in distances
+            for d in sorted(distances, key=lambda d: -(d.ks_distance or 0.0))
         ],
         n_suppressed=sum(r.suppressed for r in rows),
         n_insufficient=sum(not r.sufficient and not r.suppressed for r in rows),
