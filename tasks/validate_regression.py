@@ -75,9 +75,10 @@ def _collect(validation: Validation, staged: Staged, role: str, column: str, fou
         )
     if all(outcome.success for outcome in result.results):
         return
-    kinds = found.drop_duplicates("kind")
+    kinds = found.drop_duplicates("kind").sort_values(["kind_rows", "kind"], ascending=[False, True])
     detail = ", ".join(f"{int(row.kind_rows)} {row.kind}" for row in kinds.itertuples())
-    example = kinds["raw_value"].iloc[0]
+    shown = found["raw_value"].dropna()  # an example that is there to see, when there is one
+    example = shown.iloc[0] if len(shown) else None
     fixes = "; ".join(_FIXES[str(kind)] for kind in kinds["kind"])
     raise DataError(
         NOT_FINITE.format(
@@ -85,7 +86,7 @@ def _collect(validation: Validation, staged: Staged, role: str, column: str, fou
             source=source,
             count=int(found["violating_rows"].iloc[0]),
             detail=detail,
-            example="(empty)" if pd.isna(example) else _plain(example),
+            example="(empty)" if example is None else _plain(example),
             fix=fixes[0].upper() + fixes[1:] + ".",
         )
     )

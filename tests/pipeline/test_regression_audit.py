@@ -112,22 +112,24 @@ def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], ru
 
 
 def nan_label(i: Inputs) -> list[str]:
-    _rewrite(i.labels, "select id, case when id = '17' then 'NaN' else y_true end as y_true from t")
+    _rewrite(i.labels, "select id, case when id = (select min(id) from t) then 'NaN' else y_true end as y_true from t")
     return [i.labels.name, "'y_true'", "1 row(s)", "NaN", "replace NaN"]
 
 
 def text_prediction(i: Inputs) -> list[str]:
-    _rewrite(i.predictions, "select id, case when id in ('2', '5') then 'abc' else y_pred end as y_pred from t")
+    first_two = "(select id from t order by id limit 2)"
+    _rewrite(i.predictions, f"select id, case when id in {first_two} then 'abc' else y_pred end as y_pred from t")
     return [i.predictions.name, "'y_pred'", "2 row(s)", "not a number", "'abc'", "plain numbers"]
 
 
 def missing_prediction(i: Inputs) -> list[str]:
-    _rewrite(i.predictions, "select id, case when id = '5' then null else y_pred end as y_pred from t")
+    last = "(select max(id) from t)"
+    _rewrite(i.predictions, f"select id, case when id = {last} then null else y_pred end as y_pred from t")
     return [i.predictions.name, "'y_pred'", "1 row(s)", "missing", "fill in the missing values"]
 
 
 def infinite_label(i: Inputs) -> list[str]:
-    _rewrite(i.labels, "select id, case when id = '17' then 'inf' else y_true end as y_true from t")
+    _rewrite(i.labels, "select id, case when id = (select max(id) from t) then 'inf' else y_true end as y_true from t")
     return [i.labels.name, "'y_true'", "infinite"]
 
 
