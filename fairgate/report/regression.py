@@ -16,7 +16,7 @@ from fairgate.document.document import AuditDocument
 from fairgate.document.regression import RegressionBlock, RegressionGroup
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
-from fairgate.report.model import Cell, ResultRow
+from fairgate.report.model import Cell, GlossaryRow, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import cell
 from fairgate.report.suppress import Suppression
@@ -30,6 +30,28 @@ TABLE_COLUMNS = (
     ("root_mean_squared_error", "RMSE"),
     ("r2_score", "R²"),
 )
+#: The report's terms (the judged metrics are described by the catalogue in the frame's glossary).
+GLOSSARY = [
+    GlossaryRow("Residual", "prediction − outcome", "positive: the model predicted more than the person reached"),
+    GlossaryRow("Mean residual", "mean of (prediction − outcome) in a group", "the group's bias: 0 is unbiased"),
+    GlossaryRow("MAE / RMSE", "mean |residual| / √(mean residual²)", "a group's typical error, in outcome units"),
+    GlossaryRow("R²", "1 − Σ residual² / Σ (outcome − group mean)²", "share of the group's outcome variance explained"),
+    GlossaryRow(
+        "KS distance",
+        "max over x of |F_group(x) − F_rest(x)|",
+        "how far apart two groups' distributions of predictions are (0: identical, 1: disjoint)",
+    ),
+    GlossaryRow(
+        "Wasserstein-1 distance",
+        "∫ |F_group(x) − F_rest(x)| dx",
+        "how far predictions would have to move to match the other distribution, in prediction units",
+    ),
+    GlossaryRow(
+        "Bounded group loss",
+        "max over groups of the loss",
+        "no group's error may exceed the policy's limit (Agarwal, Dudik & Wu 2019)",
+    ),
+]
 #: Series per plot: more are unreadable (the tables carry every group).
 MAX_SERIES = 8
 
@@ -103,6 +125,15 @@ class RegressionView:
     interval_note: str
     worst_losses: list[tuple[str, str, str, str]]  # metric, slicing, value with interval, group
     min_cell_size: int
+    glossary: list[GlossaryRow] = field(default_factory=list)
+
+
+def regression_pages(document: AuditDocument, suppression: Suppression) -> RegressionView:
+    """The regression pages of a ``task: regression`` document (the report frame's entry point)."""
+    view = regression_view(document, suppression)
+    if view is None:
+        raise ValueError("a regression document needs its regression block")
+    return view
 
 
 def regression_view(
@@ -138,6 +169,7 @@ def regression_view(
             f"bootstrap ({document.n_bootstrap:,} replicates over {block.bootstrap_buckets} hash buckets per cell)."
         ),
         min_cell_size=suppression.min_cell_size,
+        glossary=GLOSSARY,
         worst_losses=[
             (
                 metric_label(w.metric.removeprefix("worst_group_")),
