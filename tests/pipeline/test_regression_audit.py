@@ -113,7 +113,7 @@ def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], ru
 
 def nan_label(i: Inputs) -> list[str]:
     _rewrite(i.labels, "select id, case when id = (select min(id) from t) then 'NaN' else y_true end as y_true from t")
-    return [i.labels.name, "'y_true'", "1 row(s)", "NaN", "replace NaN"]
+    return [i.labels.name, "'y_true'", "1 row(s)", "NaN", "Replace NaN"]
 
 
 def text_prediction(i: Inputs) -> list[str]:
@@ -125,7 +125,7 @@ def text_prediction(i: Inputs) -> list[str]:
 def missing_prediction(i: Inputs) -> list[str]:
     last = "(select max(id) from t)"
     _rewrite(i.predictions, f"select id, case when id = {last} then null else y_pred end as y_pred from t")
-    return [i.predictions.name, "'y_pred'", "1 row(s)", "missing", "fill in the missing values"]
+    return [i.predictions.name, "'y_pred'", "1 row(s)", "missing", "ill in the missing values"]
 
 
 def infinite_label(i: Inputs) -> list[str]:
