@@ -79,9 +79,9 @@ def cdf_chart(section: RegressionSection) -> str | None:
         return to_svg(fig)
 
 
-def regression_charts(view: RegressionView) -> dict[str, str]:
+def regression_charts(view: RegressionView) -> dict[str, str | None]:
     """Every regression chart of the view, keyed ``residuals:<slicing>`` and ``cdf:<slicing>`` (SVG text)."""
-    charts: dict[str, str] = {}
+    charts: dict[str, str | None] = {}
     for section in view.sections:
         for name, draw in (("residuals", residual_chart), ("cdf", cdf_chart)):
             svg = draw(section)
