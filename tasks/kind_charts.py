@@ -26,8 +26,9 @@ def rate_chart(chart: RateChart) -> str | None:
     """Grouped bars: x the classes, one bar per group, one panel per rate (predicted share, TPR, FPR)."""
     if not chart.groups:
         return None
-    width, height = 7.2, 2.3
     n_groups = len(chart.groups)
+    legend_rows = -(-n_groups // 4)  # the legend sits under the panels, four groups a row
+    width, height = 7.2, 2.0 + 0.16 * legend_rows
     positions = np.arange(len(chart.classes))
     bar = 0.8 / n_groups
     with _figure(width, height, ncols=len(chart.rates)) as (fig, axes):
@@ -42,8 +43,9 @@ def rate_chart(chart: RateChart) -> str | None:
             ax.set_xticks(positions, [_short(c, 12) for c in chart.classes])
             ax.set_ylim(0, 1)
             ax.set_title(rate)
-        axes[0].legend(loc="upper left", ncols=1 if n_groups <= 4 else 2, fontsize=6)
-        _margins(fig, left=0.35, bottom=0.3, top=0.35, wspace=0.25)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncols=min(4, n_groups), fontsize=6.5)
+        _margins(fig, left=0.35, bottom=0.3 + 0.16 * legend_rows, top=0.35, wspace=0.25)
         return to_svg(fig)
 
 

@@ -102,7 +102,8 @@ def _kind_view(document: AuditDocument, min_cell_size: int, use_case: str | None
     """
     suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
     words = words_of(document)
-    results = [_kind_row(result_row(r, suppression, words)) for r in document.results]
+    adverse = _adverse_words(document)
+    results = [_kind_row(result_row(r, suppression, words), adverse) for r in document.results]
     module, function = KIND_PAGES[document.task].split(":")
     pages = getattr(importlib.import_module(module), function)(document, suppression)
     facts = _facts_part(document, min_cell_size, use_case, words)
@@ -146,12 +147,29 @@ def _kind_view(document: AuditDocument, min_cell_size: int, use_case: str | None
     )
 
 
-def _kind_row(row: ResultRow) -> ResultRow:
-    """A result row labelled from its task's catalogue (``adverse.<metric>`` reads "Adverse or not: ...")."""
-    if row.metric.startswith("adverse."):
-        inner = policy_metric_label(row.metric.removeprefix("adverse."), Outcomes())
-        return replace(row, metric_label=f"{inner} (adverse or not)")
+def _kind_row(row: ResultRow, adverse: Outcomes | None) -> ResultRow:
+    """A result row of a non-binary audit, an ``adverse.<metric>`` rule labelled in the adverse classes' words.
+
+    Such a rule is the binary metric of the decision "adverse class or not".
+    """
+    if row.metric.startswith("adverse.") and adverse is not None:
+        inner = policy_metric_label(row.metric.removeprefix("adverse."), adverse)
+        return replace(row, metric_label=f"{inner}, adverse or not")
     return row
+
+
+def _adverse_words(document: AuditDocument) -> Outcomes | None:
+    """The words of a multiclass audit's decision "adverse class or not" (favourable: not an adverse class)."""
+    block = document.multiclass
+    if block is None or not block.adverse_classes:
+        return None
+    named = " or ".join(block.adverse_classes)
+    return Outcomes(
+        favorable_decision=f"not given {named}"[:80],
+        unfavorable_decision=f"given {named}"[:80],
+        favorable_truth=f"had an outcome other than {named}"[:80],
+        unfavorable_truth=f"had an outcome of {named}"[:80],
+    )
 
 
 def _kind_glossary(task: str, results: list[ResultRow]) -> list[GlossaryRow]:

@@ -65,7 +65,8 @@ class RateTable:
 
     rate: str
     label: str
-    rows: list[RateRow]
+    rows: list[RateRow]  # every group (the HTML)
+    pdf_rows: list[RateRow]  # an intersection's largest groups only (the PDF)
 
 
 @dataclass(frozen=True)
@@ -146,13 +147,20 @@ def _page(block: MulticlassBlock, slicing: list[str], suppression: Suppression) 
     key = slicing_key(slicing)
     intersection = len(slicing) > 1
     shown = groups
-    if intersection and len(groups) > PDF_GROUP_LIMIT:  # the largest groups; the HTML table lists all
-        shown = sorted(groups, key=lambda g: -(g.n or 0))[:PDF_GROUP_LIMIT]
+    if intersection and len(groups) > PDF_GROUP_LIMIT:  # the largest groups, in table order; the HTML lists all
+        largest = sorted(groups, key=lambda g: -(g.n or 0))[:PDF_GROUP_LIMIT]
+        shown = [g for g in groups if any(g is kept for kept in largest)]
     confusions = [] if intersection else [_confusion(g, block.classes, suppression) for g in groups]
     tables = [
-        RateTable(rate, label, [_rate_row(g, rate, suppression) for g in groups]) for rate, label in SHOWN_RATES.items()
+        RateTable(
+            rate,
+            label,
+            [_rate_row(g, rate, suppression) for g in groups],
+            [_rate_row(g, rate, suppression) for g in shown],
+        )
+        for rate, label in SHOWN_RATES.items()
     ]
-    chart = None if len(shown) > 8 else _chart(key, slicing, shown, block.classes, suppression)
+    chart = _chart(key, slicing, shown, block.classes, suppression)
     return SlicingPage(
         key=key,
         label=key,

@@ -35,12 +35,14 @@ from fairgate.policy.task import MulticlassOptions
 
 #: The per-class rates each group carries in the document, in report order (accuracy is per group).
 CLASS_RATES = tuple(name for name, r in RATES.items() if r.per_class)
-#: Whether a larger value of a summary's first component is better for the person (None: it depends on the
-#: class, e.g. the share predicted a class is good for a favourable class and bad for an adverse one).
-_HIGHER_IS_BETTER = {
-    "selection_rate": None,
-    "true_positive_rate": True,
-    "positive_predictive_value": True,
+#: Whether a larger value of a summary's first component is better for the person, for a favourable class and
+#: for an adverse one (None: no direction). Being predicted a favourable class is good, an adverse one bad;
+#: recall of a favourable class is good (fewer people wrongly given an adverse tier); precision of an adverse
+#: class is good (fewer of those given it wrongly).
+_HIGHER_IS_BETTER: dict[str, tuple[bool | None, bool | None]] = {
+    "selection_rate": (True, False),
+    "true_positive_rate": (True, None),
+    "positive_predictive_value": (None, True),
 }
 
 
@@ -195,14 +197,15 @@ def _class_entries(slicings: list[MulticlassSlicingResult], policy: Policy) -> l
 def _worst_and_best(summary: ClassSummary, policy: Policy) -> tuple[dict[str, str] | None, dict[str, str] | None]:
     """The worst- and best-off groups on the worst class's first component, where the direction is known.
 
-    The share predicted a class is good for the person when the class is favourable (not adverse) and bad when
-    adverse; without adverse classes it has no direction, and no group is named worst.
+    Whether a larger value is better for the person depends on whether the class is adverse: without adverse
+    classes (or where the rate has no direction for that class) no group is named worst.
     """
     worst = summary.worst
-    higher = _HIGHER_IS_BETTER.get(summary.bases[0])
     adverse = options_of(policy).adverse_classes
-    if higher is None and adverse and summary.worst_class is not None:
-        higher = summary.worst_class not in adverse
+    if not adverse or summary.worst_class is None:
+        return None, None
+    favourable, unfavourable = _HIGHER_IS_BETTER.get(summary.bases[0], (None, None))
+    higher = unfavourable if summary.worst_class in adverse else favourable
     if higher is None:
         return None, None
     return (worst.min_group, worst.max_group) if higher else (worst.max_group, worst.min_group)
