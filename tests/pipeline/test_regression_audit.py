@@ -8,6 +8,7 @@ nothing written.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -159,3 +160,30 @@ def test_hostile_inputs_exit_2_and_write_nothing(
     expected = hostile(inputs)  # type: ignore[operator]
     before = sorted(p.name for p in inputs.folder.iterdir())
     assert_refused(runner.invoke(app, _args(inputs, "--quiet")), expected, inputs, before)
+
+
+@pytest.mark.slow
+def test_regression_demo_writes_a_readable_report(
+    runner: InProcessRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fairgate demo --task regression``: FAIL (exit 1), every output, and the PDF's regression pages."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["demo", "--task", "regression", "--quiet"])
+    assert result.exit_code == 1, result.stderr
+    out = tmp_path / "fairness_reports"
+    (document_path,) = out.glob("fairness_*.json")
+    document = json.loads(document_path.read_text())
+    assert document["model"] == {"name": "law-first-year-ols", "version": "lsat-ugpa-seed-20170315"}
+    suffixes = {p.name.split(".", 1)[1] for p in out.glob("fairness_*")}
+    assert {"json", "junit.xml", "html", "pdf"} <= suffixes
+    (pdf,) = out.glob("*.pdf")
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    for fragment in (
+        "Regression: groups, residuals and distributions",
+        "Residual by prediction decile",
+        "Distribution of predictions",
+        "Mean residual difference",
+        "Worst group loss",
+        "Puertorican",
+    ):
+        assert fragment in text, fragment
