@@ -15,12 +15,19 @@ import fairgate
 
 PACKAGE_DIR = Path(fairgate.__file__).resolve().parent
 COMPAS = PACKAGE_DIR / "data" / "compas" / "compas-scores-two-years.csv"
+LAW = PACKAGE_DIR / "data" / "law" / "law_data.csv"
 
 
 def _compas_inputs(sql_prefix: str, workdir: Path) -> dict[str, Path]:
     from tasks.io import write_demo_inputs  # imported when a demo runs (DuckDB)
 
     return write_demo_inputs(COMPAS, workdir, sql_prefix)
+
+
+def _law_inputs(workdir: Path) -> dict[str, Path]:
+    from tasks.demo_law import write_law_inputs  # imported when the demo runs (DuckDB, numpy)
+
+    return write_law_inputs(LAW, workdir)
 
 
 @dataclass(frozen=True)
@@ -48,5 +55,12 @@ DEMOS: dict[str, Demo] = {
         data=f"COMPAS risk tiers ({COMPAS.name})",
         model="compas-tiers",
         version="northpointe-2013",
+    ),
+    "regression": Demo(
+        policy=PACKAGE_DIR / "policies" / "law_regression.yaml",
+        write_inputs=_law_inputs,
+        data=f"law school first-year grades ({LAW.name}; OLS on LSAT and UGPA, fitted on a seeded half)",
+        model="law-first-year-ols",
+        version="lsat-ugpa-seed-20170315",
     ),
 }

@@ -17,11 +17,18 @@ from fairgate.document.result import AuditResult
 from fairgate.engine.adjudicate import ModelInfo
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass
 from fairgate.engine.multiclass.cube import MulticlassCube
+from fairgate.engine.regression.audit import (
+    RegressionCounts,
+    adjudicate_regression,
+    count_regression,
+    slicings_regression,
+)
 from fairgate.errors import PolicyError
 from fairgate.policy.core import Policy
 from tasks.align import Staged
 from tasks.validate import Validation
 from tasks.validate_multiclass import validate_multiclass
+from tasks.validate_regression import validate_regression
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,11 @@ def multiclass_cells(cube: MulticlassCube) -> list[dict[str, Any]]:
     return rows
 
 
+def regression_cells(counts: RegressionCounts) -> list[dict[str, Any]]:
+    """The regression cube's cells (attributes x bootstrap bucket: rows, weights, moment sums)."""
+    return counts.cube.cells.to_dicts()
+
+
 KINDS: dict[str, KindSteps] = {
     "multiclass": KindSteps(
         count=count_multiclass,
@@ -57,6 +69,13 @@ KINDS: dict[str, KindSteps] = {
         adjudicate=adjudicate_multiclass,
         cube_cells=multiclass_cells,
         validate=validate_multiclass,
+    ),
+    "regression": KindSteps(
+        count=count_regression,
+        slicings=slicings_regression,
+        adjudicate=adjudicate_regression,
+        cube_cells=regression_cells,
+        validate=validate_regression,
     ),
 }
 

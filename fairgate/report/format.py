@@ -41,6 +41,13 @@ METRIC_LABELS: dict[str, str] = {
     "auc_difference": "AUC difference",
     "theil_index": "Theil index",
     "generalized_entropy_index": "Generalized entropy index",
+    # task: regression (fairgate.engine.regression.catalogue): the names that do not read well spelled out.
+    "ks_distance": "KS distance, worst group vs the rest",
+    "ks_distance_vs_reference": "KS distance, worst group vs the reference",
+    "wasserstein_distance": "Wasserstein distance, worst group vs the rest",
+    "wasserstein_distance_vs_reference": "Wasserstein distance, worst group vs the reference",
+    "r2_score": "R²",
+    "r2_score_difference": "R² difference",
 }
 #: The badge text of each result status; statuses that are neither pass nor fail get their own badge.
 STATUS_MARKS: dict[str, str] = {

@@ -83,6 +83,19 @@ def _hide(out: dict[str, Any], suppression: Suppression) -> None:
     for item in curves.get("calibration", []):
         if hidden(item):
             item.update(bins=[], suppressed=True)
+    _hide_regression(out.get("regression") or {}, suppression)
+
+
+def _hide_regression(block: Mapping[str, Any], suppression: Suppression) -> None:
+    """A regression document's per-group residual deciles, CDFs and distances of hidden groups."""
+    for item in block.get("groups", []):
+        if suppression.hides(item.get("slicing") or [], item.get("group")):
+            item.update(binned=[], cdf=[], suppressed=True)
+    for item in block.get("distances", []):
+        if suppression.hides(item.get("slicing") or [], item.get("group")):
+            for key in ("ks_distance", "ks_error_bound", "ks_p_value", "ks_at"):
+                item[key] = None
+            item.update(wasserstein_distance=None, wasserstein_error_bound=None, suppressed=True)
 
 
 def _hide_comparison(comparison: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, BUCKET, ROWS, 
 from fairgate.engine.regression.cube import RegressionCube
 from fairgate.engine.regression.distribution import Histogram, distances, ks_p_value
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES, Sums, group_metrics
-from fairgate.engine.stats import Component, pair_family, percentile_interval
+from fairgate.engine.stats import Component, PairFamily, pair_family, percentile_interval
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
@@ -240,6 +240,8 @@ def _range_summary(name: str, value: np.ndarray, rep: np.ndarray, level: float, 
         "ci_high": _float(high),
         "groups": groups,
         "interval": "simultaneous max-t over group pairs (bootstrap)",
+        "_family": family,  # what the gate tests (fairgate.engine.adjudicate); not part of the document
+        "_summary": "difference",
     }
 
 
@@ -256,19 +258,28 @@ def _ratio_summary(name: str, value: np.ndarray, rep: np.ndarray, level: float, 
         "ci_high": _float(np.exp(-low)),
         "groups": groups,
         "interval": "simultaneous max-t over group pairs of log values (bootstrap)",
+        "_family": family,
+        "_summary": "ratio",
     }
 
 
 def _worst_group(name: str, value: np.ndarray, rep: np.ndarray, level: float, groups: list[Group]) -> dict[str, Any]:
-    """max_g loss_g with an interval that holds when all groups' simultaneous intervals do (max-t over groups)."""
+    """max_g loss_g with an interval that holds when all groups' simultaneous intervals do (max-t over groups).
+
+    The family the gate tests holds the groups' losses as its "gaps": "the worst loss exceeds the limit" is
+    "some group's loss exceeds it", whose max-t p-value ``PairFamily.p_beyond`` gives (its studentized-range
+    tail bounds the one-sided maximum over the groups; at least two groups' worth, so a lone group is judged).
+    """
     worst = int(np.argmax(value))
     se = _bootstrap_se(rep)
     low = high = np.nan
+    family = None
     if np.isfinite(se).all() and (se > 0).all():
         with np.errstate(invalid="ignore"):
             t = np.nanmax(np.abs(rep - value) / se, axis=1)
-        critical = max(float(np.quantile(t[np.isfinite(t)], level)), float(scipy_stats.norm.ppf(0.5 + level / 2)))
-        low, high = float(np.max(value - critical * se)), float(np.max(value + critical * se))
+        null = np.sort(t[np.isfinite(t)])
+        family = PairFamily(value, se, null, (max(2, value.size),))
+        low, high = family.bounds(family.critical(level))
     return {
         "metric": f"worst_group_{name}",
         "value": float(value[worst]),
@@ -277,6 +288,8 @@ def _worst_group(name: str, value: np.ndarray, rep: np.ndarray, level: float, gr
         "group": groups[worst],
         "groups": groups,
         "interval": "simultaneous max-t over groups (bootstrap)",
+        "_family": family,
+        "_summary": "difference",
     }
 
 

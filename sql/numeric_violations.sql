@@ -1,0 +1,43 @@
+-- numeric_violations: one row per row of a staged input whose label or prediction column is not a finite
+-- number (missing, text that is not a number, NaN or infinite), at most $max_rows rows; violating_rows counts
+-- them all and kind_rows those of the row's kind. Regression validation runs its expectations on this table:
+-- rows left out are finite numbers by construction.
+with source as (
+
+    select
+        cast({{ column }} as varchar) as raw_value,
+        try_cast({{ column }} as double) as value
+    from {{ relation }}
+
+),
+
+violations as (
+
+    select
+        raw_value,
+        value,
+        case
+            when raw_value is null then 'missing'
+            when value is null then 'not a number'
+            when isnan(value) then 'NaN'
+            else 'infinite'
+        end as kind
+    from source
+    where raw_value is null or value is null or isnan(value) or isinf(value)
+
+),
+
+final as (
+
+    select
+        raw_value,
+        value,
+        kind,
+        count(*) over () as violating_rows,
+        count(*) over (partition by kind) as kind_rows
+    from violations
+    limit $max_rows
+
+)
+
+select * from final

@@ -1,0 +1,90 @@
+"""The regression report's charts: residual by prediction decile and prediction CDFs per group, as SVG text.
+
+They read only the view model (``fairgate.report.regression``), where small groups are already suppressed, and
+share ``tasks.charts``' style, palette and SVG output.
+"""
+
+from __future__ import annotations
+
+from fairgate.report.regression import RegressionSection, RegressionView
+from tasks.charts import FAIL, MUTED, _colour, _figure, _margins, _short, _title, to_svg
+
+SIZE = (3.5, 2.6)
+
+
+def residual_chart(section: RegressionSection) -> str | None:
+    """Mean residual against mean prediction, per prediction decile and group, with the intervals as bands."""
+    if not section.residuals:
+        return None
+    with _figure(*SIZE) as (fig, (ax,)):
+        ax.axhline(0.0, color=MUTED, linestyle=":", linewidth=0.8)
+        for i, series in enumerate(section.residuals):
+            colour = _colour(i)
+            ax.fill_between(series.x, series.low, series.high, color=colour, alpha=0.08, linewidth=0)
+            ax.plot(
+                series.x,
+                series.y,
+                color=colour,
+                linewidth=1.2,
+                marker="o",
+                markersize=2.4,
+                label=f"{_short(series.label, 20)} (n={series.n:,})",
+            )
+        ax.set_xlabel("Mean prediction in the decile", fontsize=6.5)
+        ax.set_ylabel("Mean residual (prediction − outcome)", fontsize=6.5)
+        top = _title(ax, f"Residual by prediction decile, {section.key}", SIZE[0])
+        ax.legend(loc="best", fontsize=5.4)
+        _margins(fig, left=0.5, bottom=0.4, top=top)
+        return to_svg(fig)
+
+
+def cdf_chart(section: RegressionSection) -> str | None:
+    """Each group's distribution of predictions (empirical CDF from the cube's histogram), the largest KS gap marked."""
+    if not section.cdfs:
+        return None
+    with _figure(*SIZE) as (fig, (ax,)):
+        for i, series in enumerate(section.cdfs):
+            ax.step(
+                series.x,
+                series.y,
+                where="post",
+                color=_colour(i),
+                linewidth=1.1,
+                label=f"{_short(series.label, 20)} (n={series.n:,})",
+            )
+        if section.ks_mark is not None:
+            at, whose = section.ks_mark
+            ax.axvline(at, color=FAIL, linestyle="--", linewidth=0.9)
+            ax.annotate(
+                f"largest KS gap: {_short(whose, 18)} vs rest",
+                xy=(at, 0.02),
+                xycoords=("data", "axes fraction"),
+                xytext=(3, 0),
+                textcoords="offset points",
+                fontsize=5.8,
+                color=FAIL,
+            )
+        # Only where some group's CDF moves: the grid also spans the outcomes, often far wider.
+        lows = [x for s in section.cdfs for x, y in zip(s.x, s.y, strict=True) if y > 0.0]
+        highs = [next((x for x, y in zip(s.x, s.y, strict=True) if y >= 1.0), s.x[-1]) for s in section.cdfs if s.x]
+        if lows and highs:
+            pad = 0.03 * (max(highs) - min(lows))
+            ax.set_xlim(min(lows) - pad, max(highs) + pad)
+        ax.set_ylim(0, 1.01)
+        ax.set_xlabel("Prediction", fontsize=6.5)
+        ax.set_ylabel("Share of the group predicted at most x", fontsize=6.5)
+        top = _title(ax, f"Distribution of predictions, {section.key}", SIZE[0])
+        ax.legend(loc="upper left", fontsize=5.8)
+        _margins(fig, left=0.5, bottom=0.4, top=top)
+        return to_svg(fig)
+
+
+def regression_charts(view: RegressionView) -> dict[str, str | None]:
+    """Every regression chart of the view, keyed ``residuals:<slicing>`` and ``cdf:<slicing>`` (SVG text)."""
+    charts: dict[str, str | None] = {}
+    for section in view.sections:
+        for name, draw in (("residuals", residual_chart), ("cdf", cdf_chart)):
+            svg = draw(section)
+            if svg is not None:
+                charts[f"{name}:{section.key}"] = svg
+    return charts

@@ -1,0 +1,93 @@
+"""The regression report pages: the view model from a real regression document, its charts, and suppression.
+
+The document is the law-school demo's audit (``fairgate demo --task regression``'s inputs, computed in-process).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fairgate.document.document import AuditDocument
+from fairgate.engine.regression.audit import adjudicate_regression, count_regression, slicings_regression
+from fairgate.policy.core import Policy
+from fairgate.report.published import published_document
+from fairgate.report.regression import TABLE_COLUMNS, regression_view
+from fairgate.report.suppress import Suppression
+from tasks.demo_law import fit_and_predict, law_rows
+from tasks.regression_charts import regression_charts
+
+PACKAGE = Path(__file__).resolve().parents[2] / "fairgate"
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    policy = Policy.from_yaml((PACKAGE / "policies" / "law_regression.yaml").read_text())
+    audited, _ = fit_and_predict(law_rows(PACKAGE / "data" / "law" / "law_data.csv"))
+    rows = audited.rename({"zfya": "y_true"}).select("id", "race", "sex", "y_true", "y_pred")
+    counts = count_regression(rows, policy)
+    return adjudicate_regression(counts, slicings_regression(counts, policy), policy).to_dict()
+
+
+def _suppression(document: dict[str, Any], k: int) -> tuple[AuditDocument, Suppression]:
+    typed = AuditDocument.model_validate(document)
+    return typed, Suppression.of(typed.groups, k, typed.n_rows)
+
+
+def test_view_has_one_section_per_slicing_with_the_group_table(document: dict[str, Any]) -> None:
+    typed, suppression = _suppression(document, 10)
+    view = regression_view(typed, suppression)
+    assert view is not None
+    assert [s.key for s in view.sections] == ["race", "sex", "race × sex"]
+    race = view.sections[0]
+    assert race.failed
+    assert [r.metric for r in race.results] == [r["metric"] for r in document["results"] if r["slicing"] == ["race"]]
+    assert race.column_labels == [label for _, label in TABLE_COLUMNS]
+    black = next(g for g in race.groups if g.label == "Black")
+    value = next(g for g in document["groups"] if g["slicing"] == ["race"] and g["group"] == {"race": "Black"})
+    assert black.cells[2].value == pytest.approx(value["metrics"]["mean_residual"]["value"], abs=1e-4)
+    assert black.cells[2].ci  # its interval is shown
+    assert next(g for g in race.groups if g.is_reference).label == "White"
+    assert race.ks_mark is not None
+    assert race.ks_mark[1] == "Black"
+
+
+def test_small_groups_are_suppressed_in_tables_and_plots(document: dict[str, Any]) -> None:
+    typed, suppression = _suppression(document, 40)  # Amerindian has 35 people in the audited half
+    view = regression_view(typed, suppression)
+    assert view is not None
+    race = view.sections[0]
+    amerindian = next(g for g in race.groups if g.label == "Amerindian")
+    assert amerindian.suppressed
+    assert all(c.text == "" for c in amerindian.cells)
+    drawn = {s.label for s in race.residuals} | {s.label for s in race.cdfs} | {d.label for d in race.distances}
+    assert "Amerindian" not in drawn
+    # Residual deciles with fewer people than the cell size are not drawn.
+    white = next(s for s in race.residuals if s.label == "White")
+    assert len(white.x) == 10
+
+
+def test_charts_are_svg_per_slicing(document: dict[str, Any]) -> None:
+    typed, suppression = _suppression(document, 10)
+    view = regression_view(typed, suppression)
+    assert view is not None
+    charts = regression_charts(view)
+    assert set(charts) == {f"{kind}:{key}" for kind in ("residuals", "cdf") for key in ("race", "sex", "race × sex")}
+    assert all(svg is not None and svg.startswith("<svg") for svg in charts.values())
+    assert "largest KS gap" in (charts["cdf:race"] or "")
+
+
+def test_suppressed_json_hides_the_regression_block_of_small_groups(document: dict[str, Any]) -> None:
+    published = published_document(document, 40, "suppressed")
+    AuditDocument.model_validate(published)  # still the schema
+    block = published["regression"]
+    hidden = [g for g in block["groups"] if g.get("suppressed")]
+    assert any(g["group"] == {"race": "Amerindian"} for g in hidden)
+    assert all(g["binned"] == [] and g["cdf"] == [] for g in hidden)
+    gone = [d for d in block["distances"] if d["group"] == {"race": "Amerindian"}]
+    assert gone
+    assert all(d["ks_distance"] is None and d["suppressed"] for d in gone)
+    full = published_document(document, 40, "full")["regression"]
+    assert not any(g.get("suppressed") for g in full["groups"])
