@@ -236,7 +236,7 @@ def _stage_counterfactual(
             f"columns present: {present}. The counterfactual input holds the model's output like the predictions"
         )
     sql = render_sql("stg_counterfactual", id_column=quote_identifier(cols.id), decision=sql_decision)
-    params = {"decision_threshold": cols.decision_threshold} if "$decision_threshold" in sql else None
+    params = {"decision_threshold": cols.decision_threshold} if "$decision_threshold" in sql_decision else None
     con.sql(sql, params=params).create_view("stg_counterfactual", replace=True)
     _check_id_type(con, "stg_counterfactual", source)
     _expect_unique_ids(con, "stg_counterfactual", source, validation)
@@ -349,5 +349,4 @@ def _require(column: str, present: list[str], source: Source, setting: str) -> N
 
 
 def _count(con: duckdb.DuckDBPyConnection, view: str) -> int:
-    row = con.execute(f"select count(*) from {view}").fetchone()  # view: a fixed name
-    return int(row[0]) if row else 0
+    return int(con.execute(f"select count(*) from {view}").fetchall()[0][0])  # view: a fixed name
