@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairgate.report.individual_model import IndividualView
 from fairgate.report.mitigation_model import MitigationView
 from fairgate.report.trend_model import TrendView
 
@@ -350,3 +351,5 @@ class ReportView:
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)
     trend: TrendView | None = None  # the model's earlier runs from the audit trail (fairgate.report.trend)
+    # Consistency and counterfactual flips (a features input); None without (fairgate.report.individual).
+    individual: IndividualView | None = None
