@@ -40,9 +40,13 @@ def disagreements(
     matrix = np.asarray(features, dtype=np.float64)
     _check(matrix, y, k)
     positive = y.astype(np.int64)
-    out = np.empty(y.size, dtype=np.int64)
-    for rows, neighbours in neighbour_chunks(scaled(matrix, scaling), k, n_jobs=n_jobs, chunk=chunk):
-        out[rows] = np.abs(k * positive[rows] - positive[neighbours].sum(axis=1))
+    points = scaled(matrix, scaling)
+    # A query's neighbours depend on its coordinates alone: each distinct feature vector is queried once.
+    distinct, person_row = np.unique(points, axis=0, return_inverse=True)
+    positive_near = np.empty(distinct.shape[0], dtype=np.int64)
+    for rows, neighbours in neighbour_chunks(points, distinct, k, n_jobs=n_jobs, chunk=chunk):
+        positive_near[rows] = positive[neighbours].sum(axis=1)
+    out: np.ndarray = np.abs(k * positive - positive_near[person_row.ravel()])
     return out
 
 

@@ -8,7 +8,8 @@ k exact duplicates a person's neighbourhood is k of them, which need not include
 tree (leaf size 30, Euclidean) on the same rows in the same order, so it picks the same neighbours, ties included.
 
 Queries run in chunks (bounded memory: ``chunk`` x k indices at a time) and each chunk on ``n_jobs`` threads
-(the tree releases the GIL); a query's answer does not depend on how the queries are chunked.
+(the tree releases the GIL); a query's answer does not depend on how the queries are chunked, and depends on the
+query's coordinates alone, so people with equal features (common with counts and ages) are queried once.
 """
 
 from __future__ import annotations
@@ -44,15 +45,17 @@ def scaled(features: np.ndarray, scaling: Scaling) -> np.ndarray:
 
 
 def neighbour_chunks(
-    features: np.ndarray, k: int, *, n_jobs: int | None = None, chunk: int = CHUNK_ROWS
+    points: np.ndarray, queries: np.ndarray, k: int, *, n_jobs: int | None = None, chunk: int = CHUNK_ROWS
 ) -> Iterator[tuple[slice, np.ndarray]]:
-    """(rows, their k neighbours' row indices) for consecutive chunks of the rows, nearest first.
+    """(query rows, their k nearest points' row indices, nearest first) for consecutive chunks of the queries.
+
+    The index is built over ``points`` in their order (as AIF360 builds it over its dataset's rows).
 
     >>> x = np.array([[0.0], [1.0], [5.0], [6.0]])
-    >>> [ind.tolist() for _, ind in neighbour_chunks(x, 2, chunk=2)]
+    >>> [ind.tolist() for _, ind in neighbour_chunks(x, x, 2, chunk=2)]
     [[[0, 1], [1, 0]], [[2, 3], [3, 2]]]
     """
-    index = NearestNeighbors(n_neighbors=k, algorithm="ball_tree", n_jobs=n_jobs).fit(features)
-    for start in range(0, features.shape[0], chunk):
-        rows = slice(start, min(start + chunk, features.shape[0]))
-        yield rows, np.asarray(index.kneighbors(features[rows], return_distance=False))
+    index = NearestNeighbors(n_neighbors=k, algorithm="ball_tree", n_jobs=n_jobs).fit(points)
+    for start in range(0, queries.shape[0], chunk):
+        rows = slice(start, min(start + chunk, queries.shape[0]))
+        yield rows, np.asarray(index.kneighbors(queries[rows], return_distance=False))
