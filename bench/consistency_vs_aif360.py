@@ -15,6 +15,7 @@ is extrapolated from a power law fitted to its measured sizes (printed as such, 
 CPU seconds are both printed: on a shared machine the CPU time is the steadier measure of the work.
 
     .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000
+    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000 --features 5 --counts-only
     .venv/bin/python bench/consistency_vs_aif360.py --sizes 5000 20000 --big 200000 --repeats 1   # quick
 """
 
@@ -36,11 +37,14 @@ import pandas as pd
 from fairgate.engine.individual import disagreements
 
 
-def generate(rows: int, n_features: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
-    """Features shaped like an audit's (age, counts, a few continuous scores) and decisions depending on them."""
+def generate(rows: int, n_features: int, seed: int = 7, *, counts_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Features shaped like an audit's (age, counts, a few continuous scores) and decisions depending on them.
+
+    ``counts_only``: age and counts only, as COMPAS's priors, age and juvenile counts (features repeat a lot).
+    """
     rng = np.random.default_rng(seed)
     age = rng.integers(18, 80, rows)
-    n_counts = max(0, min(n_features - 1, (2 * n_features) // 3))
+    n_counts = n_features - 1 if counts_only else max(0, min(n_features - 1, (2 * n_features) // 3))
     counts = rng.poisson(np.linspace(0.2, 4.0, n_counts), size=(rows, n_counts)) if n_counts else np.empty((rows, 0))
     continuous = rng.normal(size=(rows, n_features - 1 - n_counts)).round(1)  # scores as reported: one decimal
     features = np.column_stack([age, counts, continuous]).astype(np.float64)
@@ -102,6 +106,7 @@ def main() -> None:
     parser.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--aif360-max", type=int, default=100_000, help="largest size AIF360 is timed at")
     parser.add_argument("--loop-max", type=int, default=100_000, help="largest size of AIF360's dataset metric")
+    parser.add_argument("--counts-only", action="store_true", help="COMPAS-shaped features: age and counts only")
     args = parser.parse_args()
     print(f"{args.features} features, k = {args.k}, fairgate on {args.n_jobs} threads, median of {args.repeats}")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -111,7 +116,7 @@ def main() -> None:
     measured_aif: list[int] = []
     aif_seconds: list[float] = []
     for rows in args.sizes:
-        x, y = generate(rows, args.features)
+        x, y = generate(rows, args.features, counts_only=args.counts_only)
         distinct = np.unique(x, axis=0).shape[0]
         fg_wall, fg_cpu, fg_value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), args.repeats)
         line: dict[str, Any] = {"rows": rows, "distinct": distinct, "fairgate_wall": fg_wall, "fairgate_cpu": fg_cpu}
@@ -126,7 +131,7 @@ def main() -> None:
             assert abs(value - fg_value) <= 1e-9, (value, fg_value)
             line["aif360_dataset_metric_wall"] = wall
         print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in line.items()))
-    x, y = generate(args.big, args.features)
+    x, y = generate(args.big, args.features, counts_only=args.counts_only)
     distinct = np.unique(x, axis=0).shape[0]
     repeats = 1 if args.big >= 10**6 else args.repeats  # one run at a million rows: the machine is shared
     wall, cpu, value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), repeats)
