@@ -64,15 +64,25 @@ def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
 
 
 def _precheck(
-    policy: Path, predictions: str, labels: str, attributes: str, where: tuple[str | None, str | None] = (None, None)
+    policy: Path,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    where: tuple[str | None, str | None] = (None, None),
+    individual: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Fail fast (before Prefect starts) on a bad policy or a missing input file (on Dask: partition lists that
-    do not line up)."""
+    do not line up; individual fairness: features and counterfactual files that do not match the policy)."""
     from tasks.audit import read_policy
+    from tasks.individual import check_individual_request
     from tasks.io import parse_source
 
     try:
         parsed, _ = read_policy.fn(policy)
+        check_individual_request(parsed, *individual)
+        for role, text in zip(("features", "counterfactual"), individual, strict=True):
+            if text is not None:
+                parse_source(role, text)
         if _on_dask(parsed, where):
             from flows.audit_dask import requested_execution
             from tasks.partitions import check_scheduler, plan_partitions
@@ -107,10 +117,13 @@ def _run_audit(
     quiet: bool,
     runner: str | None = None,
     dask_address: str | None = None,
+    features: str | None = None,
+    counterfactual: str | None = None,
 ) -> NoReturn:
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    inputs |= {role: text for role, text in (("features", features), ("counterfactual", counterfactual)) if text}
     _trail_call(check_audit_arguments, policy, inputs, out, trail, {"model": model, "model-version": model_version})
-    _precheck(policy, predictions, labels, attributes, (runner, dask_address))
+    _precheck(policy, predictions, labels, attributes, (runner, dask_address), (features, counterfactual))
     parameters: dict[str, Any] = {
         "policy": str(policy),
         "predictions": predictions,
@@ -122,6 +135,8 @@ def _run_audit(
         "trail": str(trail) if trail else None,
         "runner": runner,
         "dask_address": dask_address,
+        "features": features,
+        "counterfactual": counterfactual,
     }
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
@@ -239,10 +254,19 @@ def audit(
         str | None,
         typer.Option("--dask-address", help="Dask scheduler, e.g. tcp://host:8786 (implies --runner dask)."),
     ] = None,
+    features: Annotated[
+        str | None,
+        typer.Option(help="People's numeric features (id + columns) for the policy's individual_fairness checks."),
+    ] = None,
+    counterfactual: Annotated[
+        str | None,
+        typer.Option(help="The model's predictions for the same ids with the sensitive attribute flipped."),
+    ] = None,
 ) -> None:
     """Audit a model's predictions against a fairness policy. Exit 0 pass, 1 fail, 2 invalid input.
 
     On Dask, each input may be a directory or a glob of partition files (the k-th files hold the same people).
+    With --features (and --counterfactual), the policy's individual_fairness section is checked too.
     """
     _run_audit(
         policy=policy,
@@ -257,6 +281,8 @@ def audit(
         quiet=quiet,
         runner=runner,
         dask_address=dask_address,
+        features=features,
+        counterfactual=counterfactual,
     )
 
 

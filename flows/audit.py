@@ -47,6 +47,7 @@ from tasks.audit import (
 )
 from tasks.cube_sql import configure, stream_cube
 from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
+from tasks.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, steps_of, validate_kind
@@ -102,6 +103,8 @@ class Inputs:
     validation: Validation
     # How the rows were read: {"path": "in_memory"} or {"path": "streaming", "memory_limit": ...}.
     execution: dict[str, Any] = field(default_factory=lambda: {"path": "in_memory"})
+    # Inputs read beside the three (features, counterfactual: tasks/individual.py), with their provenance.
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per input: where it came from, its sha256 and its row count (the document's and trail's ``inputs``)."""
@@ -109,7 +112,7 @@ class Inputs:
         return {
             role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
             for role, source in staged.sources.items()
-        }
+        } | self.extra
 
 
 @flow(name="fairness-audit", task_runner=_TASK_RUNNER)
@@ -127,6 +130,8 @@ def fairness_audit(
     proposed: dict[str, Any] | None = None,
     runner: str | None = None,
     dask_address: str | None = None,
+    features: str | None = None,
+    counterfactual: str | None = None,
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary.
 
@@ -137,13 +142,26 @@ def fairness_audit(
     ``model_version`` may be a number (``-p model_version=9``); it is recorded as text. ``registry`` names the
     registry entry the audit was started for (the registration event's ``payload.registry``); it is echoed in
     the summary so the verdict can be written back to that model version. ``runner`` (local or dask) and
-    ``dask_address`` override the policy's ``execution`` section (flows/audit_dask.py).
+    ``dask_address`` override the policy's ``execution`` section (flows/audit_dask.py). ``features`` (the
+    people's numeric features, joined on id) and ``counterfactual`` (the decisions with the sensitive attribute
+    flipped) feed the policy's ``individual_fairness`` checks (tasks/individual.py).
     """
     version = None if model_version is None else str(model_version)
     where = (runner, dask_address)
     try:
         summary, gate = _audit(
-            policy, predictions, labels, attributes, out_dir, model_name, version, trail, run_id, where, proposed
+            policy,
+            predictions,
+            labels,
+            attributes,
+            out_dir,
+            model_name,
+            version,
+            trail,
+            run_id,
+            where,
+            proposed,
+            (features, counterfactual),
         )
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
@@ -164,23 +182,34 @@ def _audit(
     run_id: str | None,
     where: tuple[str | None, str | None] = (None, None),
     proposed: dict[str, Any] | None = None,
+    individual_sources: tuple[str | None, str | None] = (None, None),
 ) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, policy_text = read_policy(Path(policy_path))
     _require_report_support(policy)
+    check_individual_request(policy, *individual_sources)  # features and counterfactual, before any computing
     check_mitigation_policy(policy, policy_path)  # mitigation.auto's inputs, before any computing
     execution = requested_execution(policy.execution, *where)
     inputs: Inputs | PartitionedInputs
+    individual: IndividualRun | None = None
     if policy.task != "binary":  # multiclass, regression, ranking: in memory, through the kind's steps
         check_kind_execution(policy, execution)
+        if individual_sources[0] is not None:
+            raise FairgateError(
+                f"--features (individual fairness) works on binary audits only (the policy's task is {policy.task}); "
+                "leave --features and --counterfactual out"
+            )
         inputs, cube, parts = _counted_kind(policy, predictions, labels, attributes)
         proxy_summary = None
     elif execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
+        _individual_needs_rows(individual_sources, "execution.runner: dask")
         counted = audit_on_dask(policy, execution, predictions, labels, attributes)
         inputs, cube, parts, proxy_summary = counted.inputs, counted.cube, counted.parts, None
     else:
-        inputs, policy, proxy_summary, cube, parts = _counted_here(policy, predictions, labels, attributes)
+        inputs, policy, proxy_summary, cube, parts, individual = _counted_here(
+            policy, predictions, labels, attributes, individual_sources
+        )
     model = model_info(inputs.staged, model_name, model_version)
     output = Path(out_dir or policy.reporting.output_dir)
     context = audit_context(inputs, proxy_summary) | {
@@ -188,7 +217,8 @@ def _audit(
         "execution": execution_record(inputs, cube),
     }
     if policy.task == "binary":
-        document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
+        checks = individual.result if individual else None
+        document = adjudicate(cube, _as_is(parts), policy, model, run_id, context, checks)
     else:
         document = adjudicate_kind(cube, _as_is(parts), policy, model, run_id, context)
     for warning in coverage_warnings(document, policy):
@@ -208,13 +238,22 @@ def _audit(
 
 
 def _counted_here(
-    policy: fairgate.Policy, predictions: str, labels: str, attributes: str
-) -> tuple[Inputs, fairgate.Policy, dict[str, Any] | None, fairgate.Cube, list[fairgate.SlicingResult]]:
+    policy: fairgate.Policy,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    individual_sources: tuple[str | None, str | None] = (None, None),
+) -> tuple[
+    Inputs, fairgate.Policy, dict[str, Any] | None, fairgate.Cube, list[fairgate.SlicingResult], IndividualRun | None
+]:
     """Read and validate the inputs, cube them (streaming through DuckDB, or rows in memory) and fan the metrics
-    out, in this process."""
+    out, in this process; with a features input, the individual-fairness checks on the aligned rows."""
     staged = stage_inputs(policy, predictions, labels, attributes)
+    features, counterfactual = individual_sources
+    individual = None
     with _spill_directory() as spill:
         if streams(policy, staged):  # the rows stay in DuckDB: validated and cubed there
+            _individual_needs_rows(individual_sources, "the streaming path (execution.streaming)")
             inputs, cube = read_streamed(staged, spill)
             proxy_summary = None
         else:
@@ -222,9 +261,23 @@ def _counted_here(
             rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
             cube = build_cube(rows, policy)
             del rows
+            if features is not None:  # neighbours need the rows: before they are released
+                individual = assess_individual_fairness(inputs.aligned.table, policy, features, counterfactual)
+                inputs.extra = individual.inputs
+                inputs.validation.checks += individual.validation.checks
+                inputs.validation.ge_results += individual.validation.ge_results
             release_rows(inputs.aligned)  # the cube is all the metrics need
     parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
-    return inputs, policy, proxy_summary, cube, parts
+    return inputs, policy, proxy_summary, cube, parts, individual
+
+
+def _individual_needs_rows(individual_sources: tuple[str | None, str | None], path: str) -> None:
+    """Individual fairness reads the aligned rows in memory: refused (exit 2) where they never reach Python."""
+    if individual_sources[0] is not None:
+        raise FairgateError(
+            f"--features (individual fairness) needs the aligned rows in memory, which {path} does not read; "
+            "set execution.streaming: never and execution.runner: local for this audit"
+        )
 
 
 def _counted_kind(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> tuple[Inputs, Any, Any]:

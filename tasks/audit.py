@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from prefect import task
@@ -20,6 +20,9 @@ from fairgate.engine.cube import add_score_histogram
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import POLICY_TOO_LARGE, PolicyError
 from fairgate.policy.loader import MAX_POLICY_BYTES
+
+if TYPE_CHECKING:  # the individual engine loads scikit-learn (seconds): only audits with features import it
+    from fairgate.engine.individual import IndividualResult
 
 Slicing = tuple[str, ...]
 
@@ -75,8 +78,12 @@ def adjudicate(
     model: fairgate.ModelInfo,
     run_id: str,
     context: dict[str, Any],
+    individual: IndividualResult | None = None,
 ) -> dict[str, Any]:
-    return fairgate.adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context).to_dict()
+    audited = fairgate.adjudicate(
+        cube, parts, policy, model=model, run_id=run_id, context=context, individual=individual
+    )
+    return audited.to_dict()
 
 
 def cube_cells(cube: fairgate.Cube) -> list[dict[str, Any]]:

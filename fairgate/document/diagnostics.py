@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from fairgate.document.common import SUPPRESSED_NOTE, Direction, Group, Part, Slicing
+from fairgate.document.individual import Consistency, Counterfactual
 
 
 class GroupBaseRate(Part):
@@ -144,7 +145,13 @@ class Curves(Part):
 
 
 class IndividualFairness(Part):
-    """Population-level individual-fairness indices (null when undefined)."""
+    """Individual-fairness indices (null when undefined), and the checks that need the people's features."""
 
     theil_index: float | None = None
     generalized_entropy_index: float | None = None
+    consistency: Consistency | None = Field(
+        default=None, description="With a features input and the policy's individual_fairness section (1.5)."
+    )
+    counterfactual: Counterfactual | None = Field(
+        default=None, description="With a counterfactual predictions input (1.5)."
+    )

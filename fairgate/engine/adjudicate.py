@@ -7,7 +7,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
+
+if TYPE_CHECKING:  # the individual engine loads scikit-learn: only audits with features import it
+    from fairgate.engine.individual import IndividualResult
 
 _TOLERANCE = 1e-12
 
@@ -40,14 +43,20 @@ def adjudicate(
     model: ModelInfo | None = None,
     run_id: str | None = None,
     context: dict[str, Any] | None = None,
+    individual: IndividualResult | None = None,
 ) -> AuditResult:
-    """Turn computed slicings into the judged, serialisable audit result."""
+    """Turn computed slicings into the judged, serialisable audit result.
+
+    ``individual``: the audit's individual-fairness checks (consistency, counterfactual flips); their entries are
+    judged in the same Holm family as every other result, their block joins ``individual_fairness``.
+    """
     model = model or ModelInfo()
     parts = sorted(parts, key=lambda p: (len(p.slicing), p.slicing))
     comparisons = [c for part in parts for c in part.comparisons]
     adjust_comparisons(comparisons, policy.statistics.significance_level)
 
-    results = judge_results([entry for part in parts for entry in part.results], policy)
+    entries = [entry for part in parts for entry in part.results]
+    results = judge_results(entries + (individual.entries if individual else []), policy)
     verdict, detail = verdict_of(results, policy)
     document: dict[str, Any] = {
         **document_header(cube.n_rows, cube.weighted, policy, model, run_id, verdict),
@@ -63,7 +72,8 @@ def adjudicate(
             "roc": [c for part in parts for c in part.roc],
             "calibration": [c for part in parts for c in part.calibration],
         },
-        "individual_fairness": _individual_fairness(next(p for p in parts if not p.slicing)),
+        "individual_fairness": _individual_fairness(next(p for p in parts if not p.slicing))
+        | (individual.block if individual else {}),
     }
     document["recommendations"] = mitigation.recommend(
         document, policy.use_case, min_cell_size=policy.reporting.min_cell_size
@@ -234,7 +244,7 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
             result["p_value_violation_adjusted"] = float(p_adj)
             level = 1.0 - alpha / max(n_tests, 1)
             detectable = family.detectable(threshold, level)
-            result["detectable_disparity"] = math.exp(-detectable) if entry["_summary"] == "ratio" else detectable
+            result["detectable_disparity"] = _on_value_scale(detectable, entry["_summary"])
             status, reason = _status(result, family, entry["_summary"], threshold, float(p_adj), policy)
         else:
             status, reason = "insufficient_data", entry.get("reason") or "the value is undefined"
@@ -253,7 +263,16 @@ def _violation_test(entry: dict[str, Any], policy: Policy) -> tuple[float, float
         if threshold <= 0:
             return 1.0, math.inf  # a ratio is never below 0
         threshold = -math.log(threshold)  # ratio < t  <=>  log range > -log t
+    elif entry["_summary"] == "minimum":  # a level that must stay above t, judged negated (engine/individual)
+        threshold = -threshold
     return family.p_beyond(threshold), threshold
+
+
+def _on_value_scale(value: float, summary: str) -> float:
+    """A quantity on the family's (larger is worse) scale back on the result's own scale."""
+    if summary == "ratio":
+        return math.exp(-value)
+    return -value if summary == "minimum" else value
 
 
 def _status(

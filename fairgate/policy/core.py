@@ -16,6 +16,7 @@ from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.execution import Execution
+from fairgate.policy.individual import IndividualFairness
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.monitoring import Monitoring, check_monitoring
@@ -275,6 +276,7 @@ class Policy(_Strict):
     task: TaskKind = "binary"  # what kind of model is audited (policy/task.py); binary when absent
     multiclass: MulticlassOptions | None = None  # task: multiclass: the classes, the adverse ones
     regression: RegressionOptions | None = None  # task: regression: the histogram grid (policy/task.py)
+    individual_fairness: IndividualFairness | None = None  # consistency, counterfactual flips (policy/individual.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -311,7 +313,7 @@ class Policy(_Strict):
                     )
             if pair[0] == pair[1]:
                 raise ValueError(f"attribute pair {list(pair)} pairs an attribute with itself")
-        rule_names = {m.name for m in self.metrics}
+        rule_names = {m.name for m in self.metrics} | set(self.individual_rules())
         for critical in self.ci_cd_gate.critical_metrics:
             if critical not in rule_names:
                 raise ValueError(
@@ -370,6 +372,7 @@ class Policy(_Strict):
             ("a mitigation: section", self.mitigation is not None),
             ("a monitoring: section", self.monitoring is not None),
             ("overrides with exclude_groups", any(o.exclude_groups for o in self.overrides)),
+            ("an individual_fairness: section", self.individual_fairness is not None),
         ]
         for what, present in refused:
             if present:
@@ -425,6 +428,10 @@ class Policy(_Strict):
         """The sensitive attribute called ``name`` (StopIteration when there is none)."""
         return next(a for a in self.sensitive_attributes if a.name == name)
 
+    def individual_rules(self) -> dict[str, tuple[float, Direction]]:
+        """The individual-fairness checks the policy judges: name -> (threshold, direction)."""
+        return {} if self.individual_fairness is None else self.individual_fairness.rules()
+
     def canonical_json(self) -> str:
         """The policy as canonical JSON: equal policies give equal text (and hash).
 
@@ -447,6 +454,8 @@ class Policy(_Strict):
         for section in ("multiclass", "regression"):
             if dumped.get(section, 0) is None:
                 del dumped[section]
+        if self.individual_fairness is None:
+            del dumped["individual_fairness"]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:
@@ -455,8 +464,12 @@ class Policy(_Strict):
 
     def rule_for(self, metric: str, slicing: tuple[str, ...]) -> ResolvedRule:
         """The rule for one (metric, slicing) after applying matching overrides in file order."""
-        base = next(m for m in self.metrics if m.name == metric)
-        threshold = base.threshold
+        individual = self.individual_rules()
+        if metric in individual:  # an individual-fairness check (policy/individual.py)
+            threshold, direction = individual[metric]
+        else:
+            base = next(m for m in self.metrics if m.name == metric)
+            threshold, direction = base.threshold, base.effective_direction
         critical = metric in self.ci_cd_gate.critical_metrics
         excluded: list[dict[str, str]] = []
         reasons: list[str] = []
@@ -472,7 +485,7 @@ class Policy(_Strict):
         return ResolvedRule(
             metric=metric,
             threshold=threshold,
-            direction=base.effective_direction,
+            direction=direction,
             critical=critical,
             excluded_groups=excluded,
             override_reasons=reasons,

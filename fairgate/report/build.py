@@ -21,6 +21,7 @@ from fairgate.report.format import (
     policy_metric_label,
     roc_axes,
 )
+from fairgate.report.individual import individual_view
 from fairgate.report.mitigation import mitigation_view
 from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportView, ResultRow
 from fairgate.report.published import json_content, json_note
@@ -83,6 +84,9 @@ def build_view(
         scorecard=summary.scorecard(results, slicing_sections),
         json_note=json_note(json_content(document), min_cell_size),
         trend=trend_view(document.trend),
+        individual=individual_view(
+            document.individual_fairness.consistency, document.individual_fairness.counterfactual, suppression
+        ),
         mitigation=mitigation_view(document.mitigation, words, min_cell_size),
     )
 

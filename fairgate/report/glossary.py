@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from fairgate.engine.metrics import PolicyMetric, SummaryOf, WorstCaseOf, policy_metric
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase, rate_text
 from fairgate.report.format import metric_label, policy_metric_label
+from fairgate.report.individual import GLOSSARY as INDIVIDUAL_GLOSSARY
 from fairgate.report.model import GlossaryRow
 
 # The confusion cell of a (decision favourable?, truth favourable?) pair; the favourable label is "positive".
@@ -68,7 +69,9 @@ def rates(words: Outcomes) -> list[GlossaryRow]:
 def policy_metrics(names: Iterable[str], words: Outcomes) -> list[GlossaryRow]:
     """The judged policy metrics: how each summarises its group rates across the groups."""
     return [
-        GlossaryRow(policy_metric_label(name, words).split(" (")[0], *_summary(policy_metric(name), words))
+        INDIVIDUAL_GLOSSARY[name]
+        if name in INDIVIDUAL_GLOSSARY
+        else GlossaryRow(policy_metric_label(name, words).split(" (")[0], *_summary(policy_metric(name), words))
         for name in dict.fromkeys(names)
     ]
 

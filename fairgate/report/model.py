@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairgate.report.individual_model import IndividualView
 from fairgate.report.mitigation_model import MitigationView
 from fairgate.report.trend_model import TrendView
 
@@ -354,3 +355,5 @@ class ReportView:
     # model (fairgate/report/<kind>.py) and shown by reports/partials/<kind>.html.j2.
     task: str = "binary"
     kind_pages: Any = None
+    # Consistency and counterfactual flips (a features input); None without (fairgate.report.individual).
+    individual: IndividualView | None = None

@@ -228,6 +228,9 @@ def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
     for role in ("predictions", "labels", "attributes"):
         source = (inputs.get(role) or {}).get("source") if isinstance(inputs.get(role), Mapping) else None
         args.append(f"--{role} {_quoted(str(source)) if source else role.upper()}")
+    for role in ("features", "counterfactual"):  # individual fairness's inputs, when the audit had them
+        if isinstance(inputs.get(role), Mapping) and inputs[role].get("source"):
+            args.append(f"--{role} {_quoted(str(inputs[role]['source']))}")
     args.append(f"--model {_quoted(document.model.name)} --model-version {_quoted(document.model.version)}")
     facts = []  # the policy's SHA-256 is in the trail facts shown with these
     for role, info in inputs.items():

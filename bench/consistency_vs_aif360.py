@@ -1,0 +1,149 @@
+"""Benchmark: fairgate's consistency against AIF360's on the same people (and fairgate alone at 1M rows).
+
+Generates N people with --features numeric features shaped like an audit's (an age in years, counts such as
+priors, a few continuous scores; so features repeat, as they do in COMPAS) and 0/1 decisions that depend on them,
+then times, median of --repeats:
+
+1. fairgate: ``fairgate.engine.individual.disagreements`` (AIF360's ball tree, each distinct feature vector
+   queried once, chunked queries on --n-jobs threads) and the consistency from it;
+2. AIF360 ``aif360.sklearn.metrics.consistency_score`` (one ball-tree query per person, one thread);
+3. AIF360 ``BinaryLabelDatasetMetric.consistency`` (the same search, then a Python loop over the people), at
+   sizes up to --loop-max.
+
+Every run checks that the values agree to 1e-9. AIF360 is timed at the sizes up to --aif360-max; beyond, its time
+is extrapolated from a power law fitted to its measured sizes (printed as such, never as a measurement). Wall and
+CPU seconds are both printed: on a shared machine the CPU time is the steadier measure of the work.
+
+    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000
+    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000 --features 5 --counts-only
+    .venv/bin/python bench/consistency_vs_aif360.py --sizes 5000 20000 --big 200000 --repeats 1   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairgate.engine.individual import disagreements
+
+
+def generate(rows: int, n_features: int, seed: int = 7, *, counts_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Features shaped like an audit's (age, counts, a few continuous scores) and decisions depending on them.
+
+    ``counts_only``: age and counts only, as COMPAS's priors, age and juvenile counts (features repeat a lot).
+    """
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 80, rows)
+    n_counts = n_features - 1 if counts_only else max(0, min(n_features - 1, (2 * n_features) // 3))
+    counts = rng.poisson(np.linspace(0.2, 4.0, n_counts), size=(rows, n_counts)) if n_counts else np.empty((rows, 0))
+    continuous = rng.normal(size=(rows, n_features - 1 - n_counts)).round(1)  # scores as reported: one decimal
+    features = np.column_stack([age, counts, continuous]).astype(np.float64)
+    signal = 0.04 * (45 - age) + (counts.sum(axis=1) - counts.sum(axis=1).mean()) * 0.3
+    decisions = (rng.random(rows) < 1.0 / (1.0 + np.exp(-signal))).astype(np.int64)
+    return features, decisions
+
+
+def timed(function: Callable[[], float], repeats: int) -> tuple[float, float, float]:
+    """(median wall seconds, median CPU seconds, the value) over ``repeats`` runs."""
+    walls, cpus, value = [], [], math.nan
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        value = function()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), value
+
+
+def fairgate_consistency(x: np.ndarray, y: np.ndarray, k: int, n_jobs: int) -> float:
+    return 1.0 - float(disagreements(x, y, k=k, n_jobs=n_jobs).sum()) / (k * y.size)
+
+
+def aif360_score(x: np.ndarray, y: np.ndarray, k: int) -> float:
+    from aif360.sklearn.metrics import consistency_score
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(consistency_score(x, y, n_neighbors=k))
+
+
+def aif360_loop(x: np.ndarray, y: np.ndarray, k: int) -> float:
+    from aif360.datasets import BinaryLabelDataset
+    from aif360.metrics import BinaryLabelDatasetMetric
+
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(x.shape[1])])
+    frame["protected"], frame["label"] = 0.0, y.astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dataset = BinaryLabelDataset(df=frame, label_names=["label"], protected_attribute_names=["protected"])
+        return float(np.asarray(BinaryLabelDatasetMetric(dataset).consistency(n_neighbors=k)).ravel()[0])
+
+
+def power_law(sizes: list[int], seconds: list[float]) -> tuple[float, float]:
+    """(a, b) of seconds = a * n^b fitted on log scales (b = 1 with one size: linear)."""
+    if len(sizes) < 2:
+        return seconds[0] / sizes[0], 1.0
+    b, log_a = np.polyfit(np.log(sizes), np.log(seconds), 1)
+    return float(math.exp(log_a)), float(b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--big", type=int, default=1_000_000, help="fairgate alone at this size")
+    parser.add_argument("--features", type=int, default=10)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--aif360-max", type=int, default=100_000, help="largest size AIF360 is timed at")
+    parser.add_argument("--loop-max", type=int, default=100_000, help="largest size of AIF360's dataset metric")
+    parser.add_argument("--counts-only", action="store_true", help="COMPAS-shaped features: age and counts only")
+    args = parser.parse_args()
+    print(f"{args.features} features, k = {args.k}, fairgate on {args.n_jobs} threads, median of {args.repeats}")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    warm_x, warm_y = generate(200, args.features)  # imports and first-call costs stay out of the timings
+    fairgate_consistency(warm_x, warm_y, args.k, args.n_jobs), aif360_score(warm_x, warm_y, args.k)
+    aif360_loop(warm_x, warm_y, args.k)
+    measured_aif: list[int] = []
+    aif_seconds: list[float] = []
+    for rows in args.sizes:
+        x, y = generate(rows, args.features, counts_only=args.counts_only)
+        distinct = np.unique(x, axis=0).shape[0]
+        fg_wall, fg_cpu, fg_value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), args.repeats)
+        line: dict[str, Any] = {"rows": rows, "distinct": distinct, "fairgate_wall": fg_wall, "fairgate_cpu": fg_cpu}
+        if rows <= args.aif360_max:
+            wall, cpu, value = timed(partial(aif360_score, x, y, args.k), args.repeats)
+            assert abs(value - fg_value) <= 1e-9, (value, fg_value)
+            line |= {"aif360_wall": wall, "aif360_cpu": cpu, "ratio_wall": wall / fg_wall, "ratio_cpu": cpu / fg_cpu}
+            measured_aif.append(rows)
+            aif_seconds.append(wall)
+        if rows <= args.loop_max:
+            wall, _, value = timed(partial(aif360_loop, x, y, args.k), 1)
+            assert abs(value - fg_value) <= 1e-9, (value, fg_value)
+            line["aif360_dataset_metric_wall"] = wall
+        print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in line.items()))
+    x, y = generate(args.big, args.features, counts_only=args.counts_only)
+    distinct = np.unique(x, axis=0).shape[0]
+    repeats = 1 if args.big >= 10**6 else args.repeats  # one run at a million rows: the machine is shared
+    wall, cpu, value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), repeats)
+    print(f"rows={args.big} distinct={distinct} fairgate_wall={wall:.3f} fairgate_cpu={cpu:.3f} value={value:.6f}")
+    if measured_aif:
+        a, b = power_law(measured_aif, aif_seconds)
+        estimate = a * args.big**b
+        print(
+            f"AIF360 consistency_score at {args.big} rows: EXTRAPOLATED {estimate:.1f} s (power law fitted to its "
+            f"measured sizes {measured_aif}: seconds = {a:.3g} * n^{b:.2f}); ratio ~ {estimate / wall:.1f}x (wall)"
+        )
+
+
+if __name__ == "__main__":
+    main()

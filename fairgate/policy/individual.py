@@ -1,0 +1,66 @@
+"""Policy section ``individual_fairness:``: similar people, similar decisions (issue 15).
+
+The audit reads a fourth input, the people's features (``fairgate audit --features FILE``: an id column and
+numeric feature columns), and computes AIF360's ``consistency`` with ``k`` nearest neighbours over ``features``
+(a list of columns, or ``all numeric``: every column but the id), scaled as ``scaling`` says (``none`` is AIF360's:
+distances on the raw features; ``standard`` z-scores; ``minmax`` maps each column to [0, 1]). With
+``--counterfactual FILE`` (the model's decisions for the same people with the sensitive attribute flipped) it
+also reports the share of changed decisions per group.
+
+Thresholds, each judged in every group of the population and of each sensitive attribute with the same rules as
+every other result (one-sided test with its interval, in the audit's one Holm family):
+``min_consistency`` (each group's consistency at least this) and ``max_flip_rate`` (each group's counterfactual
+flip rate at most this). Without a threshold a quantity is reported, not judged.
+
+>>> s = IndividualFairness.model_validate({"features": ["age", "priors_count"], "min_consistency": 0.8})
+>>> s.k, s.scaling, sorted(s.rules())
+(5, 'none', ['consistency'])
+>>> IndividualFairness.model_validate({"features": "all numeric"}).features
+'all numeric'
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Scaling = Literal["none", "standard", "minmax"]
+Direction = Literal["lower_is_better", "higher_is_better"]
+ALL_NUMERIC = "all numeric"
+CONSISTENCY = "consistency"
+FLIP_RATE = "counterfactual_flip_rate"
+#: The judged checks' names (as they appear in results, overrides and critical_metrics) and directions.
+CHECK_DIRECTIONS: dict[str, Direction] = {CONSISTENCY: "higher_is_better", FLIP_RATE: "lower_is_better"}
+
+
+class IndividualFairness(BaseModel):
+    """The ``individual_fairness:`` section: features, neighbours, scaling and the two thresholds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    features: list[str] | Literal["all numeric"] = "all numeric"
+    # AIF360's default n_neighbors; the person counts as one of their own k neighbours, as in AIF360.
+    k: int = Field(default=5, ge=1, le=1000)
+    scaling: Scaling = "none"
+    min_consistency: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_flip_rate: float | None = Field(default=None, ge=0.0, lt=1.0)
+
+    @field_validator("features")
+    @classmethod
+    def _distinct_columns(cls, features: list[str] | str) -> list[str] | str:
+        if isinstance(features, list):
+            if not features:
+                raise ValueError(f"features is empty: list the feature columns, or write '{ALL_NUMERIC}'")
+            if len(set(features)) != len(features):
+                raise ValueError(f"features lists a column twice: {features}")
+        return features
+
+    def rules(self) -> dict[str, tuple[float, Direction]]:
+        """The judged checks: name -> (threshold, direction)."""
+        rules: dict[str, tuple[float, Direction]] = {}
+        if self.min_consistency is not None:
+            rules[CONSISTENCY] = (self.min_consistency, CHECK_DIRECTIONS[CONSISTENCY])
+        if self.max_flip_rate is not None:
+            rules[FLIP_RATE] = (self.max_flip_rate, CHECK_DIRECTIONS[FLIP_RATE])
+        return rules

@@ -1,0 +1,82 @@
+"""The report's individual-fairness page: numbers from the document, suppression of small groups, glossary, PDF."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from pypdf import PdfReader
+
+import fairgate
+from fairgate.engine.individual import IndividualInputs, assess_individual
+from fairgate.report.build import build_view
+from tasks.report import html_to_pdf, render_charts, render_html
+
+DATA = fairgate.__file__.rsplit("/", 2)[0] + "/../shared/data/compas/compas-scores-two-years.csv"
+FEATURES = ["priors_count", "age", "juv_fel_count", "juv_misd_count", "juv_other_count"]
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    people = pl.read_csv(DATA).select(
+        *FEATURES,
+        pl.col("race"),
+        pl.col("two_year_recid").cast(pl.Int64).alias("y_true"),
+        pl.col("score_text").is_in(["Medium", "High"]).cast(pl.Int64).alias("y_pred"),
+    )
+    policy = fairgate.Policy.from_mapping(
+        {
+            "fairness_checker": {
+                "sensitive_attributes": [{"name": "race"}],
+                "metrics": [{"name": "demographic_parity_difference", "threshold": 0.5}],
+                "statistics": {"n_bootstrap": 100},
+                "individual_fairness": {"features": FEATURES, "min_consistency": 0.6, "max_flip_rate": 0.05},
+            }
+        }
+    )
+    decisions = people["y_pred"].to_numpy()
+    flipped = np.where(np.arange(people.height) % 25 == 0, 1 - decisions, decisions)  # every 25th person: 4%
+    inputs = IndividualInputs(
+        features=people.select(FEATURES).to_numpy().astype(float),
+        feature_names=FEATURES,
+        decisions=decisions,
+        attributes={"race": people["race"].to_numpy().astype(object)},
+        counterfactual=flipped,
+    )
+    cube = fairgate.build_cube(people.select("race", "y_true", "y_pred"), policy)
+    parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
+    individual = assess_individual(inputs, policy)
+    return fairgate.adjudicate(cube, parts, policy, individual=individual).to_dict()
+
+
+def test_page_shows_the_documents_numbers_and_hides_small_groups(document: dict[str, Any]) -> None:
+    view = build_view(document, min_cell_size=20)
+    page = view.individual
+    assert page is not None
+    assert page.consistency == f"{document['individual_fairness']['consistency']['value']:.3f}"
+    rows = {r.group: r for r in page.consistency_rows}
+    assert rows["Native American"].n == "suppressed"  # 18 people < min_cell_size 20
+    assert rows["Native American"].value == ""
+    assert rows["Caucasian"].value != ""
+    flips = {r.group: r for r in page.flip_rows}
+    assert flips["Native American"].rate == ""
+    assert page.flip_rate == f"{document['individual_fairness']['counterfactual']['flip_rate']:.3f}"
+    terms = [g.term for g in view.glossary_metrics]
+    assert "Consistency" in terms
+    assert "Counterfactual flip rate" in terms
+
+
+def test_no_page_without_features(document: dict[str, Any]) -> None:
+    plain = {**document, "individual_fairness": {"theil_index": 0.1, "generalized_entropy_index": 0.1}}
+    assert build_view(plain).individual is None
+
+
+def test_pdf_has_the_page(document: dict[str, Any]) -> None:
+    view = build_view(document)
+    pdf = html_to_pdf(render_html(view, render_charts(view), full_tables=False))
+    text = " ".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
+    assert "Individual fairness: similar people, similar decisions" in text
+    assert "Counterfactual flips" in text
