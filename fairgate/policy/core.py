@@ -217,6 +217,9 @@ class Columns(_Strict):
     weight: str | None = None
     # Predictions from a score when y_pred is absent: y_pred = score >= decision_threshold.
     decision_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    # task: ranking: the predictions' list (query, opening, cohort) and each item's position in it (1 = top).
+    list_id: str = "list_id"
+    rank: str = "rank"
 
 
 class AuditTrail(_Strict):
