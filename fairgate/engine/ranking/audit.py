@@ -78,7 +78,8 @@ def skipped(cube: RankingCube, policy: Policy) -> list[dict[str, Any]]:
     candidates = [(a,) for a in cube.attributes]
     if options.enabled and len(cube.attributes) >= 2:
         pairs = options.attribute_pairs
-        candidates += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(cube.attributes, 2))
+        every_pair = list(itertools.combinations(cube.attributes, 2))
+        candidates += [tuple(p) for p in pairs] if pairs is not None else every_pair
     for slicing in candidates:
         groups = _group_count(cube, slicing)
         if groups > limit:
@@ -239,7 +240,8 @@ def _shared_summaries(part: RankingSlicing, options: RankingOptions) -> list[dic
     ]
     for metric, difference_name, ratio_name, k in pairs:
         difference, ratio = part.summary(difference_name, k), part.summary(ratio_name, k)
-        assert difference is not None and ratio is not None
+        assert difference is not None
+        assert ratio is not None
         out.append(
             {
                 "metric": metric,

@@ -48,7 +48,8 @@ class RankingCube:
 
     ``cells`` holds the attribute columns (strings), ``__bucket``, ``__rows``, ``__weight``, ``__weight_sq``,
     ``__top_<k>`` for each k, ``__exposure`` and ``__relevance``; ``positions`` the attribute columns,
-    ``__position``, ``__weight`` and ``__exposure``; ``lists`` the number of lists per bucket.
+    ``__position``, ``__weight`` and ``__exposure``; ``lists`` the number of lists per bucket (counted by their
+    rank-1 items: the pipeline validates that every list has exactly one).
     """
 
     cells: pl.DataFrame
@@ -128,8 +129,10 @@ def build_ranking_cube(
                 )
             )
     buckets = options.bootstrap_buckets
+    schema = lazy.collect_schema()
     rows = lazy.select(
-        *[pl.col(a).cast(pl.String) for a in attributes],
+        # Categoricals stay categorical through the scans (cheaper to group); the cube's columns are strings.
+        *[pl.col(a) if _is_categorical(schema[a]) else pl.col(a).cast(pl.String) for a in attributes],
         pl.col(list_id).alias("__list"),
         pl.col(rank).cast(pl.Float64, strict=False).alias("__rank"),
         pl.col(relevance).cast(pl.Float64, strict=False).alias("__y"),
@@ -142,6 +145,10 @@ def build_ranking_cube(
         pl.col("__rank").cast(pl.Int64),
     )
     return _cube(rows, attributes, options, weighted=weight is not None)
+
+
+def _is_categorical(dtype: pl.DataType) -> bool:
+    return dtype == pl.Categorical or isinstance(dtype, pl.Enum)
 
 
 def _check(rows: pl.LazyFrame, attributes: tuple[str, ...], source: str, names: dict[str, str | None]) -> None:
@@ -184,18 +191,22 @@ def _cube(rows: pl.LazyFrame, attributes: tuple[str, ...], options: RankingOptio
         *[(w * (rank <= k).cast(pl.Float64)).sum().alias(top(k)) for k in options.top_k],
         (w * exposure).sum().alias(EXPOSURE),
         (w * pl.col("__y")).sum().alias(RELEVANCE),
+        # Each list has one item at rank 1 (validated): counting those counts the lists, without a distinct.
+        (rank == 1).sum().cast(pl.Int64).alias(LISTS),
     )
     positions = (
         rows.with_columns(rank.clip(upper_bound=options.curve_positions + 1).cast(pl.Int32).alias(POSITION))
         .group_by([*keys, POSITION])
         .agg(w.sum().alias(WEIGHT), (w * exposure).sum().alias(EXPOSURE))
     )
-    lists = rows.group_by(BUCKET).agg(pl.col("__list").n_unique().cast(pl.Int64).alias(LISTS))
-    cells_frame, positions_frame, lists_frame = pl.collect_all([cells, positions, lists])
+    cells_frame, positions_frame = pl.collect_all([cells, positions])
+    as_strings = [pl.col(a).cast(pl.String) for a in attributes]
+    cells_frame, positions_frame = cells_frame.with_columns(as_strings), positions_frame.with_columns(as_strings)
+    lists = cells_frame.group_by(BUCKET).agg(pl.col(LISTS).sum()).sort(BUCKET)
     return RankingCube(
-        cells_frame.sort([*keys, BUCKET]),
+        cells_frame.drop(LISTS).sort([*keys, BUCKET]),
         positions_frame.sort([*keys, POSITION]),
-        lists_frame.sort(BUCKET),
+        lists,
         attributes,
         options,
         weighted,
