@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fairgate.document.common import Group, Part, Slicing
+from fairgate.document.common import SUPPRESSED_NOTE, Group, Part, Slicing
 
 
 class RankingSummary(Part):
@@ -46,6 +46,7 @@ class ExposureCurve(Part):
         description="The group's exposure at positions up to each one, as a share of all exposure."
     )
     items: list[float | None] = Field(description="The group's (weighted) items at each position.")
+    suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
 class RankingBlock(Part):
