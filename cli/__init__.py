@@ -265,23 +265,30 @@ def demo(
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("fairness_reports"),
     as_json: Annotated[bool, typer.Option("--json", help="Print only the audit document on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+    task: Annotated[
+        str,
+        typer.Option("--task", help="Kind of model: binary (default), multiclass, regression or ranking."),
+    ] = "binary",
 ) -> None:
-    """Audit the bundled COMPAS risk scores (ProPublica data) with the bundled demo policy."""
-    from tasks.io import write_demo_inputs
+    """Audit a bundled real data set with its demo policy (binary: COMPAS risk scores, ProPublica data)."""
+    from cli.demos import DEMOS
 
+    if task not in DEMOS:
+        _fail(f"--task {task!r}: no demo for that kind; demos: {', '.join(DEMOS)}")
+    chosen = DEMOS[task]
     workdir = Path(tempfile.mkdtemp(prefix="fairgate-demo-"))
     try:
-        files = write_demo_inputs(DEMO_DATA, workdir)
+        files = chosen.write_inputs(workdir)
         if not (quiet or as_json):
-            _err.print(f"demo: COMPAS ({DEMO_DATA.name}) split into {', '.join(p.name for p in files.values())}")
+            _err.print(f"demo: {chosen.data} split into {', '.join(p.name for p in files.values())}")
         _run_audit(
-            policy=DEMO_POLICY,
+            policy=chosen.policy,
             predictions=str(files["predictions"]),
             labels=str(files["labels"]),
             attributes=str(files["attributes"]),
             out=out,
-            model="compas",
-            model_version="northpointe-2013",
+            model=chosen.model,
+            model_version=chosen.version,
             trail=None,
             as_json=as_json,
             quiet=quiet,

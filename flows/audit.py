@@ -49,6 +49,7 @@ from tasks.cube_sql import configure, stream_cube
 from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
+from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, steps_of, validate_kind
 from tasks.trail import default_trail_path, read_history, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
 
@@ -171,7 +172,11 @@ def _audit(
     check_mitigation_policy(policy, policy_path)  # mitigation.auto's inputs, before any computing
     execution = requested_execution(policy.execution, *where)
     inputs: Inputs | PartitionedInputs
-    if execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
+    if policy.task != "binary":  # multiclass, regression, ranking: in memory, through the kind's steps
+        check_kind_execution(policy, execution)
+        inputs, cube, parts = _counted_kind(policy, predictions, labels, attributes)
+        proxy_summary = None
+    elif execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
         counted = audit_on_dask(policy, execution, predictions, labels, attributes)
         inputs, cube, parts, proxy_summary = counted.inputs, counted.cube, counted.parts, None
     else:
@@ -182,7 +187,10 @@ def _audit(
         "output_dir": str(output),
         "execution": execution_record(inputs, cube),
     }
-    document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
+    if policy.task == "binary":
+        document = adjudicate(cube, _as_is(parts), policy, model, run_id, context)
+    else:
+        document = adjudicate_kind(cube, _as_is(parts), policy, model, run_id, context)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
@@ -217,6 +225,23 @@ def _counted_here(
             release_rows(inputs.aligned)  # the cube is all the metrics need
     parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
     return inputs, policy, proxy_summary, cube, parts
+
+
+def _counted_kind(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> tuple[Inputs, Any, Any]:
+    """A non-binary audit's counting half: the same staging, validation and alignment, then the kind's cube and
+    slicings (tasks/task_kinds.py)."""
+    inputs = read_inputs(policy, predictions, labels, attributes)
+    cube = count_kind(inputs.aligned.table, policy)
+    release_rows(inputs.aligned)  # the cube is all the metrics need
+    return inputs, cube, slicings_kind(cube, policy)
+
+
+def check_kind_execution(policy: fairgate.Policy, execution: Any) -> None:
+    """A non-binary audit runs in memory in this process: a Dask runner given on the command line is refused."""
+    if execution.runner == "dask":
+        raise FairgateError(
+            f"--runner dask works on binary audits only (the policy's task is {policy.task}); leave --runner out"
+        )
 
 
 def run_summary(
@@ -264,6 +289,8 @@ def read_staged(staged: Staged) -> Inputs:
     """Validate the staged inputs, align them into Arrow and validate again; then free the connection."""
     policy = staged.policy
     validation = validate_inputs(staged)
+    if policy.task != "binary":  # the kind's labels and predictions (classes, numbers, ranks)
+        validation = validate_kind(staged, validation)
     aligned = align_inputs(staged)
     # An id-like attribute is refused before validation warns about each of its thousands of small groups.
     check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
@@ -274,8 +301,10 @@ def read_staged(staged: Staged) -> Inputs:
     return Inputs(staged, aligned, validation, {"path": "in_memory"})
 
 
-def execution_record(inputs: Inputs | PartitionedInputs, cube: fairgate.Cube) -> dict[str, Any]:
-    """The document's ``execution`` block: which path read the rows, and how AUC was computed."""
+def execution_record(inputs: Inputs | PartitionedInputs, cube: Any) -> dict[str, Any]:
+    """The document's ``execution`` block: which path read the rows, and how AUC was computed (binary only)."""
+    if not isinstance(cube, fairgate.Cube):
+        return inputs.execution | {"auc_method": None, "auc_bins": None}
     return inputs.execution | {"auc_method": cube.auc_method, "auc_bins": cube.histogram_bins or None}
 
 
@@ -375,7 +404,7 @@ def _publish(
     policy: fairgate.Policy,
     policy_text: str,
     inputs: Inputs | PartitionedInputs,
-    cube: fairgate.Cube,
+    cube: Any,
     output: Path,
     trail_path: Path,
 ) -> tuple[dict[str, str], dict[str, Any] | None, dict[str, Any]]:
@@ -397,7 +426,7 @@ def _publish(
                 inputs=inputs.summary(),
                 validation=inputs.validation.to_dict(),
                 join_report=inputs.aligned.join_report,
-                cube_cells=cube_cells(cube),
+                cube_cells=cube_cells(cube) if policy.task == "binary" else steps_of(policy.task).cube_cells(cube),
             )
             record_proposed_mitigation(trail_path, document.get("mitigation"), document["run_id"])
             moved = promote_outputs(staging, output)

@@ -206,14 +206,18 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
     }
     joined_sql = render_sql("joined", attribute_columns=_columns(f"attributes.{c}" for c in columns), **names)
     _create_view(con, "joined", joined_sql)
+    binary = staged.policy.task == "binary"  # other tasks keep labels and predictions as given
     matched_sql = render_sql(
         "matched",
         attribute_columns=_columns(columns),
-        y_true_value=_binary_value(con, "stg_labels", names["y_true_column"]),
-        y_pred_value=_binary_value(con, "stg_predictions", names["y_pred_column"]),
+        y_true_value=_binary_value(con, "stg_labels", names["y_true_column"]) if binary else names["y_true_column"],
+        y_pred_value=_binary_value(con, "stg_predictions", names["y_pred_column"])
+        if binary
+        else names["y_pred_column"],
+        y_pred_fallback=f"cast({names['score_column']} >= $decision_threshold as tinyint)" if binary else "null",
         **names,
     )
-    return matched_sql, {"decision_threshold": cols.decision_threshold}
+    return matched_sql, ({"decision_threshold": cols.decision_threshold} if binary else {})
 
 
 def join_report(staged: Staged) -> dict[str, Any]:

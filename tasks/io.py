@@ -311,15 +311,16 @@ def explain_scan_error(sources: list[Source], exc: duckdb.Error) -> DataError:
     return DataError(f"reading the inputs ({names}) failed: {first_line(exc)}")
 
 
-def write_demo_inputs(compas_csv: Path, workdir: Path) -> dict[str, Path]:
-    """Split the bundled COMPAS file into predictions, labels and attributes Parquet files (sql/demo_*.sql)."""
+def write_demo_inputs(compas_csv: Path, workdir: Path, sql_prefix: str = "demo") -> dict[str, Path]:
+    """Split the bundled COMPAS file into predictions, labels and attributes Parquet files
+    (``sql/<sql_prefix>_<role>.sql``: ``demo_*`` for the binary demo, ``demo_multiclass_*`` for the tiers)."""
     con = duckdb.connect()
     try:
         con.read_csv(str(compas_csv), header=True, sep=",").create_view("compas_raw")
         files = {}
         for role in ("predictions", "labels", "attributes"):
             path = workdir / f"compas_{role}.parquet"
-            con.sql(render_sql(f"demo_{role}")).to_parquet(str(path))
+            con.sql(render_sql(f"{sql_prefix}_{role}")).to_parquet(str(path))
             files[role] = path
     finally:
         con.close()

@@ -22,6 +22,7 @@ from weasyprint.urls import URLFetcher
 from fairgate.report import ReportView, build_view, email_summary
 from tasks import charts as chart_lib
 from tasks.frontier_chart import frontier_svg
+from tasks.kind_charts import kind_charts
 from tasks.outputs import output_stem, write_atomic
 from tasks.trend_charts import trend_charts
 
@@ -67,6 +68,7 @@ def render_charts(view: ReportView) -> dict[str, str]:
     for heatmap in view.heatmaps:
         out[f"heatmap:{heatmap.key}"] = chart_lib.heatmap_chart(heatmap, view.min_cell_size, view.rate_phrases)
     out.update(trend_charts(view.trend))
+    out.update(kind_charts(view))
     if view.mitigation is not None and view.mitigation.frontier is not None:
         out["mitigation:frontier"] = frontier_svg(view.mitigation.frontier)
     return {key: _data_uri(svg) for key, svg in out.items() if svg}

@@ -131,11 +131,13 @@ def validate_inputs(staged: Staged, roles: tuple[str, ...] = ("predictions", "la
         _collect(validation, staged, "predictions", result, counts=None, frame=scores, column=cols.score)
 
     # (input, suite name, column, allowed values, required): suites keep the contract's names (y_true, y_pred).
-    bounded: list[tuple[str, str, str, list[str] | None, bool]] = [
-        ("labels", "y_true", cols.y_true, _BINARY_TEXT, True)
-    ]
-    if staged.has_y_pred:
-        bounded.append(("predictions", "y_pred", cols.y_pred, _BINARY_TEXT, True))
+    bounded: list[tuple[str, str, str, list[str] | None, bool]] = []
+    # Binary labels here; every other kind's labels and predictions are validated by its own suite
+    # (tasks/validate_<kind>.py, run by tasks/task_kinds.validate_kind after this one).
+    if policy.task == "binary":
+        bounded.append(("labels", "y_true", cols.y_true, _BINARY_TEXT, True))
+        if staged.has_y_pred:
+            bounded.append(("predictions", "y_pred", cols.y_pred, _BINARY_TEXT, True))
     for name in staged.attributes:
         bounded.append(("attributes", name, name, policy.attribute(name).declared_values, False))
     for role, suite, column, allowed, required in bounded:

@@ -10,6 +10,7 @@ from fairgate.document.common import Part, Slicing, Verdict
 from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairness
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.mitigation import MitigationBlock
+from fairgate.document.multiclass import MulticlassBlock
 from fairgate.document.results import PolicyResult, VerdictDetail
 from fairgate.document.trend import Trend
 
@@ -18,7 +19,8 @@ from fairgate.document.trend import Trend
 #      outcome words (``outcomes``); the output folder used; the ``trend`` block
 # 1.3: the ``mitigation`` block (a failing audit's proposed remedy, policy ``mitigation.auto``)
 # 1.4: ``execution`` (streaming or in-memory path, AUC method); ``error_bound`` of a histogram AUC
-SCHEMA_VERSION = "1.4"
+# 1.5: task and per-kind blocks; individual fairness checks
+SCHEMA_VERSION = "1.5"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -70,6 +72,11 @@ class AuditDocument(Part):
     )
 
     schema_version: str = Field(pattern=r"^1\.[0-9]+$")
+    task: Literal["binary", "multiclass", "regression", "ranking"] = Field(
+        default="binary",
+        description="The kind of model audited (policy task:, schema 1.5); absent means binary. Each kind but "
+        "binary adds its own block (multiclass, regression, ranking).",
+    )
     run_id: str = Field(min_length=1)
     created_at: str = Field(json_schema_extra={"format": "date-time"})
     fairgate_version: str
@@ -101,6 +108,9 @@ class AuditDocument(Part):
     individual_fairness: IndividualFairness
     recommendations: list[dict[str, Any]] = Field(
         default_factory=list, description="Mitigation advice (fairgate.mitigation.advice.recommend)."
+    )
+    multiclass: MulticlassBlock | None = Field(
+        default=None, description="task: multiclass: confusion matrices and per-class rates per group (1.5)."
     )
     # Added by the pipeline through ``context``:
     inputs: dict[str, Any] | None = Field(default=None, description="Input files and their sha256.")

@@ -45,12 +45,12 @@ def adjudicate(
     model = model or ModelInfo()
     parts = sorted(parts, key=lambda p: (len(p.slicing), p.slicing))
     comparisons = [c for part in parts for c in part.comparisons]
-    _adjust_comparisons(comparisons, policy.statistics.significance_level)
+    adjust_comparisons(comparisons, policy.statistics.significance_level)
 
-    results = _judge_all([entry for part in parts for entry in part.results], policy)
-    verdict, detail = _verdict(results, policy)
+    results = judge_results([entry for part in parts for entry in part.results], policy)
+    verdict, detail = verdict_of(results, policy)
     document: dict[str, Any] = {
-        **_header(cube, policy, model, run_id, verdict),
+        **document_header(cube.n_rows, cube.weighted, policy, model, run_id, verdict),
         "attributes": _attributes(cube, parts),
         "slicings": [list(p.slicing) for p in parts],
         "groups": _groups(parts),
@@ -76,9 +76,15 @@ def adjudicate(
 
 
 # ----------------------------------------------------------------------------------------------- the document
-def _header(cube: Cube, policy: Policy, model: ModelInfo, run_id: str | None, verdict: str) -> dict[str, Any]:
-    """The document's opening fields: identity, verdict, exit code, model, data size and the policy as applied."""
-    return {
+def document_header(
+    n_rows: int, weighted: bool, policy: Policy, model: ModelInfo, run_id: str | None, verdict: str
+) -> dict[str, Any]:
+    """The document's opening fields: identity, verdict, exit code, model, data size and the policy as applied.
+
+    Every task's document opens with them; ``task`` is written only for a non-binary audit (a binary document
+    is the same as before the key existed, and readers take a missing ``task`` as binary).
+    """
+    header: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id or uuid.uuid4().hex,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -86,8 +92,8 @@ def _header(cube: Cube, policy: Policy, model: ModelInfo, run_id: str | None, ve
         "verdict": verdict,
         "exit_code": 0 if verdict == "pass" or not policy.ci_cd_gate.enabled else 1,
         "model": {"name": model.name, "version": model.version},
-        "n_rows": cube.n_rows,
-        "weighted": cube.weighted,
+        "n_rows": n_rows,
+        "weighted": weighted,
         "favorable_label": policy.favorable_label,
         "favorable_label_note": _favourable_note(policy.favorable_label),
         "outcomes": {
@@ -102,6 +108,9 @@ def _header(cube: Cube, policy: Policy, model: ModelInfo, run_id: str | None, ve
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.sha256(),
     }
+    if policy.task != "binary":
+        header["task"] = policy.task
+    return header
 
 
 def _attributes(cube: Cube, parts: list[SlicingResult]) -> list[dict[str, Any]]:
@@ -164,7 +173,7 @@ COMPLEMENT_OF = {
 DESCRIPTIVE = frozenset({"base_rate"})
 
 
-def _adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: float) -> None:
+def adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: float) -> None:
     """Benjamini-Hochberg within each (metric, slicing) family over the judged (sufficient) groups.
 
     A complement shares its rate's adjusted p-value (counted once); base rates form descriptive families.
@@ -198,11 +207,17 @@ def _adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: f
 
 
 # ----------------------------------------------------------------------------------------------- judging
-def _judge_all(entries: list[dict[str, Any]], policy: Policy) -> list[dict[str, Any]]:
+def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[str, Any]]:
     """Judge every result; the gate's family-wise error over the whole audit is at most ``statistics.alpha``.
 
     Each result with an interval has a one-sided max-t p-value for "the disparity is beyond the threshold";
     Holm's step-down over all of them decides which lie beyond at the audit-wide level (``fail``).
+
+    An entry is one (metric, slicing): ``metric, slicing, value, ci_low, ci_high``, ``_family`` (the
+    simultaneous pairwise differences, ``fairgate.engine.stats.PairFamily``, or None when there is no interval),
+    ``_summary`` (``difference`` or ``ratio``), ``n_groups_judged``, ``interval_method`` and, for every task but
+    binary, ``worst_group`` and ``best_group``; optionally ``reason`` (why there is no interval) and
+    ``excluded_groups``. Every task's results are judged by these same rules.
     """
     alpha = policy.statistics.alpha
     tests = [_violation_test(entry, policy) for entry in entries]
@@ -293,8 +308,10 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         "worst_group": None,
         "best_group": None,
     }
-    base = GroupMetric.registry.get(policy_metric(entry["metric"]).bases[0])
-    if "max_group" in entry and base is not None:
+    if "worst_group" in entry:  # the task's engine named them (every task but binary)
+        judged["worst_group"], judged["best_group"] = entry["worst_group"], entry.get("best_group")
+    base = GroupMetric.registry.get(policy_metric(entry["metric"]).bases[0]) if "max_group" in entry else None
+    if base is not None:
         worst_is_min = base.higher_is_better is not False
         judged["worst_group"] = entry["min_group"] if worst_is_min else entry["max_group"]
         judged["best_group"] = entry["max_group"] if worst_is_min else entry["min_group"]
@@ -318,7 +335,8 @@ def _failing(results: list[dict[str, Any]], decision: str) -> list[dict[str, Any
     return [r for r in results if r["status"] in failing]
 
 
-def _verdict(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[str, Any]]:
+def verdict_of(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[str, Any]]:
+    """The audit's verdict from its judged results under ``ci_cd_gate`` (fail_on, decision), and its detail."""
     gate = policy.ci_cd_gate
     judged = [r for r in results if r["status"] in ("pass", "fail", "inconclusive")]
     failed = _failing(judged, gate.decision)

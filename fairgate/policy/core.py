@@ -21,6 +21,7 @@ from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.monitoring import Monitoring, check_monitoring
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
+from fairgate.policy.task import MulticlassOptions, RegressionOptions, TaskKind
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 FailOn = Literal["any", "majority", "critical_only"]
@@ -87,8 +88,12 @@ class MetricRule(_Strict):
     @model_validator(mode="after")
     def _known_and_consistent(self) -> MetricRule:
         from fairgate.engine.metrics import policy_metric  # local: metrics imports nothing from config
+        from fairgate.engine.tasks import find_metric
 
-        metric = policy_metric(self.name)  # raises ValueError naming the known metrics
+        metric = find_metric(self.name)  # a name known to any task; Policy checks it against its own task
+        if metric is None:
+            policy_metric(self.name)  # raises ValueError naming the known (binary) metrics
+            raise AssertionError("unreachable: every binary metric is in the binary catalogue")
         natural = metric.direction
         if self.direction is not None and self.direction != natural:
             raise ValueError(
@@ -105,10 +110,12 @@ class MetricRule(_Strict):
 
     @property
     def effective_direction(self) -> Direction:
-        """The direction given, or else the metric's natural one."""
-        from fairgate.engine.metrics import policy_metric
+        """The direction given, or else the metric's natural one (the same in every task that knows it)."""
+        from fairgate.engine.tasks import find_metric
 
-        return self.direction or policy_metric(self.name).direction
+        metric = find_metric(self.name)
+        assert metric is not None  # checked on construction
+        return self.direction or metric.direction
 
 
 class IntersectionalAnalysis(_Strict):
@@ -268,6 +275,9 @@ class Policy(_Strict):
     monitoring: Monitoring | None = None  # fairgate monitor: periods, windows, baseline, alerts
     mitigation: Mitigation | None = None  # a failing audit's proposed remedy (policy/mitigation.py)
     execution: Execution = Execution()  # runner, streaming, DuckDB memory, AUC method (policy/execution.py)
+    task: TaskKind = "binary"  # what kind of model is audited (policy/task.py); binary when absent
+    multiclass: MulticlassOptions | None = None  # task: multiclass: the classes, the adverse ones
+    regression: RegressionOptions | None = None  # task: regression: the histogram grid (policy/task.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -322,6 +332,52 @@ class Policy(_Strict):
                     raise ValueError(f"an override's slicing names {name!r}, which is not a sensitive attribute")
         check_monitoring(self.monitoring, sorted(rule_names), names)
         return self
+
+    @model_validator(mode="after")
+    def _fits_task(self) -> Policy:
+        """The section the task needs, metrics the task judges, and no binary-only feature in other tasks."""
+        from fairgate.engine.tasks import metric_catalogue, unknown_metric_message
+
+        for kind in ("multiclass", "regression"):
+            if getattr(self, kind) is not None and self.task != kind:
+                raise ValueError(f"a {kind}: section is only read with task: {kind} (task is {self.task!r})")
+        if self.task == "multiclass" and self.multiclass is None:
+            raise ValueError(
+                "task: multiclass needs a multiclass: section declaring the classes, e.g. "
+                "multiclass: {classes: [low, medium, high]}"
+            )
+        catalogue = metric_catalogue(self.task)
+        for rule in self.metrics:
+            if rule.name not in catalogue:
+                raise ValueError(unknown_metric_message(rule.name, self.task))
+            if self.task != "binary" and rule.direction not in (None, catalogue[rule.name].direction):
+                natural = catalogue[rule.name].direction
+                raise ValueError(f"metric {rule.name!r} of task {self.task}: write direction: {natural}")
+        if self.task == "multiclass" and self.multiclass is not None and not self.multiclass.adverse_classes:
+            adverse = [r.name for r in self.metrics if r.name.startswith("adverse.")]
+            if adverse:
+                raise ValueError(
+                    f"metrics {adverse} judge the decision 'adverse or not', which needs "
+                    "multiclass.adverse_classes (e.g. adverse_classes: [Medium, High])"
+                )
+        if self.task != "binary":
+            self._refuse_binary_only()
+        return self
+
+    def _refuse_binary_only(self) -> None:
+        """Dask, streaming, proxy inference and automatic mitigation work on binary audits only."""
+        refused = [
+            ("execution.runner: dask", self.execution.runner == "dask"),
+            ("execution.streaming: always", self.execution.streaming == "always"),
+            ("a proxy: section", self.proxy is not None),
+            ("a mitigation: section", self.mitigation is not None),
+            ("overrides with exclude_groups", any(o.exclude_groups for o in self.overrides)),
+        ]
+        for what, present in refused:
+            if present:
+                raise ValueError(
+                    f"{what} works on binary audits only (task is {self.task!r}); remove it from the policy"
+                )
 
     # ----------------------------------------------------------------------------------------- building
     @classmethod
@@ -388,6 +444,11 @@ class Policy(_Strict):
             del dumped["mitigation"]
         if self.execution == Execution():
             del dumped["execution"]
+        if self.task == "binary":  # binary policies keep the hash they had before the key existed
+            del dumped["task"]
+        for section in ("multiclass", "regression"):
+            if dumped.get(section, 0) is None:
+                del dumped[section]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:

@@ -1,12 +1,10 @@
-"""The ``task:`` and ``multiclass:`` policy keys: what kind of model is audited (issue 15).
+"""The ``task:`` key and the per-kind sections ``multiclass:`` and ``regression:`` (issue 15).
 
 ``task`` is ``binary`` (the default: every audit written before these keys existed), ``multiclass``,
 ``regression`` or ``ranking``. A multiclass audit declares its classes (labels as they appear in the data, in
 order when they are ordered, e.g. risk tiers) and may name the *adverse* classes: then the tier model is judged
-as a binary decision too, "adverse or not" (e.g. ``[Medium, High]`` for COMPAS's tiers).
-
-These models are not part of ``Policy`` yet (the pipeline does not read them this release); ``TaskSettings``
-holds the two keys together with their cross-checks so that ``Policy`` can take them over as two fields.
+as a binary decision too, "adverse or not" (e.g. ``[Medium, High]`` for COMPAS's tiers). ``Policy``
+(policy/core.py) holds these as fields and checks that the section matches the task.
 """
 
 from __future__ import annotations
@@ -73,25 +71,28 @@ class MulticlassOptions(_Strict):
         return tuple(self.class_index(c) for c in self.adverse_classes or [])
 
 
-class TaskSettings(_Strict):
-    """``task:`` with the section its kind needs: ``multiclass:`` goes with ``task: multiclass`` only.
+class RegressionOptions(_Strict):
+    """How the regression cube is built: the histogram grid and the bootstrap's sub-cells.
 
-    >>> TaskSettings().task
-    'binary'
-    >>> TaskSettings.model_validate({"task": "multiclass", "multiclass": {"classes": ["a", "b", "c"]}}).task
-    'multiclass'
+    ``histogram_bins`` equal-width bins cover ``histogram_range`` (both predictions and labels, which share
+    units); without a range the data's own min and max are used, so cubes of different data sets add only when
+    a range is fixed. ``bootstrap_buckets`` is the number of sub-cells each cell's rows are hashed into (see
+    ``fairgate.engine.regression.bootstrap``).
+
+    >>> RegressionOptions().histogram_bins, RegressionOptions(histogram_range=(0, 10)).histogram_range
+    (2048, (0.0, 10.0))
     """
 
-    task: TaskKind = "binary"
-    multiclass: MulticlassOptions | None = None
+    histogram_bins: int = Field(default=2048, ge=16, le=65_536)
+    histogram_range: tuple[float, float] | None = None
+    bootstrap_buckets: int = Field(default=100, ge=16, le=1000)
 
     @model_validator(mode="after")
-    def _section_matches_task(self) -> TaskSettings:
-        if self.task == "multiclass" and self.multiclass is None:
-            raise ValueError(
-                "task: multiclass needs a multiclass: section declaring the classes, e.g. "
-                "multiclass: {classes: [low, medium, high]}"
-            )
-        if self.multiclass is not None and self.task != "multiclass":
-            raise ValueError(f"a multiclass: section is only read with task: multiclass (task is {self.task!r})")
+    def _range_is_increasing(self) -> RegressionOptions:
+        if self.histogram_range is not None:
+            low, high = self.histogram_range
+            if not (low < high and abs(low) < float("inf") and abs(high) < float("inf")):
+                raise ValueError(
+                    f"histogram_range must be two finite numbers, low < high; got {list(self.histogram_range)}"
+                )
         return self

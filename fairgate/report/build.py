@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from fairgate.document.document import AuditDocument
+from fairgate.engine.tasks import metric_catalogue
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
 from fairgate.report import glossary, notes, provenance, summary
@@ -19,7 +22,7 @@ from fairgate.report.format import (
     roc_axes,
 )
 from fairgate.report.mitigation import mitigation_view
-from fairgate.report.model import PDF_ROW_LIMIT, KeyValue, ReportView, ResultRow
+from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportView, ResultRow
 from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
@@ -50,6 +53,8 @@ def build_view(
     document = as_document(doc)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
+    if document.task != "binary":
+        return _kind_view(document, min_cell_size, use_case)
     suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
@@ -80,6 +85,101 @@ def build_view(
         trend=trend_view(document.trend),
         mitigation=mitigation_view(document.mitigation, words, min_cell_size),
     )
+
+
+#: Each non-binary kind's pages: the function building its view model from (document, suppression).
+KIND_PAGES: dict[str, str] = {
+    "multiclass": "fairgate.report.multiclass:multiclass_pages",
+}
+
+
+def _kind_view(document: AuditDocument, min_cell_size: int, use_case: str | None) -> ReportView:
+    """The common frame of a non-binary report around the kind's own pages.
+
+    The frame: verdict and judged results, data quality, trace, the judged metrics' glossary. The binary
+    sections (ROC, calibration, slicing tables, mitigation advice) are left empty.
+    """
+    suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
+    words = words_of(document)
+    adverse = _adverse_words(document)
+    results = [_kind_row(result_row(r, suppression, words), adverse) for r in document.results]
+    module, function = KIND_PAGES[document.task].split(":")
+    pages = getattr(importlib.import_module(module), function)(document, suppression)
+    facts = _facts_part(document, min_cell_size, use_case, words)
+    facts["favorable_note"] = ""
+    return ReportView(
+        **_verdict_part(document, results),
+        **facts,
+        recommendations=[],
+        actions=[],
+        use_case_note="",
+        priority_metrics=[],
+        sections=[],
+        base_rates=[],
+        impossibility=[],
+        simpson=[],
+        worst_subgroups=[],
+        insufficient=notes.insufficient(document.diagnostics, suppression),
+        individual_fairness=[],
+        few_events=notes.few_events(results),
+        pdf_row_limit=PDF_ROW_LIMIT,
+        **_provenance_part(document),
+        outcome_words=[],
+        outcomes_named=False,
+        rate_phrases={},
+        rate_abbreviations={},
+        glossary_cells=[],
+        glossary_rates=getattr(pages, "glossary", []),
+        glossary_metrics=_kind_glossary(document.task, results),
+        reference_note="",
+        output_dir=document.output_dir or "",
+        roc=[],
+        calibration=[],
+        heatmaps=[],
+        breakdowns=[],
+        n_suppressed_total=suppression.n_hidden,
+        scorecard=summary.scorecard(results, []),
+        json_note=json_note(json_content(document), min_cell_size),
+        trend=trend_view(document.trend),
+        task=document.task,
+        kind_pages=pages,
+    )
+
+
+def _kind_row(row: ResultRow, adverse: Outcomes | None) -> ResultRow:
+    """A result row of a non-binary audit, an ``adverse.<metric>`` rule labelled in the adverse classes' words.
+
+    Such a rule is the binary metric of the decision "adverse class or not".
+    """
+    if row.metric.startswith("adverse.") and adverse is not None:
+        inner = policy_metric_label(row.metric.removeprefix("adverse."), adverse)
+        return replace(row, metric_label=f"{inner}, adverse or not")
+    return row
+
+
+def _adverse_words(document: AuditDocument) -> Outcomes | None:
+    """The words of a multiclass audit's decision "adverse class or not" (favourable: not an adverse class)."""
+    block = document.multiclass
+    if block is None or not block.adverse_classes:
+        return None
+    named = " or ".join(block.adverse_classes)
+    return Outcomes(
+        favorable_decision=f"not given {named}"[:80],
+        unfavorable_decision=f"given {named}"[:80],
+        favorable_truth=f"had an outcome other than {named}"[:80],
+        unfavorable_truth=f"had an outcome of {named}"[:80],
+    )
+
+
+def _kind_glossary(task: str, results: list[ResultRow]) -> list[GlossaryRow]:
+    """The judged metrics as the task's catalogue describes them."""
+    catalogue = metric_catalogue(task)
+    names = dict.fromkeys(r.metric for r in results)
+    return [
+        GlossaryRow(next(r.metric_label for r in results if r.metric == n), catalogue[n].summary, catalogue[n].text)
+        for n in names
+        if n in catalogue
+    ]
 
 
 def _verdict_part(document: AuditDocument, results: list[ResultRow]) -> dict[str, Any]:

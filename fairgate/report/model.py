@@ -350,3 +350,7 @@ class ReportView:
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)
     trend: TrendView | None = None  # the model's earlier runs from the audit trail (fairgate.report.trend)
+    # The kind of model (document ``task``); every kind but binary has its own pages, built by the kind's view
+    # model (fairgate/report/<kind>.py) and shown by reports/partials/<kind>.html.j2.
+    task: str = "binary"
+    kind_pages: Any = None

@@ -42,8 +42,8 @@ from fairgate.engine.multiclass import (
     plan_multiclass_slicings,
     to_binary_cube,
 )
-from fairgate.errors import DataError
-from fairgate.policy.task import MulticlassOptions, TaskSettings
+from fairgate.errors import DataError, PolicyError
+from fairgate.policy.task import MulticlassOptions
 
 TOL = 1e-9
 TIERS = ["Low", "Medium", "High"]
@@ -453,11 +453,14 @@ def test_integral_float_labels_read_as_declared_integers(h: Any) -> None:
         ({"task": "multi"}, "task"),
     ],
 )
-def test_task_settings_refuse_inconsistent_sections(section: dict[str, Any], message: str) -> None:
-    from pydantic import ValidationError
-
-    with pytest.raises(ValidationError, match=message):
-        TaskSettings.model_validate(section)
+def test_policy_refuses_inconsistent_task_sections(section: dict[str, Any], message: str) -> None:
+    document = {
+        "sensitive_attributes": [{"name": "sex"}],
+        "metrics": [{"name": "demographic_parity_difference", "threshold": 0.1}],
+        **section,
+    }
+    with pytest.raises(PolicyError, match=message):
+        fairgate.Policy.from_mapping({"fairness_checker": document})
 
 
 def test_plan_covers_population_attributes_and_pairs(case: Case) -> None:

@@ -16,7 +16,7 @@ draws over the slicing's (group x true class x predicted class) cells, seeded pe
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from fairgate.engine.multiclass.metrics import RATES, effective_fraction, rate
 
 # The binary engine's interval machinery, so that multiclass summaries get the very same statistics.
 from fairgate.engine.slicing import MetricValues, _family, _interval_obstacle, _summary_bounds
-from fairgate.engine.stats import wilson_interval, z_value
+from fairgate.engine.stats import PairFamily, wilson_interval, z_value
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
@@ -64,6 +64,8 @@ class SummaryValue:
     reason: str | None
     max_group: Group | None
     min_group: Group | None
+    # The simultaneous pairwise differences behind the interval, for judging (not part of ``to_dict``).
+    family: PairFamily | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class MulticlassSlicingResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON-ready nested dicts and lists (undefined values are None)."""
-        return asdict(self)
+        return asdict(self, dict_factory=_without_family)
 
     def summary(self, metric: str) -> ClassSummary:
         """The summary called ``metric`` (KeyError when there is none)."""
@@ -235,6 +237,7 @@ def _summary(
             worst.ci_high,
             worst.reason,
             *_extremes(values[bases[0]][classes.index(worst_class)], groups, use),
+            worst.family,
         )
     return ClassSummary(
         metric=metric,
@@ -274,7 +277,7 @@ def _judged(
         degenerate = "the bootstrap replicates are degenerate (no spread), so no valid interval exists"
         return SummaryValue(_number(value), None, None, degenerate, *extremes)
     low, high = _summary_bounds(family, family.critical(policy.reporting.confidence_level), kind)
-    return SummaryValue(_number(value), low, high, None, *extremes)
+    return SummaryValue(_number(value), low, high, None, *extremes, family)
 
 
 def _extremes(values: MetricValues, groups: list[Group], use: np.ndarray) -> tuple[Group | None, Group | None]:
@@ -338,6 +341,10 @@ def _confusions(
         scale = np.where(totals > 0, effective_size(totals, point_sq.sum(axis=(-1, -2))) / totals, 1.0)
     replicates *= scale[None, :, None, None]
     return point, point_sq, replicates
+
+
+def _without_family(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {key: value for key, value in items if key != "family"}
 
 
 def _table(columns: Any) -> list[list[float | None]]:
