@@ -14,6 +14,7 @@ import numpy as np
 from fairgate.report import ReportView
 from fairgate.report.multiclass import MulticlassPages, RateChart
 from tasks.charts import MUTED, _colour, _figure, _margins, _short, to_svg
+from tasks.ranking_charts import ranking_charts
 
 
 def multiclass_charts(pages: MulticlassPages) -> dict[str, str | None]:
@@ -51,6 +52,7 @@ def rate_chart(chart: RateChart) -> str | None:
 #: Each kind's chart function, from its pages' view model.
 KIND_CHARTS: dict[str, Callable[[Any], dict[str, str | None]]] = {
     "multiclass": multiclass_charts,
+    "ranking": ranking_charts,
 }
 
 

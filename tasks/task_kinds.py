@@ -17,11 +17,14 @@ from fairgate.document.result import AuditResult
 from fairgate.engine.adjudicate import ModelInfo
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass
 from fairgate.engine.multiclass.cube import MulticlassCube
+from fairgate.engine.ranking.audit import adjudicate_ranking, count_ranking, slicings_ranking
+from fairgate.engine.ranking.cube import RankingCube
 from fairgate.errors import PolicyError
 from fairgate.policy.core import Policy
 from tasks.align import Staged
 from tasks.validate import Validation
 from tasks.validate_multiclass import validate_multiclass
+from tasks.validate_ranking import validate_ranking
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,12 @@ def multiclass_cells(cube: MulticlassCube) -> list[dict[str, Any]]:
     return rows
 
 
+def ranking_cells(cube: RankingCube) -> list[dict[str, Any]]:
+    """The ranking cube's cells: per (attributes x list bucket), rows, weights, top-k counts, exposure, relevance."""
+    rows: list[dict[str, Any]] = cube.cells.to_dicts()
+    return rows
+
+
 KINDS: dict[str, KindSteps] = {
     "multiclass": KindSteps(
         count=count_multiclass,
@@ -57,6 +66,13 @@ KINDS: dict[str, KindSteps] = {
         adjudicate=adjudicate_multiclass,
         cube_cells=multiclass_cells,
         validate=validate_multiclass,
+    ),
+    "ranking": KindSteps(
+        count=count_ranking,
+        slicings=slicings_ranking,
+        adjudicate=adjudicate_ranking,
+        cube_cells=ranking_cells,
+        validate=validate_ranking,
     ),
 }
 

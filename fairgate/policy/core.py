@@ -21,6 +21,7 @@ from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.monitoring import Monitoring, check_monitoring
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
+from fairgate.policy.ranking import RankingOptions
 from fairgate.policy.task import MulticlassOptions, RegressionOptions, TaskKind
 
 Direction = Literal["lower_is_better", "higher_is_better"]
@@ -278,6 +279,7 @@ class Policy(_Strict):
     task: TaskKind = "binary"  # what kind of model is audited (policy/task.py); binary when absent
     multiclass: MulticlassOptions | None = None  # task: multiclass: the classes, the adverse ones
     regression: RegressionOptions | None = None  # task: regression: the histogram grid (policy/task.py)
+    ranking: RankingOptions | None = None  # task: ranking: top-k cut-offs, position discount (policy/ranking.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -338,7 +340,7 @@ class Policy(_Strict):
         """The section the task needs, metrics the task judges, and no binary-only feature in other tasks."""
         from fairgate.engine.tasks import metric_catalogue, unknown_metric_message
 
-        for kind in ("multiclass", "regression"):
+        for kind in ("multiclass", "regression", "ranking"):
             if getattr(self, kind) is not None and self.task != kind:
                 raise ValueError(f"a {kind}: section is only read with task: {kind} (task is {self.task!r})")
         if self.task == "multiclass" and self.multiclass is None:
@@ -446,9 +448,12 @@ class Policy(_Strict):
             del dumped["execution"]
         if self.task == "binary":  # binary policies keep the hash they had before the key existed
             del dumped["task"]
-        for section in ("multiclass", "regression"):
+        for section in ("multiclass", "regression", "ranking"):
             if dumped.get(section, 0) is None:
                 del dumped[section]
+        for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
+            if dumped["columns"][column] == default:
+                del dumped["columns"][column]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:

@@ -90,6 +90,7 @@ def build_view(
 #: Each non-binary kind's pages: the function building its view model from (document, suppression).
 KIND_PAGES: dict[str, str] = {
     "multiclass": "fairgate.report.multiclass:multiclass_pages",
+    "ranking": "fairgate.report.ranking:ranking_pages",
 }
 
 

@@ -104,7 +104,8 @@ def test_demo_policy_fails_with_exit_1_and_writes_every_output(
     assert document["validation"]["success"] is True
     assert any(c["expectation"] == "expect_column_pair_values_to_be_equal" for c in document["validation"]["checks"])
     curves = [c for c in document["ranking"]["curves"] if c["slicing"] == ["race"]]
-    assert len(curves) == 8 and len(curves[0]["positions"]) == 51
+    assert len(curves) == 8
+    assert len(curves[0]["positions"]) == 51
     assert list(inputs.out.glob("*junit.xml"))
     trail = inputs.out / "audit_trail.duckdb"
     assert len(list_runs(trail)) == 1
@@ -122,12 +123,16 @@ def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], ru
 
 
 def rank_gap(i: Inputs) -> list[str]:
-    _rewrite(i.predictions, "select id, cohort, case when cohort = 'FW-3' and rank = 40 then 41 else rank end as rank from t")
+    _rewrite(
+        i.predictions, "select id, cohort, case when cohort = 'FW-3' and rank = 40 then 41 else rank end as rank from t"
+    )
     return [i.predictions.name, "list 'FW-3'", "gaps", "'rank'", "renumber each list 1, 2, ..., n"]
 
 
 def rank_tie(i: Inputs) -> list[str]:
-    _rewrite(i.predictions, "select id, cohort, case when cohort = 'GL-7' and rank = 2 then 1 else rank end as rank from t")
+    _rewrite(
+        i.predictions, "select id, cohort, case when cohort = 'GL-7' and rank = 2 then 1 else rank end as rank from t"
+    )
     return [i.predictions.name, "list 'GL-7'", "tied ranks", "break the ties"]
 
 
@@ -137,13 +142,16 @@ def rank_zero(i: Inputs) -> list[str]:
 
 
 def negative_relevance(i: Inputs) -> list[str]:
-    _rewrite(i.labels, "select id, case when id = (select min(id) from t) then -1.0 else relevance end as relevance from t")
+    _rewrite(
+        i.labels, "select id, case when id = (select min(id) from t) then -1.0 else relevance end as relevance from t"
+    )
     return [i.labels.name, "'relevance'", "is negative in 1 row(s)", "finite relevance >= 0"]
 
 
 def nan_relevance(i: Inputs) -> list[str]:
     _rewrite(
-        i.labels, "select id, case when id = (select max(id) from t) then 'NaN'::double else relevance end as relevance from t"
+        i.labels,
+        "select id, case when id = (select max(id) from t) then 'NaN'::double else relevance end as relevance from t",
     )
     return [i.labels.name, "'relevance'", "NaN or infinite", "fix or drop those rows"]
 

@@ -51,11 +51,14 @@ def test_pages_per_slicing_with_group_rows_and_charts(document: dict[str, Any]) 
     black = next(r for r in race.rows if r.group_label == "Black")
     value = next(g for g in document["groups"] if g["slicing"] == ["race"] and g["group"] == {"race": "Black"})
     assert black.top_k_rate.startswith(f"{value['metrics']['top_10_rate']['value']:.3f} [")
-    assert race.exposure_chart is not None and len(race.exposure_chart.groups) == 8
-    assert race.share_chart is not None and race.share_chart.cutoffs == [10, 5]
+    assert race.exposure_chart is not None
+    assert len(race.exposure_chart.groups) == 8
+    assert race.share_chart is not None
+    assert race.share_chart.cutoffs == [10, 5]
     assert "278 lists" in pages.settings_text
     judged = [s for s in pages.summaries if s.metric_label.startswith("Top k rate ratio (k = 10)")]
-    assert judged and judged[0].worst == "Black"
+    assert judged
+    assert judged[0].worst == "Black"
     charts = ranking_charts(pages)
     assert {"rank-exposure:race", "rank-share:race", "rank-exposure:sex"} <= set(charts)
     assert all(svg is not None and svg.startswith("<svg") for svg in charts.values())
@@ -66,13 +69,15 @@ def test_small_groups_are_suppressed_in_tables_and_charts(document: dict[str, An
     pages = ranking_pages(typed, suppression)
     race = pages.pages[0]
     amerindian = next(r for r in race.rows if r.group_label == "Amerindian")
-    assert amerindian.suppressed and amerindian.top_k_rate == "–"
+    assert amerindian.suppressed
+    assert amerindian.top_k_rate == "–"
     assert race.exposure_chart is not None
     assert "Amerindian" not in race.exposure_chart.groups
     published = published_document(document, 60, "suppressed")
     AuditDocument.model_validate(published)
     hidden = [c for c in published["ranking"]["curves"] if c["group"] == {"race": "Amerindian"}]
-    assert hidden and all(c["suppressed"] and c["items"] == [] for c in hidden)
+    assert hidden
+    assert all(c["suppressed"] and c["items"] == [] for c in hidden)
 
 
 def test_html_report_has_the_ranking_pages_and_the_judged_results(document: dict[str, Any]) -> None:
