@@ -152,7 +152,8 @@ def _hidden(group: GroupEntry, suppression: Suppression) -> bool:
 def _row(group: GroupEntry, k: int, suppression: Suppression) -> GroupRow:
     label = group_label(group.group, list(group.slicing))
     if _hidden(group, suppression):
-        return GroupRow(label, "suppressed", *["–"] * 6, True, group.sufficient)
+        dash = "–"
+        return GroupRow(label, "suppressed", dash, dash, dash, dash, dash, dash, True, group.sufficient)
     m = group.metrics
     return GroupRow(
         group_label=label,

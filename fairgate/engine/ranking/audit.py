@@ -75,7 +75,7 @@ def skipped(cube: RankingCube, policy: Policy) -> list[dict[str, Any]]:
     limit = policy.limits.max_groups_per_slicing
     out = []
     options = policy.intersectional_analysis
-    candidates = [(a,) for a in cube.attributes]
+    candidates: list[Slicing] = [(a,) for a in cube.attributes]
     if options.enabled and len(cube.attributes) >= 2:
         pairs = options.attribute_pairs
         every_pair = list(itertools.combinations(cube.attributes, 2))
@@ -232,7 +232,9 @@ def _shared_summaries(part: RankingSlicing, options: RankingOptions) -> list[dic
     if not part.slicing:
         return []
     out = []
-    pairs = [(top_rate(k), "top_k_rate_difference", "top_k_rate_ratio", k) for k in options.top_k]
+    pairs: list[tuple[str, str, str, int | None]] = [
+        (top_rate(k), "top_k_rate_difference", "top_k_rate_ratio", k) for k in options.top_k
+    ]
     pairs += [
         (base, name, name.replace("_difference", "_ratio"), None)
         for name, (base, kind) in SUMMARIES.items()
