@@ -89,15 +89,21 @@ class SlicingPage:
 
 
 @dataclass(frozen=True)
-class SummaryRow:
-    """One summary on one slicing, as judged or reported."""
+class SummaryCell:
+    """One summary on one slicing: value and interval, the lowest and highest group, a note mark."""
 
-    metric_label: str
-    slicing_label: str
     value_text: str
     worst: str
     best: str
-    note: str
+    note: int | None  # the number of its note under the table (why there is no value or interval)
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One summary across groups (a metric at a cut-off) on every slicing."""
+
+    metric_label: str
+    cells: list[SummaryCell]
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,9 @@ class RankingPages:
     settings_text: str
     judged_k: int
     pages: list[SlicingPage]
+    slicings: list[str]  # the summary table's columns
     summaries: list[SummaryRow]
+    notes: list[str]  # the summary table's notes, numbered from 1
     glossary: list[GlossaryRow]
 
 
@@ -123,11 +131,15 @@ def ranking_pages(document: AuditDocument, suppression: Suppression) -> RankingP
         f"Intervals: cluster bootstrap of whole lists ({block.bootstrap_buckets} clusters)."
     )
     pages = [_page(document, block, list(s), suppression) for s in document.slicings if s]
+    slicings = [list(s) for s in document.slicings if s]
+    notes: list[str] = []
     return RankingPages(
         settings_text=settings,
         judged_k=block.judged_k,
         pages=pages,
-        summaries=[_summary_row(s) for s in block.summaries],
+        slicings=[slicing_key(s) for s in slicings],
+        summaries=_summary_rows(block.summaries, slicings, notes),
+        notes=notes,
         glossary=_glossary(block),
     )
 
@@ -229,24 +241,37 @@ def _rounded(values: list[float | None]) -> list[float | None]:
     return [_round(v) for v in values]
 
 
-def _summary_row(summary: RankingSummary) -> SummaryRow:
-    label = metric_label(summary.metric)
-    if summary.k is not None:
-        label = f"{label} (k = {summary.k})"
+def _summary_rows(summaries: list[RankingSummary], slicings: list[list[str]], notes: list[str]) -> list[SummaryRow]:
+    """One row per (metric, cut-off), one cell per slicing; reasons become numbered notes (each text once)."""
+    keys = list(dict.fromkeys((s.metric, s.k) for s in summaries))
+    found = {(s.metric, s.k, tuple(s.slicing)): s for s in summaries}
+    rows = []
+    for metric, k in keys:
+        label = metric_label(metric) + (f" (k = {k})" if k is not None else "")
+        cells = [_summary_cell(found.get((metric, k, tuple(slicing))), slicing, notes) for slicing in slicings]
+        rows.append(SummaryRow(label, cells))
+    return rows
+
+
+def _summary_cell(summary: RankingSummary | None, slicing: list[str], notes: list[str]) -> SummaryCell:
+    if summary is None:
+        return SummaryCell("–", "–", "–", None)
     if summary.value is None:
         value = "undefined"
     elif summary.ci_low is None or summary.ci_high is None:
         value = fmt(summary.value)
     else:
         value = f"{fmt(summary.value)} [{fmt(summary.ci_low)}–{fmt(summary.ci_high)}]"
-    slicing = list(summary.slicing)
-    return SummaryRow(
-        metric_label=label,
-        slicing_label=slicing_key(slicing),
+    note = None
+    if summary.reason:
+        if summary.reason not in notes:
+            notes.append(summary.reason)
+        note = notes.index(summary.reason) + 1
+    return SummaryCell(
         value_text=value,
         worst=group_label(summary.worst_group, slicing) if summary.worst_group else "–",
         best=group_label(summary.best_group, slicing) if summary.best_group else "–",
-        note=summary.reason or "",
+        note=note,
     )
 
 

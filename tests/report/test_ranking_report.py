@@ -56,9 +56,15 @@ def test_pages_per_slicing_with_group_rows_and_charts(document: dict[str, Any]) 
     assert race.share_chart is not None
     assert race.share_chart.cutoffs == [10, 5]
     assert "278 lists" in pages.settings_text
-    judged = [s for s in pages.summaries if s.metric_label.startswith("Top k rate ratio (k = 10)")]
-    assert judged
-    assert judged[0].worst == "Black"
+    assert pages.slicings == ["race", "sex", "race × sex"]
+    judged = next(s for s in pages.summaries if s.metric_label == "Top k rate ratio (k = 10)")
+    assert judged.cells[0].worst == "Black"
+    assert judged.cells[0].value_text.startswith("0.038 [")
+    # Puertorican applicants never reach a top 5 here: the ratio is 0, reported without an interval, with a note.
+    top5 = next(s for s in pages.summaries if s.metric_label == "Top k rate ratio (k = 5)").cells[0]
+    assert top5.value_text == "0.000"
+    assert top5.note is not None
+    assert "no interval" in pages.notes[top5.note - 1]
     charts = ranking_charts(pages)
     assert {"rank-exposure:race", "rank-share:race", "rank-exposure:sex"} <= set(charts)
     assert all(svg is not None and svg.startswith("<svg") for svg in charts.values())

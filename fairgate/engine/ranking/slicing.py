@@ -254,11 +254,22 @@ def _summary(
         "_family": None,
         "_summary": kind,
     }
-    undefined = [groups[g] for g in sorted(set(np.flatnonzero(eligible).tolist()) - set(chosen.tolist()))]
-    if undefined:
+    left_out = sorted(set(np.flatnonzero(eligible).tolist()) - set(chosen.tolist()))
+    zero = [g for g in left_out if kind == "ratio" and value[g] == 0]
+    if zero and len(zero) == len(left_out) and np.nanmax(value[np.flatnonzero(eligible)]) > 0:
+        # min / max is 0, but a log-scale interval does not exist: reported, not judged.
+        entry["value"] = 0.0
+        entry["worst_group"] = groups[zero[0]]
+        entry["best_group"] = groups[int(np.flatnonzero(eligible)[np.nanargmax(value[eligible])])]
         entry["reason"] = (
-            f"the metric is undefined{' or 0' if kind == 'ratio' else ''} for group(s) {undefined} (no relevance "
-            "or no items in the data); a summary over the other groups would hide them"
+            f"the value is 0 for {[groups[g] for g in zero]}: the ratio is 0, but it has no interval (the "
+            "simultaneous intervals of a ratio are built on the log scale); judge the difference instead"
+        )
+        return entry
+    if left_out:
+        entry["reason"] = (
+            f"the metric is undefined for group(s) {[groups[g] for g in left_out]} (no relevance or no items in "
+            "the data); a summary over the other groups would hide them"
         )
         return entry
     if chosen.size < 2:
