@@ -77,6 +77,15 @@ KINDS: dict[str, KindSteps] = {
 }
 
 
+def require_binary(policy: Policy, command: str) -> None:
+    """Refuse (exit 2) a command that works on binary audits only when the policy's task is another kind."""
+    if policy.task != "binary":
+        raise PolicyError(
+            f"{command} works on binary audits only; the policy's task is {policy.task}. Use fairgate audit for "
+            f"a {policy.task} model"
+        )
+
+
 def steps_of(task: str) -> KindSteps:
     """The steps of a non-binary task (a policy of a kind this installation lacks is refused, exit 2)."""
     if task not in KINDS:

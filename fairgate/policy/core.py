@@ -373,6 +373,7 @@ class Policy(_Strict):
             ("execution.streaming: always", self.execution.streaming == "always"),
             ("a proxy: section", self.proxy is not None),
             ("a mitigation: section", self.mitigation is not None),
+            ("a monitoring: section", self.monitoring is not None),
             ("overrides with exclude_groups", any(o.exclude_groups for o in self.overrides)),
         ]
         for what, present in refused:

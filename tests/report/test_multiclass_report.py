@@ -1,0 +1,93 @@
+"""The multiclass report: the frame around the multiclass pages, from a real document (COMPAS tiers, engine only),
+rendered to HTML and PDF; small groups suppressed in every table and chart."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import fairgate
+from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass
+from fairgate.report import build_view
+from tasks.report import build_report_files, render_charts, render_html
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY = REPO / "fairgate" / "policies" / "compas_multiclass.yaml"
+SQL = REPO / "sql"
+COMPAS_CSV = REPO / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    """The demo's audit document, computed by the engine from the demo's own SQL over the real file."""
+    con = duckdb.connect()
+    con.read_csv(str(COMPAS_CSV), header=True, sep=",").create_view("compas_raw")
+    for role in ("predictions", "labels", "attributes"):
+        con.sql((SQL / f"demo_multiclass_{role}.sql").read_text()).create_view(role)
+    rows = con.sql("select * from predictions join labels using (id) join attributes using (id)").pl()
+    con.close()
+    policy = fairgate.Policy.from_yaml(POLICY.read_text().replace("n_bootstrap: 1000", "n_bootstrap: 200"))
+    cube = count_multiclass(rows, policy)
+    return adjudicate_multiclass(cube, slicings_multiclass(cube, policy), policy).to_dict()
+
+
+def test_view_has_the_frame_and_the_multiclass_pages(document: dict[str, Any]) -> None:
+    view = build_view(document, min_cell_size=10)
+    assert view.task == "multiclass"
+    assert view.verdict == "fail"
+    pages = view.kind_pages
+    assert pages.classes == ["Low", "Medium", "High"]
+    race = next(p for p in pages.pages if p.key == "race")
+    assert len(race.confusions) == 6  # every race group, each a 3 x 3 heat table
+    black = next(c for c in race.confusions if c.group_label == "African-American")
+    assert black.rows[0][0].text == "990"  # truly Low and given Low
+    assert max(cell.shade for row in black.rows for cell in row) == 1.0
+    assert [t.rate for t in race.tables] == ["selection_rate", "true_positive_rate", "false_positive_rate"]
+    # The adverse decision's rules read in the adverse classes' words.
+    labels = view.scorecard.metric_labels
+    assert "Disparate impact ratio, adverse or not" in labels
+    assert any("not given Medium or High" in label for label in labels)
+    assert not view.sections  # no binary slicing tables
+    assert not view.roc
+
+
+def test_small_groups_are_suppressed_everywhere(document: dict[str, Any]) -> None:
+    """Asian (32 people) and Native American (18) fall under a minimum cell size of 40."""
+    view = build_view(document, min_cell_size=40)
+    race = next(p for p in view.kind_pages.pages if p.key == "race")
+    hidden = {"Asian", "Native American"}
+    for confusion in race.confusions:
+        assert confusion.suppressed == (confusion.group_label in hidden)
+        if confusion.suppressed:
+            assert confusion.rows == []
+    for table in race.tables:
+        for row in table.rows:
+            if row.group_label in hidden:
+                assert row.suppressed
+                assert set(row.cells) == {"–"}
+    assert race.chart is not None
+    for rate in race.chart.values:
+        for label, values in zip(race.chart.groups, rate, strict=True):
+            assert (label in hidden) == all(v is None for v in values)
+    html = render_html(view, render_charts(view))
+    assert ">32<" not in html  # the suppressed size is not printed
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs poppler-utils")
+def test_pdf_renders_offline_and_reads_as_a_multiclass_report(document: dict[str, Any], tmp_path: Path) -> None:
+    paths = build_report_files(document, out_dir=tmp_path, formats=("pdf",))
+    pdf = paths["pdf"]
+    assert pdf is not None
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert "Classes and their summaries" in text
+    assert "Confusion matrices" in text
+    assert "Predicted share per class" in text
+    assert "Glossary" in text
+    pages = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+    n_pages = int(next(line.split()[-1] for line in pages.splitlines() if line.startswith("Pages:")))
+    assert 4 <= n_pages <= 10
