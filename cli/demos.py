@@ -18,6 +18,15 @@ COMPAS = PACKAGE_DIR / "data" / "compas" / "compas-scores-two-years.csv"
 LAW = PACKAGE_DIR / "data" / "law" / "law_data.csv"
 
 
+LAW = PACKAGE_DIR / "data" / "law" / "law_data.csv"
+
+
+def _law_ranking_inputs(workdir: Path) -> dict[str, Path]:
+    from tasks.demo_ranking import write_ranking_demo_inputs  # imported when the demo runs (DuckDB)
+
+    return write_ranking_demo_inputs(LAW, workdir)
+
+
 def _compas_inputs(sql_prefix: str, workdir: Path) -> dict[str, Path]:
     from tasks.io import write_demo_inputs  # imported when a demo runs (DuckDB)
 
@@ -62,5 +71,12 @@ DEMOS: dict[str, Demo] = {
         data=f"law school first-year grades ({LAW.name}; OLS on LSAT and UGPA, fitted on a seeded half)",
         model="law-first-year-ols",
         version="lsat-ugpa-seed-20170315",
+    ),
+    "ranking": Demo(
+        policy=PACKAGE_DIR / "policies" / "law_ranking.yaml",
+        write_inputs=_law_ranking_inputs,
+        data=f"law school applicants ranked in cohorts ({LAW.name})",
+        model="law-shortlist",
+        version="ols-lsat-ugpa",
     ),
 }

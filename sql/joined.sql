@@ -25,7 +25,7 @@ final as (
         predictions.id,
         labels.{{ y_true_column }},
         predictions.{{ y_pred_column }},
-        predictions.{{ score_column }},
+        predictions.{{ score_column }}{{ ranking_columns }},
         coalesce(attributes.has_attributes, false) as has_attributes,
         {{ attribute_columns }}
     from predictions

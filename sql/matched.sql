@@ -17,7 +17,7 @@ final as (
         id,
         {{ y_true_value }} as {{ y_true_column }},
         coalesce({{ y_pred_value }}, {{ y_pred_fallback }}) as {{ y_pred_column }},
-        cast({{ score_column }} as double) as {{ score_column }},
+        cast({{ score_column }} as double) as {{ score_column }}{{ ranking_columns }},
         has_attributes,
         {{ attribute_columns }}
     from joined

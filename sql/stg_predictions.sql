@@ -1,7 +1,8 @@
 -- stg_predictions: one row per row of the predictions input.
 -- The id column becomes id; score and y_pred keep the names the policy gives them (the engine reads those
 -- names, so nothing renames them back later); values stay as given so that validation sees exactly what the
--- file holds. An absent score or y_pred column becomes null under the policy's name.
+-- file holds. An absent score or y_pred column becomes null under the policy's name. A ranking audit adds its
+-- list id and rank columns (under the policy's names); other audits add none.
 with source as (
 
     select * from src_predictions
@@ -13,7 +14,7 @@ final as (
     select
         {{ id_column }} as id,
         {{ score_value }} as {{ score_column }},
-        {{ y_pred_value }} as {{ y_pred_column }}
+        {{ y_pred_value }} as {{ y_pred_column }}{{ ranking_columns }}
     from source
 
 )

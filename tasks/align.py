@@ -39,6 +39,8 @@ class Staged:
     passthrough: list[str]  # extra attribute-file columns the proxy reads
     has_score: bool
     has_y_pred: bool
+    # task: ranking: the predictions' list id and rank columns, carried from staging to the aligned rows.
+    ranking_columns: list[str] = field(default_factory=list)
     row_counts: dict[str, int] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
     # Models named in the predictions input (optional columns model_name, model_version, timestamp).
@@ -102,7 +104,12 @@ def _checked_columns(
     pred_cols = present["predictions"]
     _require(cols.id, pred_cols, sources["predictions"], "columns.id")
     has_score, has_y_pred = cols.score in pred_cols, cols.y_pred in pred_cols
-    if not (has_score or has_y_pred):
+    ranking_columns = []
+    if policy.task == "ranking":  # a ranking's output is each item's list and position, not a score
+        _require(cols.list_id, pred_cols, sources["predictions"], "columns.list_id")
+        _require(cols.rank, pred_cols, sources["predictions"], "columns.rank")
+        ranking_columns = [cols.list_id, cols.rank]
+    elif not (has_score or has_y_pred):
         raise DataError(
             f"{sources['predictions'].label} has neither the prediction column {cols.y_pred!r} nor the score "
             f"column {cols.score!r}; columns present: {pred_cols}. Set columns.y_pred or columns.score in the "
@@ -128,7 +135,13 @@ def _checked_columns(
         passthrough=_proxy_columns(policy, attr_cols, exclude={cols.id, *read_attributes}),
         has_score=has_score,
         has_y_pred=has_y_pred,
+        ranking_columns=ranking_columns,
     )
+
+
+def _ranking_columns(staged: Staged, prefix: str = "") -> str:
+    """The ranking columns as a fragment continuing a select list (empty for every other task)."""
+    return "".join(f",\n        {prefix}{quote_identifier(c)}" for c in staged.ranking_columns)
 
 
 def _create_staging_views(staged: Staged) -> None:
@@ -143,6 +156,7 @@ def _create_staging_views(staged: Staged) -> None:
         score_column=score,
         y_pred_value=y_pred if staged.has_y_pred else "null",
         y_pred_column=y_pred,
+        ranking_columns=_ranking_columns(staged),
     )
     attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in staged.attributes]
     attribute_list += [quote_identifier(c) for c in staged.passthrough]
@@ -204,7 +218,12 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
         "y_pred_column": quote_identifier(cols.y_pred),
         "score_column": quote_identifier(cols.score),
     }
-    joined_sql = render_sql("joined", attribute_columns=_columns(f"attributes.{c}" for c in columns), **names)
+    joined_sql = render_sql(
+        "joined",
+        attribute_columns=_columns(f"attributes.{c}" for c in columns),
+        ranking_columns=_ranking_columns(staged, "predictions."),
+        **names,
+    )
     _create_view(con, "joined", joined_sql)
     binary = staged.policy.task == "binary"  # other tasks keep labels and predictions as given
     matched_sql = render_sql(
@@ -215,6 +234,7 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
         if binary
         else names["y_pred_column"],
         y_pred_fallback=f"cast({names['score_column']} >= $decision_threshold as tinyint)" if binary else "null",
+        ranking_columns=_ranking_columns(staged),
         **names,
     )
     return matched_sql, ({"decision_threshold": cols.decision_threshold} if binary else {})

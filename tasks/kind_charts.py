@@ -14,6 +14,7 @@ import numpy as np
 from fairgate.report import ReportView
 from fairgate.report.multiclass import MulticlassPages, RateChart
 from tasks.charts import MUTED, _colour, _figure, _margins, _short, to_svg
+from tasks.ranking_charts import ranking_charts
 from tasks.regression_charts import regression_charts
 
 
@@ -53,6 +54,7 @@ def rate_chart(chart: RateChart) -> str | None:
 KIND_CHARTS: dict[str, Callable[[Any], dict[str, str | None]]] = {
     "multiclass": multiclass_charts,
     "regression": regression_charts,
+    "ranking": ranking_charts,
 }
 
 

@@ -17,6 +17,8 @@ from fairgate.document.result import AuditResult
 from fairgate.engine.adjudicate import ModelInfo
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass
 from fairgate.engine.multiclass.cube import MulticlassCube
+from fairgate.engine.ranking.audit import adjudicate_ranking, count_ranking, slicings_ranking
+from fairgate.engine.ranking.cube import RankingCube
 from fairgate.engine.regression.audit import (
     RegressionCounts,
     adjudicate_regression,
@@ -28,6 +30,7 @@ from fairgate.policy.core import Policy
 from tasks.align import Staged
 from tasks.validate import Validation
 from tasks.validate_multiclass import validate_multiclass
+from tasks.validate_ranking import validate_ranking
 from tasks.validate_regression import validate_regression
 
 
@@ -62,6 +65,12 @@ def regression_cells(counts: RegressionCounts) -> list[dict[str, Any]]:
     return counts.cube.cells.to_dicts()
 
 
+def ranking_cells(cube: RankingCube) -> list[dict[str, Any]]:
+    """The ranking cube's cells: per (attributes x list bucket), rows, weights, top-k counts, exposure, relevance."""
+    rows: list[dict[str, Any]] = cube.cells.to_dicts()
+    return rows
+
+
 KINDS: dict[str, KindSteps] = {
     "multiclass": KindSteps(
         count=count_multiclass,
@@ -76,6 +85,13 @@ KINDS: dict[str, KindSteps] = {
         adjudicate=adjudicate_regression,
         cube_cells=regression_cells,
         validate=validate_regression,
+    ),
+    "ranking": KindSteps(
+        count=count_ranking,
+        slicings=slicings_ranking,
+        adjudicate=adjudicate_ranking,
+        cube_cells=ranking_cells,
+        validate=validate_ranking,
     ),
 }
 

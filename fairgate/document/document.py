@@ -11,6 +11,7 @@ from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairnes
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
 from fairgate.document.mitigation import MitigationBlock
 from fairgate.document.multiclass import MulticlassBlock
+from fairgate.document.ranking import RankingBlock
 from fairgate.document.regression import RegressionBlock
 from fairgate.document.results import PolicyResult, VerdictDetail
 from fairgate.document.trend import Trend
@@ -117,6 +118,9 @@ class AuditDocument(Part):
         default=None,
         description="task: regression: histogram grid, residuals by prediction decile, prediction CDFs, worst "
         "group losses and distances between groups' prediction distributions (1.5).",
+    )
+    ranking: RankingBlock | None = Field(
+        default=None, description="task: ranking: cut-offs, discount, summaries and exposure curves (1.5)."
     )
     # Added by the pipeline through ``context``:
     inputs: dict[str, Any] | None = Field(default=None, description="Input files and their sha256.")

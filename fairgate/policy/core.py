@@ -22,6 +22,7 @@ from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.monitoring import Monitoring, check_monitoring
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
+from fairgate.policy.ranking import RankingOptions
 from fairgate.policy.task import MulticlassOptions, RegressionOptions, TaskKind
 
 Direction = Literal["lower_is_better", "higher_is_better"]
@@ -225,6 +226,9 @@ class Columns(_Strict):
     weight: str | None = None
     # Predictions from a score when y_pred is absent: y_pred = score >= decision_threshold.
     decision_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    # task: ranking: the predictions' list (query, opening, cohort) and each item's position in it (1 = top).
+    list_id: str = "list_id"
+    rank: str = "rank"
 
 
 class AuditTrail(_Strict):
@@ -277,6 +281,7 @@ class Policy(_Strict):
     multiclass: MulticlassOptions | None = None  # task: multiclass: the classes, the adverse ones
     regression: RegressionOptions | None = None  # task: regression: the histogram grid (policy/task.py)
     individual_fairness: IndividualFairness | None = None  # consistency, counterfactual flips (policy/individual.py)
+    ranking: RankingOptions | None = None  # task: ranking: top-k cut-offs, position discount (policy/ranking.py)
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -337,7 +342,7 @@ class Policy(_Strict):
         """The section the task needs, metrics the task judges, and no binary-only feature in other tasks."""
         from fairgate.engine.tasks import metric_catalogue, unknown_metric_message
 
-        for kind in ("multiclass", "regression"):
+        for kind in ("multiclass", "regression", "ranking"):
             if getattr(self, kind) is not None and self.task != kind:
                 raise ValueError(f"a {kind}: section is only read with task: {kind} (task is {self.task!r})")
         if self.task == "multiclass" and self.multiclass is None:
@@ -451,11 +456,14 @@ class Policy(_Strict):
             del dumped["execution"]
         if self.task == "binary":  # binary policies keep the hash they had before the key existed
             del dumped["task"]
-        for section in ("multiclass", "regression"):
+        for section in ("multiclass", "regression", "ranking"):
             if dumped.get(section, 0) is None:
                 del dumped[section]
         if self.individual_fairness is None:
             del dumped["individual_fairness"]
+        for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
+            if dumped["columns"][column] == default:
+                del dumped["columns"][column]
         return json.dumps(dumped, sort_keys=True, separators=(",", ":"))
 
     def sha256(self) -> str:

@@ -95,6 +95,7 @@ def build_view(
 KIND_PAGES: dict[str, str] = {
     "multiclass": "fairgate.report.multiclass:multiclass_pages",
     "regression": "fairgate.report.regression:regression_pages",
+    "ranking": "fairgate.report.ranking:ranking_pages",
 }
 
 

@@ -83,6 +83,9 @@ def _hide(out: dict[str, Any], suppression: Suppression) -> None:
     for item in curves.get("calibration", []):
         if hidden(item):
             item.update(bins=[], suppressed=True)
+    for item in (out.get("ranking") or {}).get("curves", []):
+        if hidden(item):  # a small group's exposure curve (ranking audits)
+            item.update(share_at_position=[], cumulative_exposure_share=[], items=[], suppressed=True)
     _hide_regression(out.get("regression") or {}, suppression)
 
 

@@ -1,0 +1,314 @@
+"""A ``task: ranking`` audit, step by step: count -> slicings -> adjudicate (the pipeline's KINDS table).
+
+The judged results are the policy's rules of ``fairgate.engine.ranking.catalogue``: each a summary across the
+groups of a slicing (the top-k rates at the first of ``ranking.top_k``, mean exposure, exposure per relevance),
+with the pairwise family of its simultaneous intervals. All results are judged together by
+``fairgate.engine.adjudicate.judge_results`` (one Holm family per audit), so a ranking audit obeys the same
+statistical rules as a binary one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import polars as pl
+
+from fairgate.document.result import AuditResult
+from fairgate.engine.adjudicate import ModelInfo, adjust_comparisons, document_header, judge_results, verdict_of
+from fairgate.engine.labels import slicing_label
+from fairgate.engine.ranking.columns import WEIGHT, WEIGHT_SQ
+from fairgate.engine.ranking.cube import RankingCube, build_ranking_cube
+from fairgate.engine.ranking.metrics import metric_names, top_rate
+from fairgate.engine.ranking.slicing import SUMMARIES, RankingSlicing, Slicing, ranking_slicing
+from fairgate.policy.core import Policy
+from fairgate.policy.ranking import RankingOptions
+
+#: The per-group metrics whose range and ratio the shared ``summaries`` carry (top-k rates are added per k).
+_SUMMARISED = ("mean_exposure", "exposure_per_relevance")
+
+
+def options_of(policy: Policy) -> RankingOptions:
+    """The policy's ``ranking:`` section (its defaults when the section is left out)."""
+    return policy.ranking or RankingOptions()
+
+
+def count_ranking(rows: Any, policy: Policy, *, source: str = "the aligned rows") -> RankingCube:
+    """The ranking cube of the aligned rows (which carry the policy's column names)."""
+    cols = policy.columns
+    return build_ranking_cube(
+        rows,
+        attributes=policy.attribute_names,
+        list_id=cols.list_id,
+        rank=cols.rank,
+        relevance=cols.y_true,
+        weight=cols.weight,
+        options=options_of(policy),
+        source=source,
+    )
+
+
+def plan_ranking_slicings(cube: RankingCube, policy: Policy) -> list[Slicing]:
+    """The population, each attribute, the pairs (configured, else all) and, if asked, comparable triples.
+
+    As the binary plan: a triple is audited when at least two of its groups reach ``min_group_size``; a slicing
+    with more groups than ``limits.max_groups_per_slicing`` is left out (``skipped``).
+    """
+    attributes = cube.attributes
+    slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
+    options = policy.intersectional_analysis
+    if options.enabled and len(attributes) >= 2:
+        pairs = options.attribute_pairs
+        slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
+        if options.include_triples:
+            for triple in itertools.combinations(attributes, 3):
+                sums = cube.cells.group_by(list(triple)).agg(pl.col(WEIGHT, WEIGHT_SQ).sum())
+                sizes = sums[WEIGHT] ** 2 / sums[WEIGHT_SQ]
+                if int((sizes >= options.min_group_size).sum()) >= 2:
+                    slicings.append(triple)
+    return [s for s in slicings if not s or _group_count(cube, s) <= policy.limits.max_groups_per_slicing]
+
+
+def skipped(cube: RankingCube, policy: Policy) -> list[dict[str, Any]]:
+    """The configured slicings left out for having more groups than the policy allows."""
+    limit = policy.limits.max_groups_per_slicing
+    out = []
+    options = policy.intersectional_analysis
+    candidates: list[Slicing] = [(a,) for a in cube.attributes]
+    if options.enabled and len(cube.attributes) >= 2:
+        pairs = options.attribute_pairs
+        every_pair = list(itertools.combinations(cube.attributes, 2))
+        candidates += [tuple(p) for p in pairs] if pairs is not None else every_pair
+    for slicing in candidates:
+        groups = _group_count(cube, slicing)
+        if groups > limit:
+            reason = (
+                f"{slicing_label(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
+                f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
+            )
+            out.append({"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason})
+    return out
+
+
+def _group_count(cube: RankingCube, slicing: Slicing) -> int:
+    return int(cube.cells.select(list(slicing)).n_unique())
+
+
+def compute_ranking_slicing(cube: RankingCube, slicing: Slicing, policy: Policy) -> RankingSlicing:
+    """One slicing with the policy's statistics settings, reference group, declared values and min group size."""
+    stats = policy.statistics
+    reference = None
+    declared = None
+    if len(slicing) == 1:
+        attribute = policy.attribute(slicing[0])
+        declared = attribute.declared_values
+        if attribute.reference_group is not None:
+            reference = {slicing[0]: attribute.reference_group}
+    return ranking_slicing(
+        cube,
+        slicing,
+        n_bootstrap=stats.n_bootstrap,
+        seed=stats.seed,
+        confidence_level=policy.reporting.confidence_level,
+        reference=reference,
+        min_group_size=policy.intersectional_analysis.min_group_size,
+        declared=declared,
+    )
+
+
+def slicings_ranking(cube: RankingCube, policy: Policy) -> list[RankingSlicing]:
+    """Every planned slicing of the cube (two threads: numpy releases the GIL)."""
+    planned = plan_ranking_slicings(cube, policy)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda s: compute_ranking_slicing(cube, s, policy), planned))
+
+
+# ----------------------------------------------------------------------------------------------- adjudication
+def adjudicate_ranking(
+    cube: RankingCube,
+    parts: list[RankingSlicing],
+    policy: Policy,
+    *,
+    model: ModelInfo | None = None,
+    run_id: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> AuditResult:
+    """Judge the ranking rules and assemble the ranking document."""
+    model = model or ModelInfo()
+    options = options_of(policy)
+    parts = sorted(parts, key=lambda p: (len(p.slicing), p.slicing))
+    comparisons = [_comparison(c, p) for p in parts for c in p.comparisons]
+    adjust_comparisons(comparisons, policy.statistics.significance_level)
+    results = judge_results(_entries(parts, policy), policy)
+    verdict, detail = verdict_of(results, policy)
+    document: dict[str, Any] = {
+        **document_header(cube.n_rows, cube.weighted, policy, model, run_id, verdict),
+        "attributes": _attributes(cube, parts, policy),
+        "slicings": [list(p.slicing) for p in parts],
+        "groups": _groups(parts),
+        "comparisons": comparisons,
+        "summaries": [s for p in parts for s in _shared_summaries(p, options)],
+        "results": results,
+        "verdict_detail": detail,
+        "diagnostics": _diagnostics(cube, parts, policy),
+        "curves": {"roc": [], "calibration": []},
+        "individual_fairness": {"theil_index": None, "generalized_entropy_index": None},
+        "recommendations": [],
+        "ranking": {
+            "top_k": list(options.top_k),
+            "judged_k": options.judged_k,
+            "discount": options.discount,
+            "patience": options.patience,
+            "n_lists": cube.n_lists,
+            "bootstrap_buckets": options.bootstrap_buckets,
+            "metrics": list(metric_names(options)),
+            "summaries": [_block_summary(s, p) for p in parts for s in p.summaries],
+            "curves": [{"slicing": list(p.slicing), **c} for p in parts for c in p.curves],
+        },
+    }
+    for key, value in (context or {}).items():
+        if key in document:
+            raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
+        document[key] = value
+    return AuditResult(document)
+
+
+def _entries(parts: list[RankingSlicing], policy: Policy) -> list[dict[str, Any]]:
+    """One entry per (rule, slicing with attributes), as ``judge_results`` reads it."""
+    judged_k = options_of(policy).judged_k
+    entries = []
+    for part in parts:
+        if not part.slicing:
+            continue  # the population has one group: nothing to compare
+        for rule in policy.metrics:
+            base = SUMMARIES[rule.name][0]
+            summary = part.summary(rule.name, judged_k if base == "top_k_rate" else None)
+            assert summary is not None  # every summary is computed for every slicing with attributes
+            entry = {k: v for k, v in summary.items() if k not in ("summary", "k")}
+            entry["slicing"] = list(part.slicing)
+            if entry.get("reason") is None:
+                entry.pop("reason", None)
+            entries.append(entry)
+    return entries
+
+
+def _comparison(c: dict[str, Any], part: RankingSlicing) -> dict[str, Any]:
+    g = part.groups.index(c["group"])
+    return {
+        "metric": c["metric"],
+        "slicing": list(part.slicing),
+        "group": c["group"],
+        "reference": c["reference"],
+        "difference": c["difference"],
+        "difference_ci_low": c["difference_ci"][0],
+        "difference_ci_high": c["difference_ci"][1],
+        "ratio": c["ratio"],
+        "ratio_ci_low": c["ratio_ci"][0],
+        "ratio_ci_high": c["ratio_ci"][1],
+        "p_value": c["p_value"],
+        "method": "cluster bootstrap of lists (percentile interval; normal p-value from the bootstrap SE)",
+        "sufficient": part.sufficient[g],
+    }
+
+
+def _groups(parts: list[RankingSlicing]) -> list[dict[str, Any]]:
+    return [
+        {
+            "slicing": list(part.slicing),
+            "group": group,
+            "n": part.n[g],
+            "rows": part.rows[g],
+            "sufficient": part.sufficient[g],
+            "metrics": {name: {k: v[g] for k, v in values.items()} for name, values in part.metrics.items()},
+        }
+        for part in parts
+        for g, group in enumerate(part.groups)
+    ]
+
+
+def _shared_summaries(part: RankingSlicing, options: RankingOptions) -> list[dict[str, Any]]:
+    """The shared ``summaries``: per summarised metric, its difference and ratio across the slicing's groups."""
+    if not part.slicing:
+        return []
+    out = []
+    pairs: list[tuple[str, str, str, int | None]] = [
+        (top_rate(k), "top_k_rate_difference", "top_k_rate_ratio", k) for k in options.top_k
+    ]
+    pairs += [
+        (base, name, name.replace("_difference", "_ratio"), None)
+        for name, (base, kind) in SUMMARIES.items()
+        if kind == "difference" and base in _SUMMARISED
+    ]
+    for metric, difference_name, ratio_name, k in pairs:
+        difference, ratio = part.summary(difference_name, k), part.summary(ratio_name, k)
+        assert difference is not None
+        assert ratio is not None
+        out.append(
+            {
+                "metric": metric,
+                "slicing": list(part.slicing),
+                "difference": difference["value"],
+                "difference_ci_low": difference["ci_low"],
+                "difference_ci_high": difference["ci_high"],
+                "ratio": ratio["value"],
+                "ratio_ci_low": ratio["ci_low"],
+                "ratio_ci_high": ratio["ci_high"],
+                "max_group": difference["best_group"],
+                "min_group": difference["worst_group"],
+                "n_groups_judged": difference["n_groups_judged"],
+                "interval_method": difference["interval_method"],
+                "interval_reason": difference.get("reason"),
+            }
+        )
+    return out
+
+
+def _block_summary(summary: dict[str, Any], part: RankingSlicing) -> dict[str, Any]:
+    return {
+        "metric": summary["metric"],
+        "slicing": list(part.slicing),
+        "summary": summary["summary"],
+        "k": summary.get("k"),
+        "value": summary["value"],
+        "ci_low": summary["ci_low"],
+        "ci_high": summary["ci_high"],
+        "worst_group": summary["worst_group"],
+        "best_group": summary["best_group"],
+        "n_groups_judged": summary["n_groups_judged"],
+        "excluded_groups": summary["excluded_groups"],
+        "interval_method": summary["interval_method"],
+        "reason": summary.get("reason"),
+    }
+
+
+def _attributes(cube: RankingCube, parts: list[RankingSlicing], policy: Policy) -> list[dict[str, Any]]:
+    single = {tuple(p.slicing): p for p in parts if len(p.slicing) == 1}
+    return [
+        {
+            "name": name,
+            "reference_group": policy.attribute(name).reference_group,
+            "values": [g[name] for g in single[(name,)].groups] if (name,) in single else [],
+            "excluded_missing": 0,
+        }
+        for name in cube.attributes
+    ]
+
+
+def _diagnostics(cube: RankingCube, parts: list[RankingSlicing], policy: Policy) -> dict[str, Any]:
+    minimum = policy.intersectional_analysis.min_group_size
+    insufficient = [
+        {"slicing": list(p.slicing), "group": group, "n": p.n[g], "min_group_size": minimum}
+        for p in parts
+        if p.slicing
+        for g, group in enumerate(p.groups)
+        if not p.sufficient[g]
+    ]
+    return {
+        "base_rates": [],
+        "worst_subgroups": [],
+        "simpson": [],
+        "insufficient_groups": insufficient,
+        "excluded_missing": {},
+        "skipped_slicings": skipped(cube, policy),
+    }

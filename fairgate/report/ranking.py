@@ -1,0 +1,302 @@
+"""The ranking pages of the report: who gets the top of the lists, and how much attention each group receives.
+
+Per slicing, each group's share of the items and of the top-k positions, its top-k rate, mean exposure, mean
+relevance and exposure per relevance, with intervals; the exposure curve (each group's cumulative share of all
+exposure along the positions, against its share of the items) and the top-k share chart; the summaries across
+groups as the policy names them.
+
+Pure view model (plain dataclasses, numbers rounded, small groups suppressed); charts are drawn in
+tasks/ranking_charts.py from :class:`ExposureChart` and :class:`ShareChart` data, the template is
+``reports/partials/ranking.html.j2``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fairgate.document.common import Estimate
+from fairgate.document.document import AuditDocument
+from fairgate.document.groups import GroupEntry
+from fairgate.document.ranking import RankingBlock, RankingSummary
+from fairgate.report.format import fmt, fmt_count, group_label, metric_label, slicing_key
+from fairgate.report.model import GlossaryRow
+from fairgate.report.suppress import Suppression
+
+#: How many groups of an intersection the PDF lists and draws (the HTML lists all).
+PDF_GROUP_LIMIT = 8
+_DISCOUNTS = {
+    "log2": "1 / log2(1 + rank) (DCG's discount, Singh & Joachims 2018)",
+    "reciprocal": "1 / rank",
+    "rbp": "patience^(rank − 1) (rank-biased precision)",
+}
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One group of a slicing: size, shares and metrics as texts."""
+
+    group_label: str
+    n_text: str
+    population_share: str
+    top_k_share: str
+    top_k_rate: str
+    mean_exposure: str
+    mean_relevance: str
+    exposure_per_relevance: str
+    suppressed: bool
+    sufficient: bool
+
+
+@dataclass(frozen=True)
+class ExposureChart:
+    """Data of a slicing's exposure curves (tasks/ranking_charts.py): per group, positions and shares."""
+
+    key: str
+    title: str
+    groups: list[str]
+    positions: list[int]  # the last position pools every later one
+    pooled_from: int
+    share_at_position: list[list[float | None]]
+    cumulative_exposure: list[list[float | None]]
+    population_share: list[float | None]
+
+
+@dataclass(frozen=True)
+class ShareChart:
+    """Data of a slicing's top-k share chart: per group, its population share and its share of each top k."""
+
+    key: str
+    title: str
+    groups: list[str]
+    cutoffs: list[int]
+    population_share: list[float | None]
+    top_k_share: list[list[float | None]]  # [k][group]
+
+
+@dataclass(frozen=True)
+class SlicingPage:
+    """One slicing's ranking page."""
+
+    key: str
+    label: str
+    anchor: str
+    intersection: bool
+    rows: list[GroupRow]
+    exposure_chart: ExposureChart | None
+    share_chart: ShareChart | None
+    n_groups: int
+    n_hidden_in_pdf: int
+
+
+@dataclass(frozen=True)
+class SummaryCell:
+    """One summary on one slicing: value and interval, the lowest and highest group, a note mark."""
+
+    value_text: str
+    worst: str
+    best: str
+    note: int | None  # the number of its note under the table (why there is no value or interval)
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One summary across groups (a metric at a cut-off) on every slicing."""
+
+    metric_label: str
+    cells: list[SummaryCell]
+
+
+@dataclass(frozen=True)
+class RankingPages:
+    """Everything the ranking partial shows."""
+
+    settings_text: str
+    judged_k: int
+    pages: list[SlicingPage]
+    slicings: list[str]  # the summary table's columns
+    summaries: list[SummaryRow]
+    notes: list[str]  # the summary table's notes, numbered from 1
+    glossary: list[GlossaryRow]
+
+
+def ranking_pages(document: AuditDocument, suppression: Suppression) -> RankingPages:
+    """The ranking pages of a ``task: ranking`` document."""
+    block = document.ranking
+    if block is None:
+        raise ValueError("a ranking document needs its ranking block")
+    cutoffs = ", ".join(str(k) for k in block.top_k)
+    settings = (
+        f"{fmt_count(document.n_rows)} ranked items in {fmt_count(block.n_lists)} lists. Exposure of a position: "
+        f"{_discount_text(block)}. Top-k cut-offs: {cutoffs}; the top_k_rate rules judge k = {block.judged_k}. "
+        f"Intervals: cluster bootstrap of whole lists ({block.bootstrap_buckets} clusters)."
+    )
+    pages = [_page(document, block, list(s), suppression) for s in document.slicings if s]
+    slicings = [list(s) for s in document.slicings if s]
+    notes: list[str] = []
+    return RankingPages(
+        settings_text=settings,
+        judged_k=block.judged_k,
+        pages=pages,
+        slicings=[slicing_key(s) for s in slicings],
+        summaries=_summary_rows(block.summaries, slicings, notes),
+        notes=notes,
+        glossary=_glossary(block),
+    )
+
+
+def _discount_text(block: RankingBlock) -> str:
+    text = _DISCOUNTS.get(block.discount, block.discount)
+    return text.replace("patience", f"{block.patience:g}") if block.patience is not None else text
+
+
+def _estimate_text(estimate: Estimate | None) -> str:
+    if estimate is None or estimate.value is None:
+        return "undefined"
+    if estimate.ci_low is None or estimate.ci_high is None:
+        return fmt(estimate.value)
+    return f"{fmt(estimate.value)} [{fmt(estimate.ci_low)}–{fmt(estimate.ci_high)}]"
+
+
+def _hidden(group: GroupEntry, suppression: Suppression) -> bool:
+    return bool(group.suppressed) or suppression.hides(list(group.slicing), group.group)
+
+
+def _row(group: GroupEntry, k: int, suppression: Suppression) -> GroupRow:
+    label = group_label(group.group, list(group.slicing))
+    if _hidden(group, suppression):
+        dash = "–"
+        return GroupRow(label, "suppressed", dash, dash, dash, dash, dash, dash, True, group.sufficient)
+    m = group.metrics
+    return GroupRow(
+        group_label=label,
+        n_text=fmt_count(group.n),
+        population_share=fmt(m["population_share"].value),
+        top_k_share=fmt(m[f"top_{k}_share"].value),
+        top_k_rate=_estimate_text(m.get(f"top_{k}_rate")),
+        mean_exposure=_estimate_text(m.get("mean_exposure")),
+        mean_relevance=_estimate_text(m.get("mean_relevance")),
+        exposure_per_relevance=_estimate_text(m.get("exposure_per_relevance")),
+        suppressed=False,
+        sufficient=group.sufficient,
+    )
+
+
+def _page(document: AuditDocument, block: RankingBlock, slicing: list[str], suppression: Suppression) -> SlicingPage:
+    groups = [g for g in document.groups if g.slicing == slicing]
+    key = slicing_key(slicing)
+    intersection = len(slicing) > 1
+    shown = [g for g in groups if not _hidden(g, suppression)]
+    if len(shown) > PDF_GROUP_LIMIT:  # the largest groups in the charts; the tables list all
+        shown = sorted(shown, key=lambda g: -(g.n or 0))[:PDF_GROUP_LIMIT]
+    return SlicingPage(
+        key=key,
+        label=key,
+        anchor="rank-" + "-".join(slicing),
+        intersection=intersection,
+        rows=[_row(g, block.judged_k, suppression) for g in groups],
+        exposure_chart=_exposure_chart(key, block, slicing, shown),
+        share_chart=_share_chart(key, block, slicing, shown),
+        n_groups=len(groups),
+        n_hidden_in_pdf=max(0, len(groups) - PDF_GROUP_LIMIT) if intersection else 0,
+    )
+
+
+def _exposure_chart(key: str, block: RankingBlock, slicing: list[str], shown: list[GroupEntry]) -> ExposureChart | None:
+    curves = {tuple(sorted(c.group.items())): c for c in block.curves if c.slicing == slicing}
+    picked = [(g, curves.get(tuple(sorted(g.group.items())))) for g in shown]
+    picked = [(g, c) for g, c in picked if c is not None]
+    if len(picked) < 2:
+        return None
+    positions = picked[0][1].positions  # type: ignore[union-attr]
+    return ExposureChart(
+        key=key,
+        title=f"Exposure along the ranking by {key}",
+        groups=[group_label(g.group, slicing) for g, _ in picked],
+        positions=positions,
+        pooled_from=positions[-1],
+        share_at_position=[_rounded(c.share_at_position) for _, c in picked],  # type: ignore[union-attr]
+        cumulative_exposure=[_rounded(c.cumulative_exposure_share) for _, c in picked],  # type: ignore[union-attr]
+        population_share=[_round(g.metrics["population_share"].value) for g, _ in picked],
+    )
+
+
+def _share_chart(key: str, block: RankingBlock, slicing: list[str], shown: list[GroupEntry]) -> ShareChart | None:
+    if len(shown) < 2:
+        return None
+    return ShareChart(
+        key=key,
+        title=f"Share of the top k and of all items by {key}",
+        groups=[group_label(g.group, slicing) for g in shown],
+        cutoffs=list(block.top_k),
+        population_share=[_round(g.metrics["population_share"].value) for g in shown],
+        top_k_share=[[_round(g.metrics[f"top_{k}_share"].value) for g in shown] for k in block.top_k],
+    )
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _rounded(values: list[float | None]) -> list[float | None]:
+    return [_round(v) for v in values]
+
+
+def _summary_rows(summaries: list[RankingSummary], slicings: list[list[str]], notes: list[str]) -> list[SummaryRow]:
+    """One row per (metric, cut-off), one cell per slicing; reasons become numbered notes (each text once)."""
+    keys = list(dict.fromkeys((s.metric, s.k) for s in summaries))
+    found = {(s.metric, s.k, tuple(s.slicing)): s for s in summaries}
+    rows = []
+    for metric, k in keys:
+        label = metric_label(metric) + (f" (k = {k})" if k is not None else "")
+        cells = [_summary_cell(found.get((metric, k, tuple(slicing))), slicing, notes) for slicing in slicings]
+        rows.append(SummaryRow(label, cells))
+    return rows
+
+
+def _summary_cell(summary: RankingSummary | None, slicing: list[str], notes: list[str]) -> SummaryCell:
+    if summary is None:
+        return SummaryCell("–", "–", "–", None)
+    if summary.value is None:
+        value = "undefined"
+    elif summary.ci_low is None or summary.ci_high is None:
+        value = fmt(summary.value)
+    else:
+        value = f"{fmt(summary.value)} [{fmt(summary.ci_low)}–{fmt(summary.ci_high)}]"
+    note = None
+    if summary.reason:
+        if summary.reason not in notes:
+            notes.append(summary.reason)
+        note = notes.index(summary.reason) + 1
+    return SummaryCell(
+        value_text=value,
+        worst=group_label(summary.worst_group, slicing) if summary.worst_group else "–",
+        best=group_label(summary.best_group, slicing) if summary.best_group else "–",
+        note=note,
+    )
+
+
+def _glossary(block: RankingBlock) -> list[GlossaryRow]:
+    k = block.judged_k
+    return [
+        GlossaryRow("Exposure of a position", _discount_text(block), "the attention a reader gives that position"),
+        GlossaryRow("Population share", "items of the group / all items", "the group's share of everyone ranked"),
+        GlossaryRow(
+            f"Top-{k} share", f"items of the group at rank ≤ {k} / all items at rank ≤ {k}", "who holds the top"
+        ),
+        GlossaryRow(
+            f"Top-{k} rate",
+            f"items of the group at rank ≤ {k} / items of the group",
+            "the chance a member of the group is placed in the top k of its list (a selection rate)",
+        ),
+        GlossaryRow("Mean exposure", "sum of the group's exposure / its items", "average attention per member"),
+        GlossaryRow(
+            "Exposure per relevance",
+            "sum of the group's exposure / sum of its relevance",
+            "attention per unit of merit; equal across groups when exposure is proportional to merit",
+        ),
+        GlossaryRow(
+            "Exposure curve",
+            "cumulative exposure of the group up to a position / all exposure",
+            "ends at the group's exposure share; a fair ranking keeps it near the population share",
+        ),
+    ]

@@ -1,0 +1,96 @@
+"""The ranking report pages: the view model from a real ranking document, its charts, the PDF, and suppression.
+
+The document is the law-school demo's audit (``fairgate demo --task ranking``'s inputs, computed in-process).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from fairgate.document.document import AuditDocument
+from fairgate.engine.ranking.audit import adjudicate_ranking, count_ranking, slicings_ranking
+from fairgate.policy.core import Policy
+from fairgate.report import build_view
+from fairgate.report.published import published_document
+from fairgate.report.ranking import ranking_pages
+from fairgate.report.suppress import Suppression
+from tasks.demo_ranking import write_ranking_demo_inputs
+from tasks.ranking_charts import ranking_charts
+from tasks.report import render_charts, render_html
+
+PACKAGE = Path(__file__).resolve().parents[2] / "fairgate"
+
+
+@pytest.fixture(scope="module")
+def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    policy = Policy.from_yaml((PACKAGE / "policies" / "law_ranking.yaml").read_text())
+    files = write_ranking_demo_inputs(PACKAGE / "data" / "law" / "law_data.csv", tmp_path_factory.mktemp("law"))
+    rows = (
+        pl.read_parquet(files["predictions"])
+        .join(pl.read_parquet(files["labels"]), on="id")
+        .join(pl.read_parquet(files["attributes"]), on="id")
+    )
+    cube = count_ranking(rows, policy)
+    return adjudicate_ranking(cube, slicings_ranking(cube, policy), policy).to_dict()
+
+
+def _typed(document: dict[str, Any], k: int) -> tuple[AuditDocument, Suppression]:
+    typed = AuditDocument.model_validate(document)
+    return typed, Suppression.of(typed.groups, k, typed.n_rows)
+
+
+def test_pages_per_slicing_with_group_rows_and_charts(document: dict[str, Any]) -> None:
+    typed, suppression = _typed(document, 10)
+    pages = ranking_pages(typed, suppression)
+    assert [p.key for p in pages.pages] == ["race", "sex", "race × sex"]
+    race = pages.pages[0]
+    black = next(r for r in race.rows if r.group_label == "Black")
+    value = next(g for g in document["groups"] if g["slicing"] == ["race"] and g["group"] == {"race": "Black"})
+    assert black.top_k_rate.startswith(f"{value['metrics']['top_10_rate']['value']:.3f} [")
+    assert race.exposure_chart is not None
+    assert len(race.exposure_chart.groups) == 8
+    assert race.share_chart is not None
+    assert race.share_chart.cutoffs == [10, 5]
+    assert "278 lists" in pages.settings_text
+    assert pages.slicings == ["race", "sex", "race × sex"]
+    judged = next(s for s in pages.summaries if s.metric_label == "Top k rate ratio (k = 10)")
+    assert judged.cells[0].worst == "Black"
+    assert judged.cells[0].value_text.startswith("0.038 [")
+    # Puertorican applicants never reach a top 5 here: the ratio is 0, reported without an interval, with a note.
+    top5 = next(s for s in pages.summaries if s.metric_label == "Top k rate ratio (k = 5)").cells[0]
+    assert top5.value_text == "0.000"
+    assert top5.note is not None
+    assert "no interval" in pages.notes[top5.note - 1]
+    charts = ranking_charts(pages)
+    assert {"rank-exposure:race", "rank-share:race", "rank-exposure:sex"} <= set(charts)
+    assert all(svg is not None and svg.startswith("<svg") for svg in charts.values())
+
+
+def test_small_groups_are_suppressed_in_tables_and_charts(document: dict[str, Any]) -> None:
+    typed, suppression = _typed(document, 60)  # Amerindian: under 60 applicants in the audited half
+    pages = ranking_pages(typed, suppression)
+    race = pages.pages[0]
+    amerindian = next(r for r in race.rows if r.group_label == "Amerindian")
+    assert amerindian.suppressed
+    assert amerindian.top_k_rate == "–"
+    assert race.exposure_chart is not None
+    assert "Amerindian" not in race.exposure_chart.groups
+    published = published_document(document, 60, "suppressed")
+    AuditDocument.model_validate(published)
+    hidden = [c for c in published["ranking"]["curves"] if c["group"] == {"race": "Amerindian"}]
+    assert hidden
+    assert all(c["suppressed"] and c["items"] == [] for c in hidden)
+
+
+def test_html_report_has_the_ranking_pages_and_the_judged_results(document: dict[str, Any]) -> None:
+    view = build_view(document)
+    html = render_html(view, render_charts(view))
+    assert "Ranking: exposure and the top of the lists" in html
+    assert "Exposure along the ranking by race" in html
+    assert 'id="rank-race-sex"' in html
+    assert "Top k rate ratio" in html
+    assert "Traceback" not in html
