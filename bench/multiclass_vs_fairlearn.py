@@ -20,7 +20,8 @@ wall and CPU seconds, peak resident memory of that process, the generated data i
    add 2 K more MetricFrames per slicing; they are left out, which favours Fairlearn. --peer-repeats runs
    (default 1: at 10M rows one run takes minutes); the report says which.
 
-    .venv/bin/python bench/multiclass_vs_fairlearn.py --rows 1000000 10000000 --classes 3 5
+    .venv/bin/python bench/multiclass_vs_fairlearn.py --rows 1000000 10000000 --classes 3 5 \
+        --peer-part-rows 10000000 --cache /tmp/peer-cache
     .venv/bin/python bench/multiclass_vs_fairlearn.py --rows 10000000 --skip-peer     # fairgate only
 """
 
@@ -29,12 +30,13 @@ from __future__ import annotations
 import argparse
 import itertools
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from peer_runs import describe, emit, in_child, load, measure, peak_gb, ratio_line
+from peer_runs import Runner, describe, emit, load, measure, peak_gb, ratio_line
 
 import fairgate
 
@@ -126,14 +128,21 @@ def fairlearn_metrics(k: int) -> dict[str, Any]:
     }
 
 
-def fairlearn_run(data: Any, k: int) -> None:
-    """One MetricFrame per slicing with sklearn's per-class metrics."""
+def fairlearn_run(data: Any, k: int, *, part: bool = False) -> None:
+    """One MetricFrame per slicing with sklearn's per-class metrics.
+
+    ``part``: recall by region only (one slicing x one metric), for the estimate at sizes where the full run is
+    too long.
+    """
     from fairlearn.metrics import MetricFrame
 
     slicings = [[a] for a in ATTRIBUTES] + [list(p) for p in itertools.combinations(ATTRIBUTES, 2)]
+    metrics = fairlearn_metrics(k)
+    if part:
+        slicings, metrics = slicings[:1], {"recall": metrics["recall"]}
     for slicing in slicings:
         frame = MetricFrame(
-            metrics=fairlearn_metrics(k), y_true=data["y_true"], y_pred=data["y_pred"], sensitive_features=data[slicing]
+            metrics=metrics, y_true=data["y_true"], y_pred=data["y_pred"], sensitive_features=data[slicing]
         )
         frame.by_group  # noqa: B018  (computed in the constructor; read as a user would)
 
@@ -154,11 +163,8 @@ def child(args: argparse.Namespace) -> None:
             )
         )
         return
-    emit(
-        measure(
-            "fairlearn", rows, partial(fairlearn_run, as_pandas(frame), k), args.repeats, data_gb=data_gb, warm_up=False
-        )
-    )
+    run = partial(fairlearn_run, as_pandas(frame), k, part=args.child == "fairlearn-part")
+    emit(measure(args.child, rows, run, args.repeats, data_gb=data_gb, warm_up=False))
 
 
 def as_pandas(frame: pl.DataFrame) -> Any:
@@ -178,16 +184,25 @@ def main() -> None:
     parser.add_argument("--peer-repeats", type=int, default=1, help="Fairlearn runs per size and K")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--skip-peer", action="store_true", help="fairgate only")
-    parser.add_argument("--child", choices=["fairgate", "fairlearn"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--peer-part-rows",
+        type=int,
+        nargs="*",
+        default=[],
+        help="sizes where Fairlearn's time is estimated from one slicing x one metric (see bench/peer_runs.py)",
+    )
+    parser.add_argument("--cache", type=Path, help="keep and reuse the peer's results here")
+    parser.add_argument("--child", choices=["fairgate", "fairlearn", "fairlearn-part"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
 
+    runner = Runner(__file__, args.cache, set(args.peer_part_rows))
     print(f"start: {load()}", flush=True)
     lines = []
-    for rows, k in itertools.product(args.rows, args.classes):
+    for k, rows in itertools.product(args.classes, sorted(args.rows)):
         extra = ["--classes", str(k), "--bootstrap", str(args.bootstrap)]
-        ours = in_child(__file__, "fairgate", rows, args.repeats, extra)
+        ours = runner.run("fairgate", rows, args.repeats, extra)
         print(
             f"rows={rows:,} K={k} fairgate multiclass engine (cube + population + 3 slicings, {args.bootstrap} "
             f"bootstrap replicates): {describe(ours)}",
@@ -196,9 +211,11 @@ def main() -> None:
         if args.skip_peer:
             lines.append(f"rows={rows:,} K={k}: fairgate {ours.wall:.3f} s wall, peak memory {ours.peak_gb:.2f} GB")
             continue
-        theirs = in_child(__file__, "fairlearn", rows, args.peer_repeats, extra)
-        print(f"rows={rows:,} K={k} Fairlearn MetricFrame, 3 slicings, per-class metrics: {describe(theirs)}")
-        lines.append(f"K={k} " + ratio_line(rows, ours, theirs))
+        theirs, how = runner.peer(rows, args.rows, args.peer_repeats, extra)
+        print(f"rows={rows:,} K={k} Fairlearn MetricFrame, 3 slicings, per-class metrics: {describe(theirs)}; {how}")
+        lines.append(
+            f"K={k} " + ratio_line(rows, ours, theirs) + ("" if how == "measured" else " (Fairlearn estimated)")
+        )
         print(f"{load()}", flush=True)
     print("\n".join(lines))
 

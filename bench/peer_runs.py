@@ -8,6 +8,13 @@ took. A child per side and size keeps one side's peak from hiding in the other's
 
 CPU seconds are this process's (``time.process_time``, every thread): on a shared machine the wall clock grows
 with the load, the CPU time much less.
+
+The peer takes minutes per million rows. Two options keep its 10M-row figure affordable, both stated in the
+output: ``--peer-part-rows N`` runs it at N rows on one slicing and one metric only (``fairlearn-part``) and
+scales that by the full/part ratio measured at the smallest size run in full (Fairlearn's cost is a sum over
+slicings x metrics x groups of passes over the rows, so the ratio does not depend on the row count); and
+``--cache DIR`` keeps each peer child's JSON line and reuses it (the peer's result does not change when the
+engine does).
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 
@@ -88,3 +96,42 @@ def ratio_line(rows: int, ours: Measured, theirs: Measured) -> str:
         f"rows={rows:,}: fairlearn/fairgate = {theirs.wall / ours.wall:.0f}x wall, {theirs.cpu / ours.cpu:.0f}x CPU; "
         f"fairgate peak memory {ours.peak_gb:.2f} GB"
     )
+
+
+@dataclass
+class Runner:
+    """Runs the children of one bench script; peer results cached in ``cache`` (if set) and reused."""
+
+    script: str
+    cache: Path | None
+    part_rows: set[int]
+
+    def run(self, side: str, rows: int, repeats: int, extra: list[str]) -> Measured:
+        if self.cache is None or side == "fairgate":
+            return in_child(self.script, side, rows, repeats, extra)
+        name = "-".join([Path(self.script).stem, side, str(rows), str(repeats), *extra]).replace("--", "")
+        path = self.cache / f"{name}.json"
+        if path.exists():
+            return Measured(**json.loads(path.read_text()))
+        measured = in_child(self.script, side, rows, repeats, extra)
+        self.cache.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(measured)))
+        return measured
+
+    def peer(self, rows: int, full_sizes: list[int], repeats: int, extra: list[str]) -> tuple[Measured, str]:
+        """The peer's full work at ``rows``: measured, or estimated from a part (see the module's text)."""
+        if rows not in self.part_rows:
+            return self.run("fairlearn", rows, repeats, extra), "measured"
+        smaller = [r for r in full_sizes if r not in self.part_rows and r < rows]
+        if not smaller:
+            raise SystemExit(f"--peer-part-rows {rows}: run a smaller size in full too (its full/part ratio)")
+        base = min(smaller)
+        full, part_base = self.run("fairlearn", base, repeats, extra), self.run("fairlearn-part", base, repeats, extra)
+        part = self.run("fairlearn-part", rows, repeats, extra)
+        wall_scale, cpu_scale = full.wall / part_base.wall, full.cpu / part_base.cpu
+        estimate = replace(part, side="fairlearn (estimated)", wall=part.wall * wall_scale, cpu=part.cpu * cpu_scale)
+        note = (
+            f"estimated: one slicing x one metric measured at {rows:,} rows ({part.wall:.1f} s wall, "
+            f"{part.cpu:.1f} s CPU) x the full/part ratio at {base:,} rows ({wall_scale:.1f} wall, {cpu_scale:.1f} CPU)"
+        )
+        return estimate, note

@@ -19,7 +19,8 @@ of that process, the generated data included):
 3. scipy (--scipy): ks_2samp and wasserstein_distance of every group of each single attribute against the rest,
    on the rows (the distances fairgate reads off its histograms within a stated bound).
 
-    .venv/bin/python bench/regression_vs_fairlearn.py --rows 1000000 10000000
+    .venv/bin/python bench/regression_vs_fairlearn.py --rows 1000000 10000000 --peer-part-rows 10000000 \
+        --cache /tmp/peer-cache
     .venv/bin/python bench/regression_vs_fairlearn.py --rows 10000000 --skip-peer     # fairgate only
 """
 
@@ -28,12 +29,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from peer_runs import describe, emit, in_child, load, measure, peak_gb, ratio_line
+from peer_runs import Runner, describe, emit, load, measure, peak_gb, ratio_line
 
 RACES = ["White", "Black", "Asian", "Hispanic", "Mexican", "Other", "Puertorican", "Amerindian"]
 SLICINGS: list[tuple[str, ...]] = [("race",), ("sex",), ("race", "sex")]
@@ -73,8 +75,11 @@ def fairgate_run(frame: pl.DataFrame, n_bootstrap: int) -> None:
         regression_slicing(cube, slicing, n_bootstrap=n_bootstrap)
 
 
-def fairlearn_run(data: Any) -> None:
-    """MetricFrame over the three slicings with the seven metrics, then difference() and ratio()."""
+def fairlearn_run(data: Any, *, part: bool = False) -> None:
+    """MetricFrame over the three slicings with the seven metrics, then difference() and ratio().
+
+    ``part``: MAE by sex only (one slicing x one metric), for the estimate at sizes where the full run is too long.
+    """
     from fairlearn.metrics import MetricFrame
     from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score, root_mean_squared_error
 
@@ -87,7 +92,9 @@ def fairlearn_run(data: Any) -> None:
         "root_mean_squared_error": root_mean_squared_error,
         "r2_score": r2_score,
     }
-    for slicing in SLICINGS:
+    if part:
+        metrics = {"mean_absolute_error": mean_absolute_error}
+    for slicing in [("sex",)] if part else SLICINGS:
         frame = MetricFrame(
             metrics=metrics, y_true=data["label"], y_pred=data["prediction"], sensitive_features=data[list(slicing)]
         )
@@ -121,9 +128,10 @@ def child(args: argparse.Namespace) -> None:
                 warm_up=True,
             )
         )
-    elif args.child == "fairlearn":
+    elif args.child in ("fairlearn", "fairlearn-part"):
         data = frame.select("race", "sex", "label", "prediction").to_pandas()
-        emit(measure("fairlearn", rows, partial(fairlearn_run, data), args.repeats, data_gb=data_gb, warm_up=False))
+        run = partial(fairlearn_run, data, part=args.child == "fairlearn-part")
+        emit(measure(args.child, rows, run, args.repeats, data_gb=data_gb, warm_up=False))
     else:
         emit(measure("scipy", rows, lambda: scipy_run(frame), args.repeats, data_gb=data_gb, warm_up=False))
 
@@ -136,16 +144,25 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--skip-peer", action="store_true", help="fairgate only")
     parser.add_argument("--scipy", action="store_true", help="also time scipy's KS/Wasserstein on the rows")
-    parser.add_argument("--child", choices=["fairgate", "fairlearn", "scipy"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--peer-part-rows",
+        type=int,
+        nargs="*",
+        default=[],
+        help="sizes where Fairlearn's time is estimated from one slicing x one metric (see bench/peer_runs.py)",
+    )
+    parser.add_argument("--cache", type=Path, help="keep and reuse the peer's results here")
+    parser.add_argument("--child", choices=["fairgate", "fairlearn", "fairlearn-part", "scipy"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
 
     extra = ["--bootstrap", str(args.bootstrap)]
+    runner = Runner(__file__, args.cache, set(args.peer_part_rows))
     print(f"start: {load()}", flush=True)
     lines = []
-    for rows in args.rows:
-        ours = in_child(__file__, "fairgate", rows, args.repeats, extra)
+    for rows in sorted(args.rows):
+        ours = runner.run("fairgate", rows, args.repeats, extra)
         print(
             f"rows={rows:,} fairgate regression engine (cube + 3 slicings, 7 metrics, {args.bootstrap} bootstrap "
             f"replicates, KS/W1 per group): {describe(ours)}",
@@ -154,11 +171,13 @@ def main() -> None:
         if args.skip_peer:
             lines.append(f"rows={rows:,}: fairgate {ours.wall:.3f} s wall, peak memory {ours.peak_gb:.2f} GB")
             continue
-        theirs = in_child(__file__, "fairlearn", rows, args.peer_repeats, extra)
-        print(f"rows={rows:,} Fairlearn MetricFrame, 3 slicings, 7 metrics + difference/ratio: {describe(theirs)}")
-        line = ratio_line(rows, ours, theirs)
+        theirs, how = runner.peer(rows, args.rows, args.peer_repeats, extra)
+        print(
+            f"rows={rows:,} Fairlearn MetricFrame, 3 slicings, 7 metrics + difference/ratio: {describe(theirs)}; {how}"
+        )
+        line = ratio_line(rows, ours, theirs) + ("" if how == "measured" else " (Fairlearn estimated)")
         if args.scipy:
-            distances = in_child(__file__, "scipy", rows, args.peer_repeats, extra)
+            distances = runner.run("scipy", rows, args.peer_repeats, extra)
             print(f"rows={rows:,} scipy ks_2samp + wasserstein_distance per group vs the rest: {describe(distances)}")
             line += f"; scipy distances/fairgate = {distances.wall / ours.wall:.0f}x wall"
         lines.append(line)

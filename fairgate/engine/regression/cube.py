@@ -90,6 +90,26 @@ class Grid:
         """The ``bins + 1`` bin edges; bin k holds values v with edges[k] <= v < edges[k + 1] (the last is closed)."""
         return np.linspace(self.low, self.high, self.bins + 1)
 
+    def bins_of(self, values: np.ndarray) -> np.ndarray:
+        """``bin_of`` on a numpy array: the very same float operations, hence the very same bins.
+
+        >>> Grid(0.0, 1.0, 4).bins_of(np.array([0.0, 0.25, 0.2499999, 1.0, 7.0])).tolist()
+        [0, 1, 0, 3, 3]
+        """
+        edges, top = self.edges, self.bins - 1
+        scaled = values - self.low
+        scaled /= self.width
+        np.floor(scaled, out=scaled)
+        np.clip(scaled, 0, top, out=scaled)
+        guess = scaled.astype(np.int64)
+        # guess - (value below its bin's left edge) + (value at or above its right edge), both of the guessed bin.
+        below = values < edges.take(guess)
+        above = values >= edges.take(guess + 1)
+        guess -= below
+        guess += above
+        np.clip(guess, 0, top, out=guess)
+        return guess
+
     def bin_of(self, column: str) -> pl.Expr:
         """The bin index of a value, exact with respect to ``edges`` (the float division is corrected by one)."""
         edges = pl.lit(pl.Series(self.edges))
@@ -192,7 +212,7 @@ def build_regression_cube(
         _bucket(row_id, options.bootstrap_buckets).alias(BUCKET),
     )
     grid = _grid(rows, attributes, options, source, {"__p": prediction, "__y": label, WEIGHT: weight or ""})
-    return _cube(rows, attributes, grid, options.bootstrap_buckets)
+    return _cube(rows, attributes, grid, options.bootstrap_buckets, weighted=weight is not None)
 
 
 def _is_categorical(dtype: pl.DataType) -> bool:
@@ -255,48 +275,149 @@ def _grid(
     return fixed
 
 
-def _cube(rows: pl.LazyFrame, attributes: tuple[str, ...], grid: Grid, buckets: int) -> RegressionCube:
+def _cube(
+    rows: pl.LazyFrame, attributes: tuple[str, ...], grid: Grid, buckets: int, *, weighted: bool
+) -> RegressionCube:
+    """Sum the rows into their cells and histogram bins with ``np.bincount`` over integer slots.
+
+    A Polars ``group_by`` keyed by strings, a bucket and a bin hashes every row three times over; here each row's
+    attribute combination gets a dense integer code once (the categories' physical codes), and every sum,
+    count and bin extreme is a pass of ``bincount`` (or ``minimum.at``) over ``code * buckets + bucket`` or
+    ``code * bins + bin``: several times faster at millions of rows. Each row's terms are the same products as
+    before (weight x shifted value x shifted value ...); only the order of the additions within a cell differs.
+    """
     keys = list(attributes)
-    w, p, y = pl.col(WEIGHT), pl.col("__p") - grid.shift, pl.col("__y") - grid.shift
-    residual = pl.col("__p") - pl.col("__y")
-    cells = rows.group_by([*keys, BUCKET]).agg(
-        pl.len().cast(pl.Int64).alias(ROWS),
-        w.sum().alias(WEIGHT),
-        (w * w).sum().alias(WEIGHT_SQ),
-        (w * p).sum().alias(PRED_SUM),
-        (w * y).sum().alias(LABEL_SUM),
-        (w * p * p).sum().alias(PRED_SQ),
-        (w * y * y).sum().alias(LABEL_SQ),
-        (w * p * y).sum().alias(PRED_LABEL),
-        (w * residual.abs()).sum().alias(ABS_RESIDUAL),
-        (w * residual * residual).sum().alias(RESIDUAL_SQ),
+    frame = rows.select(
+        # Strings become categoricals here: their physical codes are what the dense codes are made from.
+        *[pl.col(a) if _is_categorical(rows.collect_schema()[a]) else pl.col(a).cast(pl.Categorical) for a in keys],
+        "__p",
+        "__y",
+        BUCKET,
+        *([WEIGHT] if weighted else []),
+    ).collect()
+    code, groups = _combination_codes(frame, keys, max(buckets, grid.bins))
+    p, y = frame["__p"].to_numpy(), frame["__y"].to_numpy()
+    w = frame[WEIGHT].to_numpy() if weighted else None
+    bucket = frame[BUCKET].to_numpy()
+    del frame
+
+    slot, used = _slots(code * buckets + bucket, groups.height * buckets)
+    counts = np.bincount(slot, minlength=used.size)
+    shifted_p, shifted_y = p - grid.shift, y - grid.shift
+    weighted_p = shifted_p if w is None else w * shifted_p
+    weighted_y = shifted_y if w is None else w * shifted_y
+    residual = p - y
+
+    def total(values: np.ndarray | None) -> np.ndarray:
+        return counts.astype(np.float64) if values is None else np.bincount(slot, values, used.size)
+
+    sums = {
+        WEIGHT: total(w),
+        WEIGHT_SQ: total(None if w is None else w * w),
+        PRED_SUM: total(weighted_p),
+        LABEL_SUM: total(weighted_y),
+        PRED_SQ: total(weighted_p * shifted_p),
+        LABEL_SQ: total(weighted_y * shifted_y),
+        PRED_LABEL: total(weighted_p * shifted_y),
+        ABS_RESIDUAL: total(np.abs(residual) if w is None else w * np.abs(residual)),
+        RESIDUAL_SQ: total(residual * residual if w is None else w * residual * residual),
+    }
+    del weighted_p, weighted_y, residual, shifted_p, shifted_y
+    present = counts > 0  # a dense numbering has empty slots
+    cells = pl.DataFrame(
+        {
+            **groups[used[present] // buckets].to_dict(),
+            BUCKET: pl.Series(used[present] % buckets, dtype=pl.Int16),
+            ROWS: pl.Series(counts[present], dtype=pl.Int64),
+            **{name: pl.Series(values[present], dtype=pl.Float64) for name, values in sums.items()},
+        }
     )
-    histograms = [
-        rows.with_columns(
-            grid.bin_of(column).alias(VALUE_BIN),
-            # Values of weight 0 do not count towards a bin's extremes (null is skipped by min and max).
-            pl.when(w > 0).then(pl.col(column)).alias("__positive"),
-        )
-        .group_by([*keys, VALUE_BIN])
-        .agg(
-            pl.len().cast(pl.Int64).alias(ROWS),
-            w.sum().alias(WEIGHT),
-            pl.col("__positive").min().fill_null(float("inf")).alias(BIN_LOW),
-            pl.col("__positive").max().fill_null(float("-inf")).alias(BIN_HIGH),
-        )
-        for column in ("__p", "__y")
-    ]
-    as_strings = [pl.col(a).cast(pl.String) for a in attributes]
-    cells_frame, predictions, labels = (
-        frame.with_columns(as_strings) for frame in pl.collect_all([cells, *histograms])
-    )
-    return RegressionCube(
-        cells_frame.sort([*keys, BUCKET]),
-        predictions.sort([*keys, VALUE_BIN]),
-        labels.sort([*keys, VALUE_BIN]),
-        attributes,
-        grid,
-        buckets,
+    predictions, labels = (_histogram(values, w, code, groups, grid) for values in (p, y))
+    return RegressionCube(cells, predictions, labels, attributes, grid, buckets)
+
+
+def _combination_codes(frame: pl.DataFrame, keys: list[str], width: int) -> tuple[np.ndarray, pl.DataFrame]:
+    """Each row's attribute combination as a code, and the combinations (strings) in code order.
+
+    Codes follow the combinations' sort order (by the first attribute's text, then the second's, ...), so a
+    table built in code order is sorted as ``sort(keys)`` would sort it. Every combination of the values
+    present gets a code (some may have no rows) unless ``width`` slots per combination would exceed ``_DENSE``;
+    then only the combinations present are numbered.
+    """
+    code = np.zeros(frame.height, dtype=np.int64)
+    values: list[pl.Series] = []
+    for key in keys:
+        column = frame[key]
+        present = column.unique()
+        text = present.cast(pl.String)
+        order = text.arg_sort().to_numpy()
+        physical = present.to_physical().to_numpy().astype(np.int64)
+        dense = np.full(int(physical.max()) + 1, -1, dtype=np.int64)
+        dense[physical[order]] = np.arange(order.size)
+        code *= order.size
+        code += dense.take(column.to_physical().to_numpy())
+        values.append(text.gather(order))
+    size = int(np.prod([v.len() for v in values], dtype=np.float64))
+    if size * width > _DENSE:
+        code, used = _compact(code, size)
+    else:
+        used = np.arange(size)
+    groups = {}
+    rest = used
+    for key, value in reversed(list(zip(keys, values, strict=True))):
+        rest, position = np.divmod(rest, value.len())
+        groups[key] = value.gather(position).alias(key)
+    return code, pl.DataFrame({key: groups[key] for key in keys}, schema=dict.fromkeys(keys, pl.String))
+
+
+def _slots(slot: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Slots numbered ``0..n-1`` and the slot each number stands for (increasing): ``size`` slots at most.
+
+    Up to ``_DENSE`` possible slots they are used as they are (empty ones are dropped after counting); beyond
+    (many attributes with many values) only the present ones are numbered, so memory follows the rows.
+    """
+    if size <= _DENSE:
+        return slot, np.arange(size)
+    return _compact(slot, size)
+
+
+def _compact(slot: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The present slots numbered densely in increasing order (a ``bincount`` if it fits, else a sort)."""
+    if size <= _DENSE:
+        present = np.bincount(slot, minlength=size) > 0
+        renumber = np.cumsum(present) - 1
+        return renumber.take(slot), np.flatnonzero(present)
+    used, inverse = np.unique(slot, return_inverse=True)
+    return inverse.reshape(-1), used
+
+
+#: The most slots counted into dense arrays (32 MB per float array); more are numbered by sorting.
+_DENSE = 1 << 22
+
+
+def _histogram(
+    values: np.ndarray, w: np.ndarray | None, code: np.ndarray, groups: pl.DataFrame, grid: Grid
+) -> pl.DataFrame:
+    """Rows, weight and the extremes of positive weight per (combination, bin) present, sorted by both."""
+    slot, used = _slots(code * grid.bins + grid.bins_of(values), groups.height * grid.bins)
+    counts = np.bincount(slot, minlength=used.size)
+    low, high = np.full(used.size, np.inf), np.full(used.size, -np.inf)
+    # Values of weight 0 do not count towards a bin's extremes.
+    positive = slice(None) if w is None else w > 0
+    np.minimum.at(low, slot[positive], values[positive])
+    np.maximum.at(high, slot[positive], values[positive])
+    weight = counts.astype(np.float64) if w is None else np.bincount(slot, w, used.size)
+    present = counts > 0  # a dense numbering has empty slots
+    used = used[present]
+    return pl.DataFrame(
+        {
+            **groups[used // grid.bins].to_dict(),
+            VALUE_BIN: pl.Series(used % grid.bins, dtype=pl.Int32),
+            ROWS: pl.Series(counts[present], dtype=pl.Int64),
+            WEIGHT: weight[present],
+            BIN_LOW: low[present],
+            BIN_HIGH: high[present],
+        }
     )
 
 
