@@ -121,7 +121,11 @@ def generated(rows: int, seed: int) -> pl.DataFrame:
 @pytest.mark.parametrize("weight", [None, "weight"])
 @pytest.mark.parametrize("row_id", [None, "id"])
 @pytest.mark.parametrize("attributes", [["region"], ["region", "band"], ["code", "text", "band"]])
-def test_generated_cube_equals_group_by_counting(weight: str | None, row_id: str | None, attributes: list[str]) -> None:
+@pytest.mark.parametrize("chunk", [997, 1 << 15])  # many chunks (a prime: uneven last chunk) or one
+def test_generated_cube_equals_group_by_counting(
+    monkeypatch: pytest.MonkeyPatch, weight: str | None, row_id: str | None, attributes: list[str], chunk: int
+) -> None:
+    monkeypatch.setattr(cube_module, "_CHUNK", chunk)
     frame = generated(20_000, seed=len(attributes))
     options = RegressionOptions(histogram_range=(-4.0, 4.0), histogram_bins=16, bootstrap_buckets=32)
     kwargs: dict[str, Any] = {"prediction": "prediction", "label": "label", "weight": weight, "row_id": row_id}
@@ -142,6 +146,7 @@ def test_law_school_cube_equals_group_by_counting() -> None:
 
 @pytest.mark.parametrize("limit", [4, 200, 5_000])
 def test_sparse_path_equals_dense_path(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    monkeypatch.setattr(cube_module, "_CHUNK", 1009)
     # Past _DENSE possible slots the present ones are renumbered (by a bincount, or by np.unique past _DENSE
     # combinations) instead of counted into a dense array: 36 combinations x 100 buckets or x 2048 bins.
     frame = generated(5_000, seed=9)
