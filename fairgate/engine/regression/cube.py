@@ -95,24 +95,33 @@ class Grid:
         return np.linspace(self.low, self.high, self.bins + 1)
 
     def bins_of(self, values: np.ndarray) -> np.ndarray:
-        """``bin_of`` on a numpy array: the very same float operations, hence the very same bins.
+        """``bin_of`` on a numpy array, with the very same results (tested on and around every edge).
+
+        The guess ``(v - low) / width`` clipped to the bins and truncated (equal to flooring then clipping), then
+        corrected by one where the float division put a value on the wrong side of its bin's edges. The first
+        bin's left edge is taken as -inf and the last's right edge as +inf, which is ``bin_of``'s final clip.
 
         >>> Grid(0.0, 1.0, 4).bins_of(np.array([0.0, 0.25, 0.2499999, 1.0, 7.0])).tolist()
         [0, 1, 0, 3, 3]
         """
-        edges, top = self.edges, self.bins - 1
         scaled = values - self.low
         scaled /= self.width
-        np.floor(scaled, out=scaled)
-        np.clip(scaled, 0, top, out=scaled)
+        np.maximum(scaled, 0, out=scaled)
+        np.minimum(scaled, self.bins - 1, out=scaled)
         guess = scaled.astype(np.int64)
-        # guess - (value below its bin's left edge) + (value at or above its right edge), both of the guessed bin.
-        below = values < edges.take(guess)
-        above = values >= edges.take(guess + 1)
+        left, right = self._open_edges
+        below = values < left.take(guess)
+        above = values >= right.take(guess)
         guess -= below
         guess += above
-        np.clip(guess, 0, top, out=guess)
         return guess
+
+    @cached_property
+    def _open_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each bin's left and right edge, the outermost ones open (-inf and +inf)."""
+        left, right = self.edges[:-1].copy(), self.edges[1:].copy()
+        left[0], right[-1] = -np.inf, np.inf
+        return left, right
 
     def bin_of(self, column: str) -> pl.Expr:
         """The bin index of a value, exact with respect to ``edges`` (the float division is corrected by one)."""
@@ -450,10 +459,10 @@ def _combination_codes(frame: pl.DataFrame, keys: list[str], width: int) -> tupl
         column = frame[key]
         physical = column.to_physical().to_numpy()
         present = np.flatnonzero(np.bincount(physical))
-        # One row per present code gives its text (the categories' own list may hold values without rows).
-        first = np.full(present[-1] + 1, physical.size, dtype=np.int64)
-        np.minimum.at(first, physical, np.arange(physical.size))
-        text = column.gather(first[present]).cast(pl.String)
+        # A row of each present code gives its text (the categories' own list may hold values without rows).
+        row_of = np.zeros(present[-1] + 1, dtype=np.int64)
+        row_of[physical] = np.arange(physical.size)
+        text = column.gather(row_of[present]).cast(pl.String)
         order = text.arg_sort().to_numpy()
         dense = np.full(present[-1] + 1, -1, dtype=np.int64)
         dense[present[order]] = np.arange(order.size)
