@@ -104,7 +104,7 @@ def generated(rows: int, seed: int) -> pl.DataFrame:
     frame = pl.DataFrame(
         {
             "region": pl.Series(rng.choice(["north", "south", "east", "west"], rows)).cast(
-                pl.Enum(["west", "south", "north", "east"])
+                pl.Enum(["west", "unused", "south", "north", "east"])
             ),
             "band": pl.Series(rng.choice(["b", "a", "c"], rows)).cast(pl.Categorical),
             "code": rng.integers(1, 4, rows),

@@ -459,10 +459,12 @@ def _combination_codes(frame: pl.DataFrame, keys: list[str], width: int) -> tupl
         column = frame[key]
         physical = column.to_physical().to_numpy()
         present = np.flatnonzero(np.bincount(physical))
-        # A row of each present code gives its text (the categories' own list may hold values without rows).
-        row_of = np.zeros(present[-1] + 1, dtype=np.int64)
-        row_of[physical] = np.arange(physical.size)
-        text = column.gather(row_of[present]).cast(pl.String)
+        if isinstance(column.dtype, pl.Enum):  # an Enum's code is the position of its text in the categories
+            text = column.dtype.categories.gather(present)
+        else:  # a row of each present code gives its text
+            row_of = np.zeros(present[-1] + 1, dtype=np.int64)
+            row_of[physical] = np.arange(physical.size)
+            text = column.gather(row_of[present]).cast(pl.String)
         order = text.arg_sort().to_numpy()
         dense = np.full(present[-1] + 1, -1, dtype=np.int64)
         dense[present[order]] = np.arange(order.size)
