@@ -1,67 +1,68 @@
 """Benchmark: fairgate's multiclass engine against Fairlearn's MetricFrame doing the same per-class work.
 
-Generates N rows with 2 sensitive attributes (4 and 5 values) and K classes (a true class and an imperfect
-prediction whose class mix depends on the groups), then, for the 3 slicings (each attribute and the pair):
+Generates N rows (seeded, in chunks of 1M straight into Polars: no pandas copy for fairgate) with 2 sensitive
+attributes (4 and 5 values) and K classes (a true class and an imperfect prediction whose class mix depends on
+the groups). Each side runs in its own fresh child process per size and K (``bench/peer_runs.py``: medians of
+wall and CPU seconds, peak resident memory of that process, the generated data included), over the 3 slicings
+(each attribute and the pair):
 
-1. fairgate: one multiclass cube, then every slicing as its marginal: the K x K confusion matrix, per-class
-   selection rate, base rate, TPR (recall), FNR, FPR, precision and accuracy per group with Wilson intervals,
-   and the per-class and worst-case demographic parity / equalized odds / equal opportunity / predictive parity
-   summaries with --bootstrap simultaneous bootstrap intervals.
+1. fairgate (``audit_multiclass``): one multiclass cube, then the population and every slicing as its marginal:
+   the K x K confusion matrix, per-class selection rate, base rate, TPR (recall), FNR, FPR, precision and
+   accuracy per group with Wilson intervals, and the per-class and worst-case demographic parity / equalized
+   odds / equal opportunity / predictive parity summaries with --bootstrap simultaneous bootstrap intervals.
+   One warm-up run, then the median of --repeats. fairgate runs its slicings on two threads, so its CPU time can
+   exceed its wall time.
 2. Fairlearn: one MetricFrame per slicing with sklearn's ``recall_score`` and ``precision_score``
-   (``average=None``), ``confusion_matrix``, ``accuracy_score`` and per-class selection rates (no summaries,
-   no intervals).
-   Given integer class codes, its fastest input. Fairlearn's own ``demographic_parity_difference`` /
-   ``equalized_odds_difference`` on each class's one-vs-rest indicators would add 2 K more MetricFrames per
-   slicing; they are left out, which favours Fairlearn.
+   (``average=None``: per class), ``confusion_matrix``, ``accuracy_score``, the per-class false positive rate
+   from ``multilabel_confusion_matrix`` and per-class selection and base rates (no summaries, no intervals).
+   Given integer class codes, its fastest input, converted to pandas before its clock starts. Fairlearn's own
+   ``demographic_parity_difference`` / ``equalized_odds_difference`` on each class's one-vs-rest indicators would
+   add 2 K more MetricFrames per slicing; they are left out, which favours Fairlearn. --peer-repeats runs
+   (default 1: at 10M rows one run takes minutes); the report says which.
 
-Times are wall-clock and CPU seconds of this process (on a shared machine the CPU time is what the work costs;
-fairgate runs its slicings on two threads, so its CPU time can exceed its wall time). fairgate's are medians of
---repeats runs (the machine is shared and noisy); Fairlearn runs once per K,
-after every fairgate run. Peak memory is the process's resident peak after fairgate's runs up to that K (the
-generated data included), before Fairlearn.
-
-    .venv/bin/python bench/multiclass_vs_fairlearn.py --rows 1000000
-    .venv/bin/python bench/multiclass_vs_fairlearn.py --rows 10000000 --classes 5
+    .venv/bin/python bench/multiclass_vs_fairlearn.py --rows 1000000 10000000 --classes 3 5 \
+        --peer-part-rows 10000000 --cache /tmp/peer-cache
+    .venv/bin/python bench/multiclass_vs_fairlearn.py --rows 10000000 --skip-peer     # fairgate only
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import resource
-import statistics
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from peer_runs import Runner, describe, emit, load, measure, peak_gb, ratio_line
 
 import fairgate
-from fairgate.engine.multiclass import audit_multiclass
-from fairgate.policy.task import MulticlassOptions
 
 ATTRIBUTES = {"region": 4, "age_band": 5}
+CHUNK = 1_000_000
 
 
 def generate(rows: int, k: int, seed: int = 7) -> pl.DataFrame:
     """Attributes as Enums and classes as Enums of "c0".."c{k-1}" (compact, as Parquet or Arrow would give)."""
-    rng = np.random.default_rng(seed)
-    codes = {name: rng.integers(0, n, rows, dtype=np.int8) for name, n in ATTRIBUTES.items()}
-    shift = sum(0.3 * c / n for (name, n), c in zip(ATTRIBUTES.items(), codes.values(), strict=True))
-    # The true class: a latent score in k ordered bands, shifted by the groups.
-    latent = rng.normal(0.0, 1.0, rows) + shift
-    truth = np.clip(np.floor((latent + 1.5) / 3.0 * k), 0, k - 1).astype(np.int8)
-    noise = rng.random(rows) < 0.3
-    guess = np.where(noise, rng.integers(0, k, rows, dtype=np.int8), truth)
     classes = [f"c{i}" for i in range(k)]
-    frame = {name: _enum(c, [f"{name}_{i}" for i in range(ATTRIBUTES[name])]) for name, c in codes.items()}
-    frame["y_true"] = _enum(truth, classes)
-    frame["y_pred"] = _enum(guess, classes)
-    return pl.DataFrame(frame)
+    chunks = []
+    for start, stream in zip(range(0, rows, CHUNK), np.random.SeedSequence(seed).spawn(-(-rows // CHUNK)), strict=True):
+        size = min(CHUNK, rows - start)
+        rng = np.random.default_rng(stream)
+        codes = {name: rng.integers(0, n, size, dtype=np.int8) for name, n in ATTRIBUTES.items()}
+        shift = sum(0.3 * c / n for (name, n), c in zip(ATTRIBUTES.items(), codes.values(), strict=True))
+        # The true class: a latent score in k ordered bands, shifted by the groups.
+        latent = rng.normal(0.0, 1.0, size) + shift
+        truth = np.clip(np.floor((latent + 1.5) / 3.0 * k), 0, k - 1).astype(np.int8)
+        noise = rng.random(size) < 0.3
+        guess = np.where(noise, rng.integers(0, k, size, dtype=np.int8), truth)
+        frame = {name: _enum(c, [f"{name}_{i}" for i in range(ATTRIBUTES[name])]) for name, c in codes.items()}
+        frame["y_true"] = _enum(truth, classes)
+        frame["y_pred"] = _enum(guess, classes)
+        chunks.append(pl.DataFrame(frame))
+    return pl.concat(chunks, rechunk=True)
 
 
 def _enum(codes: np.ndarray, labels: list[str]) -> pl.Series:
@@ -84,96 +85,139 @@ def policy(bootstrap: int) -> fairgate.Policy:
     )
 
 
-@dataclass(frozen=True)
-class Timing:
-    """Wall-clock and CPU seconds (the CPU time of this process: what the work costs whatever the load)."""
+def fairgate_run(frame: pl.DataFrame, k: int, bootstrap: int) -> None:
+    """Cube + population + 3 slicings, every per-class metric and summary with intervals."""
+    from fairgate.engine.multiclass import audit_multiclass
+    from fairgate.policy.task import MulticlassOptions
 
-    wall: float
-    cpu: float
-
-
-def fairgate_run(frame: pl.DataFrame, k: int, bootstrap: int) -> Timing:
-    """Cube + population + 3 slicings, every per-class metric and summary with intervals; returns seconds."""
-    options = MulticlassOptions(classes=[f"c{i}" for i in range(k)])
-    start, cpu = time.perf_counter(), time.process_time()
-    audit = audit_multiclass(frame, policy(bootstrap), options)
-    elapsed = Timing(time.perf_counter() - start, time.process_time() - cpu)
+    audit = audit_multiclass(frame, policy(bootstrap), MulticlassOptions(classes=[f"c{i}" for i in range(k)]))
     assert len(audit.slicings) == 4  # population, 2 attributes, 1 pair
-    return elapsed
 
 
-def fairlearn_run(frame: pl.DataFrame, k: int) -> Timing:
-    """One MetricFrame per slicing with sklearn's per-class metrics (the same per-group work); seconds."""
-    from fairlearn.metrics import MetricFrame
-    from sklearn.metrics import accuracy_score, confusion_matrix, precision_score, recall_score
+def fairlearn_metrics(k: int) -> dict[str, Any]:
+    """sklearn's per-class metrics for MetricFrame (the same per-group work as fairgate's)."""
+    from sklearn.metrics import (
+        accuracy_score,
+        confusion_matrix,
+        multilabel_confusion_matrix,
+        precision_score,
+        recall_score,
+    )
 
     labels = list(range(k))
-    data = frame.select(
-        *ATTRIBUTES, pl.col("y_true").to_physical().cast(pl.Int64), pl.col("y_pred").to_physical().cast(pl.Int64)
-    ).to_pandas()
-    data[list(ATTRIBUTES)] = data[list(ATTRIBUTES)].astype("category")
 
     def selection_rates(y_true: Any, y_pred: Any) -> np.ndarray:
         return np.bincount(np.asarray(y_pred), minlength=k) / len(y_pred)
 
-    metrics = {
+    def base_rates(y_true: Any, y_pred: Any) -> np.ndarray:
+        return np.bincount(np.asarray(y_true), minlength=k) / len(y_true)
+
+    def false_positive_rates(y_true: Any, y_pred: Any) -> np.ndarray:
+        (tn, fp), _ = multilabel_confusion_matrix(y_true, y_pred, labels=labels).transpose(1, 2, 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(fp / (fp + tn))
+
+    return {
         "recall": partial(recall_score, labels=labels, average=None, zero_division=np.nan),
         "precision": partial(precision_score, labels=labels, average=None, zero_division=np.nan),
+        "false_positive_rate": false_positive_rates,
         "confusion": partial(confusion_matrix, labels=labels),
         "accuracy": accuracy_score,
         "selection_rate": selection_rates,
+        "base_rate": base_rates,
     }
+
+
+def fairlearn_run(data: Any, k: int, *, part: bool = False) -> None:
+    """One MetricFrame per slicing with sklearn's per-class metrics.
+
+    ``part``: recall by region only (one slicing x one metric), for the estimate at sizes where the full run is
+    too long.
+    """
+    from fairlearn.metrics import MetricFrame
+
     slicings = [[a] for a in ATTRIBUTES] + [list(p) for p in itertools.combinations(ATTRIBUTES, 2)]
-    start, cpu = time.perf_counter(), time.process_time()
+    metrics = fairlearn_metrics(k)
+    if part:
+        slicings, metrics = slicings[:1], {"recall": metrics["recall"]}
     for slicing in slicings:
-        frame_ = MetricFrame(
+        frame = MetricFrame(
             metrics=metrics, y_true=data["y_true"], y_pred=data["y_pred"], sensitive_features=data[slicing]
         )
-        frame_.by_group  # noqa: B018  (computed in the constructor; read as a user would)
-    return Timing(time.perf_counter() - start, time.process_time() - cpu)
+        frame.by_group  # noqa: B018  (computed in the constructor; read as a user would)
 
 
-def median_of(run: Callable[[], Timing], repeats: int) -> Timing:
-    runs = [run() for _ in range(repeats)]
-    return Timing(statistics.median(r.wall for r in runs), statistics.median(r.cpu for r in runs))
+def child(args: argparse.Namespace) -> None:
+    rows, k = args.rows[0], args.classes[0]
+    frame = generate(rows, k)
+    data_gb = peak_gb()
+    if args.child == "fairgate":
+        emit(
+            measure(
+                "fairgate",
+                rows,
+                lambda: fairgate_run(frame, k, args.bootstrap),
+                args.repeats,
+                data_gb=data_gb,
+                warm_up=True,
+            )
+        )
+        return
+    run = partial(fairlearn_run, as_pandas(frame), k, part=args.child == "fairlearn-part")
+    emit(measure(args.child, rows, run, args.repeats, data_gb=data_gb, warm_up=False))
+
+
+def as_pandas(frame: pl.DataFrame) -> Any:
+    """Fairlearn's input: integer class codes and categorical attributes in pandas."""
+    data = frame.select(
+        *ATTRIBUTES, pl.col("y_true").to_physical().cast(pl.Int64), pl.col("y_pred").to_physical().cast(pl.Int64)
+    ).to_pandas()
+    data[list(ATTRIBUTES)] = data[list(ATTRIBUTES)].astype("category")
+    return data
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--classes", type=int, nargs="+", default=[3, 4, 5], help="values of K to run")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--classes", type=int, nargs="+", default=[3, 5], help="values of K to run")
+    parser.add_argument("--repeats", type=int, default=5, help="fairgate runs per size and K (after one warm-up)")
+    parser.add_argument("--peer-repeats", type=int, default=1, help="Fairlearn runs per size and K")
     parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--skip-fairlearn", action="store_true", help="skip the (slow) Fairlearn comparison")
+    parser.add_argument("--skip-peer", action="store_true", help="fairgate only")
+    parser.add_argument(
+        "--peer-part-rows",
+        type=int,
+        nargs="*",
+        default=[],
+        help="sizes where Fairlearn's time is estimated from one slicing x one metric (see bench/peer_runs.py)",
+    )
+    parser.add_argument("--cache", type=Path, help="keep and reuse the peer's results here")
+    parser.add_argument("--child", choices=["fairgate", "fairlearn", "fairlearn-part"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        return child(args)
 
-    # fairgate first for every K (the peak memory it reaches is then its own and the data's), then Fairlearn.
-    ours: dict[int, Timing] = {}
-    lines: dict[int, str] = {}
-    for k in args.classes:
-        frame = generate(args.rows, k)
-        fairgate_run(frame, k, args.bootstrap)  # warm-up: imports, first-call compilation
-        ours[k] = median_of(partial(fairgate_run, frame, k, args.bootstrap), args.repeats)
-        peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-        lines[k] = (
-            f"rows={args.rows:,} K={k}: fairgate {ours[k].wall:.3f} s wall, {ours[k].cpu:.3f} s CPU "
-            f"(medians of {args.repeats}, "
-            f"{args.bootstrap} bootstrap replicates), peak memory so far {peak_gb:.2f} GB"
+    runner = Runner(__file__, args.cache, set(args.peer_part_rows))
+    print(f"start: {load()}", flush=True)
+    lines = []
+    for k, rows in itertools.product(args.classes, sorted(args.rows)):
+        extra = ["--classes", str(k), "--bootstrap", str(args.bootstrap)]
+        ours = runner.run("fairgate", rows, args.repeats, extra)
+        print(
+            f"rows={rows:,} K={k} fairgate multiclass engine (cube + population + 3 slicings, {args.bootstrap} "
+            f"bootstrap replicates): {describe(ours)}",
+            flush=True,
         )
-        print(lines[k], flush=True)
-        del frame
-    if not args.skip_fairlearn:
-        for k in args.classes:
-            theirs = fairlearn_run(generate(args.rows, k), k)
-            lines[k] += (
-                f"; Fairlearn MetricFrame {theirs.wall:.1f} s wall, {theirs.cpu:.1f} s CPU; fairlearn/fairgate = "
-                f"{theirs.wall / ours[k].wall:.0f}x wall, {theirs.cpu / ours[k].cpu:.0f}x CPU"
-            )
-            print(
-                f"  K={k}: Fairlearn MetricFrame, 3 slicings: {theirs.wall:.1f} s wall, {theirs.cpu:.1f} s CPU",
-                flush=True,
-            )
-    print("\n".join(lines.values()))
+        if args.skip_peer:
+            lines.append(f"rows={rows:,} K={k}: fairgate {ours.wall:.3f} s wall, peak memory {ours.peak_gb:.2f} GB")
+            continue
+        theirs, how = runner.peer(rows, args.rows, args.peer_repeats, extra)
+        print(f"rows={rows:,} K={k} Fairlearn MetricFrame, 3 slicings, per-class metrics: {describe(theirs)}; {how}")
+        lines.append(
+            f"K={k} " + ratio_line(rows, ours, theirs) + ("" if how == "measured" else " (Fairlearn estimated)")
+        )
+        print(f"{load()}", flush=True)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -122,9 +122,13 @@ def _pieces(a: Histogram, b: Histogram) -> tuple[np.ndarray, np.ndarray, np.ndar
     a_low, a_high = _span(a, left)
     b_low, b_high = _span(b, left)
     shape = np.broadcast_shapes(a_low.shape, b_low.shape)
-    points = np.sort(
-        np.stack([np.broadcast_to(x, shape) for x in (left, a_low, a_high, b_low, b_high, right)], axis=-1), axis=-1
-    )
+    points = np.empty((*shape, 6))
+    # The six points in increasing order: left <= each bin's low <= its high <= right, so sorting them is merging
+    # the pairs (a_low, a_high) and (b_low, b_high) (a sorting network: the very values np.sort would give).
+    points[..., 0], points[..., 5] = left, right
+    points[..., 1], points[..., 4] = np.minimum(a_low, b_low), np.maximum(a_high, b_high)
+    inner_low, inner_high = np.maximum(a_low, b_low), np.minimum(a_high, b_high)
+    points[..., 2], points[..., 3] = np.minimum(inner_low, inner_high), np.maximum(inner_low, inner_high)
     start, end = points[..., :-1], points[..., 1:]
     middle = (start + end) / 2.0
     bounds = []

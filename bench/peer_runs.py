@@ -1,0 +1,137 @@
+"""Shared harness of the per-kind benches against a peer library (``*_vs_fairlearn.py``).
+
+Every measured run happens in a fresh child process (the bench script re-run with ``--child SIDE``), which
+generates the seeded data itself, times ``repeats`` runs (the engine after one warm-up run) and prints one JSON
+line: medians of wall-clock and CPU seconds, and its peak resident memory (``getrusage(RUSAGE_SELF).ru_maxrss``:
+the generated data, the work and, for the peer, the pandas copy it needs) next to the memory the data alone
+took. A child per side and size keeps one side's peak from hiding in the other's.
+
+CPU seconds are this process's (``time.process_time``, every thread): on a shared machine the wall clock grows
+with the load, the CPU time much less.
+
+The peer takes minutes per million rows. Two options keep its 10M-row figure affordable, both stated in the
+output: ``--peer-part-rows N`` runs it at N rows on one slicing and one metric only (``fairlearn-part``) and
+scales that by the full/part ratio measured at the smallest size run in full (Fairlearn's cost is a sum over
+slicings x metrics x groups of passes over the rows, so the ratio does not depend on the row count); and
+``--cache DIR`` keeps each peer child's JSON line and reuses it (the peer's result does not change when the
+engine does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Medians of a side's runs at one size, with the memory its child process reached."""
+
+    side: str
+    rows: int
+    repeats: int
+    wall: float
+    cpu: float
+    walls: list[float]
+    data_gb: float
+    peak_gb: float
+
+
+def peak_gb() -> float:
+    """This process's peak resident memory so far, in GB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+
+
+def measure(side: str, rows: int, run: Callable[[], Any], repeats: int, *, data_gb: float, warm_up: bool) -> Measured:
+    """Time ``repeats`` calls of ``run`` (after one untimed call if ``warm_up``); medians of wall and CPU."""
+    if warm_up:
+        run()  # imports, first-call compilation, allocator warm-up
+    walls, cpus = [], []
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        run()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return Measured(side, rows, repeats, statistics.median(walls), statistics.median(cpus), walls, data_gb, peak_gb())
+
+
+def emit(measured: Measured) -> None:
+    """The child's one line of output, read by :func:`in_child`."""
+    print(json.dumps(asdict(measured)), flush=True)
+
+
+def in_child(script: str, side: str, rows: int, repeats: int, extra: list[str]) -> Measured:
+    """Run ``script --child side`` in a fresh interpreter and return what it measured."""
+    command = [sys.executable, script, "--child", side, "--rows", str(rows), "--repeats", str(repeats), *extra]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{side} at {rows:,} rows failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return Measured(**json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages (2 cores: above 2 the runs share the CPU)."""
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def describe(m: Measured) -> str:
+    runs = "one run" if m.repeats == 1 else f"median of {m.repeats}"
+    return (
+        f"{m.wall:.3f} s wall, {m.cpu:.3f} s CPU ({runs}); peak memory {m.peak_gb:.2f} GB "
+        f"(data alone {m.data_gb:.2f} GB)"
+    )
+
+
+def ratio_line(rows: int, ours: Measured, theirs: Measured) -> str:
+    return (
+        f"rows={rows:,}: fairlearn/fairgate = {theirs.wall / ours.wall:.0f}x wall, {theirs.cpu / ours.cpu:.0f}x CPU; "
+        f"fairgate peak memory {ours.peak_gb:.2f} GB"
+    )
+
+
+@dataclass
+class Runner:
+    """Runs the children of one bench script; peer results cached in ``cache`` (if set) and reused."""
+
+    script: str
+    cache: Path | None
+    part_rows: set[int]
+
+    def run(self, side: str, rows: int, repeats: int, extra: list[str]) -> Measured:
+        if self.cache is None or side == "fairgate":
+            return in_child(self.script, side, rows, repeats, extra)
+        name = "-".join([Path(self.script).stem, side, str(rows), str(repeats), *extra]).replace("--", "")
+        path = self.cache / f"{name}.json"
+        if path.exists():
+            return Measured(**json.loads(path.read_text()))
+        measured = in_child(self.script, side, rows, repeats, extra)
+        self.cache.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(measured)))
+        return measured
+
+    def peer(self, rows: int, full_sizes: list[int], repeats: int, extra: list[str]) -> tuple[Measured, str]:
+        """The peer's full work at ``rows``: measured, or estimated from a part (see the module's text)."""
+        if rows not in self.part_rows:
+            return self.run("fairlearn", rows, repeats, extra), "measured"
+        smaller = [r for r in full_sizes if r not in self.part_rows and r < rows]
+        if not smaller:
+            raise SystemExit(f"--peer-part-rows {rows}: run a smaller size in full too (its full/part ratio)")
+        base = min(smaller)
+        full, part_base = self.run("fairlearn", base, repeats, extra), self.run("fairlearn-part", base, repeats, extra)
+        part = self.run("fairlearn-part", rows, repeats, extra)
+        wall_scale, cpu_scale = full.wall / part_base.wall, full.cpu / part_base.cpu
+        estimate = replace(part, side="fairlearn (estimated)", wall=part.wall * wall_scale, cpu=part.cpu * cpu_scale)
+        note = (
+            f"estimated: one slicing x one metric measured at {rows:,} rows ({part.wall:.1f} s wall, "
+            f"{part.cpu:.1f} s CPU) x the full/part ratio at {base:,} rows ({wall_scale:.1f} wall, {cpu_scale:.1f} CPU)"
+        )
+        return estimate, note
