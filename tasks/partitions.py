@@ -25,7 +25,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 from prefect import task
@@ -36,6 +36,9 @@ from fairgate.errors import DataError
 from fairgate.policy.core import Policy
 from tasks.io import Source, parse_source, register_source
 from tasks.sql import quote_identifier, render_sql
+
+if TYPE_CHECKING:
+    from tasks.align import Staged
 
 ROLES = ("predictions", "labels", "attributes")
 _DATA_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv")
@@ -150,7 +153,7 @@ def digest_of(sha256s: list[str]) -> str:
 def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
     """Stage and validate one partition on its worker, as the single-process audit validates its inputs."""
     # Imported here: a worker loads them (and Great Expectations) on its first partition only.
-    from tasks.align import stage
+    from tasks.align import id_buckets, stage
     from tasks.cube_sql import configure
     from tasks.validate import validate_inputs
 
@@ -159,9 +162,10 @@ def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
         staged = stage(policy, files["predictions"], files["labels"], files["attributes"])
         try:
             configure(staged.con, policy.execution.memory_limit, Path(spill))
-            validation = validate_inputs.fn(staged)
+            buckets = id_buckets(staged)  # ids grouped and joined one bucket at a time: memory flat in rows
+            validation = validate_inputs.fn(staged, id_buckets=buckets)
             ranges = {role: _id_range(staged.con, f"stg_{role}") for role in ROLES}
-            join, missing = _join_counts(staged.con, staged.row_counts, staged.attributes)
+            join, missing = _join_counts(staged, buckets)
         finally:
             staged.con.close()
     return PartitionCheck(
@@ -182,23 +186,30 @@ def _id_range(con: duckdb.DuckDBPyConnection, view: str) -> tuple[Any, Any]:
     return low, high
 
 
-def _join_counts(
-    con: duckdb.DuckDBPyConnection, row_counts: dict[str, int], attributes: list[str]
-) -> tuple[dict[str, int], dict[str, int]]:
+def _join_counts(staged: Staged, buckets: int) -> tuple[dict[str, int], dict[str, int]]:
     """How the partition's inputs match on id (ids are unique here, validated just before), and the matched
-    people without each attribute's value."""
+    people without each attribute's value; joined one id bucket at a time when ``buckets`` > 1 (counts add)."""
+    from tasks.align import restrict_to_bucket
+
+    attributes, row_counts = staged.attributes, staged.row_counts
     missing_counts = [
         f"count(*) filter (where attributes.{quote_identifier(a)} is null) as {quote_identifier(a)}" for a in attributes
     ]
     sql = render_sql("partition_join", missing_counts=",\n        ".join(missing_counts) or "0 as _none")
-    matched, without_attributes, *missing = con.execute(sql).fetchall()[0]
+    totals = [0] * (2 + max(1, len(attributes)))
+    for bucket in range(buckets):
+        if buckets > 1:
+            restrict_to_bucket(staged, bucket, buckets)
+        counts = staged.con.execute(sql).fetchall()[0]
+        totals = [total + int(n or 0) for total, n in zip(totals, counts, strict=True)]
+    matched, without_attributes, *missing = totals
     join = {
-        "matched": int(matched),
-        "predictions_without_labels": row_counts["predictions"] - int(matched),
-        "labels_without_predictions": row_counts["labels"] - int(matched),
-        "people_without_attributes": int(without_attributes),
+        "matched": matched,
+        "predictions_without_labels": row_counts["predictions"] - matched,
+        "labels_without_predictions": row_counts["labels"] - matched,
+        "people_without_attributes": without_attributes,
     }
-    return join, {a: int(n) for a, n in zip(attributes, missing, strict=False)}
+    return join, {a: n for a, n in zip(attributes, missing, strict=False)}
 
 
 def overlapping_roles(checks: list[PartitionCheck]) -> list[str]:
