@@ -12,6 +12,10 @@ values; all DuckDB aggregates) and cubed by scale-stream's ``cube_partition``. O
 cube, counts, the checks' outcomes, and each input's smallest and largest id. Ids unique within each partition
 and partitions whose id ranges do not overlap prove every id unique overall; where ranges overlap,
 :func:`duplicate_ids_in_bucket` settles it exactly, one hash bucket of ids per task.
+
+A partition larger than ``tasks.align.ROWS_PER_BUCKET`` rows is joined, its ids grouped and its cube built one
+id hash bucket at a time inside its task (counts and cubes add), so a worker's memory does not grow with the
+partition's size: only the files are rescanned once per bucket.
 """
 
 from __future__ import annotations
