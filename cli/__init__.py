@@ -74,9 +74,12 @@ def _precheck(
     try:
         parsed, _ = read_policy.fn(policy)
         if _on_dask(parsed, where):
-            from tasks.partitions import plan_partitions
+            from flows.audit_dask import requested_execution
+            from tasks.partitions import check_scheduler, plan_partitions
 
             plan_partitions(predictions, labels, attributes)
+            if address := requested_execution(parsed.execution, *where).address:
+                check_scheduler(address)
             return
         for role, text in (("predictions", predictions), ("labels", labels), ("attributes", attributes)):
             parse_source(role, text)

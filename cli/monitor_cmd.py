@@ -27,6 +27,8 @@ from fairgate.errors import FairgateError
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
+    import fairgate
+
 monitor_app = typer.Typer(
     help="Monitor a model night by night: windowed fairness, change against a baseline, drift alerts.",
     no_args_is_help=True,
@@ -62,7 +64,8 @@ def run(
     names = {"model-name": model_name, "model-version": model_version}
     try:
         check_audit_arguments(policy, inputs, out, trail, names)
-        _precheck(policy)
+        parsed = _precheck(policy, predictions, night)
+        _precheck_baseline(parsed, out, trail, model_name)
     except FairgateError as exc:
         _fail(exc.message)
     parameters: dict[str, Any] = {
@@ -74,7 +77,10 @@ def run(
         "trail": str(trail) if trail else None,
         "night": night,
     }
-    summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+    from cli.signals import audit_guard
+
+    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, no server left behind; logs delivered before it stops
+        summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
     document = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
@@ -83,13 +89,41 @@ def run(
     raise typer.Exit(summary["exit_code"])
 
 
-def _precheck(policy: Path) -> None:
-    """A policy that is invalid or has no monitoring section is refused before Prefect starts."""
+def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Policy:
+    """Refused before Prefect starts: an invalid policy, one without a monitoring section, and (without --night)
+    predictions with no timestamp column to give the rows their period."""
+    import duckdb
+
     from tasks.audit import read_policy
+    from tasks.io import parse_source, register_source
     from tasks.monitor import monitoring_of
 
     parsed, _ = read_policy.fn(policy)
-    monitoring_of(parsed, str(policy))
+    column = monitoring_of(parsed, str(policy)).timestamp
+    source = parse_source("predictions", predictions)
+    if night is None and source.kind != "sqlite":  # reading a header is cheap; a database table is checked later
+        with duckdb.connect() as con:
+            columns = register_source(con, source, "predictions_header")
+        if column not in columns:
+            raise FairgateError(
+                f"{source.label} has no timestamp column {column!r} (monitoring.timestamp), so the rows' period is "
+                f"unknown; pass --night DATE (all rows are that night's), or add the column; columns present: "
+                f"{columns}"
+            )
+    return parsed
+
+
+def _precheck_baseline(parsed: fairgate.Policy, out: Path | None, trail: Path | None, model_name: str | None) -> None:
+    """A deployment-audit baseline that is not in the trail is refused before Prefect starts (when the model is
+    named; otherwise the flow checks it once the predictions name the model)."""
+    from tasks.monitor_trail import baseline_audit_cells
+    from tasks.trail import default_trail_path
+
+    baseline = parsed.monitoring.baseline if parsed.monitoring else None
+    if model_name is None or baseline is None or baseline.kind != "deployment_audit":
+        return
+    trail_path = trail or default_trail_path(parsed, Path(out or parsed.reporting.output_dir))
+    baseline_audit_cells(trail_path, model_name, baseline.run_id)
 
 
 def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:

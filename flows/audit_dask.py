@@ -37,6 +37,7 @@ from tasks.partitions import (
     Partition,
     PartitionCheck,
     check_partition,
+    check_scheduler,
     cross_partition_duplicates,
     cube_of_partition,
     digest_of,
@@ -88,6 +89,7 @@ def dask_task_runner(execution: Execution) -> Any:
             "machine running the audit and on every Dask worker), or set execution.runner: local"
         ) from None
     if execution.address:
+        check_scheduler(execution.address)
         return DaskTaskRunner(address=execution.address)
     return DaskTaskRunner()  # a distributed.LocalCluster for this run, sized to the machine
 

@@ -46,7 +46,13 @@ from tasks.monitor import (
     write_document,
 )
 from tasks.monitor_inputs import cube_periods, night_of, row_periods
-from tasks.monitor_trail import MonitoringRecord, monitoring_history, night_observations_history, record_monitoring
+from tasks.monitor_trail import (
+    MonitoringRecord,
+    baseline_audit_cells,
+    monitoring_history,
+    night_observations_history,
+    record_monitoring,
+)
 from tasks.outputs import discard_staging, promote_outputs, staging_dir
 from tasks.trail import check_trail, default_trail_path
 from tasks.validate import validate_aligned, validate_inputs
@@ -97,6 +103,8 @@ def _monitor(
     output = Path(out_dir or policy.reporting.output_dir)
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
     check_trail(trail_path)
+    if monitoring.baseline.kind == "deployment_audit" and model_name is not None:  # before any work, if we can
+        baseline_audit_cells(trail_path, model_name, monitoring.baseline.run_id)
     night = _night(night_text)
     staged = stage_inputs(policy, predictions, labels, attributes)
     validation = validate_inputs(staged)

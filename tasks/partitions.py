@@ -26,7 +26,9 @@ import hashlib
 import itertools
 import operator
 import re
+import socket
 import tempfile
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +38,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate import Cube
-from fairgate.errors import DataError
+from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from tasks.io import Source, parse_source, register_source
 from tasks.sql import quote_identifier, render_sql
@@ -107,9 +109,9 @@ def expand_input(role: str, text: str) -> list[str]:
 def plan_partitions(predictions: str, labels: str, attributes: str) -> list[Partition]:
     """Pair the k-th files of the three inputs; refuse lists that cannot line up.
 
-    Lists must be equally long, and the k-th files' names must carry the same part numbers (digits), unless
-    the names are equal: ``predictions/part-003.parquet`` goes with ``labels/part-003.parquet`` or
-    ``labels_003.parquet``, never with ``labels/part-004.parquet``.
+    Lists must be equally long, and (when there are several) the k-th files' names must carry the same part
+    numbers (digits), unless the names are equal: ``predictions/part-003.parquet`` goes with
+    ``labels/part-003.parquet`` or ``labels_003.parquet``, never with ``labels/part-004.parquet``.
     """
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     files = {role: expand_input(role, text) for role, text in given.items()}
@@ -124,7 +126,8 @@ def plan_partitions(predictions: str, labels: str, attributes: str) -> list[Part
     partitions = []
     for k in range(counts["predictions"]):
         paths = {role: files[role][k] for role in ROLES}
-        _check_names_line_up(k, paths)
+        if counts["predictions"] > 1:  # one file per input is one partition, whatever the files are called
+            _check_names_line_up(k, paths)
         partitions.append(Partition(index=k, files=paths))
     return partitions
 
@@ -322,3 +325,28 @@ def sum_cubes(cubes: list[Cube]) -> Cube:
     """The cube of all partitions (cubes of disjoint rows add). Run on a worker, so the metric tasks fetch the
     sum from there once per worker instead of each task carrying it in its submission."""
     return functools.reduce(operator.add, cubes)
+
+
+def check_scheduler(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse (before any work) a Dask scheduler address that is malformed or that nothing answers at.
+
+    Without this, the Dask client retries for 30 s and the audit ends as a crash with a traceback.
+    """
+    parsed = urllib.parse.urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme not in ("tcp", "tls") or not parsed.hostname or port is None:
+        raise PolicyError(
+            f"the Dask scheduler address {address!r} is not tcp://host:port; write it as `dask scheduler` prints "
+            "it, e.g. tcp://10.0.0.5:8786 (execution.address or --dask-address)"
+        )
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise PolicyError(
+            f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc}); start one there with `dask "
+            f"scheduler` and workers with `dask worker {address}`, or fix execution.address / --dask-address, or "
+            "leave the address out for a temporary local cluster"
+        ) from None

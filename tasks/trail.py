@@ -1040,20 +1040,24 @@ def _anchor_problems(anchor: Path, heads: dict[int, str]) -> list[str]:
 
 
 def _registration_problems(checker: _ChainCheck, registrations: list[Any]) -> list[str]:
+    return _chain_problems(checker, "registrations", "registration", registrations, len(REGISTRATION_COLUMNS))
+
+
+def _chain_problems(checker: _ChainCheck, table: str, noun: str, rows: list[Any], width: int) -> list[str]:
+    """One hash-chained table's rows (``width`` hashed columns, then prev_hash and row_hash): a deleted or
+    edited row breaks the chain, an altered one its own hash."""
     problems: list[str] = []
     expected_prev, expected_seq = GENESIS, 1
-    for row in registrations:
-        registration, prev_hash, row_hash = list(row[: len(REGISTRATION_COLUMNS)]), row[-2], row[-1]
-        seq = registration[0]
+    for row in rows:
+        content, prev_hash, row_hash = list(row[:width]), row[width], row[width + 1]
+        seq = content[0]
         if seq != expected_seq or prev_hash != expected_prev:
-            problems.append(
-                f"registrations: the chain breaks at registration {seq}: a registration was deleted or edited"
-            )
-        if label_problem := checker.label_problem("registration", seq, "", registration[-1]):
-            problems.append(f"registrations: {label_problem}")
-        content, key = checker.row(registration)
-        if _digest(key, prev_hash, canonical(content)) != row_hash:
-            problems.append(f"registrations: registration {seq} was altered after recording")
+            problems.append(f"{table}: the chain breaks at {noun} {seq}: a {noun} was deleted or edited")
+        if label_problem := checker.label_problem(noun, seq, "", content[-1]):
+            problems.append(f"{table}: {label_problem}")
+        hashed, key = checker.row(content)
+        if _digest(key, prev_hash, canonical(hashed)) != row_hash:
+            problems.append(f"{table}: {noun} {seq} was altered after recording")
         expected_prev, expected_seq = row_hash, seq + 1
     return problems
 
@@ -1074,19 +1078,7 @@ def _monitor_problems(checker: _ChainCheck, chains: dict[str, list[Any]]) -> lis
     """Each monitoring table's chain, and each period cube's status against the versions recorded after it."""
     problems: list[str] = []
     for table, rows in chains.items():
-        width = len(MONITOR_CHAINS[table])
-        expected_prev, expected_seq = GENESIS, 1
-        for row in rows:
-            content, prev_hash, row_hash = list(row[:width]), row[width], row[width + 1]
-            seq = content[0]
-            if seq != expected_seq or prev_hash != expected_prev:
-                problems.append(f"{table}: the chain breaks at row {seq}: a row was deleted or edited")
-            if label_problem := checker.label_problem("row", seq, "", content[-1]):
-                problems.append(f"{table}: {label_problem}")
-            hashed, key = checker.row(content)
-            if _digest(key, prev_hash, canonical(hashed)) != row_hash:
-                problems.append(f"{table}: row {seq} was altered after recording")
-            expected_prev, expected_seq = row_hash, seq + 1
+        problems += _chain_problems(checker, table, "row", rows, len(MONITOR_CHAINS[table]))
     problems += _supersession_problems(chains.get("period_cubes", []))
     return problems
 
@@ -1114,17 +1106,4 @@ def _supersession_problems(rows: list[Any]) -> list[str]:
 
 
 def _mitigation_problems(checker: _ChainCheck, mitigations: list[Any]) -> list[str]:
-    problems: list[str] = []
-    expected_prev, expected_seq = GENESIS, 1
-    for row in mitigations:
-        mitigation, prev_hash, row_hash = list(row[: len(MITIGATION_COLUMNS)]), row[-2], row[-1]
-        seq = mitigation[0]
-        if seq != expected_seq or prev_hash != expected_prev:
-            problems.append(f"mitigations: the chain breaks at mitigation {seq}: a mitigation was deleted or edited")
-        if label_problem := checker.label_problem("mitigation", seq, "", mitigation[-1]):
-            problems.append(f"mitigations: {label_problem}")
-        content, key = checker.row(mitigation)
-        if _digest(key, prev_hash, canonical(content)) != row_hash:
-            problems.append(f"mitigations: mitigation {seq} was altered after recording")
-        expected_prev, expected_seq = row_hash, seq + 1
-    return problems
+    return _chain_problems(checker, "mitigations", "mitigation", mitigations, len(MITIGATION_COLUMNS))

@@ -19,20 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.stats import z_value
+from fairgate.policy.outcomes import RATE_ABBREVIATIONS
 from fairgate.report.format import fmt, metric_label
 
 MAX_LINES = 6  # series per chart; the tables list the rest
-RATE_SHORT = {
-    "true_positive_rate": "TPR",
-    "false_positive_rate": "FPR",
-    "false_negative_rate": "FNR",
-    "true_negative_rate": "TNR",
-    "positive_predictive_value": "PPV",
-    "negative_predictive_value": "NPV",
-    "false_discovery_rate": "FDR",
-    "false_omission_rate": "FOR",
-    "selection_rate": "selection rate",
-}
+RATE_SHORT = {**RATE_ABBREVIATIONS, "selection_rate": "selection rate"}  # the policy's table, lower case mid-text
 MAX_STREAMS_LISTED = 20  # stream rows in the PDF (the HTML lists all)
 WINDOW_LABELS = {"since_deployment": "since deployment"}
 

@@ -17,6 +17,7 @@ from scipy import stats
 import fairgate
 from fairgate.engine.stats import holm
 from fairgate.monitoring.drift import scan
+from tasks.monitor import detector_section
 
 WINDOWS = [7, 30, 90, "since_deployment"]
 # The windows are judged with bootstrap intervals and standard errors, as the flow's audits are.
@@ -130,27 +131,7 @@ def monitoring_document() -> dict[str, Any]:
         "windows": windows,
         "confidence_level": 0.95,
         "alpha": 0.05,
-        "detector": {
-            "method": result.method,
-            "rules": [rule.describe() for rule in result.rules],
-            "streams": [
-                {
-                    "stream": s.stream,
-                    "metric": s.metric,
-                    "slicing": s.slicing,
-                    "group": s.group,
-                    "threshold": s.threshold,
-                    "nights": [n.isoformat() for n in s.nights],
-                    "statistic": list(s.statistic),
-                    "estimate": list(s.estimate),
-                    "standard_error": list(s.standard_error),
-                    "predicted_delay": s.predicted_delay if math.isfinite(s.predicted_delay) else None,
-                }
-                for s in result.streams
-            ],
-            "n_observations": result.n_observations,
-            "skipped": [],
-        },
+        "detector": detector_section(result, []),
         "alerts": alerts,
         "exit_code": 1 if alerts else 0,
         "notes": [],

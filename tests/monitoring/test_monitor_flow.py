@@ -194,3 +194,23 @@ def test_a_bad_monitoring_policy_exits_2_with_nothing_written(tmp_path: Path, ni
     result = _run(runner, tmp_path, files)
     assert result.exit_code == 2
     assert "has no monitoring: section" in " ".join(result.output.split())
+
+
+def test_what_the_night_cannot_do_without_is_refused_before_any_work(
+    tmp_path: Path, nights: ModuleType, runner: Any
+) -> None:
+    import polars as pl
+
+    (tmp_path / "policy.yaml").write_text(nights.policy_text(50))
+    files = nights.write_inputs(nights.night_people(1, 1, 200, 0.0, None), tmp_path / "in", nights.START, 1)
+    no_audit = _run(runner, tmp_path, files)  # no deployment audit recorded to compare with
+    assert no_audit.exit_code == 2
+    assert "so no deployment audit to compare with; run `fairgate audit`" in " ".join(no_audit.output.split())
+    untimed = dict(files, predictions=str(tmp_path / "untimed.parquet"))
+    pl.read_parquet(files["predictions"]).drop("timestamp").write_parquet(untimed["predictions"])
+    result = _run(runner, tmp_path, untimed)
+    assert result.exit_code == 2
+    assert "has no timestamp column 'timestamp' (monitoring.timestamp)" in " ".join(result.output.split())
+    assert "pass --night DATE" in " ".join(result.output.split())
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "trail.duckdb").exists()

@@ -3,14 +3,16 @@ No Prefect server or cluster: the planning runs before either."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from fairgate.errors import DataError
+from fairgate.errors import DataError, PolicyError
 from tasks.partitions import (
     PartitionCheck,
+    check_scheduler,
     duplicate_ids_in_bucket,
     misplaced_rows_warning,
     overlapping_roles,
@@ -39,6 +41,13 @@ def test_directory_glob_and_file_pair_the_kth_files(tmp_path: Path) -> None:
     assert Path(partitions[1].files["attributes"]).name == "part-001.parquet"
     single = plan_partitions(*(str(folder / "part-000.parquet") for folder in (predictions, attributes, attributes)))
     assert len(single) == 1
+    # One file per input is one partition, whatever the files are called (pred.csv, labels.csv, attrs.csv).
+    named = [_write(tmp_path / role, [f"{role}.parquet"]) / f"{role}.parquet" for role in ("pred", "truth", "who")]
+    assert [Path(f).name for f in plan_partitions(*map(str, named))[0].files.values()] == [
+        "pred.parquet",
+        "truth.parquet",
+        "who.parquet",
+    ]
 
 
 def test_lists_that_do_not_line_up_are_refused_with_the_fix(tmp_path: Path) -> None:
@@ -82,3 +91,18 @@ def test_hash_buckets_find_exactly_the_repeated_ids(tmp_path: Path) -> None:
     found = [hit for b in range(3) for hit in duplicate_ids_in_bucket.fn("predictions", paths, "id", b, 3, "1GB")]
     assert sorted(found) == [(i, 2) for i in range(40, 45)]
     assert duplicate_ids_in_bucket.fn("predictions", paths[:2], "id", 0, 1, None) == []
+
+
+def test_a_scheduler_address_is_checked_before_any_work() -> None:
+    with socket.socket() as listening:  # something answers here: accepted
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        check_scheduler(f"tcp://127.0.0.1:{listening.getsockname()[1]}")
+        free_port = listening.getsockname()[1]
+    with pytest.raises(
+        PolicyError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:\d+ .*dask scheduler"
+    ):
+        check_scheduler(f"tcp://127.0.0.1:{free_port}")  # closed now: refused at once, not after 30 s of retries
+    for malformed in ("nonsense:address", "http://host:8786", "tcp://host"):
+        with pytest.raises(PolicyError, match="is not tcp://host:port"):
+            check_scheduler(malformed)
