@@ -20,11 +20,9 @@ partition's size: only the files are rescanned once per bucket.
 
 from __future__ import annotations
 
-import functools
 import glob
 import hashlib
 import itertools
-import operator
 import re
 import socket
 import tempfile
@@ -284,20 +282,24 @@ def misplaced_rows_warning(checks: list[PartitionCheck]) -> str | None:
 
 
 @task(name="cube partition", task_run_name="cube partition {partition.index}", cache_policy=NO_CACHE)
-def cube_of_partition(partition: Partition, policy: Policy, score_histogram: bool) -> Cube:
-    """The cube of one partition, built in DuckDB on its worker; only the cube comes back.
+def cube_of_partition(partition: Partition, policy: Policy, score_histogram: bool, running: Cube | None = None) -> Cube:
+    """The cube of one partition, built in DuckDB on its worker, added to ``running`` when given.
 
-    With ``score_histogram`` (``execution.auc``: histogram, or auto beyond its row limit) the cube carries the
-    score histogram (scale-stream's ``cube_partition``); else, when the policy wants exact AUC, the partition's
-    score table (its rows' attributes, score and label: the whole audit is then small enough to hold them).
+    ``running`` is the sum of the cubes built before in the same lane (flows/audit_dask.py): the cubes are summed
+    where they are built, so no worker ever gathers every partition's cube (each carries a score histogram of up
+    to groups x 2 x bins cells). With ``score_histogram`` (``execution.auc``: histogram, or auto beyond its row
+    limit) the cube carries the score histogram (scale-stream's ``cube_partition``); else, when the policy wants
+    exact AUC, the partition's score table (its rows' attributes, score and label: the whole audit is then small
+    enough to hold them).
     """
     from tasks.cube_sql import cube_partition  # scale-stream's streaming cube
 
     memory_limit = policy.execution.memory_limit
     if score_histogram or not policy.statistics.exact_auc:
         cube: Cube = cube_partition(partition.files, policy, score_histogram=score_histogram, memory_limit=memory_limit)
-        return cube
-    return _cube_with_score_table(partition, policy, memory_limit)
+    else:
+        cube = _cube_with_score_table(partition, policy, memory_limit)
+    return cube if running is None else running + cube
 
 
 def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: str | None) -> Cube:
@@ -320,11 +322,11 @@ def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: s
             staged.con.close()
 
 
-@task(name="sum cubes", cache_policy=NO_CACHE)
-def sum_cubes(cubes: list[Cube]) -> Cube:
-    """The cube of all partitions (cubes of disjoint rows add). Run on a worker, so the metric tasks fetch the
-    sum from there once per worker instead of each task carrying it in its submission."""
-    return functools.reduce(operator.add, cubes)
+@task(name="add cubes", cache_policy=NO_CACHE)
+def add_cubes(left: Cube, right: Cube) -> Cube:
+    """The cube of two lanes' partitions (cubes of disjoint rows add), on a worker: the metric tasks fetch the
+    final sum from there once per worker instead of each task carrying it in its submission."""
+    return left + right
 
 
 def check_scheduler(address: str, timeout_s: float = 5.0) -> None:
