@@ -102,19 +102,23 @@ def prefect_server() -> Iterator[str]:
 
 
 class PeakMemory:
-    """Each worker's peak RSS, sampled in the background with ``client.run`` while an audit runs."""
+    """Each worker's peak RSS, sampled in the background with ``client.run`` while an audit runs, overall and
+    per step (the task the worker was running when sampled: check_partition, cube_of_partition, ...)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.peaks: dict[str, int] = {}
+        self.step_peaks: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.is_set():
             with contextlib.suppress(Exception):  # a worker busy or restarting: next sample
-                for worker, rss in self.client.run(_rss, nanny=False).items():
+                for worker, (rss, steps) in self.client.run(_rss, nanny=False).items():
                     self.peaks[worker] = max(self.peaks.get(worker, 0), rss)
+                    for step in steps or ["between tasks"]:
+                        self.step_peaks[step] = max(self.step_peaks.get(step, 0), rss)
             self._stop.wait(SAMPLE_S)
 
     def __enter__(self) -> PeakMemory:
@@ -126,10 +130,12 @@ class PeakMemory:
         self._thread.join()
 
 
-def _rss() -> int:
+def _rss(dask_worker: Any) -> tuple[int, list[str]]:
+    """This worker's RSS and the steps (task name prefixes) it is running."""
     import psutil
+    from dask.utils import key_split
 
-    return int(psutil.Process().memory_info().rss)
+    return int(psutil.Process().memory_info().rss), sorted({key_split(t.key) for t in dask_worker.state.executing})
 
 
 def run_audit(policy: Path, data: Path, out: Path, *, runner: str, address: str | None) -> tuple[dict[str, Any], float]:
@@ -219,6 +225,8 @@ def main() -> None:
                 f"(load {load:.1f}); n_rows {document['n_rows']:,}, verdict {document['verdict']}",
                 flush=True,
             )
+            steps = ", ".join(f"{step} {v / 2**20:.0f}" for step, v in sorted(memory.step_peaks.items()))
+            print(f"{'':>12} peak RSS by step (MiB, either worker): {steps}", flush=True)
             if data in checked:
                 single, single_s = run_audit(
                     _policy(args.duckdb_memory), data, out / "single", runner="local", address=None

@@ -96,6 +96,31 @@ def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Sta
     return staged
 
 
+# Rows per id bucket when a partition task joins or groups its inputs bucket by bucket: DuckDB's hash tables
+# (the joins, ids grouped for the uniqueness check) then hold this many rows whatever the partition's size, so
+# a Dask worker's memory stays flat as partitions grow (issue 13); each bucket rescans the files.
+ROWS_PER_BUCKET = 500_000
+
+
+def id_buckets(staged: Staged) -> int:
+    """How many hash buckets of ids the staged inputs' joins run in (1: the inputs are small enough)."""
+    return max(1, -(-max(staged.row_counts.values(), default=0) // ROWS_PER_BUCKET))
+
+
+def restrict_to_bucket(staged: Staged, bucket: int, buckets: int) -> None:
+    """Point the ``src_*`` views (and so ``stg_*``, ``joined`` and ``matched``) at the rows whose id hashes to
+    ``bucket`` of ``buckets``: one person's rows in every input fall in the same bucket, so joins and cubes of
+    the buckets add up to those of the whole inputs. The whole inputs stay as the ``whole_*`` views."""
+    id_column = quote_identifier(staged.policy.columns.id)
+    for role in staged.sources:
+        whole, source = f"whole_{role}", f"src_{role}"  # fixed names
+        known = staged.con.sql("select 1 from duckdb_views() where view_name = $name", params={"name": whole})
+        if not known.fetchall():  # first bucket: keep the whole input under its own name
+            staged.con.execute(f"alter view {source} rename to {whole}")
+        filtered = f"select * from {whole} where hash({id_column}) % {int(buckets)} = {int(bucket)}"
+        _create_view(staged.con, source, filtered)
+
+
 def _checked_columns(
     con: duckdb.DuckDBPyConnection, policy: Policy, sources: dict[str, Source], present: dict[str, list[str]]
 ) -> Staged:

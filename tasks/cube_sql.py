@@ -29,7 +29,15 @@ from fairgate.engine.columns import PERSON_WEIGHT, ROWS
 from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
-from tasks.align import Aligned, Staged, join_report, matched_relation, sort_group_sizes
+from tasks.align import (
+    Aligned,
+    Staged,
+    id_buckets,
+    join_report,
+    matched_relation,
+    restrict_to_bucket,
+    sort_group_sizes,
+)
 from tasks.sql import quote_identifier, render_sql
 
 _LIST = ",\n        "
@@ -42,12 +50,14 @@ def cube_from_relation(
     *,
     score_histogram: bool,
     source: str = "the aligned rows",
+    histogram_table: str | None = None,
 ) -> Cube:
     """The cube of the rows of ``relation_sql`` (a SELECT), computed inside DuckDB in one scan.
 
     Its cells equal those of :func:`fairgate.build_cube` on the same rows (same columns, dtypes and order;
     counts exactly, float sums up to summation order). ``score_histogram`` adds the score histogram of
-    ``policy.execution.auc_bins`` bins.
+    ``policy.execution.auc_bins`` bins; with ``histogram_table`` (one id bucket of a partition) that histogram
+    is added into the DuckDB table of that name instead, and the cube returned without it.
     """
     present = list(con.sql(relation_sql).columns)
     columns = policy.columns
@@ -87,7 +97,15 @@ def cube_from_relation(
     if not histogram_bins:
         return cube
     # A second scan: grouping sets in one query were several times slower than two plain GROUP BYs.
-    histogram = _histogram(con, policy, fragments, histogram_bins)
+    sql, params = _histogram_sql(policy, fragments, histogram_bins)
+    if histogram_table is not None:
+        _add_into(con, histogram_table, sql, params)
+        return cube
+    return with_histogram(cube, con.sql(sql, params=params).pl(), histogram_bins)
+
+
+def with_histogram(cube: Cube, histogram: pl.DataFrame, histogram_bins: int) -> Cube:
+    """``cube`` carrying the score histogram ``histogram`` of ``histogram_bins`` bins."""
     return Cube(
         cube.cells,
         cube.attributes,
@@ -101,9 +119,20 @@ def cube_from_relation(
     )
 
 
-def _histogram(
-    con: duckdb.DuckDBPyConnection, policy: Policy, fragments: dict[str, str], histogram_bins: int
-) -> pl.DataFrame:
+def _add_into(con: duckdb.DuckDBPyConnection, table: str, sql: str, params: dict[str, object]) -> None:
+    """Add a score histogram into the DuckDB table ``table`` (a fixed name), re-summed so that it stays one row
+    per cell (at most groups x 2 x bins) however many buckets are added; summed in DuckDB, not in Polars."""
+    known = con.sql("select 1 from duckdb_tables() where table_name = $name", params={"name": table})
+    if not known.fetchall():
+        con.execute(f"create temp table {table} as {sql}", params)
+        return
+    keys = [quote_identifier(c) for c in con.table(table).columns if c != "__weight"]
+    added = f"select * from {table} union all ({sql})"
+    summed = f"select {', '.join(keys)}, sum(__weight) as __weight from ({added}) group by all"
+    con.execute(f"create or replace temp table {table} as {summed}", params)
+
+
+def _histogram_sql(policy: Policy, fragments: dict[str, str], histogram_bins: int) -> tuple[str, dict[str, object]]:
     """The score histogram, final from DuckDB (``sql/score_histogram.sql``): its cells can be millions (groups x
     2 x bins), too many to recode in Python. Unknown labels are bound parameters, never spliced into the SQL."""
     params: dict[str, object] = {
@@ -127,8 +156,7 @@ def _histogram(
         "attribute_columns": _LIST.join(columns) or "null as _none",
         "kept_rows": " and ".join(kept) or "true",
     }
-    histogram: pl.DataFrame = con.sql(render_sql("score_histogram", **fragments), params=params).pl()
-    return histogram
+    return render_sql("score_histogram", **fragments), params
 
 
 def cube_partition(sources: dict[str, str], policy: Policy, *, score_histogram: bool, memory_limit: str | None) -> Cube:
@@ -144,16 +172,44 @@ def cube_partition(sources: dict[str, str], policy: Policy, *, score_histogram: 
         staged = stage(policy, sources["predictions"], sources["labels"], sources["attributes"])
         try:
             configure(staged.con, memory_limit, Path(spill))
-            relation = matched_relation(staged)
-            return cube_from_relation(
-                staged.con,
-                relation,
-                policy,
-                score_histogram=score_histogram,
-                source=f"the rows of {staged.sources['predictions'].label}",
-            )
+            return _cube_by_buckets(staged, policy, score_histogram)
         finally:
             staged.con.close()
+
+
+def _cube_by_buckets(staged: Staged, policy: Policy, score_histogram: bool) -> Cube:
+    """The cube of the staged inputs, joined and cubed one id bucket at a time (tasks/align.py, id_buckets):
+    the join's hash tables hold one bucket, so memory stays flat as partitions grow. Cubes of disjoint rows add.
+    A bucket with no row left (possible only for tiny matches) adds nothing."""
+    source = f"the rows of {staged.sources['predictions'].label}"
+    buckets = id_buckets(staged)
+    if buckets == 1:
+        relation = matched_relation(staged)
+        return cube_from_relation(staged.con, relation, policy, score_histogram=score_histogram, source=source)
+    # The buckets' score histograms are summed in DuckDB (Polars' sum of two histograms of a million cells
+    # costs more memory than a bucket's join); the small cells are summed as cubes.
+    histograms = "bucket_histograms"
+    total: Cube | None = None
+    empty: DataError | None = None
+    for bucket in range(buckets):
+        restrict_to_bucket(staged, bucket, buckets)
+        relation = matched_relation(staged)
+        try:
+            cube = cube_from_relation(
+                staged.con, relation, policy, score_histogram=score_histogram, source=source, histogram_table=histograms
+            )
+        except DataError as exc:
+            if not exc.message.startswith("no rows of"):
+                raise
+            empty = empty or exc
+            continue
+        total = cube if total is None else total + cube
+    if total is None:
+        assert empty is not None
+        raise empty
+    if not score_histogram or not total.has_scores:
+        return total
+    return with_histogram(total, staged.con.table(histograms).pl(), policy.execution.auc_bins)
 
 
 def configure(con: duckdb.DuckDBPyConnection, memory_limit: str | None, spill: Path) -> None:

@@ -12,22 +12,24 @@ values; all DuckDB aggregates) and cubed by scale-stream's ``cube_partition``. O
 cube, counts, the checks' outcomes, and each input's smallest and largest id. Ids unique within each partition
 and partitions whose id ranges do not overlap prove every id unique overall; where ranges overlap,
 :func:`duplicate_ids_in_bucket` settles it exactly, one hash bucket of ids per task.
+
+A partition larger than ``tasks.align.ROWS_PER_BUCKET`` rows is joined, its ids grouped and its cube built one
+id hash bucket at a time inside its task (counts and cubes add), so a worker's memory does not grow with the
+partition's size: only the files are rescanned once per bucket.
 """
 
 from __future__ import annotations
 
-import functools
 import glob
 import hashlib
 import itertools
-import operator
 import re
 import socket
 import tempfile
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 from prefect import task
@@ -38,6 +40,9 @@ from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from tasks.io import Source, parse_source, register_source
 from tasks.sql import quote_identifier, render_sql
+
+if TYPE_CHECKING:
+    from tasks.align import Staged
 
 ROLES = ("predictions", "labels", "attributes")
 _DATA_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv")
@@ -153,7 +158,7 @@ def digest_of(sha256s: list[str]) -> str:
 def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
     """Stage and validate one partition on its worker, as the single-process audit validates its inputs."""
     # Imported here: a worker loads them (and Great Expectations) on its first partition only.
-    from tasks.align import stage
+    from tasks.align import id_buckets, stage
     from tasks.cube_sql import configure
     from tasks.validate import validate_inputs
 
@@ -162,9 +167,10 @@ def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
         staged = stage(policy, files["predictions"], files["labels"], files["attributes"])
         try:
             configure(staged.con, policy.execution.memory_limit, Path(spill))
-            validation = validate_inputs.fn(staged)
+            buckets = id_buckets(staged)  # ids grouped and joined one bucket at a time: memory flat in rows
+            validation = validate_inputs.fn(staged, id_buckets=buckets)
             ranges = {role: _id_range(staged.con, f"stg_{role}") for role in ROLES}
-            join, missing = _join_counts(staged.con, staged.row_counts, staged.attributes)
+            join, missing = _join_counts(staged, buckets)
         finally:
             staged.con.close()
     return PartitionCheck(
@@ -185,23 +191,30 @@ def _id_range(con: duckdb.DuckDBPyConnection, view: str) -> tuple[Any, Any]:
     return low, high
 
 
-def _join_counts(
-    con: duckdb.DuckDBPyConnection, row_counts: dict[str, int], attributes: list[str]
-) -> tuple[dict[str, int], dict[str, int]]:
+def _join_counts(staged: Staged, buckets: int) -> tuple[dict[str, int], dict[str, int]]:
     """How the partition's inputs match on id (ids are unique here, validated just before), and the matched
-    people without each attribute's value."""
+    people without each attribute's value; joined one id bucket at a time when ``buckets`` > 1 (counts add)."""
+    from tasks.align import restrict_to_bucket
+
+    attributes, row_counts = staged.attributes, staged.row_counts
     missing_counts = [
         f"count(*) filter (where attributes.{quote_identifier(a)} is null) as {quote_identifier(a)}" for a in attributes
     ]
     sql = render_sql("partition_join", missing_counts=",\n        ".join(missing_counts) or "0 as _none")
-    matched, without_attributes, *missing = con.execute(sql).fetchall()[0]
+    totals = [0] * (2 + max(1, len(attributes)))
+    for bucket in range(buckets):
+        if buckets > 1:
+            restrict_to_bucket(staged, bucket, buckets)
+        counts = staged.con.execute(sql).fetchall()[0]
+        totals = [total + int(n or 0) for total, n in zip(totals, counts, strict=True)]
+    matched, without_attributes, *missing = totals
     join = {
-        "matched": int(matched),
-        "predictions_without_labels": row_counts["predictions"] - int(matched),
-        "labels_without_predictions": row_counts["labels"] - int(matched),
-        "people_without_attributes": int(without_attributes),
+        "matched": matched,
+        "predictions_without_labels": row_counts["predictions"] - matched,
+        "labels_without_predictions": row_counts["labels"] - matched,
+        "people_without_attributes": without_attributes,
     }
-    return join, {a: int(n) for a, n in zip(attributes, missing, strict=False)}
+    return join, {a: n for a, n in zip(attributes, missing, strict=False)}
 
 
 def overlapping_roles(checks: list[PartitionCheck]) -> list[str]:
@@ -269,20 +282,24 @@ def misplaced_rows_warning(checks: list[PartitionCheck]) -> str | None:
 
 
 @task(name="cube partition", task_run_name="cube partition {partition.index}", cache_policy=NO_CACHE)
-def cube_of_partition(partition: Partition, policy: Policy, score_histogram: bool) -> Cube:
-    """The cube of one partition, built in DuckDB on its worker; only the cube comes back.
+def cube_of_partition(partition: Partition, policy: Policy, score_histogram: bool, running: Cube | None = None) -> Cube:
+    """The cube of one partition, built in DuckDB on its worker, added to ``running`` when given.
 
-    With ``score_histogram`` (``execution.auc``: histogram, or auto beyond its row limit) the cube carries the
-    score histogram (scale-stream's ``cube_partition``); else, when the policy wants exact AUC, the partition's
-    score table (its rows' attributes, score and label: the whole audit is then small enough to hold them).
+    ``running`` is the sum of the cubes built before in the same lane (flows/audit_dask.py): the cubes are summed
+    where they are built, so no worker ever gathers every partition's cube (each carries a score histogram of up
+    to groups x 2 x bins cells). With ``score_histogram`` (``execution.auc``: histogram, or auto beyond its row
+    limit) the cube carries the score histogram (scale-stream's ``cube_partition``); else, when the policy wants
+    exact AUC, the partition's score table (its rows' attributes, score and label: the whole audit is then small
+    enough to hold them).
     """
     from tasks.cube_sql import cube_partition  # scale-stream's streaming cube
 
     memory_limit = policy.execution.memory_limit
     if score_histogram or not policy.statistics.exact_auc:
         cube: Cube = cube_partition(partition.files, policy, score_histogram=score_histogram, memory_limit=memory_limit)
-        return cube
-    return _cube_with_score_table(partition, policy, memory_limit)
+    else:
+        cube = _cube_with_score_table(partition, policy, memory_limit)
+    return cube if running is None else running + cube
 
 
 def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: str | None) -> Cube:
@@ -305,11 +322,11 @@ def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: s
             staged.con.close()
 
 
-@task(name="sum cubes", cache_policy=NO_CACHE)
-def sum_cubes(cubes: list[Cube]) -> Cube:
-    """The cube of all partitions (cubes of disjoint rows add). Run on a worker, so the metric tasks fetch the
-    sum from there once per worker instead of each task carrying it in its submission."""
-    return functools.reduce(operator.add, cubes)
+@task(name="add cubes", cache_policy=NO_CACHE)
+def add_cubes(left: Cube, right: Cube) -> Cube:
+    """The cube of two lanes' partitions (cubes of disjoint rows add), on a worker: the metric tasks fetch the
+    final sum from there once per worker instead of each task carrying it in its submission."""
+    return left + right
 
 
 def check_scheduler(address: str, timeout_s: float = 5.0) -> None:

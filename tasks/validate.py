@@ -105,16 +105,19 @@ def _validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any], res
 
 
 @task(name="validate inputs", cache_policy=NO_CACHE)
-def validate_inputs(staged: Staged, roles: tuple[str, ...] = ("predictions", "labels", "attributes")) -> Validation:
+def validate_inputs(
+    staged: Staged, roles: tuple[str, ...] = ("predictions", "labels", "attributes"), id_buckets: int = 1
+) -> Validation:
     """Validate the staged inputs (``roles``: all three by default); raise DataError on the first failed critical
     expectation. ``fairgate compare`` validates the shared labels and attributes once, then each further
-    predictions input alone (``roles=("predictions",)``)."""
+    predictions input alone (``roles=("predictions",)``). ``id_buckets`` > 1 groups the ids for the uniqueness
+    check one hash bucket at a time (a Dask partition task: DuckDB's hash table holds one bucket's ids)."""
     gx = _gx()
     policy = staged.policy
     cols = policy.columns
     validation = Validation()
     for role in roles:
-        duplicates = _violations(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
+        duplicates = _id_duplicates(staged, role, id_buckets)
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="id"),
             gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
@@ -197,6 +200,19 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
 def _violations(staged: Staged, sql: str) -> pd.DataFrame:
     """The candidate violations DuckDB selects in one scan (at most _MAX_VIOLATIONS rows), for GE to judge."""
     return staged.con.sql(sql, params={"max_rows": _MAX_VIOLATIONS}).to_df()
+
+
+def _id_duplicates(staged: Staged, role: str, buckets: int) -> pd.DataFrame:
+    """The ids of one input that are null or repeated, found bucket by bucket (an id's rows share a bucket;
+    null ids hash alike too); at most _MAX_VIOLATIONS rows in all."""
+    if buckets == 1:
+        return _violations(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
+    frames = []
+    for bucket in range(buckets):  # role and the bucket numbers: fixed names and integers
+        relation = f"(select id from stg_{role} where hash(id) % {int(buckets)} = {int(bucket)})"
+        frames.append(_violations(staged, render_sql("id_duplicates", relation=relation)))
+    found = [frame for frame in frames if len(frame)]
+    return pd.concat(found, ignore_index=True).head(_MAX_VIOLATIONS) if found else frames[0]
 
 
 def _value_counts(staged: Staged, view: str, column: str, *, lowercase: bool) -> pd.DataFrame:

@@ -85,3 +85,40 @@ def test_a_histogram_cube_gives_auc_with_its_bound_in_the_document(compas: pl.Da
         checked += 1
     assert checked >= 10
     assert "error_bound" not in exact["groups"][0]["metrics"]["roc_auc"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_histograms_add_as_a_group_by_of_their_cells(seed: int) -> None:
+    """Cube addition sums score histograms by packed integer keys (engine/cube.py): the same cells and weights
+    as Polars' group_by over the text keys, for weighted cells, repeated cells, a key absent from one side, and
+    an empty side; null keys take the group_by itself."""
+    from fairgate.engine.cube import _histogram_sum
+
+    rng = np.random.default_rng(seed)
+    races = pl.Series(["White", "Black", "Hispanic", "Asian"])
+
+    def histogram(n: int, kinds: int) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "race": races.head(kinds).gather(rng.integers(0, kinds, n)),
+                "sex": pl.Series(["Male", "Female"]).gather(rng.integers(0, 2, n)),
+                "__y_true": rng.integers(0, 2, n).astype(np.int8),
+                "__score_hbin": rng.integers(3, 4096, n).astype(np.int32),
+                "__weight": rng.gamma(2.0, 0.5, n),
+            }
+        )
+
+    keys = ["race", "sex", "__y_true", "__score_hbin"]
+    left, right = histogram(int(rng.integers(1, 30_000)), 4), histogram(int(rng.integers(0, 30_000)), 2)
+    both = pl.concat([left, right])
+    expected = both.group_by(keys).agg(pl.col("__weight").sum()).sort(keys)
+    summed = _histogram_sum(both, keys).sort(keys)
+    assert summed.schema == expected.schema
+    assert summed.select(keys).equals(expected.select(keys))
+    np.testing.assert_allclose(summed["__weight"].to_numpy(), expected["__weight"].to_numpy(), rtol=1e-12)
+    asian = pl.col("race") == "Asian"
+    with_nulls = both.with_columns(pl.when(asian).then(None).otherwise(pl.col("race")).alias("race"))
+    expected = with_nulls.group_by(keys).agg(pl.col("__weight").sum()).sort(keys, nulls_last=True)
+    summed = _histogram_sum(with_nulls, keys).sort(keys, nulls_last=True)
+    assert summed.select(keys).equals(expected.select(keys))
+    np.testing.assert_allclose(summed["__weight"].to_numpy(), expected["__weight"].to_numpy(), rtol=1e-12)

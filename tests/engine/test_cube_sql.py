@@ -158,3 +158,69 @@ def test_execution_section_keeps_old_hashes_and_refuses_nonsense(h: Any) -> None
     ):
         with pytest.raises(PolicyError, match=words):
             h.make_policy(["a"], execution=bad)
+
+
+def _partition_files(compas: pl.DataFrame, folder: Path, *, repeated_label: int | None = None) -> dict[str, str]:
+    people = compas.with_row_index("id").with_columns(pl.col("id").cast(pl.Int64))
+    paths = {}
+    for role, columns in {
+        "predictions": ["id", "y_pred", "score"],
+        "labels": ["id", "y_true"],
+        "attributes": ["id", "race", "sex", "age_cat"],
+    }.items():
+        rows = people.select(columns)
+        if role == "labels" and repeated_label is not None:
+            rows = pl.concat([rows, rows.filter(pl.col("id") == repeated_label)])
+        paths[role] = str(folder / f"{role}.parquet")
+        rows.write_parquet(paths[role])
+    return paths
+
+
+def test_id_buckets_give_the_whole_partitions_cube_and_checks(
+    compas: pl.DataFrame, h: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition joined, grouped and cubed one id hash bucket at a time (tasks/align.py, ROWS_PER_BUCKET:
+    bounded memory on a Dask worker) yields the same cube, histogram, join counts and checks as in one go."""
+    import tasks.align
+    import tasks.cube_sql
+    from tasks.partitions import Partition, check_partition
+
+    paths = _partition_files(compas, tmp_path)
+    policy = h.make_policy(["race", "sex", "age_cat"], favorable_label=0)
+    whole = cube_partition(paths, policy, score_histogram=True, memory_limit="500MB")
+    whole_check = check_partition.fn(Partition(0, paths), policy)
+
+    buckets_seen: set[tuple[int, int]] = set()
+    restrict = tasks.align.restrict_to_bucket
+
+    def spy(staged: Any, bucket: int, buckets: int) -> None:
+        buckets_seen.add((bucket, buckets))
+        restrict(staged, bucket, buckets)
+
+    monkeypatch.setattr(tasks.align, "ROWS_PER_BUCKET", 1000)
+    monkeypatch.setattr(tasks.cube_sql, "restrict_to_bucket", spy)
+    monkeypatch.setattr(tasks.align, "restrict_to_bucket", spy)
+    bucketed = cube_partition(paths, policy, score_histogram=True, memory_limit="500MB")
+    assert buckets_seen == {(b, 8) for b in range(8)}  # 7214 rows in buckets of about 1000
+    _assert_same_cells(bucketed, whole)
+    _assert_same_cells(bucketed, fairgate.build_cube(compas, policy, exact_auc=False))
+    assert whole.score_histogram is not None
+    assert bucketed.score_histogram is not None
+    keys = [c for c in whole.score_histogram.columns if c != "__weight"]
+    assert bucketed.score_histogram.schema == whole.score_histogram.schema
+    assert bucketed.score_histogram.sort(keys).equals(whole.score_histogram.sort(keys))
+    assert bucketed.histogram_bins == whole.histogram_bins > 0
+
+    checked = check_partition.fn(Partition(0, paths), policy)
+    for name in ("row_counts", "id_ranges", "join", "missing", "warnings"):
+        assert getattr(checked, name) == getattr(whole_check, name)
+    assert [(c["expectation"], c["success"]) for c in checked.checks] == [
+        (c["expectation"], c["success"]) for c in whole_check.checks
+    ]
+    assert checked.join["matched"] == 7214
+
+    (tmp_path / "repeated").mkdir()
+    repeated = _partition_files(compas, tmp_path / "repeated", repeated_label=4321)
+    with pytest.raises(DataError, match="duplicate values") as found:
+        check_partition.fn(Partition(0, repeated), policy)
+    assert "4321" in found.value.message

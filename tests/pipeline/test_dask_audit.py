@@ -174,6 +174,35 @@ def test_partition_tasks_ran_as_prefect_task_runs(both_audits: tuple[dict[str, A
     assert any(name.startswith("metrics ") for name in names)
 
 
+def test_cubes_are_summed_in_one_lane_per_worker(both_audits: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """No worker gathers every partition's cube: with two single-threaded workers, partition k's cube task adds
+    its cube to the running sum of partition k - 2 (lanes 0, 2 and 1, 3, as the real Prefect server recorded
+    the tasks' inputs), and one ``add cubes`` task adds the two lanes' sums."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    with get_client(sync_client=True) as client:
+        (flow_run, *_) = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["fairness-audit-partitions"]))
+        )
+        runs = [run for run in client.read_task_runs(limit=200) if run.flow_run_id == flow_run.id]
+    by_id = {run.id: run.name for run in runs}
+    running = {
+        run.name: [by_id[i.id] for i in run.task_inputs.get("running", []) if hasattr(i, "id")]
+        for run in runs
+        if run.name.startswith("cube partition")
+    }
+    assert running == {
+        "cube partition 0": [],
+        "cube partition 1": [],
+        "cube partition 2": ["cube partition 0"],
+        "cube partition 3": ["cube partition 1"],
+    }
+    (added,) = [run for run in runs if run.name.startswith("add cubes")]
+    inputs = {name: [by_id[i.id] for i in added.task_inputs[name] if hasattr(i, "id")] for name in ("left", "right")}
+    assert inputs == {"left": ["cube partition 2"], "right": ["cube partition 3"]}
+
+
 def _assert_refused(result: Any, fragments: list[str], out: Path) -> None:
     message = " ".join(result.stderr.split())
     assert result.exit_code == 2, (result.exit_code, result.output, result.stderr)
