@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,7 @@ def adjudicate(
         **document_header(cube.n_rows, cube.weighted, policy, model, run_id, verdict),
         "attributes": _attributes(cube, parts),
         "slicings": [list(p.slicing) for p in parts],
-        "groups": _groups(parts),
+        "groups": group_entries(parts),
         "comparisons": comparisons,
         "summaries": [s for part in parts for s in part.summaries],
         "results": results,
@@ -78,11 +79,54 @@ def adjudicate(
     document["recommendations"] = mitigation.recommend(
         document, policy.use_case, min_cell_size=policy.reporting.min_cell_size
     )
+    return with_context(document, context)
+
+
+def with_context(document: dict[str, Any], context: dict[str, Any] | None) -> AuditResult:
+    """The document with the pipeline's context (inputs, join, validation, ...) added; never overwriting."""
     for key, value in (context or {}).items():
         if key in document:
             raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
         document[key] = value
     return AuditResult(document)
+
+
+def without_binary_extras() -> dict[str, Any]:
+    """The shared keys only a binary audit fills, empty.
+
+    ROC and calibration curves, inequality indices and mitigation advice: a multiclass, regression or ranking
+    document has them in the same shape, empty.
+    """
+    return {
+        "curves": {"roc": [], "calibration": []},
+        "individual_fairness": {"theil_index": None, "generalized_entropy_index": None},
+        "recommendations": [],
+    }
+
+
+def shared_comparison(
+    comparison: dict[str, Any], slicing: Sequence[str], method: str, *, sufficient: bool
+) -> dict[str, Any]:
+    """An engine's group-against-reference comparison in the document's shared ``Comparison`` shape.
+
+    The engines give ``difference_ci`` and ``ratio_ci`` as pairs; the document has their ends as keys.
+    """
+    c = comparison
+    return {
+        "metric": c["metric"],
+        "slicing": list(slicing),
+        "group": c["group"],
+        "reference": c["reference"],
+        "difference": c["difference"],
+        "difference_ci_low": c["difference_ci"][0],
+        "difference_ci_high": c["difference_ci"][1],
+        "ratio": c["ratio"],
+        "ratio_ci_low": c["ratio_ci"][0],
+        "ratio_ci_high": c["ratio_ci"][1],
+        "p_value": c["p_value"],
+        "method": method,
+        "sufficient": sufficient,
+    }
 
 
 # ----------------------------------------------------------------------------------------------- the document
@@ -135,8 +179,11 @@ def _attributes(cube: Cube, parts: list[SlicingResult]) -> list[dict[str, Any]]:
     ]
 
 
-def _groups(parts: list[SlicingResult]) -> list[dict[str, Any]]:
-    """One entry per group of every slicing: size, sufficiency and every group metric with its interval."""
+def group_entries(parts: Sequence[Any]) -> list[dict[str, Any]]:
+    """One entry per group of every slicing: size, sufficiency and every group metric with its interval.
+
+    Any task's slicing results with ``slicing``, ``groups``, ``n``, ``rows``, ``sufficient`` and ``metrics``.
+    """
     return [
         {
             "slicing": list(part.slicing),

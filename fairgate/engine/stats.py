@@ -131,6 +131,28 @@ def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
     return adjusted
 
 
+def replicate_se(replicates: np.ndarray) -> np.ndarray:
+    """Standard deviation per column over the defined (finite) bootstrap replicates; NaN with fewer than two."""
+    defined = np.isfinite(replicates)
+    count = defined.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(defined, replicates, 0.0).sum(axis=0) / count
+        squares = np.where(defined, (replicates - mean) ** 2, 0.0).sum(axis=0)
+        se: np.ndarray = np.where(count > 1, np.sqrt(squares / (count - 1)), np.nan)
+    return se
+
+
+def finite_or_none(value: object) -> float | None:
+    """A number for the document: None where it is undefined (NaN or infinite)."""
+    number = float(value)  # type: ignore[arg-type]
+    return number if np.isfinite(number) else None
+
+
+def finite_list(values: np.ndarray) -> list[float | None]:
+    """A vector for the document, undefined entries as None."""
+    return [finite_or_none(v) for v in values]
+
+
 def percentile_interval(
     replicates: np.ndarray, confidence_level: float, estimate: np.ndarray | float | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,15 @@ from functools import partial
 from typing import Any
 
 from fairgate.document.result import AuditResult
-from fairgate.engine.adjudicate import ModelInfo, adjust_comparisons, document_header, judge_results, verdict_of
+from fairgate.engine.adjudicate import (
+    ModelInfo,
+    adjust_comparisons,
+    document_header,
+    judge_results,
+    verdict_of,
+    with_context,
+    without_binary_extras,
+)
 from fairgate.engine.cube import Cube
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.multiclass.catalogue import ADVERSE_PREFIX, binary_name
@@ -146,9 +154,7 @@ def adjudicate_multiclass(
         "results": results,
         "verdict_detail": detail,
         "diagnostics": _diagnostics(cube, slicings, policy),
-        "curves": {"roc": [], "calibration": []},
-        "individual_fairness": {"theil_index": None, "generalized_entropy_index": None},
-        "recommendations": [],
+        **without_binary_extras(),
         "multiclass": {
             "classes": list(options.classes),
             "adverse_classes": options.adverse_classes,
@@ -157,11 +163,7 @@ def adjudicate_multiclass(
             "summaries": [_class_summary(s) for part in slicings for s in part.summaries],
         },
     }
-    for key, value in (context or {}).items():
-        if key in document:
-            raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
-        document[key] = value
-    return AuditResult(document)
+    return with_context(document, context)
 
 
 def _class_entries(slicings: list[MulticlassSlicingResult], policy: Policy) -> list[dict[str, Any]]:

@@ -16,7 +16,17 @@ from typing import Any
 import polars as pl
 
 from fairgate.document.result import AuditResult
-from fairgate.engine.adjudicate import ModelInfo, adjust_comparisons, document_header, judge_results, verdict_of
+from fairgate.engine.adjudicate import (
+    ModelInfo,
+    adjust_comparisons,
+    document_header,
+    group_entries,
+    judge_results,
+    shared_comparison,
+    verdict_of,
+    with_context,
+    without_binary_extras,
+)
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.ranking.columns import WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube, build_ranking_cube
@@ -146,15 +156,13 @@ def adjudicate_ranking(
         **document_header(cube.n_rows, cube.weighted, policy, model, run_id, verdict),
         "attributes": _attributes(cube, parts, policy),
         "slicings": [list(p.slicing) for p in parts],
-        "groups": _groups(parts),
+        "groups": group_entries(parts),
         "comparisons": comparisons,
         "summaries": [s for p in parts for s in _shared_summaries(p, options)],
         "results": results,
         "verdict_detail": detail,
         "diagnostics": _diagnostics(cube, parts, policy),
-        "curves": {"roc": [], "calibration": []},
-        "individual_fairness": {"theil_index": None, "generalized_entropy_index": None},
-        "recommendations": [],
+        **without_binary_extras(),
         "ranking": {
             "top_k": list(options.top_k),
             "judged_k": options.judged_k,
@@ -167,11 +175,7 @@ def adjudicate_ranking(
             "curves": [{"slicing": list(p.slicing), **c} for p in parts for c in p.curves],
         },
     }
-    for key, value in (context or {}).items():
-        if key in document:
-            raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
-        document[key] = value
-    return AuditResult(document)
+    return with_context(document, context)
 
 
 def _entries(parts: list[RankingSlicing], policy: Policy) -> list[dict[str, Any]]:
@@ -194,37 +198,8 @@ def _entries(parts: list[RankingSlicing], policy: Policy) -> list[dict[str, Any]
 
 
 def _comparison(c: dict[str, Any], part: RankingSlicing) -> dict[str, Any]:
-    g = part.groups.index(c["group"])
-    return {
-        "metric": c["metric"],
-        "slicing": list(part.slicing),
-        "group": c["group"],
-        "reference": c["reference"],
-        "difference": c["difference"],
-        "difference_ci_low": c["difference_ci"][0],
-        "difference_ci_high": c["difference_ci"][1],
-        "ratio": c["ratio"],
-        "ratio_ci_low": c["ratio_ci"][0],
-        "ratio_ci_high": c["ratio_ci"][1],
-        "p_value": c["p_value"],
-        "method": "cluster bootstrap of lists (percentile interval; normal p-value from the bootstrap SE)",
-        "sufficient": part.sufficient[g],
-    }
-
-
-def _groups(parts: list[RankingSlicing]) -> list[dict[str, Any]]:
-    return [
-        {
-            "slicing": list(part.slicing),
-            "group": group,
-            "n": part.n[g],
-            "rows": part.rows[g],
-            "sufficient": part.sufficient[g],
-            "metrics": {name: {k: v[g] for k, v in values.items()} for name, values in part.metrics.items()},
-        }
-        for part in parts
-        for g, group in enumerate(part.groups)
-    ]
+    method = "cluster bootstrap of lists (percentile interval; normal p-value from the bootstrap SE)"
+    return shared_comparison(c, part.slicing, method, sufficient=part.sufficient[part.groups.index(c["group"])])
 
 
 def _shared_summaries(part: RankingSlicing, options: RankingOptions) -> list[dict[str, Any]]:

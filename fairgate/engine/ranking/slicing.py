@@ -23,7 +23,15 @@ from fairgate.engine.ranking.bootstrap import cluster_replicates
 from fairgate.engine.ranking.columns import BUCKET, EXPOSURE, POSITION, ROWS, WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube
 from fairgate.engine.ranking.metrics import group_metrics, metric_names, top_rate
-from fairgate.engine.stats import Component, PairFamily, pair_family, percentile_interval
+from fairgate.engine.stats import (
+    Component,
+    PairFamily,
+    finite_list,
+    finite_or_none,
+    pair_family,
+    percentile_interval,
+    replicate_se,
+)
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
@@ -115,7 +123,7 @@ def ranking_slicing(
     metrics: dict[str, dict[str, list[float | None]]] = {}
     for name in metric_names(options):
         low, high = percentile_interval(np.where(resamplable, reps[name], np.nan), confidence_level)
-        metrics[name] = {"value": _list(values[name]), "ci_low": _list(low), "ci_high": _list(high)}
+        metrics[name] = {"value": finite_list(values[name]), "ci_low": finite_list(low), "ci_high": finite_list(high)}
 
     with_groups = bool(slicing)
     return RankingSlicing(
@@ -184,7 +192,7 @@ def _comparisons(
         difference = values[name] - values[name][ref]
         rep_difference = reps[name] - reps[name][:, ref : ref + 1]
         low, high = percentile_interval(rep_difference, level)
-        se = _bootstrap_se(rep_difference)
+        se = replicate_se(rep_difference)
         with np.errstate(divide="ignore", invalid="ignore"):
             p_value = np.where(se > 0, 2.0 * scipy_stats.norm.sf(np.abs(difference) / se), np.nan)
             ratio = np.where(values[name][ref] > 0, values[name] / values[name][ref], np.nan)
@@ -198,11 +206,11 @@ def _comparisons(
                     "metric": name,
                     "group": group,
                     "reference": groups[ref],
-                    "difference": _float(difference[g]),
-                    "difference_ci": [_float(low[g]), _float(high[g])],
-                    "ratio": _float(ratio[g]),
-                    "ratio_ci": [_float(ratio_low[g]), _float(ratio_high[g])],
-                    "p_value": _float(p_value[g]),
+                    "difference": finite_or_none(difference[g]),
+                    "difference_ci": [finite_or_none(low[g]), finite_or_none(high[g])],
+                    "ratio": finite_or_none(ratio[g]),
+                    "ratio_ci": [finite_or_none(ratio_low[g]), finite_or_none(ratio_high[g])],
+                    "p_value": finite_or_none(p_value[g]),
                 }
             )
     return out
@@ -291,7 +299,7 @@ def _summary(
     low, high = family.bounds(family.critical(level))
     if kind == "ratio":  # min/max = exp(-(range of log values)): the log range's interval mapped back
         low, high = float(np.exp(-high)), float(np.exp(-low))
-    entry["ci_low"], entry["ci_high"] = _float(low), _float(high)
+    entry["ci_low"], entry["ci_high"] = finite_or_none(low), finite_or_none(high)
     entry["interval_method"] = _method(family, kind)
     entry["_family"] = family
     return entry
@@ -326,29 +334,9 @@ def _curves(cube: RankingCube, slicing: Slicing, groups: list[Group]) -> list[di
             {
                 "group": group,
                 "positions": list(range(1, positions + 1)),
-                "share_at_position": _list(share),
-                "cumulative_exposure_share": _list(cumulative),
-                "items": _list(weight[g]),
+                "share_at_position": finite_list(share),
+                "cumulative_exposure_share": finite_list(cumulative),
+                "items": finite_list(weight[g]),
             }
         )
     return out
-
-
-def _bootstrap_se(replicates: np.ndarray) -> np.ndarray:
-    """Standard deviation per column over the defined replicates; NaN with fewer than two."""
-    defined = np.isfinite(replicates)
-    count = defined.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(defined, replicates, 0.0).sum(axis=0) / count
-        squares = np.where(defined, (replicates - mean) ** 2, 0.0).sum(axis=0)
-        se: np.ndarray = np.where(count > 1, np.sqrt(squares / (count - 1)), np.nan)
-    return se
-
-
-def _float(value: Any) -> float | None:
-    value = float(value)
-    return value if np.isfinite(value) else None
-
-
-def _list(values: np.ndarray) -> list[float | None]:
-    return [_float(v) for v in values]

@@ -20,7 +20,17 @@ import numpy as np
 import polars as pl
 
 from fairgate.document.result import AuditResult
-from fairgate.engine.adjudicate import ModelInfo, adjust_comparisons, document_header, judge_results, verdict_of
+from fairgate.engine.adjudicate import (
+    ModelInfo,
+    adjust_comparisons,
+    document_header,
+    group_entries,
+    judge_results,
+    shared_comparison,
+    verdict_of,
+    with_context,
+    without_binary_extras,
+)
 from fairgate.engine.cube import _apply_missing, as_lazy, check_cardinality
 from fairgate.engine.regression.catalogue import distance_of
 from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, ROWS, WEIGHT, WEIGHT_SQ
@@ -257,22 +267,16 @@ def adjudicate_regression(
         **document_header(counts.n_rows, counts.weighted, policy, model, run_id, verdict),
         "attributes": _attributes(counts, slicings),
         "slicings": [list(p.slicing) for p in slicings],
-        "groups": _groups(slicings),
+        "groups": group_entries(slicings),
         "comparisons": comparisons,
         "summaries": [s for p in slicings for s in _summaries(p)],
         "results": results,
         "verdict_detail": detail,
         "diagnostics": _diagnostics(counts, slicings, parts.skipped, policy),
-        "curves": {"roc": [], "calibration": []},
-        "individual_fairness": {"theil_index": None, "generalized_entropy_index": None},
-        "recommendations": [],
+        **without_binary_extras(),
         "regression": _block(counts, slicings, distances, policy),
     }
-    for key, value in (context or {}).items():
-        if key in document:
-            raise ValueError(f"context key {key!r} would overwrite a field of the audit result")
-        document[key] = value
-    return AuditResult(document)
+    return with_context(document, context)
 
 
 def _entries(
@@ -463,38 +467,10 @@ def _attributes(counts: RegressionCounts, slicings: list[RegressionSlicing]) -> 
     ]
 
 
-def _groups(slicings: list[RegressionSlicing]) -> list[dict[str, Any]]:
-    return [
-        {
-            "slicing": list(part.slicing),
-            "group": group,
-            "n": part.n[i],
-            "rows": part.rows[i],
-            "sufficient": part.sufficient[i],
-            "metrics": {name: {k: v[i] for k, v in values.items()} for name, values in part.metrics.items()},
-        }
-        for part in slicings
-        for i, group in enumerate(part.groups)
-    ]
-
-
 def _comparison(part: RegressionSlicing, c: dict[str, Any]) -> dict[str, Any]:
     """An engine comparison in the shared shape (``Comparison`` of the document)."""
-    return {
-        "metric": c["metric"],
-        "slicing": list(part.slicing),
-        "group": c["group"],
-        "reference": c["reference"],
-        "difference": c["difference"],
-        "difference_ci_low": c["difference_ci"][0],
-        "difference_ci_high": c["difference_ci"][1],
-        "ratio": c["ratio"],
-        "ratio_ci_low": c["ratio_ci"][0],
-        "ratio_ci_high": c["ratio_ci"][1],
-        "p_value": c["p_value"],
-        "method": "bootstrap percentile interval; normal p-value from the bootstrap standard error",
-        "sufficient": True,
-    }
+    method = "bootstrap percentile interval; normal p-value from the bootstrap standard error"
+    return shared_comparison(c, part.slicing, method, sufficient=True)
 
 
 def _summaries(part: RegressionSlicing) -> list[dict[str, Any]]:

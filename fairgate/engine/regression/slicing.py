@@ -24,7 +24,15 @@ from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, BUCKET, ROWS, 
 from fairgate.engine.regression.cube import RegressionCube
 from fairgate.engine.regression.distribution import Histogram, distances, ks_p_value
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES, Sums, group_metrics
-from fairgate.engine.stats import Component, PairFamily, pair_family, percentile_interval
+from fairgate.engine.stats import (
+    Component,
+    PairFamily,
+    finite_list,
+    finite_or_none,
+    pair_family,
+    percentile_interval,
+    replicate_se,
+)
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
@@ -100,7 +108,7 @@ def regression_slicing(
     resamplable = (bucket_rows > 0).sum(axis=1) >= 2
     for name in GROUP_METRICS:
         low, high = percentile_interval(np.where(resamplable, reps[name], np.nan), confidence_level)
-        metrics[name] = {"value": _list(values[name]), "ci_low": _list(low), "ci_high": _list(high)}
+        metrics[name] = {"value": finite_list(values[name]), "ci_low": finite_list(low), "ci_high": finite_list(high)}
 
     return RegressionSlicing(
         slicing=slicing,
@@ -174,7 +182,7 @@ def _comparisons(
         difference = values[name] - values[name][ref]
         rep_difference = reps[name] - reps[name][:, ref : ref + 1]
         low, high = percentile_interval(rep_difference, level)
-        se = _bootstrap_se(rep_difference)
+        se = replicate_se(rep_difference)
         with np.errstate(divide="ignore", invalid="ignore"):
             p_value = np.where(se > 0, 2.0 * scipy_stats.norm.sf(np.abs(difference) / se), np.nan)
             ratio, rep_ratio = _ratios(values[name], reps[name], ref, name in RATIO_METRICS)
@@ -187,11 +195,11 @@ def _comparisons(
                     "metric": name,
                     "group": group,
                     "reference": groups[ref],
-                    "difference": _float(difference[g]),
-                    "difference_ci": [_float(low[g]), _float(high[g])],
-                    "ratio": _float(ratio[g]),
-                    "ratio_ci": [_float(ratio_low[g]), _float(ratio_high[g])],
-                    "p_value": _float(p_value[g]),
+                    "difference": finite_or_none(difference[g]),
+                    "difference_ci": [finite_or_none(low[g]), finite_or_none(high[g])],
+                    "ratio": finite_or_none(ratio[g]),
+                    "ratio_ci": [finite_or_none(ratio_low[g]), finite_or_none(ratio_high[g])],
+                    "p_value": finite_or_none(p_value[g]),
                 }
             )
     return out
@@ -236,8 +244,8 @@ def _range_summary(name: str, value: np.ndarray, rep: np.ndarray, level: float, 
     return {
         "metric": f"{name}_difference",
         "value": float(value.max() - value.min()),
-        "ci_low": _float(low),
-        "ci_high": _float(high),
+        "ci_low": finite_or_none(low),
+        "ci_high": finite_or_none(high),
         "groups": groups,
         "interval": "simultaneous max-t over group pairs (bootstrap)",
         "_family": family,  # what the gate tests (fairgate.engine.adjudicate); not part of the document
@@ -254,8 +262,8 @@ def _ratio_summary(name: str, value: np.ndarray, rep: np.ndarray, level: float, 
     return {
         "metric": f"{name}_ratio",
         "value": float(value.min() / value.max()),
-        "ci_low": _float(np.exp(-high)),
-        "ci_high": _float(np.exp(-low)),
+        "ci_low": finite_or_none(np.exp(-high)),
+        "ci_high": finite_or_none(np.exp(-low)),
         "groups": groups,
         "interval": "simultaneous max-t over group pairs of log values (bootstrap)",
         "_family": family,
@@ -271,7 +279,7 @@ def _worst_group(name: str, value: np.ndarray, rep: np.ndarray, level: float, gr
     tail bounds the one-sided maximum over the groups; at least two groups' worth, so a lone group is judged).
     """
     worst = int(np.argmax(value))
-    se = _bootstrap_se(rep)
+    se = replicate_se(rep)
     low = high = np.nan
     family = None
     if np.isfinite(se).all() and (se > 0).all():
@@ -283,8 +291,8 @@ def _worst_group(name: str, value: np.ndarray, rep: np.ndarray, level: float, gr
     return {
         "metric": f"worst_group_{name}",
         "value": float(value[worst]),
-        "ci_low": _float(low),
-        "ci_high": _float(high),
+        "ci_low": finite_or_none(low),
+        "ci_high": finite_or_none(high),
         "group": groups[worst],
         "groups": groups,
         "interval": "simultaneous max-t over groups (bootstrap)",
@@ -321,11 +329,11 @@ def _distribution(
                     "group": group,
                     "against": against,
                     "sufficient": bool(eligible[g] and (eligible[ref] if against == "reference" else True)),
-                    "ks_distance": _float(ks.value[g]),
-                    "ks_error_bound": _float(ks.error_bound[g]),
-                    "ks_p_value": _float(p_value[g]),
-                    "wasserstein_distance": _float(w1.value[g]),
-                    "wasserstein_error_bound": _float(w1.error_bound[g]),
+                    "ks_distance": finite_or_none(ks.value[g]),
+                    "ks_error_bound": finite_or_none(ks.error_bound[g]),
+                    "ks_p_value": finite_or_none(p_value[g]),
+                    "wasserstein_distance": finite_or_none(w1.value[g]),
+                    "wasserstein_error_bound": finite_or_none(w1.error_bound[g]),
                 }
             )
     return out
@@ -353,23 +361,3 @@ def _histograms(table: pl.DataFrame, index: np.ndarray, n_groups: int, edges: np
     np.maximum.at(high, slot, table[BIN_HIGH].to_numpy())
     shape = (n_groups, bins)
     return Histogram(weight.reshape(shape), low.reshape(shape), high.reshape(shape), edges)
-
-
-def _bootstrap_se(replicates: np.ndarray) -> np.ndarray:
-    """Standard deviation per column over the defined replicates; NaN with fewer than two."""
-    defined = np.isfinite(replicates)
-    count = defined.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(defined, replicates, 0.0).sum(axis=0) / count
-        squares = np.where(defined, (replicates - mean) ** 2, 0.0).sum(axis=0)
-        se: np.ndarray = np.where(count > 1, np.sqrt(squares / (count - 1)), np.nan)
-    return se
-
-
-def _float(value: Any) -> float | None:
-    value = float(value)
-    return value if np.isfinite(value) else None
-
-
-def _list(values: np.ndarray) -> list[float | None]:
-    return [_float(v) for v in values]
