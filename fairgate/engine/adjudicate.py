@@ -104,6 +104,31 @@ def without_binary_extras() -> dict[str, Any]:
     }
 
 
+def kind_diagnostics(
+    parts: Sequence[Any], policy: Policy, *, excluded_missing: dict[str, int], skipped: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The ``diagnostics`` of a task without base rates, worst subgroups or Simpson checks (regression, ranking).
+
+    The groups under ``min_group_size``, the rows left out for a missing attribute, the slicings left out.
+    """
+    minimum = policy.intersectional_analysis.min_group_size
+    insufficient = [
+        {"slicing": list(p.slicing), "group": group, "n": p.n[g], "min_group_size": minimum}
+        for p in parts
+        if p.slicing
+        for g, group in enumerate(p.groups)
+        if not p.sufficient[g]
+    ]
+    return {
+        "base_rates": [],
+        "worst_subgroups": [],
+        "simpson": [],
+        "insufficient_groups": insufficient,
+        "excluded_missing": dict(excluded_missing),
+        "skipped_slicings": skipped,
+    }
+
+
 def shared_comparison(
     comparison: dict[str, Any], slicing: Sequence[str], method: str, *, sufficient: bool
 ) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -59,8 +59,8 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     at least two of its groups reach ``min_group_size``, so a comparison inside it is possible. A slicing with
     more groups than ``limits.max_groups_per_slicing`` is left out (see :func:`skipped_slicings`).
     """
-    limit = policy.limits.max_groups_per_slicing
-    return [s for s in _candidate_slicings(cube, policy) if slicing_group_count(cube, s, policy) <= limit]
+    planned, _ = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
+    return planned
 
 
 def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
@@ -69,19 +69,36 @@ def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
     Each as ``{"slicing", "groups", "max_groups_per_slicing", "reason"}`` (the document's
     ``diagnostics.skipped_slicings``).
     """
-    limit = policy.limits.max_groups_per_slicing
-    skipped = []
-    for slicing in _candidate_slicings(cube, policy):
-        groups = slicing_group_count(cube, slicing, policy)
-        if groups > limit:
-            reason = (
-                f"{slicing_label(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
-                f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
-            )
-            skipped.append(
-                {"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason}
-            )
+    _, skipped = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
     return skipped
+
+
+def _counter(cube: Cube, policy: Policy) -> Callable[[Slicing], int]:
+    return lambda slicing: slicing_group_count(cube, slicing, policy)
+
+
+def within_group_limit(
+    candidates: list[Slicing], policy: Policy, group_count: Callable[[Slicing], int]
+) -> tuple[list[Slicing], list[dict[str, Any]]]:
+    """The candidates with at most ``limits.max_groups_per_slicing`` groups, and those left out with the reason.
+
+    The left-out ones are the document's ``diagnostics.skipped_slicings`` (``{"slicing", "groups",
+    "max_groups_per_slicing", "reason"}``). Every task plans its slicings with this and :func:`candidate_slicings`.
+    """
+    limit = policy.limits.max_groups_per_slicing
+    planned: list[Slicing] = []
+    skipped: list[dict[str, Any]] = []
+    for slicing in candidates:
+        groups = group_count(slicing) if slicing else 1
+        if groups <= limit:
+            planned.append(slicing)
+            continue
+        reason = (
+            f"{slicing_label(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
+            f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
+        )
+        skipped.append({"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason})
+    return planned, skipped
 
 
 def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
@@ -95,7 +112,18 @@ def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
 
 
 def _candidate_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
-    attributes = cube.attributes
+    return candidate_slicings(cube.attributes, policy, cube.effective_sizes)
+
+
+def candidate_slicings(
+    attributes: Sequence[str], policy: Policy, effective_sizes: Callable[[list[str]], Any]
+) -> list[Slicing]:
+    """The population, each attribute, the pairs (configured, else all) and the triples that can be compared.
+
+    A triple is a candidate when at least two of its groups reach ``min_group_size`` (``effective_sizes`` gives
+    the Kish sizes of a slicing's groups, as min_group_size is judged). Every task plans with this.
+    """
+    attributes = list(attributes)
     slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
     options = policy.intersectional_analysis
     if not options.enabled or len(attributes) < 2:
@@ -104,8 +132,7 @@ def _candidate_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
     if options.include_triples:
         for triple in itertools.combinations(attributes, 3):
-            sizes = cube.effective_sizes(list(triple))  # [weights] Kish sizes, as min_group_size is judged
-            if int((sizes >= options.min_group_size).sum()) >= 2:
+            if int((effective_sizes(list(triple)) >= options.min_group_size).sum()) >= 2:
                 slicings.append(triple)
     return slicings
 

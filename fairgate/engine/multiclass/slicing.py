@@ -15,7 +15,6 @@ draws over the slicing's (group x true class x predicted class) cells, seeded pe
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,7 +28,14 @@ from fairgate.engine.multiclass.cube import MulticlassCube
 from fairgate.engine.multiclass.metrics import RATES, effective_fraction, rate
 
 # The binary engine's interval machinery, so that multiclass summaries get the very same statistics.
-from fairgate.engine.slicing import MetricValues, _family, _interval_obstacle, _summary_bounds
+from fairgate.engine.slicing import (
+    MetricValues,
+    _family,
+    _interval_obstacle,
+    _summary_bounds,
+    candidate_slicings,
+    within_group_limit,
+)
 from fairgate.engine.stats import PairFamily, wilson_interval, z_value
 from fairgate.policy.core import Policy
 
@@ -121,19 +127,9 @@ def plan_multiclass_slicings(cube: MulticlassCube, policy: Policy) -> list[Slici
     As the binary plan: a triple is audited when at least two of its groups reach ``min_group_size``; a slicing
     with more groups than ``limits.max_groups_per_slicing`` is left out.
     """
-    attributes = cube.attributes
-    slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
-    options = policy.intersectional_analysis
-    if options.enabled and len(attributes) >= 2:
-        pairs = options.attribute_pairs
-        slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
-        if options.include_triples:
-            for triple in itertools.combinations(attributes, 3):
-                sizes = _group_sizes(cube, list(triple))
-                if int((sizes >= options.min_group_size).sum()) >= 2:
-                    slicings.append(triple)
-    limit = policy.limits.max_groups_per_slicing
-    return [s for s in slicings if not s or cube.cells.select(list(s)).n_unique() <= limit]
+    candidates = candidate_slicings(cube.attributes, policy, lambda keys: _group_sizes(cube, keys))
+    planned, _ = within_group_limit(candidates, policy, lambda slicing: cube.cells.select(list(slicing)).n_unique())
+    return planned
 
 
 def _group_sizes(cube: MulticlassCube, keys: list[str]) -> np.ndarray:

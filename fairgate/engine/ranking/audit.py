@@ -9,10 +9,10 @@ statistical rules as a binary one.
 
 from __future__ import annotations
 
-import itertools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from fairgate.document.result import AuditResult
@@ -22,16 +22,17 @@ from fairgate.engine.adjudicate import (
     document_header,
     group_entries,
     judge_results,
+    kind_diagnostics,
     shared_comparison,
     verdict_of,
     with_context,
     without_binary_extras,
 )
-from fairgate.engine.labels import slicing_label
 from fairgate.engine.ranking.columns import WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube, build_ranking_cube
 from fairgate.engine.ranking.metrics import metric_names, top_rate
 from fairgate.engine.ranking.slicing import SUMMARIES, RankingSlicing, Slicing, ranking_slicing
+from fairgate.engine.slicing import candidate_slicings, within_group_limit
 from fairgate.policy.core import Policy
 from fairgate.policy.ranking import RankingOptions
 
@@ -65,40 +66,25 @@ def plan_ranking_slicings(cube: RankingCube, policy: Policy) -> list[Slicing]:
     As the binary plan: a triple is audited when at least two of its groups reach ``min_group_size``; a slicing
     with more groups than ``limits.max_groups_per_slicing`` is left out (``skipped``).
     """
-    attributes = cube.attributes
-    slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
-    options = policy.intersectional_analysis
-    if options.enabled and len(attributes) >= 2:
-        pairs = options.attribute_pairs
-        slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
-        if options.include_triples:
-            for triple in itertools.combinations(attributes, 3):
-                sums = cube.cells.group_by(list(triple)).agg(pl.col(WEIGHT, WEIGHT_SQ).sum())
-                sizes = sums[WEIGHT] ** 2 / sums[WEIGHT_SQ]
-                if int((sizes >= options.min_group_size).sum()) >= 2:
-                    slicings.append(triple)
-    return [s for s in slicings if not s or _group_count(cube, s) <= policy.limits.max_groups_per_slicing]
+    planned, _ = _planned_and_skipped(cube, policy)
+    return planned
 
 
 def skipped(cube: RankingCube, policy: Policy) -> list[dict[str, Any]]:
-    """The configured slicings left out for having more groups than the policy allows."""
-    limit = policy.limits.max_groups_per_slicing
-    out = []
-    options = policy.intersectional_analysis
-    candidates: list[Slicing] = [(a,) for a in cube.attributes]
-    if options.enabled and len(cube.attributes) >= 2:
-        pairs = options.attribute_pairs
-        every_pair = list(itertools.combinations(cube.attributes, 2))
-        candidates += [tuple(p) for p in pairs] if pairs is not None else every_pair
-    for slicing in candidates:
-        groups = _group_count(cube, slicing)
-        if groups > limit:
-            reason = (
-                f"{slicing_label(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
-                f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
-            )
-            out.append({"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason})
-    return out
+    """The slicings left out for having more groups than the policy allows."""
+    _, left_out = _planned_and_skipped(cube, policy)
+    return left_out
+
+
+def _planned_and_skipped(cube: RankingCube, policy: Policy) -> tuple[list[Slicing], list[dict[str, Any]]]:
+    candidates = candidate_slicings(cube.attributes, policy, lambda keys: _effective_sizes(cube, keys))
+    return within_group_limit(candidates, policy, lambda slicing: _group_count(cube, slicing))
+
+
+def _effective_sizes(cube: RankingCube, keys: list[str]) -> np.ndarray:
+    sums = cube.cells.group_by(keys).agg(pl.col(WEIGHT, WEIGHT_SQ).sum())
+    sizes: np.ndarray = (sums[WEIGHT] ** 2 / sums[WEIGHT_SQ]).to_numpy()
+    return sizes
 
 
 def _group_count(cube: RankingCube, slicing: Slicing) -> int:
@@ -161,7 +147,7 @@ def adjudicate_ranking(
         "summaries": [s for p in parts for s in _shared_summaries(p, options)],
         "results": results,
         "verdict_detail": detail,
-        "diagnostics": _diagnostics(cube, parts, policy),
+        "diagnostics": kind_diagnostics(parts, policy, excluded_missing={}, skipped=skipped(cube, policy)),
         **without_binary_extras(),
         "ranking": {
             "top_k": list(options.top_k),
@@ -268,22 +254,3 @@ def _attributes(cube: RankingCube, parts: list[RankingSlicing], policy: Policy) 
         }
         for name in cube.attributes
     ]
-
-
-def _diagnostics(cube: RankingCube, parts: list[RankingSlicing], policy: Policy) -> dict[str, Any]:
-    minimum = policy.intersectional_analysis.min_group_size
-    insufficient = [
-        {"slicing": list(p.slicing), "group": group, "n": p.n[g], "min_group_size": minimum}
-        for p in parts
-        if p.slicing
-        for g, group in enumerate(p.groups)
-        if not p.sufficient[g]
-    ]
-    return {
-        "base_rates": [],
-        "worst_subgroups": [],
-        "simpson": [],
-        "insufficient_groups": insufficient,
-        "excluded_missing": {},
-        "skipped_slicings": skipped(cube, policy),
-    }

@@ -11,7 +11,6 @@ per audit), the same rules as a binary audit's.
 
 from __future__ import annotations
 
-import itertools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from fairgate.engine.adjudicate import (
     document_header,
     group_entries,
     judge_results,
+    kind_diagnostics,
     shared_comparison,
     verdict_of,
     with_context,
@@ -40,6 +40,7 @@ from fairgate.engine.regression.distance_family import DistanceFamily
 from fairgate.engine.regression.distribution import cdf_at_edges
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES
 from fairgate.engine.regression.slicing import RegressionSlicing, prediction_histograms, regression_slicing
+from fairgate.engine.slicing import candidate_slicings, within_group_limit
 from fairgate.engine.stats import z_value
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
@@ -182,30 +183,8 @@ def plan_regression_slicings(counts: RegressionCounts, policy: Policy) -> tuple[
     groups than ``limits.max_groups_per_slicing`` is left out and listed.
     """
     cells = counts.cube.cells
-    attributes = counts.cube.attributes
-    candidates: list[Slicing] = [(), *[(a,) for a in attributes]]
-    options = policy.intersectional_analysis
-    if options.enabled and len(attributes) >= 2:
-        pairs = options.attribute_pairs
-        candidates += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
-        if options.include_triples:
-            for triple in itertools.combinations(attributes, 3):
-                if int((_effective_sizes(cells, triple) >= options.min_group_size).sum()) >= 2:
-                    candidates.append(triple)
-    limit = policy.limits.max_groups_per_slicing
-    planned, skipped = [], []
-    for slicing in candidates:
-        groups = cells.select(list(slicing)).n_unique() if slicing else 1
-        if groups <= limit:
-            planned.append(slicing)
-            continue
-        label = " x ".join(slicing)
-        reason = (
-            f"{label} has {groups:,} groups, more than limits.max_groups_per_slicing ({limit:,}); it was not "
-            "audited. Raise the limit, or leave the pair out of attribute_pairs"
-        )
-        skipped.append({"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason})
-    return planned, skipped
+    candidates = candidate_slicings(counts.cube.attributes, policy, lambda keys: _effective_sizes(cells, tuple(keys)))
+    return within_group_limit(candidates, policy, lambda slicing: cells.select(list(slicing)).n_unique())
 
 
 def _effective_sizes(cells: pl.DataFrame, slicing: Slicing) -> np.ndarray:
@@ -272,7 +251,9 @@ def adjudicate_regression(
         "summaries": [s for p in slicings for s in _summaries(p)],
         "results": results,
         "verdict_detail": detail,
-        "diagnostics": _diagnostics(counts, slicings, parts.skipped, policy),
+        "diagnostics": kind_diagnostics(
+            slicings, policy, excluded_missing=counts.excluded_missing, skipped=parts.skipped
+        ),
         **without_binary_extras(),
         "regression": _block(counts, slicings, distances, policy),
     }
@@ -501,27 +482,6 @@ def _summaries(part: RegressionSlicing) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def _diagnostics(
-    counts: RegressionCounts, slicings: list[RegressionSlicing], skipped: list[dict[str, Any]], policy: Policy
-) -> dict[str, Any]:
-    minimum = policy.intersectional_analysis.min_group_size
-    insufficient = [
-        {"slicing": list(p.slicing), "group": group, "n": p.n[g], "min_group_size": minimum}
-        for p in slicings
-        if p.slicing
-        for g, group in enumerate(p.groups)
-        if not p.sufficient[g]
-    ]
-    return {
-        "base_rates": [],
-        "worst_subgroups": [],
-        "simpson": [],
-        "insufficient_groups": insufficient,
-        "excluded_missing": dict(counts.excluded_missing),
-        "skipped_slicings": skipped,
-    }
 
 
 def _block(
