@@ -25,7 +25,7 @@ from fairgate.policy.core import Policy
 from fairgate.policy.individual import ALL_NUMERIC
 from tasks.io import Source, parse_source, register_source, sha256_of
 from tasks.sql import quote_identifier, render_sql
-from tasks.validate import _BINARY_TEXT, Validation, _gx, _validate_frame
+from tasks.validate import _BINARY_TEXT, Validation, _gx, _validate_frame, critical_check
 
 if TYPE_CHECKING:
     from fairgate.engine.individual import IndividualResult
@@ -325,19 +325,9 @@ def _judge(
     result = _validate_frame(f"{role}_{len(validation.ge_results)}", frame, expectations, "COMPLETE")
     validation.ge_results.append(result.to_json_dict())
     for outcome in result.results:
-        config = outcome.expectation_config
-        validation.checks.append(
-            {
-                "input": source.label,
-                "column": config.kwargs.get("column"),
-                "expectation": config.type,
-                "kwargs": {k: v for k, v in config.kwargs.items() if k != "batch_id"},
-                "severity": "critical",
-                "success": bool(outcome.success),
-                "unexpected_count": int(outcome.result.get("unexpected_count") or 0),
-                "example": None,
-            }
-        )
+        column = outcome.expectation_config.kwargs.get("column")
+        unexpected = int(outcome.result.get("unexpected_count") or 0)
+        validation.checks.append(critical_check(source.label, column, outcome, unexpected, None))
     if not result.success:
         raise DataError(f"validation failed: {message()} (Great Expectations)")
 

@@ -239,22 +239,29 @@ def _collect(
     source = staged.sources[role]
     for outcome in result.results:
         config = outcome.expectation_config
-        kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
         input_column = column or ""
         unexpected, example = _unexpected(outcome.result, counts if counts is not None else frame, config.type)
-        check = {
-            "input": source.label,
-            "column": input_column,
-            "expectation": config.type,
-            "kwargs": kwargs,
-            "severity": "critical",
-            "success": bool(outcome.success),
-            "unexpected_count": unexpected,
-            "example": example,
-        }
-        validation.checks.append(check)
+        validation.checks.append(critical_check(source.label, input_column, outcome, unexpected, example))
         if not outcome.success:
             raise DataError(_failure_message(source.label, input_column, config.type, unexpected, example, staged))
+
+
+def critical_check(source: str, column: str | None, outcome: Any, unexpected: int, example: Any) -> dict[str, Any]:
+    """One expectation's outcome as an entry of the document's ``validation.checks``; critical: it stops the audit.
+
+    Every suite (binary, each task's, the features input) records its outcomes with this.
+    """
+    config = outcome.expectation_config
+    return {
+        "input": source,
+        "column": column,
+        "expectation": config.type,
+        "kwargs": {k: v for k, v in config.kwargs.items() if k != "batch_id"},
+        "severity": "critical",
+        "success": bool(outcome.success),
+        "unexpected_count": unexpected,
+        "example": example,
+    }
 
 
 def _unexpected(result: dict[str, Any], frame: pd.DataFrame | None, expectation: str) -> tuple[int, Any]:

@@ -16,7 +16,7 @@ import pandas as pd
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
 from tasks.align import Staged
-from tasks.validate import Validation, _gx, _plain, _safe, _validate_frame, _value_counts
+from tasks.validate import Validation, _gx, _plain, _safe, _validate_frame, _value_counts, critical_check
 
 _INTEGRAL_FLOAT = re.compile(r"^(-?\d+)\.0+$")
 
@@ -83,18 +83,7 @@ def _collect(
         failing = counts.loc[indexes] if indexes else counts.iloc[0:0]
         count = int(failing["n"].sum())
         example = _plain(failing.iloc[0]["value"]) if len(failing) else None
-        validation.checks.append(
-            {
-                "input": source,
-                "column": column,
-                "expectation": config.type,
-                "kwargs": {k: v for k, v in config.kwargs.items() if k != "batch_id"},
-                "severity": "critical",
-                "success": bool(outcome.success),
-                "unexpected_count": count,
-                "example": example,
-            }
-        )
+        validation.checks.append(critical_check(source, column, outcome, count, example))
         if outcome.success:
             continue
         if config.type == "expect_column_values_to_not_be_null":

@@ -22,7 +22,7 @@ import pandas as pd
 from fairgate.errors import DataError
 from tasks.align import Staged
 from tasks.sql import quote_identifier, render_sql
-from tasks.validate import Validation, _gx, _plain, _validate_frame
+from tasks.validate import Validation, _gx, _plain, _validate_frame, critical_check
 
 # Per list-shape expectation: (kind, columns, message). Ties are checked before gaps: 1, 1, 2 has both, and the
 # tie is the cause.
@@ -125,18 +125,8 @@ def _check_lists(staged: Staged, validation: Validation, shapes: pd.DataFrame) -
         failing = shapes.loc[[_index_of(i) for i in indexes]] if indexes else shapes.iloc[0:0]
         lists = int(failing["n_lists"].sum())
         column = cols.list_id if position == 0 else cols.rank
-        validation.checks.append(
-            {
-                "input": source,
-                "column": column,
-                "expectation": config.type,
-                "kwargs": {k: v for k, v in config.kwargs.items() if k != "batch_id"},
-                "severity": "critical",
-                "success": bool(outcome.success),
-                "unexpected_count": lists,
-                "example": None if failing.empty else _plain(failing.iloc[0]["first_list"]),
-            }
-        )
+        example = None if failing.empty else _plain(failing.iloc[0]["first_list"])
+        validation.checks.append(critical_check(source, column, outcome, lists, example))
         if not outcome.success:
             failures.append((position, failing))
     if not failures:

@@ -16,7 +16,7 @@ import pandas as pd
 from fairgate.errors import DataError
 from tasks.align import Staged
 from tasks.sql import quote_identifier, render_sql
-from tasks.validate import Validation, _gx, _plain, _safe, _validate_frame, _violations
+from tasks.validate import Validation, _gx, _plain, _safe, _validate_frame, _violations, critical_check
 
 _LARGEST = 1.7976931348623157e308  # the largest finite double: "between -it and it" means finite
 
@@ -59,20 +59,10 @@ def _collect(validation: Validation, staged: Staged, role: str, column: str, fou
     """Record each expectation; on failure raise a DataError with the rows of every kind and the fixes."""
     validation.ge_results.append(result.to_json_dict())
     source = staged.sources[role].label
+    unexpected = int(found["violating_rows"].iloc[0]) if len(found) else 0
+    example = _plain(found["raw_value"].iloc[0]) if len(found) else None
     for outcome in result.results:
-        config = outcome.expectation_config
-        validation.checks.append(
-            {
-                "input": source,
-                "column": column,
-                "expectation": config.type,
-                "kwargs": {k: v for k, v in config.kwargs.items() if k != "batch_id"},
-                "severity": "critical",
-                "success": bool(outcome.success),
-                "unexpected_count": int(found["violating_rows"].iloc[0]) if len(found) else 0,
-                "example": _plain(found["raw_value"].iloc[0]) if len(found) else None,
-            }
-        )
+        validation.checks.append(critical_check(source, column, outcome, unexpected, example))
     if all(outcome.success for outcome in result.results):
         return
     kinds = found.drop_duplicates("kind").sort_values(["kind_rows", "kind"], ascending=[False, True])
