@@ -143,10 +143,11 @@ class InProcessRunner(CliRunner):
             setup_logging()
 
 
-def rewrite_csv(path: Path, query: str) -> None:
-    """Replace a CSV input with ``query`` over its current content (view ``t``)."""
+def rewrite_csv(path: Path, query: str, *, as_text: bool = False) -> None:
+    """Replace a CSV input with ``query`` over its current content (view ``t``; every column text with
+    ``as_text``)."""
     con = duckdb.connect()
-    con.read_csv(str(path)).create_view("t")
+    con.read_csv(str(path), all_varchar=as_text).create_view("t")
     data = con.sql(query).to_arrow_table()
     con.close()
     out = duckdb.connect()
@@ -167,3 +168,27 @@ def assert_refused(result: Any, expected: list[str], inputs: Inputs, before: lis
     assert not inputs.out.exists()  # no output folder, no report, no trail
     assert sorted(p.name for p in inputs.folder.iterdir()) == before
     return message
+
+
+def parquet_inputs_as_csv(parquet: dict[str, Path]) -> dict[str, Path]:
+    """A demo's Parquet inputs as CSV files beside them (the user's view: plain files); the Parquet removed."""
+    out = {}
+    for role, path in parquet.items():
+        csv = path.with_name(f"{role}.csv")
+        con = duckdb.connect()
+        con.read_parquet(str(path)).to_csv(str(csv))
+        con.close()
+        path.unlink()
+        out[role] = csv
+    return out
+
+
+def copied_inputs(folder: Path, files: dict[str, Path], policy: str) -> Inputs:
+    """Copies of the three input files and ``policy`` written into ``folder``, as an audit's ``Inputs``."""
+    copies = {}
+    for role, path in files.items():
+        copies[role] = folder / path.name
+        copies[role].write_bytes(path.read_bytes())
+    policy_path = folder / "policy.yaml"
+    policy_path.write_text(policy)
+    return Inputs(folder, copies["predictions"], copies["labels"], copies["attributes"], policy_path)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
-from pipeline_helpers import InProcessRunner, Inputs, assert_refused
+from pipeline_helpers import InProcessRunner, Inputs, assert_refused, copied_inputs, parquet_inputs_as_csv, rewrite_csv
 
 from cli import app
 from tasks.demo_ranking import write_ranking_demo_inputs
@@ -43,25 +42,7 @@ def law_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The demo's held-out half as CSV files (the user's view: plain files)."""
     folder = tmp_path_factory.mktemp("law_ranking")
     parquet = write_ranking_demo_inputs(LAW_CSV, folder)
-    out = {}
-    for role, path in parquet.items():
-        csv = folder / f"{role}.csv"
-        con = duckdb.connect()
-        con.read_parquet(str(path)).to_csv(str(csv))
-        con.close()
-        path.unlink()
-        out[role] = csv
-    return out
-
-
-def _inputs(folder: Path, law_files: dict[str, Path], policy: str) -> Inputs:
-    copies = {}
-    for role, path in law_files.items():
-        copies[role] = folder / path.name
-        copies[role].write_bytes(path.read_bytes())
-    policy_path = folder / "policy.yaml"
-    policy_path.write_text(policy)
-    return Inputs(folder, copies["predictions"], copies["labels"], copies["attributes"], policy_path)
+    return parquet_inputs_as_csv(parquet)
 
 
 def _args(inputs: Inputs, *extra: str) -> list[str]:
@@ -70,21 +51,12 @@ def _args(inputs: Inputs, *extra: str) -> list[str]:
     return args
 
 
-def _rewrite(path: Path, query: str) -> None:
-    """Replace a CSV input with ``query`` over it (view ``t``)."""
-    con = duckdb.connect()
-    con.read_csv(str(path)).create_view("t")
-    data = con.sql(query).to_arrow_table()
-    con.close()
-    out = duckdb.connect()
-    out.from_arrow(data).to_csv(str(path))
-    out.close()
-
-
 def test_demo_policy_fails_with_exit_1_and_writes_every_output(
     tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner
 ) -> None:
-    inputs = _inputs(tmp_path, law_files, DEMO_POLICY.read_text().replace("[json, junit, html, pdf]", "[json, junit]"))
+    inputs = copied_inputs(
+        tmp_path, law_files, DEMO_POLICY.read_text().replace("[json, junit, html, pdf]", "[json, junit]")
+    )
     result = runner.invoke(app, _args(inputs, "--quiet"))
     assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
     (document_path,) = inputs.out.glob("*.json")
@@ -113,7 +85,7 @@ def test_demo_policy_fails_with_exit_1_and_writes_every_output(
 
 
 def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner) -> None:
-    inputs = _inputs(tmp_path, law_files, POLICY_PASSING)
+    inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
     result = runner.invoke(app, _args(inputs, "--quiet"))
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     (document_path,) = inputs.out.glob("*.json")
@@ -123,33 +95,33 @@ def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], ru
 
 
 def rank_gap(i: Inputs) -> list[str]:
-    _rewrite(
+    rewrite_csv(
         i.predictions, "select id, cohort, case when cohort = 'FW-3' and rank = 40 then 41 else rank end as rank from t"
     )
     return [i.predictions.name, "list 'FW-3'", "gaps", "'rank'", "renumber each list 1, 2, ..., n"]
 
 
 def rank_tie(i: Inputs) -> list[str]:
-    _rewrite(
+    rewrite_csv(
         i.predictions, "select id, cohort, case when cohort = 'GL-7' and rank = 2 then 1 else rank end as rank from t"
     )
     return [i.predictions.name, "list 'GL-7'", "tied ranks", "break the ties"]
 
 
 def rank_zero(i: Inputs) -> list[str]:
-    _rewrite(i.predictions, "select id, cohort, rank - case when cohort = 'NE-1' then 1 else 0 end as rank from t")
+    rewrite_csv(i.predictions, "select id, cohort, rank - case when cohort = 'NE-1' then 1 else 0 end as rank from t")
     return [i.predictions.name, "list 'NE-1'", "does not start at rank 1", "lowest rank is 0"]
 
 
 def negative_relevance(i: Inputs) -> list[str]:
-    _rewrite(
+    rewrite_csv(
         i.labels, "select id, case when id = (select min(id) from t) then -1.0 else relevance end as relevance from t"
     )
     return [i.labels.name, "'relevance'", "is negative in 1 row(s)", "finite relevance >= 0"]
 
 
 def nan_relevance(i: Inputs) -> list[str]:
-    _rewrite(
+    rewrite_csv(
         i.labels,
         "select id, case when id = (select max(id) from t) then 'NaN'::double else relevance end as relevance from t",
     )
@@ -157,7 +129,7 @@ def nan_relevance(i: Inputs) -> list[str]:
 
 
 def no_list_column(i: Inputs) -> list[str]:
-    _rewrite(i.predictions, "select id, cohort as query, rank from t")
+    rewrite_csv(i.predictions, "select id, cohort as query, rank from t")
     return [i.predictions.name, "'cohort'", "columns.list_id"]
 
 
@@ -173,7 +145,7 @@ def binary_metric(i: Inputs) -> list[str]:
 def test_hostile_inputs_exit_2_and_write_nothing(
     hostile: object, tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner
 ) -> None:
-    inputs = _inputs(tmp_path, law_files, POLICY_PASSING)
+    inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
     expected = hostile(inputs)  # type: ignore[operator]
     before = sorted(p.name for p in inputs.folder.iterdir())
     assert_refused(runner.invoke(app, _args(inputs, "--quiet")), expected, inputs, before)

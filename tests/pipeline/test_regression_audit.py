@@ -11,9 +11,8 @@ import json
 import subprocess
 from pathlib import Path
 
-import duckdb
 import pytest
-from pipeline_helpers import InProcessRunner, Inputs, assert_refused
+from pipeline_helpers import InProcessRunner, Inputs, assert_refused, copied_inputs, parquet_inputs_as_csv, rewrite_csv
 
 from cli import app
 from tasks.demo_law import write_law_inputs
@@ -42,25 +41,7 @@ def law_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The demo's held-out half as CSV files (the user's view: plain files)."""
     folder = tmp_path_factory.mktemp("law")
     parquet = write_law_inputs(LAW_CSV, folder)
-    out = {}
-    for role, path in parquet.items():
-        csv = folder / f"{role}.csv"
-        con = duckdb.connect()
-        con.read_parquet(str(path)).to_csv(str(csv))
-        con.close()
-        path.unlink()
-        out[role] = csv
-    return out
-
-
-def _inputs(folder: Path, law_files: dict[str, Path], policy: str) -> Inputs:
-    copies = {}
-    for role, path in law_files.items():
-        copies[role] = folder / path.name
-        copies[role].write_bytes(path.read_bytes())
-    policy_path = folder / "policy.yaml"
-    policy_path.write_text(policy)
-    return Inputs(folder, copies["predictions"], copies["labels"], copies["attributes"], policy_path)
+    return parquet_inputs_as_csv(parquet)
 
 
 def _args(inputs: Inputs, *extra: str) -> list[str]:
@@ -69,21 +50,12 @@ def _args(inputs: Inputs, *extra: str) -> list[str]:
     return args
 
 
-def _rewrite(path: Path, query: str) -> None:
-    """Replace a CSV input with ``query`` over it (view ``t``), all columns read as text."""
-    con = duckdb.connect()
-    con.read_csv(str(path), all_varchar=True).create_view("t")
-    data = con.sql(query).to_arrow_table()
-    con.close()
-    out = duckdb.connect()
-    out.from_arrow(data).to_csv(str(path))
-    out.close()
-
-
 def test_demo_policy_fails_with_exit_1_and_writes_every_output(
     tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner
 ) -> None:
-    inputs = _inputs(tmp_path, law_files, DEMO_POLICY.read_text().replace("[json, junit, html, pdf]", "[json, junit]"))
+    inputs = copied_inputs(
+        tmp_path, law_files, DEMO_POLICY.read_text().replace("[json, junit, html, pdf]", "[json, junit]")
+    )
     result = runner.invoke(app, _args(inputs, "--quiet"))
     assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
     (document_path,) = inputs.out.glob("*.json")
@@ -103,7 +75,7 @@ def test_demo_policy_fails_with_exit_1_and_writes_every_output(
 
 
 def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner) -> None:
-    inputs = _inputs(tmp_path, law_files, POLICY_PASSING)
+    inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
     result = runner.invoke(app, _args(inputs, "--quiet"))
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     (document_path,) = inputs.out.glob("*.json")
@@ -113,29 +85,43 @@ def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], ru
 
 
 def nan_label(i: Inputs) -> list[str]:
-    _rewrite(i.labels, "select id, case when id = (select min(id) from t) then 'NaN' else y_true end as y_true from t")
+    rewrite_csv(
+        i.labels,
+        "select id, case when id = (select min(id) from t) then 'NaN' else y_true end as y_true from t",
+        as_text=True,
+    )
     return [i.labels.name, "'y_true'", "1 row(s)", "NaN", "Replace NaN"]
 
 
 def text_prediction(i: Inputs) -> list[str]:
     first_two = "(select id from t order by id limit 2)"
-    _rewrite(i.predictions, f"select id, case when id in {first_two} then 'abc' else y_pred end as y_pred from t")
+    rewrite_csv(
+        i.predictions,
+        f"select id, case when id in {first_two} then 'abc' else y_pred end as y_pred from t",
+        as_text=True,
+    )
     return [i.predictions.name, "'y_pred'", "2 row(s)", "not a number", "'abc'", "plain numbers"]
 
 
 def missing_prediction(i: Inputs) -> list[str]:
     last = "(select max(id) from t)"
-    _rewrite(i.predictions, f"select id, case when id = {last} then null else y_pred end as y_pred from t")
+    rewrite_csv(
+        i.predictions, f"select id, case when id = {last} then null else y_pred end as y_pred from t", as_text=True
+    )
     return [i.predictions.name, "'y_pred'", "1 row(s)", "missing", "ill in the missing values"]
 
 
 def infinite_label(i: Inputs) -> list[str]:
-    _rewrite(i.labels, "select id, case when id = (select max(id) from t) then 'inf' else y_true end as y_true from t")
+    rewrite_csv(
+        i.labels,
+        "select id, case when id = (select max(id) from t) then 'inf' else y_true end as y_true from t",
+        as_text=True,
+    )
     return [i.labels.name, "'y_true'", "infinite"]
 
 
 def no_prediction_column(i: Inputs) -> list[str]:
-    _rewrite(i.predictions, "select id, y_pred as forecast from t")
+    rewrite_csv(i.predictions, "select id, y_pred as forecast from t", as_text=True)
     return [i.predictions.name, "'y_pred'"]
 
 
@@ -156,7 +142,7 @@ def dask_runner(i: Inputs) -> list[str]:
 def test_hostile_inputs_exit_2_and_write_nothing(
     hostile: object, tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner
 ) -> None:
-    inputs = _inputs(tmp_path, law_files, POLICY_PASSING)
+    inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
     expected = hostile(inputs)  # type: ignore[operator]
     before = sorted(p.name for p in inputs.folder.iterdir())
     assert_refused(runner.invoke(app, _args(inputs, "--quiet")), expected, inputs, before)
