@@ -17,10 +17,12 @@ from aif360.datasets import BinaryLabelDataset
 from aif360.metrics import BinaryLabelDatasetMetric
 from aif360.sklearn.metrics import consistency_score as aif360_consistency_score
 from scipy import stats
+from scipy.spatial import cKDTree
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from fairgate.engine.individual import GroupConsistency, GroupFlips, LevelFamily, consistency_score, disagreements
+from fairgate.engine.individual.neighbours import AIF360Neighbours
 from fairgate.engine.stats import z_value
 from tests.engine.conftest import COMPAS_CSV, quiet_oracles
 
@@ -179,3 +181,52 @@ def test_level_family_holds_its_error_rate_at_the_threshold() -> None:
     counts = np.vstack([rng.multinomial(2000, probabilities), rng.multinomial(2000, [0.1, 0.3, 0.3, 0.2, 0.1, 0.0])])
     g = GroupConsistency(counts, k)
     assert LevelFamily(-g.value, g.se, g.n.astype(float), "normal").p_beyond(-0.8) < 1e-6
+
+
+def _ball_tree_sets(x: np.ndarray, k: int) -> list[frozenset[int]]:
+    """Each point's k neighbours as AIF360's search picks them (a set: consistency sums over it)."""
+    with quiet_oracles():
+        indices = NearestNeighbors(n_neighbors=k, algorithm="ball_tree").fit(x).kneighbors(x)[1]
+    return [frozenset(row) for row in indices.tolist()]
+
+
+@pytest.mark.parametrize("shape", ["continuous", "grid", "continuous and grid"])
+def test_every_neighbourhood_is_the_ball_trees(shape: str) -> None:
+    """Row by row the neighbour sets are AIF360's: the KD-tree where the boundary is clear, the ball tree on ties."""
+    rng = np.random.default_rng(11)
+    n, k = 4000, 5
+    parts = {
+        "continuous": [rng.normal(size=(n, 6))],
+        # Integer coordinates: many distinct points at equal distance from a query (ties away from 0 too).
+        "grid": [rng.integers(0, 6, size=(n, 4)).astype(float)],
+        "continuous and grid": [rng.normal(size=(n, 2)), rng.integers(0, 3, size=(n, 2)).astype(float)],
+    }[shape]
+    x = np.hstack(parts)
+    search = AIF360Neighbours(x, k)
+    found = [frozenset(row) for row in search.nearest(x).tolist()]
+    assert found == _ball_tree_sets(x, k)
+    if shape == "grid":
+        assert search.ball_tree_queries > 0
+    else:  # a continuous coordinate separates the distances: no query needed the slow search
+        assert search.ball_tree_queries == 0
+
+
+def test_ties_at_the_boundary_need_the_ball_tree(compas_people: pl.DataFrame) -> None:
+    """Any exact search finds *some* k nearest; on COMPAS only the ball tree's own tie-breaking gives AIF360's.
+
+    Without the ball tree for tied queries (the KD-tree's first k taken as they come), the neighbour sets differ
+    from AIF360's for many people: this is what the boundary check is for.
+    """
+    x = compas_people.select(COMPAS_FEATURES).to_numpy().astype(float)
+    expected = _ball_tree_sets(x, 5)
+    kd_only = [frozenset(row) for row in cKDTree(x).query(x, k=5)[1].tolist()]
+    assert sum(a != b for a, b in zip(kd_only, expected, strict=True)) > 100
+    search = AIF360Neighbours(x, 5)
+    assert [frozenset(row) for row in search.nearest(x).tolist()] == expected
+    assert 0 < search.ball_tree_queries < len(x)
+
+
+def test_k_as_large_as_the_population() -> None:
+    x = np.array([[0.0], [1.0], [1.0]])
+    assert AIF360Neighbours(x, 3).nearest(x).tolist() == [[0, 1, 2]] * 3
+    assert consistency_score(x, np.array([1, 0, 0]), k=3) == pytest.approx(1 - (2 / 3 + 1 / 3 + 1 / 3) / 3)
