@@ -1,21 +1,28 @@
-"""Benchmark: fairgate's consistency against AIF360's on the same people (and fairgate alone at 1M rows).
+"""Benchmark: fairgate's consistency against AIF360's on the same people (and fairgate alone at 1M and 10M rows).
 
-Generates N people with --features numeric features shaped like an audit's (an age in years, counts such as
-priors, a few continuous scores; so features repeat, as they do in COMPAS) and 0/1 decisions that depend on them,
-then times, median of --repeats:
+Generates N people with --features numeric features of one --shape, and 0/1 decisions that depend on them:
 
-1. fairgate: ``fairgate.engine.individual.disagreements`` (AIF360's ball tree, each distinct feature vector
-   queried once, chunked queries on --n-jobs threads) and the consistency from it;
+* ``audit`` (default): an age in years, counts such as priors, and a few continuous scores reported to one
+  decimal. Features repeat and distances tie often (a grid).
+* ``counts``: age and counts only, as COMPAS's priors, age and juvenile counts (features repeat a lot).
+* ``gaussian``: independent standard normal features, every person distinct. The worst case for any exact index,
+  as it uses the full --features dimensions.
+
+It then times, median of --repeats:
+
+1. fairgate: ``fairgate.engine.individual.disagreements`` (SciPy's KD-tree on --n-jobs threads, AIF360's ball tree
+   for the queries tied at the k-th distance, each distinct feature vector queried once) and the consistency;
 2. AIF360 ``aif360.sklearn.metrics.consistency_score`` (one ball-tree query per person, one thread);
 3. AIF360 ``BinaryLabelDatasetMetric.consistency`` (the same search, then a Python loop over the people), at
    sizes up to --loop-max.
 
 Every run checks that the values agree to 1e-9. AIF360 is timed at the sizes up to --aif360-max; beyond, its time
 is extrapolated from a power law fitted to its measured sizes (printed as such, never as a measurement). Wall and
-CPU seconds are both printed: on a shared machine the CPU time is the steadier measure of the work.
+CPU seconds are both printed: on a shared machine the CPU time is the steadier measure of the work. ``ball_tree``
+is the share of distinct feature vectors whose k-th and (k+1)-th neighbours tie (measured at the compared sizes).
 
-    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000
-    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000 --features 5 --counts-only
+    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000 10000000 --shape counts
+    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 50000 --big 1000000 --shape gaussian
     .venv/bin/python bench/consistency_vs_aif360.py --sizes 5000 20000 --big 200000 --repeats 1   # quick
 """
 
@@ -35,14 +42,19 @@ import numpy as np
 import pandas as pd
 
 from fairgate.engine.individual import disagreements
+from fairgate.engine.individual.neighbours import AIF360Neighbours
+
+SHAPES = ("audit", "counts", "gaussian")
 
 
-def generate(rows: int, n_features: int, seed: int = 7, *, counts_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Features shaped like an audit's (age, counts, a few continuous scores) and decisions depending on them.
-
-    ``counts_only``: age and counts only, as COMPAS's priors, age and juvenile counts (features repeat a lot).
-    """
+def generate(rows: int, n_features: int, shape: str, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """Features of the given shape (see the module's docstring) and decisions depending on them."""
     rng = np.random.default_rng(seed)
+    if shape == "gaussian":
+        features = rng.normal(size=(rows, n_features))
+        signal = features[:, 0] - 0.5 * features[:, 1]
+        return features, (rng.random(rows) < 1.0 / (1.0 + np.exp(-signal))).astype(np.int64)
+    counts_only = shape == "counts"
     age = rng.integers(18, 80, rows)
     n_counts = n_features - 1 if counts_only else max(0, min(n_features - 1, (2 * n_features) // 3))
     counts = rng.poisson(np.linspace(0.2, 4.0, n_counts), size=(rows, n_counts)) if n_counts else np.empty((rows, 0))
@@ -51,6 +63,13 @@ def generate(rows: int, n_features: int, seed: int = 7, *, counts_only: bool = F
     signal = 0.04 * (45 - age) + (counts.sum(axis=1) - counts.sum(axis=1).mean()) * 0.3
     decisions = (rng.random(rows) < 1.0 / (1.0 + np.exp(-signal))).astype(np.int64)
     return features, decisions
+
+
+def tied_share(x: np.ndarray, distinct: np.ndarray, k: int) -> float:
+    """The share of distinct feature vectors whose neighbours come from the ball tree (a tie at the k-th)."""
+    search = AIF360Neighbours(x, k, n_jobs=os.cpu_count())
+    search.nearest(distinct)
+    return float(search.ball_tree_queries / distinct.shape[0])
 
 
 def timed(function: Callable[[], float], repeats: int) -> tuple[float, float, float]:
@@ -99,27 +118,36 @@ def power_law(sizes: list[int], seconds: list[float]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--big", type=int, default=1_000_000, help="fairgate alone at this size")
+    parser.add_argument("--big", type=int, nargs="+", default=[1_000_000], help="fairgate alone at these sizes")
     parser.add_argument("--features", type=int, default=10)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--aif360-max", type=int, default=100_000, help="largest size AIF360 is timed at")
     parser.add_argument("--loop-max", type=int, default=100_000, help="largest size of AIF360's dataset metric")
-    parser.add_argument("--counts-only", action="store_true", help="COMPAS-shaped features: age and counts only")
+    parser.add_argument("--shape", choices=SHAPES, default="audit", help="the features' shape (see above)")
     args = parser.parse_args()
-    print(f"{args.features} features, k = {args.k}, fairgate on {args.n_jobs} threads, median of {args.repeats}")
+    print(
+        f"{args.features} features shaped '{args.shape}', k = {args.k}, fairgate on {args.n_jobs} threads, "
+        f"median of {args.repeats}"
+    )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    warm_x, warm_y = generate(200, args.features)  # imports and first-call costs stay out of the timings
+    warm_x, warm_y = generate(200, args.features, args.shape)  # imports and first-call costs stay out of the timings
     fairgate_consistency(warm_x, warm_y, args.k, args.n_jobs), aif360_score(warm_x, warm_y, args.k)
     aif360_loop(warm_x, warm_y, args.k)
     measured_aif: list[int] = []
     aif_seconds: list[float] = []
     for rows in args.sizes:
-        x, y = generate(rows, args.features, counts_only=args.counts_only)
-        distinct = np.unique(x, axis=0).shape[0]
+        x, y = generate(rows, args.features, args.shape)
+        distinct = np.unique(x, axis=0)
         fg_wall, fg_cpu, fg_value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), args.repeats)
-        line: dict[str, Any] = {"rows": rows, "distinct": distinct, "fairgate_wall": fg_wall, "fairgate_cpu": fg_cpu}
+        line: dict[str, Any] = {
+            "rows": rows,
+            "distinct": distinct.shape[0],
+            "ball_tree": tied_share(x, distinct, args.k),
+            "fairgate_wall": fg_wall,
+            "fairgate_cpu": fg_cpu,
+        }
         if rows <= args.aif360_max:
             wall, cpu, value = timed(partial(aif360_score, x, y, args.k), args.repeats)
             assert abs(value - fg_value) <= 1e-9, (value, fg_value)
@@ -131,18 +159,19 @@ def main() -> None:
             assert abs(value - fg_value) <= 1e-9, (value, fg_value)
             line["aif360_dataset_metric_wall"] = wall
         print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in line.items()))
-    x, y = generate(args.big, args.features, counts_only=args.counts_only)
-    distinct = np.unique(x, axis=0).shape[0]
-    repeats = 1 if args.big >= 10**6 else args.repeats  # one run at a million rows: the machine is shared
-    wall, cpu, value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), repeats)
-    print(f"rows={args.big} distinct={distinct} fairgate_wall={wall:.3f} fairgate_cpu={cpu:.3f} value={value:.6f}")
-    if measured_aif:
-        a, b = power_law(measured_aif, aif_seconds)
-        estimate = a * args.big**b
-        print(
-            f"AIF360 consistency_score at {args.big} rows: EXTRAPOLATED {estimate:.1f} s (power law fitted to its "
-            f"measured sizes {measured_aif}: seconds = {a:.3g} * n^{b:.2f}); ratio ~ {estimate / wall:.1f}x (wall)"
-        )
+    for rows in args.big:
+        x, y = generate(rows, args.features, args.shape)
+        distinct_rows = np.unique(x, axis=0).shape[0]
+        repeats = 1 if rows >= 10**6 else args.repeats  # one run at a million rows and more: the machine is shared
+        wall, cpu, value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), repeats)
+        print(f"rows={rows} distinct={distinct_rows} fairgate_wall={wall:.3f} fairgate_cpu={cpu:.3f} value={value:.6f}")
+        if measured_aif:
+            a, b = power_law(measured_aif, aif_seconds)
+            estimate = a * rows**b
+            print(
+                f"AIF360 consistency_score at {rows} rows: EXTRAPOLATED {estimate:.1f} s (power law fitted to its "
+                f"measured sizes {measured_aif}: seconds = {a:.3g} * n^{b:.2f}); ratio ~ {estimate / wall:.1f}x (wall)"
+            )
 
 
 if __name__ == "__main__":

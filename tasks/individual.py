@@ -10,6 +10,7 @@ joined on id (``sql/individual_rows.sql``). Any failure is a DataError (exit 2) 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +106,7 @@ def _assess(
         counterfactual=None if counterfactual is None else rows["counterfactual_decision"].to_numpy(dtype=np.int64),
     )
     try:
-        result = assess_individual(inputs, policy)
+        result = assess_individual(inputs, policy, n_jobs=os.cpu_count())  # the neighbour search on every core
     except ValueError as exc:  # e.g. k larger than the number of people
         raise DataError(f"individual fairness cannot be computed: {exc}; lower individual_fairness.k") from None
     provenance = {
