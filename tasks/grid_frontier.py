@@ -28,7 +28,14 @@ from fairgate.mitigation.retraining import ConstraintChoice
 from tasks.charts import INK, MUTED, PALETTE, chart_figure, set_margins, set_wrapped_title, to_svg
 from tasks.compare import comparison_document, write_comparison
 from tasks.compare_report import comparison_report_files
-from tasks.mitigation import TrainingSet, _constraint, _sample_weight_name, predictions_frame, write_frame, write_json
+from tasks.mitigation import (
+    TrainingSet,
+    fairlearn_constraint,
+    predictions_frame,
+    sample_weight_argument,
+    write_frame,
+    write_json,
+)
 from tasks.outputs import write_atomic
 
 ORIGINAL = "original (unconstrained)"
@@ -46,9 +53,9 @@ def fit_grid(estimator: Any, train: TrainingSet, choice: ConstraintChoice, grid_
             warnings.filterwarnings("ignore", module=r"fairlearn\.")  # its pandas notices are not the user's
             grid = GridSearch(
                 clone(estimator),
-                constraints=_constraint(choice),
+                constraints=fairlearn_constraint(choice),
                 grid_size=grid_size,
-                sample_weight_name=_sample_weight_name(estimator),
+                sample_weight_name=sample_weight_argument(estimator),
             )
             grid.fit(train.features, train.favourable, sensitive_features=train.sensitive)
     except (TypeError, ValueError) as exc:
