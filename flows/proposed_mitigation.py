@@ -206,13 +206,7 @@ def _trained(rules: Policy, context: dict[str, Any]) -> dict[str, Any]:
     description = {
         "kind": "exponentiated_gradient",
         "estimator": inputs.estimator,
-        "constraint": {
-            "family": choice.family,
-            "metric": choice.metric,
-            "difference_bound": choice.difference_bound,
-            "ratio_bound": choice.ratio_bound,
-            "attributes": plan["attributes"],
-        },
+        "constraint": choice.record(plan["attributes"]),
         "features": plan["features"],
         "training": inputs.training,
         "rows_trained": int(plan["train"].favourable.size),

@@ -34,7 +34,8 @@ INK, MUTED, GRID, FAIL, PASS = "#1f2933", "#6b7280", "#e5e7eb", "#b42318", "#067
 MAX_SERIES = 8  # curves per chart: more are unreadable; the tables carry the rest
 MAX_BARS = 24
 
-_STYLE: dict[str, Any] = {
+#: The look of every chart (the trend charts' TREND_STYLE is this with smaller type).
+CHART_STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "fairgate",  # stable element ids: identical input gives identical SVG
     "font.family": "DejaVu Sans",
@@ -60,7 +61,7 @@ _STYLE: dict[str, Any] = {
 @contextmanager
 def chart_figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
     """A figure of ``ncols`` axes side by side in the report's style, closed when the block ends."""
-    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+    with plt.rc_context(CHART_STYLE):  # type: ignore[arg-type]
         fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
         try:
             yield fig, list(axes[0])

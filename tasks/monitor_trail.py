@@ -29,14 +29,13 @@ import duckdb
 from fairgate.monitoring.windows import PeriodCube, cube_from_record, cube_record
 from tasks.trail import (
     ALERT_COLUMNS,
-    GENESIS,
     KEYED,
     NIGHT_COLUMNS,
     PERIOD_CUBE_COLUMNS,
     UNKEYED,
     TrailError,
+    append_chained_row,
     canonical,
-    chain_digest,
     check_trail_key,
     has_table,
     locked_trail,
@@ -74,12 +73,12 @@ def record_monitoring(trail_path: Path, record: MonitoringRecord) -> dict[str, A
         for night in record.nights:
             content = [record.run_id, record.model_name, str(night["night"])]
             content += [canonical(night["windows"]), canonical(night["observations"])]
-            _append(con, key, "monitor_nights", NIGHT_COLUMNS, [recorded_at, *content, label])
+            append_chained_row(con, key, "monitor_nights", NIGHT_COLUMNS, [recorded_at, *content, label])
         for alert in record.alerts:
             values = [alert[name] for name in ("stream", "metric", "slicing", "group")]
             values += [float(alert["statistic"]), float(alert["threshold"]), float(alert["change"]), alert["detail"]]
             content = [recorded_at, record.run_id, record.model_name, str(alert["night"]), *values, label]
-            _append(con, key, "drift_alerts", ALERT_COLUMNS, content)
+            append_chained_row(con, key, "drift_alerts", ALERT_COLUMNS, content)
     return {"trail": str(path), "periods": stored, "nights": len(record.nights), "alerts": len(record.alerts)}
 
 
@@ -102,31 +101,12 @@ def _append_period(
     content += [period.end.isoformat()]
     content += [version, supersedes, period.rows, period.labelled_rows, canonical(record.input_sha256)]
     content += [canonical(cube_record(period.cube)), label]
-    seq = _append(con, key, "period_cubes", PERIOD_CUBE_COLUMNS, content, status="current")
+    seq, _ = append_chained_row(con, key, "period_cubes", PERIOD_CUBE_COLUMNS, content, status="current")
     if current:
         con.execute(
             "update period_cubes set status = 'superseded', superseded_by = ? where seq = ?", [seq, current[0][0]]
         )
     return {"start": period.start.isoformat(), "version": version, "seq": seq, "supersedes": supersedes}
-
-
-def _append(
-    con: duckdb.DuckDBPyConnection,
-    key: bytes | None,
-    table: str,
-    columns: list[str],
-    content: list[Any],
-    *,
-    status: str | None = None,
-) -> int:
-    """Append one row (``content`` without its seq) to a monitoring chain; return its seq."""
-    last = con.execute(f"select seq, row_hash from {table} order by seq desc limit 1").fetchall()  # fixed name
-    seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-    row = [seq, *content]
-    names = [*columns, "prev_hash", "row_hash", *(["status"] if status else [])]
-    values = [*row, prev_hash, chain_digest(key, prev_hash, canonical(row)), *([status] if status else [])]
-    con.execute(f"insert into {table} ({', '.join(names)}) values ({', '.join('?' * len(names))})", values)
-    return int(seq)
 
 
 def _readable(trail_path: Path) -> bool:

@@ -609,19 +609,38 @@ def _insert_run(
     con.execute("insert into cubes (run_id, cells) values (?, ?)", cube_row)
 
 
+def append_chained_row(
+    con: duckdb.DuckDBPyConnection,
+    key: bytes | None,
+    table: str,
+    columns: list[str],
+    content: list[Any],
+    *,
+    status: str | None = None,
+) -> tuple[int, str]:
+    """Append one row (``content``: its values after the seq) to the hash chain ``table``; its seq and hash.
+
+    ``columns`` names the row's columns, seq first. ``status`` (monitoring's period cubes: current, superseded)
+    is kept beside the row, outside its hash, so that it may change later.
+    """
+    last = con.execute(f"select seq, row_hash from {table} order by seq desc limit 1").fetchall()  # fixed name
+    seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
+    row = [seq, *content]
+    row_hash = chain_digest(key, prev_hash, canonical(row))
+    names = [*columns, "prev_hash", "row_hash", *(["status"] if status else [])]
+    values = [*row, prev_hash, row_hash, *([status] if status else [])]
+    con.execute(f"insert into {table} ({', '.join(names)}) values ({', '.join('?' * len(names))})", values)
+    return int(seq), row_hash
+
+
 def record_delivery(trail_path: Path, run_id: str, recipients: list[str], status: str, detail: str) -> None:
     """Append one report delivery (who got which run's report, and how it went) to the ``deliveries`` chain."""
     recorded_at = datetime.now(UTC).isoformat()
     key = trail_key()
     with locked_trail(Path(trail_path), write=True) as con, trail_transaction(con, Path(trail_path)):
         check_trail_key(con, key, Path(trail_path), action="record deliveries in it")
-        last = con.execute("select seq, row_hash from deliveries order by seq desc limit 1").fetchall()
-        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-        row = [seq, run_id, recorded_at, canonical(list(recipients)), status, detail, KEYED if key else UNKEYED]
-        con.execute(
-            f"insert into deliveries ({', '.join(DELIVERY_COLUMNS)}, prev_hash, row_hash) values (?,?,?,?,?,?,?,?,?)",
-            [*row, prev_hash, chain_digest(key, prev_hash, canonical(row))],
-        )
+        content = [run_id, recorded_at, canonical(list(recipients)), status, detail, KEYED if key else UNKEYED]
+        append_chained_row(con, key, "deliveries", DELIVERY_COLUMNS, content)
 
 
 def record_registration(
@@ -636,15 +655,8 @@ def record_registration(
     path = Path(trail_path)
     with locked_trail(path, write=True) as con, trail_transaction(con, path):
         check_trail_key(con, key, path, action="record registrations in it")
-        last = con.execute("select seq, row_hash from registrations order by seq desc limit 1").fetchall()
-        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-        row = [seq, registered_at, model_name, model_version, status, detail, KEYED if key else UNKEYED]
-        row_hash = chain_digest(key, prev_hash, canonical(row))
-        con.execute(
-            f"insert into registrations ({', '.join(REGISTRATION_COLUMNS)}, prev_hash, row_hash) "
-            f"values ({', '.join('?' * (len(REGISTRATION_COLUMNS) + 2))})",
-            [*row, prev_hash, row_hash],
-        )
+        content = [registered_at, model_name, model_version, status, detail, KEYED if key else UNKEYED]
+        seq, row_hash = append_chained_row(con, key, "registrations", REGISTRATION_COLUMNS, content)
     return {"seq": seq, "status": status, "row_hash": row_hash, "trail": str(path)}
 
 
@@ -680,10 +692,7 @@ def record_mitigation(
     path = Path(trail_path)
     with locked_trail(path, write=True) as con, trail_transaction(con, path):
         check_trail_key(con, key, path, action="record mitigations in it")
-        last = con.execute("select seq, row_hash from mitigations order by seq desc limit 1").fetchall()
-        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-        row = [
-            seq,
+        content = [
             recorded_at,
             mitigation_id,
             answers,
@@ -694,12 +703,7 @@ def record_mitigation(
             canonical(outputs),
             KEYED if key else UNKEYED,
         ]
-        row_hash = chain_digest(key, prev_hash, canonical(row))
-        con.execute(
-            f"insert into mitigations ({', '.join(MITIGATION_COLUMNS)}, prev_hash, row_hash) "
-            f"values ({', '.join('?' * (len(MITIGATION_COLUMNS) + 2))})",
-            [*row, prev_hash, row_hash],
-        )
+        seq, row_hash = append_chained_row(con, key, "mitigations", MITIGATION_COLUMNS, content)
     return {"seq": seq, "mitigation_id": mitigation_id, "row_hash": row_hash, "trail": str(path)}
 
 

@@ -19,31 +19,17 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from fairgate.report.trend_model import TrendPanel, TrendView
-from tasks.charts import FAIL, GRID, INK, MUTED, PALETTE, to_svg
+from tasks.charts import CHART_STYLE, FAIL, INK, PALETTE, to_svg
 
 WIDTH, HEIGHT = 1.6, 1.5  # inches: five charts side by side on an A4 page (one row for a usual policy), one legend
 TITLE_CHARS = 22  # a metric name wraps to fit the narrow chart
 
 # The small charts' style (smaller type than the audit report's charts, a horizontal grid only).
 TREND_STYLE: dict[str, Any] = {
-    "svg.fonttype": "none",
-    "svg.hashsalt": "fairgate",  # stable element ids: identical input gives identical SVG
-    "font.family": "DejaVu Sans",
+    **CHART_STYLE,
     "font.size": 7.0,
-    "axes.edgecolor": MUTED,
-    "axes.labelcolor": INK,
     "axes.titlesize": 8.0,
-    "axes.titleweight": "bold",
-    "axes.titlelocation": "left",
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
     "axes.grid.axis": "y",
-    "grid.color": GRID,
-    "grid.linewidth": 0.6,
-    "xtick.color": MUTED,
-    "ytick.color": MUTED,
-    "legend.frameon": False,
     "legend.fontsize": 6.3,
 }
 
