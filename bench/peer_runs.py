@@ -5,6 +5,8 @@ generates the seeded data itself, times ``repeats`` runs (the engine after one w
 line: medians of wall-clock and CPU seconds, and its peak resident memory (``getrusage(RUSAGE_SELF).ru_maxrss``:
 the generated data, the work and, for the peer, the pandas copy it needs) next to the memory the data alone
 took. A child per side and size keeps one side's peak from hiding in the other's.
+The parent runs the cases and prints each side's figures and the ratios with :func:`compare_sizes`; the
+options every such bench takes are :func:`add_peer_arguments`.
 
 CPU seconds are this process's (``time.process_time``, every thread): on a shared machine the wall clock grows
 with the load, the CPU time much less.
