@@ -175,9 +175,9 @@ def stages(paths: dict[str, Path], policy_path: Path, out: Path) -> dict[str, fl
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from flows.audit import fairness_audit
-    from tasks.validate import _gx
+    from tasks.gx_suite import load_great_expectations
 
-    _gx()  # the import is a fixed cost, reported apart
+    load_great_expectations()  # the import is a fixed cost, reported apart
     folder = out / "in_process"
     state = fairness_audit(
         policy=str(policy_path),

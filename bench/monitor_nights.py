@@ -93,7 +93,7 @@ def policy_text(n_bootstrap: int = 200, delivery: str = "") -> str:
 def record_deployment_audit(policy_path: Path, trail: Path, size: int, seed: int, model: str) -> str:
     """Audit a deployment sample with the engine and record it as ``fairgate audit`` does; its run id."""
     import fairgate
-    from tasks.trail import _record_run
+    from tasks.trail import append_audit_run
 
     text = policy_path.read_text()
     policy = fairgate.Policy.from_yaml(text)
@@ -103,7 +103,7 @@ def record_deployment_audit(policy_path: Path, trail: Path, size: int, seed: int
     document = fairgate.adjudicate(
         cube, parts, policy, model=fairgate.ModelInfo(name=model, version="1"), run_id="deployment"
     ).to_dict()
-    _record_run(
+    append_audit_run(
         trail, document, policy_text=text, inputs={}, validation={}, join_report={}, cube_cells=cube.cells.to_dicts()
     )
     return str(document["run_id"])

@@ -30,13 +30,12 @@ from __future__ import annotations
 import argparse
 import itertools
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from peer_runs import Runner, describe, emit, load, measure, peak_gb, ratio_line
+from peer_runs import Case, Runner, add_peer_arguments, compare_sizes, emit, measure, peak_gb
 
 import fairgate
 
@@ -178,46 +177,27 @@ def as_pandas(frame: pl.DataFrame) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    add_peer_arguments(parser, per="size and K", children=[])
     parser.add_argument("--classes", type=int, nargs="+", default=[3, 5], help="values of K to run")
-    parser.add_argument("--repeats", type=int, default=5, help="fairgate runs per size and K (after one warm-up)")
     parser.add_argument("--peer-repeats", type=int, default=1, help="Fairlearn runs per size and K")
-    parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--skip-peer", action="store_true", help="fairgate only")
-    parser.add_argument(
-        "--peer-part-rows",
-        type=int,
-        nargs="*",
-        default=[],
-        help="sizes where Fairlearn's time is estimated from one slicing x one metric (see bench/peer_runs.py)",
-    )
-    parser.add_argument("--cache", type=Path, help="keep and reuse the peer's results here")
-    parser.add_argument("--child", choices=["fairgate", "fairlearn", "fairlearn-part"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
 
-    runner = Runner(__file__, args.cache, set(args.peer_part_rows))
-    print(f"start: {load()}", flush=True)
-    lines = []
-    for k, rows in itertools.product(args.classes, sorted(args.rows)):
-        extra = ["--classes", str(k), "--bootstrap", str(args.bootstrap)]
-        ours = runner.run("fairgate", rows, args.repeats, extra)
-        print(
-            f"rows={rows:,} K={k} fairgate multiclass engine (cube + population + 3 slicings, {args.bootstrap} "
-            f"bootstrap replicates): {describe(ours)}",
-            flush=True,
-        )
-        if args.skip_peer:
-            lines.append(f"rows={rows:,} K={k}: fairgate {ours.wall:.3f} s wall, peak memory {ours.peak_gb:.2f} GB")
-            continue
-        theirs, how = runner.peer(rows, args.rows, args.peer_repeats, extra)
-        print(f"rows={rows:,} K={k} Fairlearn MetricFrame, 3 slicings, per-class metrics: {describe(theirs)}; {how}")
-        lines.append(
-            f"K={k} " + ratio_line(rows, ours, theirs) + ("" if how == "measured" else " (Fairlearn estimated)")
-        )
-        print(f"{load()}", flush=True)
-    print("\n".join(lines))
+    cases = [
+        Case(rows, ["--classes", str(k), "--bootstrap", str(args.bootstrap)], f"K={k}")
+        for k, rows in itertools.product(args.classes, sorted(args.rows))
+    ]
+    compare_sizes(
+        Runner(__file__, args.cache, set(args.peer_part_rows)),
+        cases,
+        ours=f"fairgate multiclass engine (cube + population + 3 slicings, {args.bootstrap} bootstrap replicates)",
+        peer="Fairlearn MetricFrame, 3 slicings, per-class metrics",
+        repeats=args.repeats,
+        peer_repeats=args.peer_repeats,
+        full_sizes=args.rows,
+        skip_peer=args.skip_peer,
+    )
 
 
 if __name__ == "__main__":

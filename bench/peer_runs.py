@@ -5,6 +5,8 @@ generates the seeded data itself, times ``repeats`` runs (the engine after one w
 line: medians of wall-clock and CPU seconds, and its peak resident memory (``getrusage(RUSAGE_SELF).ru_maxrss``:
 the generated data, the work and, for the peer, the pandas copy it needs) next to the memory the data alone
 took. A child per side and size keeps one side's peak from hiding in the other's.
+The parent runs the cases and prints each side's figures and the ratios with :func:`compare_sizes`; the
+options every such bench takes are :func:`add_peer_arguments`.
 
 CPU seconds are this process's (``time.process_time``, every thread): on a shared machine the wall clock grows
 with the load, the CPU time much less.
@@ -19,6 +21,7 @@ engine does).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -26,7 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -135,3 +138,80 @@ class Runner:
             f"{part.cpu:.1f} s CPU) x the full/part ratio at {base:,} rows ({wall_scale:.1f} wall, {cpu_scale:.1f} CPU)"
         )
         return estimate, note
+
+
+def add_peer_arguments(parser: argparse.ArgumentParser, *, per: str, children: Sequence[str]) -> None:
+    """The options every per-kind bench against a peer takes (``per``: what one measured case is, e.g. "size")."""
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--repeats", type=int, default=5, help=f"fairgate runs per {per} (after one warm-up)")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--skip-peer", action="store_true", help="fairgate only")
+    parser.add_argument(
+        "--peer-part-rows",
+        type=int,
+        nargs="*",
+        default=[],
+        help="sizes where Fairlearn's time is estimated from one slicing x one metric (see bench/peer_runs.py)",
+    )
+    parser.add_argument("--cache", type=Path, help="keep and reuse the peer's results here")
+    parser.add_argument(
+        "--child", choices=["fairgate", "fairlearn", "fairlearn-part", *children], help=argparse.SUPPRESS
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured case: its row count, the flags its children take, and a tag naming the rest (e.g. "K=3")."""
+
+    rows: int
+    extra: list[str]
+    tag: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"rows={self.rows:,}" + (f" {self.tag}" if self.tag else "")
+
+
+@dataclass(frozen=True)
+class Also:
+    """A further side run beside the peer (e.g. scipy), its figures printed and its time set against fairgate's."""
+
+    side: str
+    what: str
+    ratio: str
+
+
+def compare_sizes(
+    runner: Runner,
+    cases: Iterable[Case],
+    *,
+    ours: str,
+    peer: str,
+    repeats: int,
+    peer_repeats: int,
+    full_sizes: list[int],
+    skip_peer: bool,
+    also: Sequence[Also] = (),
+) -> None:
+    """Run fairgate and the peer (``ours``, ``peer``: what each side does) on every case and print each side's
+    figures as they come, the load between cases, then one summary line per case: the peer/fairgate ratios
+    (or, with ``skip_peer``, fairgate's time and memory)."""
+    print(f"start: {load()}", flush=True)
+    lines = []
+    for case in cases:
+        mine = runner.run("fairgate", case.rows, repeats, case.extra)
+        print(f"{case.label} {ours}: {describe(mine)}", flush=True)
+        if skip_peer:
+            lines.append(f"{case.label}: fairgate {mine.wall:.3f} s wall, peak memory {mine.peak_gb:.2f} GB")
+            continue
+        theirs, how = runner.peer(case.rows, full_sizes, peer_repeats, case.extra)
+        print(f"{case.label} {peer}: {describe(theirs)}; {how}")
+        line = (f"{case.tag} " if case.tag else "") + ratio_line(case.rows, mine, theirs)
+        line += "" if how == "measured" else " (Fairlearn estimated)"
+        for side in also:
+            other = runner.run(side.side, case.rows, peer_repeats, case.extra)
+            print(f"{case.label} {side.what}: {describe(other)}")
+            line += f"; {side.ratio} = {other.wall / mine.wall:.0f}x wall"
+        lines.append(line)
+        print(f"{load()}", flush=True)
+    print("\n".join(lines))

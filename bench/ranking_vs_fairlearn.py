@@ -24,7 +24,6 @@ the ratio.
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from peer_runs import peak_gb
 
 from fairgate.engine.ranking import build_ranking_cube, ranking_slicing
 from fairgate.policy.ranking import RankingOptions
@@ -135,10 +135,6 @@ def check_agreement(frame: pl.DataFrame, data: Any) -> float:
 
 def median_of(run: Callable[[], float], repeats: int) -> float:
     return statistics.median(run() for _ in range(repeats))
-
-
-def peak_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
 def main() -> None:

@@ -29,13 +29,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from peer_runs import Runner, describe, emit, load, measure, peak_gb, ratio_line
+from peer_runs import Also, Case, Runner, add_peer_arguments, compare_sizes, emit, measure, peak_gb
 
 RACES = ["White", "Black", "Asian", "Hispanic", "Mexican", "Other", "Puertorican", "Amerindian"]
 SLICINGS: list[tuple[str, ...]] = [("race",), ("sex",), ("race", "sex")]
@@ -138,51 +137,29 @@ def child(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    parser.add_argument("--repeats", type=int, default=5, help="fairgate runs per size (after one warm-up)")
+    add_peer_arguments(parser, per="size", children=["scipy"])
     parser.add_argument("--peer-repeats", type=int, default=1, help="Fairlearn (and scipy) runs per size")
-    parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--skip-peer", action="store_true", help="fairgate only")
     parser.add_argument("--scipy", action="store_true", help="also time scipy's KS/Wasserstein on the rows")
-    parser.add_argument(
-        "--peer-part-rows",
-        type=int,
-        nargs="*",
-        default=[],
-        help="sizes where Fairlearn's time is estimated from one slicing x one metric (see bench/peer_runs.py)",
-    )
-    parser.add_argument("--cache", type=Path, help="keep and reuse the peer's results here")
-    parser.add_argument("--child", choices=["fairgate", "fairlearn", "fairlearn-part", "scipy"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
 
     extra = ["--bootstrap", str(args.bootstrap)]
-    runner = Runner(__file__, args.cache, set(args.peer_part_rows))
-    print(f"start: {load()}", flush=True)
-    lines = []
-    for rows in sorted(args.rows):
-        ours = runner.run("fairgate", rows, args.repeats, extra)
-        print(
-            f"rows={rows:,} fairgate regression engine (cube + 3 slicings, 7 metrics, {args.bootstrap} bootstrap "
-            f"replicates, KS/W1 per group): {describe(ours)}",
-            flush=True,
-        )
-        if args.skip_peer:
-            lines.append(f"rows={rows:,}: fairgate {ours.wall:.3f} s wall, peak memory {ours.peak_gb:.2f} GB")
-            continue
-        theirs, how = runner.peer(rows, args.rows, args.peer_repeats, extra)
-        print(
-            f"rows={rows:,} Fairlearn MetricFrame, 3 slicings, 7 metrics + difference/ratio: {describe(theirs)}; {how}"
-        )
-        line = ratio_line(rows, ours, theirs) + ("" if how == "measured" else " (Fairlearn estimated)")
-        if args.scipy:
-            distances = runner.run("scipy", rows, args.peer_repeats, extra)
-            print(f"rows={rows:,} scipy ks_2samp + wasserstein_distance per group vs the rest: {describe(distances)}")
-            line += f"; scipy distances/fairgate = {distances.wall / ours.wall:.0f}x wall"
-        lines.append(line)
-        print(f"{load()}", flush=True)
-    print("\n".join(lines))
+    scipy = Also("scipy", "scipy ks_2samp + wasserstein_distance per group vs the rest", "scipy distances/fairgate")
+    compare_sizes(
+        Runner(__file__, args.cache, set(args.peer_part_rows)),
+        [Case(rows, extra) for rows in sorted(args.rows)],
+        ours=(
+            f"fairgate regression engine (cube + 3 slicings, 7 metrics, {args.bootstrap} bootstrap replicates, "
+            "KS/W1 per group)"
+        ),
+        peer="Fairlearn MetricFrame, 3 slicings, 7 metrics + difference/ratio",
+        repeats=args.repeats,
+        peer_repeats=args.peer_repeats,
+        full_sizes=args.rows,
+        skip_peer=args.skip_peer,
+        also=[scipy] if args.scipy else [],
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import fairgate
 from fairgate.engine.bootstrap import slicing_seed
 from fairgate.engine.cube import PERSON_WEIGHT, build_cube
 from fairgate.engine.metrics import SelectionRate
-from fairgate.engine.slicing import _counts, _group_index
+from fairgate.engine.slicing import bootstrap_group_counts, slicing_groups
 from fairgate.engine.stats import newcombe_interval, wilson_interval, z_value
 from fairgate.proxy.attenuation import attenuation_report
 
@@ -80,11 +80,13 @@ def engine_coverage(runs: int, people: int, seed: int) -> None:
         for _ in range(runs):
             posterior, y_pred = simulate(people, run_rng)
             cube = build_cube(expanded(posterior, y_pred, scale), policy, exact_auc=False)
-            _, index = _group_index(cube, ("grp",))
-            point, boot = _counts(cube, index, 3, 400, slicing_seed(0, ("grp",)), ("grp",))
+            _, index = slicing_groups(cube, ("grp",))
+            point, boot = bootstrap_group_counts(cube, index, 3, 400, slicing_seed(0, ("grp",)), ("grp",))
             low, high = wilson_interval(*SelectionRate().fraction(point), z)
             kish += (low <= truth) & (truth <= high)
-            everyone, _ = _counts(cube, np.zeros(cube.cells.height, dtype=np.int64), 1, 0, slicing_seed(0, ()), ())
+            everyone, _ = bootstrap_group_counts(
+                cube, np.zeros(cube.cells.height, dtype=np.int64), 1, 0, slicing_seed(0, ()), ()
+            )
             p_low, p_high = wilson_interval(*SelectionRate().fraction(everyone), z)
             population += bool(p_low[0] <= overall <= p_high[0])
             x, m = SelectionRate().fraction(point)

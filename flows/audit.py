@@ -59,7 +59,7 @@ T = TypeVar("T")
 
 
 # Metric tasks run in threads; more threads than cores only adds memory (each slicing holds its replicates).
-_TASK_RUNNER: Any = ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
+TASK_RUNNER: Any = ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
 
 
 class _InvalidInputIsNotACrash(logging.Filter):
@@ -115,7 +115,7 @@ class Inputs:
         } | self.extra
 
 
-@flow(name="fairness-audit", task_runner=_TASK_RUNNER)
+@flow(name="fairness-audit", task_runner=TASK_RUNNER)
 def fairness_audit(
     policy: str,
     predictions: str,
@@ -471,7 +471,7 @@ def _publish(
         written = write_outputs(_as_is(document), staging)
         publish_artifacts(_as_is(document))
         report = _publish_report(document, policy, staging, trail_path, output)
-        with _signals_held():  # recorded with its outputs in place, or neither
+        with signals_held():  # recorded with its outputs in place, or neither
             record = record_run(
                 trail_path,
                 _as_is(document),
@@ -493,7 +493,7 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
     """SIGINT/SIGTERM arriving while the run is recorded and its files moved into place take effect right
     after (the handlers in force, e.g. the CLI's, then run), so an interruption never splits the two."""
     if threading.current_thread() is not threading.main_thread():

@@ -25,7 +25,7 @@ from fairgate.document.result import fairgate_version
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.monitoring.windows import PeriodCube
-from flows.audit import _TASK_RUNNER, INVALID_INPUT, _signals_held, model_info, persisted
+from flows.audit import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
 from tasks.align import align_inputs, release, stage_inputs
 from tasks.audit import read_policy
 from tasks.events import emit_drift_detected
@@ -60,7 +60,7 @@ from tasks.validate import validate_aligned, validate_inputs
 ALERT = "DriftDetected"
 
 
-@flow(name="fairness-monitor", task_runner=_TASK_RUNNER)
+@flow(name="fairness-monitor", task_runner=TASK_RUNNER)
 def fairness_monitor(
     policy: str,
     predictions: str,
@@ -182,7 +182,7 @@ def _publish(
     try:
         written = {"json": write_document(document, staging)}
         written |= render_report(document, staging, policy.reporting.format)
-        with _signals_held():  # recorded with its files in place, or neither
+        with signals_held():  # recorded with its files in place, or neither
             record = record_monitoring(trail_path, record_of_night)
             moved = promote_outputs(staging, output)
     finally:

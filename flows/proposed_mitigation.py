@@ -206,13 +206,7 @@ def _trained(rules: Policy, context: dict[str, Any]) -> dict[str, Any]:
     description = {
         "kind": "exponentiated_gradient",
         "estimator": inputs.estimator,
-        "constraint": {
-            "family": choice.family,
-            "metric": choice.metric,
-            "difference_bound": choice.difference_bound,
-            "ratio_bound": choice.ratio_bound,
-            "attributes": plan["attributes"],
-        },
+        "constraint": choice.record(plan["attributes"]),
         "features": plan["features"],
         "training": inputs.training,
         "rows_trained": int(plan["train"].favourable.size),
@@ -287,13 +281,15 @@ def _weighted_fit(plan: dict[str, Any], weights: np.ndarray) -> tuple[Any, Any]:
     from sklearn.base import clone
 
     from fairgate.errors import DataError
-    from tasks.mitigation import _sample_weight_name
+    from tasks.mitigation import sample_weight_argument
 
     train = plan["train"]
     estimator = plan["estimator"]
     try:
         baseline = clone(estimator).fit(train.features, train.favourable)
-        weighted = clone(estimator).fit(train.features, train.favourable, **{_sample_weight_name(estimator): weights})
+        weighted = clone(estimator).fit(
+            train.features, train.favourable, **{sample_weight_argument(estimator): weights}
+        )
     except (TypeError, ValueError) as exc:
         raise DataError(
             f"the estimator could not be trained on mitigation.retrain.training ({type(exc).__name__}: "

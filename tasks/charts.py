@@ -34,7 +34,8 @@ INK, MUTED, GRID, FAIL, PASS = "#1f2933", "#6b7280", "#e5e7eb", "#b42318", "#067
 MAX_SERIES = 8  # curves per chart: more are unreadable; the tables carry the rest
 MAX_BARS = 24
 
-_STYLE: dict[str, Any] = {
+#: The look of every chart (the trend charts' TREND_STYLE is this with smaller type).
+CHART_STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "fairgate",  # stable element ids: identical input gives identical SVG
     "font.family": "DejaVu Sans",
@@ -58,8 +59,9 @@ _STYLE: dict[str, Any] = {
 
 
 @contextmanager
-def _figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
-    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+def chart_figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
+    """A figure of ``ncols`` axes side by side in the report's style, closed when the block ends."""
+    with plt.rc_context(CHART_STYLE):  # type: ignore[arg-type]
         fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
         try:
             yield fig, list(axes[0])
@@ -81,7 +83,7 @@ def to_svg(fig: Figure, *, tight: bool = False) -> str:
     return text[text.index("<svg") :]  # drop the XML prolog and doctype: the SVG is embedded
 
 
-def _margins(
+def set_margins(
     fig: Figure,
     *,
     left: float,
@@ -106,14 +108,15 @@ def _label_inches(labels: list[str], size: float = 7.5) -> float:
     return max((len(label) for label in labels), default=0) * size * 0.6 / 72
 
 
-def _title(ax: Any, text: str, width_in: float) -> float:
+def set_wrapped_title(ax: Any, text: str, width_in: float) -> float:
     """Set a left-aligned title wrapped to the figure's width; returns the top margin it needs (inches)."""
     lines = textwrap.wrap(text, max(20, int(width_in * 13)))
     ax.set_title("\n".join(lines))
     return 0.18 + 0.15 * len(lines)
 
 
-def _short(label: str, width: int = 28) -> str:
+def shorten(label: str, width: int = 28) -> str:
+    """``label`` cut to ``width`` characters with an ellipsis (a chart's axis or legend has no room for more)."""
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
@@ -125,16 +128,18 @@ def roc_chart(curves: CurveSet) -> str | None:
     """ROC curves by group (largest groups first), with the chance diagonal."""
     if not curves.curves:
         return None
-    with _figure(*CURVE_SIZE) as (fig, (ax,)):
+    with chart_figure(*CURVE_SIZE) as (fig, (ax,)):
         ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8)
         for i, curve in enumerate(curves.curves[:MAX_SERIES]):
-            ax.plot(curve.x, curve.y, color=_colour(i), linewidth=1.3, label=f"{_short(curve.label)} (n={curve.n:,})")
+            ax.plot(
+                curve.x, curve.y, color=series_colour(i), linewidth=1.3, label=f"{shorten(curve.label)} (n={curve.n:,})"
+            )
         ax.set(xlim=(0, 1), ylim=(0, 1.01))
         ax.set_xlabel(_axis(curves.x_label, "False positive rate"), fontsize=6.5)
         ax.set_ylabel(_axis(curves.y_label, "True positive rate", 50), fontsize=6.5)
-        top = _title(ax, f"ROC by {curves.key}", CURVE_SIZE[0])
+        top = set_wrapped_title(ax, f"ROC by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="lower right")
-        _margins(fig, left=0.5, bottom=0.4, top=top)
+        set_margins(fig, left=0.5, bottom=0.4, top=top)
         return to_svg(fig)
 
 
@@ -151,22 +156,22 @@ def calibration_chart(curves: CurveSet) -> str | None:
     """
     if not curves.curves:
         return None
-    with _figure(*CURVE_SIZE) as (fig, (ax,)):
+    with chart_figure(*CURVE_SIZE) as (fig, (ax,)):
         ax.plot([0, 1], [0, 1], color=MUTED, linestyle=":", linewidth=0.8, label="perfect calibration")
         for i, curve in enumerate(curves.curves[:MAX_SERIES]):
-            _reliability_line(ax, curve, _colour(i))
+            _reliability_line(ax, curve, series_colour(i))
         ax.set(xlim=(0, 1), ylim=(0, 1.01))
         ax.set_xlabel(_axis(curves.x_label, "Mean score of the favourable outcome"), fontsize=6.5)
         ax.set_ylabel(_axis(curves.y_label, "Observed fraction favourable", 50), fontsize=6.5)
-        top = _title(ax, f"Calibration by {curves.key}", CURVE_SIZE[0])
+        top = set_wrapped_title(ax, f"Calibration by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="upper left")
-        _margins(fig, left=0.5, bottom=0.4, top=top)
+        set_margins(fig, left=0.5, bottom=0.4, top=top)
         return to_svg(fig)
 
 
 def _reliability_line(ax: Axes, curve: Curve, colour: str) -> None:
     if len(curve.x) < SPARSE_BINS:
-        label = f"{_short(curve.label)} (n={curve.n:,}, {len(curve.x)} bin{'s' if len(curve.x) > 1 else ''})"
+        label = f"{shorten(curve.label)} (n={curve.n:,}, {len(curve.x)} bin{'s' if len(curve.x) > 1 else ''})"
         ax.plot(
             curve.x,
             curve.y,
@@ -178,10 +183,11 @@ def _reliability_line(ax: Axes, curve: Curve, colour: str) -> None:
             label=label,
         )
         return
-    ax.plot(curve.x, curve.y, color=colour, linewidth=1.2, marker="o", markersize=2.5, label=_short(curve.label))
+    ax.plot(curve.x, curve.y, color=colour, linewidth=1.2, marker="o", markersize=2.5, label=shorten(curve.label))
 
 
-def _colour(i: int) -> str:
+def series_colour(i: int) -> str:
+    """The colour of the ``i``-th series: the palette in order, again from its start after its last colour."""
     return PALETTE[i % len(PALETTE)]
 
 
@@ -223,14 +229,14 @@ def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = Non
     rows = [g for g in section.groups if not g.suppressed][:MAX_BARS]
     if not panels or not rows:
         return None
-    labels = [_short(g.label, 24) for g in rows]
-    with _figure(7.2, 0.62 + 0.155 * len(rows) + 0.14 * lines, ncols=len(panels)) as (fig, axes):
+    labels = [shorten(g.label, 24) for g in rows]
+    with chart_figure(7.2, 0.62 + 0.155 * len(rows) + 0.14 * lines, ncols=len(panels)) as (fig, axes):
         for ax, (metric, _) in zip(axes, panels, strict=True):
             cells = [g.cells[section.metric_names.index(metric)] for g in rows]
             _rate_panel(ax, cells, titles[metric])
             _draw_threshold(ax, _threshold_line(section, metric, [c.value for c in cells if c.value is not None]))
             ax.set_yticklabels(labels if ax is axes[0] else [])
-        _margins(fig, left=0.2 + _label_inches(labels), bottom=0.3, top=0.25 + 0.14 * lines, wspace=0.12)
+        set_margins(fig, left=0.2 + _label_inches(labels), bottom=0.3, top=0.25 + 0.14 * lines, wspace=0.12)
         return to_svg(fig)
 
 
@@ -284,8 +290,8 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, st
         return None
     rows, cols = len(heatmap.row_labels), len(heatmap.col_labels)
     data = np.array([[np.nan if v is None else v for v in row] for row in heatmap.values], dtype=float)
-    row_labels = [_short(r, 22) for r in heatmap.row_labels]
-    col_labels = ["\n".join(textwrap.wrap(_short(c, 3 * _COLUMN_WRAP), _COLUMN_WRAP)) for c in heatmap.col_labels]
+    row_labels = [shorten(r, 22) for r in heatmap.row_labels]
+    col_labels = ["\n".join(textwrap.wrap(shorten(c, 3 * _COLUMN_WRAP), _COLUMN_WRAP)) for c in heatmap.col_labels]
     rotated = cols > 6
     left = 0.2 + _label_inches(row_labels)
     bottom = 0.2 + (
@@ -295,7 +301,7 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, st
     )
     width = min(7.2, left + max(0.62 * cols, 2.0) + 1.0)  # + colour bar
     height = min(9.0, bottom + 0.45 + 0.24 * rows)
-    with _figure(width, height) as (fig, (ax,)):
+    with chart_figure(width, height) as (fig, (ax,)):
         # pcolormesh, not imshow: one vector quad per cell, where imshow would embed a raster image.
         mesh = ax.pcolormesh(
             np.ma.masked_invalid(data), cmap=HEATMAP_COLOURS, vmin=0, vmax=1, edgecolors="white", linewidth=0.6
@@ -308,8 +314,8 @@ def heatmap_chart(heatmap: Heatmap, min_cell_size: int, phrases: Mapping[str, st
         title = f"{heatmap.metric_label} over {heatmap.key}"
         if phrase := (phrases or {}).get(heatmap.base_metric):  # the rate in the policy's outcome words
             title = f"{title}: {phrase}"
-        head = _title(ax, title, width - 1.0)
-        _margins(fig, left=left, bottom=bottom, top=head, right=0.1)
+        head = set_wrapped_title(ax, title, width - 1.0)
+        set_margins(fig, left=left, bottom=bottom, top=head, right=0.1)
         _colour_bar(fig, mesh, ax, heatmap.metric_label)
         return to_svg(fig)
 
@@ -368,7 +374,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
     if not items:
         return None
     tallest = max(len(b.labels) for b in items)
-    with _figure(7.2, 0.5 + 0.12 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
+    with chart_figure(7.2, 0.5 + 0.12 * min(tallest, MAX_BARS), ncols=len(items)) as (fig, axes):
         for ax, b in zip(axes, items, strict=True):
             labels = b.labels[:MAX_BARS]
             counts = [c if c is not None else 0 for c in b.counts[:MAX_BARS]]
@@ -380,7 +386,7 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
                 text = "suppressed" if count is None else f"{count:,} ({share:.0%})"
                 ax.text((count or 0) + top * 0.02, float(yi), text, va="center", fontsize=6.3, color=INK)
             ax.set_yticks(y)
-            ax.set_yticklabels([_short(label, 20) for label in labels])
+            ax.set_yticklabels([shorten(label, 20) for label in labels])
             ax.set_ylim(len(labels) - 0.5, -0.5)
             ax.set_xlim(0, top * 1.45)
             ax.set_title(b.attribute)

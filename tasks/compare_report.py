@@ -15,10 +15,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.report.comparison import ComparisonView, comparison_view
-from tasks.charts import FAIL, INK, MUTED, PALETTE, PASS, _figure, _margins, _title, to_svg
+from tasks.charts import FAIL, INK, MUTED, PALETTE, PASS, chart_figure, set_margins, set_wrapped_title, to_svg
 from tasks.compare import comparison_path
 from tasks.outputs import write_atomic
-from tasks.report import _data_uri, _environment, html_to_pdf
+from tasks.report import html_to_pdf, svg_data_uri, template_environment
 
 PLANE_SIZE = (5.4, 3.1)
 
@@ -27,7 +27,7 @@ def plane_chart(view: ComparisonView) -> str | None:
     """Accuracy against the plane's metric: the baseline, each candidate, the Pareto frontier through them."""
     if not view.plane:
         return None
-    with _figure(*PLANE_SIZE) as (fig, (ax,)):
+    with chart_figure(*PLANE_SIZE) as (fig, (ax,)):
         front = sorted((p for p in view.plane if p.pareto), key=lambda p: p.x)
         ax.plot([p.x for p in front], [p.y for p in front], color=PALETTE[0], linewidth=1.2, label="Pareto frontier")
         for point in view.plane:
@@ -44,16 +44,16 @@ def plane_chart(view: ComparisonView) -> str | None:
         ax.set_ylabel("accuracy", fontsize=6.5)
         ax.grid(color=MUTED, alpha=0.2, linewidth=0.5)
         ax.margins(x=0.15, y=0.12)  # room for the points' names
-        top = _title(ax, "Accuracy-fairness plane of the compared models", PLANE_SIZE[0])
+        top = set_wrapped_title(ax, "Accuracy-fairness plane of the compared models", PLANE_SIZE[0])
         ax.legend(loc="best")
-        _margins(fig, left=0.55, bottom=0.4, top=top)
+        set_margins(fig, left=0.55, bottom=0.4, top=top)
         return to_svg(fig)
 
 
 def render_comparison_html(view: ComparisonView, chart: str | None) -> str:
     """The comparison report as one self-contained HTML page."""
-    template = _environment().get_template("comparison.html.j2")
-    return template.render(view=view, plane_chart=None if chart is None else _data_uri(chart))
+    template = template_environment().get_template("comparison.html.j2")
+    return template.render(view=view, plane_chart=None if chart is None else svg_data_uri(chart))
 
 
 def comparison_report_files(document: Mapping[str, Any], out_dir: Path, formats: Sequence[str]) -> dict[str, str]:

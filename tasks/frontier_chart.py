@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.charts import FAIL, INK, MUTED, PALETTE, PASS, _figure, _margins, _title, to_svg
+from tasks.charts import FAIL, INK, MUTED, PALETTE, PASS, chart_figure, set_margins, set_wrapped_title, to_svg
 
 FRONTIER_SIZE = (4.6, 2.8)
 
@@ -19,7 +19,7 @@ def frontier_chart(document: Mapping[str, Any], *, threshold: float | None = Non
     """Accuracy against the metric's gap: sweep, Pareto front, the audited model and the chosen point."""
     curve = document["frontier"]
     metric = str(document.get("metric", curve["constraint"]))
-    with _figure(*FRONTIER_SIZE) as (fig, (ax,)):
+    with chart_figure(*FRONTIER_SIZE) as (fig, (ax,)):
         ax.scatter(
             [p["gap"] for p in curve["points"]],
             [p["accuracy"] for p in curve["points"]],
@@ -52,9 +52,9 @@ def frontier_chart(document: Mapping[str, Any], *, threshold: float | None = Non
         ax.set_xlabel(f"{metric} (lower is fairer)", fontsize=6.5)
         ax.set_ylabel("accuracy", fontsize=6.5)
         ax.set_xlim(left=0)
-        top = _title(ax, f"Fairness-accuracy frontier of group thresholds ({metric})", FRONTIER_SIZE[0])
+        top = set_wrapped_title(ax, f"Fairness-accuracy frontier of group thresholds ({metric})", FRONTIER_SIZE[0])
         ax.legend(loc="best")  # lower right hid the audited model on COMPAS
-        _margins(fig, left=0.55, bottom=0.4, top=top)
+        set_margins(fig, left=0.55, bottom=0.4, top=top)
         return to_svg(fig)
 
 

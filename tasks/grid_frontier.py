@@ -25,10 +25,17 @@ from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cub
 from fairgate.mitigation.grid import grid_frontier
 from fairgate.mitigation.plane import accuracy_fairness_plane
 from fairgate.mitigation.retraining import ConstraintChoice
-from tasks.charts import INK, MUTED, PALETTE, _figure, _margins, _title, to_svg
+from tasks.charts import INK, MUTED, PALETTE, chart_figure, set_margins, set_wrapped_title, to_svg
 from tasks.compare import comparison_document, write_comparison
 from tasks.compare_report import comparison_report_files
-from tasks.mitigation import TrainingSet, _constraint, _sample_weight_name, predictions_frame, write_frame, write_json
+from tasks.mitigation import (
+    TrainingSet,
+    fairlearn_constraint,
+    predictions_frame,
+    sample_weight_argument,
+    write_frame,
+    write_json,
+)
 from tasks.outputs import write_atomic
 
 ORIGINAL = "original (unconstrained)"
@@ -46,9 +53,9 @@ def fit_grid(estimator: Any, train: TrainingSet, choice: ConstraintChoice, grid_
             warnings.filterwarnings("ignore", module=r"fairlearn\.")  # its pandas notices are not the user's
             grid = GridSearch(
                 clone(estimator),
-                constraints=_constraint(choice),
+                constraints=fairlearn_constraint(choice),
                 grid_size=grid_size,
-                sample_weight_name=_sample_weight_name(estimator),
+                sample_weight_name=sample_weight_argument(estimator),
             )
             grid.fit(train.features, train.favourable, sensitive_features=train.sensitive)
     except (TypeError, ValueError) as exc:
@@ -185,7 +192,7 @@ def _model(name: str, inputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def frontier_chart(frontier: dict[str, Any], threshold: float | None) -> str:
     """Accuracy against the constraint's metric for every grid model; the Pareto frontier and the original."""
     points = frontier["points"]
-    with _figure(*FRONTIER_SIZE) as (fig, (ax,)):
+    with chart_figure(*FRONTIER_SIZE) as (fig, (ax,)):
         grid = [p for p in points if p["role"] == "candidate"]
         ax.scatter(
             [p["disparity"] for p in grid], [p["accuracy"] for p in grid], s=10, color=MUTED, label="grid models"
@@ -206,7 +213,9 @@ def frontier_chart(frontier: dict[str, Any], threshold: float | None) -> str:
             ax.axvline(threshold, color=INK, linestyle=":", linewidth=0.8, label=f"policy threshold {threshold:g}")
         ax.set_xlabel(f"{frontier['metric']}, worst slicing (held out)", fontsize=6.5)
         ax.set_ylabel("accuracy (held out)", fontsize=6.5)
-        top = _title(ax, f"GridSearch frontier under the policy's constraint ({frontier['metric']})", FRONTIER_SIZE[0])
+        top = set_wrapped_title(
+            ax, f"GridSearch frontier under the policy's constraint ({frontier['metric']})", FRONTIER_SIZE[0]
+        )
         ax.legend(loc="best")
-        _margins(fig, left=0.55, bottom=0.4, top=top)
+        set_margins(fig, left=0.55, bottom=0.4, top=top)
         return to_svg(fig)

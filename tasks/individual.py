@@ -24,9 +24,10 @@ from prefect.cache_policies import NO_CACHE
 from fairgate.errors import HEADER_ONLY, MISSING_COLUMN, DataError, FairgateError
 from fairgate.policy.core import Policy
 from fairgate.policy.individual import ALL_NUMERIC
+from tasks.gx_suite import load_great_expectations, run_suite
 from tasks.io import Source, parse_source, register_source, sha256_of
 from tasks.sql import quote_identifier, render_sql
-from tasks.validate import _BINARY_TEXT, Validation, _gx, _validate_frame, critical_check
+from tasks.validate import BINARY_TEXT, Validation, critical_check
 
 if TYPE_CHECKING:
     from fairgate.engine.individual import IndividualResult
@@ -159,7 +160,9 @@ def _numeric(column_type: str) -> bool:
 
 def _expect_numeric(names: list[str], types: dict[str, str], source: Source, validation: Validation) -> None:
     frame = pd.DataFrame({"feature": names, "type": ["number" if _numeric(types[n]) else types[n] for n in names]})
-    expectation = _gx().expectations.ExpectColumnValuesToBeInSet(column="type", value_set=["number"])
+    expectation = load_great_expectations().expectations.ExpectColumnValuesToBeInSet(
+        column="type", value_set=["number"]
+    )
     failing = frame[frame["type"] != "number"]
     _judge(
         validation,
@@ -185,7 +188,7 @@ def _expect_finite(con: duckdb.DuckDBPyConnection, names: list[str], source: Sou
     frame = pd.DataFrame(
         {"feature": names, "nulls": counts[0::2], "non_finite": counts[1::2]},
     )
-    gx = _gx()
+    gx = load_great_expectations()
     expectations = [
         gx.expectations.ExpectColumnValuesToBeBetween(column="nulls", max_value=0),
         gx.expectations.ExpectColumnValuesToBeBetween(column="non_finite", max_value=0),
@@ -214,14 +217,14 @@ def _stage_counterfactual(
         decision = quote_identifier(cols.y_pred)
         counts = con.sql(render_sql("value_counts", column=decision, relation="src_counterfactual")).to_df()
         counts["value"] = counts["value"].str.lower()
-        gx = _gx()
+        gx = load_great_expectations()
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="value"),
-            gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=_BINARY_TEXT),
+            gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=BINARY_TEXT),
         ]
 
         def message() -> str:
-            bad = counts[~counts["value"].isin(_BINARY_TEXT)].iloc[0]
+            bad = counts[~counts["value"].isin(BINARY_TEXT)].iloc[0]
             return (
                 f"column {cols.y_pred!r} in {source.label} must be binary (0/1 or true/false) like the predictions; "
                 f"found {bad['value']!r} in {int(bad['n'])} row(s). Fix: recode the counterfactual decisions to 0/1"
@@ -258,7 +261,7 @@ def _check_id_type(con: duckdb.DuckDBPyConnection, view: str, source: Source) ->
 
 def _expect_unique_ids(con: duckdb.DuckDBPyConnection, view: str, source: Source, validation: Validation) -> None:
     duplicates = con.sql(render_sql("id_duplicates", relation=view), params={"max_rows": 10_000}).to_df()
-    gx = _gx()
+    gx = load_great_expectations()
     expectations = [
         gx.expectations.ExpectColumnValuesToNotBeNull(column="id"),
         gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
@@ -279,7 +282,7 @@ def _expect_coverage(
 ) -> None:
     """Every audited id has a row (and, ``exact``, no other id appears)."""
     coverage = con.sql(render_sql("id_coverage", relation=view)).to_df()
-    gx = _gx()
+    gx = load_great_expectations()
     expectations = [gx.expectations.ExpectColumnValuesToBeBetween(column="missing", max_value=0)]
     if exact:
         expectations.append(gx.expectations.ExpectColumnValuesToBeBetween(column="extra", max_value=0))
@@ -323,7 +326,7 @@ def _judge(
     validation: Validation, source: Source, role: str, frame: pd.DataFrame, expectations: list[Any], message: Any
 ) -> None:
     """Run one GE suite on a DuckDB-computed table; record it; raise a DataError with ``message()`` on failure."""
-    result = _validate_frame(f"{role}_{len(validation.ge_results)}", frame, expectations, "COMPLETE")
+    result = run_suite(f"{role}_{len(validation.ge_results)}", frame, expectations, "COMPLETE")
     validation.ge_results.append(result.to_json_dict())
     for outcome in result.results:
         column = outcome.expectation_config.kwargs.get("column")

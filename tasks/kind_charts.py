@@ -13,7 +13,7 @@ import numpy as np
 
 from fairgate.report import ReportView
 from fairgate.report.multiclass import MulticlassPages, RateChart
-from tasks.charts import MUTED, _colour, _figure, _margins, _short, to_svg
+from tasks.charts import MUTED, chart_figure, series_colour, set_margins, shorten, to_svg
 from tasks.ranking_charts import ranking_charts
 from tasks.regression_charts import regression_charts
 
@@ -32,21 +32,21 @@ def rate_chart(chart: RateChart) -> str | None:
     width, height = 7.2, 2.0 + 0.16 * legend_rows
     positions = np.arange(len(chart.classes))
     bar = 0.8 / n_groups
-    with _figure(width, height, ncols=len(chart.rates)) as (fig, axes):
+    with chart_figure(width, height, ncols=len(chart.rates)) as (fig, axes):
         for ax, rate, per_group in zip(axes, chart.rates, chart.values, strict=True):
             for g, (label, values) in enumerate(zip(chart.groups, per_group, strict=True)):
                 x = positions - 0.4 + bar * (g + 0.5)
                 heights = [v[0] if v is not None else np.nan for v in values]
                 low = [max(v[0] - v[1], 0.0) if v is not None else 0.0 for v in values]
                 high = [max(v[2] - v[0], 0.0) if v is not None else 0.0 for v in values]
-                ax.bar(x, heights, bar * 0.92, color=_colour(g), label=_short(label, 22))
+                ax.bar(x, heights, bar * 0.92, color=series_colour(g), label=shorten(label, 22))
                 ax.errorbar(x, heights, yerr=[low, high], fmt="none", ecolor=MUTED, elinewidth=0.7, capsize=1.2)
-            ax.set_xticks(positions, [_short(c, 12) for c in chart.classes])
+            ax.set_xticks(positions, [shorten(c, 12) for c in chart.classes])
             ax.set_ylim(0, 1)
             ax.set_title(rate)
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncols=min(4, n_groups), fontsize=6.5)
-        _margins(fig, left=0.35, bottom=0.3 + 0.16 * legend_rows, top=0.35, wspace=0.25)
+        set_margins(fig, left=0.35, bottom=0.3 + 0.16 * legend_rows, top=0.35, wspace=0.25)
         return to_svg(fig)
 
 

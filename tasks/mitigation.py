@@ -177,14 +177,15 @@ def load_estimator(path: Path) -> Any:
     return estimator
 
 
-def _sample_weight_name(estimator: Any) -> str:
+def sample_weight_argument(estimator: Any) -> str:
     """Fairlearn passes weights as ``sample_weight``; a Pipeline takes them as ``<last step>__sample_weight``."""
     from sklearn.pipeline import Pipeline
 
     return f"{estimator.steps[-1][0]}__sample_weight" if isinstance(estimator, Pipeline) else "sample_weight"
 
 
-def _constraint(choice: ConstraintChoice) -> Any:
+def fairlearn_constraint(choice: ConstraintChoice) -> Any:
+    """Fairlearn's reductions constraint (a difference or a ratio bound) for the chosen constraint family."""
     from fairlearn.reductions import DemographicParity, EqualizedOdds, TruePositiveRateParity
 
     kind = {
@@ -218,9 +219,9 @@ def fit_models(estimator: Any, train: TrainingSet, choice: ConstraintChoice, max
             baseline = clone(estimator).fit(train.features, train.favourable)
             mitigated = ExponentiatedGradient(
                 clone(estimator),
-                constraints=_constraint(choice),
+                constraints=fairlearn_constraint(choice),
                 max_iter=max_iter,
-                sample_weight_name=_sample_weight_name(estimator),
+                sample_weight_name=sample_weight_argument(estimator),
             )
             mitigated.fit(train.features, train.favourable, sensitive_features=train.sensitive)
     except (TypeError, ValueError) as exc:  # wrong features for the estimator, no sample_weight support, ...
@@ -309,13 +310,7 @@ def retrain_summary(plan: dict[str, Any], files: dict[str, Any], audits: dict[st
         "run_id": files["run_id"],
         "answers": plan["answers"],
         "sources": plan["sources"],
-        "constraint": {
-            "family": choice.family,
-            "metric": choice.metric,
-            "difference_bound": choice.difference_bound,
-            "ratio_bound": choice.ratio_bound,
-            "attributes": plan["attributes"],
-        },
+        "constraint": choice.record(plan["attributes"]),
         "features": plan["features"],
         "accuracy": files["accuracy"],
         "audits": audits_digest(audits),

@@ -23,8 +23,8 @@ import numpy as np
 from fairgate.report.monitoring import MonitoringView, NightPanel, WindowPanel, build_monitoring_view
 from tasks.charts import FAIL, INK, PALETTE, to_svg
 from tasks.outputs import output_stem, write_atomic
-from tasks.report import _data_uri, _environment, html_to_pdf, write_text_atomic
-from tasks.trend_charts import _STYLE, HEIGHT, TITLE_CHARS, WIDTH, legend_chart
+from tasks.report import html_to_pdf, svg_data_uri, template_environment, write_text_atomic
+from tasks.trend_charts import HEIGHT, TITLE_CHARS, TREND_STYLE, WIDTH, legend_chart
 
 TICKS = {"since deployment": "all"}  # the narrow chart's tick; the table names it in full
 NIGHT_WIDTH, NIGHT_HEIGHT = 3.4, 1.9  # inches: two night charts side by side on an A4 page, legend below
@@ -49,7 +49,7 @@ def window_chart(panel: WindowPanel) -> str:
     x = np.arange(windows, dtype=float)
     spread = min(0.3, 0.08 * len(panel.lines))
     offsets = np.linspace(-spread / 2, spread / 2, len(panel.lines)) if len(panel.lines) > 1 else [0.0]
-    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+    with plt.rc_context(TREND_STYLE):  # type: ignore[arg-type]
         fig, ax = plt.subplots(figsize=(WIDTH, HEIGHT))
         try:
             if panel.threshold is not None:
@@ -94,7 +94,7 @@ def load_chart(panel: NightPanel) -> str:
 
 
 def _night_chart(panel: NightPanel, what: str, values: Any, reference: float) -> str:
-    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+    with plt.rc_context(TREND_STYLE):  # type: ignore[arg-type]
         fig, ax = plt.subplots(figsize=(NIGHT_WIDTH, NIGHT_HEIGHT))
         try:
             ax.axhline(reference, color=INK, linestyle="--", linewidth=0.8, zorder=2.5)
@@ -126,7 +126,7 @@ def _night_chart(panel: NightPanel, what: str, values: Any, reference: float) ->
 
 def render_monitoring_html(view: MonitoringView, charts: Mapping[str, str], *, full_tables: bool = True) -> str:
     """The monitoring report as one self-contained HTML page (charts as data URIs)."""
-    template = _environment().get_template("monitoring.html.j2")
+    template = template_environment().get_template("monitoring.html.j2")
     return template.render(view=view, charts=dict(charts), full_tables=full_tables)
 
 
@@ -139,7 +139,7 @@ def render_monitoring_report(document: dict[str, Any], out_dir: Path, formats: I
     if not wanted:
         return {}
     view = build_monitoring_view(document)
-    charts = {key: _data_uri(svg) for key, svg in monitoring_charts(view).items()}
+    charts = {key: svg_data_uri(svg) for key, svg in monitoring_charts(view).items()}
     html = render_monitoring_html(view, charts) if "html" in wanted else ""
     pdf = html_to_pdf(render_monitoring_html(view, charts, full_tables=False)) if "pdf" in wanted else None
     stem = _stem(document)

@@ -29,18 +29,18 @@ import duckdb
 from fairgate.monitoring.windows import PeriodCube, cube_from_record, cube_record
 from tasks.trail import (
     ALERT_COLUMNS,
-    GENESIS,
     KEYED,
     NIGHT_COLUMNS,
     PERIOD_CUBE_COLUMNS,
     UNKEYED,
     TrailError,
-    _check_key,
-    _digest,
-    _locked,
-    _transaction,
+    append_chained_row,
     canonical,
+    check_trail_key,
+    has_table,
+    locked_trail,
     trail_key,
+    trail_transaction,
 )
 
 
@@ -66,19 +66,19 @@ def record_monitoring(trail_path: Path, record: MonitoringRecord) -> dict[str, A
     label = KEYED if key else UNKEYED
     recorded_at = datetime.now(UTC).isoformat()
     stored: list[dict[str, Any]] = []
-    with _locked(path, write=True) as con, _transaction(con, path):
-        _check_key(con, key, path, action="record monitoring runs in it")
+    with locked_trail(path, write=True) as con, trail_transaction(con, path):
+        check_trail_key(con, key, path, action="record monitoring runs in it")
         for period in record.periods:
             stored.append(_append_period(con, key, label, recorded_at, record, period))
         for night in record.nights:
             content = [record.run_id, record.model_name, str(night["night"])]
             content += [canonical(night["windows"]), canonical(night["observations"])]
-            _append(con, key, "monitor_nights", NIGHT_COLUMNS, [recorded_at, *content, label])
+            append_chained_row(con, key, "monitor_nights", NIGHT_COLUMNS, [recorded_at, *content, label])
         for alert in record.alerts:
             values = [alert[name] for name in ("stream", "metric", "slicing", "group")]
             values += [float(alert["statistic"]), float(alert["threshold"]), float(alert["change"]), alert["detail"]]
             content = [recorded_at, record.run_id, record.model_name, str(alert["night"]), *values, label]
-            _append(con, key, "drift_alerts", ALERT_COLUMNS, content)
+            append_chained_row(con, key, "drift_alerts", ALERT_COLUMNS, content)
     return {"trail": str(path), "periods": stored, "nights": len(record.nights), "alerts": len(record.alerts)}
 
 
@@ -101,35 +101,12 @@ def _append_period(
     content += [period.end.isoformat()]
     content += [version, supersedes, period.rows, period.labelled_rows, canonical(record.input_sha256)]
     content += [canonical(cube_record(period.cube)), label]
-    seq = _append(con, key, "period_cubes", PERIOD_CUBE_COLUMNS, content, status="current")
+    seq, _ = append_chained_row(con, key, "period_cubes", PERIOD_CUBE_COLUMNS, content, status="current")
     if current:
         con.execute(
             "update period_cubes set status = 'superseded', superseded_by = ? where seq = ?", [seq, current[0][0]]
         )
     return {"start": period.start.isoformat(), "version": version, "seq": seq, "supersedes": supersedes}
-
-
-def _append(
-    con: duckdb.DuckDBPyConnection,
-    key: bytes | None,
-    table: str,
-    columns: list[str],
-    content: list[Any],
-    *,
-    status: str | None = None,
-) -> int:
-    """Append one row (``content`` without its seq) to a monitoring chain; return its seq."""
-    last = con.execute(f"select seq, row_hash from {table} order by seq desc limit 1").fetchall()  # fixed name
-    seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-    row = [seq, *content]
-    names = [*columns, "prev_hash", "row_hash", *(["status"] if status else [])]
-    values = [*row, prev_hash, _digest(key, prev_hash, canonical(row)), *([status] if status else [])]
-    con.execute(f"insert into {table} ({', '.join(names)}) values ({', '.join('?' * len(names))})", values)
-    return int(seq)
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(con.execute("select 1 from duckdb_tables() where table_name = ?", [table]).fetchall())
 
 
 def _readable(trail_path: Path) -> bool:
@@ -142,8 +119,8 @@ def current_period_cubes(
     """The model's current period cubes (superseded versions left out) from ``start`` to ``end``, oldest first."""
     if not _readable(trail_path):
         return []
-    with _locked(Path(trail_path), write=False) as con:
-        if not _has_table(con, "period_cubes"):
+    with locked_trail(Path(trail_path), write=False) as con:
+        if not has_table(con, "period_cubes"):
             return []
         rows = con.execute(
             "select seq, period_start, period_end, version, rows, labelled_rows, cube from period_cubes "
@@ -170,8 +147,8 @@ def night_observations_history(trail_path: Path, model_name: str) -> dict[str, l
     after late labels replaces its earlier observations)."""
     if not _readable(trail_path):
         return {}
-    with _locked(Path(trail_path), write=False) as con:
-        if not _has_table(con, "monitor_nights"):
+    with locked_trail(Path(trail_path), write=False) as con:
+        if not has_table(con, "monitor_nights"):
             return {}
         rows = con.execute(
             "select night, observations from monitor_nights where model_name = ? order by seq", [model_name]
@@ -191,7 +168,7 @@ def baseline_audit_cells(trail_path: Path, model_name: str, run_id: str | None) 
             f"no audit trail at {trail_path}, so no deployment audit to compare with; run `fairgate audit` for "
             "the model first (same trail), or set monitoring.baseline to a reference_window"
         )
-    with _locked(Path(trail_path), write=False) as con:
+    with locked_trail(Path(trail_path), write=False) as con:
         if run_id is None:
             found = con.execute(
                 "select r.run_id, c.cells from runs r join cubes c using (run_id) where r.model_name = ? "
@@ -214,8 +191,8 @@ def baseline_audit_cells(trail_path: Path, model_name: str, run_id: str | None) 
 
 def monitoring_history(trail_path: Path, model_name: str) -> dict[str, Any]:
     """The model's monitored nights (windows per night, latest row per night) and its alerts, for display."""
-    with _locked(Path(trail_path), write=False) as con:
-        if not _has_table(con, "monitor_nights"):
+    with locked_trail(Path(trail_path), write=False) as con:
+        if not has_table(con, "monitor_nights"):
             return {"nights": [], "alerts": []}
         nights = con.execute(
             "select night, run_id, windows from monitor_nights where model_name = ? order by seq", [model_name]

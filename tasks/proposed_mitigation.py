@@ -29,7 +29,7 @@ from fairgate.policy.core import Policy
 from tasks.io import parse_source
 from tasks.mitigation import require_mitigation_extra
 from tasks.outputs import write_atomic
-from tasks.thresholds import ThresholdMitigation, _chosen_metric, _group_column
+from tasks.thresholds import ThresholdMitigation, chosen_metric, group_labels
 
 
 def wants_mitigation(policy: Policy) -> bool:
@@ -67,7 +67,7 @@ def check_mitigation_policy(policy: Policy, source: str = "policy") -> None:
                 f"{source}: mitigation.method thresholds needs each person's group; with a proxy section the "
                 "groups are inferred probabilities. Use method reweighing or retrain, or drop mitigation.auto"
             )
-        _chosen_metric(policy, section.metric)  # PolicyError naming the metrics thresholds can bound
+        chosen_metric(policy, section.metric)  # PolicyError naming the metrics thresholds can bound
         return
     if section.method == "retrain":
         require_mitigation_extra()
@@ -98,7 +98,7 @@ def with_decisions(rows: pa.Table, mitigation: ThresholdMitigation, policy: Poli
     if frame.height == 0:
         return rows
     columns = policy.columns
-    groups = _group_column(frame, mitigation.attributes)
+    groups = group_labels(frame, mitigation.attributes)
     decisions = mitigation.fit.apply(frame[columns.score].to_numpy(), groups, np.random.default_rng(seed))
     dtype = frame.schema.get(columns.y_pred, pl.Int8)
     return frame.with_columns(pl.Series(columns.y_pred, decisions).cast(dtype)).to_arrow()
@@ -127,7 +127,7 @@ def accuracy_on(rows: pa.Table, policy: Policy, attributes: list[str], measure: 
 
     columns = policy.columns
     first, second = _frame(rows), _frame(after)
-    groups = _group_column(first, attributes)
+    groups = group_labels(first, attributes)
     truth = first[columns.y_true].to_numpy()
     label = policy.favorable_label
     before_performance = performance_of(truth, first[columns.y_pred].to_numpy(), groups, favorable_label=label)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairgate.report.ranking import ExposureChart, RankingPages, ShareChart
-from tasks.charts import MUTED, _colour, _figure, _margins, _short, to_svg
+from tasks.charts import MUTED, chart_figure, series_colour, set_margins, shorten, to_svg
 
 
 def ranking_charts(pages: RankingPages) -> dict[str, str | None]:
@@ -29,14 +29,14 @@ def exposure_chart(chart: ExposureChart) -> str | None:
     if not chart.groups:
         return None
     positions = np.array(chart.positions, dtype=float)
-    with _figure(7.2, 2.5, ncols=2) as (fig, axes):
+    with chart_figure(7.2, 2.5, ncols=2) as (fig, axes):
         share_ax, exposure_ax = axes
         for g, label in enumerate(chart.groups):
-            colour = _colour(g)
+            colour = series_colour(g)
             share = np.array([np.nan if v is None else v for v in chart.share_at_position[g]])
             cumulative = np.array([np.nan if v is None else v for v in chart.cumulative_exposure[g]])
             # The last point pools every later position: drawn apart, as a marker, not joined to the curve.
-            share_ax.plot(positions[:-1], share[:-1], color=colour, linewidth=1.1, label=_short(label, 22))
+            share_ax.plot(positions[:-1], share[:-1], color=colour, linewidth=1.1, label=shorten(label, 22))
             share_ax.plot(positions[-1:], share[-1:], color=colour, marker="o", markersize=2.5, linestyle="none")
             exposure_ax.plot(positions, cumulative, color=colour, linewidth=1.1)
             population = chart.population_share[g]
@@ -50,7 +50,7 @@ def exposure_chart(chart: ExposureChart) -> str | None:
         exposure_ax.set_xlabel("rank position (dotted: share of all items)")
         exposure_ax.set_ylim(0, 1)
         share_ax.legend(loc="upper right", fontsize=6, ncols=1 if len(chart.groups) <= 4 else 2)
-        _margins(fig, left=0.4, bottom=0.45, top=0.3, wspace=0.25)
+        set_margins(fig, left=0.4, bottom=0.45, top=0.3, wspace=0.25)
         return to_svg(fig)
 
 
@@ -63,15 +63,15 @@ def share_chart(chart: ShareChart) -> str | None:
     ]
     x = np.arange(len(chart.groups))
     bar = 0.8 / len(series)
-    with _figure(7.2, 2.2) as (fig, axes):
+    with chart_figure(7.2, 2.2) as (fig, axes):
         ax = axes[0]
         for s, (label, values) in enumerate(series):
             heights = [np.nan if v is None else v for v in values]
-            colour = MUTED if s == 0 else _colour(s - 1)
+            colour = MUTED if s == 0 else series_colour(s - 1)
             ax.bar(x - 0.4 + bar * (s + 0.5), heights, bar * 0.92, color=colour, label=label)
-        ax.set_xticks(x, [_short(g, 16) for g in chart.groups])
+        ax.set_xticks(x, [shorten(g, 16) for g in chart.groups])
         ax.set_ylabel("share")
         ax.set_title("Each group's share of all items and of the top positions")
         ax.legend(loc="upper right", fontsize=6)
-        _margins(fig, left=0.5, bottom=0.35, top=0.3)
+        set_margins(fig, left=0.5, bottom=0.35, top=0.3)
         return to_svg(fig)

@@ -7,7 +7,7 @@ share ``tasks.charts``' style, palette and SVG output.
 from __future__ import annotations
 
 from fairgate.report.regression import RegressionSection, RegressionView
-from tasks.charts import FAIL, MUTED, _colour, _figure, _margins, _short, _title, to_svg
+from tasks.charts import FAIL, MUTED, chart_figure, series_colour, set_margins, set_wrapped_title, shorten, to_svg
 
 SIZE = (3.5, 2.6)
 
@@ -16,10 +16,10 @@ def residual_chart(section: RegressionSection) -> str | None:
     """Mean residual against mean prediction, per prediction decile and group, with the intervals as bands."""
     if not section.residuals:
         return None
-    with _figure(*SIZE) as (fig, (ax,)):
+    with chart_figure(*SIZE) as (fig, (ax,)):
         ax.axhline(0.0, color=MUTED, linestyle=":", linewidth=0.8)
         for i, series in enumerate(section.residuals):
-            colour = _colour(i)
+            colour = series_colour(i)
             ax.fill_between(series.x, series.low, series.high, color=colour, alpha=0.08, linewidth=0)
             ax.plot(
                 series.x,
@@ -28,13 +28,13 @@ def residual_chart(section: RegressionSection) -> str | None:
                 linewidth=1.2,
                 marker="o",
                 markersize=2.4,
-                label=f"{_short(series.label, 20)} (n={series.n:,})",
+                label=f"{shorten(series.label, 20)} (n={series.n:,})",
             )
         ax.set_xlabel("Mean prediction in the decile", fontsize=6.5)
         ax.set_ylabel("Mean residual (prediction − outcome)", fontsize=6.5)
-        top = _title(ax, f"Residual by prediction decile, {section.key}", SIZE[0])
+        top = set_wrapped_title(ax, f"Residual by prediction decile, {section.key}", SIZE[0])
         ax.legend(loc="best", fontsize=5.4)
-        _margins(fig, left=0.5, bottom=0.4, top=top)
+        set_margins(fig, left=0.5, bottom=0.4, top=top)
         return to_svg(fig)
 
 
@@ -42,21 +42,21 @@ def cdf_chart(section: RegressionSection) -> str | None:
     """Each group's distribution of predictions (empirical CDF from the cube's histogram), the largest KS gap marked."""
     if not section.cdfs:
         return None
-    with _figure(*SIZE) as (fig, (ax,)):
+    with chart_figure(*SIZE) as (fig, (ax,)):
         for i, series in enumerate(section.cdfs):
             ax.step(
                 series.x,
                 series.y,
                 where="post",
-                color=_colour(i),
+                color=series_colour(i),
                 linewidth=1.1,
-                label=f"{_short(series.label, 20)} (n={series.n:,})",
+                label=f"{shorten(series.label, 20)} (n={series.n:,})",
             )
         if section.ks_mark is not None:
             at, whose = section.ks_mark
             ax.axvline(at, color=FAIL, linestyle="--", linewidth=0.9)
             ax.annotate(
-                f"largest KS gap: {_short(whose, 18)} vs rest",
+                f"largest KS gap: {shorten(whose, 18)} vs rest",
                 xy=(at, 0.02),
                 xycoords=("data", "axes fraction"),
                 xytext=(3, 0),
@@ -73,9 +73,9 @@ def cdf_chart(section: RegressionSection) -> str | None:
         ax.set_ylim(0, 1.01)
         ax.set_xlabel("Prediction", fontsize=6.5)
         ax.set_ylabel("Share of the group predicted at most x", fontsize=6.5)
-        top = _title(ax, f"Distribution of predictions, {section.key}", SIZE[0])
+        top = set_wrapped_title(ax, f"Distribution of predictions, {section.key}", SIZE[0])
         ax.legend(loc="upper left", fontsize=5.8)
-        _margins(fig, left=0.5, bottom=0.4, top=top)
+        set_margins(fig, left=0.5, bottom=0.4, top=top)
         return to_svg(fig)
 
 

@@ -34,7 +34,8 @@ class OfflineFetchError(ValueError):
     """The report tried to load a resource from outside the document; reports must render offline."""
 
 
-def _environment() -> Environment:
+def template_environment() -> Environment:
+    """The Jinja environment of every report template in reports/ (autoescaped; an undefined field is an error)."""
     return Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
         autoescape=select_autoescape(["html", "j2", "html.j2"], default_for_string=True, default=True),
@@ -44,7 +45,8 @@ def _environment() -> Environment:
     )
 
 
-def _data_uri(svg: str) -> str:
+def svg_data_uri(svg: str) -> str:
+    """An SVG chart as a data URI, embedded in the HTML so the report is one self-contained file."""
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
@@ -71,7 +73,7 @@ def render_charts(view: ReportView) -> dict[str, str]:
     out.update(kind_charts(view))
     if view.mitigation is not None and view.mitigation.frontier is not None:
         out["mitigation:frontier"] = frontier_svg(view.mitigation.frontier)
-    return {key: _data_uri(svg) for key, svg in out.items() if svg}
+    return {key: svg_data_uri(svg) for key, svg in out.items() if svg}
 
 
 def render_html(view: ReportView, charts: Mapping[str, str] | None = None, *, full_tables: bool = True) -> str:
@@ -80,7 +82,7 @@ def render_html(view: ReportView, charts: Mapping[str, str] | None = None, *, fu
     ``full_tables=False`` is the PDF's variant: a large intersection's group table lists only its most
     divergent groups (the heatmap shows all), which keeps the PDF readable and its rendering time bounded.
     """
-    template = _environment().get_template("base.html.j2")
+    template = template_environment().get_template("base.html.j2")
     return template.render(
         view=view, charts=dict(render_charts(view) if charts is None else charts), full_tables=full_tables
     )

@@ -84,7 +84,7 @@ def parse_objective(value: str | dict[str, float] | None) -> Objective:
     raise PolicyError(f"objective must be accuracy, balanced_accuracy or a cost matrix {{fp, fn}}; got {value!r}")
 
 
-def _chosen_metric(policy: Policy, metric: str | None) -> tuple[str, float]:
+def chosen_metric(policy: Policy, metric: str | None) -> tuple[str, float]:
     """The metric to bound and its policy threshold: the one named, else the first critical, else first listed."""
     rules = {rule.name: rule.threshold for rule in policy.metrics}
     if metric is None:
@@ -115,7 +115,8 @@ def _chosen_metric(policy: Policy, metric: str | None) -> tuple[str, float]:
 DEFAULT_TOLERANCE = 0.0
 
 
-def _group_column(rows: pl.DataFrame, attributes: Sequence[str]) -> np.ndarray:
+def group_labels(rows: pl.DataFrame, attributes: Sequence[str]) -> np.ndarray:
+    """Each row's group over ``attributes`` as one label; DataError when an attribute column or value is missing."""
     missing = [a for a in attributes if a not in rows.columns]
     if missing:
         raise DataError(f"attribute column(s) {missing} are missing from the audited rows; present: {rows.columns}")
@@ -151,7 +152,7 @@ def fit_thresholds_task(
     """
     frame = rows if isinstance(rows, pl.DataFrame) else pl.from_arrow(rows)
     assert isinstance(frame, pl.DataFrame)
-    metric, _ = _chosen_metric(policy, metric)
+    metric, _ = chosen_metric(policy, metric)
     constraint = constraint_for_metric(metric)
     tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
     attributes = list(attributes or [policy.sensitive_attributes[0].name])
@@ -162,7 +163,7 @@ def fit_thresholds_task(
                 f"group thresholds need the {role} column {column!r}; the audited rows have {frame.columns}. "
                 + ("Supply the model's scores (columns.score in the policy)" if role == "score" else "")
             )
-    groups = _group_column(frame, attributes)
+    groups = group_labels(frame, attributes)
     scores, y_true = frame[columns.score].to_numpy(), frame[columns.y_true].to_numpy()
     if columns.y_pred in frame.columns:
         y_pred = frame[columns.y_pred].to_numpy()

@@ -235,7 +235,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _digest(key: bytes | None, *parts: str) -> str:
+def chain_digest(key: bytes | None, *parts: str) -> str:
     """HMAC-SHA256 over the parts with ``key``, plain SHA-256 without one."""
     digest = hmac.new(key, digestmod=hashlib.sha256) if key else hashlib.sha256()
     for part in parts:
@@ -314,7 +314,7 @@ def _check_tables(con: duckdb.DuckDBPyConnection, trail_path: Path, *, write: bo
 
 
 @contextmanager
-def _locked(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+def locked_trail(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the trail under an exclusive (write) or shared (read) file lock.
 
     Damage found while reading (a truncated file, an unreadable block) is a ``TrailDamaged``, never a raw
@@ -376,7 +376,7 @@ def _create_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection, trail_path: Path) -> Iterator[None]:
+def trail_transaction(con: duckdb.DuckDBPyConnection, trail_path: Path) -> Iterator[None]:
     """One transaction; an I/O failure (disk full) is reported as itself, not as the failed rollback after it."""
     con.execute("begin transaction")
     try:
@@ -427,7 +427,7 @@ def _run_hash(
     cube_rows: list[list[Any]],
     key: bytes | None = None,
 ) -> str:
-    return _digest(key, prev_hash, canonical(run_row), canonical(metric_rows), canonical(cube_rows))
+    return chain_digest(key, prev_hash, canonical(run_row), canonical(metric_rows), canonical(cube_rows))
 
 
 def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
@@ -441,7 +441,7 @@ def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
     return True
 
 
-def _record_run(
+def append_audit_run(
     trail_path: Path,
     document: dict[str, Any],
     *,
@@ -453,6 +453,8 @@ def _record_run(
 ) -> dict[str, Any]:
     """Append one audit run (run row, metric rows, cube) in one transaction; return its seq and hash.
 
+    The plain function behind the ``record_run`` task (which adds Prefect's retries).
+
     The chain is keyed (HMAC-SHA256) when ``FAIRGATE_TRAIL_KEY`` is set. The new head is printed on stderr
     (``trail head: <seq> <hash>``) and appended to the ``FAIRGATE_TRAIL_ANCHOR`` file when that is set.
     """
@@ -463,8 +465,8 @@ def _record_run(
     cube_rows = [[run_id, canonical(cube_cells)]]
     key = trail_key()
     with _anchor_file() as anchor:  # opened first: an unusable anchor stops the run before anything is recorded
-        with _locked(trail_path, write=True) as con, _transaction(con, trail_path):
-            _check_key(con, key, trail_path, action="record runs in it")
+        with locked_trail(trail_path, write=True) as con, trail_transaction(con, trail_path):
+            check_trail_key(con, key, trail_path, action="record runs in it")
             last = con.execute("select seq, run_hash, chain from runs order by seq desc limit 1").fetchall()
             if last and last[0][2] == KEYED and key is None:  # also when the key check was deleted
                 raise TrailError(TRAIL_KEY_MISSING.format(path=trail_path, env=KEY_ENV, action="record runs in it"))
@@ -500,14 +502,14 @@ def __getattr__(name: str) -> Any:
             retries=2,
             retry_delay_seconds=1,
             retry_condition_fn=_retry_unless_refused,
-        )(_record_run)
+        )(append_audit_run)
     else:  # no retries: it never fails, an unreadable trail gives a note
         made = task(name="read model history", cache_policy=NO_CACHE)(_read_history)
     globals()[name] = made
     return made
 
 
-def _check_key(
+def check_trail_key(
     con: duckdb.DuckDBPyConnection, key: bytes | None, trail_path: Path, *, action: str, store: bool = True
 ) -> None:
     """Refuse a wrong key, and refuse to extend a keyed chain without its key (that would weaken it)."""
@@ -535,8 +537,8 @@ def check_trail(trail_path: Path) -> None:
     if not path.exists():
         return
     try:
-        with _locked(path, write=False) as con:
-            _check_key(con, trail_key(), path, action="record runs in it", store=False)
+        with locked_trail(path, write=False) as con:
+            check_trail_key(con, trail_key(), path, action="record runs in it", store=False)
     except TrailDamaged as exc:
         raise TrailError(exc.message) from None
 
@@ -607,19 +609,38 @@ def _insert_run(
     con.execute("insert into cubes (run_id, cells) values (?, ?)", cube_row)
 
 
+def append_chained_row(
+    con: duckdb.DuckDBPyConnection,
+    key: bytes | None,
+    table: str,
+    columns: list[str],
+    content: list[Any],
+    *,
+    status: str | None = None,
+) -> tuple[int, str]:
+    """Append one row (``content``: its values after the seq) to the hash chain ``table``; its seq and hash.
+
+    ``columns`` names the row's columns, seq first. ``status`` (monitoring's period cubes: current, superseded)
+    is kept beside the row, outside its hash, so that it may change later.
+    """
+    last = con.execute(f"select seq, row_hash from {table} order by seq desc limit 1").fetchall()  # fixed name
+    seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
+    row = [seq, *content]
+    row_hash = chain_digest(key, prev_hash, canonical(row))
+    names = [*columns, "prev_hash", "row_hash", *(["status"] if status else [])]
+    values = [*row, prev_hash, row_hash, *([status] if status else [])]
+    con.execute(f"insert into {table} ({', '.join(names)}) values ({', '.join('?' * len(names))})", values)
+    return int(seq), row_hash
+
+
 def record_delivery(trail_path: Path, run_id: str, recipients: list[str], status: str, detail: str) -> None:
     """Append one report delivery (who got which run's report, and how it went) to the ``deliveries`` chain."""
     recorded_at = datetime.now(UTC).isoformat()
     key = trail_key()
-    with _locked(Path(trail_path), write=True) as con, _transaction(con, Path(trail_path)):
-        _check_key(con, key, Path(trail_path), action="record deliveries in it")
-        last = con.execute("select seq, row_hash from deliveries order by seq desc limit 1").fetchall()
-        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-        row = [seq, run_id, recorded_at, canonical(list(recipients)), status, detail, KEYED if key else UNKEYED]
-        con.execute(
-            f"insert into deliveries ({', '.join(DELIVERY_COLUMNS)}, prev_hash, row_hash) values (?,?,?,?,?,?,?,?,?)",
-            [*row, prev_hash, _digest(key, prev_hash, canonical(row))],
-        )
+    with locked_trail(Path(trail_path), write=True) as con, trail_transaction(con, Path(trail_path)):
+        check_trail_key(con, key, Path(trail_path), action="record deliveries in it")
+        content = [run_id, recorded_at, canonical(list(recipients)), status, detail, KEYED if key else UNKEYED]
+        append_chained_row(con, key, "deliveries", DELIVERY_COLUMNS, content)
 
 
 def record_registration(
@@ -632,24 +653,17 @@ def record_registration(
     registered_at = datetime.now(UTC).isoformat()
     key = trail_key()
     path = Path(trail_path)
-    with _locked(path, write=True) as con, _transaction(con, path):
-        _check_key(con, key, path, action="record registrations in it")
-        last = con.execute("select seq, row_hash from registrations order by seq desc limit 1").fetchall()
-        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-        row = [seq, registered_at, model_name, model_version, status, detail, KEYED if key else UNKEYED]
-        row_hash = _digest(key, prev_hash, canonical(row))
-        con.execute(
-            f"insert into registrations ({', '.join(REGISTRATION_COLUMNS)}, prev_hash, row_hash) "
-            f"values ({', '.join('?' * (len(REGISTRATION_COLUMNS) + 2))})",
-            [*row, prev_hash, row_hash],
-        )
+    with locked_trail(path, write=True) as con, trail_transaction(con, path):
+        check_trail_key(con, key, path, action="record registrations in it")
+        content = [registered_at, model_name, model_version, status, detail, KEYED if key else UNKEYED]
+        seq, row_hash = append_chained_row(con, key, "registrations", REGISTRATION_COLUMNS, content)
     return {"seq": seq, "status": status, "row_hash": row_hash, "trail": str(path)}
 
 
 def list_registrations(trail_path: Path) -> list[dict[str, Any]]:
     """The recorded model registrations, oldest first, with their detail parsed (a trail from before
     registrations were recorded has none)."""
-    with _locked(Path(trail_path), write=False) as con:
+    with locked_trail(Path(trail_path), write=False) as con:
         if not _has_registration_status(con):
             return []
         cursor = con.execute(f"select {', '.join(REGISTRATION_COLUMNS)}, row_hash from registrations order by seq")
@@ -676,12 +690,9 @@ def record_mitigation(
     recorded_at = datetime.now(UTC).isoformat()
     key = trail_key()
     path = Path(trail_path)
-    with _locked(path, write=True) as con, _transaction(con, path):
-        _check_key(con, key, path, action="record mitigations in it")
-        last = con.execute("select seq, row_hash from mitigations order by seq desc limit 1").fetchall()
-        seq, prev_hash = (last[0][0] + 1, last[0][1]) if last else (1, GENESIS)
-        row = [
-            seq,
+    with locked_trail(path, write=True) as con, trail_transaction(con, path):
+        check_trail_key(con, key, path, action="record mitigations in it")
+        content = [
             recorded_at,
             mitigation_id,
             answers,
@@ -692,19 +703,14 @@ def record_mitigation(
             canonical(outputs),
             KEYED if key else UNKEYED,
         ]
-        row_hash = _digest(key, prev_hash, canonical(row))
-        con.execute(
-            f"insert into mitigations ({', '.join(MITIGATION_COLUMNS)}, prev_hash, row_hash) "
-            f"values ({', '.join('?' * (len(MITIGATION_COLUMNS) + 2))})",
-            [*row, prev_hash, row_hash],
-        )
+        seq, row_hash = append_chained_row(con, key, "mitigations", MITIGATION_COLUMNS, content)
     return {"seq": seq, "mitigation_id": mitigation_id, "row_hash": row_hash, "trail": str(path)}
 
 
 def list_mitigations(trail_path: Path, *, answers: str | None = None) -> list[dict[str, Any]]:
     """The recorded mitigation runs, oldest first (those answering one audit run when ``answers`` is given)."""
-    with _locked(Path(trail_path), write=False) as con:
-        if not _has_table(con, "mitigations"):
+    with locked_trail(Path(trail_path), write=False) as con:
+        if not has_table(con, "mitigations"):
             return []
         cursor = con.execute(
             f"select {', '.join(MITIGATION_COLUMNS)}, row_hash from mitigations "
@@ -718,7 +724,8 @@ def list_mitigations(trail_path: Path, *, answers: str | None = None) -> list[di
     return rows
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether the trail has ``table`` (an older trail lacks the tables added after it was made)."""
     return bool(con.execute("select 1 from duckdb_tables() where table_name = ?", [table]).fetchall())
 
 
@@ -730,7 +737,7 @@ def _has_registration_status(con: duckdb.DuckDBPyConnection) -> bool:
 
 def list_runs(trail_path: Path) -> list[dict[str, Any]]:
     """The recorded runs, oldest first (summary columns only)."""
-    with _locked(Path(trail_path), write=False) as con:
+    with locked_trail(Path(trail_path), write=False) as con:
         cursor = con.execute(
             "select seq, run_id, recorded_at, model_name, model_version, verdict, n_rows, policy_sha256, run_hash, "
             f"{_chain_column(con, 'runs')} from runs order by seq"
@@ -752,7 +759,7 @@ def model_history(trail_path: Path, model_name: str, limit: int, *, exclude_run:
     if limit < 1 or not path.exists():
         return History(trail=str(path))
     try:
-        with _locked(path, write=False) as con:
+        with locked_trail(path, write=False) as con:
             runs, results = _history_rows(con, model_name, limit, exclude_run)
     except TrailError as exc:
         return History(trail=str(path), note=f"earlier runs could not be read from the audit trail: {exc.message}")
@@ -825,7 +832,7 @@ def _chain_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
 
 def show_run(trail_path: Path, run: str) -> dict[str, Any]:
     """One run in full: its row, its metric results and its audit document. ``run`` is a run id or a seq."""
-    with _locked(Path(trail_path), write=False) as con:
+    with locked_trail(Path(trail_path), write=False) as con:
         key = int(run) if run.isdigit() else None
         cursor = con.execute("select * from runs where run_id = $r or seq = $s", {"r": run, "s": key})
         names = [d[0] for d in cursor.description]
@@ -848,7 +855,7 @@ def show_run(trail_path: Path, run: str) -> dict[str, Any]:
 
 def _mitigations_of(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
     """The mitigation runs that answer one audit run (none in a trail from before they were recorded)."""
-    if not _has_table(con, "mitigations"):
+    if not has_table(con, "mitigations"):
         return []
     cursor = con.execute(
         f"select {', '.join(MITIGATION_COLUMNS)}, row_hash from mitigations where answers = ? order by seq", [run_id]
@@ -868,13 +875,13 @@ def verify(trail_path: Path, *, anchor: Path | None = None, unkeyed_until: int =
     """
     trail_path = Path(trail_path)
     key = trail_key()
-    with _locked(trail_path, write=False) as con:
+    with locked_trail(trail_path, write=False) as con:
         runs, metrics, cubes, deliveries = _read_chains(con)
         registrations = _read_registrations(con)
         monitoring = _read_monitor_chains(con)
         mitigations = _read_mitigations(con)
         if key is not None:
-            _check_key(con, key, trail_path, action="verify it", store=False)
+            check_trail_key(con, key, trail_path, action="verify it", store=False)
     labels = {row[LEGACY_RUN_COLUMNS] for row in runs} | {row[LEGACY_DELIVERY_COLUMNS] for row in deliveries}
     labels |= {row[len(REGISTRATION_COLUMNS) - 1] for row in registrations}
     labels |= {row[len(MONITOR_CHAINS[t]) - 1] for t, rows in monitoring.items() for row in rows}
@@ -934,7 +941,7 @@ def _read_registrations(con: duckdb.DuckDBPyConnection) -> list[Any]:
 
 def _read_mitigations(con: duckdb.DuckDBPyConnection) -> list[Any]:
     """The mitigation runs with their hashes (none in a trail from before they were recorded)."""
-    if not _has_table(con, "mitigations"):
+    if not has_table(con, "mitigations"):
         return []
     return con.execute(
         f"select {', '.join(MITIGATION_COLUMNS)}, prev_hash, row_hash from mitigations order by seq"
@@ -1009,7 +1016,7 @@ def _delivery_problems(checker: _ChainCheck, deliveries: list[Any]) -> list[str]
         if label_problem := checker.label_problem("delivery", delivery[0], delivery[1], delivery[-1]):
             problems.append(f"deliveries: {label_problem}")
         content, key = checker.row(delivery)
-        if _digest(key, prev_hash, canonical(content)) != row_hash:
+        if chain_digest(key, prev_hash, canonical(content)) != row_hash:
             problems.append(f"deliveries: delivery {delivery[0]} was altered after recording")
         expected_prev, expected_seq = row_hash, delivery[0] + 1
     return problems
@@ -1056,7 +1063,7 @@ def _chain_problems(checker: _ChainCheck, table: str, noun: str, rows: list[Any]
         if label_problem := checker.label_problem(noun, seq, "", content[-1]):
             problems.append(f"{table}: {label_problem}")
         hashed, key = checker.row(content)
-        if _digest(key, prev_hash, canonical(hashed)) != row_hash:
+        if chain_digest(key, prev_hash, canonical(hashed)) != row_hash:
             problems.append(f"{table}: {noun} {seq} was altered after recording")
         expected_prev, expected_seq = row_hash, seq + 1
     return problems

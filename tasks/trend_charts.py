@@ -19,30 +19,17 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from fairgate.report.trend_model import TrendPanel, TrendView
-from tasks.charts import FAIL, GRID, INK, MUTED, PALETTE, to_svg
+from tasks.charts import CHART_STYLE, FAIL, INK, PALETTE, to_svg
 
 WIDTH, HEIGHT = 1.6, 1.5  # inches: five charts side by side on an A4 page (one row for a usual policy), one legend
 TITLE_CHARS = 22  # a metric name wraps to fit the narrow chart
 
-_STYLE: dict[str, Any] = {
-    "svg.fonttype": "none",
-    "svg.hashsalt": "fairgate",  # stable element ids: identical input gives identical SVG
-    "font.family": "DejaVu Sans",
+# The small charts' style (smaller type than the audit report's charts, a horizontal grid only).
+TREND_STYLE: dict[str, Any] = {
+    **CHART_STYLE,
     "font.size": 7.0,
-    "axes.edgecolor": MUTED,
-    "axes.labelcolor": INK,
     "axes.titlesize": 8.0,
-    "axes.titleweight": "bold",
-    "axes.titlelocation": "left",
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
     "axes.grid.axis": "y",
-    "grid.color": GRID,
-    "grid.linewidth": 0.6,
-    "xtick.color": MUTED,
-    "ytick.color": MUTED,
-    "legend.frameon": False,
     "legend.fontsize": 6.3,
 }
 
@@ -70,7 +57,7 @@ def legend_chart(slicings: list[str]) -> str:
     )
     columns = min(len(handles), 5)
     rows = -(-len(handles) // columns)
-    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+    with plt.rc_context(TREND_STYLE):  # type: ignore[arg-type]
         fig = plt.figure(figsize=(7.0, 0.12 + 0.17 * rows))
         try:
             fig.legend(handles=handles, loc="center left", ncol=columns, handlelength=1.6, columnspacing=1.4)
@@ -86,7 +73,7 @@ def trend_chart(panel: TrendPanel) -> str:
     x = np.arange(runs, dtype=float)
     spread = min(0.3, 0.08 * len(panel.lines))  # slicings side by side at each run, so intervals do not overlap
     offsets = np.linspace(-spread / 2, spread / 2, len(panel.lines)) if len(panel.lines) > 1 else [0.0]
-    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+    with plt.rc_context(TREND_STYLE):  # type: ignore[arg-type]
         fig, ax = plt.subplots(figsize=(WIDTH, HEIGHT))
         try:
             _threshold(ax, x, panel.thresholds)

@@ -16,11 +16,7 @@ of rows and an example value. The validation results (GE's own JSON) go into the
 
 from __future__ import annotations
 
-import logging
-import math
-import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import pandas as pd
@@ -29,9 +25,11 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import VALIDATION_FAILED, DataError
 from tasks.align import Aligned, Staged
+from tasks.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
 from tasks.sql import quote_identifier, render_sql
 
-_BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
+# Binary labels and predictions as text, lower-cased ("True" and "1.0" are binary too).
+BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
 # A bounded column with more distinct values than this is certainly not binary / categorical as declared.
 _MAX_DISTINCT = 1000
 _MAX_GROUP_WARNINGS = 10  # small groups named one by one on stderr before a summary line
@@ -54,54 +52,13 @@ class Validation:
     def to_dict(self) -> dict[str, Any]:
         return {
             "engine": "great_expectations",
-            "great_expectations_version": _gx().__version__,
+            "great_expectations_version": load_great_expectations().__version__,
             "success": self.success,
             "n_expectations": len(self.checks),
             "checks": self.checks,
             "warnings": self.warnings,
             "results": self.ge_results,
         }
-
-
-@lru_cache(maxsize=1)
-def _gx() -> Any:
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no phoning home from an audit
-    import great_expectations as gx  # imported lazily: it takes seconds, and only validation needs it
-
-    _quiet_great_expectations()
-    return gx
-
-
-def _quiet_great_expectations() -> None:
-    """GE logs INFO lines of its own housekeeping ("Created temporary directory ..."; some of its modules set
-    their loggers to INFO explicitly): an audit's log keeps GE's warnings and errors only."""
-    import great_expectations.data_context.types.base  # noqa: F401  # sets its logger to INFO when imported
-
-    for name in [n for n in logging.root.manager.loggerDict if n.startswith("great_expectations")]:
-        logger = logging.getLogger(name)
-        if logger.level < logging.WARNING:
-            logger.setLevel(logging.WARNING)
-
-
-@lru_cache(maxsize=1)
-def _context() -> Any:
-    gx = _gx()
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    return context
-
-
-def _validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any], result_format: str) -> Any:
-    """Run one GE suite on one in-memory frame (a pandas datasource, one whole-frame batch)."""
-    gx, context = _gx(), _context()
-    datasource = context.data_sources.add_or_update_pandas(name=f"fairgate_{name}")
-    asset = datasource.add_dataframe_asset(name=name)
-    batch_definition = asset.add_batch_definition_whole_dataframe(name)
-    suite = gx.ExpectationSuite(name=f"fairgate_{name}", expectations=expectations)
-    batch = batch_definition.get_batch(batch_parameters={"dataframe": frame})
-    return batch.validate(suite, result_format=result_format)
 
 
 @task(name="validate inputs", cache_policy=NO_CACHE)
@@ -112,7 +69,7 @@ def validate_inputs(
     expectation. ``fairgate compare`` validates the shared labels and attributes once, then each further
     predictions input alone (``roles=("predictions",)``). ``id_buckets`` > 1 groups the ids for the uniqueness
     check one hash bucket at a time (a Dask partition task: DuckDB's hash table holds one bucket's ids)."""
-    gx = _gx()
+    gx = load_great_expectations()
     policy = staged.policy
     cols = policy.columns
     validation = Validation()
@@ -122,15 +79,15 @@ def validate_inputs(
             gx.expectations.ExpectColumnValuesToNotBeNull(column="id"),
             gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
         ]
-        result = _validate_frame(f"{role}_ids", duplicates, expectations, "COMPLETE")
+        result = run_suite(f"{role}_ids", duplicates, expectations, "COMPLETE")
         _collect(validation, staged, role, result, counts=None, frame=duplicates, column=cols.id)
     if staged.has_score and "predictions" in roles:
-        scores = _violations(staged, render_sql("score_violations", score_column=quote_identifier(cols.score)))
+        scores = violation_sample(staged, render_sql("score_violations", score_column=quote_identifier(cols.score)))
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="score"),
             gx.expectations.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0),
         ]
-        result = _validate_frame("predictions_scores", scores, expectations, "COMPLETE")
+        result = run_suite("predictions_scores", scores, expectations, "COMPLETE")
         _collect(validation, staged, "predictions", result, counts=None, frame=scores, column=cols.score)
 
     # (input, suite name, column, allowed values, required): suites keep the contract's names (y_true, y_pred).
@@ -138,15 +95,15 @@ def validate_inputs(
     # Binary labels here; every other kind's labels and predictions are validated by its own suite
     # (tasks/validate_<kind>.py, run by tasks/task_kinds.validate_kind after this one).
     if policy.task == "binary":
-        bounded.append(("labels", "y_true", cols.y_true, _BINARY_TEXT, True))
+        bounded.append(("labels", "y_true", cols.y_true, BINARY_TEXT, True))
         if staged.has_y_pred:
-            bounded.append(("predictions", "y_pred", cols.y_pred, _BINARY_TEXT, True))
+            bounded.append(("predictions", "y_pred", cols.y_pred, BINARY_TEXT, True))
     for name in staged.attributes:
         bounded.append(("attributes", name, name, policy.attribute(name).declared_values, False))
     for role, suite, column, allowed, required in bounded:
         if role not in roles:
             continue
-        counts = _value_counts(staged, f"stg_{role}", column, lowercase=allowed is _BINARY_TEXT)
+        counts = value_counts(staged, f"stg_{role}", column, lowercase=allowed is BINARY_TEXT)
         expectations = []
         if required:
             expectations.append(gx.expectations.ExpectColumnValuesToNotBeNull(column="value"))
@@ -154,7 +111,7 @@ def validate_inputs(
             expectations.append(gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=allowed))
         if not expectations:
             continue
-        result = _validate_frame(f"{role}_{_safe(suite)}_values", counts, expectations, "COMPLETE")
+        result = run_suite(f"{role}_{suite_name(suite)}_values", counts, expectations, "COMPLETE")
         _collect(validation, staged, role, result, counts=counts, column=column)
     return validation
 
@@ -162,13 +119,13 @@ def validate_inputs(
 @task(name="validate aligned", cache_policy=NO_CACHE)
 def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -> Validation:
     """Group sizes against min_group_size (severity warning: small groups are reported, not fatal)."""
-    gx = _gx()
+    gx = load_great_expectations()
     minimum = staged.policy.intersectional_analysis.min_group_size
     if not aligned.group_sizes:
         return validation
     sizes = pd.DataFrame(aligned.group_sizes)
     expectation = gx.expectations.ExpectColumnValuesToBeBetween(column="n", min_value=minimum, severity="warning")
-    result = _validate_frame("group_sizes", sizes, [expectation], "COMPLETE")
+    result = run_suite("group_sizes", sizes, [expectation], "COMPLETE")
     validation.ge_results.append(result.to_json_dict())
     small = sizes[sizes["n"] < minimum]
     validation.checks.append(
@@ -197,7 +154,7 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
     return validation
 
 
-def _violations(staged: Staged, sql: str) -> pd.DataFrame:
+def violation_sample(staged: Staged, sql: str) -> pd.DataFrame:
     """The candidate violations DuckDB selects in one scan (at most _MAX_VIOLATIONS rows), for GE to judge."""
     return staged.con.sql(sql, params={"max_rows": _MAX_VIOLATIONS}).to_df()
 
@@ -206,16 +163,17 @@ def _id_duplicates(staged: Staged, role: str, buckets: int) -> pd.DataFrame:
     """The ids of one input that are null or repeated, found bucket by bucket (an id's rows share a bucket;
     null ids hash alike too); at most _MAX_VIOLATIONS rows in all."""
     if buckets == 1:
-        return _violations(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
+        return violation_sample(staged, render_sql("id_duplicates", relation=f"stg_{role}"))
     frames = []
     for bucket in range(buckets):  # role and the bucket numbers: fixed names and integers
         relation = f"(select id from stg_{role} where hash(id) % {int(buckets)} = {int(bucket)})"
-        frames.append(_violations(staged, render_sql("id_duplicates", relation=relation)))
+        frames.append(violation_sample(staged, render_sql("id_duplicates", relation=relation)))
     found = [frame for frame in frames if len(frame)]
     return pd.concat(found, ignore_index=True).head(_MAX_VIOLATIONS) if found else frames[0]
 
 
-def _value_counts(staged: Staged, view: str, column: str, *, lowercase: bool) -> pd.DataFrame:
+def value_counts(staged: Staged, view: str, column: str, *, lowercase: bool) -> pd.DataFrame:
+    """Each distinct value of ``column`` in ``view`` with its rows ``n`` (at most _MAX_DISTINCT values), for GE."""
     sql = render_sql("value_counts", column=quote_identifier(column), relation=view)
     frame = staged.con.sql(sql).limit(_MAX_DISTINCT).to_df()
     if lowercase:
@@ -273,29 +231,17 @@ def _unexpected(result: dict[str, Any], frame: pd.DataFrame | None, expectation:
     indexes = result.get("unexpected_index_list") or []
     if frame is None or not indexes:
         examples = result.get("partial_unexpected_list") or []
-        return int(result.get("unexpected_count") or 0), _plain(examples[0] if examples else None)
+        return int(result.get("unexpected_count") or 0), plain_value(examples[0] if examples else None)
     failing = frame.loc[indexes]
     if "n" in frame.columns:
-        return int(failing["n"].sum()), _plain(failing.iloc[0]["value"])
+        return int(failing["n"].sum()), plain_value(failing.iloc[0]["value"])
     if "occurrences" in frame.columns:
         example = failing.iloc[0]["id"]
-        return int(failing["occurrences"].sum()), _plain(None if pd.isna(example) else example)
+        return int(failing["occurrences"].sum()), plain_value(None if pd.isna(example) else example)
     count = int(result.get("unexpected_count") or 0)
     if len(frame) >= _MAX_VIOLATIONS and "violating_rows" in frame.columns:
         count = max(count, int(frame["violating_rows"].iloc[0]))
-    return count, _plain(failing.iloc[0]["score"])
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    if hasattr(value, "item"):
-        return value.item()
-    return value
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
+    return count, plain_value(failing.iloc[0]["score"])
 
 
 def _failure_message(source: str, column: str, expectation: str, unexpected: int, example: Any, staged: Staged) -> str:

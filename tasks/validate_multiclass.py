@@ -16,7 +16,8 @@ import pandas as pd
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
 from tasks.align import Staged
-from tasks.validate import Validation, _gx, _plain, _safe, _validate_frame, _value_counts, critical_check
+from tasks.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
+from tasks.validate import Validation, critical_check, value_counts
 
 _INTEGRAL_FLOAT = re.compile(r"^(-?\d+)\.0+$")
 
@@ -45,16 +46,16 @@ def validate_multiclass(staged: Staged, validation: Validation, roles: tuple[str
             "(set columns.y_pred in the policy to its name)"
         )
     columns.append(("predictions", "y_pred", cols.y_pred))
-    gx = _gx()
+    gx = load_great_expectations()
     for role, suite, column in columns:
         if role not in roles:
             continue
-        counts = _as_labels(_value_counts(staged, f"stg_{role}", column, lowercase=False))
+        counts = _as_labels(value_counts(staged, f"stg_{role}", column, lowercase=False))
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="value"),
             gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=classes),
         ]
-        result = _validate_frame(f"{role}_{_safe(suite)}_classes", counts, expectations, "COMPLETE")
+        result = run_suite(f"{role}_{suite_name(suite)}_classes", counts, expectations, "COMPLETE")
         _collect(validation, staged, role, column, counts, result, classes)
 
 
@@ -82,13 +83,13 @@ def _collect(
         indexes = outcome.result.get("unexpected_index_list") or []
         failing = counts.loc[indexes] if indexes else counts.iloc[0:0]
         count = int(failing["n"].sum())
-        example = _plain(failing.iloc[0]["value"]) if len(failing) else None
+        example = plain_value(failing.iloc[0]["value"]) if len(failing) else None
         validation.checks.append(critical_check(source, column, outcome, count, example))
         if outcome.success:
             continue
         if config.type == "expect_column_values_to_not_be_null":
             raise DataError(MISSING.format(column=column, source=source, count=count, classes=classes))
-        undeclared = [str(_plain(v)) for v in failing["value"].tolist()]
+        undeclared = [str(plain_value(v)) for v in failing["value"].tolist()]
         raise DataError(
             UNDECLARED.format(
                 column=column,

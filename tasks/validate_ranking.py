@@ -21,8 +21,9 @@ import pandas as pd
 
 from fairgate.errors import DataError
 from tasks.align import Staged
+from tasks.gx_suite import load_great_expectations, plain_value, run_suite
 from tasks.sql import quote_identifier, render_sql
-from tasks.validate import Validation, _gx, _plain, _validate_frame, critical_check
+from tasks.validate import Validation, critical_check
 
 # Per list-shape expectation: (kind, columns, message). Ties are checked before gaps: 1, 1, 2 has both, and the
 # tie is the cause.
@@ -99,7 +100,7 @@ def validate_ranking(staged: Staged, validation: Validation, roles: tuple[str, .
 
 
 def _list_expectation(kind: str, columns: tuple[str, ...]) -> Any:
-    gx = _gx()
+    gx = load_great_expectations()
     if kind == "in_set":
         return gx.expectations.ExpectColumnValuesToBeInSet(column=columns[0], value_set=[False])
     if kind == "zero":
@@ -113,7 +114,7 @@ def _check_lists(staged: Staged, validation: Validation, shapes: pd.DataFrame) -
     cols = staged.policy.columns
     source = staged.sources["predictions"].label
     expectations = [_list_expectation(kind, columns) for kind, columns, _ in _LIST_CHECKS]
-    result = _validate_frame("predictions_ranks", shapes, expectations, "COMPLETE")
+    result = run_suite("predictions_ranks", shapes, expectations, "COMPLETE")
     validation.ge_results.append(result.to_json_dict())
     failures: list[tuple[int, pd.DataFrame]] = []
     for outcome in result.results:
@@ -125,7 +126,7 @@ def _check_lists(staged: Staged, validation: Validation, shapes: pd.DataFrame) -
         failing = shapes.loc[[_index_of(i) for i in indexes]] if indexes else shapes.iloc[0:0]
         lists = int(failing["n_lists"].sum())
         column = cols.list_id if position == 0 else cols.rank
-        example = None if failing.empty else _plain(failing.iloc[0]["first_list"])
+        example = None if failing.empty else plain_value(failing.iloc[0]["first_list"])
         validation.checks.append(critical_check(source, column, outcome, lists, example))
         if not outcome.success:
             failures.append((position, failing))
@@ -139,7 +140,7 @@ def _check_lists(staged: Staged, validation: Validation, shapes: pd.DataFrame) -
             source=source,
             list=cols.list_id,
             rank=cols.rank,
-            first=_plain(first["first_list"]),
+            first=plain_value(first["first_list"]),
             more=int(failing["n_lists"].sum()) - 1,
             count=int(first["n_items"]),
             **{k: float(first[k]) for k in ("n_items", "n_distinct", "min_rank", "max_rank")},
@@ -159,14 +160,14 @@ def _index_of(index: Any) -> Any:
 
 
 def _check_relevance(staged: Staged, validation: Validation, counts: pd.DataFrame) -> None:
-    gx = _gx()
+    gx = load_great_expectations()
     cols = staged.policy.columns
     source = staged.sources["labels"].label
     expectations = [
         gx.expectations.ExpectColumnValuesToBeBetween(column=column, min_value=0, max_value=0)
         for column in _RELEVANCE_CHECKS
     ]
-    result = _validate_frame("labels_relevance", counts, expectations, "COMPLETE")
+    result = run_suite("labels_relevance", counts, expectations, "COMPLETE")
     validation.ge_results.append(result.to_json_dict())
     row = counts.iloc[0]
     failed = None
@@ -181,7 +182,7 @@ def _check_relevance(staged: Staged, validation: Validation, counts: pd.DataFram
                 "severity": "critical",
                 "success": bool(outcome.success),
                 "unexpected_count": int(row[column]),
-                "example": _plain(row["first_bad_id"]) if not outcome.success else None,
+                "example": plain_value(row["first_bad_id"]) if not outcome.success else None,
             }
         )
         if not outcome.success and failed is None:
@@ -189,6 +190,6 @@ def _check_relevance(staged: Staged, validation: Validation, counts: pd.DataFram
     if failed is not None:
         raise DataError(
             f"column {cols.y_true!r} (relevance) of {source} {_RELEVANCE_CHECKS[failed]} in {int(row[failed])} "
-            f"row(s) (first id among the bad rows: {_plain(row['first_bad_id'])!r}); a ranking audit needs a "
+            f"row(s) (first id among the bad rows: {plain_value(row['first_bad_id'])!r}); a ranking audit needs a "
             "finite relevance >= 0 for every item (e.g. 0 = not relevant, 1, 2, 3 = graded): fix or drop those rows"
         )

@@ -15,8 +15,9 @@ import pandas as pd
 
 from fairgate.errors import DataError
 from tasks.align import Staged
+from tasks.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
 from tasks.sql import quote_identifier, render_sql
-from tasks.validate import Validation, _gx, _plain, _safe, _validate_frame, _violations, critical_check
+from tasks.validate import Validation, critical_check, violation_sample
 
 _LARGEST = 1.7976931348623157e308  # the largest finite double: "between -it and it" means finite
 
@@ -41,17 +42,17 @@ def validate_regression(staged: Staged, validation: Validation, roles: tuple[str
     cols = staged.policy.columns
     if "predictions" in roles and not staged.has_y_pred:
         raise DataError(NO_PREDICTIONS.format(source=staged.sources["predictions"].label, column=cols.y_pred))
-    gx = _gx()
+    gx = load_great_expectations()
     for role, suite, column in (("labels", "y_true", cols.y_true), ("predictions", "y_pred", cols.y_pred)):
         if role not in roles:
             continue
         sql = render_sql("numeric_violations", column=quote_identifier(column), relation=f"stg_{role}")
-        found = _violations(staged, sql)
+        found = violation_sample(staged, sql)
         expectations = [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="value"),
             gx.expectations.ExpectColumnValuesToBeBetween(column="value", min_value=-_LARGEST, max_value=_LARGEST),
         ]
-        result = _validate_frame(f"{role}_{_safe(suite)}_finite", found, expectations, "COMPLETE")
+        result = run_suite(f"{role}_{suite_name(suite)}_finite", found, expectations, "COMPLETE")
         _collect(validation, staged, role, column, found, result)
 
 
@@ -60,7 +61,7 @@ def _collect(validation: Validation, staged: Staged, role: str, column: str, fou
     validation.ge_results.append(result.to_json_dict())
     source = staged.sources[role].label
     unexpected = int(found["violating_rows"].iloc[0]) if len(found) else 0
-    example = _plain(found["raw_value"].iloc[0]) if len(found) else None
+    example = plain_value(found["raw_value"].iloc[0]) if len(found) else None
     for outcome in result.results:
         validation.checks.append(critical_check(source, column, outcome, unexpected, example))
     if all(outcome.success for outcome in result.results):
@@ -76,7 +77,7 @@ def _collect(validation: Validation, staged: Staged, role: str, column: str, fou
             source=source,
             count=int(found["violating_rows"].iloc[0]),
             detail=detail,
-            example="(empty)" if example is None else _plain(example),
+            example="(empty)" if example is None else plain_value(example),
             fix=fixes[0].upper() + fixes[1:] + ".",
         )
     )

@@ -258,7 +258,7 @@ def cube_from_raw_cells(raw_cells: pl.DataFrame, policy: Policy, *, source: str,
         raise DataError(EMPTY_DATA.format(source=source))
     check_cardinality(raw_cells, policy, source)
     _check_cells(raw_cells, policy, source, has_scores)
-    raw_cells, excluded = _apply_missing(raw_cells, policy, source)
+    raw_cells, excluded = apply_missing_attribute_rules(raw_cells, policy, source)
     attributes = tuple(policy.attribute_names)
     cells = (
         raw_cells.lazy()
@@ -527,7 +527,9 @@ def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: b
         )
 
 
-def _apply_missing(cells: pl.DataFrame, policy: Policy, source: str) -> tuple[pl.DataFrame, dict[str, int]]:
+def apply_missing_attribute_rules(
+    cells: pl.DataFrame, policy: Policy, source: str
+) -> tuple[pl.DataFrame, dict[str, int]]:
     """Missing attribute values excluded (and counted) or kept as the unknown group; undeclared values refused."""
     excluded: dict[str, int] = {}
     for attribute in policy.sensitive_attributes:

@@ -106,7 +106,7 @@ def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
     if not slicing:
         return 1
     declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
-    if declared is not None:  # a declared value with no rows is a group too (see _group_index)
+    if declared is not None:  # a declared value with no rows is a group too (see slicing_groups)
         return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
     return cube.cells.select(list(slicing)).n_unique()
 
@@ -175,10 +175,10 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     """All metrics of one slicing from the cube, with ``statistics.n_bootstrap`` bootstrap replicates."""
     stats = policy.statistics
     declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
-    groups_frame, group_index = _group_index(cube, slicing, declared)
+    groups_frame, group_index = slicing_groups(cube, slicing, declared)
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
-    point, boot = _counts(  # [weights] the slicing picks per-row or per-person squared weights
+    point, boot = bootstrap_group_counts(  # [weights] the slicing picks per-row or per-person squared weights
         cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing), slicing
     )
     n = point.n_effective  # [weights] Kish effective group sizes: equal to point.n when unweighted
@@ -193,7 +193,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     if cube.auc_method is not None and wants_auc(slicing, policy):
         values["roc_auc"], roc_curves, auc_bound = _auc_values(cube, slicing, groups, point, policy, z)
 
-    reference_index = _reference_index(groups, slicing, policy, point.n)  # [weights] largest expected size
+    reference_index = reference_group_index(groups, slicing, policy, point.n)  # [weights] largest expected size
     eligible = sufficient.copy()
     result = SlicingResult(
         slicing=slicing,
@@ -273,7 +273,7 @@ def wants_auc(slicing: Slicing, policy: Policy) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- counting
-def _group_index(cube: Cube, slicing: Slicing, declared: list[str] | None = None) -> tuple[pl.DataFrame, np.ndarray]:
+def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = None) -> tuple[pl.DataFrame, np.ndarray]:
     """The groups of a slicing (sorted) and, per cube cell, the index of its group.
 
     A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
@@ -289,7 +289,7 @@ def _group_index(cube: Cube, slicing: Slicing, declared: list[str] | None = None
     return groups, index.to_numpy().astype(np.int64)
 
 
-def _counts(
+def bootstrap_group_counts(
     cube: Cube,
     group_index: np.ndarray,
     n_groups: int,
@@ -397,7 +397,7 @@ def _replicate_counts(
 
 
 # ----------------------------------------------------------------------------------------------- comparing
-def _reference_index(groups: list[Group], slicing: Slicing, policy: Policy, n: np.ndarray) -> int | None:
+def reference_group_index(groups: list[Group], slicing: Slicing, policy: Policy, n: np.ndarray) -> int | None:
     """The reference group: the configured reference of every attribute, else the largest group."""
     if not slicing:
         return None
@@ -528,16 +528,16 @@ def _summaries(
         entry: dict[str, Any] = {"metric": name, "slicing": list(slicing)}
         masked = _masked(v.value, eligible)
         use = eligible & np.isfinite(v.value)
-        reason = _interval_obstacle(groups, {name: v}, use, min_events)
+        reason = interval_obstacle(groups, {name: v}, use, min_events)
         for summary in ("difference", "ratio"):
             point = (difference if summary == "difference" else ratio)(masked)
             low = high = None
             if reason is None and np.isfinite(point):
-                family = _family([v], use, summary, bootstrap=False)
+                family = summary_pair_family([v], use, summary, bootstrap=False)
                 if family is None:
                     reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
                 else:
-                    low, high = _summary_bounds(family, family.critical(level), summary, (name,), float(point))
+                    low, high = summary_bounds(family, family.critical(level), summary, (name,), float(point))
             elif reason is None:
                 reason = f"the {summary} is undefined (fewer than 2 groups with a value, or a largest value of 0)"
             entry[summary] = _num(point)
@@ -558,7 +558,7 @@ def _method(family: PairFamily | None) -> str:
     return f"simultaneous intervals of all pairwise differences ({critical} critical value), folded into the range"
 
 
-def _interval_obstacle(
+def interval_obstacle(
     groups: list[Group], values: dict[str, MetricValues], use: np.ndarray, min_events: int
 ) -> str | None:
     """Why no valid interval can be given over the groups in ``use`` (None when one can)."""
@@ -585,7 +585,7 @@ def _label(group: Group) -> str:
     return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
 
 
-def _family(
+def summary_pair_family(
     components: list[MetricValues], use: np.ndarray, summary: str, *, bootstrap: bool = True
 ) -> PairFamily | None:
     """The pairwise family of the components over the groups in ``use``.
@@ -659,7 +659,7 @@ def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 _UNBOUNDED_METRICS = frozenset({"theil_index", "generalized_entropy_index"})
 
 
-def _summary_bounds(
+def summary_bounds(
     family: PairFamily, critical: float, summary: str, bases: Sequence[str] = (), value: float | None = None
 ) -> tuple[float, float]:
     """The folded interval of a difference, or of a ratio from the interval of its log range.
@@ -745,16 +745,16 @@ def _attach_interval(
         reason = None if family is not None else "the bootstrap replicates are degenerate"
     else:
         summary = metric.summary if isinstance(metric, SummaryOf) else "difference"
-        reason = _interval_obstacle(groups, components, use, policy.statistics.min_events)
+        reason = interval_obstacle(groups, components, use, policy.statistics.min_events)
         if reason is None and entry["value"] is None:
             reason = _undefined_reason(metric, summary)
-        family = _family(list(components.values()), use, summary) if reason is None else None
+        family = summary_pair_family(list(components.values()), use, summary) if reason is None else None
         if reason is None and family is None:
             reason = "the bootstrap replicates are degenerate (no spread), so no valid interval exists"
     if family is None:
         entry["reason"] = reason
         return
-    entry["ci_low"], entry["ci_high"] = _summary_bounds(
+    entry["ci_low"], entry["ci_high"] = summary_bounds(
         family, family.critical(level), summary, metric.bases, entry["value"]
     )
     entry["standard_error"] = _bootstrap_se(metric, values, use)

@@ -20,7 +20,7 @@ ConstraintChoice(family='demographic_parity', metric='disparate_impact_ratio', d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -50,6 +50,10 @@ class ConstraintChoice:
     metric: str
     difference_bound: float | None
     ratio_bound: float | None
+
+    def record(self, attributes: list[str]) -> dict[str, Any]:
+        """The constraint as a mitigation's JSON keeps it, with the sensitive ``attributes`` it was trained over."""
+        return {**asdict(self), "attributes": attributes}
 
 
 def choose_constraint(policy: Policy, family: Family | None = None) -> ConstraintChoice:

@@ -53,7 +53,7 @@ import polars as pl
 from fairgate.engine.cube import PRED, TRUE, WEIGHT, Cube
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupCounts, Rate, SummaryOf, count_metrics, policy_metric
-from fairgate.engine.slicing import GROUP, _reference_index, plan_slicings
+from fairgate.engine.slicing import GROUP, plan_slicings, reference_group_index
 from fairgate.monitoring import cusum
 from fairgate.policy.core import Policy
 
@@ -241,7 +241,7 @@ def baseline_rates(baseline_cube: Cube, policy: Policy) -> BaselineRates:
         if not slicing:
             continue
         groups, counts = _slicing_counts(baseline_cube, slicing)
-        ref = _reference_index([_group(slicing, g) for g in groups], slicing, policy, counts.n)
+        ref = reference_group_index([_group(slicing, g) for g in groups], slicing, policy, counts.n)
         if ref is not None:
             out.append(BaselineSlicing(slicing, groups, counts, ref))
     return BaselineRates(out)

@@ -16,7 +16,12 @@ from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
 from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.execution import Execution
-from fairgate.policy.individual import IndividualFairness
+from fairgate.policy.individual import (
+    CHECK_DIRECTIONS,
+    IndividualFairness,
+    check_written_as_metric,
+    unjudged_check_hint,
+)
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.monitoring import Monitoring, check_monitoring
@@ -92,6 +97,8 @@ class MetricRule(_Strict):
         from fairgate.engine.metrics import policy_metric  # local: metrics imports nothing from config
         from fairgate.engine.tasks import find_metric
 
+        if self.name in CHECK_DIRECTIONS:  # consistency, counterfactual_flip_rate: not group metrics
+            raise ValueError(check_written_as_metric(self.name, self.threshold))
         metric = find_metric(self.name)  # a name known to any task; Policy checks it against its own task
         if metric is None:
             policy_metric(self.name)  # raises ValueError naming the known (binary) metrics
@@ -323,13 +330,13 @@ class Policy(_Strict):
             if critical not in rule_names:
                 raise ValueError(
                     f"ci_cd_gate.critical_metrics names {critical!r}, which is not in metrics; "
-                    f"metrics configured: {sorted(rule_names)}"
+                    f"metrics configured: {sorted(rule_names)}{unjudged_check_hint(critical)}"
                 )
         for override in self.overrides:
             if override.metric is not None and override.metric not in rule_names:
                 raise ValueError(
                     f"an override names metric {override.metric!r}, which is not in metrics; "
-                    f"metrics configured: {sorted(rule_names)}"
+                    f"metrics configured: {sorted(rule_names)}{unjudged_check_hint(override.metric)}"
                 )
             for name in override.slicing or []:
                 if name not in names:

@@ -32,6 +32,37 @@ CONSISTENCY = "consistency"
 FLIP_RATE = "counterfactual_flip_rate"
 #: The judged checks' names (as they appear in results, overrides and critical_metrics) and directions.
 CHECK_DIRECTIONS: dict[str, Direction] = {CONSISTENCY: "higher_is_better", FLIP_RATE: "lower_is_better"}
+#: Each check's threshold key in the section, and an example of it (the README's).
+_THRESHOLD_KEYS = {CONSISTENCY: ("min_consistency", 0.8), FLIP_RATE: ("max_flip_rate", 0.02)}
+
+
+def section_example(name: str, threshold: float | None = None) -> str:
+    """The ``individual_fairness:`` section that judges the check ``name`` (at ``threshold``, else an example)."""
+    key, example = _THRESHOLD_KEYS[name]
+    value = example if threshold is None else threshold
+    return f"individual_fairness: {{features: {ALL_NUMERIC}, k: 5, {key}: {value:g}}}"
+
+
+def check_written_as_metric(name: str, threshold: float) -> str:
+    """The refusal of an individual-fairness check written as an entry of ``metrics:``: where it goes instead."""
+    inputs = "--features FILE" + (" and --counterfactual FILE" if name == FLIP_RATE else "")
+    return (
+        f"{name!r} is an individual-fairness check, not a group metric: it is configured in the policy's "
+        f"individual_fairness: section, not under metrics:. Remove it from metrics and write "
+        f"'{section_example(name, threshold)}' (features: a list of columns, or all numeric), then audit with "
+        f'{inputs} (README, "Individual fairness")'
+    )
+
+
+def unjudged_check_hint(name: str) -> str:
+    """How to judge the check ``name`` that critical_metrics or an override names ("" for any other name)."""
+    if name not in _THRESHOLD_KEYS:
+        return ""
+    key, _ = _THRESHOLD_KEYS[name]
+    return (
+        f" ({name!r} is an individual-fairness check: it is judged when the individual_fairness: section sets "
+        f"{key}, e.g. '{section_example(name)}')"
+    )
 
 
 class IndividualFairness(BaseModel):

@@ -5,11 +5,13 @@ COMPAS's people with their numeric features (priors, age, juvenile counts) and t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 from aif360.sklearn.metrics import consistency_score as aif360_consistency_score
 
 import fairgate
@@ -142,5 +144,22 @@ def test_policy_section_keeps_old_hashes_and_names_its_errors() -> None:
         _policy({"k": 0})
     with pytest.raises(PolicyError, match=r"individual_fairness\.scaling"):
         _policy({"scaling": "zscore"})
-    with pytest.raises(PolicyError, match="not in metrics"):
+    with pytest.raises(PolicyError, match="not in metrics") as caught:
         _policy({"features": FEATURES}, ci_cd_gate={"critical_metrics": ["consistency"]})  # not judged: no threshold
+    assert "judged when the individual_fairness: section sets min_consistency" in caught.value.message
+
+
+@pytest.mark.parametrize(("check", "threshold"), [("consistency", 0.7), ("counterfactual_flip_rate", 0.03)])
+def test_a_check_written_as_a_metric_says_where_it_goes(check: str, threshold: float) -> None:
+    with pytest.raises(PolicyError) as caught:
+        _policy(None, metrics=[{"name": check, "threshold": threshold}])
+    message = caught.value.message
+    assert "fairness_checker.metrics.0" in message
+    assert f"{check!r} is an individual-fairness check, not a group metric" in message
+    assert "unknown metric" not in message
+    # The section it shows, with the rule's threshold, is one the policy accepts and judges the check with.
+    shown = re.search(r"'(individual_fairness: \{.*?\})'", message)
+    assert shown is not None, message
+    section = yaml.safe_load(shown.group(1))["individual_fairness"]
+    fixed = _policy(section, ci_cd_gate={"critical_metrics": [check]})
+    assert fixed.individual_rules()[check][0] == threshold

@@ -16,7 +16,7 @@ import fairgate
 from fairgate.engine.bootstrap import slicing_seed
 from fairgate.engine.cube import PERSON_WEIGHT, build_cube
 from fairgate.engine.metrics import GroupCounts, SelectionRate, effective_size
-from fairgate.engine.slicing import _counts, _group_index
+from fairgate.engine.slicing import bootstrap_group_counts, slicing_groups
 
 GROUPS = ("a", "b", "c")
 PERMUTATIONS = np.array(
@@ -151,8 +151,8 @@ def _selection_rate_spread(posterior: np.ndarray, frame: pl.DataFrame, h: Any) -
     """The point selection rate per group and the bootstrap standard deviation of it (400 replicates)."""
     policy = weighted_policy(h, n_bootstrap=400)
     cube = build_cube(expand(posterior, frame), policy, exact_auc=False)
-    _, index = _group_index(cube, ("grp",))
-    point, boot = _counts(cube, index, 3, 400, slicing_seed(0, ("grp",)), ("grp",))
+    _, index = slicing_groups(cube, ("grp",))
+    point, boot = bootstrap_group_counts(cube, index, 3, 400, slicing_seed(0, ("grp",)), ("grp",))
     metric = SelectionRate()
     return metric.compute(point), metric.compute(boot).std(axis=0)
 

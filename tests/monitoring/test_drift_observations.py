@@ -15,7 +15,7 @@ from drift_sim import SIM
 
 import fairgate
 from fairgate.engine.bootstrap import slicing_seed
-from fairgate.engine.slicing import _counts, _group_index
+from fairgate.engine.slicing import bootstrap_group_counts, slicing_groups
 from fairgate.monitoring.drift import (
     DriftRule,
     Observation,
@@ -99,8 +99,10 @@ def test_standard_error_equals_the_cube_bootstrap(monitor: object) -> None:
     for slicing in [("race",), ("race", "sex")]:
         sides = []
         for cube, seed in ((night_cube, 1), (base_cube, 2)):
-            groups, index = _group_index(cube, slicing)
-            point, boot = _counts(cube, index, groups.height, replicates, slicing_seed(seed, slicing), slicing)
+            groups, index = slicing_groups(cube, slicing)
+            point, boot = bootstrap_group_counts(
+                cube, index, groups.height, replicates, slicing_seed(seed, slicing), slicing
+            )
             labels = [", ".join(str(v) for v in row[1:]) for row in groups.iter_rows()]
             sides.append((labels, point, boot))
         for o in (o for o in observations if o.slicing == " × ".join(slicing)):

@@ -132,3 +132,33 @@ def test_inputs_and_policy_section_must_come_together(
     _refused(runner, inputs, ["--counterfactual", str(counterfactual)], ["--counterfactual needs --features"])
     inputs.policy.write_text(POLICY_PASSING)
     _refused(runner, inputs, ["--features", str(features)], ["--features needs an individual_fairness section"])
+
+
+@pytest.mark.parametrize(
+    ("check", "threshold", "section", "needs"),
+    [
+        ("consistency", 0.7, "individual_fairness: {features: all numeric, k: 5, min_consistency: 0.7}", "--features"),
+        (
+            "counterfactual_flip_rate",
+            0.05,
+            "individual_fairness: {features: all numeric, k: 5, max_flip_rate: 0.05}",
+            "--features FILE and --counterfactual FILE",
+        ),
+    ],
+)
+def test_a_check_written_as_a_metric_is_refused_with_where_it_goes(
+    inputs: Inputs, runner: InProcessRunner, check: str, threshold: float, section: str, needs: str
+) -> None:
+    """consistency / counterfactual_flip_rate under metrics: exit 2 naming the entry, the section and its YAML."""
+    rule = f"    - {{name: {check}, threshold: {threshold}}}\n"
+    inputs.policy.write_text(POLICY_PASSING.replace("  reporting:", rule + "  reporting:"))
+    expected = [
+        str(inputs.policy),
+        "fairness_checker.metrics.2",
+        f"{check!r} is an individual-fairness check, not a group metric",
+        "configured in the policy's individual_fairness: section, not under metrics:",
+        f"Remove it from metrics and write '{section}'",
+        needs,
+    ]
+    _refused(runner, inputs, [], expected)
+    assert "unknown metric" not in runner.invoke(app, inputs.args()).stderr

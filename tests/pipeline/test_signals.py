@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import Inputs
 
-from flows.audit import _signals_held
+from flows.audit import signals_held
 from tasks.outputs import STALE_STAGING_SECONDS, staging_dir
 
 FLOW_STARTED = "Beginning flow run"
@@ -175,7 +175,7 @@ def test_a_signal_during_the_commit_takes_effect_after_it(signum: int) -> None:
     seen: list[int] = []
     previous = signal.signal(signum, lambda n, _: seen.append(n))
     try:
-        with _signals_held():
+        with signals_held():
             signal.raise_signal(signum)
             committed = not seen  # the handler has not run inside the commit
         assert committed

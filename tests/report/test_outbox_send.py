@@ -23,7 +23,7 @@ from aiosmtpd.controller import Controller
 from prefect.client.orchestration import get_client
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 from report_docgen import synthetic_doc
-from test_report_deliver import Inbox, _free_port
+from test_report_deliver import Inbox, free_port
 
 from fairgate.policy.delivery import DeliveryConfig
 from tasks.deliver import build_message, write_outbox
@@ -87,7 +87,7 @@ def compas_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture
 def smtp_server() -> Any:
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
     controller.start()
     try:
         yield inbox, controller.port
@@ -137,7 +137,7 @@ def test_failed_delivery_is_an_event_and_a_state_then_the_outbox_is_sent(
     compas_inputs: dict[str, Path], smtp_server: tuple[Inbox, int], tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    dead_port = _free_port()  # nothing listens there once the probe socket is closed
+    dead_port = free_port()  # nothing listens there once the probe socket is closed
     result = _audit(compas_inputs, _policy(tmp_path / "dead.yaml", dead_port), out, "1")
     assert result.returncode == 0, result.stderr  # a PASS; the failed e-mail does not change the gate
     assert "Traceback" not in result.stderr
@@ -187,7 +187,7 @@ def test_delivery_required_ends_the_run_failed_and_keeps_the_gate_exit_code(
     compas_inputs: dict[str, Path], tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    result = _audit(compas_inputs, _policy(tmp_path / "p.yaml", _free_port(), required=True), out, "required")
+    result = _audit(compas_inputs, _policy(tmp_path / "p.yaml", free_port(), required=True), out, "required")
     assert result.returncode == 0, result.stderr  # the gate's code (PASS); not 3, not a crash
     run_id = json.loads(next(out.glob("fairness_*.json")).read_text())["run_id"]
     state = _state(_event("fairgate.audit.completed", "required", run_id).payload["flow_run_id"])
@@ -201,7 +201,7 @@ def _kept_message(outbox: Path, delivery: DeliveryConfig) -> Path:
 
 
 def test_a_server_still_down_keeps_the_message_and_exits_1(tmp_path: Path) -> None:
-    policy = _policy(tmp_path / "p.yaml", _free_port())
+    policy = _policy(tmp_path / "p.yaml", free_port())
     out = tmp_path / "out"
     kept = _kept_message(out / "outbox", DeliveryConfig.model_validate({"recipients": ["risk@example.org"]}))
     result = _fairgate("outbox", "send", f"--policy={policy}", f"--out={out}")

@@ -53,7 +53,7 @@ def _authenticator(server: Any, session: Any, envelope: Any, mechanism: str, aut
     return AuthResult(success=ok, handled=False)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -98,7 +98,7 @@ def _server_context(certificate: tuple[Path, Path]) -> ssl.SSLContext:
 @pytest.fixture
 def smtp_server() -> Iterator[tuple[Inbox, int]]:
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
     controller.start()
     try:
         yield inbox, controller.port
@@ -112,7 +112,7 @@ def starttls_server(certificate: tuple[Path, Path]) -> Iterator[tuple[Inbox, int
     controller = Controller(
         inbox,
         hostname="127.0.0.1",
-        port=_free_port(),
+        port=free_port(),
         tls_context=_server_context(certificate),
         require_starttls=True,
         authenticator=_authenticator,
@@ -250,7 +250,7 @@ def test_starttls_refuses_an_untrusted_certificate(
 
 def test_implicit_tls(certificate: tuple[Path, Path], report: Any, tmp_path: Path) -> None:
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port(), ssl_context=_server_context(certificate))
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port(), ssl_context=_server_context(certificate))
     controller.start()
     try:
         doc, paths = report
@@ -266,7 +266,7 @@ def test_implicit_tls(certificate: tuple[Path, Path], report: Any, tmp_path: Pat
 
 def test_unreachable_server_is_retried_then_recorded_as_failed(report: Any, tmp_path: Path) -> None:
     doc, paths = report
-    port = _free_port()  # nothing listens there once the probe socket is closed
+    port = free_port()  # nothing listens there once the probe socket is closed
     trail = tmp_path / "trail.duckdb"
     outcome = deliver_report(
         doc,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 from prefect import flow
-from test_report_deliver import Inbox, _free_port
+from test_report_deliver import Inbox, free_port
 
 import fairgate
 from fairgate.policy.delivery import DeliveryConfig
@@ -54,7 +54,7 @@ def test_publish_report_renders_and_emails(
     compas_doc: dict[str, Any], compas_policy: fairgate.Policy, tmp_path: Path
 ) -> None:
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
     controller.start()
     try:
         policy = _with(

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from fairgate.engine.columns import BIN, PERSON_SQ, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, WEIGHT_SQ
-from fairgate.engine.cube import Cube, _apply_missing, as_lazy, check_cardinality
+from fairgate.engine.cube import Cube, apply_missing_attribute_rules, as_lazy, check_cardinality
 from fairgate.errors import EMPTY_DATA, MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from fairgate.policy.task import MulticlassOptions
@@ -128,7 +128,7 @@ def build_multiclass_cube(
     raw_cells = raw_cells.with_columns(_as_label(raw_cells, _RAW_TRUE), _as_label(raw_cells, _RAW_PRED))
     for raw, name in ((_RAW_TRUE, columns.y_true), (_RAW_PRED, columns.y_pred)):
         _check_classes(raw_cells, raw, name, options.classes, source)
-    raw_cells, excluded = _apply_missing(raw_cells, policy, source)
+    raw_cells, excluded = apply_missing_attribute_rules(raw_cells, policy, source)
     codes = list(range(len(options.classes)))
     cells = (
         raw_cells.with_columns(

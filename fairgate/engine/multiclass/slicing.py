@@ -30,10 +30,10 @@ from fairgate.engine.multiclass.metrics import RATES, effective_fraction, rate
 # The binary engine's interval machinery, so that multiclass summaries get the very same statistics.
 from fairgate.engine.slicing import (
     MetricValues,
-    _family,
-    _interval_obstacle,
-    _summary_bounds,
     candidate_slicings,
+    interval_obstacle,
+    summary_bounds,
+    summary_pair_family,
     within_group_limit,
 )
 from fairgate.engine.stats import PairFamily, wilson_interval, z_value
@@ -263,16 +263,16 @@ def _judged(
     each = np.array([float(summarise(np.where(use, v.value, np.nan))) for v in components.values()])
     value = float(each.max() if kind == "difference" else each.min())  # NaN when any component is NaN
     extremes = _extremes(next(iter(components.values())), groups, use)
-    reason = _interval_obstacle(groups, components, use, policy.statistics.min_events)
+    reason = interval_obstacle(groups, components, use, policy.statistics.min_events)
     if reason is None and not np.isfinite(value):
         reason = f"{metric} is undefined: fewer than 2 judged groups have a value (or the largest is 0)"
     if reason is not None:
         return SummaryValue(_number(value), None, None, reason, *extremes)
-    family = _family(list(components.values()), use, kind)
+    family = summary_pair_family(list(components.values()), use, kind)
     if family is None:
         degenerate = "the bootstrap replicates are degenerate (no spread), so no valid interval exists"
         return SummaryValue(_number(value), None, None, degenerate, *extremes)
-    low, high = _summary_bounds(family, family.critical(policy.reporting.confidence_level), kind, value=value)
+    low, high = summary_bounds(family, family.critical(policy.reporting.confidence_level), kind, value=value)
     return SummaryValue(_number(value), low, high, None, *extremes, family)
 
 

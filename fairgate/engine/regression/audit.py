@@ -31,7 +31,7 @@ from fairgate.engine.adjudicate import (
     with_context,
     without_binary_extras,
 )
-from fairgate.engine.cube import _apply_missing, as_lazy, check_cardinality
+from fairgate.engine.cube import apply_missing_attribute_rules, as_lazy, check_cardinality
 from fairgate.engine.regression.catalogue import distance_of
 from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, ROWS, WEIGHT, WEIGHT_SQ
 from fairgate.engine.regression.cube import RegressionCube, build_regression_cube
@@ -120,7 +120,8 @@ def count_regression(rows: Any, policy: Policy, *, source: str = "the aligned ro
             raise DataError(MISSING_COLUMN.format(column=name, source=source, present=present, fix=fix))
     check_cardinality(lazy, policy, source)
     counts = lazy.group_by(attributes).agg(pl.len().cast(pl.Int64).alias(ROWS)).collect()
-    _, excluded = _apply_missing(counts, policy, source)  # validates declared values; counts the excluded
+    # Validates the declared values and counts the excluded rows.
+    _, excluded = apply_missing_attribute_rules(counts, policy, source)
     kept = lazy.with_columns(pl.col(a).cast(pl.String) for a in attributes)
     for attribute in policy.sensitive_attributes:
         if attribute.missing == "unknown":
