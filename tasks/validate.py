@@ -132,6 +132,10 @@ def validate_inputs(
         ]
         result = _validate_frame("predictions_scores", scores, expectations, "COMPLETE")
         _collect(validation, staged, "predictions", result, counts=None, frame=scores, column=cols.score)
+    if staged.weight_role in roles:  # every task's weights; that module imports this one, hence here
+        from tasks.validate_numbers import validate_weights
+
+        validate_weights(staged, validation)
 
     # (input, suite name, column, allowed values, required): suites keep the contract's names (y_true, y_pred).
     bounded: list[tuple[str, str, str, list[str] | None, bool]] = []
