@@ -24,8 +24,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from fairlearn.metrics import MetricFrame
-from pipeline_helpers import COMPAS_CSV, InProcessRunner, Inputs, assert_refused
+from fairlearn.metrics import MetricFrame, selection_rate
+from pipeline_helpers import COMPAS_CSV, InProcessRunner, Inputs, assert_refused, split_compas
 from scipy import stats
 from sklearn.metrics import (
     accuracy_score,
@@ -510,3 +510,52 @@ def test_weights_in_the_attributes_input_need_an_attributes_row_for_every_audite
         inputs,
         before,
     )
+
+
+# ------------------------------------------------------------------------------- binary audits share the staging
+BINARY_POLICY = """\
+fairness_checker:
+  sensitive_attributes:
+    - {name: race, values: [African-American, Caucasian, Hispanic, Other, Asian, Native American],
+       reference_group: Caucasian}
+    - {name: sex, values: [Male, Female], reference_group: Male}
+  metrics:
+    - {name: demographic_parity_difference, threshold: 0.1}
+    - {name: equal_opportunity_difference, threshold: 0.1}
+  reporting: {format: [json]}
+  columns: {y_true: two_year_recid, weight: w}
+  statistics: {n_bootstrap: 100}
+  execution: {streaming: STREAMING}
+"""
+
+
+@pytest.mark.parametrize("streaming", ["never", "always"])
+def test_binary_weights_are_staged_too_in_memory_and_streaming(
+    streaming: str, tmp_path: Path, runner: InProcessRunner, prefect_server: str
+) -> None:
+    """The same staging serves binary audits: the weights reach the cube on both paths (Fairlearn, weighted)."""
+    files = split_compas(tmp_path / "parquet", suffix="parquet")
+    frames = {role: _sql(f"select * from '{path}' order by id") for role, path in files.items()}
+    frames["predictions"]["w"] = _real_weights(frames["predictions"], frames)
+    paths = {role: _write(frame, tmp_path / f"{role}.csv") for role, frame in frames.items()}
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(BINARY_POLICY.replace("STREAMING", streaming))
+    inputs = Inputs(tmp_path, paths["predictions"], paths["labels"], paths["attributes"], policy)
+    document = _audit(runner, inputs)
+    assert document["execution"]["path"] == ("streaming" if streaming == "always" else "in_memory")
+    rows = _rows(inputs)
+    params = {name: {"sample_weight": rows["w"]} for name in ("selection_rate", "true_positive_rate")}
+    metrics = {"selection_rate": selection_rate, "true_positive_rate": recall_score}
+    for slicing in (["race"], ["sex"]):
+        _assert_weighted_record(document, rows, slicing)
+        frame = MetricFrame(
+            metrics=metrics,
+            y_true=rows["two_year_recid"],
+            y_pred=rows["y_pred"],
+            sensitive_features=rows[slicing],
+            sample_params=params,
+        )
+        for group in _groups(document, slicing):
+            expected = frame.by_group.loc[_key(group, slicing)]
+            for name in metrics:
+                _close(group["metrics"][name]["value"], float(expected[name]), (group["group"], name))
