@@ -142,6 +142,9 @@ def test_whole_weights_equal_repeating_the_rows(kind: str) -> None:
     values = group_values(by_repeat)
     assert len(values) > 50
     assert_same(group_values(by_weight), values)
+    # The judged values too (multiclass: the adverse decision's rules from its binary cube; regression: KS).
+    judged = {(r["metric"], tuple(r["slicing"])): r["value"] for r in by_repeat["results"]}
+    assert_same({(r["metric"], tuple(r["slicing"])): r["value"] for r in by_weight["results"]}, judged)
 
 
 def _judged(document: dict[str, Any]) -> list[tuple[Any, ...]]:
