@@ -9,8 +9,10 @@ weight may live is staged, joined and carried into the kind's engine. Checked:
   weighted one within the stated bound), and a weighted pandas row implementation (ranking); ``weighted`` is
   true and group sizes are Kish's effective sizes;
 - integer weights give the same per-group values as repeating the rows (ranking: whole lists) that many times;
-- a negative, NaN or text weight, and a weight column no input has, exit 2 with a message naming the file, the
-  column, the count and an example, and nothing written.
+- a negative, NaN or text weight, a weight column no input has, and a weight missing for an audited person
+  (weights in the attributes input) exit 2 with a message naming the file, the column, the count and an
+  example, and nothing written;
+- binary audits share the staging: their weights reach the cube in memory and on the streaming path.
 """
 
 from __future__ import annotations
