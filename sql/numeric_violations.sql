@@ -1,7 +1,8 @@
--- numeric_violations: one row per row of a staged input whose label or prediction column is not a finite
--- number (missing, text that is not a number, NaN or infinite), at most $max_rows rows; violating_rows counts
--- them all and kind_rows those of the row's kind. Regression validation runs its expectations on this table:
--- rows left out are finite numbers by construction.
+-- numeric_violations: one row per row of a staged input whose column is not a finite number (missing, text that
+-- is not a number, NaN or infinite) or lies below the caller's bound ({{ below }}: "value < 0.0" for weights,
+-- "false" without a bound), at most $max_rows rows; violating_rows counts them all and kind_rows those of the
+-- row's kind. Regression labels and predictions and every audit's weights are validated on this table: rows
+-- left out are acceptable numbers by construction.
 with source as (
 
     select
@@ -20,10 +21,11 @@ violations as (
             when raw_value is null then 'missing'
             when value is null then 'not a number'
             when isnan(value) then 'NaN'
-            else 'infinite'
+            when isinf(value) then 'infinite'
+            else 'negative'
         end as kind
     from source
-    where raw_value is null or value is null or isnan(value) or isinf(value)
+    where raw_value is null or value is null or isnan(value) or isinf(value) or {{ below }}
 
 ),
 

@@ -41,6 +41,9 @@ class Staged:
     has_y_pred: bool
     # task: ranking: the predictions' list id and rank columns, carried from staging to the aligned rows.
     ranking_columns: list[str] = field(default_factory=list)
+    # The input holding the policy's weight column (columns.weight): carried from its staging view to the aligned
+    # rows. None without one, or when a proxy section writes the weights after alignment.
+    weight_role: str | None = None
     row_counts: dict[str, int] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
     # Models named in the predictions input (optional columns model_name, model_version, timestamp).
@@ -161,7 +164,59 @@ def _checked_columns(
         has_score=has_score,
         has_y_pred=has_y_pred,
         ranking_columns=ranking_columns,
+        weight_role=_weight_role(policy, sources, present),
     )
+
+
+# Where a weight column is looked for, in order: the first input that has it holds the weights.
+WEIGHT_ROLES = ("predictions", "labels", "attributes")
+
+
+def _weight_role(policy: Policy, sources: dict[str, Source], present: dict[str, list[str]]) -> str | None:
+    """The input holding ``columns.weight``: the predictions', else the labels', else the attributes'.
+
+    Refused (exit 2) when the name is one the audit already reads as something else, or when no input has it,
+    unless a proxy section writes it after alignment (P(group | ...) per row, or 1 for a most-likely group).
+    """
+    cols, weight = policy.columns, policy.columns.weight
+    if weight is None:
+        return None
+    taken = {cols.id: "columns.id", cols.y_true: "columns.y_true", cols.y_pred: "columns.y_pred"}
+    taken |= {cols.score: "columns.score"} | {name: "a sensitive attribute" for name in policy.attribute_names}
+    if policy.task == "ranking":
+        taken |= {cols.list_id: "columns.list_id", cols.rank: "columns.rank"}
+    if weight in taken:
+        raise DataError(
+            f"columns.weight names {weight!r}, which the policy also reads as {taken[weight]}; a weight column "
+            "holds only the rows' weights: name that column in columns.weight"
+        )
+    for role in WEIGHT_ROLES:
+        if weight in present[role]:
+            return role
+    if policy.proxy is not None:
+        return None  # the proxy adds it
+    listed = "; ".join(f"{sources[r].label}: {present[r]}" for r in WEIGHT_ROLES)
+    raise DataError(
+        f"columns.weight names {weight!r}, but no input has that column (columns present: {listed}). Add the "
+        "weights to the predictions, labels or attributes input, or set columns.weight to their column's name "
+        "(remove it for an unweighted audit)"
+    )
+
+
+def _weight_column(staged: Staged, role: str, prefix: str = "") -> str:
+    """The weight column as a fragment continuing a select list of ``role``'s rows (empty for another role)."""
+    weight = staged.policy.columns.weight
+    if weight is None or staged.weight_role != role:
+        return ""
+    return f",\n        {prefix}{quote_identifier(weight)}"
+
+
+def _weight_value(staged: Staged) -> str:
+    """The weight column cast to double (validated finite and >= 0 before), continuing a select list."""
+    if staged.weight_role is None:
+        return ""
+    weight = quote_identifier(str(staged.policy.columns.weight))
+    return f",\n        cast({weight} as double) as {weight}"
 
 
 def _ranking_columns(staged: Staged, prefix: str = "") -> str:
@@ -182,13 +237,21 @@ def _create_staging_views(staged: Staged) -> None:
         y_pred_value=y_pred if staged.has_y_pred else "null",
         y_pred_column=y_pred,
         ranking_columns=_ranking_columns(staged),
+        weight_column=_weight_column(staged, "predictions"),
     )
     attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in staged.attributes]
     attribute_list += [quote_identifier(c) for c in staged.passthrough]
     views = {
         "stg_predictions": predictions,
-        "stg_labels": render_sql("stg_labels", id_column=id_q, y_true_column=y_true),
-        "stg_attributes": render_sql("stg_attributes", id_column=id_q, attribute_columns=_columns(attribute_list)),
+        "stg_labels": render_sql(
+            "stg_labels", id_column=id_q, y_true_column=y_true, weight_column=_weight_column(staged, "labels")
+        ),
+        "stg_attributes": render_sql(
+            "stg_attributes",
+            id_column=id_q,
+            attribute_columns=_columns(attribute_list),
+            weight_column=_weight_column(staged, "attributes"),
+        ),
     }
     for name, sql in views.items():
         _create_view(staged.con, name, sql)
@@ -207,12 +270,28 @@ def align_inputs(staged: Staged) -> Aligned:
     table = _apply_missing_rules(staged, matched, report)
     report["aligned_rows"] = table.num_rows
     report["excluded_for_missing_attributes"] = report["matched"] - table.num_rows
+    _check_weights_joined(staged, table)
     if table.num_rows == 0:
         raise DataError(
             f"no rows are left after leaving out people with missing attribute values ({staged.attributes}); "
             "set missing: unknown on those attributes in the policy to audit them as their own group"
         )
     return Aligned(table=table, join_report=report, group_sizes=_group_sizes(staged, table))
+
+
+def _check_weights_joined(staged: Staged, table: pa.Table) -> None:
+    """Weights read from the attributes input: a person audited without an attributes row (``missing: unknown``)
+    has no weight, which is refused (exit 2) rather than guessed."""
+    weight = staged.policy.columns.weight
+    if staged.weight_role != "attributes" or weight is None:
+        return
+    unweighted = table.column(weight).null_count
+    if unweighted:
+        raise DataError(
+            f"{unweighted} audited row(s) have no row in {staged.sources['attributes'].label}, which holds the "
+            f"weight column {weight!r}, so their weight is unknown; add their attribute rows with a weight, or "
+            "give the weights in the predictions input"
+        )
 
 
 def _matched_rows(staged: Staged) -> pa.Table:
@@ -247,6 +326,7 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
         "joined",
         attribute_columns=_columns(f"attributes.{c}" for c in columns),
         ranking_columns=_ranking_columns(staged, "predictions."),
+        weight_column=_weight_column(staged, staged.weight_role or "", f"{staged.weight_role}."),
         **names,
     )
     _create_view(con, "joined", joined_sql)
@@ -260,6 +340,7 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
         else names["y_pred_column"],
         y_pred_fallback=f"cast({names['score_column']} >= $decision_threshold as tinyint)" if binary else "null",
         ranking_columns=_ranking_columns(staged),
+        weight_value=_weight_value(staged),
         **names,
     )
     return matched_sql, ({"decision_threshold": cols.decision_threshold} if binary else {})

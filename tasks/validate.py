@@ -7,6 +7,8 @@ How it stays fast at 10M rows (README, "Validation at scale"): GE never sees a d
 * Set-membership expectations (labels and predictions binary, attribute values declared by the policy) run on
   the column's *value counts*, computed by DuckDB (``sql/value_counts.sql``): a few rows per column whatever the
   row count. GE judges each distinct value; the row count of a failing value comes from its ``n``.
+* Finite-number columns (every task's weight column, finite and >= 0; regression labels and predictions) run on
+  the rows DuckDB finds violating (``sql/numeric_violations.sql``), with exact totals per kind of violation.
 * Group sizes are checked on ``sql/group_sizes.sql`` with severity ``warning``: a small group is reported as
   insufficient (left out of the judgement, DESIGN.md), it does not stop the audit.
 
@@ -89,6 +91,8 @@ def validate_inputs(
         ]
         result = run_suite("predictions_scores", scores, expectations, "COMPLETE")
         _collect(validation, staged, "predictions", result, counts=None, frame=scores, column=cols.score)
+    if staged.weight_role in roles:  # every task's weights, with one message
+        validate_weights(staged, validation)
 
     # (input, suite name, column, allowed values, required): suites keep the contract's names (y_true, y_pred).
     bounded: list[tuple[str, str, str, list[str] | None, bool]] = []
@@ -114,6 +118,99 @@ def validate_inputs(
         result = run_suite(f"{role}_{suite_name(suite)}_values", counts, expectations, "COMPLETE")
         _collect(validation, staged, role, result, counts=counts, column=column)
     return validation
+
+
+# Columns that must hold finite numbers: regression labels and predictions (tasks/validate_regression.py) and the
+# weight column of every kind of audit (``columns.weight``: finite and >= 0). GE judges the rows DuckDB finds that
+# are not acceptable numbers (``sql/numeric_violations.sql``: one scan, at most _MAX_VIOLATIONS rows handed over,
+# with exact totals): a missing value, text that is not a number, NaN, infinity and (with a lower bound, as for
+# weights) a value below it each fail an expectation (not null; between the bound and the largest finite double).
+_LARGEST = 1.7976931348623157e308  # the largest finite double: "between -it and it" means finite
+
+NOT_FINITE = (
+    "column {column!r}{meaning} in {source} must hold {what} in every row; {count} row(s) do not ({detail}; "
+    "e.g. {example!r}). {fix}"
+)
+_FIXES = {
+    "missing": "fill in the missing values or drop those rows",
+    "not a number": "write plain numbers (a decimal point, no units or thousands separators)",
+    "NaN": "replace NaN by a value or drop those rows",
+    "infinite": "replace the infinite values or drop those rows",
+    "negative": "a weight says how much a row counts (0 leaves it out): replace the negative weights",
+}
+
+
+def validate_weights(staged: Staged, validation: Validation) -> None:
+    """Expect the policy's weight column (in the input holding it) finite and >= 0; raise DataError if not.
+
+    Every kind of audit runs this check (in :func:`validate_inputs`), so binary, multiclass, regression and
+    ranking weights are refused with the same message.
+    """
+    role, weight = staged.weight_role, staged.policy.columns.weight
+    if role is None or weight is None:
+        return
+    expect_finite_numbers(staged, validation, role, "weight", weight, minimum=0.0)
+
+
+def expect_finite_numbers(
+    staged: Staged, validation: Validation, role: str, suite: str, column: str, *, minimum: float | None = None
+) -> None:
+    """Expect ``column`` of the staged input ``role`` to hold a finite number (>= ``minimum``) in every row.
+
+    Each expectation's outcome goes into ``validation``; the first failing column raises a DataError with the
+    rows of every kind of violation and their fixes.
+    """
+    gx = load_great_expectations()
+    # The bound is fixed by the caller (0 for weights), never a value from the policy or the data.
+    below = "false" if minimum is None else f"value < {float(minimum)!r}"
+    sql = render_sql("numeric_violations", column=quote_identifier(column), relation=f"stg_{role}", below=below)
+    found = violation_sample(staged, sql)
+    expectations = [
+        gx.expectations.ExpectColumnValuesToNotBeNull(column="value"),
+        gx.expectations.ExpectColumnValuesToBeBetween(
+            column="value", min_value=-_LARGEST if minimum is None else minimum, max_value=_LARGEST
+        ),
+    ]
+    result = run_suite(f"{role}_{suite_name(suite)}_finite", found, expectations, "COMPLETE")
+    _collect_numbers(validation, staged, role, column, found, result, minimum, suite)
+
+
+def _collect_numbers(
+    validation: Validation,
+    staged: Staged,
+    role: str,
+    column: str,
+    found: pd.DataFrame,
+    result: Any,
+    minimum: float | None,
+    suite: str,
+) -> None:
+    """Record each expectation; on failure raise a DataError with the rows of every kind and the fixes."""
+    validation.ge_results.append(result.to_json_dict())
+    source = staged.sources[role].label
+    unexpected = int(found["violating_rows"].iloc[0]) if len(found) else 0
+    example = plain_value(found["raw_value"].iloc[0]) if len(found) else None
+    for outcome in result.results:
+        validation.checks.append(critical_check(source, column, outcome, unexpected, example))
+    if all(outcome.success for outcome in result.results):
+        return
+    kinds = found.drop_duplicates("kind").sort_values(["kind_rows", "kind"], ascending=[False, True])
+    detail = ", ".join(f"{int(row.kind_rows)} {row.kind}" for row in kinds.itertuples())
+    shown = found["raw_value"].dropna()  # an example that is there to see, when there is one
+    example = shown.iloc[0] if len(shown) else None
+    fixes = "; ".join(_FIXES[str(kind)] for kind in kinds["kind"])
+    raise DataError(
+        NOT_FINITE.format(
+            column=column,
+            meaning=" (weights)" if suite == "weight" else "",
+            source=source,
+            what="a finite number" if minimum is None else f"a finite number >= {minimum:g}",
+            count=int(found["violating_rows"].iloc[0]),
+            detail=detail,
+            example="(empty)" if example is None else plain_value(example),
+            fix=fixes[0].upper() + fixes[1:] + ".",
+        )
+    )
 
 
 @task(name="validate aligned", cache_policy=NO_CACHE)

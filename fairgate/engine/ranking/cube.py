@@ -203,13 +203,17 @@ def _cube(rows: pl.LazyFrame, attributes: tuple[str, ...], options: RankingOptio
     as_strings = [pl.col(a).cast(pl.String) for a in attributes]
     cells_frame, positions_frame = cells_frame.with_columns(as_strings), positions_frame.with_columns(as_strings)
     lists = cells_frame.group_by(BUCKET).agg(pl.col(LISTS).sum()).sort(BUCKET)
+    # Weighted means some weight differs from 1 (as for every other kind): a column of ones is the plain audit.
+    ones = cells_frame[WEIGHT].equals(cells_frame[ROWS].cast(pl.Float64)) and cells_frame[WEIGHT_SQ].equals(
+        cells_frame[WEIGHT]
+    )
     return RankingCube(
         cells_frame.drop(LISTS).sort([*keys, BUCKET]),
         positions_frame.sort([*keys, POSITION]),
         lists,
         attributes,
         options,
-        weighted,
+        weighted and not ones,
     )
 
 
