@@ -99,6 +99,13 @@ KIND_PAGES: dict[str, str] = {
 }
 
 
+KIND_WEIGHTED_NOTE = (
+    "This audit is weighted (policy columns.weight): every rate, mean, share and exposure below weighs each row by "
+    "its weight; counts and confusion-matrix cells are weighted sums, and a group's n is its Kish effective size "
+    "(sum of weights squared over the sum of squared weights), so cells need not add up to n."
+)
+
+
 def _kind_view(document: AuditDocument, min_cell_size: int, use_case: str | None) -> ReportView:
     """The common frame of a non-binary report around the kind's own pages.
 
@@ -149,6 +156,7 @@ def _kind_view(document: AuditDocument, min_cell_size: int, use_case: str | None
         trend=trend_view(document.trend),
         task=document.task,
         kind_pages=pages,
+        kind_weighted_note=KIND_WEIGHTED_NOTE if document.weighted else "",
     )
 
 

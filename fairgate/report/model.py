@@ -355,5 +355,7 @@ class ReportView:
     # model (fairgate/report/<kind>.py) and shown by reports/partials/<kind>.html.j2.
     task: str = "binary"
     kind_pages: Any = None
+    # Said above a non-binary kind's pages when rows carry weights: their counts are weighted sums, n is Kish's.
+    kind_weighted_note: str = ""
     # Consistency and counterfactual flips (a features input); None without (fairgate.report.individual).
     individual: IndividualView | None = None

@@ -91,3 +91,15 @@ def test_suppressed_json_hides_the_regression_block_of_small_groups(document: di
     assert all(d["ks_distance"] is None and d["suppressed"] for d in gone)
     full = published_document(document, 40, "full")["regression"]
     assert not any(g.get("suppressed") for g in full["groups"])
+
+
+def test_a_weighted_audit_says_so_above_its_pages(document: dict[str, Any]) -> None:
+    """Under weights the counts are weighted sums and n is Kish's: the kind's pages must say so, as binary ones do."""
+    from fairgate.report.build import KIND_WEIGHTED_NOTE, build_view
+    from tasks.report import render_html
+
+    assert build_view(document).kind_weighted_note == ""
+    assert "weighted sums" not in render_html(build_view(document))
+    weighted = build_view({**document, "weighted": True})
+    assert weighted.kind_weighted_note == KIND_WEIGHTED_NOTE
+    assert "Kish effective size" in render_html(weighted)
