@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from peer_runs import peak_gb
 
 from fairgate.engine.individual import disagreements
 from fairgate.engine.individual.neighbours import AIF360Neighbours
@@ -164,7 +165,10 @@ def main() -> None:
         distinct_rows = np.unique(x, axis=0).shape[0]
         repeats = 1 if rows >= 10**6 else args.repeats  # one run at a million rows and more: the machine is shared
         wall, cpu, value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), repeats)
-        print(f"rows={rows} distinct={distinct_rows} fairgate_wall={wall:.3f} fairgate_cpu={cpu:.3f} value={value:.6f}")
+        print(
+            f"rows={rows} distinct={distinct_rows} fairgate_wall={wall:.3f} fairgate_cpu={cpu:.3f} value={value:.6f} "
+            f"peak_gb={peak_gb():.2f}"  # the process's peak so far: the largest size's, sizes ascending
+        )
         if measured_aif:
             a, b = power_law(measured_aif, aif_seconds)
             estimate = a * rows**b
