@@ -50,7 +50,8 @@ def check_written_as_metric(name: str, threshold: float) -> str:
         f"{name!r} is an individual-fairness check, not a group metric: it is configured in the policy's "
         f"individual_fairness: section, not under metrics:. Remove it from metrics and write "
         f"'{section_example(name, threshold)}' (features: a list of columns, or all numeric), then audit with "
-        f'{inputs} (README, "Individual fairness")'
+        f'{inputs} (README, "Individual fairness"); these checks judge binary decisions, so they are refused in '
+        "multiclass, regression and ranking audits"
     )
 
 

@@ -157,6 +157,7 @@ def test_a_check_written_as_a_metric_says_where_it_goes(check: str, threshold: f
     assert "fairness_checker.metrics.0" in message
     assert f"{check!r} is an individual-fairness check, not a group metric" in message
     assert "unknown metric" not in message
+    assert "refused in multiclass, regression and ranking audits" in message  # so no one writes it there in vain
     # The section it shows, with the rule's threshold, is one the policy accepts and judges the check with.
     shown = re.search(r"'(individual_fairness: \{.*?\})'", message)
     assert shown is not None, message
