@@ -283,14 +283,33 @@ def _check_weights_joined(staged: Staged, table: pa.Table) -> None:
     """Weights read from the attributes input: a person audited without an attributes row (``missing: unknown``)
     has no weight, which is refused (exit 2) rather than guessed."""
     weight = staged.policy.columns.weight
+    if staged.weight_role == "attributes" and weight is not None:
+        refuse_unweighted_rows(staged, table.column(weight).null_count)
+
+
+def check_streamed_weights_joined(staged: Staged, relation: str) -> None:
+    """The streaming path's :func:`_check_weights_joined`, counted in DuckDB over the matched rows it keeps."""
+    weight = staged.policy.columns.weight
     if staged.weight_role != "attributes" or weight is None:
         return
-    unweighted = table.column(weight).null_count
+    excluded_when_missing = [a.name for a in staged.policy.sensitive_attributes if a.missing == "exclude"]
+    sql = render_sql(
+        "unweighted_rows",
+        relation=relation,
+        weight_column=quote_identifier(weight),
+        kept_rows="".join(f"\n        and {quote_identifier(a)} is not null" for a in excluded_when_missing),
+    )
+    (unweighted,) = staged.con.execute(sql).fetchall()[0]
+    refuse_unweighted_rows(staged, int(unweighted))
+
+
+def refuse_unweighted_rows(staged: Staged, unweighted: int) -> None:
+    """Exit 2 when ``unweighted`` audited rows have no row in the attributes input, which holds the weights."""
     if unweighted:
         raise DataError(
             f"{unweighted} audited row(s) have no row in {staged.sources['attributes'].label}, which holds the "
-            f"weight column {weight!r}, so their weight is unknown; add their attribute rows with a weight, or "
-            "give the weights in the predictions input"
+            f"weight column {staged.policy.columns.weight!r}, so their weight is unknown; add their attribute "
+            "rows with a weight, or give the weights in the predictions input"
         )
 
 

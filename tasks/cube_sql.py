@@ -32,6 +32,7 @@ from fairgate.policy.core import Policy
 from tasks.align import (
     Aligned,
     Staged,
+    check_streamed_weights_joined,
     id_buckets,
     join_report,
     matched_relation,
@@ -248,6 +249,7 @@ def stream_cube(staged: Staged) -> tuple[Aligned, Cube]:
     relation = matched_relation(staged)
     report = join_report(staged)
     histogram = wants_histogram(policy, report["matched"])
+    check_streamed_weights_joined(staged, relation)
     try:
         cube = cube_from_relation(
             staged.con, relation, policy, score_histogram=histogram, source=staged.sources["attributes"].label

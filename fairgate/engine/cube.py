@@ -259,6 +259,7 @@ def cube_from_raw_cells(raw_cells: pl.DataFrame, policy: Policy, *, source: str,
     check_cardinality(raw_cells, policy, source)
     _check_cells(raw_cells, policy, source, has_scores)
     raw_cells, excluded = apply_missing_attribute_rules(raw_cells, policy, source)
+    _check_weights(raw_cells, policy, source)
     attributes = tuple(policy.attribute_names)
     cells = (
         raw_cells.lazy()
@@ -495,7 +496,7 @@ def check_cardinality(data: Any, policy: Policy, source: str) -> None:
 
 
 def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: bool) -> None:
-    """Refuse non-binary labels or predictions, bad scores and bad weights, naming an example and a count."""
+    """Refuse non-binary labels or predictions and bad scores, naming an example and a count."""
     columns = policy.columns
     for raw, name in ((_RAW_TRUE, columns.y_true), (_RAW_PRED, columns.y_pred if columns.y_pred else "")):
         values = cells[raw]
@@ -520,9 +521,14 @@ def _check_cells(cells: pl.DataFrame, policy: Policy, source: str, has_scores: b
                 count=int(bad_cells[_BAD_SCORES].sum()),
             )
         )
-    if columns.weight and int(cells[_BAD_WEIGHTS].sum()):
+
+
+def _check_weights(cells: pl.DataFrame, policy: Policy, source: str) -> None:
+    """Refuse bad weights among the rows the audit keeps (a row left out for a missing attribute needs none)."""
+    weight = policy.columns.weight
+    if weight and int(cells[_BAD_WEIGHTS].sum()):
         raise DataError(
-            f"column {columns.weight!r} in {source} must hold finite, non-negative weights; "
+            f"column {weight!r} in {source} must hold finite, non-negative weights; "
             f"{int(cells[_BAD_WEIGHTS].sum())} row(s) do not"
         )
 

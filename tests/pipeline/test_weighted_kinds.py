@@ -565,3 +565,35 @@ def _assert_weighted_metric_frame(
                     _close(group["metrics"][name]["value"], float(expected[name]), (group["group"], name))
             checked += 1
     return checked
+
+
+@pytest.mark.parametrize("streaming", ["never", "always"])
+def test_weights_in_the_attributes_need_every_kept_persons_row_on_both_paths(
+    streaming: str, tmp_path: Path, runner: InProcessRunner, prefect_server: str
+) -> None:
+    """People kept as the unknown group without an attributes row have no weight: the same refusal on both paths.
+
+    Under ``missing: exclude`` (sex) the same people are left out instead, so nothing is refused for them.
+    """
+    files = split_compas(tmp_path / "parquet", suffix="parquet")
+    frames = {role: _sql(f"select * from '{path}' order by id") for role, path in files.items()}
+    frames["attributes"]["w"] = _real_weights(frames["attributes"], frames)
+    frames["attributes"] = frames["attributes"].iloc[4:]  # four audited people lose their attributes row
+    paths = {role: _write(frame, tmp_path / f"{role}.csv") for role, frame in frames.items()}
+    inputs = Inputs(tmp_path, paths["predictions"], paths["labels"], paths["attributes"], tmp_path / "policy.yaml")
+    kept = BINARY_POLICY.replace("STREAMING", streaming).replace(
+        "reference_group: Caucasian}", "reference_group: Caucasian, missing: unknown}"
+    )
+    inputs.policy.write_text(kept.replace("reference_group: Male}", "reference_group: Male, missing: unknown}"))
+    before = sorted(p.name for p in inputs.folder.iterdir())
+    assert_refused(
+        runner.invoke(app, inputs.args("--quiet")),
+        ["4 audited row(s) have no row in", inputs.attributes.name, "weight column 'w'"],
+        inputs,
+        before,
+    )
+    inputs.policy.write_text(kept)  # sex missing: exclude leaves those four people out: no weight is needed
+    document = _audit(runner, inputs)
+    assert document["execution"]["path"] == ("streaming" if streaming == "always" else "in_memory")
+    assert document["weighted"] is True
+    assert document["n_rows"] == len(frames["predictions"]) - 4  # the four left out
