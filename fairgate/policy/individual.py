@@ -93,7 +93,6 @@ class IndividualFairness(BaseModel):
     scaling: Scaling = "none"
     min_consistency: float | None = Field(default=None, ge=0.0, le=1.0)
     max_flip_rate: float | None = Field(default=None, ge=0.0, lt=1.0)
-    # Strict: 1.5e5 or "100000" is refused rather than silently read as a count of people.
     sample_people: StrictInt | None = Field(default=None, ge=MIN_SAMPLE_PEOPLE)
     seed: StrictInt = 0
 
@@ -115,6 +114,17 @@ class IndividualFairness(BaseModel):
             dumped.pop("sample_people", None)
             dumped.pop("seed", None)
         return dumped
+
+    @field_validator("sample_people", mode="before")
+    @classmethod
+    def _whole_people(cls, value: object) -> object:
+        # bool is an int to Python; 1.5e5 or "100000" would be read as a count silently: all refused here.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < MIN_SAMPLE_PEOPLE):
+            raise ValueError(
+                f"sample_people must be a whole number of people, at least {MIN_SAMPLE_PEOPLE:,} (got {value!r}): "
+                f"write e.g. sample_people: 100000, or leave the key out to query everyone (AIF360's exact value)"
+            )
+        return value
 
     def rules(self) -> dict[str, tuple[float, Direction]]:
         """The judged checks: name -> (threshold, direction)."""
