@@ -56,6 +56,8 @@ def individual_view(
         flip_directions=None if flips is None else _directions(flips.to_favorable, flips.to_unfavorable),
         flip_rows=[] if flips is None else [_flip_row(g, suppression) for g in flips.groups],
         meaning=_meaning(flips is not None),
+        scope="over everyone" if consistency.sampled is None else "estimated over everyone",
+        too_few="too few people" if consistency.sampled is None else "too few sampled people",
     )
 
 
