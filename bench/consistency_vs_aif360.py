@@ -16,6 +16,10 @@ It then times, median of --repeats:
 3. AIF360 ``BinaryLabelDatasetMetric.consistency`` (the same search, then a Python loop over the people), at
    sizes up to --loop-max.
 
+With ``--sample N`` the --big sizes are run as ``individual_fairness.sample_people: N`` runs them: a seeded simple
+random sample of N people is queried (their neighbours searched among everyone) and the estimate is printed with
+its 95% interval, which covers the sampling error (the compared sizes stay exact).
+
 Every run checks that the values agree to 1e-9. AIF360 is timed at the sizes up to --aif360-max; beyond, its time
 is extrapolated from a power law fitted to its measured sizes (printed as such, never as a measurement). Wall and
 CPU seconds are both printed: on a shared machine the CPU time is the steadier measure of the work. ``ball_tree``
@@ -24,6 +28,8 @@ is the share of distinct feature vectors whose k-th and (k+1)-th neighbours tie 
     .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 100000 --big 1000000 10000000 --shape counts
     .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 50000 --big 1000000 --shape gaussian
     .venv/bin/python bench/consistency_vs_aif360.py --sizes 5000 20000 --big 200000 --repeats 1   # quick
+    .venv/bin/python bench/consistency_vs_aif360.py --sizes 10000 50000 --big 1000000 10000000 --shape gaussian \
+        --sample 100000 --repeats 1
 """
 
 from __future__ import annotations
@@ -36,16 +42,19 @@ import time
 import warnings
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 from peer_runs import peak_gb
 
-from fairgate.engine.individual import disagreements
+from fairgate.engine.individual import GroupConsistency, disagreements
+from fairgate.engine.individual.consistency import sample_rows
 from fairgate.engine.individual.neighbours import AIF360Neighbours
+from fairgate.engine.stats import z_value
 
 SHAPES = ("audit", "counts", "gaussian")
+T = TypeVar("T")
 
 
 def generate(rows: int, n_features: int, shape: str, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
@@ -73,19 +82,30 @@ def tied_share(x: np.ndarray, distinct: np.ndarray, k: int) -> float:
     return float(search.ball_tree_queries / distinct.shape[0])
 
 
-def timed(function: Callable[[], float], repeats: int) -> tuple[float, float, float]:
-    """(median wall seconds, median CPU seconds, the value) over ``repeats`` runs."""
-    walls, cpus, value = [], [], math.nan
+def timed(function: Callable[[], T], repeats: int) -> tuple[float, float, T]:
+    """(median wall seconds, median CPU seconds, the last run's value) over ``repeats`` (>= 1) runs."""
+    walls, cpus, values = [], [], []
     for _ in range(repeats):
         wall, cpu = time.perf_counter(), time.process_time()
-        value = function()
+        values.append(function())
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
-    return statistics.median(walls), statistics.median(cpus), value
+    return statistics.median(walls), statistics.median(cpus), values[-1]
 
 
 def fairgate_consistency(x: np.ndarray, y: np.ndarray, k: int, n_jobs: int) -> float:
     return 1.0 - float(disagreements(x, y, k=k, n_jobs=n_jobs).sum()) / (k * y.size)
+
+
+def sampled_consistency(
+    x: np.ndarray, y: np.ndarray, k: int, n_jobs: int, size: int, seed: int = 0
+) -> tuple[float, float, float]:
+    """(estimate, 95% low, 95% high) from a seeded sample of ``size`` people, as the audit computes it."""
+    rows = sample_rows(y.size, size, seed)
+    terms = disagreements(x, y, k=k, n_jobs=n_jobs, rows=rows)
+    measured = GroupConsistency.of(terms, np.zeros(terms.size, dtype=np.int64), 1, k)
+    low, high = measured.interval(z_value(0.95))
+    return float(measured.value[0]), float(low[0]), float(high[0])
 
 
 def aif360_score(x: np.ndarray, y: np.ndarray, k: int) -> float:
@@ -127,6 +147,7 @@ def main() -> None:
     parser.add_argument("--aif360-max", type=int, default=100_000, help="largest size AIF360 is timed at")
     parser.add_argument("--loop-max", type=int, default=100_000, help="largest size of AIF360's dataset metric")
     parser.add_argument("--shape", choices=SHAPES, default="audit", help="the features' shape (see above)")
+    parser.add_argument("--sample", type=int, default=None, help="the --big sizes on a seeded sample of N people")
     args = parser.parse_args()
     print(
         f"{args.features} features shaped '{args.shape}', k = {args.k}, fairgate on {args.n_jobs} threads, "
@@ -162,11 +183,18 @@ def main() -> None:
         print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in line.items()))
     for rows in args.big:
         x, y = generate(rows, args.features, args.shape)
-        distinct_rows = np.unique(x, axis=0).shape[0]
+        # The exact run queries every distinct vector; a sampled run only the sample's (counting them costs a sort).
+        counted = f"distinct={np.unique(x, axis=0).shape[0]} " if args.sample is None else ""
         repeats = 1 if rows >= 10**6 else args.repeats  # one run at a million rows and more: the machine is shared
-        wall, cpu, value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), repeats)
+        if args.sample is None:
+            wall, cpu, value = timed(partial(fairgate_consistency, x, y, args.k, args.n_jobs), repeats)
+            result = f"value={value:.6f}"
+        else:
+            run = partial(sampled_consistency, x, y, args.k, args.n_jobs, args.sample)
+            wall, cpu, (value, low, high) = timed(run, repeats)
+            result = f"sampled={min(args.sample, rows)} estimate={value:.6f} ci95=[{low:.6f}, {high:.6f}]"
         print(
-            f"rows={rows} distinct={distinct_rows} fairgate_wall={wall:.3f} fairgate_cpu={cpu:.3f} value={value:.6f} "
+            f"rows={rows} {counted}fairgate_wall={wall:.3f} fairgate_cpu={cpu:.3f} {result} "
             f"peak_gb={peak_gb():.2f}"  # the process's peak so far: the largest size's, sizes ascending
         )
         if measured_aif:

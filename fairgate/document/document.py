@@ -22,7 +22,8 @@ from fairgate.document.trend import Trend
 # 1.3: the ``mitigation`` block (a failing audit's proposed remedy, policy ``mitigation.auto``)
 # 1.4: ``execution`` (streaming or in-memory path, AUC method); ``error_bound`` of a histogram AUC
 # 1.5: task and per-kind blocks; individual fairness checks
-SCHEMA_VERSION = "1.5"
+# 1.6: individual_fairness.consistency.sampled (consistency estimated from a seeded sample of people)
+SCHEMA_VERSION = "1.6"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "

@@ -1,5 +1,8 @@
 """The individual-fairness checks of the document (schema 1.5): consistency and counterfactual flips per group.
 
+Schema 1.6 adds ``consistency.sampled``: present when consistency was estimated from a seeded random sample of the
+people (policy ``individual_fairness.sample_people``); absent or null when everyone was queried.
+
 They sit in ``individual_fairness`` beside the population's Theil and generalised entropy indices; the judged
 results (``consistency``, ``counterfactual_flip_rate``) are in ``results`` like every other judged metric.
 """
@@ -26,6 +29,14 @@ class GroupConsistency(Part):
     suppressed: bool | None = Field(default=None, description=SUPPRESSED_NOTE)
 
 
+class ConsistencySample(Part):
+    """The seeded simple random sample of people that consistency was estimated from (schema 1.6)."""
+
+    people_sampled: int = Field(ge=1, description="People whose neighbourhoods were searched (among everyone).")
+    people: int = Field(ge=1, description="People audited: the population the estimate is of.")
+    seed: int = Field(description="The seed of numpy's default_rng that drew the sample.")
+
+
 class Consistency(Part):
     """AIF360's consistency of the decisions over the people's features (k nearest neighbours)."""
 
@@ -39,6 +50,11 @@ class Consistency(Part):
     neighbours: str = Field(description="How neighbours are found, and how ties and duplicates fall.")
     interval_method: str
     groups: list[GroupConsistency] = Field(description="Per group of each sensitive attribute.")
+    sampled: ConsistencySample | None = Field(
+        default=None,
+        description="When set, every value, n and interval here is an estimate from this sample of the people "
+        "(n: people sampled); absent or null: everyone, AIF360's exact value (1.6).",
+    )
 
 
 class FlipDirection(Part):

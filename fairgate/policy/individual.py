@@ -12,18 +12,33 @@ every other result (one-sided test with its interval, in the audit's one Holm fa
 ``min_consistency`` (each group's consistency at least this) and ``max_flip_rate`` (each group's counterfactual
 flip rate at most this). Without a threshold a quantity is reported, not judged.
 
+``sample_people: N`` (at least 1,000; absent: everyone) makes consistency an estimate for large audits: with more
+than N people, a simple random sample of N of them (numpy's Generator seeded with ``seed``, default 0) is queried,
+their neighbours still searched among everyone, so each sampled person's term is exact and the sampled mean an
+unbiased estimate of AIF360's value; its interval then also covers the sampling. With N people or fewer, everyone.
+
 >>> s = IndividualFairness.model_validate({"features": ["age", "priors_count"], "min_consistency": 0.8})
 >>> s.k, s.scaling, sorted(s.rules())
 (5, 'none', ['consistency'])
 >>> IndividualFairness.model_validate({"features": "all numeric"}).features
 'all numeric'
+>>> IndividualFairness.model_validate({"sample_people": 100_000}).seed
+0
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    field_validator,
+    model_serializer,
+)
 
 Scaling = Literal["none", "standard", "minmax"]
 Direction = Literal["lower_is_better", "higher_is_better"]
@@ -34,6 +49,8 @@ FLIP_RATE = "counterfactual_flip_rate"
 CHECK_DIRECTIONS: dict[str, Direction] = {CONSISTENCY: "higher_is_better", FLIP_RATE: "lower_is_better"}
 #: Each check's threshold key in the section, and an example of it (the README's).
 _THRESHOLD_KEYS = {CONSISTENCY: ("min_consistency", 0.8), FLIP_RATE: ("max_flip_rate", 0.02)}
+#: Fewer sampled people than this would make the sampling error dominate every group's interval.
+MIN_SAMPLE_PEOPLE = 1_000
 
 
 def section_example(name: str, threshold: float | None = None) -> str:
@@ -77,6 +94,8 @@ class IndividualFairness(BaseModel):
     scaling: Scaling = "none"
     min_consistency: float | None = Field(default=None, ge=0.0, le=1.0)
     max_flip_rate: float | None = Field(default=None, ge=0.0, lt=1.0)
+    sample_people: StrictInt | None = Field(default=None, ge=MIN_SAMPLE_PEOPLE)
+    seed: StrictInt = 0
 
     @field_validator("features")
     @classmethod
@@ -87,6 +106,26 @@ class IndividualFairness(BaseModel):
             if len(set(features)) != len(features):
                 raise ValueError(f"features lists a column twice: {features}")
         return features
+
+    @model_serializer(mode="wrap")
+    def _without_unused_sampling(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Without ``sample_people`` the sampling keys are left out: policies written before them keep their hash."""
+        dumped: dict[str, Any] = handler(self)
+        if self.sample_people is None:
+            dumped.pop("sample_people", None)
+            dumped.pop("seed", None)
+        return dumped
+
+    @field_validator("sample_people", mode="before")
+    @classmethod
+    def _whole_people(cls, value: object) -> object:
+        # bool is an int to Python; 1.5e5 or "100000" would be read as a count silently: all refused here.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < MIN_SAMPLE_PEOPLE):
+            raise ValueError(
+                f"sample_people must be a whole number of people, at least {MIN_SAMPLE_PEOPLE:,} (got {value!r}): "
+                f"write e.g. sample_people: 100000, or leave the key out to query everyone (AIF360's exact value)"
+            )
+        return value
 
     def rules(self) -> dict[str, tuple[float, Direction]]:
         """The judged checks: name -> (threshold, direction)."""

@@ -44,7 +44,7 @@ def individual_view(
         consistency_interval=_interval(consistency.ci_low, consistency.ci_high),
         setup=(
             f"k = {consistency.k} nearest neighbours over {len(consistency.features)} features ({features}), "
-            f"scaling: {consistency.scaling}; {fmt_count(consistency.n)} people"
+            f"scaling: {consistency.scaling}; {_people(consistency)}"
         ),
         neighbours=consistency.neighbours,
         consistency_rows=[
@@ -56,6 +56,8 @@ def individual_view(
         flip_directions=None if flips is None else _directions(flips.to_favorable, flips.to_unfavorable),
         flip_rows=[] if flips is None else [_flip_row(g, suppression) for g in flips.groups],
         meaning=_meaning(flips is not None),
+        scope="over everyone" if consistency.sampled is None else "estimated over everyone",
+        too_few="too few people" if consistency.sampled is None else "too few sampled people",
     )
 
 
@@ -91,6 +93,18 @@ def _flip_row(group: GroupFlips, suppression: Suppression) -> FlipRow:
         to_favorable="" if hidden else fmt(group.to_favorable.rate),
         to_unfavorable="" if hidden else fmt(group.to_unfavorable.rate),
         judged=group.sufficient,
+    )
+
+
+def _people(consistency: Consistency) -> str:
+    """Who the consistency is of: everyone, or a seeded sample (then every number on the page is an estimate)."""
+    sample = consistency.sampled
+    if sample is None:
+        return f"{fmt_count(consistency.n)} people"
+    return (
+        f"estimated from a seeded random sample of {fmt_count(sample.people_sampled)} of {fmt_count(sample.people)} "
+        f"people (seed {sample.seed}; each sampled person's neighbours searched among everyone; the intervals "
+        f"include the sampling error, and a group's n is its sampled people)"
     )
 
 

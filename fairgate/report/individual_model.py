@@ -45,3 +45,6 @@ class IndividualView:
     flip_directions: str | None
     flip_rows: list[FlipRow]
     meaning: list[str]
+    # Whom the headline consistency is of, and why a group is not judged (a sample's words when sampled).
+    scope: str = "over everyone"
+    too_few: str = "too few people"

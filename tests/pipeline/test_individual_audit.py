@@ -11,12 +11,14 @@ import json
 from pathlib import Path
 
 import duckdb
+import jsonschema
 import numpy as np
 import pytest
 from aif360.sklearn.metrics import consistency_score as aif360_consistency_score
 from pipeline_helpers import COMPAS_CSV, POLICY_PASSING, InProcessRunner, Inputs, assert_refused, rewrite_csv
 
 from cli import app
+from fairgate.document import SCHEMA_PATH
 
 FEATURES = ["priors_count", "age", "juv_fel_count", "juv_misd_count", "juv_other_count"]
 SECTION = """\
@@ -162,3 +164,43 @@ def test_a_check_written_as_a_metric_is_refused_with_where_it_goes(
     ]
     _refused(runner, inputs, [], expected)
     assert "unknown metric" not in runner.invoke(app, inputs.args()).stderr
+
+
+def test_a_sampled_audit_says_it_is_an_estimate(
+    individual_inputs: tuple[Inputs, Path, Path], runner: InProcessRunner
+) -> None:
+    """sample_people below COMPAS's 7,214 people: the value is estimated, recorded as such in the JSON and HTML."""
+    inputs, features, _ = individual_inputs
+    sampled = SECTION + "    sample_people: 3000\n    seed: 4\n"
+    inputs.policy.write_text(POLICY_PASSING.replace("format: [json]", "format: [json, html]") + sampled)
+    result = runner.invoke(app, inputs.args("--features", str(features), "--json"))
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["schema_version"] == "1.6"
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
+    block = document["individual_fairness"]["consistency"]
+    assert block["sampled"] == {"people_sampled": 3000, "people": 7214, "seed": 4}
+    assert block["n"] == 3000
+    assert sum(g["n"] for g in block["groups"]) == 3000
+    # The seeded estimate's interval holds AIF360's exact value over everyone.
+    assert block["ci_low"] <= _expected_consistency() <= block["ci_high"]
+    assert block["ci_high"] - block["ci_low"] < 0.05
+    (html,) = inputs.out.glob("*.html")
+    text = " ".join(html.read_text().split())
+    assert "estimated from a seeded random sample of 3,000 of 7,214 people (seed 4" in text
+
+
+@pytest.mark.parametrize(
+    ("value", "fragments"),
+    [
+        ("500", ["individual_fairness.sample_people", "a whole number of people, at least 1,000 (got 500)"]),
+        ("2500.5", ["individual_fairness.sample_people", "(got 2500.5)", "leave the key out to query everyone"]),
+        ("'many'", ["individual_fairness.sample_people", "(got 'many')", "sample_people: 100000"]),
+    ],
+)
+def test_a_bad_sample_size_is_refused(
+    individual_inputs: tuple[Inputs, Path, Path], runner: InProcessRunner, value: str, fragments: list[str]
+) -> None:
+    inputs, features, _ = individual_inputs
+    inputs.policy.write_text(POLICY_PASSING + SECTION + f"    sample_people: {value}\n")
+    _refused(runner, inputs, ["--features", str(features)], [str(inputs.policy), *fragments])

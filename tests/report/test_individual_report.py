@@ -19,8 +19,7 @@ DATA = fairgate.__file__.rsplit("/", 2)[0] + "/../shared/data/compas/compas-scor
 FEATURES = ["priors_count", "age", "juv_fel_count", "juv_misd_count", "juv_other_count"]
 
 
-@pytest.fixture(scope="module")
-def document() -> dict[str, Any]:
+def _document(**sampling: int) -> dict[str, Any]:
     people = pl.read_csv(DATA).select(
         *FEATURES,
         pl.col("race"),
@@ -33,7 +32,12 @@ def document() -> dict[str, Any]:
                 "sensitive_attributes": [{"name": "race"}],
                 "metrics": [{"name": "demographic_parity_difference", "threshold": 0.5}],
                 "statistics": {"n_bootstrap": 100},
-                "individual_fairness": {"features": FEATURES, "min_consistency": 0.6, "max_flip_rate": 0.05},
+                "individual_fairness": {
+                    "features": FEATURES,
+                    "min_consistency": 0.6,
+                    "max_flip_rate": 0.05,
+                    **sampling,
+                },
             }
         }
     )
@@ -50,6 +54,11 @@ def document() -> dict[str, Any]:
     parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
     individual = assess_individual(inputs, policy)
     return fairgate.adjudicate(cube, parts, policy, individual=individual).to_dict()
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    return _document()
 
 
 def test_page_shows_the_documents_numbers_and_hides_small_groups(document: dict[str, Any]) -> None:
@@ -80,3 +89,23 @@ def test_pdf_has_the_page(document: dict[str, Any]) -> None:
     text = " ".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
     assert "Individual fairness: similar people, similar decisions" in text
     assert "Counterfactual flips" in text
+    assert "random sample" not in text  # everyone was queried: no estimate's words
+    assert "estimated over everyone" not in text
+
+
+def test_a_sampled_consistency_says_so_on_its_page() -> None:
+    """sample_people below COMPAS's 7,214 people: the page and the PDF say the numbers are a sample's estimate."""
+    sampled = _document(sample_people=3000, seed=2)
+    assert sampled["individual_fairness"]["consistency"]["sampled"] == {
+        "people_sampled": 3000,
+        "people": 7214,
+        "seed": 2,
+    }
+    view = build_view(sampled)
+    assert view.individual is not None
+    assert "estimated from a seeded random sample of 3,000 of 7,214 people (seed 2" in view.individual.setup
+    pdf = html_to_pdf(render_html(view, render_charts(view), full_tables=False))
+    text = " ".join(" ".join(page.extract_text().split()) for page in PdfReader(io.BytesIO(pdf)).pages)
+    assert "estimated from a seeded random sample of 3,000 of 7,214 people" in text
+    assert "estimated over everyone" in text
+    assert "no (too few sampled people)" in text  # Asian: 14 sampled of 32

@@ -5,6 +5,10 @@
 adjudicator puts into the audit's one Holm family with every other result (:mod:`.levels`). The slicings are the
 population and each sensitive attribute; a group smaller than ``intersectional_analysis.min_group_size`` is
 reported, not judged.
+
+With ``individual_fairness.sample_people: N`` and more than N people, consistency is estimated from a seeded
+simple random sample of N people (:func:`~fairgate.engine.individual.consistency.sample_rows`): every group's n,
+value and interval are its sampled people's, and the block's ``sampled`` records the sample.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fairgate.engine.individual.consistency import GroupConsistency, disagreements
+from fairgate.engine.individual.consistency import GroupConsistency, disagreements, sample_rows
 from fairgate.engine.individual.counterfactual import GroupFlips
 from fairgate.engine.individual.levels import LevelFamily
 from fairgate.engine.individual.neighbours import CHUNK_ROWS
@@ -33,6 +37,10 @@ TIES_NOTE = (
     "neighbourhood is k of them, not necessarily including the person)."
 )
 CONSISTENCY_INTERVAL = "normal per group (people resampled, neighbourhoods fixed), Bonferroni over the groups"
+CONSISTENCY_METHOD = "normal (people resampled, neighbourhoods fixed)"
+SAMPLED_METHOD = (
+    "normal over the sampled people (covers the sampling; people resampled, neighbourhoods over everyone fixed)"
+)
 FLIP_INTERVAL = "Wilson per group (score test), Bonferroni over the groups"
 
 
@@ -66,8 +74,20 @@ def assess_individual(inputs: IndividualInputs, policy: Policy, *, n_jobs: int |
     if section is None:
         raise ValueError("the policy has no individual_fairness section")
     slicings: list[Slicing] = [(), *((name,) for name in inputs.attributes)]
+    people = inputs.decisions.size
+    sampled = sample_rows(people, section.sample_people, section.seed)
+    # Sampled people's terms are exact (neighbours among everyone) and the sample is simple random, so a group's
+    # sampled mean term is unbiased for its full mean, with variance sd^2 / m (at most: the finite-population
+    # factor 1 - m / n is left out, erring wide). That is the variance GroupConsistency's interval already uses
+    # with n = m, the sampled count: the same interval covers the sampling error as well as the people's.
     terms = disagreements(
-        inputs.features, inputs.decisions, k=section.k, scaling=section.scaling, n_jobs=n_jobs, chunk=CHUNK_ROWS
+        inputs.features,
+        inputs.decisions,
+        k=section.k,
+        scaling=section.scaling,
+        n_jobs=n_jobs,
+        chunk=CHUNK_ROWS,
+        rows=sampled,
     )
     block: dict[str, Any] = {"consistency": None, "counterfactual": None}
     entries: list[dict[str, Any]] = []
@@ -75,7 +95,8 @@ def assess_individual(inputs: IndividualInputs, policy: Policy, *, n_jobs: int |
     judged = policy.individual_rules()
     for slicing in slicings:
         groups, codes = _groups(slicing, inputs.attributes, policy)
-        measured = GroupConsistency.of(terms, codes, len(groups), section.k)
+        term_codes = codes if sampled is None else codes[sampled]
+        measured = GroupConsistency.of(terms, term_codes, len(groups), section.k)
         consistency_groups += _consistency_rows(slicing, groups, measured, policy)
         if CONSISTENCY in judged:
             entries.append(_consistency_entry(slicing, groups, measured, policy))
@@ -96,9 +117,11 @@ def assess_individual(inputs: IndividualInputs, policy: Policy, *, n_jobs: int |
         "scaling": section.scaling,
         "features": list(inputs.feature_names),
         "neighbours": TIES_NOTE,
-        "interval_method": "normal (people resampled, neighbourhoods fixed)",
+        "interval_method": CONSISTENCY_METHOD if sampled is None else SAMPLED_METHOD,
         "groups": consistency_groups[1:],
     }
+    if sampled is not None:  # absent for everyone: the document is then exactly the unsampled one
+        block["consistency"]["sampled"] = {"people_sampled": int(sampled.size), "people": people, "seed": section.seed}
     if inputs.counterfactual is not None:
         whole = flip_groups[0]
         block["counterfactual"] = {

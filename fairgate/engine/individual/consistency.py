@@ -8,6 +8,11 @@ and a group's consistency is a function of its counts of m = 0..k (sufficient st
 A group's consistency is that of its people, their neighbours taken from everyone (a person is judged against the
 whole population, not only against their own group). Its interval treats the people's terms as a sample (people
 resampled, their neighbourhoods held fixed): mean +- z sd / sqrt(n), cut to [0, 1].
+
+For large audits the policy may ask for a seeded simple random sample of the people (:func:`sample_rows`): only
+they are queried, their neighbours still searched among everyone, so each sampled term is exact and the sampled
+mean is an unbiased estimate of the full value; the same interval with n the sampled count then covers the
+sampling error too.
 """
 
 from __future__ import annotations
@@ -29,25 +34,45 @@ def disagreements(
     scaling: Scaling = "none",
     n_jobs: int | None = None,
     chunk: int = CHUNK_ROWS,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per person, m_i = |k y_i - sum of y over the k nearest neighbours| (int, 0..k); y_i's term is m_i / k.
+
+    With ``rows`` (person indices), the terms of those people only, in that order: their neighbours are still
+    searched among everyone, so each term is the one the whole computation gives.
 
     >>> x = np.array([[0.0], [0.1], [5.0], [5.1]])
     >>> disagreements(x, np.array([1, 1, 0, 1]), k=2).tolist()
     [0, 0, 1, 1]
+    >>> disagreements(x, np.array([1, 1, 0, 1]), k=2, rows=np.array([3, 0])).tolist()
+    [1, 0]
     """
     y = np.asarray(predictions)
     matrix = np.asarray(features, dtype=np.float64)
     _check(matrix, y, k)
     positive = y.astype(np.int64)
-    points = scaled(matrix, scaling)
+    points = scaled(matrix, scaling)  # scaled over everyone, as the full computation scales
+    asked = np.arange(y.size) if rows is None else np.asarray(rows, dtype=np.int64)
     # A query's neighbours depend on its coordinates alone: each distinct feature vector is queried once.
-    distinct, person_row = np.unique(points, axis=0, return_inverse=True)
+    distinct, person_row = np.unique(points[asked], axis=0, return_inverse=True)
     positive_near = np.empty(distinct.shape[0], dtype=np.int64)
-    for rows, neighbours in neighbour_chunks(points, distinct, k, n_jobs=n_jobs, chunk=chunk):
-        positive_near[rows] = positive[neighbours].sum(axis=1)
-    out: np.ndarray = np.abs(k * positive - positive_near[person_row.ravel()])
+    for chunk_rows, neighbours in neighbour_chunks(points, distinct, k, n_jobs=n_jobs, chunk=chunk):
+        positive_near[chunk_rows] = positive[neighbours].sum(axis=1)
+    out: np.ndarray = np.abs(k * positive[asked] - positive_near[person_row.ravel()])
     return out
+
+
+def sample_rows(people: int, size: int | None, seed: int) -> np.ndarray | None:
+    """A seeded simple random sample of ``size`` of ``people`` row indices (sorted), or None for everyone.
+
+    None when no size is asked or the sample would be everyone (``size >= people``): the exact value.
+
+    >>> sample_rows(10, 4, seed=0).tolist(), sample_rows(10, 10, seed=0)
+    ([2, 4, 5, 7], None)
+    """
+    if size is None or size >= people:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(people, size=size, replace=False))
 
 
 def consistency_score(
