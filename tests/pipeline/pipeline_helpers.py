@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,8 @@ import prefect  # noqa: F401
 from prefect.logging.configuration import setup_logging
 
 # isort: on
+from cli import app
+from tasks.trail import list_runs, verify
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO / ".." / "shared" / "data"
@@ -71,7 +74,7 @@ class Inputs:
     def out(self) -> Path:
         return self.folder / "out"
 
-    def args(self, *extra: str) -> list[str]:
+    def args(self, *extra: str, model: str = "compas") -> list[str]:
         return [
             "audit",
             "--policy",
@@ -85,7 +88,7 @@ class Inputs:
             "--out",
             str(self.out),
             "--model",
-            "compas",
+            model,
             "--model-version",
             "1",
             *extra,
@@ -192,3 +195,22 @@ def copied_inputs(folder: Path, files: dict[str, Path], policy: str) -> Inputs:
     policy_path = folder / "policy.yaml"
     policy_path.write_text(policy)
     return Inputs(folder, copies["predictions"], copies["labels"], copies["attributes"], policy_path)
+
+
+def audit_failing_demo_policy(
+    runner: CliRunner, folder: Path, files: dict[str, Path], demo_policy: Path, model: str
+) -> tuple[Inputs, dict[str, Any]]:
+    """A kind's demo policy (JSON and JUnit only) audited on copies of ``files``: it fails, exit 1; its document."""
+    inputs = copied_inputs(folder, files, demo_policy.read_text().replace("[json, junit, html, pdf]", "[json, junit]"))
+    result = runner.invoke(app, inputs.args("--quiet", model=model))
+    assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
+    (document_path,) = inputs.out.glob("*.json")
+    return inputs, json.loads(document_path.read_text())
+
+
+def assert_junit_and_one_verified_run(inputs: Inputs) -> None:
+    """The audit wrote its JUnit file and recorded one run in a trail whose chain verifies."""
+    assert list(inputs.out.glob("*junit.xml"))
+    trail = inputs.out / "audit_trail.duckdb"
+    assert len(list_runs(trail)) == 1
+    assert verify(trail)["ok"]

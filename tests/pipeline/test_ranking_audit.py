@@ -11,11 +11,19 @@ import json
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import InProcessRunner, Inputs, assert_refused, copied_inputs, parquet_inputs_as_csv, rewrite_csv
+from pipeline_helpers import (
+    InProcessRunner,
+    Inputs,
+    assert_junit_and_one_verified_run,
+    assert_refused,
+    audit_failing_demo_policy,
+    copied_inputs,
+    parquet_inputs_as_csv,
+    rewrite_csv,
+)
 
 from cli import app
 from tasks.demo_ranking import write_ranking_demo_inputs
-from tasks.trail import list_runs, verify
 
 REPO = Path(__file__).resolve().parents[2]
 LAW_CSV = REPO / "fairgate" / "data" / "law" / "law_data.csv"
@@ -45,22 +53,10 @@ def law_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return parquet_inputs_as_csv(parquet)
 
 
-def _args(inputs: Inputs, *extra: str) -> list[str]:
-    args = inputs.args(*extra)
-    args[args.index("compas")] = "law-shortlist"
-    return args
-
-
 def test_demo_policy_fails_with_exit_1_and_writes_every_output(
     tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner
 ) -> None:
-    inputs = copied_inputs(
-        tmp_path, law_files, DEMO_POLICY.read_text().replace("[json, junit, html, pdf]", "[json, junit]")
-    )
-    result = runner.invoke(app, _args(inputs, "--quiet"))
-    assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
-    (document_path,) = inputs.out.glob("*.json")
-    document = json.loads(document_path.read_text())
+    inputs, document = audit_failing_demo_policy(runner, tmp_path, law_files, DEMO_POLICY, "law-shortlist")
     assert document["task"] == "ranking"
     assert document["verdict"] == "fail"
     assert document["n_rows"] == 10_922
@@ -78,15 +74,12 @@ def test_demo_policy_fails_with_exit_1_and_writes_every_output(
     curves = [c for c in document["ranking"]["curves"] if c["slicing"] == ["race"]]
     assert len(curves) == 8
     assert len(curves[0]["positions"]) == 51
-    assert list(inputs.out.glob("*junit.xml"))
-    trail = inputs.out / "audit_trail.duckdb"
-    assert len(list_runs(trail)) == 1
-    assert verify(trail)["ok"]
+    assert_junit_and_one_verified_run(inputs)
 
 
 def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner) -> None:
     inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
-    result = runner.invoke(app, _args(inputs, "--quiet"))
+    result = runner.invoke(app, inputs.args("--quiet", model="law-shortlist"))
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     (document_path,) = inputs.out.glob("*.json")
     document = json.loads(document_path.read_text())
@@ -148,4 +141,4 @@ def test_hostile_inputs_exit_2_and_write_nothing(
     inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
     expected = hostile(inputs)  # type: ignore[operator]
     before = sorted(p.name for p in inputs.folder.iterdir())
-    assert_refused(runner.invoke(app, _args(inputs, "--quiet")), expected, inputs, before)
+    assert_refused(runner.invoke(app, inputs.args("--quiet", model="law-shortlist")), expected, inputs, before)

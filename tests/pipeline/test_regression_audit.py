@@ -12,11 +12,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import InProcessRunner, Inputs, assert_refused, copied_inputs, parquet_inputs_as_csv, rewrite_csv
+from pipeline_helpers import (
+    InProcessRunner,
+    Inputs,
+    assert_junit_and_one_verified_run,
+    assert_refused,
+    audit_failing_demo_policy,
+    copied_inputs,
+    parquet_inputs_as_csv,
+    rewrite_csv,
+)
 
 from cli import app
 from tasks.demo_law import write_law_inputs
-from tasks.trail import list_runs, verify
 
 LAW_CSV = Path(__file__).resolve().parents[2] / "fairgate" / "data" / "law" / "law_data.csv"
 DEMO_POLICY = Path(__file__).resolve().parents[2] / "fairgate" / "policies" / "law_regression.yaml"
@@ -44,22 +52,10 @@ def law_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return parquet_inputs_as_csv(parquet)
 
 
-def _args(inputs: Inputs, *extra: str) -> list[str]:
-    args = inputs.args(*extra)
-    args[args.index("compas")] = "law-ols"
-    return args
-
-
 def test_demo_policy_fails_with_exit_1_and_writes_every_output(
     tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner
 ) -> None:
-    inputs = copied_inputs(
-        tmp_path, law_files, DEMO_POLICY.read_text().replace("[json, junit, html, pdf]", "[json, junit]")
-    )
-    result = runner.invoke(app, _args(inputs, "--quiet"))
-    assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
-    (document_path,) = inputs.out.glob("*.json")
-    document = json.loads(document_path.read_text())
+    inputs, document = audit_failing_demo_policy(runner, tmp_path, law_files, DEMO_POLICY, "law-ols")
     assert document["task"] == "regression"
     assert document["verdict"] == "fail"
     assert document["n_rows"] == 10_896
@@ -68,15 +64,12 @@ def test_demo_policy_fails_with_exit_1_and_writes_every_output(
     assert ("mean_residual_difference", ("race",)) in failed
     assert document["validation"]["success"] is True
     assert any(c["expectation"] == "expect_column_values_to_be_between" for c in document["validation"]["checks"])
-    assert list(inputs.out.glob("*junit.xml"))
-    trail = inputs.out / "audit_trail.duckdb"
-    assert len(list_runs(trail)) == 1
-    assert verify(trail)["ok"]
+    assert_junit_and_one_verified_run(inputs)
 
 
 def test_a_passing_policy_exits_0(tmp_path: Path, law_files: dict[str, Path], runner: InProcessRunner) -> None:
     inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
-    result = runner.invoke(app, _args(inputs, "--quiet"))
+    result = runner.invoke(app, inputs.args("--quiet", model="law-ols"))
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     (document_path,) = inputs.out.glob("*.json")
     document = json.loads(document_path.read_text())
@@ -145,7 +138,7 @@ def test_hostile_inputs_exit_2_and_write_nothing(
     inputs = copied_inputs(tmp_path, law_files, POLICY_PASSING)
     expected = hostile(inputs)  # type: ignore[operator]
     before = sorted(p.name for p in inputs.folder.iterdir())
-    assert_refused(runner.invoke(app, _args(inputs, "--quiet")), expected, inputs, before)
+    assert_refused(runner.invoke(app, inputs.args("--quiet", model="law-ols")), expected, inputs, before)
 
 
 @pytest.mark.slow
