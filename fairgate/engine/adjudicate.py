@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def adjudicate(
     judged in the same Holm family as every other result, their block joins ``individual_fairness``.
     """
     model = model or ModelInfo()
-    parts = sorted(parts, key=lambda p: (len(p.slicing), p.slicing))
+    parts = in_slicing_order(parts)
     comparisons = [c for part in parts for c in part.comparisons]
     adjust_comparisons(comparisons, policy.statistics.significance_level)
 
@@ -202,6 +202,19 @@ def _attributes(cube: Cube, parts: list[SlicingResult]) -> list[dict[str, Any]]:
         }
         for name in cube.attributes
     ]
+
+
+Part = TypeVar("Part")
+
+
+def in_slicing_order(parts: Sequence[Part]) -> list[Part]:
+    """Any task's slicing results in the document's order: single attributes, then pairs, then triples, each by name.
+
+    >>> from types import SimpleNamespace as S
+    >>> [p.slicing for p in in_slicing_order([S(slicing=("race", "sex")), S(slicing=("sex",)), S(slicing=())])]
+    [(), ('sex',), ('race', 'sex')]
+    """
+    return sorted(parts, key=lambda part: (len(part.slicing), part.slicing))  # type: ignore[attr-defined]
 
 
 def group_entries(parts: Sequence[Any]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from fairgate.engine.adjudicate import (
     ModelInfo,
     adjust_comparisons,
     document_header,
+    in_slicing_order,
     judge_results,
     verdict_of,
     with_context,
@@ -136,8 +137,8 @@ def adjudicate_multiclass(
 ) -> AuditResult:
     """Judge the multiclass rules and the ``adverse.`` rules together and assemble the multiclass document."""
     model = model or ModelInfo()
-    slicings = sorted(parts.slicings, key=lambda p: (len(p.slicing), p.slicing))
-    adverse = sorted(parts.adverse, key=lambda p: (len(p.slicing), p.slicing))
+    slicings = in_slicing_order(parts.slicings)
+    adverse = in_slicing_order(parts.adverse)
     comparisons = [c for part in adverse for c in part.comparisons]
     adjust_comparisons(comparisons, policy.statistics.significance_level)  # under the binary names
     entries = [*_class_entries(slicings, policy), *_adverse_entries(adverse, policy)]

@@ -21,6 +21,7 @@ from fairgate.engine.adjudicate import (
     adjust_comparisons,
     document_header,
     group_entries,
+    in_slicing_order,
     judge_results,
     kind_diagnostics,
     shared_comparison,
@@ -133,7 +134,7 @@ def adjudicate_ranking(
     """Judge the ranking rules and assemble the ranking document."""
     model = model or ModelInfo()
     options = options_of(policy)
-    parts = sorted(parts, key=lambda p: (len(p.slicing), p.slicing))
+    parts = in_slicing_order(parts)
     comparisons = [_comparison(c, p) for p in parts for c in p.comparisons]
     adjust_comparisons(comparisons, policy.statistics.significance_level)
     results = judge_results(_entries(parts, policy), policy)

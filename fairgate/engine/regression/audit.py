@@ -24,6 +24,7 @@ from fairgate.engine.adjudicate import (
     adjust_comparisons,
     document_header,
     group_entries,
+    in_slicing_order,
     judge_results,
     kind_diagnostics,
     shared_comparison,
@@ -236,7 +237,7 @@ def adjudicate_regression(
 ) -> AuditResult:
     """Judge the policy's regression rules and assemble the regression document."""
     model = model or ModelInfo()
-    slicings = sorted(parts.slicings, key=lambda p: (len(p.slicing), p.slicing))
+    slicings = in_slicing_order(parts.slicings)
     distances = {tuple(p.slicing): _distances(counts, p) for p in slicings if p.slicing}
     comparisons = [_comparison(p, c) for p in slicings for c in p.comparisons]
     adjust_comparisons(comparisons, policy.statistics.significance_level)
