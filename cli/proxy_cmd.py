@@ -88,7 +88,7 @@ def run_proxy(
 
     from fairgate import proxy as fp
     from tasks import proxy as proxy_tasks  # CLI layer may import tasks (pyproject per-file ignore)
-    from tasks.io import parse_source, register_source
+    from tasks.io import parse_source, refuse_overwriting, register_source
 
     config = _config(method, surname_col, first_name_col, zip_col, pincode_col, state_col)
     if out.suffix.lower() not in (".csv", ".parquet"):
@@ -96,9 +96,10 @@ def run_proxy(
     if not out.parent.exists():
         raise DataError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it first")
     source = parse_source("input", input)
+    refuse_overwriting([source], out)
     con = duckdb.connect()
     try:
-        columns = register_source(con, source, "proxy_input")
+        columns = register_source(con, source, "proxy_input", id_column=id_col)
         if id_col not in columns:
             raise DataError(
                 f"column {id_col!r} is missing from {source.label}; columns present: {columns}. "

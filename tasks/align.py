@@ -85,7 +85,10 @@ def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Sta
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     sources = {role: parse_source(role, text) for role, text in given.items()}
     con = duckdb.connect()
-    present = {role: register_source(con, source, f"src_{role}") for role, source in sources.items()}
+    present = {
+        role: register_source(con, source, f"src_{role}", id_column=policy.columns.id)
+        for role, source in sources.items()
+    }
     staged = _checked_columns(con, policy, sources, present)
     _create_staging_views(staged)
     for role in sources:
@@ -624,7 +627,7 @@ def restage_predictions(staged: Staged, predictions: str) -> Staged:
     first ``Staged``.
     """
     source = parse_source("predictions", predictions)
-    present = register_source(staged.con, source, "src_predictions")
+    present = register_source(staged.con, source, "src_predictions", id_column=staged.policy.columns.id)
     cols = staged.policy.columns
     _require(cols.id, present, source, "columns.id")
     has_score, has_y_pred = cols.score in present, cols.y_pred in present

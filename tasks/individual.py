@@ -124,7 +124,7 @@ def _stage_features(
     """Create ``stg_features`` (id, f0, f1, ...) and validate it; return the feature names in order."""
     section = policy.individual_fairness
     assert section is not None
-    present = register_source(con, source, "src_features")
+    present = register_source(con, source, "src_features", id_column=policy.columns.id)
     id_column = policy.columns.id
     _require(id_column, present, source, "columns.id")
     types = {
@@ -211,7 +211,7 @@ def _stage_counterfactual(
 ) -> None:
     """Create ``stg_counterfactual`` (id, y_pred as 0/1) and validate: binary decisions, exactly the audited ids."""
     cols = policy.columns
-    present = register_source(con, source, "src_counterfactual")
+    present = register_source(con, source, "src_counterfactual", id_column=cols.id)
     _require(cols.id, present, source, "columns.id")
     if cols.y_pred in present:
         decision = quote_identifier(cols.y_pred)

@@ -13,6 +13,7 @@ import csv
 import glob
 import gzip
 import hashlib
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,8 @@ if TYPE_CHECKING:  # imported where used (SQLite inputs): `fairgate trail` impor
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
 _DUCKDB_SUFFIXES = {".duckdb", ".ddb"}
 _HASH_CHUNK = 1 << 20
-_CSV_TYPES = ["BIGINT", "DOUBLE", "VARCHAR"]
+# HUGEINT before DOUBLE: 20-digit ids (beyond int64) stay exact integers.
+_CSV_TYPES = ["BIGINT", "HUGEINT", "DOUBLE", "VARCHAR"]
 
 
 @dataclass(frozen=True)
@@ -182,13 +184,20 @@ def sha256_of(source: Source) -> str:
     return digest.hexdigest()
 
 
-def register_source(con: duckdb.DuckDBPyConnection, source: Source, view: str) -> list[str]:
+def register_source(
+    con: duckdb.DuckDBPyConnection, source: Source, view: str, *, id_column: str | None = None
+) -> list[str]:
     """Make ``source`` queryable as the view ``view``; return its column names.
 
-    Paths and table names reach DuckDB through its relation API (no SQL text is formatted with them).
+    ``id_column``: ids are compared exactly, never as floating-point numbers (20-digit ids read as DOUBLE
+    would make different people equal): a CSV's id column that would be sniffed as DOUBLE is read as text;
+    a typed file whose ids are stored as floating-point numbers is refused. Paths and table names reach
+    DuckDB through its relation API (no SQL text is formatted with them).
     """
     try:
         relation = _relation(con, source)
+        if id_column is not None and id_column in relation.columns and _floating(relation, id_column):
+            relation = _exact_ids(con, source, id_column)
         relation.create_view(view, replace=True)
         columns = list(relation.columns)
     except duckdb.Error as exc:
@@ -208,6 +217,43 @@ def _relation(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.DuckDBPy
     if source.kind == "duckdb":
         return _duckdb_table(con, source)
     return con.from_arrow(_sqlite_table(source))
+
+
+def refuse_overwriting(sources: list[Source], out: Path, option: str = "--out") -> None:
+    """An output is never one of the inputs: writing it would replace what the user gave (issue 29).
+
+    Compared after resolving symlinks and ``..``, and by inode when both exist (hard links, bind mounts).
+    """
+    target = out.resolve()
+    for source in sources:
+        given = source.path.resolve()
+        same = given == target or (target.exists() and given.exists() and os.path.samefile(given, target))
+        if same:
+            raise DataError(
+                f"{option} {str(out)!r} is the input {source.label}: writing it would replace that input; "
+                f"write the output to another file"
+            )
+
+
+def _floating(relation: duckdb.DuckDBPyRelation, column: str) -> bool:
+    return str(relation.types[relation.columns.index(column)]).upper() in {"DOUBLE", "FLOAT", "REAL"}
+
+
+def _exact_ids(con: duckdb.DuckDBPyConnection, source: Source, id_column: str) -> duckdb.DuckDBPyRelation:
+    """The source with its id column as exact text (CSV), or a refusal: floating-point ids lost digits already."""
+    if source.kind != "csv":
+        raise DataError(
+            f"the id column {id_column!r} of {source.label} holds floating-point numbers, which cannot identify "
+            "people exactly (ids beyond 2^53 round to the same value); store the ids as whole numbers "
+            "(BIGINT, HUGEINT, DECIMAL) or as text"
+        )
+    return con.read_csv(
+        str(source.path),
+        header=True,
+        sep=_delimiter(source.path),
+        auto_type_candidates=_CSV_TYPES,
+        dtype={id_column: "VARCHAR"},
+    )
 
 
 def _delimiter(path: Path) -> str:

@@ -226,7 +226,7 @@ def document_path(out_dir: Path, document: Mapping[str, Any]) -> Path:
 def write_document(document: dict[str, Any], out_dir: Path) -> str:
     """Write the monitoring JSON atomically beside the audits."""
     path = document_path(out_dir, document)
-    write_atomic(path, (json.dumps(document, indent=2, sort_keys=False) + "\n").encode())
+    write_atomic(path, (json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n").encode())
     return str(path)
 
 

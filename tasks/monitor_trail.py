@@ -66,20 +66,59 @@ def record_monitoring(trail_path: Path, record: MonitoringRecord) -> dict[str, A
     label = KEYED if key else UNKEYED
     recorded_at = datetime.now(UTC).isoformat()
     stored: list[dict[str, Any]] = []
+    # What is new is decided here, under the write lock: a second run of the same night that computed while the
+    # first recorded finds the first's rows and stores nothing new, as when the two run one after the other.
     with locked_trail(path, write=True) as con, trail_transaction(con, path):
         check_trail_key(con, key, path, action="record monitoring runs in it")
         for period in record.periods:
-            stored.append(_append_period(con, key, label, recorded_at, record, period))
+            if not _period_stored(con, record.model_name, period):
+                stored.append(_append_period(con, key, label, recorded_at, record, period))
         for night in record.nights:
             content = [record.run_id, record.model_name, str(night["night"])]
             content += [canonical(night["windows"]), canonical(night["observations"])]
-            append_chained_row(con, key, "monitor_nights", NIGHT_COLUMNS, [recorded_at, *content, label])
+            if stored or not _night_stored(con, content[1:]):
+                append_chained_row(con, key, "monitor_nights", NIGHT_COLUMNS, [recorded_at, *content, label])
         for alert in record.alerts:
+            if _alert_stored(con, record.model_name, alert):
+                continue
             values = [alert[name] for name in ("stream", "metric", "slicing", "group")]
             values += [float(alert["statistic"]), float(alert["threshold"]), float(alert["change"]), alert["detail"]]
             content = [recorded_at, record.run_id, record.model_name, str(alert["night"]), *values, label]
             append_chained_row(con, key, "drift_alerts", ALERT_COLUMNS, content)
     return {"trail": str(path), "periods": stored, "nights": len(record.nights), "alerts": len(record.alerts)}
+
+
+def _period_stored(con: duckdb.DuckDBPyConnection, model_name: str, period: PeriodCube) -> bool:
+    """Whether the period's current stored cube is this one (same rows, same cells): nothing new to store."""
+    if not has_table(con, "period_cubes"):
+        return False
+    current = con.execute(
+        "select rows, cube from period_cubes where model_name = $m and period_start = $s and status = 'current'",
+        {"m": model_name, "s": period.start.isoformat()},
+    ).fetchall()
+    return bool(current) and current[0] == (period.rows, canonical(cube_record(period.cube)))
+
+
+def _night_stored(con: duckdb.DuckDBPyConnection, content: list[str]) -> bool:
+    """Whether the model's latest row for the night holds these windows and observations already."""
+    if not has_table(con, "monitor_nights"):
+        return False
+    latest = con.execute(
+        "select windows, observations from monitor_nights where model_name = ? and night = ? order by seq desc limit 1",
+        content[:2],
+    ).fetchall()
+    return bool(latest) and list(latest[0]) == content[2:]
+
+
+def _alert_stored(con: duckdb.DuckDBPyConnection, model_name: str, alert: dict[str, Any]) -> bool:
+    """Whether the trail holds this alert (model, night, metric, slicing, group) already."""
+    if not has_table(con, "drift_alerts"):
+        return False
+    found = con.execute(
+        "select 1 from drift_alerts where model_name = ? and night = ? and metric = ? and slicing = ? and grp = ?",
+        [model_name, str(alert["night"]), alert["metric"], alert["slicing"], alert["group"]],
+    ).fetchall()
+    return bool(found)
 
 
 def _append_period(

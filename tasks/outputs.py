@@ -110,9 +110,8 @@ def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
     only when ``reporting.format`` lists ``junit``: an unrequested file in a CI workspace gets picked up.
     """
     stem = output_stem(document)
-    written = {
-        "json": str(write_atomic(out_dir / f"{stem}.json", json.dumps(json_document(document), indent=2).encode()))
-    }
+    text = json.dumps(json_document(document), indent=2, allow_nan=False)  # NaN/Infinity are not JSON
+    written = {"json": str(write_atomic(out_dir / f"{stem}.json", text.encode()))}
     if "junit" in requested_formats(document):
         written["junit"] = str(write_atomic(out_dir / f"{stem}.junit.xml", junit_xml(document).encode()))
     return written

@@ -246,7 +246,7 @@ def duplicate_ids_in_bucket(
         views = []
         for k, path in enumerate(files):
             view = f"part_{k}"
-            register_source(con, Source(role=role, path=Path(path)), view)
+            register_source(con, Source(role=role, path=Path(path)), view, id_column=id_column)
             views.append(f"select {quote_identifier(id_column)} as id from {view}")
         con.sql(" union all ".join(views)).create_view("ids")
         sql = render_sql("id_bucket_duplicates")

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from fairgate.policy.base import STRICT
 
 # no_worse_fairness: not promoted when any judged fairness metric is worse (the issue's rule: a candidate that
 # improves accuracy but worsens fairness is not promoted). no_worse_fairness_or_accuracy: nor when accuracy is.
@@ -23,7 +25,7 @@ PromotionRule = Literal["no_worse_fairness", "no_worse_fairness_or_accuracy"]
 class Comparison(BaseModel):
     """How ``fairgate compare`` decides promote / do_not_promote."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     rule: PromotionRule = "no_worse_fairness"
     # Tolerated worsening of a fairness metric (its own units: a difference's points, a ratio's fraction).

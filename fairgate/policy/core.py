@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fairgate.errors import POLICY_LIST_TOO_LONG, PolicyError
+from fairgate.policy.base import STRICT
 from fairgate.policy.comparison import Comparison
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.policy.execution import Execution
 from fairgate.policy.individual import (
     CHECK_DIRECTIONS,
+    CHECK_RANGES,
     IndividualFairness,
     check_written_as_metric,
     unjudged_check_hint,
@@ -39,7 +42,7 @@ JsonContent = Literal["full", "suppressed"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
 
 class SensitiveAttribute(_Strict):
@@ -109,12 +112,7 @@ class MetricRule(_Strict):
                 f"metric {self.name!r} is {metric.describe()}, so its direction is {natural}; "
                 f"write direction: {natural} (or leave direction out)"
             )
-        low, high = metric.threshold_range
-        if not (low <= self.threshold <= high):
-            raise ValueError(
-                f"threshold {self.threshold} for {self.name!r} is out of range: {metric.describe()}, so the "
-                f"threshold must lie in [{low}, {high}] (e.g. {metric.example_threshold})"
-            )
+        check_threshold(self.name, self.threshold)
         return self
 
     @property
@@ -125,6 +123,28 @@ class MetricRule(_Strict):
         metric = find_metric(self.name)
         assert metric is not None  # checked on construction
         return self.direction or metric.direction
+
+
+def check_threshold(metric: str, threshold: float, *, where: str = "") -> None:
+    """The one range rule for a metric's threshold, wherever a policy sets one (``metrics:``, overrides).
+
+    Finite (the models refuse .inf and .nan already) and within the metric's range: a threshold outside it
+    would decide every result one way, so an override of -3.0 for a ratio would open the gate.
+    """
+    from fairgate.engine.tasks import find_metric  # local: the engine's catalogue imports nothing from policy
+
+    entry = find_metric(metric)
+    if entry is not None:
+        (low, high), text, example = entry.threshold_range, entry.describe(), entry.example_threshold
+    elif metric in CHECK_RANGES:  # an individual-fairness check
+        (low, high), text, example = CHECK_RANGES[metric]
+    else:
+        return  # an unknown name is refused by the reference checks, with the names that are known
+    if not (math.isfinite(threshold) and low <= threshold <= high):
+        raise ValueError(
+            f"{where}threshold {threshold} for {metric!r} is out of range: {text}, so the threshold must lie "
+            f"in [{low}, {high}] (e.g. {example})"
+        )
 
 
 class IntersectionalAnalysis(_Strict):
@@ -141,7 +161,7 @@ class Reporting(_Strict):
     """Report formats, interval level, output folder, smallest cell shown, what the JSON holds, trend length."""
 
     # ``json`` in YAML (a pydantic model cannot have a field called json); written back under that name.
-    model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
+    model_config = ConfigDict(**STRICT, serialize_by_alias=True)
 
     format: list[ReportFormat] = ["json"]
     include_confidence_intervals: bool = True
@@ -180,7 +200,7 @@ class Statistics(_Strict):
     """Statistical settings: bootstrap size and seed, calibration bins, significance levels, min events, AUC."""
 
     n_bootstrap: int = Field(default=1000, ge=0, le=100_000)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)  # numpy's generators take non-negative seeds
     calibration_bins: int = Field(default=10, ge=2, le=1000)
     # Significance level for the per-comparison tests after Benjamini-Hochberg adjustment.
     significance_level: float = Field(default=0.05, gt=0.0, lt=1.0)
@@ -341,8 +361,18 @@ class Policy(_Strict):
             for name in override.slicing or []:
                 if name not in names:
                     raise ValueError(f"an override's slicing names {name!r}, which is not a sensitive attribute")
+        self._override_thresholds(sorted(rule_names))
         check_monitoring(self.monitoring, sorted(rule_names), names)
         return self
+
+    def _override_thresholds(self, judged: list[str]) -> None:
+        """An override's threshold obeys the range rule of every metric it applies to (all, without metric:)."""
+        for index, override in enumerate(self.overrides):
+            if override.threshold is None:
+                continue
+            applies_to = judged if override.metric is None else [override.metric]
+            for metric in applies_to:
+                check_threshold(metric, override.threshold, where=f"overrides[{index}]: ")
 
     @model_validator(mode="after")
     def _fits_task(self) -> Policy:
@@ -527,6 +557,8 @@ def _explain(exc: ValidationError, source: str) -> str:
             lines.append(f"  - {where}: unknown key (check its spelling against the policy reference in the README)")
         elif error["type"] == "missing":
             lines.append(f"  - {where}: required key is missing")
+        elif error["type"] == "finite_number":
+            lines.append(f"  - {where}: must be a finite number (.inf and .nan are not numbers a policy can use)")
         else:
             message = error["msg"].removeprefix("Value error, ")
             lines.append(f"  - {where}: {message}")

@@ -15,7 +15,9 @@ from __future__ import annotations
 import string
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from fairgate.policy.base import STRICT
 
 Security = Literal["starttls", "ssl", "none"]
 
@@ -25,7 +27,7 @@ _DEFAULT_PORTS: dict[str, int] = {"starttls": 587, "ssl": 465, "none": 25}
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
 
 class SmtpSettings(_Strict):
@@ -39,7 +41,8 @@ class SmtpSettings(_Strict):
     password_env: str | None = None
     # A Prefect Secret block holding the password (or JSON {"username": ..., "password": ...}).
     credentials_block: str | None = None
-    timeout_seconds: float = Field(default=15.0, gt=0)
+    # Bounded: a hung server must not hold the run for hours (README, "Delivery").
+    timeout_seconds: float = Field(default=15.0, gt=0, le=600)
     # A CA bundle for servers with a private certificate authority; None uses the system store.
     ca_file: str | None = None
 
@@ -66,7 +69,7 @@ class DeliveryConfig(_Strict):
     # A relative outbox_dir is inside the run's output folder (written with the run's other files).
     outbox_dir: str = "outbox"
     retries: int = Field(default=3, ge=0, le=20)
-    retry_delay_seconds: float = Field(default=2.0, ge=0)
+    retry_delay_seconds: float = Field(default=2.0, ge=0, le=3600)
     # A send that finally fails always emits fairgate.delivery.failed and names the flow run's final state
     # DeliveryFailed; true makes that state Failed (the report had to arrive), false keeps it Completed.
     required: bool = False

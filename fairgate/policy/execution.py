@@ -23,7 +23,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from fairgate.policy.base import STRICT
 
 Runner = Literal["local", "dask"]
 Streaming = Literal["auto", "always", "never"]
@@ -41,7 +43,7 @@ _MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", r
 class Execution(BaseModel):
     """The ``execution:`` section: task runner, streaming, DuckDB memory bound, AUC method."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     runner: Runner = "local"
     # A Dask scheduler ("tcp://host:8786"); null with runner dask starts a local cluster.

@@ -32,13 +32,14 @@ from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     StrictInt,
     field_validator,
     model_serializer,
 )
+
+from fairgate.policy.base import STRICT
 
 Scaling = Literal["none", "standard", "minmax"]
 Direction = Literal["lower_is_better", "higher_is_better"]
@@ -47,6 +48,11 @@ CONSISTENCY = "consistency"
 FLIP_RATE = "counterfactual_flip_rate"
 #: The judged checks' names (as they appear in results, overrides and critical_metrics) and directions.
 CHECK_DIRECTIONS: dict[str, Direction] = {CONSISTENCY: "higher_is_better", FLIP_RATE: "lower_is_better"}
+#: Each check's threshold range, what it measures and an example (the section's field bounds, for overrides).
+CHECK_RANGES: dict[str, tuple[tuple[float, float], str, float]] = {
+    CONSISTENCY: ((0.0, 1.0), "the share of each person's nearest neighbours given their decision (1 is best)", 0.8),
+    FLIP_RATE: ((0.0, 1.0), "the share of decisions that change when the attribute is swapped (0 is best)", 0.02),
+}
 #: Each check's threshold key in the section, and an example of it (the README's).
 _THRESHOLD_KEYS = {CONSISTENCY: ("min_consistency", 0.8), FLIP_RATE: ("max_flip_rate", 0.02)}
 #: Fewer sampled people than this would make the sampling error dominate every group's interval.
@@ -86,7 +92,7 @@ def unjudged_check_hint(name: str) -> str:
 class IndividualFairness(BaseModel):
     """The ``individual_fairness:`` section: features, neighbours, scaling and the two thresholds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     features: list[str] | Literal["all numeric"] = "all numeric"
     # AIF360's default n_neighbors; the person counts as one of their own k neighbours, as in AIF360.
@@ -95,7 +101,7 @@ class IndividualFairness(BaseModel):
     min_consistency: float | None = Field(default=None, ge=0.0, le=1.0)
     max_flip_rate: float | None = Field(default=None, ge=0.0, lt=1.0)
     sample_people: StrictInt | None = Field(default=None, ge=MIN_SAMPLE_PEOPLE)
-    seed: StrictInt = 0
+    seed: StrictInt = Field(default=0, ge=0, le=2**63 - 1)
 
     @field_validator("features")
     @classmethod

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from fairgate.policy.base import STRICT
 
 Method = Literal["thresholds", "reweighing", "retrain"]
 ObjectiveName = Literal["accuracy", "balanced_accuracy"]
@@ -37,7 +39,7 @@ RETRAIN_NEEDS = (
 class RetrainInputs(BaseModel):
     """Where constrained retraining (and reweighing) finds its data and estimator: paths or ``DB::TABLE``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     training: str = Field(min_length=1)
     estimator: str | None = Field(default=None, min_length=1)
@@ -49,7 +51,7 @@ class RetrainInputs(BaseModel):
 class Mitigation(BaseModel):
     """The ``mitigation:`` section: off unless ``auto`` is true."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     auto: bool = False
     method: Method = "thresholds"

@@ -14,7 +14,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from fairgate.policy.base import STRICT
 
 Period = Literal["day", "week"]
 SINCE_DEPLOYMENT = "since_deployment"
@@ -23,7 +25,7 @@ PERIOD_DAYS: dict[str, int] = {"day": 1, "week": 7}
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
 
 class Baseline(_Strict):

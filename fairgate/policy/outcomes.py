@@ -14,7 +14,9 @@ The defaults ("given the favourable decision", "had the favourable outcome", ...
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from fairgate.policy.base import STRICT
 
 DEFAULT_FAVORABLE_DECISION = "given the favourable decision"
 DEFAULT_UNFAVORABLE_DECISION = "given the unfavourable decision"
@@ -31,7 +33,7 @@ class Outcomes(BaseModel):
     ('flagged high-risk', 'had the favourable outcome')
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     favorable_decision: str = Field(
         default=DEFAULT_FAVORABLE_DECISION,

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from fairgate.policy.base import STRICT
 
 ProxyMethod = Literal["bisg", "bifsg", "india", "custom"]
 ProxyMode = Literal["probabilistic", "most_likely"]
@@ -31,7 +33,7 @@ DEFAULT_ATTRIBUTE: dict[str, str] = {
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
 
 class ProxyColumns(_Strict):
@@ -72,7 +74,7 @@ class ProxyFeatures(_Strict):
     min_balanced_accuracy_lift: float = Field(default=0.05, ge=0.0, le=1.0)
     folds: int = Field(default=5, ge=2, le=20)
     numeric_bins: int = Field(default=10, ge=2, le=100)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
 
 class ProxyConfig(_Strict):

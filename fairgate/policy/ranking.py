@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from fairgate.policy.base import STRICT
 
 #: Position discounts: ``log2`` 1 / log2(1 + rank) (DCG, Singh & Joachims 2018), ``reciprocal`` 1 / rank,
 #: ``rbp`` patience^(rank - 1) (rank-biased precision, Moffat & Zobel 2008, without its constant 1 - patience).
@@ -25,7 +27,7 @@ class RankingOptions(BaseModel):
     (10, 'log2')
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     # Cut-offs of the top-k shares; the first is the one the top_k_rate rules judge.
     top_k: list[int] = Field(default_factory=lambda: [10], min_length=1, max_length=20)

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from fairgate.policy.base import STRICT
 
 TaskKind = Literal["binary", "multiclass", "regression", "ranking"]
 
 
 class _Strict(BaseModel):
     # As core.py's: unknown keys are errors, models are immutable (core.py imports policy modules, not back).
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
 
 class MulticlassOptions(_Strict):

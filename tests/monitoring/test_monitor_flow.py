@@ -174,8 +174,10 @@ def test_late_labels_rebuild_a_period(tmp_path: Path, nights: ModuleType, runner
     assert {w["window"]: w["rows"] for w in documents[1]["windows"]}["since_deployment"] == 1000
     report = verify(tmp_path / "trail.duckdb")
     assert report["ok"], report["problems"]
+    nights_before = verify(tmp_path / "trail.duckdb")["monitor_nights"]
     assert _run(runner, tmp_path, files).exit_code == 0  # again: the same cube is not stored a third time
     assert verify(tmp_path / "trail.duckdb")["period_cubes"] == 2
+    assert verify(tmp_path / "trail.duckdb")["monitor_nights"] == nights_before  # nor the same night's row
 
 
 def test_a_bad_monitoring_policy_exits_2_with_nothing_written(tmp_path: Path, nights: ModuleType, runner: Any) -> None:

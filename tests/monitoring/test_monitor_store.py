@@ -188,3 +188,33 @@ def test_the_shipped_monitoring_schema_is_generated_from_the_models() -> None:
     shipped = json.loads(MONITORING_SCHEMA_PATH.read_text())
     assert shipped == monitoring_json_schema(), "stale schema: run .venv/bin/python tools/write_document_schema.py"
     jsonschema.validators.validator_for(shipped).check_schema(shipped)
+
+
+def test_two_runs_of_one_night_recorded_in_a_race_store_it_once(compas_weeks: pl.DataFrame, tmp_path: Path) -> None:
+    """Both runs computed against the empty trail (they ran at once); the second to take the lock stores
+    nothing new, as when they run one after the other (issue 29)."""
+    policy = fairgate.Policy.from_yaml(POLICY)
+    trail = tmp_path / "trail.duckdb"
+    week = compas_weeks.filter(pl.col("week") == compas_weeks["week"].min())
+    cube = fairgate.build_cube(week.drop("week"), policy, exact_auc=False)
+    start = week["week"][0]
+    night = {"night": start.isoformat(), "windows": [{"window": 7, "rows": week.height}], "observations": []}
+    alert = {"night": start.isoformat(), "stream": "s", "metric": "m", "slicing": "race", "group": "g",
+             "statistic": 5.0, "threshold": 4.0, "change": 0.2, "detail": "d"}  # fmt: skip
+    records = [
+        MonitoringRecord(
+            run,
+            "compas",
+            {"predictions": "x"},
+            [PeriodCube(start, period_end(start, "week"), cube, week.height, week.height)],
+            [night],
+            [alert],
+        )
+        for run in ("first", "second")
+    ]
+    first = record_monitoring(trail, records[0])
+    second = record_monitoring(trail, records[1])
+    assert [len(first["periods"]), len(second["periods"])] == [1, 0]
+    report = verify(trail)
+    assert report["ok"], report["problems"]
+    assert (report["period_cubes"], report["monitor_nights"], report["drift_alerts"]) == (1, 1, 1)

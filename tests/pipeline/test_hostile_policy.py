@@ -47,7 +47,22 @@ def id_like_attribute(i: Inputs) -> list[str]:
     return [i.attributes.name, "attribute 'customer' has 7,214 distinct values", "limits.max_values_per_attribute"]
 
 
+def override_opening_the_gate(i: Inputs) -> list[str]:
+    # COMPAS by race fails disparate impact (0.52); a ratio threshold of -3.0 would pass every model.
+    i.policy.write_text(
+        i.policy.read_text() + "  overrides: [{metric: disparate_impact_ratio, threshold: -3.0, reason: waived}]\n"
+    )
+    return [i.policy.name, "overrides[0]: threshold -3.0 for 'disparate_impact_ratio' is out of range", "[0.0, 1.0]"]
+
+
+def infinite_override_threshold(i: Inputs) -> list[str]:
+    i.policy.write_text(i.policy.read_text() + "  overrides: [{threshold: .inf, reason: waived}]\n")
+    return [i.policy.name, "overrides.0.threshold: must be a finite number"]
+
+
 CASES: list[Callable[[Inputs], list[str]]] = [
+    override_opening_the_gate,
+    infinite_override_threshold,
     gate_switched_off_by_a_repeated_key,
     repeated_metrics_list,
     alias_bomb,

@@ -156,3 +156,32 @@ def test_missing_input_file(app: typer.Typer, tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "does not exist" in result.output.replace("\n", "")
     assert not out.exists()
+
+
+def _bisg(app: typer.Typer, source: Path, out: Path):  # type: ignore[no-untyped-def]
+    return run(app, "--method", "bisg", "--input", str(source), "--id-col", "pid", "--surname-col", "last",
+               "--zip-col", "zip", "--out", str(out))  # fmt: skip
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink"])
+def test_the_output_may_not_be_the_input(app: typer.Typer, tmp_path: Path, spelling: str) -> None:
+    source = tmp_path / "people.csv"
+    content = "pid,last,zip\nA7,Washington,60629\n"
+    source.write_text(content)
+    (tmp_path / "x").mkdir()
+    out = {"same": source, "dotted": tmp_path / "." / "x" / ".." / "people.csv", "symlink": tmp_path / "link.csv"}
+    if spelling == "symlink":
+        out["symlink"].symlink_to(source)
+    result = _bisg(app, source, out[spelling])
+    assert result.exit_code == 2, result.output
+    assert "would replace that input" in " ".join(result.output.split())
+    assert source.read_text() == content
+
+
+def test_twenty_digit_ids_are_written_as_given(app: typer.Typer, tmp_path: Path) -> None:
+    source = tmp_path / "people.csv"
+    source.write_text("pid,last,zip\n10000000000000000001,Washington,60629\n10000000000000000003,Zhang,02134\n")
+    out = tmp_path / "proxy.csv"
+    result = _bisg(app, source, out)
+    assert result.exit_code == 0, result.output
+    assert pl.read_csv(out, infer_schema=False)["pid"].to_list() == ["10000000000000000001", "10000000000000000003"]
