@@ -30,6 +30,7 @@ from prefect.utilities.annotations import quote
 
 import fairgate
 from fairgate.engine.cube import check_cardinality
+from fairgate.engine.kinds import kind_of
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
@@ -40,7 +41,6 @@ from tasks.audit import (
     adjudicate,
     build_cube,
     compute_slicing,
-    cube_cells,
     plan_slicings,
     publish_artifacts,
     read_policy,
@@ -50,7 +50,7 @@ from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metr
 from tasks.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
-from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, steps_of, validate_kind
+from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of, validate_kind
 from tasks.trail import default_trail_path, read_history, record_run
 from tasks.validate import Validation, validate_aligned, validate_inputs
 
@@ -193,7 +193,7 @@ def _audit(
     execution = requested_execution(policy.execution, *where)
     inputs: Inputs | PartitionedInputs
     individual: IndividualRun | None = None
-    if policy.task != "binary":  # multiclass, regression, ranking: in memory, through the kind's steps
+    if not kind_of(policy.task).binary_outcomes:  # multiclass, regression, ranking: in memory, the kind's steps
         check_kind_execution(policy, execution)
         if individual_sources[0] is not None:
             raise FairgateError(
@@ -216,7 +216,7 @@ def _audit(
         "output_dir": str(output),
         "execution": execution_record(inputs, cube),
     }
-    if policy.task == "binary":
+    if kind_of(policy.task).binary_outcomes:
         checks = individual.result if individual else None
         document = adjudicate(cube, _as_is(parts), policy, model, run_id, context, checks)
     else:
@@ -342,7 +342,7 @@ def read_staged(staged: Staged) -> Inputs:
     """Validate the staged inputs, align them into Arrow and validate again; then free the connection."""
     policy = staged.policy
     validation = validate_inputs(staged)
-    if policy.task != "binary":  # the kind's labels and predictions (classes, numbers, ranks)
+    if not kind_of(policy.task).binary_outcomes:  # the kind's labels and predictions (classes, numbers, ranks)
         validation = validate_kind(staged, validation)
     aligned = align_inputs(staged)
     # An id-like attribute is refused before validation warns about each of its thousands of small groups.
@@ -479,7 +479,7 @@ def _publish(
                 inputs=inputs.summary(),
                 validation=inputs.validation.to_dict(),
                 join_report=inputs.aligned.join_report,
-                cube_cells=cube_cells(cube) if policy.task == "binary" else steps_of(policy.task).cube_cells(cube),
+                cube_cells=tasks_of(policy.task).cube_cells(cube),
             )
             record_proposed_mitigation(trail_path, document.get("mitigation"), document["run_id"])
             moved = promote_outputs(staging, output)

@@ -36,7 +36,7 @@ from tasks.compare import (
     write_comparison,
 )
 from tasks.compare_report import write_comparison_report
-from tasks.task_kinds import require_binary
+from tasks.task_kinds import require_capability
 from tasks.trail import default_trail_path
 from tasks.validate import validate_aligned, validate_inputs
 
@@ -79,7 +79,7 @@ def _compare(
     """The recipe: each line one step of the comparison."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, _ = read_policy(Path(policy_path))
-    require_binary(policy, "fairgate compare")
+    require_capability(policy, "compare", "fairgate compare")
     output = Path(out_dir or policy.reporting.output_dir)
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
     baseline = resolve_input("baseline", baseline_text, trail_path)

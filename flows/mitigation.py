@@ -46,7 +46,7 @@ from tasks.mitigation import (
     write_json,
 )
 from tasks.outputs import output_stem
-from tasks.task_kinds import require_binary
+from tasks.task_kinds import require_capability
 from tasks.thresholds import fit_thresholds_task
 from tasks.thresholds_outputs import (
     discard_thresholds,
@@ -95,7 +95,7 @@ def _reweigh(
     if file_format not in WEIGHT_FORMATS:
         raise FairgateError(f"--format {file_format!r}: choose one of {', '.join(WEIGHT_FORMATS)}")
     policy, _ = read_policy(Path(policy_path))
-    require_binary(policy, "fairgate mitigate")
+    require_capability(policy, "mitigation", "fairgate mitigate")
     frame = read_table("training", training)
     groups = policy_attributes(policy, attributes)
     require_columns(frame, "training", [policy.columns.id], "the policy's columns.id names each row's id")
@@ -192,7 +192,7 @@ def _plan(
     """Every check before any training or writing: the extra, the policy, both data sets, the estimator."""
     require_mitigation_extra()
     policy, _ = read_policy(Path(policy_path))
-    require_binary(policy, "fairgate mitigate")
+    require_capability(policy, "mitigation", "fairgate mitigate")
     choice = choose_constraint(policy, cast(Family | None, constraint))
     groups = policy_attributes(policy, attributes)
     train_frame = read_table("training", training)
@@ -240,7 +240,7 @@ def fairgate_thresholds(
     """
     try:
         rules, _ = read_policy(Path(policy))
-        require_binary(rules, "fairgate mitigate")
+        require_capability(rules, "mitigation", "fairgate mitigate")
         output = Path(out_dir or rules.reporting.output_dir)
         answered = answered_audit(answers, rules, output, trail)
         section = rules.mitigation  # the policy's mitigation section supplies what the command leaves out

@@ -18,6 +18,7 @@ import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from fairgate.engine.kinds import kind_of
 from fairgate.errors import HEADER_ONLY, MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import DEFAULT_ATTRIBUTE
@@ -136,7 +137,7 @@ def _checked_columns(
     _require(cols.id, pred_cols, sources["predictions"], "columns.id")
     has_score, has_y_pred = cols.score in pred_cols, cols.y_pred in pred_cols
     ranking_columns = []
-    if policy.task == "ranking":  # a ranking's output is each item's list and position, not a score
+    if kind_of(policy.task).ranked_lists:  # a ranking's output is each item's list and position, not a score
         _require(cols.list_id, pred_cols, sources["predictions"], "columns.list_id")
         _require(cols.rank, pred_cols, sources["predictions"], "columns.rank")
         ranking_columns = [cols.list_id, cols.rank]
@@ -186,7 +187,7 @@ def _weight_role(policy: Policy, sources: dict[str, Source], present: dict[str, 
         return None
     taken = {cols.id: "columns.id", cols.y_true: "columns.y_true", cols.y_pred: "columns.y_pred"}
     taken |= {cols.score: "columns.score"} | {name: "a sensitive attribute" for name in policy.attribute_names}
-    if policy.task == "ranking":
+    if kind_of(policy.task).ranked_lists:
         taken |= {cols.list_id: "columns.list_id", cols.rank: "columns.rank"}
     if weight in taken:
         raise DataError(
@@ -352,7 +353,7 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
         **names,
     )
     _create_view(con, "joined", joined_sql)
-    binary = staged.policy.task == "binary"  # other tasks keep labels and predictions as given
+    binary = kind_of(staged.policy.task).binary_outcomes  # other kinds keep labels and predictions as given
     matched_sql = render_sql(
         "matched",
         attribute_columns=_columns(columns),

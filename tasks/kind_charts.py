@@ -60,6 +60,6 @@ KIND_CHARTS: dict[str, Callable[[Any], dict[str, str | None]]] = {
 
 def kind_charts(view: ReportView) -> dict[str, str | None]:
     """The charts of a non-binary report's own pages (none for a binary report)."""
-    if view.task == "binary" or view.task not in KIND_CHARTS:
+    if view.task not in KIND_CHARTS:  # binary's charts are the shared ones (tasks/charts.py)
         return {}
     return KIND_CHARTS[view.task](view.kind_pages)

@@ -1,7 +1,9 @@
-"""The audit's steps per kind of model (policy ``task:``), in ONE table the flow dispatches through.
+"""The audit's Prefect steps per kind of model (policy ``task:``): the engine's steps from the kind registry
+(fairgate/engine/kinds.py), and here what only the tasks side has: each kind's validation suites and the cube
+rows the trail stores.
 
 Binary audits do not go through this table (flows/audit.py keeps their path, with streaming, Dask and proxy
-inference). Every other kind registers its ``KindSteps`` here: its engine's pure steps and its validation.
+inference).
 """
 
 from __future__ import annotations
@@ -13,21 +15,15 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from fairgate.document.result import AuditResult
 from fairgate.engine.adjudicate import ModelInfo
-from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass
+from fairgate.engine.kinds import Capability, KindSteps, kind_of, refusal
 from fairgate.engine.multiclass.cube import MulticlassCube
-from fairgate.engine.ranking.audit import adjudicate_ranking, count_ranking, slicings_ranking
 from fairgate.engine.ranking.cube import RankingCube
-from fairgate.engine.regression.audit import (
-    RegressionCounts,
-    adjudicate_regression,
-    count_regression,
-    slicings_regression,
-)
+from fairgate.engine.regression.audit import RegressionCounts
 from fairgate.errors import PolicyError
 from fairgate.policy.core import Policy
 from tasks.align import Staged
+from tasks.audit import cube_cells as binary_cells
 from tasks.validate import Validation
 from tasks.validate_multiclass import validate_multiclass
 from tasks.validate_ranking import validate_ranking
@@ -35,18 +31,13 @@ from tasks.validate_regression import validate_regression
 
 
 @dataclass(frozen=True)
-class KindSteps:
-    """One kind's audit steps.
+class KindTasks:
+    """What the tasks side adds to a kind's engine steps.
 
-    ``count(rows, policy, *, source) -> cube``; ``slicings(cube, policy) -> parts``;
-    ``adjudicate(cube, parts, policy, *, model, run_id, context) -> AuditResult``; ``cube_cells(cube)`` the
-    rows the trail's ``cubes`` table stores; ``validate(staged, validation, roles)`` the kind's Great
-    Expectations suites on the staged inputs (raises DataError).
+    ``cube_cells(cube)`` the rows the trail's ``cubes`` table stores; ``validate(staged, validation, roles)``
+    the kind's Great Expectations suites on the staged inputs (raises DataError).
     """
 
-    count: Callable[..., Any]
-    slicings: Callable[..., Any]
-    adjudicate: Callable[..., AuditResult]
     cube_cells: Callable[[Any], list[dict[str, Any]]]
     validate: Callable[[Staged, Validation, tuple[str, ...]], None]
 
@@ -71,45 +62,36 @@ def ranking_cells(cube: RankingCube) -> list[dict[str, Any]]:
     return rows
 
 
-KINDS: dict[str, KindSteps] = {
-    "multiclass": KindSteps(
-        count=count_multiclass,
-        slicings=slicings_multiclass,
-        adjudicate=adjudicate_multiclass,
-        cube_cells=multiclass_cells,
-        validate=validate_multiclass,
-    ),
-    "regression": KindSteps(
-        count=count_regression,
-        slicings=slicings_regression,
-        adjudicate=adjudicate_regression,
-        cube_cells=regression_cells,
-        validate=validate_regression,
-    ),
-    "ranking": KindSteps(
-        count=count_ranking,
-        slicings=slicings_ranking,
-        adjudicate=adjudicate_ranking,
-        cube_cells=ranking_cells,
-        validate=validate_ranking,
-    ),
+def _binary_suites_run_with_the_shared_ones(staged: Staged, validation: Validation, roles: tuple[str, ...]) -> None:
+    """Binary labels and predictions are checked by tasks/validate.validate_inputs, which every flow runs."""
+
+
+KIND_TASKS: dict[str, KindTasks] = {
+    "binary": KindTasks(cube_cells=binary_cells, validate=_binary_suites_run_with_the_shared_ones),
+    "multiclass": KindTasks(cube_cells=multiclass_cells, validate=validate_multiclass),
+    "regression": KindTasks(cube_cells=regression_cells, validate=validate_regression),
+    "ranking": KindTasks(cube_cells=ranking_cells, validate=validate_ranking),
 }
 
 
-def require_binary(policy: Policy, command: str) -> None:
-    """Refuse (exit 2) a command that works on binary audits only when the policy's task is another kind."""
-    if policy.task != "binary":
-        raise PolicyError(
-            f"{command} works on binary audits only; the policy's task is {policy.task}. Use fairgate audit for "
-            f"a {policy.task} model"
-        )
+def require_capability(policy: Policy, capability: Capability, command: str) -> None:
+    """Refuse (exit 2) a command the policy's kind cannot run (the kind registry's capabilities)."""
+    kind = kind_of(policy.task)
+    if not kind.can(capability):
+        raise PolicyError(f"{refusal(capability, kind, command)}. Use fairgate audit for a {kind.name} model")
 
 
 def steps_of(task: str) -> KindSteps:
-    """The steps of a non-binary task (a policy of a kind this installation lacks is refused, exit 2)."""
-    if task not in KINDS:
-        raise PolicyError(f"task: {task} is not available in this installation; kinds available: {sorted(KINDS)}")
-    return KINDS[task]
+    """The engine steps of a kind (a policy of a kind this installation lacks is refused, exit 2)."""
+    if task not in KIND_TASKS:
+        raise PolicyError(f"task: {task} is not available in this installation; kinds available: {sorted(KIND_TASKS)}")
+    return kind_of(task).steps()
+
+
+def tasks_of(task: str) -> KindTasks:
+    """The tasks-side pieces of a kind (validation, trail cells)."""
+    steps_of(task)  # the same refusal for a kind this installation lacks
+    return KIND_TASKS[task]
 
 
 # Prefect tasks: each a thin call into the kind's engine, so a run's steps show in the UI as a binary audit's do.
@@ -118,7 +100,7 @@ def validate_kind(
     staged: Staged, validation: Validation, roles: tuple[str, ...] = ("predictions", "labels", "attributes")
 ) -> Validation:
     """The kind's own Great Expectations suites on the staged inputs, after the shared ones (ids, attributes)."""
-    steps_of(staged.policy.task).validate(staged, validation, roles)
+    tasks_of(staged.policy.task).validate(staged, validation, roles)
     return validation
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from fairgate.engine.kinds import kind_of
 from fairgate.errors import VALIDATION_FAILED, DataError
 from tasks.align import Aligned, Staged
 from tasks.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
@@ -98,7 +99,7 @@ def validate_inputs(
     bounded: list[tuple[str, str, str, list[str] | None, bool]] = []
     # Binary labels here; every other kind's labels and predictions are validated by its own suite
     # (tasks/validate_<kind>.py, run by tasks/task_kinds.validate_kind after this one).
-    if policy.task == "binary":
+    if kind_of(policy.task).binary_outcomes:
         bounded.append(("labels", "y_true", cols.y_true, BINARY_TEXT, True))
         if staged.has_y_pred:
             bounded.append(("predictions", "y_pred", cols.y_pred, BINARY_TEXT, True))

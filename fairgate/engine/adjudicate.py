@@ -15,8 +15,10 @@ import numpy as np
 from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.engine import diagnostics
 from fairgate.engine.cube import Cube
+from fairgate.engine.kinds import DEFAULT_KIND
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupMetric, policy_metric
+from fairgate.engine.reference import attribute_entries
 from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm
 from fairgate.mitigation import advice as mitigation
@@ -187,21 +189,13 @@ def document_header(
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.sha256(),
     }
-    if policy.task != "binary":
+    if policy.task != DEFAULT_KIND:  # a binary document keeps the keys it had before kinds existed
         header["task"] = policy.task
     return header
 
 
 def _attributes(cube: Cube, parts: list[SlicingResult]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": name,
-            "reference_group": _reference_of(parts, name),
-            "values": _values_of(parts, name),
-            "excluded_missing": cube.excluded_missing.get(name, 0),
-        }
-        for name in cube.attributes
-    ]
+    return attribute_entries(cube.attributes, parts, cube.excluded_missing)
 
 
 Part = TypeVar("Part")
@@ -477,17 +471,6 @@ def verdict_of(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict
 def _brief(result: dict[str, Any]) -> dict[str, Any]:
     keys = ("metric", "slicing", "value", "ci_low", "ci_high", "threshold", "critical", "status")
     return {k: result[k] for k in keys}
-
-
-def _values_of(parts: list[SlicingResult], attribute: str) -> list[str]:
-    """The attribute's values: those in the data and those the policy declares (even without rows)."""
-    part = next(p for p in parts if p.slicing == (attribute,))
-    return [g[attribute] for g in part.groups]
-
-
-def _reference_of(parts: list[SlicingResult], attribute: str) -> str | None:
-    part = next((p for p in parts if p.slicing == (attribute,)), None)
-    return part.reference[attribute] if part and part.reference else None
 
 
 def _favourable_note(label: int) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from fairgate.document.result import AuditResult
 from fairgate.engine.adjudicate import ModelInfo, adjudicate
 from fairgate.engine.cube import Cube, add_score_table, as_lazy, build_cube
+from fairgate.engine.kinds import KindSteps, kind_of
 from fairgate.engine.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
 from fairgate.policy.core import Policy
 
@@ -22,12 +23,35 @@ def audit(
     source: str = "the audited data",
     exact_auc: bool | None = None,
 ) -> AuditResult:
-    """Audit one model's predictions on a Polars/pandas frame or Arrow table against a policy.
+    """Audit one model's predictions on a Polars/pandas frame or Arrow table against a policy, of any kind.
 
-    The frame holds the label, prediction and/or score columns named in ``policy.columns`` and one column
-    per sensitive attribute. See the README for an example. ``exact_auc`` (default: the policy's
-    ``statistics.exact_auc``) keeps a score table for exact per-group ROC AUC.
+    The frame holds the columns ``policy.columns`` names for the policy's ``task:`` (binary: label,
+    prediction and/or score; multiclass: classes; regression: numbers; ranking: list id, rank and relevance)
+    and one column per sensitive attribute. See the README for an example. ``exact_auc`` (binary; default:
+    the policy's ``statistics.exact_auc``) keeps a score table for exact per-group ROC AUC.
     """
+    steps = kind_of(policy.task).steps()
+    if steps.audit is not None:  # the kind's own one-call path
+        return steps.audit(
+            data, policy, model=model, run_id=run_id, context=context, source=source, exact_auc=exact_auc
+        )
+    cube = steps.count(data, policy, source=source)
+    parts = steps.slicings(cube, policy)
+    result: AuditResult = steps.adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
+    return result
+
+
+def audit_binary(
+    data: Any,
+    policy: Policy,
+    *,
+    model: ModelInfo | None = None,
+    run_id: str | None = None,
+    context: dict[str, Any] | None = None,
+    source: str = "the audited data",
+    exact_auc: bool | None = None,
+) -> AuditResult:
+    """A binary audit in one call: the exact-AUC pass over the scored rows runs beside the slicings."""
     if exact_auc is None:
         exact_auc = policy.statistics.exact_auc
     rows = as_lazy(data)  # once: converting an Arrow table or a pandas frame copies it
@@ -49,3 +73,19 @@ def audit(
         futures = {s: pool.submit(run, s) for s in sorted(plan, key=needs_scores)}
         parts = [futures[s].result() for s in plan]
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
+
+
+def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows") -> Cube:
+    """The binary cube of the rows, with the score table when the policy asks for exact AUC."""
+    return build_cube(rows, policy, source=source, exact_auc=policy.statistics.exact_auc)
+
+
+def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
+    """Every planned slicing of the binary cube (two threads: the heavy steps release the GIL)."""
+    plan = plan_slicings(cube, policy)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda slicing: compute_slicing(cube, slicing, policy), plan))
+
+
+#: The kind registry's entry point (fairgate/engine/kinds.py).
+STEPS = KindSteps(count=count_binary, slicings=slicings_binary, adjudicate=adjudicate, audit=audit_binary)

@@ -33,6 +33,7 @@ from fairgate.engine.metrics import (
     policy_metric,
     ratio,
 )
+from fairgate.engine.reference import configured_reference, reference_index
 from fairgate.engine.stats import (
     Component,
     PairFamily,
@@ -398,15 +399,10 @@ def _replicate_counts(
 
 # ----------------------------------------------------------------------------------------------- comparing
 def reference_group_index(groups: list[Group], slicing: Slicing, policy: Policy, n: np.ndarray) -> int | None:
-    """The reference group: the configured reference of every attribute, else the largest group."""
+    """The reference group (fairgate/engine/reference.py's rule); None for the population's slicing."""
     if not slicing:
         return None
-    configured = {a: policy.attribute(a).reference_group for a in slicing}
-    if all(v is not None for v in configured.values()):
-        for i, group in enumerate(groups):
-            if group == configured:
-                return i
-    return int(np.argmax(n))
+    return reference_index(groups, configured_reference(slicing, policy), n)
 
 
 def _comparisons(

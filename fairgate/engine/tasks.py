@@ -1,8 +1,8 @@
 """The metrics a policy may judge, per task (``task:`` of the policy): one catalogue per kind of model.
 
-Binary audits keep ``fairgate.engine.metrics.policy_metric`` (its names, ranges and messages); every other kind
-has its catalogue in its engine package (``fairgate/engine/<kind>/catalogue.py``, a module constant
-``CATALOGUE: dict[str, TaskMetric]``), imported here only when asked for, so this module stays light.
+Each kind's catalogue is a module constant ``CATALOGUE: dict[str, TaskMetric]`` in the module the kind registry
+names (fairgate/engine/kinds.py; binary's is built from ``fairgate.engine.metrics``), imported here only when
+asked for, so this module stays light.
 """
 
 from __future__ import annotations
@@ -10,21 +10,15 @@ from __future__ import annotations
 import functools
 import importlib
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
-from fairgate.engine.metrics import PolicyMetric, SummaryOf, known_policy_metrics, policy_metric
+from fairgate.engine.kinds import KINDS, kind_of
+from fairgate.engine.metrics import PolicyMetric, SummaryOf
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 SummaryKind = Literal["difference", "ratio"]
-TaskName = Literal["binary", "multiclass", "regression", "ranking"]
-TASKS: tuple[str, ...] = get_args(TaskName)
-
-#: The module holding each non-binary kind's ``CATALOGUE``.
-_CATALOGUE_MODULES = {
-    "multiclass": "fairgate.engine.multiclass.catalogue",
-    "regression": "fairgate.engine.regression.catalogue",
-    "ranking": "fairgate.engine.ranking.catalogue",
-}
+#: The kinds, in the registry's order (binary first): find_metric looks a name up in this order.
+TASKS: tuple[str, ...] = tuple(KINDS)
 
 
 @dataclass(frozen=True)
@@ -65,19 +59,15 @@ def from_policy_metric(metric: PolicyMetric, name: str | None = None) -> TaskMet
 
 @functools.cache
 def metric_catalogue(task: str) -> dict[str, TaskMetric]:
-    """Every metric a policy with ``task: <task>`` may name, by name.
+    """Every metric a policy with ``task: <task>`` may name, by name (the kind's ``CATALOGUE``).
 
     A kind whose catalogue module is not installed has none (a policy of that task is then refused, naming
     the task).
     """
-    if task == "binary":
-        return {name: from_policy_metric(policy_metric(name)) for name in known_policy_metrics()}
-    if task not in _CATALOGUE_MODULES:
-        raise ValueError(f"unknown task {task!r}; use one of {list(TASKS)}")
+    path = kind_of(task).catalogue
     try:
-        module = importlib.import_module(_CATALOGUE_MODULES[task])
+        module = importlib.import_module(path)
     except ModuleNotFoundError as exc:
-        path = _CATALOGUE_MODULES[task]
         if exc.name is None or not (path == exc.name or path.startswith(exc.name + ".")):
             raise  # a module the catalogue itself imports is missing: a real fault
         return {}
@@ -91,7 +81,7 @@ def find_metric(name: str) -> TaskMetric | None:
     Names shared by several tasks mean the same kind of summary there, with the same direction (checked by
     tests/engine/test_task_catalogues.py), so a rule's direction does not depend on which one is found.
     """
-    for task in TASKS:
+    for task in KINDS:  # the registry's order, binary first (read live: a kind may be registered later)
         metric = metric_catalogue(task).get(name)
         if metric is not None:
             return metric

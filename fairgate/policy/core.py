@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -31,7 +31,10 @@ from fairgate.policy.monitoring import Monitoring, check_monitoring
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
 from fairgate.policy.ranking import RankingOptions
-from fairgate.policy.task import MulticlassOptions, RegressionOptions, TaskKind
+from fairgate.policy.task import MulticlassOptions, RegressionOptions
+
+if TYPE_CHECKING:
+    from fairgate.engine.kinds import Capability
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 FailOn = Literal["any", "majority", "critical_only"]
@@ -304,11 +307,18 @@ class Policy(_Strict):
     monitoring: Monitoring | None = None  # fairgate monitor: periods, windows, baseline, alerts
     mitigation: Mitigation | None = None  # a failing audit's proposed remedy (policy/mitigation.py)
     execution: Execution = Execution()  # runner, streaming, DuckDB memory, AUC method (policy/execution.py)
-    task: TaskKind = "binary"  # what kind of model is audited (policy/task.py); binary when absent
+    task: str = "binary"  # what kind of model is audited: a kind of the registry (fairgate/engine/kinds.py)
     multiclass: MulticlassOptions | None = None  # task: multiclass: the classes, the adverse ones
     regression: RegressionOptions | None = None  # task: regression: the histogram grid (policy/task.py)
     individual_fairness: IndividualFairness | None = None  # consistency, counterfactual flips (policy/individual.py)
     ranking: RankingOptions | None = None  # task: ranking: top-k cut-offs, position discount (policy/ranking.py)
+
+    @field_validator("task")
+    @classmethod
+    def _registered_kind(cls, task: str) -> str:
+        from fairgate.engine.kinds import kind_of  # light: the registry imports no engine module
+
+        return kind_of(task).name  # raises ValueError naming the kinds
 
     @model_validator(mode="after")
     def _within_limits(self) -> Policy:
@@ -377,50 +387,46 @@ class Policy(_Strict):
     @model_validator(mode="after")
     def _fits_task(self) -> Policy:
         """The section the task needs, metrics the task judges, and no binary-only feature in other tasks."""
+        from fairgate.engine.kinds import KINDS, kind_of
         from fairgate.engine.tasks import metric_catalogue, unknown_metric_message
 
-        for kind in ("multiclass", "regression", "ranking"):
-            if getattr(self, kind) is not None and self.task != kind:
-                raise ValueError(f"a {kind}: section is only read with task: {kind} (task is {self.task!r})")
-        if self.task == "multiclass" and self.multiclass is None:
-            raise ValueError(
-                "task: multiclass needs a multiclass: section declaring the classes, e.g. "
-                "multiclass: {classes: [low, medium, high]}"
-            )
+        for name in KINDS:  # a kind's options section is named after it
+            if getattr(self, name, None) is not None and self.task != name:
+                raise ValueError(f"a {name}: section is only read with task: {name} (task is {self.task!r})")
+        kind = kind_of(self.task)
+        options = getattr(self, kind.name, None)
+        if kind.options_required is not None and options is None:
+            raise ValueError(f"task: {kind.name} needs a {kind.name}: section {kind.options_required}")
         catalogue = metric_catalogue(self.task)
         for rule in self.metrics:
             if rule.name not in catalogue:
                 raise ValueError(unknown_metric_message(rule.name, self.task))
-            if self.task != "binary" and rule.direction not in (None, catalogue[rule.name].direction):
+            if rule.direction not in (None, catalogue[rule.name].direction):
                 natural = catalogue[rule.name].direction
                 raise ValueError(f"metric {rule.name!r} of task {self.task}: write direction: {natural}")
-        if self.task == "multiclass" and self.multiclass is not None and not self.multiclass.adverse_classes:
-            adverse = [r.name for r in self.metrics if r.name.startswith("adverse.")]
-            if adverse:
-                raise ValueError(
-                    f"metrics {adverse} judge the decision 'adverse or not', which needs "
-                    "multiclass.adverse_classes (e.g. adverse_classes: [Medium, High])"
-                )
-        if self.task != "binary":
-            self._refuse_binary_only()
+        check_metrics = getattr(options, "check_metrics", None)  # options constraining the judged metrics
+        if check_metrics is not None:
+            check_metrics([rule.name for rule in self.metrics])
+        self._refuse_what_the_kind_cannot()
         return self
 
-    def _refuse_binary_only(self) -> None:
-        """Dask, streaming, proxy inference and automatic mitigation work on binary audits only."""
-        refused = [
-            ("execution.runner: dask", self.execution.runner == "dask"),
-            ("execution.streaming: always", self.execution.streaming == "always"),
-            ("a proxy: section", self.proxy is not None),
-            ("a mitigation: section", self.mitigation is not None),
-            ("a monitoring: section", self.monitoring is not None),
-            ("overrides with exclude_groups", any(o.exclude_groups for o in self.overrides)),
-            ("an individual_fairness: section", self.individual_fairness is not None),
+    def _refuse_what_the_kind_cannot(self) -> None:
+        """Sections and settings asking for a capability the policy's kind lacks (the kind registry's data)."""
+        from fairgate.engine.kinds import kind_of, refusal
+
+        kind = kind_of(self.task)
+        asked: list[tuple[Capability, bool]] = [
+            ("dask", self.execution.runner == "dask"),
+            ("streaming", self.execution.streaming == "always"),
+            ("proxy", self.proxy is not None),
+            ("mitigation", self.mitigation is not None),
+            ("monitoring", self.monitoring is not None),
+            ("exclude_groups", any(o.exclude_groups for o in self.overrides)),
+            ("individual_fairness", self.individual_fairness is not None),
         ]
-        for what, present in refused:
-            if present:
-                raise ValueError(
-                    f"{what} works on binary audits only (task is {self.task!r}); remove it from the policy"
-                )
+        for capability, present in asked:
+            if present and not kind.can(capability):
+                raise ValueError(f"{refusal(capability, kind)}; remove it from the policy")
 
     # ----------------------------------------------------------------------------------------- building
     @classmethod
@@ -480,6 +486,8 @@ class Policy(_Strict):
         ``outcomes`` only counts when the policy names its words: a policy written before the section existed
         keeps its hash, so trails and trends still match it across the upgrade.
         """
+        from fairgate.engine.kinds import DEFAULT_KIND, KINDS  # light: the registry imports no engine module
+
         dumped = self.model_dump(mode="json")
         if not self.outcomes.named:
             del dumped["outcomes"]
@@ -491,9 +499,9 @@ class Policy(_Strict):
             del dumped["mitigation"]
         if self.execution == Execution():
             del dumped["execution"]
-        if self.task == "binary":  # binary policies keep the hash they had before the key existed
+        if self.task == DEFAULT_KIND:  # binary policies keep the hash they had before the key existed
             del dumped["task"]
-        for section in ("multiclass", "regression", "ranking"):
+        for section in KINDS:  # the kinds' options sections (named after them), when absent
             if dumped.get(section, 0) is None:
                 del dumped[section]
         if self.individual_fairness is None:

@@ -9,13 +9,11 @@ as a binary decision too, "adverse or not" (e.g. ``[Medium, High]`` for COMPAS's
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from fairgate.policy.base import STRICT
-
-TaskKind = Literal["binary", "multiclass", "regression", "ranking"]
 
 
 class _Strict(BaseModel):
@@ -62,6 +60,15 @@ class MulticlassOptions(_Strict):
                     f"outcomes); got {self.adverse_classes} of {self.classes}"
                 )
         return self
+
+    def check_metrics(self, metrics: list[str]) -> None:
+        """Metrics of the decision "adverse or not" need ``adverse_classes`` (raises ValueError)."""
+        adverse = [name for name in metrics if name.startswith("adverse.")]
+        if adverse and not self.adverse_classes:
+            raise ValueError(
+                f"metrics {adverse} judge the decision 'adverse or not', which needs "
+                "multiclass.adverse_classes (e.g. adverse_classes: [Medium, High])"
+            )
 
     def class_index(self, label: str) -> int:
         """The position of a class in ``classes`` (its code in the multiclass cube)."""

@@ -54,7 +54,7 @@ def build_view(
     document = as_document(doc)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
-    if document.task != "binary":
+    if document.task in KIND_PAGES:  # a kind with its own pages (binary's are the ones built below)
         return _kind_view(document, min_cell_size, use_case)
     suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
     words = words_of(document)

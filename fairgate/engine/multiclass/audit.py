@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from fairgate.document.result import AuditResult
 from fairgate.engine.adjudicate import (
     ModelInfo,
@@ -26,6 +28,7 @@ from fairgate.engine.adjudicate import (
     without_binary_extras,
 )
 from fairgate.engine.cube import Cube
+from fairgate.engine.kinds import KindSteps
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.multiclass.catalogue import ADVERSE_PREFIX, binary_name
 from fairgate.engine.multiclass.cube import MulticlassCube, build_multiclass_cube, to_binary_cube
@@ -38,6 +41,7 @@ from fairgate.engine.multiclass.slicing import (
     compute_multiclass_slicing,
     plan_multiclass_slicings,
 )
+from fairgate.engine.reference import Referenced, attribute_entries, configured_reference, reference_index
 from fairgate.engine.slicing import SlicingResult, compute_slicing, skipped_slicings
 from fairgate.policy.core import MetricRule, Override, Policy
 from fairgate.policy.task import MulticlassOptions
@@ -246,16 +250,17 @@ def _weighted(cube: MulticlassCube) -> bool:
 
 
 def _attributes(cube: MulticlassCube, slicings: list[MulticlassSlicingResult], policy: Policy) -> list[dict[str, Any]]:
-    single = {tuple(p.slicing): p for p in slicings if len(p.slicing) == 1}
-    return [
-        {
-            "name": name,
-            "reference_group": policy.attribute(name).reference_group,
-            "values": [g[name] for g in single[(name,)].groups] if (name,) in single else [],
-            "excluded_missing": cube.excluded_missing.get(name, 0),
-        }
-        for name in cube.attributes
+    """Multiclass compares groups across classes, not with a reference; the block names it by the one rule."""
+    referenced = [
+        Referenced(
+            p.slicing,
+            p.groups,
+            p.groups[reference_index(p.groups, configured_reference(tuple(p.slicing), policy), np.array(p.n))],
+        )
+        for p in slicings
+        if len(p.slicing) == 1 and p.groups
     ]
+    return attribute_entries(cube.attributes, referenced, cube.excluded_missing)
 
 
 def _estimate(values: dict[str, list[Any]], g: int, c: int | None = None) -> dict[str, float | None]:
@@ -352,3 +357,7 @@ def _diagnostics(cube: MulticlassCube, slicings: list[MulticlassSlicingResult], 
         "excluded_missing": dict(cube.excluded_missing),
         "skipped_slicings": skipped_slicings(marginal, policy),
     }
+
+
+#: The kind registry's entry point (fairgate/engine/kinds.py).
+STEPS = KindSteps(count=count_multiclass, slicings=slicings_multiclass, adjudicate=adjudicate_multiclass)

@@ -29,10 +29,12 @@ from fairgate.engine.adjudicate import (
     with_context,
     without_binary_extras,
 )
+from fairgate.engine.kinds import KindSteps
 from fairgate.engine.ranking.columns import WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube, build_ranking_cube
 from fairgate.engine.ranking.metrics import metric_names, top_rate
 from fairgate.engine.ranking.slicing import SUMMARIES, RankingSlicing, Slicing, ranking_slicing
+from fairgate.engine.reference import attribute_entries, configured_reference
 from fairgate.engine.slicing import candidate_slicings, within_group_limit
 from fairgate.policy.core import Policy
 from fairgate.policy.ranking import RankingOptions
@@ -95,20 +97,14 @@ def _group_count(cube: RankingCube, slicing: Slicing) -> int:
 def compute_ranking_slicing(cube: RankingCube, slicing: Slicing, policy: Policy) -> RankingSlicing:
     """One slicing with the policy's statistics settings, reference group, declared values and min group size."""
     stats = policy.statistics
-    reference = None
-    declared = None
-    if len(slicing) == 1:
-        attribute = policy.attribute(slicing[0])
-        declared = attribute.declared_values
-        if attribute.reference_group is not None:
-            reference = {slicing[0]: attribute.reference_group}
+    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
     return ranking_slicing(
         cube,
         slicing,
         n_bootstrap=stats.n_bootstrap,
         seed=stats.seed,
         confidence_level=policy.reporting.confidence_level,
-        reference=reference,
+        reference=configured_reference(slicing, policy),
         min_group_size=policy.intersectional_analysis.min_group_size,
         declared=declared,
     )
@@ -245,13 +241,8 @@ def _block_summary(summary: dict[str, Any], part: RankingSlicing) -> dict[str, A
 
 
 def _attributes(cube: RankingCube, parts: list[RankingSlicing], policy: Policy) -> list[dict[str, Any]]:
-    single = {tuple(p.slicing): p for p in parts if len(p.slicing) == 1}
-    return [
-        {
-            "name": name,
-            "reference_group": policy.attribute(name).reference_group,
-            "values": [g[name] for g in single[(name,)].groups] if (name,) in single else [],
-            "excluded_missing": 0,
-        }
-        for name in cube.attributes
-    ]
+    return attribute_entries(cube.attributes, parts, {})
+
+
+#: The kind registry's entry point (fairgate/engine/kinds.py).
+STEPS = KindSteps(count=count_ranking, slicings=slicings_ranking, adjudicate=adjudicate_ranking)

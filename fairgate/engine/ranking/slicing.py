@@ -23,6 +23,7 @@ from fairgate.engine.ranking.bootstrap import cluster_replicates
 from fairgate.engine.ranking.columns import BUCKET, EXPOSURE, POSITION, ROWS, WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube
 from fairgate.engine.ranking.metrics import group_metrics, metric_names, top_rate
+from fairgate.engine.reference import reference_index
 from fairgate.engine.stats import (
     Component,
     PairFamily,
@@ -114,7 +115,7 @@ def ranking_slicing(
         n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
     rows = np.bincount(cell_group, cube.cells[ROWS].to_numpy().astype(float), n_groups)
     eligible = n >= min_group_size
-    ref = _reference(groups, reference, n)
+    ref = reference_index(groups, reference, n)
 
     values = group_metrics(point, options)
     reps = group_metrics(replicates, options)
@@ -165,12 +166,6 @@ def _bucket_sums(cube: RankingCube, cell_group: np.ndarray, n_groups: int) -> tu
     sums = np.stack([np.bincount(slot, cube.cells[c].to_numpy(), size) for c in cube.sums], axis=-1)
     rows = np.bincount(slot, cube.cells[ROWS].to_numpy().astype(float), size).reshape(buckets, n_groups)
     return sums.reshape(buckets, n_groups, len(cube.sums)), rows.sum(axis=1), (rows > 0).sum(axis=0)
-
-
-def _reference(groups: list[Group], reference: Group | None, n: np.ndarray) -> int:
-    if reference is not None and reference in groups:
-        return groups.index(reference)
-    return int(np.argmax(n))
 
 
 def _comparisons(

@@ -33,6 +33,8 @@ from fairgate.engine.adjudicate import (
     without_binary_extras,
 )
 from fairgate.engine.cube import apply_missing_attribute_rules, as_lazy, check_cardinality
+from fairgate.engine.kinds import KindSteps
+from fairgate.engine.reference import attribute_entries, configured_reference
 from fairgate.engine.regression.catalogue import distance_of
 from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, ROWS, WEIGHT, WEIGHT_SQ
 from fairgate.engine.regression.cube import RegressionCube, build_regression_cube
@@ -208,21 +210,13 @@ def slicings_regression(counts: RegressionCounts, policy: Policy) -> RegressionP
             n_bootstrap=policy.statistics.n_bootstrap,
             seed=policy.statistics.seed,
             confidence_level=policy.reporting.confidence_level,
-            reference=_configured_reference(slicing, policy),
+            reference=configured_reference(slicing, policy),
             min_group_size=policy.intersectional_analysis.min_group_size,
         )
 
     # Slicings are independent (each draws its own replicates) and numpy releases the GIL: two threads.
     with ThreadPoolExecutor(max_workers=2) as pool:
         return RegressionParts(list(pool.map(compute, planned)), skipped)
-
-
-def _configured_reference(slicing: Slicing, policy: Policy) -> Group | None:
-    """The configured reference of every attribute of the slicing, else None (the engine takes the largest)."""
-    configured = {a: policy.attribute(a).reference_group for a in slicing}
-    if slicing and all(v is not None for v in configured.values()):
-        return {a: str(v) for a, v in configured.items()}
-    return None
 
 
 # ----------------------------------------------------------------------------------------------- adjudication
@@ -438,16 +432,7 @@ def _kish(weight: float, weight_sq: float) -> float:
 
 # ----------------------------------------------------------------------------------------------- the document
 def _attributes(counts: RegressionCounts, slicings: list[RegressionSlicing]) -> list[dict[str, Any]]:
-    single = {tuple(p.slicing): p for p in slicings if len(p.slicing) == 1}
-    return [
-        {
-            "name": name,
-            "reference_group": part.reference[name] if (part := single.get((name,))) and part.reference else None,
-            "values": [g[name] for g in part.groups] if part else [],
-            "excluded_missing": counts.excluded_missing.get(name, 0),
-        }
-        for name in counts.cube.attributes
-    ]
+    return attribute_entries(counts.cube.attributes, slicings, counts.excluded_missing)
 
 
 def _comparison(part: RegressionSlicing, c: dict[str, Any]) -> dict[str, Any]:
@@ -580,3 +565,7 @@ def _residual_bin(row: dict[str, Any], z: float) -> dict[str, Any]:
         "ci_low": low,
         "ci_high": high,
     }
+
+
+#: The kind registry's entry point (fairgate/engine/kinds.py).
+STEPS = KindSteps(count=count_regression, slicings=slicings_regression, adjudicate=adjudicate_regression)

@@ -19,6 +19,7 @@ import polars as pl
 from scipy import stats as scipy_stats
 
 from fairgate.engine.bootstrap import slicing_seed
+from fairgate.engine.reference import reference_index
 from fairgate.engine.regression.bootstrap import bucket_replicates
 from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, BUCKET, ROWS, SUMS, VALUE_BIN, WEIGHT, WEIGHT_SQ
 from fairgate.engine.regression.cube import RegressionCube
@@ -99,7 +100,7 @@ def regression_slicing(
         n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
     rows = bucket_rows.sum(axis=1)
     eligible = n >= min_group_size
-    ref = _reference(groups, reference, n)
+    ref = reference_index(groups, reference, n)
 
     values = group_metrics(point)
     reps = group_metrics(replicates)
@@ -158,12 +159,6 @@ def _bucket_sums(cube: RegressionCube, cell_group: np.ndarray, n_groups: int) ->
     sums = np.stack([np.bincount(slot, cube.cells[c].to_numpy(), size) for c in SUMS], axis=-1)
     rows = np.bincount(slot, cube.cells[ROWS].to_numpy().astype(float), size)
     return sums.reshape(n_groups, buckets, len(SUMS)), rows.reshape(n_groups, buckets)
-
-
-def _reference(groups: list[Group], reference: Group | None, n: np.ndarray) -> int:
-    if reference is not None and reference in groups:
-        return groups.index(reference)
-    return int(np.argmax(n))
 
 
 def _comparisons(

@@ -1,0 +1,140 @@
+"""The one registry of the kinds of model fairgate audits: binary, multiclass, regression, ranking.
+
+Each kind is a :class:`Kind`: its name, the engine module that holds its steps and catalogue, and what it can
+do beyond an audit (its capabilities, as data). Everything that differs by kind asks this registry (the
+policy's checks, ``fairgate.audit``, the flow, the commands that work on some kinds only) instead of testing
+a kind's name. A kind's engine module is imported on first use: the registry itself is light.
+
+A kind's package holds ``catalogue.py`` (``CATALOGUE: dict[str, TaskMetric]``, the metrics its policies may
+judge) and ``audit.py`` (``STEPS``, a :class:`KindSteps`). To add a kind: write its package under
+``fairgate/engine/<kind>/`` with those two modules and add its entry to :data:`KINDS` (a policy's ``task:`` may
+then name it); the README's "Adding a kind of model" lists the pieces outside the engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from fairgate.document.result import AuditResult
+
+#: What a kind can do beyond an audit. A policy or command asking for a capability its kind lacks is refused.
+Capability = Literal[
+    "streaming",  # execution.streaming: always (the cube built inside DuckDB)
+    "dask",  # execution.runner: dask
+    "proxy",  # a proxy: section (attributes inferred by BISG)
+    "mitigation",  # a mitigation: section, fairgate mitigate
+    "monitoring",  # a monitoring: section, fairgate monitor
+    "compare",  # fairgate compare
+    "individual_fairness",  # an individual_fairness: section, --features
+    "exclude_groups",  # overrides with exclude_groups
+]
+ALL_CAPABILITIES: frozenset[Capability] = frozenset(
+    ("streaming", "dask", "proxy", "mitigation", "monitoring", "compare", "individual_fairness", "exclude_groups")
+)
+#: The words a refusal uses for each capability (what the user wrote).
+CAPABILITY_WORDS: dict[Capability, str] = {
+    "streaming": "execution.streaming: always",
+    "dask": "execution.runner: dask",
+    "proxy": "a proxy: section",
+    "mitigation": "a mitigation: section",
+    "monitoring": "a monitoring: section",
+    "compare": "fairgate compare",
+    "individual_fairness": "an individual_fairness: section",
+    "exclude_groups": "overrides with exclude_groups",
+}
+
+
+@dataclass(frozen=True)
+class KindSteps:
+    """A kind's pure audit steps.
+
+    ``count(rows, policy, *, source) -> cube`` (a cube sums with ``+``); ``slicings(cube, policy) -> parts``;
+    ``adjudicate(cube, parts, policy, *, model, run_id, context) -> AuditResult``. ``audit`` (optional): the
+    three in one call, where the kind has a faster way than one after the other (binary's exact-AUC pass runs
+    beside its slicings); same arguments as ``fairgate.audit``.
+    """
+
+    count: Callable[..., Any]
+    slicings: Callable[..., Any]
+    adjudicate: Callable[..., AuditResult]
+    audit: Callable[..., AuditResult] | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of model: its name, its modules and its capabilities.
+
+    ``catalogue``: the module whose ``CATALOGUE`` lists the metrics its policies may judge (light: read by the
+    policy's validation); ``engine``: the module whose ``STEPS`` audit it (imported when an audit runs).
+    """
+
+    name: str
+    catalogue: str
+    engine: str
+    capabilities: frozenset[Capability] = frozenset()
+    # Labels and predictions are the favourable/unfavourable decision (0/1): recoded to the favourable label,
+    # checked by the shared suites, audited through the binary pipeline (streaming, Dask, proxy). Other kinds
+    # keep them as given and run their own suites and steps.
+    binary_outcomes: bool = False
+    # The predictions are lists and positions (columns.list_id, columns.rank) rather than scores or decisions.
+    ranked_lists: bool = False
+    # A kind whose policy must have its options section (named after the kind): what that section declares.
+    options_required: str | None = None
+
+    def can(self, capability: Capability) -> bool:
+        """Whether the kind supports ``capability``."""
+        return capability in self.capabilities
+
+    def steps(self) -> KindSteps:
+        """The kind's audit steps (its engine module imported on first use)."""
+        steps: KindSteps = importlib.import_module(self.engine).STEPS
+        return steps
+
+
+def _kind(name: str, package: str, catalogue: str = "catalogue", engine: str = "audit", **more: Any) -> Kind:
+    return Kind(name, f"{package}.{catalogue}", f"{package}.{engine}", **more)
+
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        _kind(
+            "binary",
+            "fairgate.engine",
+            catalogue="binary_catalogue",
+            capabilities=ALL_CAPABILITIES,
+            binary_outcomes=True,
+        ),
+        _kind(
+            "multiclass",
+            "fairgate.engine.multiclass",
+            options_required="declaring the classes, e.g. multiclass: {classes: [low, medium, high]}",
+        ),
+        _kind("regression", "fairgate.engine.regression"),
+        _kind("ranking", "fairgate.engine.ranking", ranked_lists=True),
+    )
+}
+#: The kind a policy without ``task:`` audits.
+DEFAULT_KIND = "binary"
+
+
+def kind_of(name: str) -> Kind:
+    """The registered kind called ``name`` (ValueError naming the kinds when there is none)."""
+    if name not in KINDS:
+        raise ValueError(f"unknown task {name!r}; use one of {list(KINDS)}")
+    return KINDS[name]
+
+
+def kinds_that_can(capability: Capability) -> list[str]:
+    """The names of the kinds supporting ``capability``, in registry order."""
+    return [kind.name for kind in KINDS.values() if kind.can(capability)]
+
+
+def refusal(capability: Capability, kind: Kind, what: str | None = None) -> str:
+    """The message refusing ``capability`` (written as ``what``) for ``kind``."""
+    supported = " and ".join(kinds_that_can(capability)) or "no"
+    return f"{what or CAPABILITY_WORDS[capability]} works on {supported} audits only (task is {kind.name!r})"
