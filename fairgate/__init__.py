@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from fairgate.engine.audit import audit
     from fairgate.engine.cube import Cube, build_cube
     from fairgate.engine.labels import group_key, slicing_label
-    from fairgate.engine.slicing import SlicingResult, compute_slicing, plan_slicings
+    from fairgate.engine.planning import plan_slicings
+    from fairgate.engine.slicing import SlicingResult, compute_slicing
     from fairgate.errors import DataError, FairgateError, PolicyError
     from fairgate.policy.core import Policy
 
@@ -47,7 +48,7 @@ _EXPORTS = {
     "build_cube": "fairgate.engine.cube",
     "compute_slicing": "fairgate.engine.slicing",
     "group_key": "fairgate.engine.labels",
-    "plan_slicings": "fairgate.engine.slicing",
+    "plan_slicings": "fairgate.engine.planning",
     "slicing_label": "fairgate.engine.labels",
 }
 __all__ = [

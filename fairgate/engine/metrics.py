@@ -164,8 +164,12 @@ class GroupMetric:
     """A per-group metric. Subclasses with a ``name`` register themselves in ``GroupMetric.registry``."""
 
     name: ClassVar[str]
-    # Whether a larger value is better for the person (selection of the favourable outcome, accuracy),
-    # worse (error rates), or neither; used to name the worst-off group.
+    # The one definition of the worst-off group, for every kind, page and diagnostic: the group on the adverse
+    # side of the metric in the policy's outcome words. True: a larger value means the group's people fare
+    # better (more favourable decisions for their outcomes: selection, TPR, FPR, NPV, accuracy, AUC), so the
+    # group with the smallest value is the worst off; False: a larger value means they fare worse (FNR, TNR,
+    # PPV's higher bar, FOR, calibration error, inequality), so the largest is; None: neither (the base rate).
+    # A group held to a harsher decision threshold is worst off on every rate (tests/engine/test_worst_off.py).
     higher_is_better: ClassVar[bool | None] = None
     needs_scores: ClassVar[bool] = False
     registry: ClassVar[dict[str, type[GroupMetric]]] = {}
@@ -238,7 +242,7 @@ class FalsePositiveRate(Rate):
 
     name = "false_positive_rate"
     numerator, denominator = ("fp",), ("fp", "tn")
-    higher_is_better = False
+    higher_is_better = True
 
 
 class FalseNegativeRate(Rate):
@@ -254,7 +258,7 @@ class TrueNegativeRate(Rate):
 
     name = "true_negative_rate"
     numerator, denominator = ("tn",), ("fp", "tn")
-    higher_is_better = True
+    higher_is_better = False
 
 
 class PositivePredictiveValue(Rate):
@@ -262,7 +266,7 @@ class PositivePredictiveValue(Rate):
 
     name = "positive_predictive_value"
     numerator, denominator = ("tp",), ("tp", "fp")
-    higher_is_better = True
+    higher_is_better = False
 
 
 class NegativePredictiveValue(Rate):
@@ -278,7 +282,7 @@ class FalseDiscoveryRate(Rate):
 
     name = "false_discovery_rate"
     numerator, denominator = ("fp",), ("tp", "fp")
-    higher_is_better = False
+    higher_is_better = True
 
 
 class FalseOmissionRate(Rate):

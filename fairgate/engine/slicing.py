@@ -1,15 +1,14 @@
-"""One slicing of the audit (an attribute, a pair, a triple, or the whole population) as a marginal of the cube.
+"""One binary slicing of the audit (an attribute, a pair, a triple, or the whole population) as a marginal of the cube.
 
 ``compute_slicing`` is the unit of work a metric task runs: group values with intervals, comparisons with
 the reference group, the difference/ratio summaries of every group metric, and the policy metrics' values
 with bootstrap intervals. Judging them (thresholds, verdict, multiple-testing adjustment) is adjudication's job.
+Which slicings to compute is planning's (engine/planning.py, re-exported here); the summaries and policy
+metrics' values are engine/summaries.py's.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -21,136 +20,51 @@ from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
-from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import (
     GroupCounts,
-    PolicyMetric,
-    PopulationIndex,
     Rate,
-    SummaryOf,
     count_metrics,
-    difference,
     policy_metric,
-    ratio,
+)
+from fairgate.engine.planning import (
+    GROUP,
+    candidate_slicings,
+    plan_slicings,
+    skipped_slicings,
+    slicing_group_count,
+    within_group_limit,
 )
 from fairgate.engine.reference import configured_reference, reference_index
 from fairgate.engine.stats import (
-    Component,
-    PairFamily,
     hanley_mcneil_se,
     katz_ratio_interval,
     newcombe_interval,
-    pair_family,
     percentile_interval,
     two_proportion_p_value,
     wilson_interval,
     z_value,
 )
+from fairgate.engine.summaries import MetricValues, as_number, group_summaries, policy_results
 from fairgate.policy.core import Policy
 
+__all__ = [
+    "GROUP",
+    "MetricValues",
+    "SlicingResult",
+    "bootstrap_group_counts",
+    "candidate_slicings",
+    "compute_slicing",
+    "plan_slicings",
+    "reference_group_index",
+    "skipped_slicings",
+    "slicing_group_count",
+    "slicing_groups",
+    "wants_auc",
+    "within_group_limit",
+]
+
 Slicing = tuple[str, ...]
-GROUP = "__group"  # index of a cell's group within a slicing
 Group = dict[str, str]
-
-
-def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
-    """The slicings to audit: the population, each attribute, the pairs, and triples that can be compared.
-
-    Pairs are the configured ``attribute_pairs`` (all pairs when none are listed). A triple is audited when
-    at least two of its groups reach ``min_group_size``, so a comparison inside it is possible. A slicing with
-    more groups than ``limits.max_groups_per_slicing`` is left out (see :func:`skipped_slicings`).
-    """
-    planned, _ = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
-    return planned
-
-
-def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
-    """The slicings :func:`plan_slicings` leaves out for having more groups than the policy allows.
-
-    Each as ``{"slicing", "groups", "max_groups_per_slicing", "reason"}`` (the document's
-    ``diagnostics.skipped_slicings``).
-    """
-    _, skipped = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
-    return skipped
-
-
-def _counter(cube: Cube, policy: Policy) -> Callable[[Slicing], int]:
-    return lambda slicing: slicing_group_count(cube, slicing, policy)
-
-
-def within_group_limit(
-    candidates: list[Slicing], policy: Policy, group_count: Callable[[Slicing], int]
-) -> tuple[list[Slicing], list[dict[str, Any]]]:
-    """The candidates with at most ``limits.max_groups_per_slicing`` groups, and those left out with the reason.
-
-    The left-out ones are the document's ``diagnostics.skipped_slicings`` (``{"slicing", "groups",
-    "max_groups_per_slicing", "reason"}``). Every task plans its slicings with this and :func:`candidate_slicings`.
-    """
-    limit = policy.limits.max_groups_per_slicing
-    planned: list[Slicing] = []
-    skipped: list[dict[str, Any]] = []
-    for slicing in candidates:
-        groups = group_count(slicing) if slicing else 1
-        if groups <= limit:
-            planned.append(slicing)
-            continue
-        reason = (
-            f"{slicing_label(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
-            f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
-        )
-        skipped.append({"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason})
-    return planned, skipped
-
-
-def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
-    """How many groups a slicing has: its value combinations present in the cube (and declared values)."""
-    if not slicing:
-        return 1
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
-    if declared is not None:  # a declared value with no rows is a group too (see slicing_groups)
-        return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
-    return cube.cells.select(list(slicing)).n_unique()
-
-
-def _candidate_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
-    return candidate_slicings(cube.attributes, policy, cube.effective_sizes)
-
-
-def candidate_slicings(
-    attributes: Sequence[str], policy: Policy, effective_sizes: Callable[[list[str]], Any]
-) -> list[Slicing]:
-    """The population, each attribute, the pairs (configured, else all) and the triples that can be compared.
-
-    A triple is a candidate when at least two of its groups reach ``min_group_size`` (``effective_sizes`` gives
-    the Kish sizes of a slicing's groups, as min_group_size is judged). Every task plans with this.
-    """
-    attributes = list(attributes)
-    slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
-    options = policy.intersectional_analysis
-    if not options.enabled or len(attributes) < 2:
-        return slicings
-    pairs = options.attribute_pairs
-    slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
-    if options.include_triples:
-        for triple in itertools.combinations(attributes, 3):
-            if int((effective_sizes(list(triple)) >= options.min_group_size).sum()) >= 2:
-                slicings.append(triple)
-    return slicings
-
-
-@dataclass
-class MetricValues:
-    """One group metric over the groups of a slicing."""
-
-    value: np.ndarray
-    ci_low: np.ndarray
-    ci_high: np.ndarray
-    replicates: np.ndarray  # (replicates, groups); dropped before the result leaves the task
-    events: np.ndarray | None = None  # people each group's value rests on (the rate's denominator)
-    # Rates only: the successes and trials of the point estimate and of every replicate, for log-ratios and
-    # the analytic variance floors of the simultaneous intervals.
-    fraction: tuple[np.ndarray, np.ndarray] | None = None
-    replicate_fraction: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -209,8 +123,8 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
             for name, v in values.items()
         },
         comparisons=_comparisons(slicing, groups, values, point, reference_index, eligible, z, level),
-        summaries=_summaries(slicing, groups, values, eligible, level, stats.min_events),
-        results=_policy_results(slicing, groups, values, eligible, policy, level),
+        summaries=group_summaries(slicing, groups, values, eligible, level, stats.min_events),
+        results=policy_results(slicing, groups, values, eligible, policy, level),
         counts={k: getattr(point, k).tolist() for k in ("tp", "fp", "tn", "fn")},
         roc=roc_curves,
         calibration=_calibration_curves(slicing, groups, point, cube) if len(slicing) <= 1 else [],
@@ -500,299 +414,6 @@ def _bootstrap_p_values(replicate_differences: np.ndarray) -> np.ndarray:
     return np.where(count > 0, np.minimum(1.0, 2.0 * np.minimum(below, above)), np.nan)
 
 
-def _masked(values: np.ndarray, eligible: np.ndarray) -> np.ndarray:
-    return np.where(eligible, values, np.nan)
-
-
-def _summaries(
-    slicing: Slicing,
-    groups: list[Group],
-    values: dict[str, MetricValues],
-    eligible: np.ndarray,
-    level: float,
-    min_events: int,
-) -> list[dict[str, Any]]:
-    """Difference (max - min) and ratio (min / max) of every group metric over eligible groups.
-
-    Each comes with a simultaneous (max-t) interval folded into the range; no interval where a group has too
-    few events.
-    """
-    if len(groups) < 2:
-        return []
-    out = []
-    for name, v in values.items():
-        entry: dict[str, Any] = {"metric": name, "slicing": list(slicing)}
-        masked = _masked(v.value, eligible)
-        use = eligible & np.isfinite(v.value)
-        reason = interval_obstacle(groups, {name: v}, use, min_events)
-        for summary in ("difference", "ratio"):
-            point = (difference if summary == "difference" else ratio)(masked)
-            low = high = None
-            if reason is None and np.isfinite(point):
-                family = summary_pair_family([v], use, summary, bootstrap=False)
-                if family is None:
-                    reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
-                else:
-                    low, high = summary_bounds(family, family.critical(level), summary, (name,), float(point))
-            elif reason is None:
-                reason = f"the {summary} is undefined (fewer than 2 groups with a value, or a largest value of 0)"
-            entry[summary] = _num(point)
-            entry[f"{summary}_ci_low"], entry[f"{summary}_ci_high"] = low, high
-        entry["n_groups_judged"] = int(use.sum())
-        entry["interval_method"] = _method(None)
-        if reason is not None:
-            entry["interval_reason"] = reason
-        if np.isfinite(masked).any():
-            entry["max_group"] = groups[int(np.nanargmax(masked))]
-            entry["min_group"] = groups[int(np.nanargmin(masked))]
-        out.append(entry)
-    return out
-
-
-def _method(family: PairFamily | None) -> str:
-    critical = "bootstrap-t max-t" if family is not None and family.null is not None else "studentized range"
-    return f"simultaneous intervals of all pairwise differences ({critical} critical value), folded into the range"
-
-
-def interval_obstacle(
-    groups: list[Group], values: dict[str, MetricValues], use: np.ndarray, min_events: int
-) -> str | None:
-    """Why no valid interval can be given over the groups in ``use`` (None when one can)."""
-    if int(use.sum()) < 2:
-        return f"fewer than 2 groups can be compared ({int(use.sum())} judged)"
-    for name, v in values.items():
-        if v.events is None:
-            continue
-        short = [i for i in np.flatnonzero(use) if v.events[i] < min_events]
-        if short:
-            listed = ", ".join(f"{_label(groups[i])} ({v.events[i]:g})" for i in short[:5])
-            more = f" and {len(short) - 5} more" if len(short) > 5 else ""
-            return (
-                f"{name} rests on fewer than min_events={min_events} people in {listed}{more}: "
-                "its interval would be unreliable"
-            )
-        undefined = [i for i in np.flatnonzero(use) if not np.isfinite(v.value[i])]
-        if undefined:
-            return f"{name} is undefined in {_label(groups[undefined[0]])}"
-    return None
-
-
-def _label(group: Group) -> str:
-    return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
-
-
-def summary_pair_family(
-    components: list[MetricValues], use: np.ndarray, summary: str, *, bootstrap: bool = True
-) -> PairFamily | None:
-    """The pairwise family of the components over the groups in ``use``.
-
-    Differences of the values, or differences of their logarithms for a ratio. Rates carry analytic variances
-    (of the rate with one success and one failure added: never 0, even with no events), in the data and, for
-    the bootstrap-t critical value, in every replicate; other metrics use bootstrap standard errors.
-    ``bootstrap=False``: the studentized range gives the critical value (the descriptive ``summaries`` of every
-    group metric, to stay fast).
-    """
-    index = np.flatnonzero(use)
-    return pair_family([_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
-
-
-def _component(v: MetricValues, index: np.ndarray, summary: str, bootstrap: bool) -> Component:
-    reps = v.replicates[:, index]
-    if v.fraction is not None and v.replicate_fraction is not None:
-        point = tuple(a[index] for a in v.fraction)
-        replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
-        if summary == "difference":
-            return Component(
-                v.value[index], reps, _rate_variance(*point), _rate_variance(*replicated) if replicated else None
-            )
-        return Component(
-            _log_rate(*point),
-            _log_rate(*replicated) if replicated else _log(reps),
-            _log_rate_variance(*point),
-            _log_rate_variance(*replicated) if replicated else None,
-        )
-    if summary == "difference":
-        return Component(v.value[index], reps)
-    return Component(_log(v.value[index]), _log(reps))
-
-
-def _log(values: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(values > 0, np.log(values), np.nan)
-
-
-def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """The rate with one success and one failure added (Agresti & Caffo 2000)."""
-    return (successes + 1.0) / (trials + 2.0)
-
-
-def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Variance of a rate from the adjusted rate, p (1 - p) / n.
-
-    Positive even with 0 or all events (dividing by n + 2 as well would understate it near 1/2); NaN without
-    trials.
-    """
-    adjusted = _adjusted(successes, trials)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, adjusted * (1.0 - adjusted) / trials, np.nan)
-
-
-def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """log(successes / trials), with 0.5 added to both where successes is 0; NaN without trials."""
-    correction = np.where(successes == 0, 0.5, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, np.log((successes + correction) / (trials + correction)), np.nan)
-
-
-def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Delta-method variance of a log rate from the adjusted rate, (1 - p) / (p n)."""
-    adjusted = _adjusted(successes, trials)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, (1.0 - adjusted) / (adjusted * trials), np.nan)
-
-
-# Group metrics not confined to [0, 1] (inequality indices); every other one is a rate, AUC or calibration error.
-_UNBOUNDED_METRICS = frozenset({"theil_index", "generalized_entropy_index"})
-
-
-def summary_bounds(
-    family: PairFamily, critical: float, summary: str, bases: Sequence[str] = (), value: float | None = None
-) -> tuple[float, float]:
-    """The folded interval of a difference, or of a ratio from the interval of its log range.
-
-    A gap between values in [0, 1] is at most 1: the normal bound is cut there (it can pass 1 when a group is
-    small), as a ratio's is cut at 1 by construction. The interval always holds the point estimate ``value``:
-    a group without events enters the log range with half an event added (a finite log), so a ratio of exactly
-    0 would otherwise get an interval such as [0.03, 1.00].
-    """
-    low, high = family.bounds(critical)
-    if summary == "difference":
-        bounded = not _UNBOUNDED_METRICS.intersection(bases)
-        low, high = (min(low, 1.0), min(high, 1.0)) if bounded else (low, high)
-    else:
-        low, high = float(np.exp(-high)), float(np.exp(-low))
-    if value is not None and math.isfinite(value):
-        low, high = min(low, value), max(high, value)
-    return low, high
-
-
-def _policy_results(
-    slicing: Slicing,
-    groups: list[Group],
-    values: dict[str, MetricValues],
-    eligible: np.ndarray,
-    policy: Policy,
-    level: float,
-) -> list[dict[str, Any]]:
-    """The policy's metrics on this slicing.
-
-    Each has its value and simultaneous interval, and the pairwise family the gate tests (``_family``, dropped
-    when judged). Why a result cannot be judged goes to ``reason``.
-    """
-    out = []
-    for rule in policy.metrics:
-        metric = policy_metric(rule.name)
-        if metric.population_level != (not slicing):
-            continue
-        resolved = policy.rule_for(rule.name, slicing)
-        excluded = np.array([_matches_any(g, resolved.excluded_groups) for g in groups], dtype=bool)
-        use = eligible & ~excluded
-        missing = [b for b in metric.bases if b not in values]
-        entry: dict[str, Any] = {
-            "metric": rule.name,
-            "slicing": list(slicing),
-            "bases": list(metric.bases),
-            "n_groups_judged": int(use.sum()),
-            "excluded_groups": [g for g, x in zip(groups, excluded, strict=True) if x],
-            "insufficient_groups": [g for g, ok in zip(groups, eligible, strict=True) if not ok],
-            "override_reasons": resolved.override_reasons,
-        }
-        if missing:
-            entry.update(value=None, ci_low=None, ci_high=None, unavailable=f"needs {missing}: give scores")
-            entry["reason"] = f"needs {missing}: the audited data has no scores"
-            out.append(entry)
-            continue
-        point = metric.evaluate({b: _masked(values[b].value, use) for b in metric.bases})
-        entry.update(value=_num(point), ci_low=None, ci_high=None)
-        _attach_interval(entry, metric, groups, values, use, policy, level)
-        base = values[metric.bases[0]].value
-        masked = _masked(base, use)
-        if slicing and np.isfinite(masked).any():
-            entry["max_group"] = groups[int(np.nanargmax(masked))]
-            entry["min_group"] = groups[int(np.nanargmin(masked))]
-        out.append(entry)
-    return out
-
-
-def _attach_interval(
-    entry: dict[str, Any],
-    metric: PolicyMetric,
-    groups: list[Group],
-    values: dict[str, MetricValues],
-    use: np.ndarray,
-    policy: Policy,
-    level: float,
-) -> None:
-    """The result's interval at the reporting level and the family the gate tests; or the reason there is none."""
-    components = {b: values[b] for b in metric.bases}
-    if isinstance(metric, PopulationIndex):
-        family = _population_family(values[metric.bases[0]])
-        summary = "difference"
-        reason = None if family is not None else "the bootstrap replicates are degenerate"
-    else:
-        summary = metric.summary if isinstance(metric, SummaryOf) else "difference"
-        reason = interval_obstacle(groups, components, use, policy.statistics.min_events)
-        if reason is None and entry["value"] is None:
-            reason = _undefined_reason(metric, summary)
-        family = summary_pair_family(list(components.values()), use, summary) if reason is None else None
-        if reason is None and family is None:
-            reason = "the bootstrap replicates are degenerate (no spread), so no valid interval exists"
-    if family is None:
-        entry["reason"] = reason
-        return
-    entry["ci_low"], entry["ci_high"] = summary_bounds(
-        family, family.critical(level), summary, metric.bases, entry["value"]
-    )
-    entry["standard_error"] = _bootstrap_se(metric, values, use)
-    population = isinstance(metric, PopulationIndex)
-    entry["interval_method"] = "normal, bootstrap standard error" if population else _method(family)
-    entry["_family"] = family
-    entry["_summary"] = summary
-
-
-def _bootstrap_se(metric: PolicyMetric, values: dict[str, MetricValues], use: np.ndarray) -> float | None:
-    """The bootstrap standard deviation of the judged value itself.
-
-    The trend tests a change between runs with it: the simultaneous interval is wider than the value's spread.
-    """
-    replicates = metric.evaluate({b: _masked(values[b].replicates, use) for b in metric.bases})
-    replicates = replicates[np.isfinite(replicates)]
-    return float(np.std(replicates, ddof=1)) if replicates.size > 1 else None
-
-
-def _undefined_reason(metric: PolicyMetric, summary: str) -> str:
-    if summary == "ratio":
-        base = metric.bases[0]
-        return f"the ratio is undefined: no judged group has a non-zero {base} (e.g. no favourable prediction)"
-    return f"{metric.name} is undefined: a component ({', '.join(metric.bases)}) is undefined in a judged group"
-
-
-def _population_family(v: MetricValues) -> PairFamily | None:
-    """A population index (one value) as a one-member family: its bootstrap standard error, normal interval."""
-    value = float(v.value[0])
-    reps = v.replicates[:, 0]
-    reps = reps[np.isfinite(reps)]
-    se = float(np.std(reps, ddof=1)) if reps.size > 1 else 0.0
-    if not (math.isfinite(value) and se > 0):
-        return None
-    return PairFamily(np.array([value]), np.array([se]), None, (2,))
-
-
-def _matches_any(group: Group, patterns: list[Group]) -> bool:
-    """Whether a group matches an override's group pattern ({"gender": "x"} matches every gender=x subgroup)."""
-    return any(all(group.get(k) == v for k, v in pattern.items()) for pattern in patterns)
-
-
 def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCounts, cube: Cube) -> list[dict[str, Any]]:
     if not cube.has_scores:
         return []
@@ -807,18 +428,12 @@ def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCount
                     "lower": b / bins,
                     "upper": (b + 1) / bins,
                     "n": count,
-                    "mean_score": _num(point.bin_score[g, b] / count) if count > 0 else None,
-                    "fraction_positive": _num(point.bin_positive[g, b] / count) if count > 0 else None,
+                    "mean_score": as_number(point.bin_score[g, b] / count) if count > 0 else None,
+                    "fraction_positive": as_number(point.bin_positive[g, b] / count) if count > 0 else None,
                 }
             )
         curves.append({"slicing": list(slicing), "group": group, "bins": entries})
     return curves
-
-
-def _num(value: Any) -> float | None:
-    """A JSON number, or None where undefined."""
-    number = float(value if np.ndim(value) == 0 else np.asarray(value).reshape(-1)[0])
-    return number if math.isfinite(number) else None
 
 
 def _list(values: np.ndarray) -> list[float | None]:

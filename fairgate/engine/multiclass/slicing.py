@@ -26,17 +26,11 @@ from fairgate.engine.columns import PRED, ROWS, TRUE, WEIGHT, WEIGHT_SQ
 from fairgate.engine.metrics import difference, effective_size, ratio
 from fairgate.engine.multiclass.cube import MulticlassCube
 from fairgate.engine.multiclass.metrics import RATES, effective_fraction, rate
+from fairgate.engine.planning import candidate_slicings, within_group_limit
+from fairgate.engine.stats import PairFamily, wilson_interval, z_value
 
 # The binary engine's interval machinery, so that multiclass summaries get the very same statistics.
-from fairgate.engine.slicing import (
-    MetricValues,
-    candidate_slicings,
-    interval_obstacle,
-    summary_bounds,
-    summary_pair_family,
-    within_group_limit,
-)
-from fairgate.engine.stats import PairFamily, wilson_interval, z_value
+from fairgate.engine.summaries import MetricValues, interval_obstacle, summary_bounds, summary_pair_family
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]

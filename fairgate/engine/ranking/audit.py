@@ -30,12 +30,12 @@ from fairgate.engine.adjudicate import (
     without_binary_extras,
 )
 from fairgate.engine.kinds import KindSteps
+from fairgate.engine.planning import candidate_slicings, within_group_limit
 from fairgate.engine.ranking.columns import WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube, build_ranking_cube
 from fairgate.engine.ranking.metrics import metric_names, top_rate
 from fairgate.engine.ranking.slicing import SUMMARIES, RankingSlicing, Slicing, ranking_slicing
 from fairgate.engine.reference import attribute_entries, configured_reference
-from fairgate.engine.slicing import candidate_slicings, within_group_limit
 from fairgate.policy.core import Policy
 from fairgate.policy.ranking import RankingOptions
 

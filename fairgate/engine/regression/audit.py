@@ -34,6 +34,7 @@ from fairgate.engine.adjudicate import (
 )
 from fairgate.engine.cube import apply_missing_attribute_rules, as_lazy, check_cardinality
 from fairgate.engine.kinds import KindSteps
+from fairgate.engine.planning import candidate_slicings, within_group_limit
 from fairgate.engine.reference import attribute_entries, configured_reference
 from fairgate.engine.regression.catalogue import distance_of
 from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, ROWS, WEIGHT, WEIGHT_SQ
@@ -43,7 +44,6 @@ from fairgate.engine.regression.distance_family import DistanceFamily
 from fairgate.engine.regression.distribution import cdf_at_edges
 from fairgate.engine.regression.moments import GROUP_METRICS, LOSSES
 from fairgate.engine.regression.slicing import RegressionSlicing, prediction_histograms, regression_slicing
-from fairgate.engine.slicing import candidate_slicings, within_group_limit
 from fairgate.engine.stats import z_value
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy

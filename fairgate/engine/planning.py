@@ -1,0 +1,105 @@
+"""Which slicings an audit computes, for every kind: the population, each attribute, the pairs and triples.
+
+Kind-neutral: a kind passes its own group counter (``candidate_slicings``, ``within_group_limit``); the binary
+cube's counter is here too (``plan_slicings``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fairgate.engine.cube import Cube
+from fairgate.engine.labels import slicing_label
+from fairgate.policy.core import Policy
+
+Slicing = tuple[str, ...]
+Group = dict[str, str]
+
+GROUP = "__group"  # index of a cell's group within a slicing
+
+
+def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
+    """The slicings to audit: the population, each attribute, the pairs, and triples that can be compared.
+
+    Pairs are the configured ``attribute_pairs`` (all pairs when none are listed). A triple is audited when
+    at least two of its groups reach ``min_group_size``, so a comparison inside it is possible. A slicing with
+    more groups than ``limits.max_groups_per_slicing`` is left out (see :func:`skipped_slicings`).
+    """
+    planned, _ = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
+    return planned
+
+
+def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
+    """The slicings :func:`plan_slicings` leaves out for having more groups than the policy allows.
+
+    Each as ``{"slicing", "groups", "max_groups_per_slicing", "reason"}`` (the document's
+    ``diagnostics.skipped_slicings``).
+    """
+    _, skipped = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
+    return skipped
+
+
+def _counter(cube: Cube, policy: Policy) -> Callable[[Slicing], int]:
+    return lambda slicing: slicing_group_count(cube, slicing, policy)
+
+
+def within_group_limit(
+    candidates: list[Slicing], policy: Policy, group_count: Callable[[Slicing], int]
+) -> tuple[list[Slicing], list[dict[str, Any]]]:
+    """The candidates with at most ``limits.max_groups_per_slicing`` groups, and those left out with the reason.
+
+    The left-out ones are the document's ``diagnostics.skipped_slicings`` (``{"slicing", "groups",
+    "max_groups_per_slicing", "reason"}``). Every task plans its slicings with this and :func:`candidate_slicings`.
+    """
+    limit = policy.limits.max_groups_per_slicing
+    planned: list[Slicing] = []
+    skipped: list[dict[str, Any]] = []
+    for slicing in candidates:
+        groups = group_count(slicing) if slicing else 1
+        if groups <= limit:
+            planned.append(slicing)
+            continue
+        reason = (
+            f"{slicing_label(slicing)} has {groups:,} groups, more than limits.max_groups_per_slicing "
+            f"({limit:,}); it was not audited. Raise the limit, or leave the pair out of attribute_pairs"
+        )
+        skipped.append({"slicing": list(slicing), "groups": groups, "max_groups_per_slicing": limit, "reason": reason})
+    return planned, skipped
+
+
+def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
+    """How many groups a slicing has: its value combinations present in the cube (and declared values)."""
+    if not slicing:
+        return 1
+    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    if declared is not None:  # a declared value with no rows is a group too (see slicing_groups)
+        return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
+    return cube.cells.select(list(slicing)).n_unique()
+
+
+def _candidate_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
+    return candidate_slicings(cube.attributes, policy, cube.effective_sizes)
+
+
+def candidate_slicings(
+    attributes: Sequence[str], policy: Policy, effective_sizes: Callable[[list[str]], Any]
+) -> list[Slicing]:
+    """The population, each attribute, the pairs (configured, else all) and the triples that can be compared.
+
+    A triple is a candidate when at least two of its groups reach ``min_group_size`` (``effective_sizes`` gives
+    the Kish sizes of a slicing's groups, as min_group_size is judged). Every task plans with this.
+    """
+    attributes = list(attributes)
+    slicings: list[Slicing] = [(), *[(a,) for a in attributes]]
+    options = policy.intersectional_analysis
+    if not options.enabled or len(attributes) < 2:
+        return slicings
+    pairs = options.attribute_pairs
+    slicings += [tuple(p) for p in pairs] if pairs is not None else list(itertools.combinations(attributes, 2))
+    if options.include_triples:
+        for triple in itertools.combinations(attributes, 3):
+            if int((effective_sizes(list(triple)) >= options.min_group_size).sum()) >= 2:
+                slicings.append(triple)
+    return slicings
