@@ -137,14 +137,17 @@ def test_every_error_rate_column_in_the_compas_report_has_its_words(compas_repor
 
 
 # -------------------------------------------------------------------------------------------------- wording
-def test_worst_off_says_highest_for_lower_is_better_rates(compas_doc: dict[str, Any]) -> None:
+def test_worst_off_names_the_adverse_side_of_each_rate(compas_doc: dict[str, Any]) -> None:
+    """The worst-off subgroup is on the side where its people get fewer favourable decisions for their outcomes
+    (fairgate/engine/metrics.py, GroupMetric.higher_is_better): the highest miss rates (FNR, FOR) and the
+    highest bar (TNR, PPV), the lowest benefit of the doubt (FPR, FDR)."""
     view = build_view(compas_doc)
-    lower_is_better = ("FPR", "FNR", "FDR", "FOR", "ECE", "Theil")
+    sides = {"FPR": "lowest", "FDR": "lowest", "FNR": "highest", "FOR": "highest", "ECE": "highest", "Theil": "highest"}
     seen = set()
     for note in view.worst_subgroups:
-        for short in lower_is_better:
+        for short, side in sides.items():
             if re.search(rf": \w+ {short}\b", note.text):
-                assert re.search(rf": highest {short}\b", note.text), note.text
+                assert re.search(rf": {side} {short}\b", note.text), note.text
                 seen.add(short)
     assert {"FPR", "FNR", "FDR", "FOR"} <= seen
 
