@@ -1,7 +1,7 @@
 """``fairgate compare``: may a candidate model replace the baseline? Runs the ``fairgate-compare`` flow.
 
-Registered in the CLI's command table (cli/__init__.py). Thin: check the options (exit 2
-with the fix, nothing written), run the flow (flows/compare.py), print the changes, exit with the decision:
+Registered in the CLI's command table (cli/__init__.py). Thin: check the options (exit 2 with the fix, nothing
+written), run the flow (flows/compare.py), print the changes, exit with the decision:
 0 at least one candidate may be promoted (the chosen one is printed), 1 none may (the policy's ``comparison:``
 rule), 2 invalid input, 3 an internal error.
 Prefect and the engine are imported only when the command runs.
@@ -81,20 +81,22 @@ def compare(
         "trail": str(trail) if trail else None,
         "plane_metric": plane_metric,
     }
-    from cli.signals import audit_guard
-    from flows.compare import fairgate_compare
-
-    status = "running the fairgate-compare flow (align both models, pair, paired bootstrap)"
-    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, no server left behind (cli/signals.py)
-        summary = run_flow(
-            fairgate_compare, parameters, what="the comparison", status=None if quiet or as_json else status
-        )
+    summary = _run_flow(parameters, show_progress=not (quiet or as_json))
     document = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif not quiet:
         _print(document, summary)
     raise typer.Exit(summary["exit_code"])
+
+
+def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> dict[str, Any]:
+    from cli.signals import audit_guard
+    from flows.compare import fairgate_compare
+
+    status = "running the fairgate-compare flow (align both models, pair, paired bootstrap)" if show_progress else None
+    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, no server left behind (cli/signals.py)
+        return run_flow(fairgate_compare, parameters, what="the comparison", status=status)
 
 
 def _precheck(

@@ -1,7 +1,7 @@
 """``fairgate deploy``: register fairgate's deployments on the Prefect server at ``PREFECT_API_URL``.
 
-Registered in the CLI's command table (cli/__init__.py). Thin: check the options (exit 2 with
-the fix, nothing registered or written), then flows/deployments.py creates the work pool if it is missing and
+Registered in the CLI's command table (cli/__init__.py). Thin: check the options (exit 2 with the fix, nothing
+registered or written), then flows/deployments.py creates the work pool if it is missing and
 creates or updates the three deployments. Prefect is imported only when the command runs.
 """
 

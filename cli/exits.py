@@ -30,7 +30,7 @@ _err = Console(stderr=True)
 
 
 def debug_hint(words: str = " for details") -> str:
-    """The hint that ends a crash's message: `` (set FAIRGATE_DEBUG=1 for details)``."""
+    """The hint that ends a crash's message, `` (set <DEBUG_VARIABLE>=1 for details)`` by default."""
     return f" (set {DEBUG_VARIABLE}=1{words})"
 
 
@@ -70,7 +70,7 @@ def flow_state(
     """Run a Prefect flow to its final state, under a progress line on stderr when ``status`` is given.
 
     An exception out of the flow's own handling (Prefect unreachable, a bug) exits 3 with
-    ``<what> could not run: <type>: <message><hint>``; with FAIRGATE_DEBUG set it is raised instead.
+    ``<what> could not run: <type>: <message><hint>``; with DEBUG_VARIABLE set it is raised instead.
     """
     try:
         if status is None:

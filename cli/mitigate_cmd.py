@@ -42,64 +42,80 @@ class Constraint(StrEnum):
     equalized_odds = "equalized_odds"
 
 
+# The options of one method or two (their help says which); --policy, --out, --trail, --json are every command's.
+MethodOption = Annotated[
+    Method, typer.Option(help="reweighing (training weights), retrain (Fairlearn, audited) or thresholds (audited)")
+]
+Training = Annotated[str | None, typer.Option(help=f"reweighing, retrain: training data: {options.SOURCE}.")]
+AuditedPredictions = Annotated[
+    str | None, typer.Option(help="thresholds: the audited predictions (with scores), as for audit.")
+]
+AuditedLabels = Annotated[str | None, typer.Option(help="thresholds: the ground truth, as for audit.")]
+AuditedAttributes = Annotated[str | None, typer.Option(help="thresholds: the sensitive attributes, as for audit.")]
+GroupBy = Annotated[
+    list[str] | None, typer.Option("--attribute", help="Group by this policy attribute (repeatable; default all).")
+]
+FileFormat = Annotated[str, typer.Option("--format", help="reweighing: weights file as csv or parquet.")]
+BaseWeight = Annotated[
+    str | None, typer.Option("--base-weight", help="reweighing: a column of existing sampling weights.")
+]
+Evaluation = Annotated[str | None, typer.Option(help="retrain: held-out data (same columns) to predict and audit.")]
+Estimator = Annotated[
+    Path | None, typer.Option(help="retrain: a scikit-learn classifier or Pipeline (joblib/pickle file).")
+]
+Feature = Annotated[
+    list[str] | None, typer.Option("--feature", help="retrain: a feature column (repeatable; default: the rest).")
+]
+ConstraintOption = Annotated[
+    Constraint | None, typer.Option(help="retrain: the constraint (default: from the policy's first metric).")
+]
+Metric = Annotated[
+    str | None, typer.Option(help="thresholds: the metric to bound (default: the policy's critical one).")
+]
+Tolerance = Annotated[
+    float | None, typer.Option(help="thresholds: the gap allowed (default 0: exact equality, see README).")
+]
+ObjectiveOption = Annotated[
+    Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")
+]
+AuditedModel = Annotated[str | None, typer.Option("--model", help="retrain, thresholds: model name for the audits.")]
+Answers = Annotated[
+    str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
+]
+Frontier = Annotated[
+    int | None,
+    typer.Option(
+        "--frontier",
+        min=2,
+        max=200,
+        help="retrain: also run Fairlearn's GridSearch with this grid size; write its accuracy-fairness "
+        "frontier and the comparison report of its Pareto models against the original.",
+    ),
+]
+
+
 def mitigate(
-    method: Annotated[
-        Method,
-        typer.Option(help="reweighing (training weights), retrain (Fairlearn, audited) or thresholds (audited)"),
-    ],
+    method: MethodOption,
     policy: options.Policy,
-    training: Annotated[str | None, typer.Option(help=f"reweighing, retrain: training data: {options.SOURCE}.")] = None,
-    predictions: Annotated[
-        str | None, typer.Option(help="thresholds: the audited predictions (with scores), as for audit.")
-    ] = None,
-    labels: Annotated[str | None, typer.Option(help="thresholds: the ground truth, as for audit.")] = None,
-    attributes: Annotated[str | None, typer.Option(help="thresholds: the sensitive attributes, as for audit.")] = None,
+    training: Training = None,
+    predictions: AuditedPredictions = None,
+    labels: AuditedLabels = None,
+    attributes: AuditedAttributes = None,
     out: options.Out = None,
-    attribute: Annotated[
-        list[str] | None, typer.Option("--attribute", help="Group by this policy attribute (repeatable; default all).")
-    ] = None,
-    file_format: Annotated[str, typer.Option("--format", help="reweighing: weights file as csv or parquet.")] = "csv",
-    base_weight: Annotated[
-        str | None, typer.Option("--base-weight", help="reweighing: a column of existing sampling weights.")
-    ] = None,
-    evaluation: Annotated[
-        str | None, typer.Option(help="retrain: held-out data (same columns) to predict and audit.")
-    ] = None,
-    estimator: Annotated[
-        Path | None, typer.Option(help="retrain: a scikit-learn classifier or Pipeline (joblib/pickle file).")
-    ] = None,
-    feature: Annotated[
-        list[str] | None, typer.Option("--feature", help="retrain: a feature column (repeatable; default: the rest).")
-    ] = None,
-    constraint: Annotated[
-        Constraint | None, typer.Option(help="retrain: the constraint (default: from the policy's first metric).")
-    ] = None,
-    metric: Annotated[
-        str | None, typer.Option(help="thresholds: the metric to bound (default: the policy's critical one).")
-    ] = None,
-    tolerance: Annotated[
-        float | None, typer.Option(help="thresholds: the gap allowed (default 0: exact equality, see README).")
-    ] = None,
-    objective: Annotated[
-        Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="retrain, thresholds: model name for the audits.")
-    ] = None,
+    attribute: GroupBy = None,
+    file_format: FileFormat = "csv",
+    base_weight: BaseWeight = None,
+    evaluation: Evaluation = None,
+    estimator: Estimator = None,
+    feature: Feature = None,
+    constraint: ConstraintOption = None,
+    metric: Metric = None,
+    tolerance: Tolerance = None,
+    objective: ObjectiveOption = None,
+    model: AuditedModel = None,
     trail: options.Trail = None,
-    answers: Annotated[
-        str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
-    ] = None,
-    frontier: Annotated[
-        int | None,
-        typer.Option(
-            "--frontier",
-            min=2,
-            max=200,
-            help="retrain: also run Fairlearn's GridSearch with this grid size; write its accuracy-fairness "
-            "frontier and the comparison report of its Pareto models against the original.",
-        ),
-    ] = None,
+    answers: Answers = None,
+    frontier: Frontier = None,
     as_json: options.Json = False,
 ) -> None:
     """Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after."""
@@ -114,8 +130,10 @@ def mitigate(
     if method is Method.thresholds:
         inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
         _precheck_thresholds(inputs, tolerance)
-        options = {"metric": metric, "tolerance": tolerance, "objective": objective.value if objective else None}
-        _finish(run_thresholds(common | inputs | options | {"groups": attribute or None, "model_name": model}), as_json)
+        settings = {"metric": metric, "tolerance": tolerance, "objective": objective.value if objective else None}
+        _finish(
+            run_thresholds(common | inputs | settings | {"groups": attribute or None, "model_name": model}), as_json
+        )
     if training is None:
         fail(f"--method {method.value} needs --training (the training data: a CSV/Parquet file or DB::TABLE)")
     if method is Method.retrain:
@@ -123,20 +141,17 @@ def mitigate(
     parameters = common | {"training": training, "attributes": attribute or None}
     from flows.mitigation import fairgate_retrain, fairgate_reweigh
 
-    run: Any = fairgate_reweigh
     if method is Method.reweighing:
-        parameters |= {"file_format": file_format, "base_weight": base_weight}
-    else:
-        run = fairgate_retrain
-        parameters |= {
-            "evaluation": evaluation,
-            "estimator": str(estimator),
-            "features": feature or None,
-            "constraint": constraint.value if constraint else None,
-            "model_name": model,
-            "frontier": frontier,
-        }
-    _finish(_run(run, parameters), as_json)
+        _finish(_run(fairgate_reweigh, parameters | {"file_format": file_format, "base_weight": base_weight}), as_json)
+    retrain = {
+        "evaluation": evaluation,
+        "estimator": str(estimator),
+        "features": feature or None,
+        "constraint": constraint.value if constraint else None,
+        "model_name": model,
+        "frontier": frontier,
+    }
+    _finish(_run(fairgate_retrain, parameters | retrain), as_json)
 
 
 def run_thresholds(parameters: dict[str, Any]) -> dict[str, Any]:
