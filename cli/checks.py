@@ -4,7 +4,7 @@ Everything that would otherwise fail only after the whole audit (~25 s) is check
 :class:`~fairgate.errors.FairgateError` naming the option and the fix (exit 2, nothing written): an output
 folder that cannot be written, a trail path that is a folder or not a trail, an SMTP credential variable that
 is not set, a control character in a name that reaches a mail header, a file name the system cannot open.
-:func:`run_guarded` maps any other exception before or around the flow to exit 3 ("this is a bug").
+(cli/exits.py maps any other exception before or around the flow to exit 3: "this is a bug".)
 """
 
 from __future__ import annotations
@@ -13,19 +13,13 @@ import errno
 import os
 import tempfile
 import unicodedata
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
 
 import fairgate
 from fairgate.errors import FairgateError
 
 # The DuckDB file header: an 8-byte checksum, then this magic.
 _DUCKDB_MAGIC = b"DUCK"
-EXIT_INVALID, EXIT_INTERNAL = 2, 3  # exit codes: bad input or configuration; a fault
 
 
 def check_audit_arguments(
@@ -161,27 +155,6 @@ def check_delivery_environment(policy: fairgate.Policy) -> None:
                 f"delivery.smtp.{key} in the policy names the environment variable {variable!r}, which is not "
                 f"set; export {variable} before the audit, or remove {key} from the policy"
             )
-
-
-def run_guarded(app: Callable[[], Any]) -> None:
-    """Run the command line; bad input exits 2, any other exception exits 3 (never 1, which means "fail")."""
-    err = Console(stderr=True)
-    try:
-        app()
-    except FairgateError as exc:
-        err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
-        raise SystemExit(EXIT_INVALID) from None
-    except Exception as exc:
-        if os.environ.get("FAIRGATE_DEBUG"):
-            raise
-        err.print(
-            f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}; this is a bug in fairgate, "
-            "please report it (set FAIRGATE_DEBUG=1 for the traceback)",
-            highlight=False,
-            markup=True,
-            soft_wrap=True,
-        )
-        raise SystemExit(EXIT_INTERNAL) from None
 
 
 def _exists(path: Path) -> bool:

@@ -1,7 +1,7 @@
 """``fairgate compare``: may a candidate model replace the baseline? Runs the ``fairgate-compare`` flow.
 
-Registered on the CLI app as ``app.command("compare")(compare_cmd.compare)``. Thin: check the options (exit 2
-with the fix, nothing written), run the flow (flows/compare.py), print the changes, exit with the decision:
+Registered in the CLI's command table (cli/__init__.py). Thin: check the options (exit 2 with the fix, nothing
+written), run the flow (flows/compare.py), print the changes, exit with the decision:
 0 at least one candidate may be promoted (the chosen one is printed), 1 none may (the policy's ``comparison:``
 rule), 2 invalid input, 3 an internal error.
 Prefect and the engine are imported only when the command runs.
@@ -10,10 +10,9 @@ Prefect and the engine are imported only when the command runs.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -21,28 +20,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.checks import EXIT_INTERNAL, EXIT_INVALID, check_output_folder, check_path_name
+from cli import options
+from cli.checks import check_output_folder, check_path_name
+from cli.exits import refusing, run_flow
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
-if TYPE_CHECKING:
-    from prefect.client.schemas.objects import State
-
 _out = Console()
-_err = Console(stderr=True)
-
-
-def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def compare(
-    policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML), with its comparison: rule.")],
+    policy: options.Policy,
     baseline: Annotated[
         str,
         typer.Option(
-            "--baseline", help="The model in use: a predictions file (CSV/Parquet, DB::TABLE) or an audit run id/seq."
+            "--baseline", help=f"The model in use: its predictions ({options.SOURCE}) or an audit run id/seq."
         ),
     ],
     candidate: Annotated[
@@ -52,24 +44,25 @@ def compare(
         ),
     ],
     labels: Annotated[
-        str | None, typer.Option(help="Ground-truth labels (file or DB::TABLE); default: the baseline run's.")
+        str | None, typer.Option(help=f"Ground-truth labels: {options.SOURCE}; default: the baseline run's.")
     ] = None,
     attributes: Annotated[
-        str | None, typer.Option(help="Sensitive attributes (file or DB::TABLE); default: the baseline run's.")
+        str | None, typer.Option(help=f"Sensitive attributes: {options.SOURCE}; default: the baseline run's.")
     ] = None,
-    trail: Annotated[
-        Path | None, typer.Option("--trail", help="The audit trail where run ids are looked up (default: in --out).")
-    ] = None,
+    trail: options.Trail = None,
     plane_metric: Annotated[
         str | None,
         typer.Option("--plane-metric", help="The judged metric on the accuracy-fairness plane's x axis."),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print only the comparison document on stdout.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+    out: options.Out = None,
+    as_json: options.Json = False,
+    quiet: options.Quiet = False,
 ) -> None:
     """Compare candidate models with the baseline on the same people. Exit 0: a candidate may be promoted (the
-    chosen one is named), 1: none may, 2: invalid input."""
+    chosen one is named), 1: none may, 2: invalid input.
+
+    The policy's comparison: rule decides; run ids are looked up in the audit trail.
+    """
     _precheck(
         policy,
         {"labels": labels, "attributes": attributes},
@@ -88,16 +81,22 @@ def compare(
         "trail": str(trail) if trail else None,
         "plane_metric": plane_metric,
     }
-    from cli.signals import audit_guard
-
-    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, no server left behind (cli/signals.py)
-        summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+    summary = _run_flow(parameters, show_progress=not (quiet or as_json))
     document = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif not quiet:
         _print(document, summary)
     raise typer.Exit(summary["exit_code"])
+
+
+def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> dict[str, Any]:
+    from cli.signals import audit_guard
+    from flows.compare import fairgate_compare
+
+    status = "running the fairgate-compare flow (align both models, pair, paired bootstrap)" if show_progress else None
+    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, no server left behind (cli/signals.py)
+        return run_flow(fairgate_compare, parameters, what="the comparison", status=status)
 
 
 def _precheck(
@@ -114,7 +113,7 @@ def _precheck(
     from tasks.io import parse_source
     from tasks.trail import default_trail_path
 
-    try:
+    with refusing():
         check_path_name("policy", str(policy))
         parsed, _ = read_policy.fn(policy)
         judged = [m.name for m in parsed.metrics]
@@ -136,32 +135,6 @@ def _precheck(
                     ) from None
         if (shared["labels"] is None or shared["attributes"] is None) and not trail_path.exists():
             raise FairgateError("--labels and --attributes are needed when the baseline is a predictions file")
-    except FairgateError as exc:
-        _fail(exc.message)
-
-
-def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
-    from flows.compare import fairgate_compare
-
-    try:
-        if not show_progress:
-            return fairgate_compare(**parameters, return_state=True)
-        with _err.status("running the fairgate-compare flow (align both models, pair, paired bootstrap)"):
-            return fairgate_compare(**parameters, return_state=True)
-    except Exception as exc:  # not bad input: Prefect unreachable, a bug; never exit 1 (= "do not promote")
-        if os.environ.get("FAIRGATE_DEBUG"):
-            raise
-        _fail(f"the comparison could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1 for details)", 3)
-
-
-def _summary(state: State) -> dict[str, Any]:
-    from flows.audit import INVALID_INPUT
-
-    if state.is_failed():
-        if state.name == INVALID_INPUT:
-            _fail(state.message or "invalid input")
-        _fail(f"the comparison crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
-    return cast(dict[str, Any], state.result(raise_on_failure=False))
 
 
 _COLOURS = {"worse": "red", "better": "green", "undefined": "yellow", "no_evidence_of_change": "default"}

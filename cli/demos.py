@@ -18,9 +18,6 @@ COMPAS = PACKAGE_DIR / "data" / "compas" / "compas-scores-two-years.csv"
 LAW = PACKAGE_DIR / "data" / "law" / "law_data.csv"
 
 
-LAW = PACKAGE_DIR / "data" / "law" / "law_data.csv"
-
-
 def _law_ranking_inputs(workdir: Path) -> dict[str, Path]:
     from tasks.demo_ranking import write_ranking_demo_inputs  # imported when the demo runs (DuckDB)
 

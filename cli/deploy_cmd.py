@@ -1,7 +1,7 @@
 """``fairgate deploy``: register fairgate's deployments on the Prefect server at ``PREFECT_API_URL``.
 
-Registered on the CLI app as ``app.command("deploy")(deploy_cmd.deploy)``. Thin: check the options (exit 2 with
-the fix, nothing registered or written), then flows/deployments.py creates the work pool if it is missing and
+Registered in the CLI's command table (cli/__init__.py). Thin: check the options (exit 2 with the fix, nothing
+registered or written), then flows/deployments.py creates the work pool if it is missing and
 creates or updates the three deployments. Prefect is imported only when the command runs.
 """
 
@@ -14,13 +14,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from cli import options
+from cli.exits import refusing
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
     from flows.deployments import DeploySettings
 
 _out = Console()
-_err = Console(stderr=True)
 
 
 def deploy(
@@ -29,23 +30,18 @@ def deploy(
         typer.Option("--policy", help="The fairness policy (YAML) of every deployment (default with --demo: COMPAS)."),
     ] = None,
     labels: Annotated[
-        str | None, typer.Option(help="Ground-truth labels: the default of every deployment (FILE or DB::TABLE).")
+        str | None, typer.Option(help=f"Ground-truth labels, the default of every deployment: {options.SOURCE}.")
     ] = None,
     attributes: Annotated[
-        str | None, typer.Option(help="Sensitive attributes: the default of every deployment (FILE or DB::TABLE).")
+        str | None, typer.Option(help=f"Sensitive attributes, the default of every deployment: {options.SOURCE}.")
     ] = None,
     predictions: Annotated[
         str | None,
-        typer.Option(help="The predictions the nightly audit reads (FILE or DB::TABLE); without it, no nightly."),
+        typer.Option(help=f"The predictions the nightly audit reads ({options.SOURCE}); without it, no nightly."),
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="The model name of the nightly audit.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Where the worker writes reports and the trail.")] = Path(
-        "fairness_reports"
-    ),
-    trail: Annotated[
-        Path | None,
-        typer.Option("--trail", help="Audit trail file (default: the policy's audit_trail.path, else in --out)."),
-    ] = None,
+    model: options.Model = None,
+    out: options.OutFolder = Path("fairness_reports"),
+    trail: options.Trail = None,
     pool: Annotated[str, typer.Option("--pool", help="Process work pool (created if missing).")] = "fairgate",
     cron: Annotated[str, typer.Option("--cron", help="The nightly schedule.")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option("--timezone", help="The nightly schedule's time zone.")] = "UTC",
@@ -61,19 +57,19 @@ def deploy(
         bool, typer.Option("--demo", help="Use the bundled COMPAS data and policy (split into --out/demo-inputs).")
     ] = False,
 ) -> None:
-    """Register the nightly, on-registration and on-demand deployments (idempotent: again = update)."""
+    """Register the nightly, on-registration and on-demand deployments (idempotent: again = update).
+
+    The worker writes the reports and the trail under --out; --model names the nightly audit's model.
+    """
     from flows.deployments import apply_deployments, build_deployments, check_api, ensure_work_pool
 
-    try:
+    with refusing():  # nothing registered yet: the message and exit 2, no traceback
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
         settings = _with_mlflow(settings, mlflow_tracking_uri)
         api_url = check_api()
         if demo:
             settings = _with_demo_inputs(settings, out)
         created = ensure_work_pool(pool)
-    except FairgateError as exc:  # nothing registered yet: the message and exit 2, no traceback
-        _err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
     ids = apply_deployments(build_deployments(settings), pool)
     _report(api_url, pool, created, ids, settings)
 

@@ -11,24 +11,18 @@ frontier chart, audits the predictions before and after, and exits with the re-a
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+from typing import Annotated, Any, NoReturn, cast
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from cli.checks import EXIT_INTERNAL, EXIT_INVALID
-from fairgate.errors import FairgateError
-
-if TYPE_CHECKING:
-    from prefect.client.schemas.objects import State
+from cli import options
+from cli.exits import debug_hint, fail, refusing, run_flow
 
 _out = Console()
-_err = Console(stderr=True)
 
 
 class Method(StrEnum):
@@ -48,72 +42,81 @@ class Constraint(StrEnum):
     equalized_odds = "equalized_odds"
 
 
-def _stop(message: str, code: int = EXIT_INVALID) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
-    raise typer.Exit(code)
+# The options of one method or two (their help says which); --policy, --out, --trail, --json are every command's.
+MethodOption = Annotated[
+    Method, typer.Option(help="reweighing (training weights), retrain (Fairlearn, audited) or thresholds (audited)")
+]
+Training = Annotated[str | None, typer.Option(help=f"reweighing, retrain: training data: {options.SOURCE}.")]
+AuditedPredictions = Annotated[
+    str | None, typer.Option(help="thresholds: the audited predictions (with scores), as for audit.")
+]
+AuditedLabels = Annotated[str | None, typer.Option(help="thresholds: the ground truth, as for audit.")]
+AuditedAttributes = Annotated[str | None, typer.Option(help="thresholds: the sensitive attributes, as for audit.")]
+GroupBy = Annotated[
+    list[str] | None, typer.Option("--attribute", help="Group by this policy attribute (repeatable; default all).")
+]
+FileFormat = Annotated[str, typer.Option("--format", help="reweighing: weights file as csv or parquet.")]
+BaseWeight = Annotated[
+    str | None, typer.Option("--base-weight", help="reweighing: a column of existing sampling weights.")
+]
+Evaluation = Annotated[str | None, typer.Option(help="retrain: held-out data (same columns) to predict and audit.")]
+Estimator = Annotated[
+    Path | None, typer.Option(help="retrain: a scikit-learn classifier or Pipeline (joblib/pickle file).")
+]
+Feature = Annotated[
+    list[str] | None, typer.Option("--feature", help="retrain: a feature column (repeatable; default: the rest).")
+]
+ConstraintOption = Annotated[
+    Constraint | None, typer.Option(help="retrain: the constraint (default: from the policy's first metric).")
+]
+Metric = Annotated[
+    str | None, typer.Option(help="thresholds: the metric to bound (default: the policy's critical one).")
+]
+Tolerance = Annotated[
+    float | None, typer.Option(help="thresholds: the gap allowed (default 0: exact equality, see README).")
+]
+ObjectiveOption = Annotated[
+    Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")
+]
+AuditedModel = Annotated[str | None, typer.Option("--model", help="retrain, thresholds: model name for the audits.")]
+Answers = Annotated[
+    str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
+]
+Frontier = Annotated[
+    int | None,
+    typer.Option(
+        "--frontier",
+        min=2,
+        max=200,
+        help="retrain: also run Fairlearn's GridSearch with this grid size; write its accuracy-fairness "
+        "frontier and the comparison report of its Pareto models against the original.",
+    ),
+]
 
 
 def mitigate(
-    method: Annotated[
-        Method,
-        typer.Option(help="reweighing (training weights), retrain (Fairlearn, audited) or thresholds (audited)"),
-    ],
-    policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML): label, id, attributes.")],
-    training: Annotated[
-        str | None, typer.Option(help="reweighing, retrain: training data: CSV/Parquet file, or DB::TABLE.")
-    ] = None,
-    predictions: Annotated[
-        str | None, typer.Option(help="thresholds: the audited predictions (with scores), as for audit.")
-    ] = None,
-    labels: Annotated[str | None, typer.Option(help="thresholds: the ground truth, as for audit.")] = None,
-    attributes: Annotated[str | None, typer.Option(help="thresholds: the sensitive attributes, as for audit.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
-    attribute: Annotated[
-        list[str] | None, typer.Option("--attribute", help="Group by this policy attribute (repeatable; default all).")
-    ] = None,
-    file_format: Annotated[str, typer.Option("--format", help="reweighing: weights file as csv or parquet.")] = "csv",
-    base_weight: Annotated[
-        str | None, typer.Option("--base-weight", help="reweighing: a column of existing sampling weights.")
-    ] = None,
-    evaluation: Annotated[
-        str | None, typer.Option(help="retrain: held-out data (same columns) to predict and audit.")
-    ] = None,
-    estimator: Annotated[
-        Path | None, typer.Option(help="retrain: a scikit-learn classifier or Pipeline (joblib/pickle file).")
-    ] = None,
-    feature: Annotated[
-        list[str] | None, typer.Option("--feature", help="retrain: a feature column (repeatable; default: the rest).")
-    ] = None,
-    constraint: Annotated[
-        Constraint | None, typer.Option(help="retrain: the constraint (default: from the policy's first metric).")
-    ] = None,
-    metric: Annotated[
-        str | None, typer.Option(help="thresholds: the metric to bound (default: the policy's critical one).")
-    ] = None,
-    tolerance: Annotated[
-        float | None, typer.Option(help="thresholds: the gap allowed (default 0: exact equality, see README).")
-    ] = None,
-    objective: Annotated[
-        Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="retrain, thresholds: model name for the audits.")
-    ] = None,
-    trail: Annotated[Path | None, typer.Option("--trail", help="The audit trail (default: in --out).")] = None,
-    answers: Annotated[
-        str | None, typer.Option("--answers", help="The audit run (id or seq in the trail) this mitigation answers.")
-    ] = None,
-    frontier: Annotated[
-        int | None,
-        typer.Option(
-            "--frontier",
-            min=2,
-            max=200,
-            help="retrain: also run Fairlearn's GridSearch with this grid size; write its accuracy-fairness "
-            "frontier and the comparison report of its Pareto models against the original.",
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print only the summary (JSON) on stdout.")] = False,
+    method: MethodOption,
+    policy: options.Policy,
+    training: Training = None,
+    predictions: AuditedPredictions = None,
+    labels: AuditedLabels = None,
+    attributes: AuditedAttributes = None,
+    out: options.Out = None,
+    attribute: GroupBy = None,
+    file_format: FileFormat = "csv",
+    base_weight: BaseWeight = None,
+    evaluation: Evaluation = None,
+    estimator: Estimator = None,
+    feature: Feature = None,
+    constraint: ConstraintOption = None,
+    metric: Metric = None,
+    tolerance: Tolerance = None,
+    objective: ObjectiveOption = None,
+    model: AuditedModel = None,
+    trail: options.Trail = None,
+    answers: Answers = None,
+    frontier: Frontier = None,
+    as_json: options.Json = False,
 ) -> None:
     """Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after."""
     common: dict[str, Any] = {
@@ -123,40 +126,44 @@ def mitigate(
         "trail": str(trail) if trail else None,
     }
     if frontier is not None and method is not Method.retrain:
-        _stop("--frontier is for --method retrain (a GridSearch under the retrained model's constraint)")
+        fail("--frontier is for --method retrain (a GridSearch under the retrained model's constraint)")
     if method is Method.thresholds:
         inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
         _precheck_thresholds(inputs, tolerance)
-        options = {"metric": metric, "tolerance": tolerance, "objective": objective.value if objective else None}
-        _finish(run_thresholds(common | inputs | options | {"groups": attribute or None, "model_name": model}), as_json)
+        settings = {"metric": metric, "tolerance": tolerance, "objective": objective.value if objective else None}
+        _finish(
+            run_thresholds(common | inputs | settings | {"groups": attribute or None, "model_name": model}), as_json
+        )
     if training is None:
-        _stop(f"--method {method.value} needs --training (the training data: a CSV/Parquet file or DB::TABLE)")
+        fail(f"--method {method.value} needs --training (the training data: a CSV/Parquet file or DB::TABLE)")
     if method is Method.retrain:
         _precheck_retrain(evaluation, estimator)
     parameters = common | {"training": training, "attributes": attribute or None}
     from flows.mitigation import fairgate_retrain, fairgate_reweigh
 
-    run: Any = fairgate_reweigh
     if method is Method.reweighing:
-        parameters |= {"file_format": file_format, "base_weight": base_weight}
-    else:
-        run = fairgate_retrain
-        parameters |= {
-            "evaluation": evaluation,
-            "estimator": str(estimator),
-            "features": feature or None,
-            "constraint": constraint.value if constraint else None,
-            "model_name": model,
-            "frontier": frontier,
-        }
-    _finish(_result(_run(run, parameters)), as_json)
+        _finish(_run(fairgate_reweigh, parameters | {"file_format": file_format, "base_weight": base_weight}), as_json)
+    retrain = {
+        "evaluation": evaluation,
+        "estimator": str(estimator),
+        "features": feature or None,
+        "constraint": constraint.value if constraint else None,
+        "model_name": model,
+        "frontier": frontier,
+    }
+    _finish(_run(fairgate_retrain, parameters | retrain), as_json)
 
 
 def run_thresholds(parameters: dict[str, Any]) -> dict[str, Any]:
     """The ``fairgate-thresholds`` flow's summary (exit 2 on bad input, 3 on a crash)."""
     from flows.mitigation import fairgate_thresholds
 
-    return _result(_run(fairgate_thresholds, parameters))
+    return _run(fairgate_thresholds, parameters)
+
+
+def _run(flow: Any, parameters: dict[str, Any]) -> dict[str, Any]:
+    status = f"running the {flow.name} flow"
+    return run_flow(flow, parameters, what="the mitigation", status=status, hint=debug_hint(""))
 
 
 def _finish(summary: dict[str, Any], as_json: bool) -> NoReturn:
@@ -173,14 +180,12 @@ def _precheck_thresholds(inputs: dict[str, str | None], tolerance: float | None)
 
     missing = [f"--{role}" for role, text in inputs.items() if text is None]
     if missing:
-        _stop(f"--method thresholds needs {', '.join(missing)} (the audited inputs, as for fairgate audit)")
+        fail(f"--method thresholds needs {', '.join(missing)} (the audited inputs, as for fairgate audit)")
     if tolerance is not None and not 0.0 <= tolerance <= 1.0:
-        _stop(f"--tolerance {tolerance:g}: give the gap allowed, a number between 0 and 1")
-    try:
+        fail(f"--tolerance {tolerance:g}: give the gap allowed, a number between 0 and 1")
+    with refusing():
         for role, text in inputs.items():
             parse_source(role, cast(str, text))
-    except FairgateError as exc:
-        _stop(exc.message)
 
 
 def _precheck_retrain(evaluation: str | None, estimator: Path | None) -> None:
@@ -188,31 +193,9 @@ def _precheck_retrain(evaluation: str | None, estimator: Path | None) -> None:
     from tasks.mitigation import require_mitigation_extra
 
     if evaluation is None or estimator is None:
-        _stop("--method retrain needs --evaluation (held-out data to audit) and --estimator (a joblib/pickle file)")
-    try:
+        fail("--method retrain needs --evaluation (held-out data to audit) and --estimator (a joblib/pickle file)")
+    with refusing():
         require_mitigation_extra()
-    except FairgateError as exc:
-        _stop(exc.message)
-
-
-def _run(run: Any, parameters: dict[str, Any]) -> State:
-    try:
-        with _err.status(f"running the {run.name} flow"):
-            return cast("State", run(**parameters, return_state=True))
-    except Exception as exc:  # not bad input: Prefect unreachable, a bug
-        if os.environ.get("FAIRGATE_DEBUG"):
-            raise
-        _stop(f"the mitigation could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1)", EXIT_INTERNAL)
-
-
-def _result(state: State) -> dict[str, Any]:
-    from flows.audit import INVALID_INPUT
-
-    if state.is_failed():
-        if state.name == INVALID_INPUT:
-            _stop(state.message or "invalid input")
-        _stop(f"the mitigation crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
-    return cast(dict[str, Any], state.result(raise_on_failure=False))
 
 
 def _print(summary: dict[str, Any]) -> None:

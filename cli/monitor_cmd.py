@@ -8,11 +8,10 @@ stderr, nothing recorded), 3 an internal error. ``show`` reads the audit trail o
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich import box
@@ -20,13 +19,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.checks import EXIT_INTERNAL, EXIT_INVALID, check_audit_arguments
+from cli import options
+from cli.checks import check_audit_arguments
+from cli.exits import debug_hint, fail, refusing, run_flow
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
-    from prefect.client.schemas.objects import State
-
     import fairgate
 
 monitor_app = typer.Typer(
@@ -34,40 +33,34 @@ monitor_app = typer.Typer(
     no_args_is_help=True,
 )
 _out = Console()
-_err = Console(stderr=True)
-DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
-
-
-def _fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 @monitor_app.command("run")
 def run(
-    policy: Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML) with a monitoring: section.")],
-    predictions: Annotated[str, typer.Option(help="The night's predictions: CSV/Parquet file, or DB::TABLE.")],
-    labels: Annotated[str, typer.Option(help="Their labels (late labels of earlier periods too).")],
-    attributes: Annotated[str, typer.Option(help="Their sensitive attributes.")],
+    policy: options.Policy,
+    predictions: options.Predictions,
+    labels: options.Labels,
+    attributes: options.Attributes,
     model_name: Annotated[str | None, typer.Option("--model-name", "--model", help="The monitored model.")] = None,
-    model_version: Annotated[str | None, typer.Option("--model-version", help="Model version.")] = None,
+    model_version: options.ModelVersion = None,
     night: Annotated[
         str | None, typer.Option("--night", help="The night (YYYY-MM-DD); default: the latest in the timestamps.")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")] = None,
-    trail: Annotated[Path | None, typer.Option("--trail", help="Audit trail file (default: in --out).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print only the monitoring document on stdout.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+    out: options.Out = None,
+    trail: options.Trail = None,
+    as_json: options.Json = False,
+    quiet: options.Quiet = False,
 ) -> None:
-    """Monitor one night: cube its rows, answer the windows from stored cubes, alert on drift. Exit 1: alert."""
+    """Monitor one night: cube its rows, answer the windows from stored cubes, alert on drift. Exit 1: alert.
+
+    The policy needs a monitoring: section; the labels may include late labels of earlier periods.
+    """
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
     names = {"model-name": model_name, "model-version": model_version}
-    try:
+    with refusing():
         check_audit_arguments(policy, inputs, out, trail, names)
         parsed = _precheck(policy, predictions, night)
         _precheck_baseline(parsed, out, trail, model_name)
-    except FairgateError as exc:
-        _fail(exc.message)
     parameters: dict[str, Any] = {
         "policy": str(policy),
         **inputs,
@@ -78,9 +71,17 @@ def run(
         "night": night,
     }
     from cli.signals import audit_guard
+    from flows.monitor import fairness_monitor
 
+    status = "running the fairness-monitor flow (new rows, windows, baseline, drift)"
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, no server left behind; logs delivered before it stops
-        summary = _summary(_run_flow(parameters, show_progress=not (quiet or as_json)))
+        summary = run_flow(
+            fairness_monitor,
+            parameters,
+            what="monitoring",
+            status=None if quiet or as_json else status,
+            hint=debug_hint(""),
+        )
     document = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
@@ -126,30 +127,6 @@ def _precheck_baseline(parsed: fairgate.Policy, out: Path | None, trail: Path | 
     baseline_audit_cells(trail_path, model_name, baseline.run_id)
 
 
-def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> State:
-    from flows.monitor import fairness_monitor
-
-    try:
-        if not show_progress:
-            return fairness_monitor(**parameters, return_state=True)
-        with _err.status("running the fairness-monitor flow (new rows, windows, baseline, drift)"):
-            return fairness_monitor(**parameters, return_state=True)
-    except Exception as exc:  # not bad input: Prefect unreachable, a bug
-        if os.environ.get("FAIRGATE_DEBUG"):
-            raise
-        _fail(f"monitoring could not run: {type(exc).__name__}: {exc} (set FAIRGATE_DEBUG=1)", EXIT_INTERNAL)
-
-
-def _summary(state: State) -> dict[str, Any]:
-    from flows.audit import INVALID_INPUT
-
-    if state.is_failed():
-        if state.name == INVALID_INPUT:
-            _fail(state.message or "invalid input")
-        _fail(f"monitoring crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
-    return cast(dict[str, Any], state.result(raise_on_failure=False))
-
-
 def _print_night(document: dict[str, Any], summary: dict[str, Any]) -> None:
     stored = ", ".join(f"{p['start']} v{p['version']}" for p in document["stored"]) or "none (unchanged)"
     _out.print(f"night {document['night']}: stored period cubes {stored}", highlight=False)
@@ -190,7 +167,7 @@ def _window_table(window: dict[str, Any]) -> Table:
 @monitor_app.command("show")
 def show(
     model: Annotated[str, typer.Option("--model", help="The monitored model's name.")],
-    trail: Annotated[Path, typer.Option("--trail", help="The audit trail file.")] = DEFAULT_TRAIL,
+    trail: options.TrailFile = options.DEFAULT_TRAIL,
     metric: Annotated[str | None, typer.Option("--metric", help="Only this metric.")] = None,
     window: Annotated[
         str, typer.Option("--window", help="The window shown per night (days or since_deployment).")
@@ -204,9 +181,9 @@ def show(
     try:
         history = monitoring_history(trail, model)
     except TrailError as exc:
-        _fail(exc.message, exc.exit_code)
+        fail(exc.message, exc.exit_code)
     if not history["nights"]:
-        _fail(f"no monitored night of model {model!r} in {trail}; run `fairgate monitor run` first")
+        fail(f"no monitored night of model {model!r} in {trail}; run `fairgate monitor run` first")
     shown = history["nights"][-nights:]
     alerts = defaultdict(list)
     for alert in history["alerts"]:
@@ -214,7 +191,7 @@ def show(
     series = _series(shown, window, metric)
     if not series:
         known = sorted({w["window"] for n in shown for w in n["windows"]})
-        _fail(f"no results for window {window!r}{f' and metric {metric!r}' if metric else ''}; windows: {known}")
+        fail(f"no results for window {window!r}{f' and metric {metric!r}' if metric else ''}; windows: {known}")
     for (name, slicing), points in series.items():
         _out.print(_series_table(name, slicing, window, points, alerts))
     listed = [a for a in history["alerts"] if metric is None or a["metric"] == metric]

@@ -8,39 +8,34 @@ trail not a trail). Each attempt is recorded in the trail's ``deliveries`` table
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from cli import options
+from cli.exits import refusing
 from fairgate.errors import FairgateError
 
 outbox_app = typer.Typer(help="The outbox: report e-mails kept after a failed delivery.", no_args_is_help=True)
 _out = Console()
-_err = Console(stderr=True)
-
-
-def _stop(message: str, code: int = 2) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 @outbox_app.command("send")
 def send(
-    policy: Annotated[Path, typer.Option("--policy", help="The policy whose delivery.smtp settings to use.")],
-    out: Annotated[
-        Path | None, typer.Option("--out", help="The audits' output folder (default: the policy's).")
-    ] = None,
-    trail: Annotated[Path | None, typer.Option("--trail", help="Audit trail file (default: in --out).")] = None,
+    policy: options.Policy,
+    out: options.Out = None,
+    trail: options.Trail = None,
 ) -> None:
-    """Send the kept .eml messages through the policy's SMTP server; exit 0 all sent, 1 some failed."""
+    """Send the kept .eml messages through the policy's SMTP server; exit 0 all sent, 1 some failed.
+
+    The policy is the audits' (its delivery.smtp settings are used), --out their output folder.
+    """
     from cli.checks import check_delivery_environment, check_trail_file
     from tasks.audit import read_policy
     from tasks.deliver import outbox_folder, send_outbox
     from tasks.trail import default_trail_path
 
-    try:
+    with refusing():
         parsed, _ = read_policy.fn(policy)
         delivery = parsed.delivery
         if delivery is None:
@@ -53,8 +48,6 @@ def send(
         check_delivery_environment(parsed)
         outbox = outbox_folder(delivery, output)
         outcomes = send_outbox(outbox, delivery, trail_path)
-    except FairgateError as exc:
-        _stop(exc.message)
     if not outcomes:
         _out.print(f"outbox {outbox}: no kept messages to send", highlight=False)
         return

@@ -1,6 +1,6 @@
 """``fairgate proxy``: infer group-membership probabilities from names and places, one row per person.
 
-Registered on the CLI app as ``app.command("proxy")(proxy_cmd.proxy)``. Thin: parse options, call the proxy
+Registered in the CLI's command table (cli/__init__.py). Thin: parse options, call the proxy
 tasks' plain functions, write the file atomically. Bad input exits with code 2 and writes nothing.
 """
 
@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from fairgate.errors import DataError, FairgateError
+from cli.exits import refusing
+from cli.options import SOURCE
+from fairgate.errors import DataError
 
 if TYPE_CHECKING:  # imported where used: `fairgate --help` must not load polars, DuckDB and the proxy engine
     import polars as pl
@@ -42,7 +43,7 @@ def proxy(
     method: Annotated[
         Method, typer.Option(help="bisg (surname + ZIP), bifsg (+ first name), india (surname + PIN/state)")
     ],
-    input: Annotated[str, typer.Option("--input", help="CSV/Parquet file, or DB::TABLE")],
+    input: Annotated[str, typer.Option("--input", help=SOURCE)],
     id_col: Annotated[str, typer.Option("--id-col", help="column identifying each person")],
     surname_col: Annotated[str, typer.Option("--surname-col", help="surname column")],
     out: Annotated[Path, typer.Option("--out", help="output file (.csv or .parquet)")],
@@ -52,7 +53,7 @@ def proxy(
     state_col: Annotated[str | None, typer.Option("--state-col", help="state column (india)")] = None,
 ) -> None:
     """Write one row per person: the id, a probability column per group, and the fallback used."""
-    try:
+    with refusing():
         written = run_proxy(
             method=method.value,
             input=input,
@@ -64,9 +65,6 @@ def proxy(
             pincode_col=pincode_col,
             state_col=state_col,
         )
-    except FairgateError as exc:
-        _err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(code=2) from None
     _err.print(f"wrote {written['rows']} people to {out} ({_fallback_line(written['fallbacks'])})", highlight=False)
 
 

@@ -11,14 +11,13 @@ import json
 import os
 import sys
 from datetime import datetime
-from typing import Annotated, Any, NoReturn, cast
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from cli.checks import EXIT_INTERNAL, EXIT_INVALID
-from fairgate.errors import FairgateError
+from cli import options
+from cli.exits import EXIT_INTERNAL, EXIT_INVALID, fail, flow_state, refusing
 
 NO_PREFECT_SERVER = (
     "no Prefect server to send the registration events to: set PREFECT_API_URL to the server whose "
@@ -27,26 +26,18 @@ NO_PREFECT_SERVER = (
 
 registry_app = typer.Typer(help="The MLflow Model Registry in the loop (pip install 'fairgate\\[mlflow]').")
 _out = Console()
-_err = Console(stderr=True)
-
-
-def _stop(message: str, code: int) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def _check(tracking_uri: str | None) -> None:
     """Before Prefect starts: the client is installed, a registry is named, and events have somewhere to go."""
     from tasks.registry import mlflow_client
 
-    try:
+    with refusing():
         mlflow_client(tracking_uri)
-    except FairgateError as exc:
-        _stop(exc.message, EXIT_INVALID)
     from prefect.settings import get_current_settings
 
     if not (os.environ.get("PREFECT_API_URL") or get_current_settings().api.url):
-        _stop(NO_PREFECT_SERVER, EXIT_INVALID)
+        fail(NO_PREFECT_SERVER)
 
 
 @registry_app.command()
@@ -61,19 +52,17 @@ def watch(
         datetime | None,
         typer.Option("--since", help="Only versions created from this UTC time on (2026-12-01, 2026-12-01T09:30:00)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+    as_json: options.Json = False,
 ) -> None:
     """One watch of the MLflow registry: emit fairgate.model.registered for every new model version; tag the
     versions that name no predictions as skipped."""
     _check(tracking_uri)
     from flows.registry_watch import INVALID_INPUT, registry_watch
 
-    try:
-        state = registry_watch(tracking_uri=tracking_uri, models=model or None, since=since, return_state=True)
-    except Exception as exc:  # Prefect or the registry unreachable, a bug
-        _stop(f"the watch could not run: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
-    if state.is_failed():
-        _stop(str(state.message), EXIT_INVALID if state.name == INVALID_INPUT else EXIT_INTERNAL)
+    parameters = {"tracking_uri": tracking_uri, "models": model or None, "since": since}
+    state = flow_state(registry_watch, parameters, what="the watch", hint="")  # Prefect or the registry unreachable
+    if state.is_failed():  # not a crash: bad input (2), or events the API did not confirm (3, sent again next time)
+        fail(str(state.message), EXIT_INVALID if state.name == INVALID_INPUT else EXIT_INTERNAL)
     _print(cast(dict[str, Any], state.result()), as_json)
 
 

@@ -17,18 +17,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cli.exits import fail
+from cli.options import DEFAULT_TRAIL, Json, TrailFile
 from fairgate.errors import FairgateError
 
 T = TypeVar("T")
-DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"
 
 trail_app = typer.Typer(
     help="The audit trail: list, show and verify recorded runs; list model registrations.", no_args_is_help=True
 )
 _out = Console()
 _err = Console(stderr=True)
-
-TrailOption = Annotated[Path, typer.Option("--trail", help="The audit trail file.")]
 
 
 def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -44,15 +43,13 @@ def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def _stop(message: str, code: int) -> NoReturn:
-    label = "[bold red]DAMAGED:[/]" if code == 1 else "[bold red]error:[/]"
-    _err.print(f"{label} {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+    fail(message, code, label="DAMAGED:" if code == 1 else "error:")
 
 
 @trail_app.command("list")
 def trail_list(
-    trail: TrailOption = DEFAULT_TRAIL,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    trail: TrailFile = DEFAULT_TRAIL,
+    as_json: Json = False,
 ) -> None:
     """List the recorded runs, oldest first."""
     from tasks.trail import list_runs
@@ -80,8 +77,8 @@ def trail_list(
 
 @trail_app.command("registrations")
 def trail_registrations(
-    trail: TrailOption = DEFAULT_TRAIL,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    trail: TrailFile = DEFAULT_TRAIL,
+    as_json: Json = False,
 ) -> None:
     """List the recorded model registrations (accepted or rejected, with the reason), oldest first."""
     from tasks.trail import list_registrations
@@ -109,7 +106,7 @@ def trail_registrations(
 
 @trail_app.command("mitigations")
 def trail_mitigations(
-    trail: TrailOption = DEFAULT_TRAIL,
+    trail: TrailFile = DEFAULT_TRAIL,
     answers: Annotated[str | None, typer.Option("--answers", help="Only those answering this audit run id.")] = None,
 ) -> None:
     """List the recorded mitigation runs (auto or `fairgate mitigate`): the audit each answers, method, verdicts."""
@@ -136,7 +133,7 @@ def trail_mitigations(
 @trail_app.command("show")
 def trail_show(
     run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
-    trail: TrailOption = DEFAULT_TRAIL,
+    trail: TrailFile = DEFAULT_TRAIL,
 ) -> None:
     """Print one recorded run (its row, inputs, validation, audit document, deliveries, mitigations) as JSON."""
     from tasks.trail import show_run
@@ -146,7 +143,7 @@ def trail_show(
 
 @trail_app.command("verify")
 def trail_verify(
-    trail: TrailOption = DEFAULT_TRAIL,
+    trail: TrailFile = DEFAULT_TRAIL,
     anchor: Annotated[
         Path | None,
         typer.Option("--anchor", help="A file of anchored heads ('<timestamp> <seq> <hash>' lines) to check."),
@@ -155,7 +152,7 @@ def trail_verify(
         int,
         typer.Option("--unkeyed-until", help="Accept unkeyed runs up to this seq (recorded before the key was set)."),
     ] = 0,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
 ) -> None:
     """Recompute the hash chains (keyed with FAIRGATE_TRAIL_KEY when set); exit 1 if any row was edited or deleted."""
     from tasks.trail import verify

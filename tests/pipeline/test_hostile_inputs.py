@@ -24,10 +24,9 @@ from pipeline_helpers import COMPAS_CSV, POLICY_PASSING, Inputs, assert_refused,
 from pipeline_helpers import rewrite_csv as _rewrite
 from typer.testing import CliRunner
 
-import cli as cli_module
 import fairgate
-from cli import app
-from cli.checks import run_guarded
+from cli import app, audit_cmd
+from cli.exits import run_guarded
 from fairgate.errors import FairgateError
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.report import build_view
@@ -214,7 +213,7 @@ def test_configuration_is_refused_before_the_flow_starts(
         started.append(parameters)
         raise AssertionError("the flow started although the configuration is invalid")
 
-    monkeypatch.setattr(cli_module, "_run_flow", flow_started)
+    monkeypatch.setattr(audit_cmd, "_run_flow", flow_started)
     args, expected = out_is_a_file(inputs)
     result = runner.invoke(app, args)
     assert result.exit_code == 2

@@ -1,0 +1,273 @@
+"""``fairgate audit`` and ``fairgate demo``: run the ``fairness-audit`` flow, print its summary, exit with its code.
+
+Thin: check the arguments before Prefect starts (cli/checks.py; exit 2, nothing written), run the flow
+(flows/audit.py), print the results table (or the document with ``--json``), exit 0 pass, 1 fail; 3 if the audit
+could not run (cli/exits.py). Prefect and the engine are imported only when the flow runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+import fairgate
+from cli import options
+from cli.checks import check_audit_arguments
+from cli.exits import fail, refusing, run_flow
+from cli.signals import audit_guard
+from fairgate.engine.labels import slicing_label
+
+_out = Console()
+_err = Console(stderr=True)
+
+
+def audit(
+    policy: options.Policy,
+    predictions: options.Predictions,
+    labels: options.Labels,
+    attributes: options.Attributes,
+    out: options.Out = None,
+    model: options.Model = None,
+    model_version: options.ModelVersion = None,
+    trail: options.Trail = None,
+    as_json: options.Json = False,
+    quiet: options.Quiet = False,
+    runner: Annotated[
+        str | None, typer.Option("--runner", help="local or dask (default: the policy's execution.runner).")
+    ] = None,
+    dask_address: Annotated[
+        str | None,
+        typer.Option("--dask-address", help="Dask scheduler, e.g. tcp://host:8786 (implies --runner dask)."),
+    ] = None,
+    features: Annotated[
+        str | None,
+        typer.Option(help="People's numeric features (id + columns) for the policy's individual_fairness checks."),
+    ] = None,
+    counterfactual: Annotated[
+        str | None,
+        typer.Option(help="The model's predictions for the same ids with the sensitive attribute flipped."),
+    ] = None,
+) -> None:
+    """Audit a model's predictions against a fairness policy. Exit 0 pass, 1 fail, 2 invalid input.
+
+    On Dask, each input may be a directory or a glob of partition files (the k-th files hold the same people).
+    With --features (and --counterfactual), the policy's individual_fairness section is checked too.
+    """
+    _run_audit(
+        policy=policy,
+        predictions=predictions,
+        labels=labels,
+        attributes=attributes,
+        out=out,
+        model=model,
+        model_version=model_version,
+        trail=trail,
+        as_json=as_json,
+        quiet=quiet,
+        runner=runner,
+        dask_address=dask_address,
+        features=features,
+        counterfactual=counterfactual,
+    )
+
+
+def demo(
+    out: options.OutFolder = Path("fairness_reports"),
+    as_json: options.Json = False,
+    quiet: options.Quiet = False,
+    task: Annotated[
+        str,
+        typer.Option("--task", help="Kind of model: binary (default), multiclass, regression or ranking."),
+    ] = "binary",
+) -> None:
+    """Audit a bundled real data set with its demo policy (binary: COMPAS risk scores, ProPublica data)."""
+    from cli.demos import DEMOS
+
+    if task not in DEMOS:
+        fail(f"--task {task!r}: no demo for that kind; demos: {', '.join(DEMOS)}")
+    chosen = DEMOS[task]
+    workdir = Path(tempfile.mkdtemp(prefix="fairgate-demo-"))
+    try:
+        files = chosen.write_inputs(workdir)
+        if not (quiet or as_json):
+            _err.print(f"demo: {chosen.data} split into {', '.join(p.name for p in files.values())}")
+        _run_audit(
+            policy=chosen.policy,
+            predictions=str(files["predictions"]),
+            labels=str(files["labels"]),
+            attributes=str(files["attributes"]),
+            out=out,
+            model=chosen.model,
+            model_version=chosen.version,
+            trail=None,
+            as_json=as_json,
+            quiet=quiet,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _precheck(
+    policy: Path,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    where: tuple[str | None, str | None] = (None, None),
+    individual: tuple[str | None, str | None] = (None, None),
+) -> None:
+    """Fail fast (before Prefect starts) on a bad policy or a missing input file (on Dask: partition lists that
+    do not line up; individual fairness: features and counterfactual files that do not match the policy)."""
+    from tasks.audit import read_policy
+    from tasks.individual import check_individual_request
+    from tasks.io import parse_source
+
+    with refusing():
+        parsed, _ = read_policy.fn(policy)
+        check_individual_request(parsed, *individual)
+        for role, text in zip(("features", "counterfactual"), individual, strict=True):
+            if text is not None:
+                parse_source(role, text)
+        if _on_dask(parsed, where):
+            from flows.audit_dask import requested_execution
+            from tasks.partitions import check_scheduler, plan_partitions
+
+            plan_partitions(predictions, labels, attributes)
+            if address := requested_execution(parsed.execution, *where).address:
+                check_scheduler(address)
+            return
+        for role, text in (("predictions", predictions), ("labels", labels), ("attributes", attributes)):
+            parse_source(role, text)
+
+
+def _on_dask(policy: fairgate.Policy, where: tuple[str | None, str | None]) -> bool:
+    from flows.audit_dask import requested_execution
+
+    return requested_execution(policy.execution, *where).runner == "dask"
+
+
+def _run_audit(
+    *,
+    policy: Path,
+    predictions: str,
+    labels: str,
+    attributes: str,
+    out: Path | None,
+    model: str | None,
+    model_version: str | None,
+    trail: Path | None,
+    as_json: bool,
+    quiet: bool,
+    runner: str | None = None,
+    dask_address: str | None = None,
+    features: str | None = None,
+    counterfactual: str | None = None,
+) -> NoReturn:
+    inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
+    inputs |= {role: text for role, text in (("features", features), ("counterfactual", counterfactual)) if text}
+    with refusing():
+        check_audit_arguments(policy, inputs, out, trail, {"model": model, "model-version": model_version})
+    _precheck(policy, predictions, labels, attributes, (runner, dask_address), (features, counterfactual))
+    parameters: dict[str, Any] = {
+        "policy": str(policy),
+        "predictions": predictions,
+        "labels": labels,
+        "attributes": attributes,
+        "out_dir": str(out) if out else None,
+        "model_name": model,
+        "model_version": model_version,
+        "trail": str(trail) if trail else None,
+        "runner": runner,
+        "dask_address": dask_address,
+        "features": features,
+        "counterfactual": counterfactual,
+    }
+    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
+        summary = _run_flow(parameters, show_progress=not (quiet or as_json))
+    _warn_undelivered(summary)
+    if as_json:
+        sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
+    elif not quiet:
+        _print_summary(summary)
+    raise typer.Exit(summary["exit_code"])
+
+
+def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> dict[str, Any]:
+    """The ``fairness-audit`` run's summary, with its document. PolicyFailed and DeliveryFailed carry a verdict
+    (the exit code stays the gate's); any other failure exits 2 (invalid input) or 3 (cli/exits.py)."""
+    from flows.audit import DELIVERY_FAILED, POLICY_FAILED, fairness_audit
+
+    status = "running the fairness-audit flow (align, validate, cube, metrics, verdict)" if show_progress else None
+    summary = run_flow(
+        fairness_audit, parameters, what="the audit", status=status, verdicts={POLICY_FAILED, DELIVERY_FAILED}
+    )
+    # The persisted result is the small summary; the document is the run's JSON output.
+    summary["document"] = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
+    return summary
+
+
+def _warn_undelivered(summary: dict[str, Any]) -> None:
+    """A report e-mail that failed after its retries, on stderr (the exit code stays the gate's)."""
+    delivery = (summary.get("report") or {}).get("delivery") or {}
+    if delivery.get("status") == "failed":
+        _err.print(
+            f"[bold yellow]warning:[/] the report e-mail was not delivered ({escape(str(delivery.get('detail')))}); "
+            "re-send it with `fairgate outbox send --policy POLICY --out OUT`",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+# Short enough for 80 columns; the JSON keeps the full status names.
+_STATUS_LABELS = {"insufficient_data": "no data"}
+_STATUS_NOTES = {
+    "inconclusive": "inconclusive: the interval straddles the limit",
+    "insufficient_data": "no data: too few people to judge",
+}
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    document = summary["document"]
+    # One section per slicing (its name on a row of its own) keeps the table readable in 80 columns.
+    table = Table(title="fairness results", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("metric", overflow="fold")
+    for column in ("value", "interval", "limit"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    shown: set[str] = set()
+    for slicing, rows in itertools.groupby(document.get("results", []), key=lambda r: r.get("slicing") or []):
+        table.add_section()
+        table.add_row(f"[bold]{slicing_label(slicing)}[/]")
+        for r in rows:
+            value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
+            ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+            status = r.get("status", "")
+            shown.add(status)
+            colour = {"pass": "green", "fail": "red", "inconclusive": "magenta"}.get(status, "yellow")
+            label = _STATUS_LABELS.get(status, status)
+            table.add_row(f" {r.get('metric', '')}", value, ci, str(r.get("threshold")), f"[{colour}]{label}[/]")
+    notes = [text for status, text in _STATUS_NOTES.items() if status in shown]
+    if notes:
+        table.caption = "; ".join(notes) + " (the JSON gives each result's reason)"
+    _out.print(table)
+    verdict = document["verdict"]
+    _out.print(f"verdict: [bold {'green' if verdict == 'pass' else 'red'}]{verdict.upper()}[/]")
+    for kind, path in summary["outputs"].items():
+        _out.print(f"{kind}: {path}", highlight=False)
+    report = summary.get("report") or {}
+    for kind in ("html", "pdf"):
+        if report.get(kind):
+            _out.print(f"{kind}: {report[kind]}", highlight=False)
+    _out.print(f"audit trail: {summary['trail']['trail']} (run {summary['trail']['seq']})", highlight=False)
+    if proposed := summary.get("mitigation"):  # policy mitigation.auto: proposed, never deployed
+        _out.print(f"proposed mitigation ({proposed['method']}): {proposed['summary']}", highlight=False)

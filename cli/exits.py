@@ -1,0 +1,126 @@
+"""Exit codes and the one-line errors of every command: one place maps bad input, a flow's final state and any
+other exception to the exit code, with a message on stderr and no traceback (unless ``FAIRGATE_DEBUG=1``).
+
+0 pass (or done), 1 fail (a verdict, a drift alert, a refused promotion: the flow's summary says so),
+2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's ``InvalidInput`` state),
+3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail").
+Prefect is imported only when a flow runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Collection, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from fairgate.errors import FairgateError
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 1, 2, 3
+DEBUG_VARIABLE = "FAIRGATE_DEBUG"  # set (to 1): a crash raises with its traceback instead of the one-line message
+
+_err = Console(stderr=True)
+
+
+def debug_hint(words: str = " for details") -> str:
+    """The hint that ends a crash's message, `` (set <DEBUG_VARIABLE>=1 for details)`` by default."""
+    return f" (set {DEBUG_VARIABLE}=1{words})"
+
+
+def _debugging() -> bool:
+    return bool(os.environ.get(DEBUG_VARIABLE))
+
+
+def print_error(message: str, label: str = "error:") -> None:
+    """``error: <message>`` on stderr, on one logical line; the message is text, not markup (``'fairgate[mlflow]'``
+    keeps its brackets)."""
+    _err.print(f"[bold red]{label}[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+
+
+def fail(message: str, code: int = EXIT_INVALID, label: str = "error:") -> NoReturn:
+    """Print the error and end the command with ``code`` (2: invalid input, by default)."""
+    print_error(message, label)
+    raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def refusing() -> Iterator[None]:
+    """Bad input or configuration raised inside the block (a FairgateError): its message, exit 2."""
+    try:
+        yield
+    except FairgateError as exc:
+        fail(exc.message)
+
+
+def flow_state(
+    flow: Callable[..., Any],
+    parameters: dict[str, Any],
+    *,
+    what: str,
+    status: str | None = None,
+    hint: str = debug_hint(),
+) -> State:
+    """Run a Prefect flow to its final state, under a progress line on stderr when ``status`` is given.
+
+    An exception out of the flow's own handling (Prefect unreachable, a bug) exits 3 with
+    ``<what> could not run: <type>: <message><hint>``; with DEBUG_VARIABLE set it is raised instead.
+    """
+    try:
+        if status is None:
+            return cast("State", flow(**parameters, return_state=True))
+        with _err.status(status):
+            return cast("State", flow(**parameters, return_state=True))
+    except Exception as exc:  # not bad input; never exit 1 (= "fail") for it
+        if _debugging():
+            raise
+        fail(f"{what} could not run: {type(exc).__name__}: {exc}{hint}", EXIT_INTERNAL)
+
+
+def flow_summary(state: State, *, what: str, verdicts: Collection[str] = ()) -> dict[str, Any]:
+    """The summary (result) of a finished flow run. A Failed state exits 2 when it is ``InvalidInput`` (its
+    message), else 3 (``<what> crashed``), except the Failed states named in ``verdicts``, which hold a verdict:
+    their summary is returned, and its ``exit_code`` is the command's."""
+    from flows.audit import INVALID_INPUT
+
+    if state.is_failed() and state.name not in verdicts:
+        if state.name == INVALID_INPUT:
+            fail(state.message or "invalid input")
+        fail(f"{what} crashed: {state.message}; this is a bug in fairgate, please report it", EXIT_INTERNAL)
+    return cast(dict[str, Any], state.result(raise_on_failure=False))
+
+
+def run_flow(
+    flow: Callable[..., Any],
+    parameters: dict[str, Any],
+    *,
+    what: str,
+    status: str | None = None,
+    hint: str = debug_hint(),
+    verdicts: Collection[str] = (),
+) -> dict[str, Any]:
+    """Run a Prefect flow and return its summary: :func:`flow_state`, then :func:`flow_summary`."""
+    return flow_summary(flow_state(flow, parameters, what=what, status=status, hint=hint), what=what, verdicts=verdicts)
+
+
+def run_guarded(app: Callable[[], Any]) -> None:
+    """Run the command line; bad input exits 2, any other exception exits 3 (never 1, which means "fail")."""
+    try:
+        app()
+    except FairgateError as exc:
+        print_error(exc.message)
+        raise SystemExit(EXIT_INVALID) from None
+    except Exception as exc:
+        if _debugging():
+            raise
+        print_error(
+            f"{type(exc).__name__}: {exc}; this is a bug in fairgate, please report it"
+            f"{debug_hint(' for the traceback')}"
+        )
+        raise SystemExit(EXIT_INTERNAL) from None
