@@ -156,7 +156,9 @@ def _write_atomically(frame: pl.DataFrame, out: Path) -> None:
         if out.suffix.lower() == ".parquet":
             frame.write_parquet(tmp)
         else:
-            frame.write_csv(tmp)
+            from tasks.outputs import neutralised  # no cell a spreadsheet would run as a formula
+
+            neutralised(frame).write_csv(tmp)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -27,7 +27,7 @@ from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.retraining import ConstraintChoice, accuracy_cost
 from fairgate.mitigation.reweighing import WEIGHT, Reweighing
 from tasks.io import parse_source, register_source
-from tasks.outputs import write_atomic
+from tasks.outputs import neutralised, write_atomic
 
 MISSING_EXTRA = (
     "constrained retraining needs Fairlearn and scikit-learn, which are not installed: "
@@ -103,7 +103,7 @@ def write_frame(frame: pl.DataFrame, path: Path) -> Path:
     if path.suffix == ".parquet":
         frame.write_parquet(buffer)
     else:
-        frame.write_csv(buffer)
+        neutralised(frame).write_csv(buffer)  # no cell a spreadsheet would run as a formula
     return write_atomic(path, buffer.getvalue())
 
 

@@ -17,13 +17,16 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.labels import slicing_label
 from fairgate.report.published import json_content, published_document
+
+if TYPE_CHECKING:  # polars is imported where a CSV is written: `fairgate trail` needs none of it
+    import polars as pl
 
 
 def output_stem(document: Mapping[str, Any]) -> str:
@@ -40,6 +43,28 @@ def output_stem(document: Mapping[str, Any]) -> str:
         str(document.get("run_id") or "norun"),
     ]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("._")[:180]
+
+
+# Cells a spreadsheet would read as a formula (OWASP, "CSV Injection"): a CSV fairgate writes prefixes them with
+# a single quote, so a value such as =cmd|' /C calc'!A0 shows as text. Numbers are written as numbers.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralised(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every text cell that starts like a formula prefixed with ``'`` (for CSV outputs).
+
+    >>> import polars as pl
+    >>> neutralised(pl.DataFrame({"id": ["=1+2", "a-b", "-3"], "w": [1.5, -2.0, 0.0]})).rows()
+    [("'=1+2", 1.5), ('a-b', -2.0), ("'-3", 0.0)]
+    """
+    import polars as pl
+
+    pattern = "^[" + "".join("\\" + c if c in "-+" else c for c in FORMULA_STARTS) + "]"
+    text = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    return frame.with_columns(
+        pl.when(pl.col(name).str.contains(pattern)).then("'" + pl.col(name)).otherwise(pl.col(name)).alias(name)
+        for name in text
+    )
 
 
 def write_atomic(path: Path, data: bytes) -> Path:

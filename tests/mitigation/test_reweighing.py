@@ -9,6 +9,7 @@ AIF360 run with privileged = ``g`` and unprivileged = every other value gives ``
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -110,3 +111,12 @@ def test_missing_column_and_group_are_refused(compas_train: pl.DataFrame) -> Non
         reweigh(holed, ["race"], "two_year_recid")
     with pytest.raises(DataError, match="non-negative"):
         reweigh(generated(3).with_columns(-pl.col("w")), ["group"], "label", base_weight="w")
+
+
+def test_the_weights_csv_writes_formula_like_cells_as_text(tmp_path: Path) -> None:
+    from tasks.mitigation import write_frame
+
+    frame = pl.DataFrame({"id": ["=cmd|' /C calc'!A0", "@SUM(A1)", "7"], "weight": [-1.5, 0.5, 2.0]})
+    written = pl.read_csv(write_frame(frame, tmp_path / "weights.csv"), schema_overrides={"id": pl.String})
+    assert written["id"].to_list() == ["'=cmd|' /C calc'!A0", "'@SUM(A1)", "7"]
+    assert written["weight"].to_list() == [-1.5, 0.5, 2.0]  # numbers stay numbers

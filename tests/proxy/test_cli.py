@@ -185,3 +185,12 @@ def test_twenty_digit_ids_are_written_as_given(app: typer.Typer, tmp_path: Path)
     result = _bisg(app, source, out)
     assert result.exit_code == 0, result.output
     assert pl.read_csv(out, infer_schema=False)["pid"].to_list() == ["10000000000000000001", "10000000000000000003"]
+
+
+def test_csv_cells_that_start_like_a_formula_are_written_as_text(app: typer.Typer, tmp_path: Path) -> None:
+    source = tmp_path / "people.csv"
+    source.write_text("pid,last,zip\n\"=cmd|' /C calc'!A0\",Washington,60629\n+1,Zhang,02134\nok,Lee,\n")
+    out = tmp_path / "proxy.csv"
+    assert _bisg(app, source, out).exit_code == 0
+    ids = pl.read_csv(out, infer_schema=False)["pid"].to_list()
+    assert ids == ["'=cmd|' /C calc'!A0", "'+1", "ok"]
