@@ -87,7 +87,7 @@ def flow_summary(state: State, *, what: str, verdicts: Collection[str] = ()) -> 
     """The summary (result) of a finished flow run. A Failed state exits 2 when it is ``InvalidInput`` (its
     message), else 3 (``<what> crashed``), except the Failed states named in ``verdicts``, which hold a verdict:
     their summary is returned, and its ``exit_code`` is the command's."""
-    from flows.audit import INVALID_INPUT
+    from flows.runtime import INVALID_INPUT
 
     if state.is_failed() and state.name not in verdicts:
         if state.name == INVALID_INPUT:

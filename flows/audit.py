@@ -10,33 +10,37 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import logging
 import os
-import signal
 import tempfile
-import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.client.schemas.objects import State
-from prefect.exceptions import FailedRun
 from prefect.states import Completed, Failed
-from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 import fairgate
-from fairgate.engine.cube import check_cardinality
 from fairgate.engine.kinds import kind_of
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
 from fairgate.proxy import with_weight_column
-from flows.audit_dask import PartitionedInputs, PartitionedSources, audit_on_dask, requested_execution
-from tasks.align import Aligned, Staged, align_inputs, release, release_rows, stage_inputs
+from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_execution
+from flows.runtime import (
+    INVALID_INPUT,
+    TASK_RUNNER,
+    Inputs,
+    as_is,
+    model_info,
+    persisted,
+    read_inputs,
+    read_staged,
+    signals_held,
+)
+from tasks.align import Staged, release, release_rows, stage_inputs
 from tasks.audit import (
     adjudicate,
     build_cube,
@@ -50,69 +54,9 @@ from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metr
 from tasks.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
-from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of, validate_kind
+from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of
 from tasks.trail import default_trail_path, read_history, record_run
-from tasks.validate import Validation, validate_aligned, validate_inputs
-
-INVALID_INPUT = "InvalidInput"
-T = TypeVar("T")
-
-
-# Metric tasks run in threads; more threads than cores only adds memory (each slicing holds its replicates).
-TASK_RUNNER: Any = ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
-
-
-class _InvalidInputIsNotACrash(logging.Filter):
-    """Bad input is the user's to fix, not a crash: a task failing with a FairgateError logs its message as a
-    warning, without the traceback Prefect attaches to a failed task (the CLI prints the message once more)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, FairgateError):
-            record.exc_info, record.exc_text = None, None
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
-            record.msg, record.args = f"invalid input: {exc.message}", ()
-        return True
-
-
-logging.getLogger("prefect.task_runs").addFilter(_InvalidInputIsNotACrash())
-
-
-class _DeliberateStateIsNotACrash(logging.Filter):
-    """A run that ends in a Failed state the flow returned (InvalidInput, PolicyFailed, DeliveryFailed) is
-    reported once, by Prefect's "Finished in state ..." line. Where the engine runs the flow for a worker or a
-    runner (``python -m prefect.engine``), it then asks the state for its result, which raises ``FailedRun``,
-    and logs that as "Engine execution exited with unexpected exception" with a 40-line traceback: dropped
-    here. A crash (an exception in the flow) re-raises its own exception, not FailedRun, and keeps its
-    traceback."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, FailedRun)
-
-
-logging.getLogger("prefect.flow_runs").addFilter(_DeliberateStateIsNotACrash())
-
-
-@dataclass
-class Inputs:
-    """The audit's inputs once read, validated and aligned (the flow's first half)."""
-
-    staged: Staged
-    aligned: Aligned
-    validation: Validation
-    # How the rows were read: {"path": "in_memory"} or {"path": "streaming", "memory_limit": ...}.
-    execution: dict[str, Any] = field(default_factory=lambda: {"path": "in_memory"})
-    # Inputs read beside the three (features, counterfactual: tasks/individual.py), with their provenance.
-    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, dict[str, Any]]:
-        """Per input: where it came from, its sha256 and its row count (the document's and trail's ``inputs``)."""
-        staged = self.staged
-        return {
-            role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
-            for role, source in staged.sources.items()
-        } | self.extra
+from tasks.validate import validate_aligned, validate_inputs
 
 
 @flow(name="fairness-audit", task_runner=TASK_RUNNER)
@@ -218,9 +162,9 @@ def _audit(
     }
     if kind_of(policy.task).binary_outcomes:
         checks = individual.result if individual else None
-        document = adjudicate(cube, _as_is(parts), policy, model, run_id, context, checks)
+        document = adjudicate(cube, as_is(parts), policy, model, run_id, context, checks)
     else:
-        document = adjudicate_kind(cube, _as_is(parts), policy, model, run_id, context)
+        document = adjudicate_kind(cube, as_is(parts), policy, model, run_id, context)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
@@ -333,27 +277,6 @@ def _report_summary(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> Inputs:
-    """Stage, validate, align and validate again; then free the inputs' DuckDB connection."""
-    return read_staged(stage_inputs(policy, predictions, labels, attributes))
-
-
-def read_staged(staged: Staged) -> Inputs:
-    """Validate the staged inputs, align them into Arrow and validate again; then free the connection."""
-    policy = staged.policy
-    validation = validate_inputs(staged)
-    if not kind_of(policy.task).binary_outcomes:  # the kind's labels and predictions (classes, numbers, ranks)
-        validation = validate_kind(staged, validation)
-    aligned = align_inputs(staged)
-    # An id-like attribute is refused before validation warns about each of its thousands of small groups.
-    check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
-    validation = validate_aligned(staged, aligned, validation)
-    release(staged)
-    for warning in validation.warnings:
-        get_run_logger().warning(warning)
-    return Inputs(staged, aligned, validation, {"path": "in_memory"})
-
-
 def execution_record(inputs: Inputs | PartitionedInputs, cube: Any) -> dict[str, Any]:
     """The document's ``execution`` block: which path read the rows, and how AUC was computed (binary only)."""
     if not isinstance(cube, fairgate.Cube):
@@ -428,16 +351,6 @@ def _group_text(group: dict[str, str]) -> str:
     return " & ".join(f"{k}={v}" for k, v in group.items())
 
 
-def model_info(
-    staged: Staged | PartitionedSources, model_name: str | None, model_version: str | None
-) -> fairgate.ModelInfo:
-    """The audited model: the options given, else what the predictions name, else placeholders."""
-    named_name, named_version = staged.model
-    return fairgate.ModelInfo(
-        name=model_name or named_name or "model", version=model_version or named_version or "unversioned"
-    )
-
-
 def audit_context(inputs: Inputs | PartitionedInputs, proxy_summary: dict[str, Any] | None) -> dict[str, Any]:
     """What the audit document records about its inputs: sources, the join, validation, proxy, provenance."""
     context: dict[str, Any] = {
@@ -468,13 +381,13 @@ def _publish(
     """
     staging = staging_dir(output, document["run_id"])
     try:
-        written = write_outputs(_as_is(document), staging)
-        publish_artifacts(_as_is(document))
+        written = write_outputs(as_is(document), staging)
+        publish_artifacts(as_is(document))
         report = _publish_report(document, policy, staging, trail_path, output)
         with signals_held():  # recorded with its outputs in place, or neither
             record = record_run(
                 trail_path,
-                _as_is(document),
+                as_is(document),
                 policy_text=policy_text,
                 inputs=inputs.summary(),
                 validation=inputs.validation.to_dict(),
@@ -489,27 +402,6 @@ def _publish(
     return written, _relocated(report, moved, staging, output), record
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """SIGINT/SIGTERM arriving while the run is recorded and its files moved into place take effect right
-    after (the handlers in force, e.g. the CLI's, then run), so an interruption never splits the two."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread receives signals and may swap their handlers
-        return
-    held: list[int] = []
-    previous = {signum: signal.signal(signum, lambda n, _: held.append(n)) for signum in _STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
-        for pending in held[:1]:
-            signal.raise_signal(pending)
-
-
 def _relocated(value: Any, moved: dict[str, str], staging: Path, output: Path) -> Any:
     """The report's paths after promotion (it wrote into the staging folder), also inside texts such as the
     delivery's "message kept in <path>"."""
@@ -520,12 +412,6 @@ def _relocated(value: Any, moved: dict[str, str], staging: Path, output: Path) -
     if isinstance(value, str):
         return value.replace(f"{staging}{os.sep}", f"{output}{os.sep}")
     return value
-
-
-def _as_is(value: T) -> T:
-    """A large collection (slicing results, the audit document) handed to a task without Prefect walking it
-    element by element for futures, which took seconds at 10M rows; it holds none."""
-    return cast(T, quote(value))
 
 
 def _with_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, fairgate.Policy, dict[str, Any] | None]:
@@ -628,27 +514,3 @@ def announce_verdict(summary: dict[str, Any]) -> None:
     emit_audit_completed(summary, flow_run.id, registry if isinstance(registry, dict) else None)
     if ((summary.get("report") or {}).get("delivery") or {}).get("status") == "failed":
         emit_delivery_failed(summary)  # after the run is recorded: the kept message is in its final place
-
-
-def persisted(state: State) -> State:
-    """The state with its summary written to Prefect's result storage as JSON, so ``state.result()`` returns
-    it in any client (a deployment's caller, an automation), not only in the process that ran the flow.
-
-    Only this summary: ``persist_result=True`` on the flow would also persist every task's result (the rows,
-    the cube, the document). Where: Prefect's default result storage, PREFECT_LOCAL_STORAGE_PATH
-    (~/.prefect/storage) of the machine that ran the flow; a client on another machine than the worker needs
-    a shared one, a file system block named by PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK (README, "Results").
-    """
-    from prefect.results import get_result_store
-    from prefect.serializers import JSONSerializer
-
-    # metadata_storage None: the record (metadata and summary) is one file, as Prefect writes a task's result.
-    store = get_result_store().model_copy(update={"serializer": JSONSerializer(), "metadata_storage": None})
-    record = store.create_result_record(state.data)
-    try:
-        store.persist_result_record(record)
-    except OSError as exc:  # the audit is recorded and its files written: its state must still say so
-        get_run_logger().warning(f"the run summary could not be persisted ({exc}); state.result() works only here")
-        return state
-    state.data = record
-    return state

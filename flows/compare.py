@@ -21,7 +21,7 @@ import fairgate
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.mitigation.plane import accuracy_fairness_plane
-from flows.audit import INVALID_INPUT, Inputs, persisted
+from flows.runtime import INVALID_INPUT, Inputs, persisted
 from tasks.align import align_inputs, hold_shared_inputs, release, restage_predictions, stage_inputs
 from tasks.audit import read_policy
 from tasks.compare import (

@@ -24,8 +24,9 @@ from fairgate.errors import FairgateError
 from fairgate.mitigation.proposal import slim_results
 from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
-from flows.audit import INVALID_INPUT, Inputs, fairness_audit, persisted, read_inputs
+from flows.audit import fairness_audit
 from flows.grid_frontier import fit_frontier_grid, write_frontier
+from flows.runtime import INVALID_INPUT, Inputs, persisted, read_inputs
 from tasks.audit import read_policy
 from tasks.events import failed_metrics
 from tasks.mitigation import (

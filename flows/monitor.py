@@ -25,7 +25,7 @@ from fairgate.document.result import fairgate_version
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.monitoring.windows import PeriodCube
-from flows.audit import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
+from flows.runtime import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
 from tasks.align import align_inputs, release, stage_inputs
 from tasks.audit import read_policy
 from tasks.events import emit_drift_detected

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import Inputs
 
-from flows.audit import signals_held
+from flows.runtime import signals_held
 from tasks.outputs import STALE_STAGING_SECONDS, staging_dir
 
 FLOW_STARTED = "Beginning flow run"
