@@ -135,36 +135,16 @@ def _audit(
     check_individual_request(policy, *individual_sources)  # features and counterfactual, before any computing
     check_mitigation_policy(policy, policy_path)  # mitigation.auto's inputs, before any computing
     execution = requested_execution(policy.execution, *where)
-    inputs: Inputs | PartitionedInputs
-    individual: IndividualRun | None = None
-    if not kind_of(policy.task).binary_outcomes:  # multiclass, regression, ranking: in memory, the kind's steps
-        check_kind_execution(policy, execution)
-        if individual_sources[0] is not None:
-            raise FairgateError(
-                f"--features (individual fairness) works on binary audits only (the policy's task is {policy.task}); "
-                "leave --features and --counterfactual out"
-            )
-        inputs, cube, parts = _counted_kind(policy, predictions, labels, attributes)
-        proxy_summary = None
-    elif execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
-        _individual_needs_rows(individual_sources, "execution.runner: dask")
-        counted = audit_on_dask(policy, execution, predictions, labels, attributes)
-        inputs, cube, parts, proxy_summary = counted.inputs, counted.cube, counted.parts, None
-    else:
-        inputs, policy, proxy_summary, cube, parts, individual = _counted_here(
-            policy, predictions, labels, attributes, individual_sources
-        )
+    inputs, policy, proxy_summary, cube, parts, individual = _counted(
+        policy, execution, (predictions, labels, attributes), individual_sources
+    )
     model = model_info(inputs.staged, model_name, model_version)
     output = Path(out_dir or policy.reporting.output_dir)
     context = audit_context(inputs, proxy_summary) | {
         "output_dir": str(output),
         "execution": execution_record(inputs, cube),
     }
-    if kind_of(policy.task).binary_outcomes:
-        checks = individual.result if individual else None
-        document = adjudicate(cube, as_is(parts), policy, model, run_id, context, checks)
-    else:
-        document = adjudicate_kind(cube, as_is(parts), policy, model, run_id, context)
+    document = _adjudicated(cube, parts, policy, model, run_id, context, individual)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
     trail_path = Path(trail) if trail else default_trail_path(policy, output)
@@ -179,6 +159,46 @@ def _audit(
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)
+
+
+def _counted(
+    policy: fairgate.Policy,
+    execution: Any,
+    sources: tuple[str, str, str],
+    individual_sources: tuple[str | None, str | None],
+) -> tuple[Inputs | PartitionedInputs, fairgate.Policy, dict[str, Any] | None, Any, Any, IndividualRun | None]:
+    """The counting half on the path the kind and the execution settings choose: the inputs, the policy (with
+    proxy weights), the proxy summary, the cube, the slicings and the individual-fairness checks."""
+    if not kind_of(policy.task).binary_outcomes:  # multiclass, regression, ranking: in memory, the kind's steps
+        check_kind_execution(policy, execution)
+        if individual_sources[0] is not None:
+            raise FairgateError(
+                f"--features (individual fairness) works on binary audits only (the policy's task is {policy.task}); "
+                "leave --features and --counterfactual out"
+            )
+        inputs, cube, parts = _counted_kind(policy, *sources)
+        return inputs, policy, None, cube, parts, None
+    if execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
+        _individual_needs_rows(individual_sources, "execution.runner: dask")
+        counted = audit_on_dask(policy, execution, *sources)
+        return counted.inputs, policy, None, counted.cube, counted.parts, None
+    return _counted_here(policy, *sources, individual_sources)
+
+
+def _adjudicated(
+    cube: Any,
+    parts: Any,
+    policy: fairgate.Policy,
+    model: fairgate.ModelInfo,
+    run_id: str,
+    context: dict[str, Any],
+    individual: IndividualRun | None,
+) -> dict[str, Any]:
+    """The judged document (binary audits with their individual-fairness checks, if any)."""
+    if kind_of(policy.task).binary_outcomes:
+        checks = individual.result if individual else None
+        return adjudicate(cube, as_is(parts), policy, model, run_id, context, checks)
+    return adjudicate_kind(cube, as_is(parts), policy, model, run_id, context)
 
 
 def _counted_here(

@@ -231,26 +231,17 @@ def fairgate_thresholds(
 ) -> State:
     """Group thresholds (Hardt et al. 2016) on the audited scores, then the audit before and after.
 
-    The inputs are read and aligned as the audit reads them; the thresholds are fitted on those rows (groups,
-    metric, tolerance, objective: as given, else the policy's ``mitigation:`` section, else the first attribute,
-    the critical metric, tolerance 0, accuracy) and applied to them. The thresholds file, the mitigated
-    predictions and the frontier chart are written, then the ``fairness-audit`` flow judges the mitigated
-    predictions, and the audited ones unless ``answers`` names the audit of these inputs under this policy (its
-    recorded verdict is the "before"; other inputs or another policy are refused). The run is recorded in the
-    trail's ``mitigations`` table. The state's result is the summary; its exit code is the re-audit's.
+    Thresholds fitted on the aligned rows (settings: :func:`_threshold_settings`) are written with the
+    mitigated predictions and the frontier; ``fairness-audit`` judges those, and the audited ones unless
+    ``answers`` names the recorded audit of these inputs under this policy (its verdict is the "before"). The
+    run is recorded in the trail's ``mitigations`` table; the state's result is the summary (the re-audit's exit).
     """
     try:
         rules, _ = read_policy(Path(policy))
         require_capability(rules, "mitigation", "fairgate mitigate")
         output = Path(out_dir or rules.reporting.output_dir)
         answered = answered_audit(answers, rules, output, trail)
-        section = rules.mitigation  # the policy's mitigation section supplies what the command leaves out
-        if section is not None:
-            groups = groups or section.groups
-            metric = metric or section.metric
-            tolerance = section.tolerance if tolerance is None else tolerance
-            objective = objective or section.objective
-        chosen = policy_attributes(rules, groups) if groups else [rules.sensitive_attributes[0].name]
+        chosen, metric, tolerance, objective = _threshold_settings(rules, groups, metric, tolerance, objective)
         inputs = read_inputs(rules, predictions, labels, attributes)
         rows, named = inputs.aligned.table, inputs.staged.model[0]
         answered_before = same_audit(answered, inputs, rules)  # before any fitting: the same inputs and policy
@@ -263,13 +254,10 @@ def fairgate_thresholds(
     del rows, judged, inputs
     files = write_thresholds(mitigation, unchanged, rules, output)
     name = model_name or named or Path(predictions).stem  # both audits under one name: the model's
-    runs: dict[str, tuple[str, str | None]] = {"after": (files["predictions"], f"thresholds-{files['run_id']}")}
-    if answered_before is None:  # no audit named: judge the audited predictions too
-        runs = {"before": (predictions, None), **runs}  # the audited model, as its predictions name it
     proposal = thresholds_proposal(mitigation, files, small, answered_before, rules)
     before_document = None if answered is None else show_run(Path(answered["trail"]), answered["run_id"])["document"]
     audits, refused = _audit_before_and_after(
-        runs,
+        _runs_to_audit(files, predictions, answered_before),
         policy=policy,
         labels=labels,
         attributes=attributes,
@@ -286,10 +274,47 @@ def fairgate_thresholds(
         audits = {"before": answered_before, **audits}
     sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
     summary = thresholds_summary(mitigation, files, audits, sources, answered, small)
+    return _recorded_thresholds(summary, files, audits, output, _trail_path(trail, rules, output))
+
+
+def _runs_to_audit(
+    files: dict[str, Any], predictions: str, answered_before: dict[str, Any] | None
+) -> dict[str, tuple[str, str | None]]:
+    """The mitigated predictions as "after"; the audited ones as "before" unless a recorded audit answers it."""
+    runs: dict[str, tuple[str, str | None]] = {"after": (files["predictions"], f"thresholds-{files['run_id']}")}
+    if answered_before is None:  # no audit named: judge the audited predictions too
+        runs = {"before": (predictions, None), **runs}  # the audited model, as its predictions name it
+    return runs
+
+
+def _threshold_settings(
+    rules: fairgate.Policy,
+    groups: list[str] | None,
+    metric: str | None,
+    tolerance: float | None,
+    objective: str | None,
+) -> tuple[list[str], str | None, float | None, str | None]:
+    """The groups, metric, tolerance and objective: as given, else the policy's ``mitigation:`` section, else
+    the first attribute (the others left to the fitting's defaults)."""
+    section = rules.mitigation
+    if section is not None:
+        groups = groups or section.groups
+        metric = metric or section.metric
+        tolerance = section.tolerance if tolerance is None else tolerance
+        objective = objective or section.objective
+    chosen = policy_attributes(rules, groups) if groups else [rules.sensitive_attributes[0].name]
+    return chosen, metric, tolerance, objective
+
+
+def _recorded_thresholds(
+    summary: dict[str, Any], files: dict[str, Any], audits: dict[str, Any], output: Path, trail_path: Path
+) -> State:
+    """Write the run's summary JSON, record the run in the trail (after the files: with their sha256), and
+    end with the re-audit's verdicts."""
     path = output / f"thresholds_{files['run_id']}_summary.json"
     summary["outputs"]["json"] = str(path)  # the file names itself, as the printed summary does
     write_json(summary, path)
-    record_mitigation_run(_trail_path(trail, rules, output), summary)  # after the files: with their sha256
+    record_mitigation_run(trail_path, summary)
     message = f"verdict {audits['before']['verdict']} -> {audits['after']['verdict']}"
     get_run_logger().info(f"group thresholds: {message}")
     return persisted(Completed(message=message, data=summary))

@@ -98,26 +98,10 @@ def _monitor(
 ) -> dict[str, Any]:
     """The recipe: each line one step of a monitoring night."""
     run_id = run_id or uuid.uuid4().hex[:12]
-    policy, _ = read_policy(Path(policy_path))
-    monitoring = monitoring_of(policy, policy_path)
-    output = Path(out_dir or policy.reporting.output_dir)
-    trail_path = Path(trail) if trail else default_trail_path(policy, output)
-    check_trail(trail_path)
-    if monitoring.baseline.kind == "deployment_audit" and model_name is not None:  # before any work, if we can
-        baseline_audit_cells(trail_path, model_name, monitoring.baseline.run_id)
-    night = _night(night_text)
-    staged = stage_inputs(policy, predictions, labels, attributes)
-    validation = validate_inputs(staged)
-    aligned = align_inputs(staged)
-    check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
-    validation = validate_aligned(staged, aligned, validation)
-    periods = row_periods(staged, policy, night)
-    release(staged)
-    for warning in validation.warnings:
-        get_run_logger().warning(warning)
-    new = cube_periods(aligned.table, periods, policy)
-    night = night_of(periods, night, policy)
-    model = model_info(staged, model_name, model_version)
+    policy, monitoring, output, trail_path = _checked_setup(policy_path, out_dir, trail, model_name)
+    new, night, staged_summary, model = _read_night(
+        policy, (predictions, labels, attributes), _night(night_text), model_name, model_version
+    )
     stored = stored_periods(trail_path, model.name)
     to_store, unchanged = changed_periods(stored, new)
     all_periods = merged_periods(stored, new)
@@ -134,10 +118,6 @@ def _monitor(
     result = drift_scan(history, policy) if monitoring.alerts else None
     recorded = monitoring_history(trail_path, model.name)["alerts"] if trail_path.exists() else []
     alerts = alert_records(result, list(observed), recorded) if result is not None else []
-    staged_summary = {
-        role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
-        for role, source in staged.sources.items()
-    }
     document = _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
     if result is not None:
         document["detector"] = detector_section(result, skipped)
@@ -156,9 +136,21 @@ def _monitor(
     if alerts:
         emit_drift_detected(document, str(trail_path))
     get_run_logger().info(f"monitoring {night}: {len(alerts)} alert(s); {written['json']}")
+    return _run_summary(document, model, alerts, written, delivery, record)
+
+
+def _run_summary(
+    document: dict[str, Any],
+    model: fairgate.ModelInfo,
+    alerts: list[dict[str, Any]],
+    written: dict[str, str],
+    delivery: Any,
+    record: dict[str, Any],
+) -> dict[str, Any]:
+    """The flow's result: the night, the model, the exit code, the alerts, the files, the trail rows stored."""
     return {
-        "run_id": run_id,
-        "night": night.isoformat(),
+        "run_id": document["run_id"],
+        "night": document["night"],
         "model_name": model.name,
         "model_version": model.version,
         "exit_code": document["exit_code"],
@@ -167,6 +159,46 @@ def _monitor(
         "delivery": delivery,
         "trail": {k: v for k, v in record.items() if k != "periods"} | {"stored": record["periods"]},
     }
+
+
+def _checked_setup(
+    policy_path: str, out_dir: str | None, trail: str | None, model_name: str | None
+) -> tuple[fairgate.Policy, Any, Path, Path]:
+    """The policy, its monitoring section, the output folder and the trail, checked before any work."""
+    policy, _ = read_policy(Path(policy_path))
+    monitoring = monitoring_of(policy, policy_path)
+    output = Path(out_dir or policy.reporting.output_dir)
+    trail_path = Path(trail) if trail else default_trail_path(policy, output)
+    check_trail(trail_path)
+    if monitoring.baseline.kind == "deployment_audit" and model_name is not None:  # before any work, if we can
+        baseline_audit_cells(trail_path, model_name, monitoring.baseline.run_id)
+    return policy, monitoring, output, trail_path
+
+
+def _read_night(
+    policy: fairgate.Policy,
+    sources: tuple[str, str, str],
+    night: date | None,
+    model_name: str | None,
+    model_version: str | None,
+) -> tuple[list[PeriodCube], date, dict[str, Any], fairgate.ModelInfo]:
+    """Read, validate and align the night's rows and cube them per period: the cubes, the night, the inputs'
+    summary (source, sha256, rows) and the model."""
+    staged = stage_inputs(policy, *sources)
+    validation = validate_inputs(staged)
+    aligned = align_inputs(staged)
+    check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)
+    validation = validate_aligned(staged, aligned, validation)
+    periods = row_periods(staged, policy, night)
+    release(staged)
+    for warning in validation.warnings:
+        get_run_logger().warning(warning)
+    summary = {
+        role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
+        for role, source in staged.sources.items()
+    }
+    new = cube_periods(aligned.table, periods, policy)
+    return new, night_of(periods, night, policy), summary, model_info(staged, model_name, model_version)
 
 
 def _publish(
