@@ -46,6 +46,7 @@ from tasks.mitigation import (
     write_json,
 )
 from tasks.outputs import output_stem
+from tasks.store import default_trail_path, show_run
 from tasks.task_kinds import require_binary
 from tasks.thresholds import fit_thresholds_task
 from tasks.thresholds_outputs import (
@@ -55,7 +56,6 @@ from tasks.thresholds_outputs import (
     thresholds_summary,
     write_thresholds,
 )
-from tasks.trail import default_trail_path, show_run
 
 
 @flow(name="fairgate-reweigh")
