@@ -102,9 +102,9 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """The Prefect tasks ``record_run`` and ``read_history``, made on first use (PEP 562): ``fairgate trail`` reads
     and verifies the trail without importing Prefect (tasks/store/prefect_tasks.py)."""
-    from tasks.store.prefect_tasks import TASK_NAMES, make_task
-
-    if name not in TASK_NAMES:
+    if name not in ("record_run", "read_history"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from tasks.store.prefect_tasks import make_task
+
     made = globals()[name] = make_task(name)
     return made

@@ -12,8 +12,6 @@ from tasks.store.errors import TrailError
 from tasks.store.history import _read_history
 from tasks.store.runs import append_audit_run
 
-TASK_NAMES = ("record_run", "read_history")
-
 
 def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
     """Prefect retry condition: retry a transient failure, not a refusal (not a trail, wrong key, disk full)."""
@@ -27,8 +25,8 @@ def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
 
 
 def make_task(name: str) -> Any:
-    """The Prefect task ``name`` (one of ``TASK_NAMES``): ``record_run`` retried unless refused, ``read_history``
-    never retried (it never fails, an unreadable trail gives a note)."""
+    """The Prefect task ``name``: ``record_run`` (retried unless refused) or ``read_history`` (no retries: it never
+    fails, an unreadable trail gives a note)."""
     from prefect import task
     from prefect.cache_policies import NO_CACHE
 
