@@ -93,7 +93,7 @@ def policy_text(n_bootstrap: int = 200, delivery: str = "") -> str:
 def record_deployment_audit(policy_path: Path, trail: Path, size: int, seed: int, model: str) -> str:
     """Audit a deployment sample with the engine and record it as ``fairgate audit`` does; its run id."""
     import fairgate
-    from tasks.trail import append_audit_run
+    from tasks.store import append_audit_run
 
     text = policy_path.read_text()
     policy = fairgate.Policy.from_yaml(text)

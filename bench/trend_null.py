@@ -59,7 +59,7 @@ def audit_run(frame: pl.DataFrame, run_id: str, sha: str) -> dict[str, Any]:
 
 
 def past_run(document: dict[str, Any], seq: int) -> PastRun:
-    """A run as ``tasks.trail.model_history`` reads it back from the trail."""
+    """A run as ``tasks.store.model_history`` reads it back from the trail."""
     results = tuple(
         PastResult(
             r["metric"],

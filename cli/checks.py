@@ -50,7 +50,7 @@ def check_audit_arguments(
     for option, value in names.items():
         check_header_text(option, value)
     from tasks.audit import read_policy  # the policy's own errors are _precheck's; it is read again, cheaply
-    from tasks.trail import default_trail_path
+    from tasks.store import default_trail_path
 
     policy, _ = read_policy.fn(policy_path)
     output = out if out is not None else Path(policy.reporting.output_dir)

@@ -111,7 +111,7 @@ def _precheck(
     is not a file must be a run id: it is looked up in the flow, which names the run's inputs if they changed."""
     from tasks.audit import read_policy
     from tasks.io import parse_source
-    from tasks.trail import default_trail_path
+    from tasks.store import default_trail_path
 
     with refusing():
         check_path_name("policy", str(policy))

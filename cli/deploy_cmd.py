@@ -110,7 +110,7 @@ def _settings(
     from flows.deployments import DeploySettings, absolute_source
     from tasks.audit import read_policy
     from tasks.io import parse_source
-    from tasks.trail import default_trail_path
+    from tasks.store import default_trail_path
 
     if policy is None and not demo:
         raise FairgateError("give --policy POLICY.yaml (the policy of every deployment), or --demo to try COMPAS")

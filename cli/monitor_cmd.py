@@ -118,7 +118,7 @@ def _precheck_baseline(parsed: fairgate.Policy, out: Path | None, trail: Path | 
     """A deployment-audit baseline that is not in the trail is refused before Prefect starts (when the model is
     named; otherwise the flow checks it once the predictions name the model)."""
     from tasks.monitor_trail import baseline_audit_cells
-    from tasks.trail import default_trail_path
+    from tasks.store import default_trail_path
 
     baseline = parsed.monitoring.baseline if parsed.monitoring else None
     if model_name is None or baseline is None or baseline.kind != "deployment_audit":
@@ -176,7 +176,7 @@ def show(
 ) -> None:
     """Per metric and slicing: the window's value and band per night, the limit, the change, alerts marked."""
     from tasks.monitor_trail import monitoring_history
-    from tasks.trail import TrailError
+    from tasks.store import TrailError
 
     try:
         history = monitoring_history(trail, model)

@@ -33,7 +33,7 @@ def send(
     from cli.checks import check_delivery_environment, check_trail_file
     from tasks.audit import read_policy
     from tasks.deliver import outbox_folder, send_outbox
-    from tasks.trail import default_trail_path
+    from tasks.store import default_trail_path
 
     with refusing():
         parsed, _ = read_policy.fn(policy)

@@ -1,4 +1,4 @@
-"""``fairgate trail list|registrations|mitigations|show|verify``: read and check the audit trail (tasks/trail.py).
+"""``fairgate trail list|registrations|mitigations|show|verify``: read and check the audit trail (tasks/store/).
 
 Exit codes: 0 intact (or listed), 1 the trail was tampered with or is damaged (rows edited or deleted, the chain
 broken, an anchored head gone, a table dropped, the file truncated), 2 not a trail or a configuration problem
@@ -32,7 +32,7 @@ _err = Console(stderr=True)
 
 def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a trail function; its errors become a message and exit 1 (damaged) or 2 (not a trail, configuration)."""
-    from tasks.trail import TrailError
+    from tasks.store import TrailError
 
     try:
         return function(*args, **kwargs)
@@ -52,7 +52,7 @@ def trail_list(
     as_json: Json = False,
 ) -> None:
     """List the recorded runs, oldest first."""
-    from tasks.trail import list_runs
+    from tasks.store import list_runs
 
     runs = _call(list_runs, trail)
     if as_json:
@@ -81,7 +81,7 @@ def trail_registrations(
     as_json: Json = False,
 ) -> None:
     """List the recorded model registrations (accepted or rejected, with the reason), oldest first."""
-    from tasks.trail import list_registrations
+    from tasks.store import list_registrations
 
     rows = _call(list_registrations, trail)
     if as_json:
@@ -110,7 +110,7 @@ def trail_mitigations(
     answers: Annotated[str | None, typer.Option("--answers", help="Only those answering this audit run id.")] = None,
 ) -> None:
     """List the recorded mitigation runs (auto or `fairgate mitigate`): the audit each answers, method, verdicts."""
-    from tasks.trail import list_mitigations
+    from tasks.store import list_mitigations
 
     rows = _call(list_mitigations, trail, answers=answers)
     table = Table(title=f"{trail}: mitigations")
@@ -136,7 +136,7 @@ def trail_show(
     trail: TrailFile = DEFAULT_TRAIL,
 ) -> None:
     """Print one recorded run (its row, inputs, validation, audit document, deliveries, mitigations) as JSON."""
-    from tasks.trail import show_run
+    from tasks.store import show_run
 
     sys.stdout.write(json.dumps(_call(show_run, trail, run), indent=2, default=str) + "\n")
 
@@ -155,7 +155,7 @@ def trail_verify(
     as_json: Json = False,
 ) -> None:
     """Recompute the hash chains (keyed with FAIRGATE_TRAIL_KEY when set); exit 1 if any row was edited or deleted."""
-    from tasks.trail import verify
+    from tasks.store import verify
 
     report = _call(verify, trail, anchor=anchor, unkeyed_until=unkeyed_until)
     for warning in report["warnings"]:

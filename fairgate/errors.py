@@ -86,7 +86,7 @@ EMPTY_REFERENCE = (
     "{attribute!r} is compared with it; check the value's spelling, choose another reference_group, or add data"
 )
 
-# The audit trail (tasks/trail.py, ``fairgate trail``). Exit 2 for "not a trail" and configuration, 1 for damage.
+# The audit trail (tasks/store/, ``fairgate trail``). Exit 2 for "not a trail" and configuration, 1 for damage.
 NOT_A_TRAIL = "{path} is not an audit trail: {why}. Pass --trail with the trail's DuckDB file"
 TRAIL_DAMAGED = "the audit trail {path} is damaged: {detail}. Restore it from a backup; do not append to it"
 TRAIL_KEY_MISSING = (

@@ -54,8 +54,8 @@ from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metr
 from tasks.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
+from tasks.store import default_trail_path, read_history, record_run
 from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of
-from tasks.trail import default_trail_path, read_history, record_run
 from tasks.validate import validate_aligned, validate_inputs
 
 

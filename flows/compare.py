@@ -36,8 +36,8 @@ from tasks.compare import (
     write_comparison,
 )
 from tasks.compare_report import write_comparison_report
+from tasks.store import default_trail_path
 from tasks.task_kinds import require_capability
-from tasks.trail import default_trail_path
 from tasks.validate import validate_aligned, validate_inputs
 
 

@@ -47,6 +47,7 @@ from tasks.mitigation import (
     write_json,
 )
 from tasks.outputs import output_stem
+from tasks.store import default_trail_path, show_run
 from tasks.task_kinds import require_capability
 from tasks.thresholds import fit_thresholds_task
 from tasks.thresholds_outputs import (
@@ -56,7 +57,6 @@ from tasks.thresholds_outputs import (
     thresholds_summary,
     write_thresholds,
 )
-from tasks.trail import default_trail_path, show_run
 
 
 @flow(name="fairgate-reweigh")

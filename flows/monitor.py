@@ -54,7 +54,7 @@ from tasks.monitor_trail import (
     record_monitoring,
 )
 from tasks.outputs import discard_staging, promote_outputs, staging_dir
-from tasks.trail import check_trail, default_trail_path
+from tasks.store import check_trail, default_trail_path
 from tasks.validate import validate_aligned, validate_inputs
 
 ALERT = "DriftDetected"

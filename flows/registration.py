@@ -29,7 +29,7 @@ from tasks.registration import (
     model_of,
     rejected_payload,
 )
-from tasks.trail import default_trail_path, record_registration
+from tasks.store import default_trail_path, record_registration
 
 REGISTRATION_REJECTED = "RegistrationRejected"
 _REJECTED_PREFIX = "registration rejected: "

@@ -24,7 +24,7 @@ from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cub
 from tasks.audit import artifact_slug
 from tasks.io import parse_source, sha256_of
 from tasks.outputs import write_atomic
-from tasks.trail import show_run
+from tasks.store import show_run
 
 _ROLES = ("predictions", "labels", "attributes")
 

@@ -180,7 +180,7 @@ def write_outbox(message: EmailMessage, outbox_dir: Path, stem: str) -> Path:
 def _record(trail_path: Path | None, run_id: str, recipients: list[str], status: str, detail: str) -> None:
     if trail_path is None:
         return
-    from tasks.trail import record_delivery  # the pipeline's trail module
+    from tasks.store import record_delivery  # the pipeline's trail module
 
     record_delivery(Path(trail_path), run_id, recipients, status, detail)
 

@@ -324,7 +324,7 @@ def record_mitigation_run(trail_path: Path, summary: dict[str, Any]) -> dict[str
     (with their sha256, read back from disk) and the verdict before and after (none for reweighing)."""
     import hashlib
 
-    from tasks.trail import record_mitigation
+    from tasks.store import record_mitigation
 
     audits = summary.get("audits") or {}
     answered = summary.get("answers") or {}

@@ -1,4 +1,4 @@
-"""RECORD for monitoring: period cubes, monitored nights and drift alerts in the audit trail (tasks/trail.py).
+"""RECORD for monitoring: period cubes, monitored nights and drift alerts in the audit trail (tasks/store/).
 
 Each table is an append-only chain like ``deliveries`` (``prev_hash``/``row_hash``, HMAC-SHA256 with
 ``FAIRGATE_TRAIL_KEY``), checked by ``fairgate trail verify``:
@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 
 from fairgate.monitoring.windows import PeriodCube, cube_from_record, cube_record
-from tasks.trail import (
+from tasks.store import (
     ALERT_COLUMNS,
     KEYED,
     NIGHT_COLUMNS,

@@ -200,7 +200,7 @@ def record_proposed_mitigation(trail_path: Path, block: dict[str, Any] | None, r
     answers that run (mitigation.auto); a candidate's audit carries a block ``fairgate mitigate`` records."""
     if block is None or block["answers"] != run_id:
         return None
-    from tasks.trail import record_mitigation
+    from tasks.store import record_mitigation
 
     outputs = {kind: {"path": path, "sha256": block["sha256"][kind]} for kind, path in block["files"].items()}
     return record_mitigation(

@@ -17,9 +17,11 @@ _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 @lru_cache(maxsize=64)
 def load_sql(name: str) -> str:
-    """The text of ``sql/<name>.sql`` (read once, then cached).
+    """The text of ``sql/<name>.sql`` (read once, then cached); ``name`` may name a subfolder (``store/runs``).
 
     >>> load_sql("stg_labels").startswith("-- stg_labels")
+    True
+    >>> load_sql("store/runs").startswith("-- runs")
     True
     """
     return (SQL_DIR / f"{name}.sql").read_text()

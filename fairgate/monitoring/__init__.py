@@ -2,7 +2,7 @@
 
 ``history`` holds earlier runs as the audit trail recorded them; ``trend`` turns them and the current audit
 into per-result series and the change since the previous run, with its significance. Pure: the trail is read
-by ``tasks.trail.model_history``.
+by ``tasks.store.model_history``.
 """
 
 from fairgate.monitoring.history import History, PastResult, PastRun

@@ -1,4 +1,4 @@
-"""Earlier audits of one model as the audit trail recorded them (filled by ``tasks.trail.model_history``)."""
+"""Earlier audits of one model as the audit trail recorded them (filled by ``tasks.store.model_history``)."""
 
 from __future__ import annotations
 

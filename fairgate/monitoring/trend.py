@@ -103,7 +103,7 @@ def build_trend(document: Mapping[str, Any], history: History, *, max_runs: int,
     document
         The current audit document (not yet in the trail).
     history
-        The model's earlier runs, oldest first (``tasks.trail.model_history``).
+        The model's earlier runs, oldest first (``tasks.store.model_history``).
     max_runs
         The series hold at most this many runs, the current one included (``reporting.trend_runs``).
     alpha

@@ -30,7 +30,7 @@ from sklearn.preprocessing import StandardScaler
 
 from cli import DEMO_DATA, app
 from tasks.io import write_demo_inputs
-from tasks.trail import list_mitigations, show_run, verify
+from tasks.store import list_mitigations, show_run, verify
 
 RACE = ["African-American", "Caucasian", "Hispanic", "Other", "Asian", "Native American"]
 

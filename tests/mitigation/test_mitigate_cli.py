@@ -15,7 +15,7 @@ from mitigation_helpers import InProcessRunner
 
 from cli import app
 from fairgate.mitigation.reweighing import reweigh
-from tasks.trail import list_mitigations
+from tasks.store import list_mitigations
 
 
 @pytest.fixture(autouse=True)
@@ -109,7 +109,7 @@ def test_retrain_needs_its_options_and_the_extra(
 def test_answers_points_to_the_recorded_audit(
     runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tasks.trail import record_run
+    from tasks.store import record_run
 
     monkeypatch.delenv("FAIRGATE_TRAIL_KEY", raising=False)
     monkeypatch.delenv("FAIRGATE_TRAIL_KEY_BLOCK", raising=False)

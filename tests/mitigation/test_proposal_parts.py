@@ -14,7 +14,7 @@ from fairgate.errors import PolicyError
 from fairgate.mitigation.proposal import completed_proposal, paired_results, slim_results
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.mitigation import mitigation_view
-from tasks.trail import list_mitigations, record_mitigation, verify
+from tasks.store import list_mitigations, record_mitigation, verify
 
 BASE_POLICY = """
 fairness_checker:

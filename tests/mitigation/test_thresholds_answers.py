@@ -14,7 +14,7 @@ from mitigation_helpers import InProcessRunner
 
 from cli import DEMO_DATA, DEMO_POLICY, app
 from tasks.io import write_demo_inputs
-from tasks.trail import list_mitigations, list_runs
+from tasks.store import list_mitigations, list_runs
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from prefect.client.orchestration import get_client
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
 from cli import app
-from tasks.trail import verify
+from tasks.store import verify
 
 EVENT_WAIT_SECONDS = 60  # the server persists events in batches
 SHIFT_FROM = 4  # nights 1-3 stable, group C's TPR drops by SHIFT from night 4

@@ -15,7 +15,7 @@ import fairgate
 from fairgate.engine.columns import PERSON_SQ, SCORE_SUM, WEIGHT, WEIGHT_SQ
 from fairgate.monitoring.windows import PeriodCube, period_end, sum_cubes, window_periods
 from tasks.monitor_trail import MonitoringRecord, current_period_cubes, record_monitoring
-from tasks.trail import verify
+from tasks.store import verify
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 COMPAS_CSV = SHARED_DATA / "compas" / "compas-scores-two-years.csv"

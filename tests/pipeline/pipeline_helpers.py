@@ -22,7 +22,7 @@ from prefect.logging.configuration import setup_logging
 
 # isort: on
 from cli import app
-from tasks.trail import list_runs, verify
+from tasks.store import list_runs, verify
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO / ".." / "shared" / "data"

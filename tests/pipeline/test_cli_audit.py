@@ -13,7 +13,7 @@ from pipeline_helpers import POLICY_PASSING, Inputs, run_fairgate
 from typer.testing import CliRunner, Result
 
 from cli import app
-from tasks.trail import list_runs, verify
+from tasks.store import list_runs, verify
 
 
 def _document(out: Path) -> dict:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import fairgate
-from tasks.trail import record_run
+from tasks.store import record_run
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ["prefect", "scipy", "great_expectations", "weasyprint", "matplotlib", "jinja2", "pandas", "sklearn"]
@@ -104,7 +104,7 @@ def test_trail_commands_import_no_prefect_engine_ge_or_weasyprint(
 
 
 def test_the_trail_task_is_still_a_prefect_task() -> None:
-    """Made on first use (tasks/trail.py ``__getattr__``): still the retried, uncached Prefect task."""
+    """Made on first use (tasks/store/__init__.py ``__getattr__``): still the retried, uncached Prefect task."""
     from prefect import Task
 
     assert isinstance(record_run, Task)

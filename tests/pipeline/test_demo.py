@@ -10,7 +10,7 @@ import pytest
 from pipeline_helpers import COMPAS_CSV, InProcessRunner
 
 from cli import DEMO_DATA, DEMO_POLICY, app
-from tasks.trail import list_runs, verify
+from tasks.store import list_runs, verify
 
 
 def test_bundled_compas_is_the_shared_file_with_its_provenance() -> None:

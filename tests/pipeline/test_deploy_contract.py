@@ -22,7 +22,7 @@ from tasks.registration import (
     rejected_payload,
     rejected_resource,
 )
-from tasks.trail import list_registrations, record_registration, verify
+from tasks.store import list_registrations, record_registration, verify
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import pytest
 from pipeline_helpers import POLICY_FAILING, run_fairgate, split_compas
 from server_processes import stop_process_group
 
-from tasks.trail import list_registrations, list_runs, verify
+from tasks.store import list_registrations, list_runs, verify
 
 pytestmark = pytest.mark.slow
 

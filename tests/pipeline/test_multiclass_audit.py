@@ -24,7 +24,7 @@ from typer.testing import Result
 from cli import app
 from fairgate.document import SCHEMA_PATH
 from tasks.io import write_demo_inputs
-from tasks.trail import list_runs, verify
+from tasks.store import list_runs, verify
 
 CLASSES = ["Low", "Medium", "High"]
 TOL = 1e-9

@@ -13,8 +13,8 @@ import pytest
 from pipeline_helpers import InProcessRunner, Inputs
 
 from cli import app
-from tasks import trail as trail_module
-from tasks.trail import list_runs, record_delivery, record_run, verify
+from tasks.store import list_runs, record_delivery, record_run, verify
+from tasks.store import runs as store_runs
 
 
 def _document(run_id: str, verdict: str = "fail") -> dict:
@@ -130,8 +130,8 @@ def test_deleted_run_and_rechained_successor_is_still_caught(trail: Path) -> Non
 def test_a_run_that_fails_mid_write_leaves_nothing(trail: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure after the run row is inserted (here: the metric insert breaks): the transaction rolls back."""
     before = list_runs(trail)
-    broken = [*trail_module.METRIC_COLUMNS[:-1], "no_such_column"]
-    monkeypatch.setattr(trail_module, "METRIC_COLUMNS", broken)
+    broken = [*store_runs.METRIC_COLUMNS[:-1], "no_such_column"]
+    monkeypatch.setattr(store_runs, "METRIC_COLUMNS", broken)
     with pytest.raises(duckdb.Error):
         _record(trail, "r4")
     monkeypatch.undo()

@@ -15,8 +15,21 @@ import pytest
 from pipeline_helpers import InProcessRunner, Inputs
 
 from cli import app
-from tasks import trail as trail_module
-from tasks.trail import TrailError, check_trail, list_runs, record_delivery, record_run, verify
+from tasks.store import (
+    GENESIS,
+    RUN_COLUMNS,
+    UNKEYED,
+    TrailError,
+    canonical,
+    check_trail,
+    list_runs,
+    record_delivery,
+    record_run,
+    verify,
+)
+from tasks.store.chain import _run_hash
+from tasks.store.prefect_tasks import _retry_unless_refused
+from tasks.store.verification import _read_chains
 
 KEY = "s3cret-trail-key-for-tests"
 
@@ -68,12 +81,12 @@ def _rewrite_run1_as_pass(path: Path, *, relabel: bool) -> None:
         con.execute("update runs set verdict = 'pass', exit_code = 0 where seq = 1")
         con.execute("update metric_results set status = 'pass' where run_id = 'r1'")
         if relabel:
-            con.execute("update runs set chain = ?", [trail_module.UNKEYED])
-        runs, metrics, cubes, _ = trail_module._read_chains(con)
-        prev = trail_module.GENESIS
+            con.execute("update runs set chain = ?", [UNKEYED])
+        runs, metrics, cubes, _ = _read_chains(con)
+        prev = GENESIS
         for row in runs:
-            content = list(row[: len(trail_module.RUN_COLUMNS)])
-            new_hash = trail_module._run_hash(prev, content, metrics.get(row[1], []), cubes.get(row[1], []))
+            content = list(row[: len(RUN_COLUMNS)])
+            new_hash = _run_hash(prev, content, metrics.get(row[1], []), cubes.get(row[1], []))
             con.execute("update runs set prev_hash = ?, run_hash = ? where seq = ?", [prev, new_hash, row[0]])
             prev = new_hash
 
@@ -91,9 +104,9 @@ def test_keyed_hash_is_hmac_of_the_same_content(keyed: Path) -> None:
     import hmac
 
     with duckdb.connect(str(keyed), read_only=True) as con:
-        runs, metrics, cubes, _ = trail_module._read_chains(con)
-    row = list(runs[0][: len(trail_module.RUN_COLUMNS)])
-    parts = [trail_module.GENESIS, *map(trail_module.canonical, (row, metrics["r1"], cubes["r1"]))]
+        runs, metrics, cubes, _ = _read_chains(con)
+    row = list(runs[0][: len(RUN_COLUMNS)])
+    parts = [GENESIS, *map(canonical, (row, metrics["r1"], cubes["r1"]))]
     message = b"".join(part.encode() + b"\x1f" for part in parts)
     assert runs[0][-1] == hmac.new(KEY.encode(), message, hashlib.sha256).hexdigest()
 
@@ -144,20 +157,20 @@ def _make_version1_trail(path: Path) -> None:
     with duckdb.connect(str(path)) as con:
         con.execute("alter table runs drop column chain")
         con.execute("alter table deliveries drop column chain")
-        prev = trail_module.GENESIS
+        prev = GENESIS
         for row in con.execute("select * exclude (prev_hash, run_hash) from runs order by seq").fetchall():
             metrics = con.execute(
                 "select * from metric_results where run_id = ? order by position", [row[1]]
             ).fetchall()
             cubes = con.execute("select * from cubes where run_id = ?", [row[1]]).fetchall()
             digest = hashlib.sha256()
-            for part in (prev, *map(trail_module.canonical, (list(row), [list(m) for m in metrics], cubes))):
+            for part in (prev, *map(canonical, (list(row), [list(m) for m in metrics], cubes))):
                 digest.update(part.encode() + b"\x1f")
             con.execute("update runs set prev_hash = ?, run_hash = ? where seq = ?", [prev, digest.hexdigest(), row[0]])
             prev = digest.hexdigest()
         delivery = con.execute("select * exclude (prev_hash, row_hash) from deliveries").fetchone()
         assert delivery is not None
-        digest = hashlib.sha256(f"{trail_module.GENESIS}\x1f{trail_module.canonical(list(delivery))}\x1f".encode())
+        digest = hashlib.sha256(f"{GENESIS}\x1f{canonical(list(delivery))}\x1f".encode())
         con.execute("update deliveries set row_hash = ?", [digest.hexdigest()])
 
 
@@ -297,7 +310,7 @@ def test_disk_full_while_committing_says_so_and_loses_nothing(keyed: Path, monke
     before = list_runs(keyed)
     connect = duckdb.connect
     monkeypatch.setattr(
-        trail_module.duckdb,
+        duckdb,
         "connect",
         lambda path, read_only=False: _DiskFullConnection(connect(path, read_only=read_only)),
     )
@@ -402,7 +415,7 @@ class _FailedState:
 
 
 def test_record_run_retries_transient_errors_but_not_refusals() -> None:
-    retry = trail_module._retry_unless_refused
+    retry = _retry_unless_refused
     assert not retry(None, None, _FailedState(TrailError("not a trail")))
     assert retry(None, None, _FailedState(duckdb.IOException("IO Error: Could not set lock on file")))
 

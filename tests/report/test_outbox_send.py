@@ -27,7 +27,7 @@ from test_report_deliver import Inbox, free_port
 
 from fairgate.policy.delivery import DeliveryConfig
 from tasks.deliver import build_message, write_outbox
-from tasks.trail import verify
+from tasks.store import verify
 
 pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)
 

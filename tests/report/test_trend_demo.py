@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.trail import list_runs, verify
+from tasks.store import list_runs, verify
 
 pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)
 

@@ -13,7 +13,7 @@ import pytest
 from fairgate.monitoring import History, build_trend
 from fairgate.report import build_view
 from tasks.report import build_report_files, render_charts, render_html
-from tasks.trail import model_history, record_run, verify
+from tasks.store import model_history, record_run, verify
 
 
 def _record(path: Path, document: dict[str, Any], sha: str) -> dict[str, Any]:

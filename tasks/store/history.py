@@ -1,0 +1,147 @@
+"""Reading recorded runs back: the run list, one run in full, and a model's earlier runs for the report's trend.
+
+``model_history`` reads a model's earlier runs back for the report's trend (the current run is recorded after
+its report renders); it never fails the audit: an unreadable trail gives no history and a note.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from tasks.store.columns import MITIGATION_COLUMNS
+from tasks.store.errors import TrailError
+from tasks.store.lock import locked_trail
+from tasks.store.schema import _chain_column, has_table
+
+if TYPE_CHECKING:  # types only: `fairgate trail` reads the trail without loading the policy models or scipy
+    from fairgate.monitoring import History, PastResult, PastRun
+
+
+def list_runs(trail_path: Path) -> list[dict[str, Any]]:
+    """The recorded runs, oldest first (summary columns only)."""
+    with locked_trail(Path(trail_path), write=False) as con:
+        cursor = con.execute(
+            "select seq, run_id, recorded_at, model_name, model_version, verdict, n_rows, policy_sha256, run_hash, "
+            f"{_chain_column(con, 'runs')} from runs order by seq"
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def model_history(trail_path: Path, model_name: str, limit: int, *, exclude_run: str | None = None) -> History:
+    """The model's last ``limit`` recorded runs (oldest first) with their judged results, for the trend.
+
+    Never raises: a trail that does not exist yet gives no runs; one that cannot be read (not a trail, damaged,
+    locked) gives no runs and a note saying why, so the report still renders. The runs are read as recorded;
+    ``fairgate trail verify`` checks the chain. ``exclude_run``: the current run's id, when it is re-run.
+    """
+    from fairgate.monitoring import History  # here, not at the top: `fairgate trail` starts without scipy
+
+    path = Path(trail_path)
+    if limit < 1 or not path.exists():
+        return History(trail=str(path))
+    try:
+        with locked_trail(path, write=False) as con:
+            runs, results = _history_rows(con, model_name, limit, exclude_run)
+    except TrailError as exc:
+        return History(trail=str(path), note=f"earlier runs could not be read from the audit trail: {exc.message}")
+    except (duckdb.Error, ValueError) as exc:  # a row that does not parse (edited by hand): no history either
+        return History(trail=str(path), note=f"earlier runs could not be read from the audit trail {path}: {exc}")
+    return History(runs=tuple(_past_run(row, results.get(row[1], [])) for row in reversed(runs)), trail=str(path))
+
+
+def _history_rows(
+    con: duckdb.DuckDBPyConnection, model_name: str, limit: int, exclude_run: str | None
+) -> tuple[list[Any], dict[str, list[PastResult]]]:
+    """The newest ``limit`` run rows of the model and their metric results by run id."""
+    from fairgate.monitoring import PastResult
+
+    # The standard errors are read from the stored document (hashed with the run), by result position: the
+    # metric_results table keeps its hashed columns unchanged, so older trails still verify.
+    runs = con.execute(
+        "select seq, run_id, recorded_at, model_version, verdict, inputs, "
+        "json_extract_string(document, '$.confidence_level'), "
+        "list_transform(json_extract(document, '$.results[*]'), "
+        "lambda r: json_extract_string(r, '$.standard_error')) from runs "
+        "where model_name = $model and run_id is distinct from $exclude order by seq desc limit $limit",
+        {"model": model_name, "exclude": exclude_run, "limit": limit},
+    ).fetchall()
+    errors = {run[1]: run[7] or [] for run in runs}
+    results: dict[str, list[PastResult]] = {}
+    for row in con.execute(
+        "select run_id, position, metric, slicing, value, ci_low, ci_high, threshold, direction, status "
+        "from metric_results where list_contains($ids, run_id) order by run_id, position",
+        {"ids": [run[1] for run in runs]},
+    ).fetchall():
+        run_id, position = row[0], row[1]
+        slicing = tuple(str(a) for a in json.loads(row[3] or "[]"))
+        stored = errors[run_id][position] if position < len(errors[run_id]) else None
+        se = float(stored) if stored is not None else None
+        value, ci_low, ci_high, threshold, direction, status = row[4:]
+        results.setdefault(run_id, []).append(
+            PastResult(row[2], slicing, value, ci_low, ci_high, threshold, direction, status, standard_error=se)
+        )
+    return [run[:7] for run in runs], results
+
+
+def _past_run(row: Any, results: list[PastResult]) -> PastRun:
+    from fairgate.monitoring import PastRun
+    from fairgate.monitoring.trend import input_hashes
+
+    seq, run_id, recorded_at, model_version, verdict, inputs, level = row
+    return PastRun(
+        run_id=run_id,
+        seq=int(seq),
+        recorded_at=str(recorded_at),
+        model_version=model_version,
+        verdict=verdict,
+        input_sha256=input_hashes(json.loads(inputs) if inputs else None),
+        confidence_level=float(level) if level else None,
+        results=tuple(results),
+    )
+
+
+def _read_history(trail_path: Path, model_name: str, limit: int, exclude_run: str | None = None) -> History:
+    """The body of the ``read_history`` task: :func:`model_history`."""
+    return model_history(trail_path, model_name, limit, exclude_run=exclude_run)
+
+
+def show_run(trail_path: Path, run: str) -> dict[str, Any]:
+    """One run in full: its row, its metric results and its audit document. ``run`` is a run id or a seq."""
+    with locked_trail(Path(trail_path), write=False) as con:
+        key = int(run) if run.isdigit() else None
+        cursor = con.execute("select * from runs where run_id = $r or seq = $s", {"r": run, "s": key})
+        names = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+        if not rows:
+            raise TrailError(f"no run {run!r} in {trail_path}; `fairgate trail list` shows the recorded runs")
+        record = dict(zip(names, rows[0], strict=True))
+        for name in ("inputs", "validation", "join_report", "document"):
+            record[name] = json.loads(record[name]) if record[name] else None
+        deliveries = con.execute(
+            "select recorded_at, recipients, status, detail from deliveries where run_id = ? order by seq",
+            [record["run_id"]],
+        ).fetchall()
+        record["deliveries"] = [
+            {"recorded_at": d[0], "recipients": json.loads(d[1]), "status": d[2], "detail": d[3]} for d in deliveries
+        ]
+        record["mitigations"] = _mitigations_of(con, record["run_id"])
+        return record
+
+
+def _mitigations_of(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """The mitigation runs that answer one audit run (none in a trail from before they were recorded)."""
+    if not has_table(con, "mitigations"):
+        return []
+    cursor = con.execute(
+        f"select {', '.join(MITIGATION_COLUMNS)}, row_hash from mitigations where answers = ? order by seq", [run_id]
+    )
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        row["outputs"] = json.loads(row["outputs"]) if row["outputs"] else {}
+    return rows

@@ -1,0 +1,138 @@
+"""Opening the trail: where it is, the checks before DuckDB sees the file, the lock and the one transaction.
+
+Concurrency: DuckDB lets one process write a file at a time, so writers take an exclusive ``flock`` on
+``<trail>.lock`` and append inside one transaction. Two audits finishing together are recorded one after the
+other; a run killed mid-way rolls back, leaving no half-written run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from fairgate.errors import NO_TRAIL, NOT_A_TRAIL, TRAIL_DAMAGED, TRAIL_NOT_WRITABLE, TRAIL_WRITE_FAILED
+from tasks.io import first_line
+from tasks.store.chain import check_trail_key, trail_key
+from tasks.store.errors import TrailDamaged, TrailError
+from tasks.store.schema import _check_tables, _create_schema
+
+if TYPE_CHECKING:  # types only: `fairgate trail` reads the trail without loading the policy models or scipy
+    from fairgate.policy.core import Policy
+
+
+def default_trail_path(policy: Policy, output: Path) -> Path:
+    """The policy's trail path when it sets one, else ``audit_trail.duckdb`` in the output folder."""
+    if "audit_trail" in policy.model_fields_set:
+        return Path(policy.audit_trail.path)
+    return output / "audit_trail.duckdb"
+
+
+def _check_file(trail_path: Path, *, must_exist: bool) -> None:
+    """Refuse a directory or a file that is not a DuckDB database before DuckDB sees it (exit 2)."""
+    if trail_path.is_dir():
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why="it is a directory"))
+    if not trail_path.exists():
+        if must_exist:
+            raise TrailError(NO_TRAIL.format(path=trail_path))
+        return
+    try:
+        with trail_path.open("rb") as file:
+            head = file.read(12)
+    except OSError as exc:
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why=f"it cannot be read ({exc.strerror})")) from None
+    if not head:
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why="it is empty (0 bytes)"))
+    if head[8:12] != b"DUCK":  # every DuckDB database file has this magic at byte 8
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why="it is not a DuckDB database file"))
+
+
+@contextmanager
+def locked_trail(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the trail under an exclusive (write) or shared (read) file lock.
+
+    Damage found while reading (a truncated file, an unreadable block) is a ``TrailDamaged``, never a raw
+    DuckDB error.
+    """
+    trail_path = Path(trail_path)
+    _check_file(trail_path, must_exist=not write)
+    with _file_lock(trail_path, write=write):
+        try:
+            con = duckdb.connect(str(trail_path), read_only=not write)
+        except duckdb.Error as exc:
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
+        try:
+            _check_tables(con, trail_path, write=write)
+            if write:
+                _create_schema(con)
+            yield con
+        except duckdb.Error as exc:
+            if write:
+                raise
+            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
+        finally:
+            con.close()
+
+
+@contextmanager
+def _file_lock(trail_path: Path, *, write: bool) -> Iterator[None]:
+    """An exclusive (write) or shared (read) ``flock`` on ``<trail>.lock``.
+
+    A reader that cannot create the lock file (a read-only copy of the trail) reads without it; a writer that
+    cannot is refused with the reason.
+    """
+    lock_path = trail_path.with_name(trail_path.name + ".lock")
+    try:
+        if write:
+            trail_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = lock_path.open("a")
+    except OSError as exc:
+        if not write:
+            yield
+            return
+        why = f"its folder or lock file {lock_path} cannot be created ({exc.strerror})"
+        raise TrailError(TRAIL_NOT_WRITABLE.format(path=trail_path, why=why)) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextmanager
+def trail_transaction(con: duckdb.DuckDBPyConnection, trail_path: Path) -> Iterator[None]:
+    """One transaction; an I/O failure (disk full) is reported as itself, not as the failed rollback after it."""
+    con.execute("begin transaction")
+    try:
+        yield
+        con.execute("commit")
+    except BaseException as exc:
+        # After a failed commit DuckDB has already rolled back: "cannot rollback - no transaction is active".
+        with contextlib.suppress(duckdb.Error):
+            con.execute("rollback")
+        if isinstance(exc, duckdb.IOException | OSError):
+            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=first_line(exc))) from exc
+        raise
+
+
+def check_trail(trail_path: Path) -> None:
+    """Check, before an audit computes anything, that its run can be recorded in ``trail_path``.
+
+    Raises ``TrailError`` (exit 2: a configuration problem) for a directory, a file that is not a trail, a
+    damaged trail, a keyed trail without its key or with a wrong one. A file that does not exist yet is fine.
+    """
+    path = Path(trail_path)
+    _check_file(path, must_exist=False)
+    if not path.exists():
+        return
+    try:
+        with locked_trail(path, write=False) as con:
+            check_trail_key(con, trail_key(), path, action="record runs in it", store=False)
+    except TrailDamaged as exc:
+        raise TrailError(exc.message) from None
