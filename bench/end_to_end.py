@@ -175,7 +175,7 @@ def stages(paths: dict[str, Path], policy_path: Path, out: Path) -> dict[str, fl
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from flows.audit import fairness_audit
-    from tasks.gx_suite import load_great_expectations
+    from tasks.validation.gx_suite import load_great_expectations
 
     load_great_expectations()  # the import is a fixed cost, reported apart
     folder = out / "in_process"

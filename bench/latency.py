@@ -66,7 +66,7 @@ _REPORT_SPLIT = """
 import json, sys, time
 sys.path.insert(0, {repo!r})
 from fairgate.report import build_view
-from tasks.report import html_to_pdf, render_charts, render_html
+from tasks.render.report import html_to_pdf, render_charts, render_html
 document = json.load(open({document!r}))
 t0 = time.perf_counter()
 view = build_view(document)

@@ -6,7 +6,7 @@ surnames, 5% missing ZIPs, ZIPs as integers as a CSV reader would give them), th
 1. the bare join: DuckDB ``left join`` of the people to the wide surname and ZCTA tables on the raw keys,
    materialised as Arrow (what any BISG implementation has to do at least);
 2. fairgate's proxy inference: name and ZIP normalisation, the posterior SQL with its fallbacks, one row per
-   person with the group probabilities (``tasks.proxy.infer_posterior``);
+   person with the group probabilities (``tasks.inputs.proxy.infer_posterior``);
 3. the same plus the pivot to one row per person (what ``fairgate proxy`` writes).
 
 Tables are loaded once before timing (the first load is reported separately). Timings are medians of
@@ -29,7 +29,7 @@ import polars as pl
 
 from fairgate import proxy as fp
 from fairgate.policy.proxy import ProxyColumns, ProxyConfig
-from tasks import proxy as tp
+from tasks.inputs import proxy as tp
 
 DATA = Path(__file__).resolve().parents[1] / "fairgate" / "data" / "bisg"
 

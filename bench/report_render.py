@@ -23,7 +23,7 @@ from report_docgen import synthetic_doc  # noqa: E402
 
 from fairgate.report import build_view  # noqa: E402
 from tasks.outputs import write_atomic  # noqa: E402
-from tasks.report import html_to_pdf, render_charts, render_html  # noqa: E402
+from tasks.render.report import html_to_pdf, render_charts, render_html  # noqa: E402
 
 ATTRIBUTES = {
     "race": [f"race_{i}" for i in range(10)],

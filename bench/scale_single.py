@@ -48,10 +48,10 @@ POLICY = {
 def run_audit(data: Path, path: str, memory_limit: str, auc: str, auc_bins: int) -> dict[str, Any]:
     """One audit in this process (the child); returns the document's comparable parts and the measurements."""
     import fairgate
-    from tasks.align import align_inputs, release, stage
     from tasks.audit import build_cube
-    from tasks.cube_sql import configure, stream_cube
-    from tasks.validate import validate_aligned, validate_inputs
+    from tasks.inputs.align import align_inputs, release, stage
+    from tasks.inputs.cube_sql import configure, stream_cube
+    from tasks.validation.validate import validate_aligned, validate_inputs
 
     streaming = "always" if path == "streaming" else "never"
     execution = {"streaming": streaming, "memory_limit": memory_limit, "auc": auc, "auc_bins": auc_bins}

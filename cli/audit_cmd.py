@@ -129,8 +129,8 @@ def _precheck(
     """Fail fast (before Prefect starts) on a bad policy or a missing input file (on Dask: partition lists that
     do not line up; individual fairness: features and counterfactual files that do not match the policy)."""
     from tasks.audit import read_policy
-    from tasks.individual import check_individual_request
-    from tasks.io import parse_source
+    from tasks.inputs.individual import check_individual_request
+    from tasks.inputs.io import parse_source
 
     with refusing():
         parsed, _ = read_policy.fn(policy)
@@ -140,7 +140,7 @@ def _precheck(
                 parse_source(role, text)
         if _on_dask(parsed, where):
             from flows.audit_dask import requested_execution
-            from tasks.partitions import check_scheduler, plan_partitions
+            from tasks.inputs.partitions import check_scheduler, plan_partitions
 
             plan_partitions(predictions, labels, attributes)
             if address := requested_execution(parsed.execution, *where).address:

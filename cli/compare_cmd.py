@@ -110,7 +110,7 @@ def _precheck(
     """Fail fast (before Prefect starts) on a bad policy, a missing input or an unwritable folder. A model that
     is not a file must be a run id: it is looked up in the flow, which names the run's inputs if they changed."""
     from tasks.audit import read_policy
-    from tasks.io import parse_source
+    from tasks.inputs.io import parse_source
     from tasks.store import default_trail_path
 
     with refusing():

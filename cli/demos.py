@@ -19,19 +19,19 @@ LAW = PACKAGE_DIR / "data" / "law" / "law_data.csv"
 
 
 def _law_ranking_inputs(workdir: Path) -> dict[str, Path]:
-    from tasks.demo_ranking import write_ranking_demo_inputs  # imported when the demo runs (DuckDB)
+    from tasks.inputs.demo_ranking import write_ranking_demo_inputs  # imported when the demo runs (DuckDB)
 
     return write_ranking_demo_inputs(LAW, workdir)
 
 
 def _compas_inputs(sql_prefix: str, workdir: Path) -> dict[str, Path]:
-    from tasks.io import write_demo_inputs  # imported when a demo runs (DuckDB)
+    from tasks.inputs.io import write_demo_inputs  # imported when a demo runs (DuckDB)
 
     return write_demo_inputs(COMPAS, workdir, sql_prefix)
 
 
 def _law_inputs(workdir: Path) -> dict[str, Path]:
-    from tasks.demo_law import write_law_inputs  # imported when the demo runs (DuckDB, numpy)
+    from tasks.inputs.demo_law import write_law_inputs  # imported when the demo runs (DuckDB, numpy)
 
     return write_law_inputs(LAW, workdir)
 

@@ -109,7 +109,7 @@ def _settings(
     from cli.checks import check_output_folder, check_path_name, check_trail_file
     from flows.deployments import DeploySettings, absolute_source
     from tasks.audit import read_policy
-    from tasks.io import parse_source
+    from tasks.inputs.io import parse_source
     from tasks.store import default_trail_path
 
     if policy is None and not demo:
@@ -164,7 +164,7 @@ def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
     from dataclasses import replace
 
     from cli import DEMO_DATA
-    from tasks.io import write_demo_inputs
+    from tasks.inputs.io import write_demo_inputs
 
     folder = out.expanduser().resolve() / "demo-inputs"
     folder.mkdir(parents=True, exist_ok=True)

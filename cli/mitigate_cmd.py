@@ -176,7 +176,7 @@ def _finish(summary: dict[str, Any], as_json: bool) -> NoReturn:
 
 def _precheck_thresholds(inputs: dict[str, str | None], tolerance: float | None) -> None:
     """Before Prefect starts: the three inputs are given and can be found."""
-    from tasks.io import parse_source
+    from tasks.inputs.io import parse_source
 
     missing = [f"--{role}" for role, text in inputs.items() if text is None]
     if missing:
@@ -190,7 +190,7 @@ def _precheck_thresholds(inputs: dict[str, str | None], tolerance: float | None)
 
 def _precheck_retrain(evaluation: str | None, estimator: Path | None) -> None:
     """Before Prefect starts: the options retraining needs, and the extra it runs on."""
-    from tasks.mitigation import require_mitigation_extra
+    from tasks.mitigation.training import require_mitigation_extra
 
     if evaluation is None or estimator is None:
         fail("--method retrain needs --evaluation (held-out data to audit) and --estimator (a joblib/pickle file)")

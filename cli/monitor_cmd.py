@@ -96,7 +96,7 @@ def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Pol
     import duckdb
 
     from tasks.audit import read_policy
-    from tasks.io import parse_source, register_source
+    from tasks.inputs.io import parse_source, register_source
     from tasks.monitor import monitoring_of
 
     parsed, _ = read_policy.fn(policy)
@@ -117,8 +117,8 @@ def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Pol
 def _precheck_baseline(parsed: fairgate.Policy, out: Path | None, trail: Path | None, model_name: str | None) -> None:
     """A deployment-audit baseline that is not in the trail is refused before Prefect starts (when the model is
     named; otherwise the flow checks it once the predictions name the model)."""
-    from tasks.monitor_trail import baseline_audit_cells
     from tasks.store import default_trail_path
+    from tasks.store.monitor import baseline_audit_cells
 
     baseline = parsed.monitoring.baseline if parsed.monitoring else None
     if model_name is None or baseline is None or baseline.kind != "deployment_audit":
@@ -175,8 +175,8 @@ def show(
     nights: Annotated[int, typer.Option("--nights", min=1, help="The last N monitored nights.")] = 14,
 ) -> None:
     """Per metric and slicing: the window's value and band per night, the limit, the change, alerts marked."""
-    from tasks.monitor_trail import monitoring_history
     from tasks.store import TrailError
+    from tasks.store.monitor import monitoring_history
 
     try:
         history = monitoring_history(trail, model)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-SOURCE = "CSV/Parquet file, or DB::TABLE"  # what an input option accepts (tasks/io.py parse_source)
+SOURCE = "CSV/Parquet file, or DB::TABLE"  # what an input option accepts (tasks/inputs/io.py parse_source)
 DEFAULT_TRAIL = Path("fairness_reports") / "audit_trail.duckdb"  # the commands that only read a trail
 
 Policy = Annotated[Path, typer.Option("--policy", help="The fairness policy (YAML).")]

@@ -32,7 +32,7 @@ def send(
     """
     from cli.checks import check_delivery_environment, check_trail_file
     from tasks.audit import read_policy
-    from tasks.deliver import outbox_folder, send_outbox
+    from tasks.outbound.deliver import outbox_folder, send_outbox
     from tasks.store import default_trail_path
 
     with refusing():

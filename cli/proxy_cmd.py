@@ -85,8 +85,8 @@ def run_proxy(
     import polars as pl
 
     from fairgate import proxy as fp
-    from tasks import proxy as proxy_tasks  # CLI layer may import tasks (pyproject per-file ignore)
-    from tasks.io import parse_source, refuse_overwriting, register_source
+    from tasks.inputs import proxy as proxy_tasks  # CLI layer may import tasks (pyproject per-file ignore)
+    from tasks.inputs.io import parse_source, refuse_overwriting, register_source
 
     config = _config(method, surname_col, first_name_col, zip_col, pincode_col, state_col)
     if out.suffix.lower() not in (".csv", ".parquet"):

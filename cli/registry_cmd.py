@@ -30,7 +30,7 @@ _out = Console()
 
 def _check(tracking_uri: str | None) -> None:
     """Before Prefect starts: the client is installed, a registry is named, and events have somewhere to go."""
-    from tasks.registry import mlflow_client
+    from tasks.outbound.registry import mlflow_client
 
     with refusing():
         mlflow_client(tracking_uri)

@@ -40,7 +40,6 @@ from flows.runtime import (
     read_staged,
     signals_held,
 )
-from tasks.align import Staged, release, release_rows, stage_inputs
 from tasks.audit import (
     adjudicate,
     build_cube,
@@ -49,14 +48,15 @@ from tasks.audit import (
     publish_artifacts,
     read_policy,
 )
-from tasks.cube_sql import configure, stream_cube
-from tasks.events import emit_audit_completed, emit_delivery_failed, failed_metrics
-from tasks.individual import IndividualRun, assess_individual_fairness, check_individual_request
+from tasks.inputs.align import Staged, release, release_rows, stage_inputs
+from tasks.inputs.cube_sql import configure, stream_cube
+from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
+from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
+from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
-from tasks.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.store import default_trail_path, read_history, record_run
 from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of
-from tasks.validate import validate_aligned, validate_inputs
+from tasks.validation.validate import validate_aligned, validate_inputs
 
 
 @flow(name="fairness-audit", task_runner=TASK_RUNNER)
@@ -88,7 +88,7 @@ def fairness_audit(
     the summary so the verdict can be written back to that model version. ``runner`` (local or dask) and
     ``dask_address`` override the policy's ``execution`` section (flows/audit_dask.py). ``features`` (the
     people's numeric features, joined on id) and ``counterfactual`` (the decisions with the sensitive attribute
-    flipped) feed the policy's ``individual_fairness`` checks (tasks/individual.py).
+    flipped) feed the policy's ``individual_fairness`` checks (tasks/inputs/individual.py).
     """
     version = None if model_version is None else str(model_version)
     where = (runner, dask_address)
@@ -439,7 +439,7 @@ def _with_proxy(rows: Any, policy: fairgate.Policy) -> tuple[Any, fairgate.Polic
     and policy unchanged when the policy has no proxy section."""
     if policy.proxy is None:
         return rows, policy, None
-    from tasks.proxy import apply_proxy  # the proxy work's module; required when the policy has a proxy section
+    from tasks.inputs.proxy import apply_proxy  # the proxy work's module; required when the policy has a proxy section
 
     policy = with_weight_column(policy)
     rows, summary = apply_proxy(rows, policy)
@@ -525,7 +525,7 @@ def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
 
 
 def announce_verdict(summary: dict[str, Any]) -> None:
-    """Emit ``fairgate.audit.completed`` (tasks/events.py) for the recorded run, with this flow run as related
+    """Emit ``fairgate.audit.completed`` (tasks/outbound/events.py) for the recorded run, with this flow run as related
     resource and the registry entry the run was started for (the ``registry`` parameter, when given), and
     ``fairgate.delivery.failed`` when its report e-mail did not go."""
     from prefect.runtime import flow_run

@@ -32,9 +32,9 @@ import fairgate
 from fairgate.engine.columns import ROWS
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.execution import Execution
-from tasks.align import Aligned, Staged
 from tasks.audit import compute_slicing, plan_slicings
-from tasks.partitions import (
+from tasks.inputs.align import Aligned, Staged
+from tasks.inputs.partitions import (
     ROLES,
     Partition,
     PartitionCheck,
@@ -49,7 +49,7 @@ from tasks.partitions import (
     overlapping_roles,
     plan_partitions,
 )
-from tasks.validate import Validation, validate_aligned
+from tasks.validation.validate import Validation, validate_aligned
 
 # Ids per hash bucket when partitions' id ranges overlap: a worker's hash table of one bucket stays small.
 BUCKET_IDS = 5_000_000

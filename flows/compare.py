@@ -22,7 +22,6 @@ from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.mitigation.plane import accuracy_fairness_plane
 from flows.runtime import INVALID_INPUT, Inputs, persisted
-from tasks.align import align_inputs, hold_shared_inputs, release, restage_predictions, stage_inputs
 from tasks.audit import read_policy
 from tasks.compare import (
     ModelInput,
@@ -35,10 +34,11 @@ from tasks.compare import (
     unique_names,
     write_comparison,
 )
-from tasks.compare_report import write_comparison_report
+from tasks.inputs.align import align_inputs, hold_shared_inputs, release, restage_predictions, stage_inputs
+from tasks.render.compare_report import write_comparison_report
 from tasks.store import default_trail_path
 from tasks.task_kinds import require_capability
-from tasks.validate import validate_aligned, validate_inputs
+from tasks.validation.validate import validate_aligned, validate_inputs
 
 
 @flow(name="fairgate-compare")

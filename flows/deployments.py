@@ -32,8 +32,8 @@ from fairgate.errors import FairgateError
 from flows.audit import fairness_audit
 from flows.monitor import fairness_monitor
 from flows.registration import fairgate_registration
-from tasks.io import first_line
-from tasks.registration import REGISTERED
+from tasks.inputs.io import first_line
+from tasks.outbound.registration import REGISTERED
 
 POOL = "fairgate"
 NIGHTLY_CRON = "0 2 * * *"

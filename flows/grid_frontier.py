@@ -1,6 +1,7 @@
 """The GridSearch frontier step of the ``fairgate-retrain`` flow (``fairgate mitigate --method retrain --frontier N``).
 
-A recipe of tasks (tasks/grid_frontier.py): the grid is fitted with the retrain's checks (bad input is refused
+A recipe of tasks (tasks/mitigation/grid_frontier.py): the grid is fitted with the retrain's checks (bad input is
+refused
 before anything is written), then each grid model is audited cheaply on the held-out people (one joint cube with
 the original, point estimates), and the frontier, its chart and the comparison of its Pareto models with the
 original are written beside the retrain's outputs.
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.grid_frontier import audit_grid, fit_grid, grid_predictions, write_grid_frontier
+from tasks.mitigation.grid_frontier import audit_grid, fit_grid, grid_predictions, write_grid_frontier
 
 
 def fit_frontier_grid(plan: dict[str, Any], grid_size: int) -> Any:

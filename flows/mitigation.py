@@ -28,8 +28,15 @@ from flows.audit import fairness_audit
 from flows.grid_frontier import fit_frontier_grid, write_frontier
 from flows.runtime import INVALID_INPUT, Inputs, persisted, read_inputs
 from tasks.audit import read_policy
-from tasks.events import failed_metrics
-from tasks.mitigation import (
+from tasks.mitigation.thresholds import fit_thresholds_task
+from tasks.mitigation.thresholds_outputs import (
+    discard_thresholds,
+    split_small_groups,
+    thresholds_proposal,
+    thresholds_summary,
+    write_thresholds,
+)
+from tasks.mitigation.training import (
     WEIGHT_FORMATS,
     feature_columns,
     fit_models,
@@ -46,17 +53,10 @@ from tasks.mitigation import (
     write_frame,
     write_json,
 )
+from tasks.outbound.events import failed_metrics
 from tasks.outputs import output_stem
 from tasks.store import default_trail_path, show_run
 from tasks.task_kinds import require_capability
-from tasks.thresholds import fit_thresholds_task
-from tasks.thresholds_outputs import (
-    discard_thresholds,
-    split_small_groups,
-    thresholds_proposal,
-    thresholds_summary,
-    write_thresholds,
-)
 
 
 @flow(name="fairgate-reweigh")

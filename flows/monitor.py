@@ -26,9 +26,9 @@ from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.monitoring.windows import PeriodCube
 from flows.runtime import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
-from tasks.align import align_inputs, release, stage_inputs
 from tasks.audit import read_policy
-from tasks.events import emit_drift_detected
+from tasks.inputs.align import align_inputs, release, stage_inputs
+from tasks.inputs.monitor_inputs import cube_periods, night_of, row_periods
 from tasks.monitor import (
     alert_records,
     baseline,
@@ -45,17 +45,17 @@ from tasks.monitor import (
     window_summary,
     write_document,
 )
-from tasks.monitor_inputs import cube_periods, night_of, row_periods
-from tasks.monitor_trail import (
+from tasks.outbound.events import emit_drift_detected
+from tasks.outputs import discard_staging, promote_outputs, staging_dir
+from tasks.store import check_trail, default_trail_path
+from tasks.store.monitor import (
     MonitoringRecord,
     baseline_audit_cells,
     monitoring_history,
     night_observations_history,
     record_monitoring,
 )
-from tasks.outputs import discard_staging, promote_outputs, staging_dir
-from tasks.store import check_trail, default_trail_path
-from tasks.validate import validate_aligned, validate_inputs
+from tasks.validation.validate import validate_aligned, validate_inputs
 
 ALERT = "DriftDetected"
 

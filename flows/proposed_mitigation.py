@@ -32,11 +32,9 @@ from fairgate.errors import FairgateError
 from fairgate.mitigation.proposal import NOT_DEPLOYED, paired_results, verdict_sentence
 from fairgate.mitigation.retraining import accuracy_cost
 from fairgate.policy.core import Policy
-from tasks.align import align_inputs, release, stage_inputs
 from tasks.audit import read_policy
-from tasks.frontier_chart import frontier_svg
-from tasks.outputs import discard_staging, staging_dir
-from tasks.proposed_mitigation import (
+from tasks.inputs.align import align_inputs, release, stage_inputs
+from tasks.mitigation.proposed_mitigation import (
     accuracy_on,
     concat_rows,
     fitted_thresholds,
@@ -50,8 +48,10 @@ from tasks.proposed_mitigation import (
     with_decisions,
     write_files,
 )
-from tasks.thresholds import fit_thresholds_task, thresholds_json
-from tasks.thresholds_outputs import split_small_groups
+from tasks.mitigation.thresholds import fit_thresholds_task, thresholds_json
+from tasks.mitigation.thresholds_outputs import split_small_groups
+from tasks.outputs import discard_staging, staging_dir
+from tasks.render.frontier_chart import frontier_svg
 
 
 def propose_mitigation(
@@ -188,7 +188,7 @@ def _aligned_rows(rules: Policy, sources: dict[str, str]) -> pa.Table:
 
 def _trained(rules: Policy, context: dict[str, Any]) -> dict[str, Any]:
     """Retraining, or reweighing (a weighted refit when an estimator and evaluation data are given)."""
-    from tasks.mitigation import fit_models, read_table
+    from tasks.mitigation.training import fit_models, read_table
 
     section = rules.mitigation
     assert section is not None
@@ -216,7 +216,7 @@ def _trained(rules: Policy, context: dict[str, Any]) -> dict[str, Any]:
 
 def _evaluation_plan(rules: Policy, training: pl.DataFrame, inputs: Any) -> dict[str, Any]:
     """The training and evaluation sets and the estimator, checked (exit-2 errors name the policy key)."""
-    from tasks.mitigation import feature_columns, load_estimator, read_table, require_columns, training_set
+    from tasks.mitigation.training import feature_columns, load_estimator, read_table, require_columns, training_set
 
     groups = mitigation_groups(rules)
     evaluation = read_table("evaluation", str(inputs.evaluation))
@@ -236,7 +236,7 @@ def _evaluation_plan(rules: Policy, training: pl.DataFrame, inputs: Any) -> dict
 def _reweighing(rules: Policy, context: dict[str, Any], training: pl.DataFrame) -> dict[str, Any]:
     """Kamiran-Calders weights; with an estimator and evaluation data, the model trained with and without them."""
     from fairgate.mitigation.reweighing import reweigh
-    from tasks.mitigation import weights_frame
+    from tasks.mitigation.training import weights_frame
 
     section = rules.mitigation
     assert section is not None
@@ -281,7 +281,7 @@ def _weighted_fit(plan: dict[str, Any], weights: np.ndarray) -> tuple[Any, Any]:
     from sklearn.base import clone
 
     from fairgate.errors import DataError
-    from tasks.mitigation import sample_weight_argument
+    from tasks.mitigation.training import sample_weight_argument
 
     train = plan["train"]
     estimator = plan["estimator"]
@@ -317,7 +317,7 @@ def _judged_models(
     files: dict[str, tuple[str, bytes]] | None = None,
 ) -> dict[str, Any]:
     """Both models' decisions on the evaluation set, judged under the policy; the candidate model written."""
-    from tasks.mitigation import favourable_probability, predictions_frame, serialised_model
+    from tasks.mitigation.training import favourable_probability, predictions_frame, serialised_model
 
     evaluation = plan["eval"]
     columns = rules.columns

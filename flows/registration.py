@@ -21,7 +21,7 @@ from prefect.states import Failed
 from fairgate.errors import FairgateError
 from flows.audit import fairness_audit
 from tasks.audit import read_policy
-from tasks.registration import (
+from tasks.outbound.registration import (
     Defaults,
     RegistrationRejected,
     check_registration,

@@ -4,7 +4,7 @@ Scheduled every minute by its deployment (:func:`deployment_spec`, registered by
 is installed). Each run lists the registry's versions, tags those that name no predictions as skipped, emits one
 event per new version, waits until the Prefect API has stored them, then tags the versions as seen
 (``fairgate.event_id``). Idempotent: a version is registered once, however often or concurrently the watch runs
-(the event id is derived from the version; the Prefect server keeps one event per id). See tasks/registry.py.
+(the event id is derived from the version; the Prefect server keeps one event per id). See tasks/outbound/registry.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 from fairgate.errors import FairgateError
-from tasks.registry import emit_registrations, find_new_versions, mark_registered, mark_skipped
+from tasks.outbound.registry import emit_registrations, find_new_versions, mark_registered, mark_skipped
 
 INVALID_INPUT = "InvalidInput"  # the same state name as the audit flow's bad input
 WATCH_DEPLOYMENT = "registry-watch"

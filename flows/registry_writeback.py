@@ -16,7 +16,7 @@ from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 from prefect.states import Completed, Failed
 
 from fairgate.errors import FairgateError
-from tasks.registry import DEFAULT_ALIAS, mlflow_target, write_verdict
+from tasks.outbound.registry import DEFAULT_ALIAS, mlflow_target, write_verdict
 
 INVALID_INPUT = "InvalidInput"
 WRITEBACK_DEPLOYMENT = "registry-writeback"

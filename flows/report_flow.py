@@ -16,8 +16,8 @@ from typing import Any, cast
 from prefect.utilities.annotations import quote
 
 import fairgate
-from tasks.deliver import deliver
-from tasks.report import email_body, render_report
+from tasks.outbound.deliver import deliver
+from tasks.render.report import email_body, render_report
 
 
 def publish_report(
@@ -29,7 +29,7 @@ def publish_report(
 ) -> dict[str, Any]:
     """Render the report in the policy's formats and deliver it; return the paths and the delivery outcome.
 
-    ``final_dir``: where ``out_dir`` (a staging folder) is moved once the run is recorded (tasks/deliver.py).
+    ``final_dir``: where ``out_dir`` (a staging folder) is moved once the run is recorded (tasks/outbound/deliver.py).
     """
     reporting, delivery = policy.reporting, policy.delivery
     # The email attaches the PDF even when the policy's formats leave it out: render what delivery needs too.

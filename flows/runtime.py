@@ -23,9 +23,9 @@ import fairgate
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from flows.audit_dask import PartitionedSources
-from tasks.align import Aligned, Staged, align_inputs, release, stage_inputs
+from tasks.inputs.align import Aligned, Staged, align_inputs, release, stage_inputs
 from tasks.task_kinds import validate_kind
-from tasks.validate import Validation, validate_aligned, validate_inputs
+from tasks.validation.validate import Validation, validate_aligned, validate_inputs
 
 INVALID_INPUT = "InvalidInput"
 T = TypeVar("T")
@@ -76,7 +76,7 @@ class Inputs:
     validation: Validation
     # How the rows were read: {"path": "in_memory"} or {"path": "streaming", "memory_limit": ...}.
     execution: dict[str, Any] = field(default_factory=lambda: {"path": "in_memory"})
-    # Inputs read beside the three (features, counterfactual: tasks/individual.py), with their provenance.
+    # Inputs read beside the three (features, counterfactual: tasks/inputs/individual.py), with their provenance.
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, dict[str, Any]]:

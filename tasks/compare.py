@@ -22,7 +22,7 @@ from fairgate.engine.labels import slicing_label
 from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cube
 from tasks.audit import artifact_slug
-from tasks.io import parse_source, sha256_of
+from tasks.inputs.io import parse_source, sha256_of
 from tasks.outputs import write_atomic
 from tasks.store import show_run
 

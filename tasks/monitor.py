@@ -25,9 +25,9 @@ from fairgate.monitoring.drift import DriftRule, DriftScan, Observation, night_c
 from fairgate.monitoring.windowed import by_key, compare_with_baseline, judged_results
 from fairgate.monitoring.windows import PeriodCube, audit_cube, sum_cubes, window_label, window_periods
 from fairgate.policy.monitoring import Monitoring, Window
-from tasks.deliver import deliver_report
-from tasks.monitor_trail import baseline_audit_cells, current_period_cubes
+from tasks.outbound.deliver import deliver_report
 from tasks.outputs import write_atomic
+from tasks.store.monitor import baseline_audit_cells, current_period_cubes
 
 Key = tuple[str, tuple[str, ...]]
 
@@ -251,8 +251,8 @@ def alert_message(document: Mapping[str, Any]) -> str:
 
 @task(name="render monitoring report", cache_policy=NO_CACHE)
 def render_report(document: dict[str, Any], out_dir: Path, formats: Sequence[str]) -> dict[str, str]:
-    """The HTML/PDF monitoring report (tasks/monitor_report.py) in the formats the policy's reporting asks."""
-    from tasks.monitor_report import render_monitoring_report  # matplotlib and WeasyPrint: only when asked
+    """The HTML/PDF monitoring report (tasks/render/monitor_report.py) in the formats the policy's reporting asks."""
+    from tasks.render.monitor_report import render_monitoring_report  # matplotlib and WeasyPrint: only when asked
 
     if not {"html", "pdf"} & set(formats):
         return {}

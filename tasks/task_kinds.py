@@ -22,12 +22,12 @@ from fairgate.engine.ranking.cube import RankingCube
 from fairgate.engine.regression.audit import RegressionCounts
 from fairgate.errors import PolicyError
 from fairgate.policy.core import Policy
-from tasks.align import Staged
 from tasks.audit import cube_cells as binary_cells
-from tasks.validate import Validation
-from tasks.validate_multiclass import validate_multiclass
-from tasks.validate_ranking import validate_ranking
-from tasks.validate_regression import validate_regression
+from tasks.inputs.align import Staged
+from tasks.validation.validate import Validation
+from tasks.validation.validate_multiclass import validate_multiclass
+from tasks.validation.validate_ranking import validate_ranking
+from tasks.validation.validate_regression import validate_regression
 
 
 @dataclass(frozen=True)

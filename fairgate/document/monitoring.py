@@ -2,7 +2,7 @@
 
 One document per monitoring run (one night): the periods it stored, each window's judged values with their
 intervals and their change against the baseline, the drift detector's streams and the alerts it raised.
-The report's monitoring section renders from it (``tasks/monitor_report.py``). Generated, never hand-written:
+The report's monitoring section renders from it (``tasks/render/monitor_report.py``). Generated, never hand-written:
 ``tools/write_document_schema.py`` writes ``MONITORING_SCHEMA_PATH`` beside the audit document's schema, and
 the flow validates every document against these models before writing it.
 """

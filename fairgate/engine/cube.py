@@ -250,7 +250,7 @@ def cube_from_raw_cells(raw_cells: pl.DataFrame, policy: Policy, *, source: str,
     """The cube from its raw cells: rows grouped by attributes, *raw* label and prediction and score bin.
 
     Shared by :func:`build_cube` (Polars over rows in memory) and the DuckDB cube of a relation
-    (tasks/cube_sql.py), so both check the data and recode labels alike. ``raw_cells`` has the attribute
+    (tasks/inputs/cube_sql.py), so both check the data and recode labels alike. ``raw_cells`` has the attribute
     columns, ``__raw_y_true``, ``__raw_y_pred``, ``__score_bin``, the sums (``__rows`` ... ``__score_sum``)
     and the per-cell counts of bad scores (with an example) and bad weights.
     """
@@ -311,7 +311,7 @@ def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the
 def add_score_histogram(cube: Cube, data: Any, policy: Policy, bins: int, *, source: str = "the audited data") -> Cube:
     """The cube with a fine score histogram of ``bins`` equal bins for AUC (a second pass over the rows).
 
-    The Polars twin of the histogram tasks/cube_sql.py builds in DuckDB: the same bin rule and missing values.
+    The Polars twin of the histogram tasks/inputs/cube_sql.py builds in DuckDB: the same bin rule and missing values.
     """
     rows, has_scores, _ = _rows(data, policy, source)
     if not has_scores:

@@ -1,6 +1,7 @@
 """The frontier of a grid of retrained models: each model's accuracy and judged disparity, the Pareto set.
 
-Fairlearn's ``GridSearch`` trains one model per Lagrange multiplier of the constraint (``tasks/grid_frontier.py``);
+Fairlearn's ``GridSearch`` trains one model per Lagrange multiplier of the constraint
+(``tasks/mitigation/grid_frontier.py``);
 each model's predictions on the held-out people are paired with the original model's into a joint cube
 (``fairgate.mitigation.compare.joint_cube``), from which every judged metric and accuracy follow as point
 estimates: a cheap audit of each model (one cube, no bootstrap, no report). The plane's x is the constraint's

@@ -1,6 +1,6 @@
 """Constrained retraining, the pure part: which fairness constraint a policy asks for, and the accuracy it costs.
 
-The training itself (Fairlearn's ``ExponentiatedGradient``) runs in ``tasks/mitigation.py``: Fairlearn is an
+The training itself (Fairlearn's ``ExponentiatedGradient``) runs in ``tasks/mitigation/training.py``: Fairlearn is an
 optional extra and the engine imports neither it nor scikit-learn.
 
 The constraint follows the policy's metrics, first match in the policy's order (the order the user wrote them):

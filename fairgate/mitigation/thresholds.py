@@ -18,7 +18,7 @@ favourable score ``1 - score`` when the favourable label is 0 (COMPAS). Threshol
 scale, and :meth:`ThresholdFit.apply` returns raw 0/1 labels (``favorable_label`` where the decision is
 favourable), ready to be re-audited in place of ``y_pred``.
 
-Public API (used by ``tasks/thresholds.py``; a mitigation flow calls that task):
+Public API (used by ``tasks/mitigation/thresholds.py``; a mitigation flow calls that task):
 ``fit_thresholds(scores, y_true, groups, *, y_pred, constraint, tolerance, objective, favorable_label)``
 -> :class:`ThresholdFit` (``rules``, ``before``, ``after``, ``achieved_gap``, ``accuracy_cost``, ``apply``,
 ``favourable_probability``, ``to_dict`` = the thresholds file, ``decision`` = the

@@ -5,7 +5,7 @@ deployment, is a sum of stored period cubes: a monitoring run never re-reads the
 The counts of a summed window equal those of the cube of all its rows exactly; float sums (weights, score
 sums) equal them up to the order of addition (about 1e-15 relative).
 
-Pure: the records are stored and read by ``tasks/monitor_trail.py``.
+Pure: the records are stored and read by ``tasks/store/monitor.py``.
 """
 
 from __future__ import annotations

@@ -59,7 +59,8 @@ class Mitigation(BaseModel):
     groups: list[str] | None = Field(default=None, min_length=1)
     # The metric to bound (thresholds) or constrain (retrain); default: the policy's first critical one it can.
     metric: str | None = None
-    # The gap the thresholds allow; default 0, exact equality (tasks/thresholds.py DEFAULT_TOLERANCE says why).
+    # The gap the thresholds allow; default 0, exact equality (DEFAULT_TOLERANCE in tasks/mitigation/thresholds.py
+    # says why).
     tolerance: float | None = Field(default=None, ge=0.0, le=1.0)
     objective: ObjectiveName = "accuracy"
     # Thresholds: the share of rows the rules are fitted on (seeded); the re-audit judges the other rows.

@@ -12,7 +12,7 @@ One module per job (all pure: Polars/NumPy over data handed in, plus the package
 - ``stale``: the stale-attribute check;
 - ``apply``: the audit step that turns a posterior into audited rows and the document's ``proxy`` summary.
 
-The posterior itself is computed by DuckDB in ``tasks/proxy.py`` from the SQL files, as the project's layering
+The posterior itself is computed by DuckDB in ``tasks/inputs/proxy.py`` from the SQL files, as the project's layering
 asks. The public names are re-exported here (``from fairgate import proxy as fp; fp.surname_key``).
 """
 

@@ -1,6 +1,6 @@
 """Auditing on inferred groups: from a posterior to the rows the audit counts and the document's ``proxy`` summary.
 
-Pure: the caller (``tasks/proxy.py``) loads the tables, computes the posterior and hands both in.
+Pure: the caller (``tasks/inputs/proxy.py``) loads the tables, computes the posterior and hands both in.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Coverage of the tables, the most likely group, agreement with a declared attribute.
 
-The posterior itself is computed by DuckDB (``sql/proxy_posterior.sql``) in ``tasks/proxy.py``; its per-person
+The posterior itself is computed by DuckDB (``sql/proxy_posterior.sql``) in ``tasks/inputs/proxy.py``; its per-person
 shape is ``person, probabilities (a list in the tables' group order), fallback, has_*`` flags.
 """
 

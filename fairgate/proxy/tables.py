@@ -1,6 +1,6 @@
 """Factor tables: the long-format probability tables the posterior SQL multiplies, built from frames handed in.
 
-Reading the shipped (or user) files and running the SQL stays in ``tasks/proxy.py``; the shaping is here.
+Reading the shipped (or user) files and running the SQL stays in ``tasks/inputs/proxy.py``; the shaping is here.
 """
 
 from __future__ import annotations

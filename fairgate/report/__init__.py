@@ -1,6 +1,6 @@
 """The report's view model: built from the typed audit document; formatting, suppression and e-mail text.
 
-No Jinja here: ``tasks/report.py`` renders the view. Modules: ``model`` (the view dataclasses), ``format``
+No Jinja here: ``tasks/render/report.py`` renders the view. Modules: ``model`` (the view dataclasses), ``format``
 (numbers and labels), ``suppress`` (small-cell suppression), ``results``/``sections``/``summary``/``notes``/
 ``figures``/``provenance`` (the view's parts), ``build`` (``build_view``) and ``email`` (the e-mail text).
 """

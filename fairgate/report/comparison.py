@@ -2,7 +2,7 @@
 
 Pure: reads the comparison document (``fairgate/document/comparison.py``), returns dataclasses whose numbers are
 already formatted (3 decimals, signed changes), so the template only places them. The chart of the
-accuracy-fairness plane is drawn in ``tasks/compare_report.py`` from ``ComparisonView.plane``.
+accuracy-fairness plane is drawn in ``tasks/render/compare_report.py`` from ``ComparisonView.plane``.
 
 >>> signed(0.01234), signed(None), interval(-0.02, 0.0049)
 ('+0.012', 'n/a', '[-0.020, +0.005]')

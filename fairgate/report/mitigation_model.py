@@ -77,4 +77,4 @@ class MitigationView:
     files: list[Fact]
     frontier_caption: str
     has_frontier: bool
-    frontier: dict[str, Any] | None  # the sweep as the block holds it, for the chart (tasks/frontier_chart.py)
+    frontier: dict[str, Any] | None  # the sweep as the block holds it, for the chart (tasks/render/frontier_chart.py)

@@ -4,7 +4,7 @@ Per slicing, each group's confusion matrix and its one-vs-rest rates per class; 
 the judged worst case.
 
 Pure view model (plain dataclasses, numbers rounded, small groups suppressed); charts are drawn in
-tasks/kind_charts.py from :class:`RateChart` data, the template is ``reports/partials/multiclass.html.j2``.
+tasks/render/kind_charts.py from :class:`RateChart` data, the template is ``reports/partials/multiclass.html.j2``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class RateTable:
 
 @dataclass(frozen=True)
 class RateChart:
-    """Data of a slicing's per-class rate chart (tasks/kind_charts.py): per group, per class, value and bounds."""
+    """Data of a slicing's per-class rate chart (tasks/render/kind_charts.py): per group and class, value, bounds."""
 
     key: str
     title: str

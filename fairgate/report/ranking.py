@@ -6,7 +6,7 @@ exposure along the positions, against its share of the items) and the top-k shar
 groups as the policy names them.
 
 Pure view model (plain dataclasses, numbers rounded, small groups suppressed); charts are drawn in
-tasks/ranking_charts.py from :class:`ExposureChart` and :class:`ShareChart` data, the template is
+tasks/render/ranking_charts.py from :class:`ExposureChart` and :class:`ShareChart` data, the template is
 ``reports/partials/ranking.html.j2``.
 """
 
@@ -49,7 +49,7 @@ class GroupRow:
 
 @dataclass(frozen=True)
 class ExposureChart:
-    """Data of a slicing's exposure curves (tasks/ranking_charts.py): per group, positions and shares."""
+    """Data of a slicing's exposure curves (tasks/render/ranking_charts.py): per group, positions and shares."""
 
     key: str
     title: str

@@ -21,7 +21,7 @@ from typing import Any, cast
 import duckdb
 
 from fairgate.errors import TRAIL_KEY_MISSING, TRAIL_KEY_WRONG
-from tasks.io import first_line
+from tasks.inputs.io import first_line
 from tasks.store.errors import TrailError
 
 GENESIS = "0" * 64

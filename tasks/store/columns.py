@@ -45,7 +45,7 @@ DELIVERY_COLUMNS = ["seq", "run_id", "recorded_at", "recipients", "status", "det
 LEGACY_RUN_COLUMNS, LEGACY_DELIVERY_COLUMNS = len(RUN_COLUMNS) - 1, len(DELIVERY_COLUMNS) - 1
 REGISTRATION_COLUMNS = ["seq", "registered_at", "model_name", "model_version", "status", "detail", "chain"]
 REGISTRATION_STATUSES = ("accepted", "rejected")
-# Monitoring chains (tasks/monitor_trail.py writes them); hashed columns in this order, never reorder.
+# Monitoring chains (tasks/store/monitor.py writes them); hashed columns in this order, never reorder.
 PERIOD_CUBE_COLUMNS = [
     "seq",
     "recorded_at",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from fairgate.errors import NO_TRAIL, NOT_A_TRAIL, TRAIL_DAMAGED, TRAIL_NOT_WRITABLE, TRAIL_WRITE_FAILED
-from tasks.io import first_line
+from tasks.inputs.io import first_line
 from tasks.store.chain import check_trail_key, trail_key
 from tasks.store.errors import TrailDamaged, TrailError
 from tasks.store.schema import _check_tables, _create_schema

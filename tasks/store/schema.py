@@ -6,7 +6,7 @@ run's cube, for monitoring), ``deliveries`` (report e-mails), ``registrations`` 
 accepted or rejected, written by the ``fairgate-registration`` flow) and ``mitigations`` (one row per mitigation
 run, a failing audit's proposal or ``fairgate mitigate``: the audit run it answers, the method, its files with
 their sha256 and the verdict before and after); ``trail_meta`` (the trail version and the key check) and the
-monitoring tables (tasks/monitor_trail.py). The DDL is in ``sql/store/<table>.sql``, one file per table, then
+monitoring tables (tasks/store/monitor.py). The DDL is in ``sql/store/<table>.sql``, one file per table, then
 ``sql/store/migrations.sql`` (what an older trail gains).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 
 from fairgate.errors import NOT_A_TRAIL, TRAIL_DAMAGED
-from tasks.sql import load_sql
+from tasks.inputs.sql import load_sql
 from tasks.store.columns import TRAIL_VERSION
 from tasks.store.errors import TrailDamaged, TrailError
 

@@ -1,4 +1,4 @@
-"""The cube computed inside DuckDB (tasks/cube_sql.py) equals fairgate.build_cube on the same rows.
+"""The cube computed inside DuckDB (tasks/inputs/cube_sql.py) equals fairgate.build_cube on the same rows.
 
 Integer columns and keys exactly; float sums (weights, squared weights, score sums) up to summation order.
 """
@@ -17,7 +17,7 @@ import pytest
 import fairgate
 from fairgate.engine.cube import add_score_histogram
 from fairgate.errors import DataError, PolicyError
-from tasks.cube_sql import cube_from_relation, cube_partition
+from tasks.inputs.cube_sql import cube_from_relation, cube_partition
 
 FLOATS = ["__weight", "__weight_sq", "__person_sq", "__score_sum"]
 
@@ -179,11 +179,11 @@ def _partition_files(compas: pl.DataFrame, folder: Path, *, repeated_label: int 
 def test_id_buckets_give_the_whole_partitions_cube_and_checks(
     compas: pl.DataFrame, h: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A partition joined, grouped and cubed one id hash bucket at a time (tasks/align.py, ROWS_PER_BUCKET:
+    """A partition joined, grouped and cubed one id hash bucket at a time (tasks/inputs/align.py, ROWS_PER_BUCKET:
     bounded memory on a Dask worker) yields the same cube, histogram, join counts and checks as in one go."""
-    import tasks.align
-    import tasks.cube_sql
-    from tasks.partitions import Partition, check_partition
+    import tasks.inputs.align
+    import tasks.inputs.cube_sql
+    from tasks.inputs.partitions import Partition, check_partition
 
     paths = _partition_files(compas, tmp_path)
     policy = h.make_policy(["race", "sex", "age_cat"], favorable_label=0)
@@ -191,15 +191,15 @@ def test_id_buckets_give_the_whole_partitions_cube_and_checks(
     whole_check = check_partition.fn(Partition(0, paths), policy)
 
     buckets_seen: set[tuple[int, int]] = set()
-    restrict = tasks.align.restrict_to_bucket
+    restrict = tasks.inputs.align.restrict_to_bucket
 
     def spy(staged: Any, bucket: int, buckets: int) -> None:
         buckets_seen.add((bucket, buckets))
         restrict(staged, bucket, buckets)
 
-    monkeypatch.setattr(tasks.align, "ROWS_PER_BUCKET", 1000)
-    monkeypatch.setattr(tasks.cube_sql, "restrict_to_bucket", spy)
-    monkeypatch.setattr(tasks.align, "restrict_to_bucket", spy)
+    monkeypatch.setattr(tasks.inputs.align, "ROWS_PER_BUCKET", 1000)
+    monkeypatch.setattr(tasks.inputs.cube_sql, "restrict_to_bucket", spy)
+    monkeypatch.setattr(tasks.inputs.align, "restrict_to_bucket", spy)
     bucketed = cube_partition(paths, policy, score_histogram=True, memory_limit="500MB")
     assert buckets_seen == {(b, 8) for b in range(8)}  # 7214 rows in buckets of about 1000
     _assert_same_cells(bucketed, whole)

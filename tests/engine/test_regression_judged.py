@@ -26,7 +26,7 @@ from fairgate.engine.regression.catalogue import CATALOGUE
 from fairgate.engine.regression.distance_family import DistanceFamily
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
-from tasks.demo_law import fit_and_predict, law_rows
+from tasks.inputs.demo_law import fit_and_predict, law_rows
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fairgate"
 LAW_CSV = PACKAGE / "data" / "law" / "law_data.csv"

@@ -29,7 +29,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from cli import DEMO_DATA, app
-from tasks.io import write_demo_inputs
+from tasks.inputs.io import write_demo_inputs
 from tasks.store import list_mitigations, show_run, verify
 
 RACE = ["African-American", "Caucasian", "Hispanic", "Other", "Asian", "Native American"]

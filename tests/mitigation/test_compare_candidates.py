@@ -155,7 +155,7 @@ def _pdf_text(path: Path) -> str:
 
 def test_the_report_holds_the_decision_and_the_numbers_of_the_json(several: dict[str, Any], tmp_path: Path) -> None:
     from tasks.compare import write_comparison
-    from tasks.compare_report import comparison_report_files
+    from tasks.render.compare_report import comparison_report_files
 
     document = _document(several["result"], several["policy"])
     json_path = Path(write_comparison.fn(document, tmp_path))
@@ -183,7 +183,7 @@ def test_the_report_holds_the_decision_and_the_numbers_of_the_json(several: dict
 
 
 def test_only_the_requested_formats_are_rendered(several: dict[str, Any], tmp_path: Path) -> None:
-    from tasks.compare_report import comparison_report_files
+    from tasks.render.compare_report import comparison_report_files
 
     document = _document(several["result"], several["policy"])
     assert comparison_report_files(document, tmp_path, ["json"]) == {}
@@ -193,8 +193,8 @@ def test_only_the_requested_formats_are_rendered(several: dict[str, Any], tmp_pa
 # ------------------------------------------------------------------------------ labels and attributes read once
 def test_held_labels_and_attributes_are_not_read_again(compare_files: dict[str, Path], tmp_path: Path) -> None:
     """After holding, the label and attribute files can vanish: each further model aligns against memory."""
-    from tasks.align import align_inputs, hold_shared_inputs, release, restage_predictions, stage_inputs
-    from tasks.validate import validate_inputs
+    from tasks.inputs.align import align_inputs, hold_shared_inputs, release, restage_predictions, stage_inputs
+    from tasks.validation.validate import validate_inputs
 
     copies = {role: tmp_path / f"{role}.csv" for role in ("labels", "attributes")}
     for role, path in copies.items():
@@ -218,7 +218,7 @@ def test_held_labels_and_attributes_are_not_read_again(compare_files: dict[str, 
 
 
 def test_a_candidate_without_a_prediction_column_is_named(compare_files: dict[str, Path], tmp_path: Path) -> None:
-    from tasks.align import hold_shared_inputs, release, restage_predictions, stage_inputs
+    from tasks.inputs.align import hold_shared_inputs, release, restage_predictions, stage_inputs
 
     odd = tmp_path / "odd.csv"
     odd.write_text("id,decision\n1,0\n")
@@ -238,17 +238,17 @@ def test_a_candidate_without_a_prediction_column_is_named(compare_files: dict[st
 def test_the_flow_stages_labels_and_attributes_once_for_three_models(
     prefect_server: str, compare_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tasks.align
+    import tasks.inputs.align
     from flows.compare import fairgate_compare
 
     registered: list[str] = []
-    original = tasks.align.register_source
+    original = tasks.inputs.align.register_source
 
-    def counting(con: Any, source: Any, view: str) -> list[str]:
+    def counting(con: Any, source: Any, view: str, **options: Any) -> list[str]:
         registered.append(source.role)
-        return original(con, source, view)
+        return original(con, source, view, **options)
 
-    monkeypatch.setattr(tasks.align, "register_source", counting)
+    monkeypatch.setattr(tasks.inputs.align, "register_source", counting)
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY.replace("[json, html, pdf]", "[json]"))
     state = fairgate_compare(

@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 import fairgate
 from fairgate.errors import PolicyError
 from fairgate.mitigation.retraining import choose_constraint
-from tasks.mitigation import favourable_probability, fit_models, training_set
+from tasks.mitigation.training import favourable_probability, fit_models, training_set
 
 
 def _policy(*metrics: tuple[str, float], favourable: int = 1) -> fairgate.Policy:

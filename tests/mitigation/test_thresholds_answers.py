@@ -13,7 +13,7 @@ import yaml
 from mitigation_helpers import InProcessRunner
 
 from cli import DEMO_DATA, DEMO_POLICY, app
-from tasks.io import write_demo_inputs
+from tasks.inputs.io import write_demo_inputs
 from tasks.store import list_mitigations, list_runs
 
 
@@ -56,7 +56,7 @@ def test_the_answered_audit_is_the_before_and_the_default_tolerance_is_judged(
     result = runner.invoke(app, [*_mitigate(answered, "--answers", run_id, "--json")])
     assert result.exit_code in (0, 1), result.stderr
     summary = json.loads(result.stdout)
-    assert summary["tolerance"] == 0.0  # the default: exact equality (tasks/thresholds.py says why)
+    assert summary["tolerance"] == 0.0  # the default: exact equality (tasks/mitigation/thresholds.py says why)
     before, after = summary["audits"]["before"], summary["audits"]["after"]
     assert before["run_id"] == run_id
     assert before["reused"] is True

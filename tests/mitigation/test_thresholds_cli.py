@@ -13,7 +13,7 @@ import yaml
 from mitigation_helpers import InProcessRunner
 
 from cli import DEMO_DATA, DEMO_POLICY, app
-from tasks.io import write_demo_inputs
+from tasks.inputs.io import write_demo_inputs
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import pytest
 
 import fairgate
 from fairgate.errors import DataError, PolicyError
-from tasks.frontier_chart import frontier_chart
-from tasks.thresholds import fit_thresholds_task, parse_objective, thresholds_json
+from tasks.mitigation.thresholds import fit_thresholds_task, parse_objective, thresholds_json
+from tasks.render.frontier_chart import frontier_chart
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAS_CSV = REPO / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
@@ -47,7 +47,9 @@ def test_defaults_come_from_the_policy_and_the_re_audit_passes(rows: pl.DataFram
     main = rows.filter(pl.col("race").is_in(["African-American", "Caucasian", "Hispanic"]))
     mitigation = fit_thresholds_task.fn(main, policy, frontier_steps=6)
     assert mitigation.metric == "equal_opportunity_difference"  # the demo policy's critical metric
-    assert mitigation.fit.tolerance == 0.0  # DEFAULT_TOLERANCE: exact equality (tasks/thresholds.py says why)
+    assert (
+        mitigation.fit.tolerance == 0.0
+    )  # DEFAULT_TOLERANCE: exact equality (tasks/mitigation/thresholds.py says why)
     assert mitigation.attributes == ["race"]
     assert mitigation.fit.favorable_label == 0
     mitigated = pl.from_arrow(mitigation.mitigated)

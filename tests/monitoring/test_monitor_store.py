@@ -14,8 +14,8 @@ import pytest
 import fairgate
 from fairgate.engine.columns import PERSON_SQ, SCORE_SUM, WEIGHT, WEIGHT_SQ
 from fairgate.monitoring.windows import PeriodCube, period_end, sum_cubes, window_periods
-from tasks.monitor_trail import MonitoringRecord, current_period_cubes, record_monitoring
 from tasks.store import verify
+from tasks.store.monitor import MonitoringRecord, current_period_cubes, record_monitoring
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 COMPAS_CSV = SHARED_DATA / "compas" / "compas-scores-two-years.csv"
@@ -158,7 +158,7 @@ def test_the_monitoring_section_is_checked_against_the_policy() -> None:
 
 
 def test_rows_get_their_period_from_the_timestamp_or_the_night() -> None:
-    from tasks.monitor_inputs import _row_periods
+    from tasks.inputs.monitor_inputs import _row_periods
 
     policy = fairgate.Policy.from_yaml(POLICY)
     con = duckdb.connect()

@@ -15,7 +15,7 @@ import pytest
 from monitoring_doc import monitoring_document
 
 from fairgate.report.monitoring import build_monitoring_view
-from tasks.monitor_report import monitoring_charts, render_monitoring_html, render_monitoring_report
+from tasks.render.monitor_report import monitoring_charts, render_monitoring_html, render_monitoring_report
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The registration event contract (tasks/registration.py) and the trail's ``registrations`` chain, without a
+"""The registration event contract (tasks/outbound/registration.py) and the trail's ``registrations`` chain, without a
 worker: what is accepted, what is rejected and why, and how the trigger's template hands the event over."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from pipeline_helpers import POLICY_FAILING, InProcessRunner
 
 from cli import app
-from tasks.registration import (
+from tasks.outbound.registration import (
     REGISTERED,
     Defaults,
     RegistrationRejected,

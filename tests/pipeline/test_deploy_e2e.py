@@ -167,13 +167,13 @@ def test_a_registration_event_runs_the_audit_and_is_recorded(
     assert document["model"] == {"name": "credit", "version": "9"}
     assert (deployed["out"] / f"fairness_credit_9_{run_id}.junit.xml").is_file()
     assert verify(trail)["ok"]
-    if importlib.util.find_spec("tasks.events") is not None:  # the verdict event (verdict-events branch)
+    if importlib.util.find_spec("tasks.outbound.events") is not None:  # the verdict event (verdict-events branch)
         _assert_audit_completed_event(run_id, registry_name="credit")
 
 
 def _assert_audit_completed_event(run_id: str, registry_name: str) -> None:
     """``fairgate.audit.completed`` for the run, naming the model version and echoing the registry entry
-    (contract.md). Enabled once tasks/events.py (which emits it) is part of the package."""
+    (contract.md). Enabled once tasks/outbound/events.py (which emits it) is part of the package."""
     event = _read_event("fairgate.audit.completed", lambda e: e.payload.get("run_id") == run_id)
     assert event.resource["prefect.resource.id"] == "model.credit.9"
     assert event.payload["verdict"] == "fail"

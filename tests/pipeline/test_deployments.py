@@ -80,7 +80,7 @@ def test_an_mlflow_registry_adds_the_watch_and_the_write_back(tmp_path: Path) ->
     assert watch.parameters["tracking_uri"] == writeback.parameters["tracking_uri"] == uri
     (trigger,) = writeback.triggers
     assert trigger.expect == {"fairgate.audit.completed"}
-    # Only audits started for an MLflow version (tasks.events labels their resource) start a write-back run.
+    # Only audits started for an MLflow version (tasks.outbound.events labels their resource) start a write-back run.
     assert trigger.match.root["fairgate.registry.kind"] == "mlflow"
     for deployment in (watch, writeback):
         assert deployment.entrypoint is not None

@@ -30,8 +30,8 @@ from cli.exits import run_guarded
 from fairgate.errors import FairgateError
 from fairgate.policy.delivery import DeliveryConfig
 from fairgate.report import build_view
-from tasks.deliver import deliver_report
-from tasks.io import parse_source
+from tasks.inputs.io import parse_source
+from tasks.outbound.deliver import deliver_report
 
 Case = Callable[[Inputs], tuple[list[str], list[str]]]
 SMTP_POLICY = """\

@@ -63,7 +63,7 @@ def test_the_import_graph_is_found() -> None:
     assert (
         "fairgate.engine.cube" in graph["fairgate.engine.auc"] or "fairgate.engine.auc" in graph["fairgate.engine.cube"]
     )
-    assert "tasks.io" in graph["tasks.align"]
+    assert "tasks.inputs.io" in graph["tasks.inputs.align"]
 
 
 @pytest.mark.parametrize("package", sorted(FLOORS))

@@ -23,7 +23,7 @@ from typer.testing import Result
 
 from cli import app
 from fairgate.document import SCHEMA_PATH
-from tasks.io import write_demo_inputs
+from tasks.inputs.io import write_demo_inputs
 from tasks.store import list_runs, verify
 
 CLASSES = ["Low", "Medium", "High"]

@@ -1,4 +1,4 @@
-"""Partition lists (tasks/partitions.py): which files pair up, what is refused, the checks across partitions.
+"""Partition lists (tasks/inputs/partitions.py): which files pair up, what is refused, the checks across partitions.
 No Prefect server or cluster: the planning runs before either."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from fairgate.errors import DataError, PolicyError
-from tasks.partitions import (
+from tasks.inputs.partitions import (
     PartitionCheck,
     check_scheduler,
     duplicate_ids_in_bucket,

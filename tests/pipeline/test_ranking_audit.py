@@ -23,7 +23,7 @@ from pipeline_helpers import (
 )
 
 from cli import app
-from tasks.demo_ranking import write_ranking_demo_inputs
+from tasks.inputs.demo_ranking import write_ranking_demo_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 LAW_CSV = REPO / "fairgate" / "data" / "law" / "law_data.csv"

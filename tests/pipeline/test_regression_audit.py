@@ -24,7 +24,7 @@ from pipeline_helpers import (
 )
 
 from cli import app
-from tasks.demo_law import write_law_inputs
+from tasks.inputs.demo_law import write_law_inputs
 
 LAW_CSV = Path(__file__).resolve().parents[2] / "fairgate" / "data" / "law" / "law_data.csv"
 DEMO_POLICY = Path(__file__).resolve().parents[2] / "fairgate" / "policies" / "law_regression.yaml"

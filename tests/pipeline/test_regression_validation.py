@@ -1,4 +1,5 @@
-"""Regression validation (tasks/validate_regression.py): real Great Expectations suites on DuckDB's staged inputs.
+"""Regression validation (tasks/validation/validate_regression.py): real Great Expectations suites on DuckDB's
+staged inputs.
 
 Each kind of bad value (missing, text, NaN, infinite) in y_true or y_pred is refused with the file, the column,
 the count per kind, an example and the fix; clean inputs pass with the expectations recorded.
@@ -13,10 +14,10 @@ import pytest
 
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
-from tasks.align import stage
-from tasks.demo_law import write_law_inputs
-from tasks.validate import Validation
-from tasks.validate_regression import validate_regression
+from tasks.inputs.align import stage
+from tasks.inputs.demo_law import write_law_inputs
+from tasks.validation.validate import Validation
+from tasks.validation.validate_regression import validate_regression
 
 LAW_CSV = Path(__file__).resolve().parents[2] / "fairgate" / "data" / "law" / "law_data.csv"
 POLICY = Policy.model_validate(

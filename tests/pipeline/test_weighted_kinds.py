@@ -40,9 +40,9 @@ from sklearn.metrics import (
 )
 
 from cli import app
-from tasks.demo_law import write_law_inputs
-from tasks.demo_ranking import write_ranking_demo_inputs
-from tasks.io import write_demo_inputs
+from tasks.inputs.demo_law import write_law_inputs
+from tasks.inputs.demo_ranking import write_ranking_demo_inputs
+from tasks.inputs.io import write_demo_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 LAW_CSV = REPO / "fairgate" / "data" / "law" / "law_data.csv"

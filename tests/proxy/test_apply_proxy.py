@@ -12,7 +12,7 @@ import pytest
 import fairgate
 from fairgate import proxy as fp
 from fairgate.errors import PolicyError
-from tasks import proxy as tp
+from tasks.inputs import proxy as tp
 
 COMPAS_RACES = {
     "white": "Caucasian",

@@ -9,7 +9,7 @@ import pytest
 
 from fairgate import proxy as fp
 from fairgate.policy.proxy import ProxyConfig
-from tasks import proxy as tp
+from tasks.inputs import proxy as tp
 
 BISG_GROUPS = ["white", "black", "api", "native", "multiple", "hispanic"]
 

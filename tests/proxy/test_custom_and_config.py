@@ -11,7 +11,7 @@ import fairgate
 from fairgate import proxy as fp
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.proxy import ProxyConfig
-from tasks import proxy as tp
+from tasks.inputs import proxy as tp
 
 
 def write_tables(folder: Path) -> tuple[Path, Path]:

@@ -8,7 +8,7 @@ import pytest
 from fairgate import proxy as fp
 from fairgate.policy.proxy import ProxyConfig
 from fairgate.proxy import reconcile_districts
-from tasks import proxy as tp
+from tasks.inputs import proxy as tp
 
 GROUPS = ["sc", "st", "other"]
 INDIA = ProxyConfig(method="india", columns={"surname": "surname", "pincode": "pin", "state": "state"})

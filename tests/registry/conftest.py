@@ -73,7 +73,7 @@ def registry(mlflow_server: str) -> Any:
 @pytest.fixture(scope="session")
 def compas_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The real COMPAS file split as the demo splits it: predictions, labels, attributes (Parquet)."""
-    from tasks.io import write_demo_inputs
+    from tasks.inputs.io import write_demo_inputs
 
     return write_demo_inputs(COMPAS_CSV, tmp_path_factory.mktemp("compas"))
 

@@ -12,7 +12,7 @@ import pytest
 from fairgate.errors import FairgateError
 from flows.registry_watch import registry_watch
 from flows.registry_writeback import registry_writeback
-from tasks.registry import MLFLOW_MISSING, mlflow_client
+from tasks.outbound.registry import MLFLOW_MISSING, mlflow_client
 
 INSTALL = "pip install 'fairgate[mlflow]'"
 _WITHOUT_MLFLOW = """\
@@ -30,10 +30,10 @@ sys.meta_path.insert(0, _NoMlflow())
 def test_fairgate_imports_without_mlflow() -> None:
     code = _WITHOUT_MLFLOW + textwrap.dedent(
         """
-        import cli, flows.audit, flows.registry_watch, flows.registry_writeback, tasks.registry
+        import cli, flows.audit, flows.registry_watch, flows.registry_writeback, tasks.outbound.registry
         from fairgate.errors import FairgateError
         try:
-            tasks.registry.mlflow_client("http://127.0.0.1:5000")
+            tasks.outbound.registry.mlflow_client("http://127.0.0.1:5000")
         except FairgateError as exc:
             print(exc.message)
         assert not any(name.split(".")[0] == "mlflow" for name in sys.modules)

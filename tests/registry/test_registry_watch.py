@@ -13,7 +13,7 @@ import pytest
 from registry_helpers import new_version, registered_events
 
 from flows.registry_watch import registry_watch
-from tasks.registry import EVENT_ID_TAG, STATUS_TAG
+from tasks.outbound.registry import EVENT_ID_TAG, STATUS_TAG
 
 
 def _watch(uri: str, name: str) -> dict[str, Any]:

@@ -69,7 +69,7 @@ def compas_doc(compas_policy: fairgate.Policy) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def compas_report(tmp_path_factory: pytest.TempPathFactory, compas_doc: dict[str, Any]) -> dict[str, Path]:
     """The COMPAS report rendered once (HTML and PDF) for the tests that read it."""
-    from tasks.report import build_report_files
+    from tasks.render.report import build_report_files
 
     out = tmp_path_factory.mktemp("compas-report")
     paths = build_report_files(compas_doc, out_dir=out, formats=["html", "pdf"], min_cell_size=10)

@@ -13,7 +13,7 @@ from pypdf import PdfReader
 import fairgate
 from fairgate.engine.individual import IndividualInputs, assess_individual
 from fairgate.report.build import build_view
-from tasks.report import html_to_pdf, render_charts, render_html
+from tasks.render.report import html_to_pdf, render_charts, render_html
 
 DATA = fairgate.__file__.rsplit("/", 2)[0] + "/../shared/data/compas/compas-scores-two-years.csv"
 FEATURES = ["priors_count", "age", "juv_fel_count", "juv_misd_count", "juv_other_count"]

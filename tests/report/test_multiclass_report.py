@@ -14,7 +14,7 @@ import pytest
 import fairgate
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass
 from fairgate.report import build_view
-from tasks.report import build_report_files, render_charts, render_html
+from tasks.render.report import build_report_files, render_charts, render_html
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "fairgate" / "policies" / "compas_multiclass.yaml"

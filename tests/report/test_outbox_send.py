@@ -26,7 +26,7 @@ from report_docgen import synthetic_doc
 from test_report_deliver import Inbox, free_port
 
 from fairgate.policy.delivery import DeliveryConfig
-from tasks.deliver import build_message, write_outbox
+from tasks.outbound.deliver import build_message, write_outbox
 from tasks.store import verify
 
 pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)

@@ -18,9 +18,9 @@ from fairgate.report import build_view
 from fairgate.report.published import published_document
 from fairgate.report.ranking import ranking_pages
 from fairgate.report.suppress import Suppression
-from tasks.demo_ranking import write_ranking_demo_inputs
-from tasks.ranking_charts import ranking_charts
-from tasks.report import render_charts, render_html
+from tasks.inputs.demo_ranking import write_ranking_demo_inputs
+from tasks.render.ranking_charts import ranking_charts
+from tasks.render.report import render_charts, render_html
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fairgate"
 

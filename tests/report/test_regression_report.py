@@ -16,8 +16,8 @@ from fairgate.policy.core import Policy
 from fairgate.report.published import published_document
 from fairgate.report.regression import TABLE_COLUMNS, regression_view
 from fairgate.report.suppress import Suppression
-from tasks.demo_law import fit_and_predict, law_rows
-from tasks.regression_charts import regression_charts
+from tasks.inputs.demo_law import fit_and_predict, law_rows
+from tasks.render.regression_charts import regression_charts
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fairgate"
 
@@ -96,7 +96,7 @@ def test_suppressed_json_hides_the_regression_block_of_small_groups(document: di
 def test_a_weighted_audit_says_so_above_its_pages(document: dict[str, Any]) -> None:
     """Under weights the counts are weighted sums and n is Kish's: the kind's pages must say so, as binary ones do."""
     from fairgate.report.build import KIND_WEIGHTED_NOTE, build_view
-    from tasks.report import render_html
+    from tasks.render.report import render_html
 
     assert build_view(document).kind_weighted_note == ""
     assert "weighted sums" not in render_html(build_view(document))

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from fairgate.report import build_view
-from tasks.report import render_html
+from tasks.render.report import render_html
 
 
 def test_counts_per_group_are_the_confusion_counts_of_the_data(

@@ -25,8 +25,8 @@ from cryptography.x509.oid import NameOID
 from report_docgen import synthetic_doc
 
 from fairgate.policy.delivery import DeliveryConfig
-from tasks.deliver import DeliveryError, deliver_report, resolve_credentials
-from tasks.report import build_report_files, email_body
+from tasks.outbound.deliver import DeliveryError, deliver_report, resolve_credentials
+from tasks.render.report import build_report_files, email_body
 
 PASSWORD = "s3cret-Pa55word"
 

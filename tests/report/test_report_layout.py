@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tasks.report import html_to_pdf
+from tasks.render.report import html_to_pdf
 
 REPO = Path(__file__).resolve().parents[2]
 FAIRGATE = Path(sys.executable).parent / "fairgate"

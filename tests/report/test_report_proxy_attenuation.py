@@ -6,7 +6,7 @@ from report_docgen import synthetic_doc
 
 from fairgate.report import build_view
 from fairgate.report.format import fmt
-from tasks.report import render_html
+from tasks.render.report import render_html
 
 ATTENUATION = {
     "attenuated": True,

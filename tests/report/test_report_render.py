@@ -16,7 +16,7 @@ from pypdf import PdfReader
 from report_docgen import synthetic_doc
 
 from fairgate.report import build_view
-from tasks.report import (
+from tasks.render.report import (
     OfflineURLFetcher,
     build_report_files,
     html_to_pdf,

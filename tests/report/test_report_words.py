@@ -231,7 +231,7 @@ def small_groups_doc() -> dict[str, Any]:
 def test_results_on_few_events_are_not_judged_and_say_so_without_naming_suppressed_groups(
     small_groups_doc: dict[str, Any],
 ) -> None:
-    from tasks.report import render_html
+    from tasks.render.report import render_html
 
     few = [r for r in small_groups_doc["results"] if r["status"] == "insufficient_data"]
     assert few, "the engine judged results resting on 1-3 events"

@@ -113,7 +113,7 @@ def test_write_outputs_follows_the_policy(tmp_path: Path, compas_doc: dict[str, 
 
 
 def test_report_says_which_json_was_written(compas_doc: dict[str, Any]) -> None:
-    from tasks.report import render_html
+    from tasks.render.report import render_html
 
     full = render_html(build_view(compas_doc, min_cell_size=K), charts={})
     suppressed = render_html(build_view(with_json(compas_doc, "suppressed"), min_cell_size=K), charts={})

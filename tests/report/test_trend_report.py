@@ -12,7 +12,7 @@ import pytest
 
 from fairgate.monitoring import History, build_trend
 from fairgate.report import build_view
-from tasks.report import build_report_files, render_charts, render_html
+from tasks.render.report import build_report_files, render_charts, render_html
 from tasks.store import model_history, record_run, verify
 
 

@@ -103,7 +103,7 @@ def build_ranking_cube(
     """Cube the rows of ``data`` (a Polars frame or lazy frame, pandas frame or Arrow table).
 
     One scan checks the columns, a second groups the rows. Whether each list's ranks run 1..n without gaps or
-    ties is the pipeline's validation (``tasks/validate_ranking.py``); the sums here are defined either way.
+    ties is the pipeline's validation (``tasks/validation/validate_ranking.py``); the sums here are defined either way.
 
     >>> frame = pl.DataFrame({"q": [1, 1, 1, 2, 2], "r": [1, 2, 3, 1, 2], "y": [2.0, 0, 1, 1, 0],
     ...                       "g": ["a", "b", "a", "b", "a"]})

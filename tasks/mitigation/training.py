@@ -26,7 +26,7 @@ import fairgate
 from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.retraining import ConstraintChoice, accuracy_cost
 from fairgate.mitigation.reweighing import WEIGHT, Reweighing
-from tasks.io import parse_source, register_source
+from tasks.inputs.io import parse_source, register_source
 from tasks.outputs import neutralised, write_atomic
 
 MISSING_EXTRA = (

@@ -13,7 +13,7 @@ cube, counts, the checks' outcomes, and each input's smallest and largest id. Id
 and partitions whose id ranges do not overlap prove every id unique overall; where ranges overlap,
 :func:`duplicate_ids_in_bucket` settles it exactly, one hash bucket of ids per task.
 
-A partition larger than ``tasks.align.ROWS_PER_BUCKET`` rows is joined, its ids grouped and its cube built one
+A partition larger than ``tasks.inputs.align.ROWS_PER_BUCKET`` rows is joined, its ids grouped and its cube built one
 id hash bucket at a time inside its task (counts and cubes add), so a worker's memory does not grow with the
 partition's size: only the files are rescanned once per bucket.
 """
@@ -38,11 +38,11 @@ from prefect.cache_policies import NO_CACHE
 from fairgate import Cube
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
-from tasks.io import Source, parse_source, register_source
-from tasks.sql import quote_identifier, render_sql
+from tasks.inputs.io import Source, parse_source, register_source
+from tasks.inputs.sql import quote_identifier, render_sql
 
 if TYPE_CHECKING:
-    from tasks.align import Staged
+    from tasks.inputs.align import Staged
 
 ROLES = ("predictions", "labels", "attributes")
 _DATA_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv")
@@ -158,9 +158,9 @@ def digest_of(sha256s: list[str]) -> str:
 def check_partition(partition: Partition, policy: Policy) -> PartitionCheck:
     """Stage and validate one partition on its worker, as the single-process audit validates its inputs."""
     # Imported here: a worker loads them (and Great Expectations) on its first partition only.
-    from tasks.align import id_buckets, stage
-    from tasks.cube_sql import configure
-    from tasks.validate import validate_inputs
+    from tasks.inputs.align import id_buckets, stage
+    from tasks.inputs.cube_sql import configure
+    from tasks.validation.validate import validate_inputs
 
     files = partition.files
     with tempfile.TemporaryDirectory(prefix="fairgate-duckdb-") as spill:
@@ -194,7 +194,7 @@ def _id_range(con: duckdb.DuckDBPyConnection, view: str) -> tuple[Any, Any]:
 def _join_counts(staged: Staged, buckets: int) -> tuple[dict[str, int], dict[str, int]]:
     """How the partition's inputs match on id (ids are unique here, validated just before), and the matched
     people without each attribute's value; joined one id bucket at a time when ``buckets`` > 1 (counts add)."""
-    from tasks.align import restrict_to_bucket
+    from tasks.inputs.align import restrict_to_bucket
 
     attributes, row_counts = staged.attributes, staged.row_counts
     missing_counts = [
@@ -292,7 +292,7 @@ def cube_of_partition(partition: Partition, policy: Policy, score_histogram: boo
     exact AUC, the partition's score table (its rows' attributes, score and label: the whole audit is then small
     enough to hold them).
     """
-    from tasks.cube_sql import cube_partition  # scale-stream's streaming cube
+    from tasks.inputs.cube_sql import cube_partition  # scale-stream's streaming cube
 
     memory_limit = policy.execution.memory_limit
     if score_histogram or not policy.statistics.exact_auc:
@@ -304,8 +304,8 @@ def cube_of_partition(partition: Partition, policy: Policy, score_histogram: boo
 
 def _cube_with_score_table(partition: Partition, policy: Policy, memory_limit: str | None) -> Cube:
     from fairgate.engine.cube import add_score_table
-    from tasks.align import matched_relation, stage
-    from tasks.cube_sql import configure, cube_from_relation
+    from tasks.inputs.align import matched_relation, stage
+    from tasks.inputs.cube_sql import configure, cube_from_relation
 
     files = partition.files
     with tempfile.TemporaryDirectory(prefix="fairgate-duckdb-") as spill:

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from tasks.sql import render_sql
+from tasks.inputs.sql import render_sql
 
 
 def write_ranking_demo_inputs(law_csv: Path, workdir: Path) -> dict[str, Path]:

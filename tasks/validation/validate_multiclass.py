@@ -1,7 +1,7 @@
 """VALIDATE for ``task: multiclass``: labels and predictions are among the declared ``multiclass.classes``.
 
 Great Expectations judges each column's *value counts* (DuckDB, ``sql/value_counts.sql``: a few rows whatever
-the row count), as tasks/validate.py does for binary labels: values not null, values in the declared set. A
+the row count), as tasks/validation/validate.py does for binary labels: values not null, values in the declared set. A
 number read as a float (1.0 from a CSV or pandas) counts as its integer text ("1"), as the multiclass cube reads
 it. An undeclared class stops the audit (exit 2) naming it, its rows and the fix.
 """
@@ -15,9 +15,9 @@ import pandas as pd
 
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
-from tasks.align import Staged
-from tasks.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
-from tasks.validate import Validation, critical_check, value_counts
+from tasks.inputs.align import Staged
+from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
+from tasks.validation.validate import Validation, critical_check, value_counts
 
 _INTEGRAL_FLOAT = re.compile(r"^(-?\d+)\.0+$")
 

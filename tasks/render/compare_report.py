@@ -15,10 +15,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.report.comparison import ComparisonView, comparison_view
-from tasks.charts import FAIL, INK, MUTED, PALETTE, PASS, chart_figure, set_margins, set_wrapped_title, to_svg
 from tasks.compare import comparison_path
 from tasks.outputs import write_atomic
-from tasks.report import html_to_pdf, svg_data_uri, template_environment
+from tasks.render.charts import FAIL, INK, MUTED, PALETTE, PASS, chart_figure, set_margins, set_wrapped_title, to_svg
+from tasks.render.report import html_to_pdf, svg_data_uri, template_environment
 
 PLANE_SIZE = (5.4, 3.1)
 

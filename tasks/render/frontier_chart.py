@@ -1,6 +1,6 @@
 """The fairness-accuracy frontier of group thresholds as an SVG chart for the report.
 
-Reads the thresholds document (``tasks.thresholds.ThresholdMitigation.to_dict()``): the sweep, its Pareto
+Reads the thresholds document (``tasks.mitigation.thresholds.ThresholdMitigation.to_dict()``): the sweep, its Pareto
 points, the audited model and the chosen (fitted) point; the policy threshold of the bounded metric is drawn
 as a vertical line, so the reader sees where the frontier crosses into "pass" and what that costs.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.charts import FAIL, INK, MUTED, PALETTE, PASS, chart_figure, set_margins, set_wrapped_title, to_svg
+from tasks.render.charts import FAIL, INK, MUTED, PALETTE, PASS, chart_figure, set_margins, set_wrapped_title, to_svg
 
 FRONTIER_SIZE = (4.6, 2.8)
 

@@ -27,9 +27,9 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.kinds import kind_of
 from fairgate.errors import VALIDATION_FAILED, DataError
-from tasks.align import Aligned, Staged
-from tasks.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
-from tasks.sql import quote_identifier, render_sql
+from tasks.inputs.align import Aligned, Staged
+from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
 
 # Binary labels and predictions as text, lower-cased ("True" and "1.0" are binary too).
 BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
@@ -121,7 +121,8 @@ def validate_inputs(
     return validation
 
 
-# Columns that must hold finite numbers: regression labels and predictions (tasks/validate_regression.py) and the
+# Columns that must hold finite numbers: regression labels and predictions (tasks/validation/validate_regression.py)
+# and the
 # weight column of every kind of audit (``columns.weight``: finite and >= 0). GE judges the rows DuckDB finds that
 # are not acceptable numbers (``sql/numeric_violations.sql``: one scan, at most _MAX_VIOLATIONS rows handed over,
 # with exact totals): a missing value, text that is not a number, NaN, infinity and (with a lower bound, as for

@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from tasks.sql import render_sql
+from tasks.inputs.sql import render_sql
 
 #: The split's seed: the audited half is the same on every run.
 SPLIT_SEED = 20170315

@@ -25,10 +25,8 @@ from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cub
 from fairgate.mitigation.grid import grid_frontier
 from fairgate.mitigation.plane import accuracy_fairness_plane
 from fairgate.mitigation.retraining import ConstraintChoice
-from tasks.charts import INK, MUTED, PALETTE, chart_figure, set_margins, set_wrapped_title, to_svg
 from tasks.compare import comparison_document, write_comparison
-from tasks.compare_report import comparison_report_files
-from tasks.mitigation import (
+from tasks.mitigation.training import (
     TrainingSet,
     fairlearn_constraint,
     predictions_frame,
@@ -37,6 +35,8 @@ from tasks.mitigation import (
     write_json,
 )
 from tasks.outputs import write_atomic
+from tasks.render.charts import INK, MUTED, PALETTE, chart_figure, set_margins, set_wrapped_title, to_svg
+from tasks.render.compare_report import comparison_report_files
 
 ORIGINAL = "original (unconstrained)"
 FRONTIER_SIZE = (5.0, 3.0)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from fairgate.errors import EMPTY_FILE, FILE_NOT_FOUND, MALFORMED_CSV, NO_SUCH_TABLE, DataError
-from tasks.sql import quote_identifier, render_sql
+from tasks.inputs.sql import quote_identifier, render_sql
 
 if TYPE_CHECKING:  # imported where used (SQLite inputs): `fairgate trail` imports this module and needs no Arrow
     import pyarrow as pa

@@ -1,6 +1,6 @@
 """VALIDATE for ``task: ranking``: every list's ranks run 1..n without gaps or ties; relevance is finite >= 0.
 
-Great Expectations judges DuckDB aggregates, not rows (as tasks/validate.py does for binary labels):
+Great Expectations judges DuckDB aggregates, not rows (as tasks/validation/validate.py does for binary labels):
 
 * ``sql/ranking_list_shapes.sql`` groups the lists by their *shape* (size, lowest and highest rank, distinct,
   missing, fractional and non-numeric ranks): a handful of rows whatever the number of lists. Each shape must
@@ -20,10 +20,10 @@ from typing import Any
 import pandas as pd
 
 from fairgate.errors import DataError
-from tasks.align import Staged
-from tasks.gx_suite import load_great_expectations, plain_value, run_suite
-from tasks.sql import quote_identifier, render_sql
-from tasks.validate import Validation, critical_check
+from tasks.inputs.align import Staged
+from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite
+from tasks.validation.validate import Validation, critical_check
 
 # Per list-shape expectation: (kind, columns, message). Ties are checked before gaps: 1, 1, 2 has both, and the
 # tie is the cause.

@@ -25,9 +25,9 @@ from fairgate.errors import DataError, PolicyError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import CustomTables, ProxyConfig
 from fairgate.proxy.tables import ProxyTables
-from tasks.sql import load_sql
+from tasks.inputs.sql import load_sql
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "fairgate" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "fairgate" / "data"
 
 __all__ = [
     "ProxyTables",

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 

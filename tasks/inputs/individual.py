@@ -24,10 +24,10 @@ from prefect.cache_policies import NO_CACHE
 from fairgate.errors import HEADER_ONLY, MISSING_COLUMN, DataError, FairgateError
 from fairgate.policy.core import Policy
 from fairgate.policy.individual import ALL_NUMERIC
-from tasks.gx_suite import load_great_expectations, run_suite
-from tasks.io import Source, parse_source, register_source, sha256_of
-from tasks.sql import quote_identifier, render_sql
-from tasks.validate import BINARY_TEXT, Validation, critical_check
+from tasks.inputs.io import Source, parse_source, register_source, sha256_of
+from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.validation.gx_suite import load_great_expectations, run_suite
+from tasks.validation.validate import BINARY_TEXT, Validation, critical_check
 
 if TYPE_CHECKING:
     from fairgate.engine.individual import IndividualResult

@@ -1,6 +1,7 @@
 """READ for monitoring: one night's new rows, aligned and validated as an audit's, cubed per period.
 
-The rows are staged, validated and aligned by the audit's own tasks (tasks/align.py, tasks/validate.py); each
+The rows are staged, validated and aligned by the audit's own tasks (tasks/inputs/align.py,
+tasks/validation/validate.py); each
 aligned row then gets its period from the predictions' timestamp column (``monitoring.timestamp``, by
 ``sql/period_rows.sql``) and every period present is cubed on its own. Predictions without that column are
 all the night's (``--night``). Only these rows are read: earlier periods come from their stored cubes.
@@ -20,8 +21,8 @@ from prefect.cache_policies import NO_CACHE
 import fairgate
 from fairgate.errors import DataError
 from fairgate.monitoring.windows import PeriodCube, period_end, period_start
-from tasks.align import Staged
-from tasks.sql import quote_identifier, render_sql
+from tasks.inputs.align import Staged
+from tasks.inputs.sql import quote_identifier, render_sql
 
 PERIOD = "__period_start"
 

@@ -29,7 +29,7 @@ from fairgate.engine.columns import PERSON_WEIGHT, ROWS
 from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
-from tasks.align import (
+from tasks.inputs.align import (
     Aligned,
     Staged,
     check_streamed_weights_joined,
@@ -39,7 +39,7 @@ from tasks.align import (
     restrict_to_bucket,
     sort_group_sizes,
 )
-from tasks.sql import quote_identifier, render_sql
+from tasks.inputs.sql import quote_identifier, render_sql
 
 _LIST = ",\n        "
 
@@ -164,10 +164,10 @@ def cube_partition(sources: dict[str, str], policy: Policy, *, score_histogram: 
     """The cube of one partition's files: ``sources`` maps predictions/labels/attributes to a path or glob.
 
     Opens its own DuckDB connection (bounded by ``memory_limit``, spilling to a temporary directory), stages
-    and joins the inputs with the SQL in ``sql/`` (tasks/align.py) and cubes the joined rows without pulling
+    and joins the inputs with the SQL in ``sql/`` (tasks/inputs/align.py) and cubes the joined rows without pulling
     them; no shared state, so it runs on a Dask worker as it runs here.
     """
-    from tasks.align import stage  # the staging code, without its Prefect task wrapper
+    from tasks.inputs.align import stage  # the staging code, without its Prefect task wrapper
 
     with tempfile.TemporaryDirectory(prefix="fairgate-duckdb-") as spill:
         staged = stage(policy, sources["predictions"], sources["labels"], sources["attributes"])
@@ -179,7 +179,7 @@ def cube_partition(sources: dict[str, str], policy: Policy, *, score_histogram: 
 
 
 def _cube_by_buckets(staged: Staged, policy: Policy, score_histogram: bool) -> Cube:
-    """The cube of the staged inputs, joined and cubed one id bucket at a time (tasks/align.py, id_buckets):
+    """The cube of the staged inputs, joined and cubed one id bucket at a time (tasks/inputs/align.py, id_buckets):
     the join's hash tables hold one bucket, so memory stays flat as partitions grow. Cubes of disjoint rows add.
     A bucket with no row left (possible only for tiny matches) adds nothing."""
     source = f"the rows of {staged.sources['predictions'].label}"

@@ -1,7 +1,7 @@
 """What ``fairgate mitigate --method thresholds`` writes: the thresholds file, the mitigated predictions, the
 frontier chart, and the summary of the audits before and after (each file atomically, beside the audit).
 
-The numbers come from ``tasks.thresholds.ThresholdMitigation``; here: file names, columns and the summary's
+The numbers come from ``tasks.mitigation.thresholds.ThresholdMitigation``; here: file names, columns and the summary's
 shape (accuracy cost overall and per group, in-sample and on the held-out half).
 """
 
@@ -18,10 +18,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.policy.core import Policy
-from tasks.frontier_chart import frontier_chart
-from tasks.mitigation import audits_digest, write_frame
+from tasks.mitigation.thresholds import ThresholdMitigation, thresholds_json
+from tasks.mitigation.training import audits_digest, write_frame
 from tasks.outputs import write_atomic
-from tasks.thresholds import ThresholdMitigation, thresholds_json
+from tasks.render.frontier_chart import frontier_chart
 
 OUTPUT_KINDS = ("thresholds", "predictions", "frontier")
 
@@ -159,7 +159,7 @@ def thresholds_proposal(
     """The "Proposed mitigation" block the re-audit of the mitigated predictions carries (its report shows the
     rules, the in-sample price and the frontier); the audit adds the results before and after."""
     from fairgate.mitigation.proposal import accuracy_change
-    from tasks.proposed_mitigation import fitted_thresholds, frontier_block
+    from tasks.mitigation.proposed_mitigation import fitted_thresholds, frontier_block
 
     fit = mitigation.fit
     objective = fit.objective if isinstance(fit.objective, str) else "accuracy"

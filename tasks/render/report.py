@@ -20,13 +20,13 @@ from weasyprint import HTML
 from weasyprint.urls import URLFetcher
 
 from fairgate.report import ReportView, build_view, email_summary
-from tasks import charts as chart_lib
-from tasks.frontier_chart import frontier_svg
-from tasks.kind_charts import kind_charts
 from tasks.outputs import output_stem, write_atomic
-from tasks.trend_charts import trend_charts
+from tasks.render import charts as chart_lib
+from tasks.render.frontier_chart import frontier_svg
+from tasks.render.kind_charts import kind_charts
+from tasks.render.trend_charts import trend_charts
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[1] / "reports"
+TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "reports"
 log = logging.getLogger(__name__)
 
 

@@ -1,13 +1,22 @@
 """The regression report's charts: residual by prediction decile and prediction CDFs per group, as SVG text.
 
 They read only the view model (``fairgate.report.regression``), where small groups are already suppressed, and
-share ``tasks.charts``' style, palette and SVG output.
+share ``tasks.render.charts``' style, palette and SVG output.
 """
 
 from __future__ import annotations
 
 from fairgate.report.regression import RegressionSection, RegressionView
-from tasks.charts import FAIL, MUTED, chart_figure, series_colour, set_margins, set_wrapped_title, shorten, to_svg
+from tasks.render.charts import (
+    FAIL,
+    MUTED,
+    chart_figure,
+    series_colour,
+    set_margins,
+    set_wrapped_title,
+    shorten,
+    to_svg,
+)
 
 SIZE = (3.5, 2.6)
 

@@ -1,4 +1,5 @@
-"""Charts of the non-binary reports' own pages, drawn with matplotlib from their view models (as tasks/charts.py).
+"""Charts of the non-binary reports' own pages, drawn with matplotlib from their view models (as
+tasks/render/charts.py).
 
 One table dispatches on the report's task; each kind registers the function drawing its charts, which returns
 SVG text by the chart's key in the template.
@@ -13,9 +14,9 @@ import numpy as np
 
 from fairgate.report import ReportView
 from fairgate.report.multiclass import MulticlassPages, RateChart
-from tasks.charts import MUTED, chart_figure, series_colour, set_margins, shorten, to_svg
-from tasks.ranking_charts import ranking_charts
-from tasks.regression_charts import regression_charts
+from tasks.render.charts import MUTED, chart_figure, series_colour, set_margins, shorten, to_svg
+from tasks.render.ranking_charts import ranking_charts
+from tasks.render.regression_charts import regression_charts
 
 
 def multiclass_charts(pages: MulticlassPages) -> dict[str, str | None]:
@@ -60,6 +61,6 @@ KIND_CHARTS: dict[str, Callable[[Any], dict[str, str | None]]] = {
 
 def kind_charts(view: ReportView) -> dict[str, str | None]:
     """The charts of a non-binary report's own pages (none for a binary report)."""
-    if view.task not in KIND_CHARTS:  # binary's charts are the shared ones (tasks/charts.py)
+    if view.task not in KIND_CHARTS:  # binary's charts are the shared ones (tasks/render/charts.py)
         return {}
     return KIND_CHARTS[view.task](view.kind_pages)

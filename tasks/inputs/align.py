@@ -22,8 +22,8 @@ from fairgate.engine.kinds import kind_of
 from fairgate.errors import HEADER_ONLY, MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import DEFAULT_ATTRIBUTE
-from tasks.io import Source, explain_scan_error, parse_source, register_source, sha256_of
-from tasks.sql import quote_identifier, render_sql
+from tasks.inputs.io import Source, explain_scan_error, parse_source, register_source, sha256_of
+from tasks.inputs.sql import quote_identifier, render_sql
 
 _LIST = ",\n        "  # how column lists are joined in the rendered SQL
 
@@ -82,7 +82,7 @@ def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str)
 
 
 def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
-    """:func:`stage_inputs` outside a flow (a Dask worker's partition, tasks/cube_sql.py)."""
+    """:func:`stage_inputs` outside a flow (a Dask worker's partition, tasks/inputs/cube_sql.py)."""
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     sources = {role: parse_source(role, text) for role, text in given.items()}
     con = duckdb.connect()

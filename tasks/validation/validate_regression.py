@@ -1,6 +1,6 @@
 """VALIDATE for ``task: regression``: labels and predictions are finite numbers, none missing.
 
-The expectations are those of every finite-number column (``expect_finite_numbers`` in tasks/validate.py: GE
+The expectations are those of every finite-number column (``expect_finite_numbers`` in tasks/validation/validate.py: GE
 on the rows DuckDB finds that are not finite numbers): a missing value, text that is not a number, NaN and
 infinity each fail. Scores are not needed by a regression audit. A failure stops the audit (exit 2) naming the
 file, the column, how many rows, an example and the fix.
@@ -9,8 +9,8 @@ file, the column, how many rows, an example and the fix.
 from __future__ import annotations
 
 from fairgate.errors import DataError
-from tasks.align import Staged
-from tasks.validate import Validation, expect_finite_numbers
+from tasks.inputs.align import Staged
+from tasks.validation.validate import Validation, expect_finite_numbers
 
 NO_PREDICTIONS = (
     "{source} has no column {column!r}: a regression audit needs the predicted value of every row "

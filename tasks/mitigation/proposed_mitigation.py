@@ -26,10 +26,10 @@ import fairgate
 from fairgate.errors import PolicyError
 from fairgate.mitigation.rates import performance_of
 from fairgate.policy.core import Policy
-from tasks.io import parse_source
-from tasks.mitigation import require_mitigation_extra
+from tasks.inputs.io import parse_source
+from tasks.mitigation.thresholds import ThresholdMitigation, chosen_metric, group_labels
+from tasks.mitigation.training import require_mitigation_extra
 from tasks.outputs import write_atomic
-from tasks.thresholds import ThresholdMitigation, chosen_metric, group_labels
 
 
 def wants_mitigation(policy: Policy) -> bool:

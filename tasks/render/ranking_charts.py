@@ -1,4 +1,4 @@
-"""Charts of the ranking report's pages, drawn with matplotlib from the view model (as tasks/charts.py).
+"""Charts of the ranking report's pages, drawn with matplotlib from the view model (as tasks/render/charts.py).
 
 Per slicing: the exposure curves (each group's cumulative share of all exposure along the rank positions, its
 share of the items as a dotted level) and the top-k share chart (each group's share of the top k beside its
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairgate.report.ranking import ExposureChart, RankingPages, ShareChart
-from tasks.charts import MUTED, chart_figure, series_colour, set_margins, shorten, to_svg
+from tasks.render.charts import MUTED, chart_figure, series_colour, set_margins, shorten, to_svg
 
 
 def ranking_charts(pages: RankingPages) -> dict[str, str | None]:

@@ -123,7 +123,7 @@ def _model(labels: dict[str, str]) -> tuple[str, str]:
 
 def _source(payload: dict[str, Any], role: str, default: str | None) -> str:
     """A payload source (or the deployment's default), absolute and readable."""
-    from tasks.io import parse_source
+    from tasks.inputs.io import parse_source
 
     value = payload.get(role)
     if value is None:

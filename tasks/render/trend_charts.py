@@ -1,7 +1,7 @@
 """The trend's small multiples: one chart per judged metric, its slicings' values and intervals per run.
 
 Drawn with matplotlib from the view model (``fairgate.report.trend``) and returned as SVG text, like
-``tasks/charts.py``: text stays text, so the PDF is searchable.
+``tasks/render/charts.py``: text stays text, so the PDF is searchable.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from fairgate.report.trend_model import TrendPanel, TrendView
-from tasks.charts import CHART_STYLE, FAIL, INK, PALETTE, to_svg
+from tasks.render.charts import CHART_STYLE, FAIL, INK, PALETTE, to_svg
 
 WIDTH, HEIGHT = 1.6, 1.5  # inches: five charts side by side on an A4 page (one row for a usual policy), one legend
 TITLE_CHARS = 22  # a metric name wraps to fit the narrow chart

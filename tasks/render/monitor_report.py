@@ -1,9 +1,9 @@
 """Render the monitoring document as an HTML/PDF report: windows and drift streams as small multiples.
 
 Reads only the monitoring JSON document (``fairgate monitor run`` writes it); the view model is
-``fairgate.report.monitoring``. Charts are matplotlib SVG in the trend section's style (``tasks.trend_charts``),
+``fairgate.report.monitoring``. Charts are matplotlib SVG in the trend section's style (``tasks.render.trend_charts``),
 the page is ``reports/monitoring.html.j2`` with the report's CSS, and the PDF is rendered offline like the audit
-report's (``tasks.report``): everything is rendered before anything is written.
+report's (``tasks.render.report``): everything is rendered before anything is written.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fairgate.report.monitoring import MonitoringView, NightPanel, WindowPanel, build_monitoring_view
-from tasks.charts import FAIL, INK, PALETTE, to_svg
 from tasks.outputs import output_stem, write_atomic
-from tasks.report import html_to_pdf, svg_data_uri, template_environment, write_text_atomic
-from tasks.trend_charts import HEIGHT, TITLE_CHARS, TREND_STYLE, WIDTH, legend_chart
+from tasks.render.charts import FAIL, INK, PALETTE, to_svg
+from tasks.render.report import html_to_pdf, svg_data_uri, template_environment, write_text_atomic
+from tasks.render.trend_charts import HEIGHT, TITLE_CHARS, TREND_STYLE, WIDTH, legend_chart
 
 TICKS = {"since deployment": "all"}  # the narrow chart's tick; the table names it in full
 NIGHT_WIDTH, NIGHT_HEIGHT = 3.4, 1.9  # inches: two night charts side by side on an A4 page, legend below

@@ -1,0 +1,1 @@
+"""Validation: the Great Expectations suites of every kind's inputs."""
