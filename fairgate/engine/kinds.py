@@ -84,6 +84,9 @@ class Kind:
     ranked_lists: bool = False
     # A kind whose policy must have its options section (named after the kind): what that section declares.
     options_required: str | None = None
+    # "module:function" building the kind's own report pages from (document, suppression), rendered by
+    # reports/partials/<kind>.html.j2; None: the shared (binary) pages.
+    report_pages: str | None = None
 
     def can(self, capability: Capability) -> bool:
         """Whether the kind supports ``capability``."""
@@ -113,9 +116,15 @@ KINDS: dict[str, Kind] = {
             "multiclass",
             "fairgate.engine.multiclass",
             options_required="declaring the classes, e.g. multiclass: {classes: [low, medium, high]}",
+            report_pages="fairgate.report.multiclass:multiclass_pages",
         ),
-        _kind("regression", "fairgate.engine.regression"),
-        _kind("ranking", "fairgate.engine.ranking", ranked_lists=True),
+        _kind("regression", "fairgate.engine.regression", report_pages="fairgate.report.regression:regression_pages"),
+        _kind(
+            "ranking",
+            "fairgate.engine.ranking",
+            ranked_lists=True,
+            report_pages="fairgate.report.ranking:ranking_pages",
+        ),
     )
 }
 #: The kind a policy without ``task:`` audits.

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from fairgate.document.document import AuditDocument
+from fairgate.engine.kinds import kind_of
 from fairgate.engine.tasks import metric_catalogue
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
@@ -54,8 +55,9 @@ def build_view(
     document = as_document(doc)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
-    if document.task in KIND_PAGES:  # a kind with its own pages (binary's are the ones built below)
-        return _kind_view(document, min_cell_size, use_case)
+    pages = kind_of(document.task).report_pages
+    if pages is not None:  # a kind with its own pages (the shared ones are built below)
+        return _kind_view(document, pages, min_cell_size, use_case)
     suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
@@ -91,14 +93,6 @@ def build_view(
     )
 
 
-#: Each non-binary kind's pages: the function building its view model from (document, suppression).
-KIND_PAGES: dict[str, str] = {
-    "multiclass": "fairgate.report.multiclass:multiclass_pages",
-    "regression": "fairgate.report.regression:regression_pages",
-    "ranking": "fairgate.report.ranking:ranking_pages",
-}
-
-
 KIND_WEIGHTED_NOTE = (
     "This audit is weighted (policy columns.weight): every rate, mean, share and exposure below weighs each row by "
     "its weight; counts and confusion-matrix cells are weighted sums, and a group's n is its Kish effective size "
@@ -106,7 +100,7 @@ KIND_WEIGHTED_NOTE = (
 )
 
 
-def _kind_view(document: AuditDocument, min_cell_size: int, use_case: str | None) -> ReportView:
+def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_case: str | None) -> ReportView:
     """The common frame of a non-binary report around the kind's own pages.
 
     The frame: verdict and judged results, data quality, trace, the judged metrics' glossary. The binary
@@ -116,7 +110,7 @@ def _kind_view(document: AuditDocument, min_cell_size: int, use_case: str | None
     words = words_of(document)
     adverse = _adverse_words(document)
     results = [_kind_row(result_row(r, suppression, words), adverse) for r in document.results]
-    module, function = KIND_PAGES[document.task].split(":")
+    module, function = pages_of.split(":")
     pages = getattr(importlib.import_module(module), function)(document, suppression)
     facts = _facts_part(document, min_cell_size, use_case, words)
     facts["favorable_note"] = ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -139,3 +140,23 @@ def test_a_fifth_kind_plugs_in_by_registering(monkeypatch: pytest.MonkeyPatch) -
         )  # fmt: skip
     with pytest.raises(PolicyError, match="unknown metric 'disparate_impact_ratio' for task: toy"):
         _policy("toy", "", "disparate_impact_ratio", 0.8)
+
+
+@pytest.mark.parametrize("kind", list(kinds.KINDS))
+def test_every_registered_kind_has_its_part_in_every_layer(kind: str) -> None:
+    """The registry names the kinds; each layer's table must cover exactly the registered ones (a kind added to
+    KINDS without its validation, trail cells, report pages, charts or demo fails here, not in a user's run)."""
+    from cli.demos import DEMOS
+    from tasks.render.kind_charts import KIND_CHARTS
+    from tasks.task_kinds import KIND_TASKS
+
+    registered = kinds.kind_of(kind)
+    assert kind in KIND_TASKS
+    assert kind in DEMOS
+    if registered.report_pages is None:  # the shared pages and charts
+        assert kind not in KIND_CHARTS
+        return
+    module, function = registered.report_pages.split(":")
+    assert callable(getattr(__import__(module, fromlist=[function]), function))
+    assert kind in KIND_CHARTS
+    assert (Path(__file__).parents[2] / "reports" / "partials" / f"{kind}.html.j2").is_file()
