@@ -236,6 +236,13 @@ _STATUS_NOTES = {
 }
 
 
+def _estimate_texts(estimate: dict[str, Any]) -> tuple[str, str]:
+    """A value and its interval as the results table prints them."""
+    value = "n/a" if estimate.get("value") is None else f"{estimate['value']:.3f}"
+    ci = "" if estimate.get("ci_low") is None else f"[{estimate['ci_low']:.3f}, {estimate['ci_high']:.3f}]"
+    return value, ci
+
+
 def _print_summary(summary: dict[str, Any]) -> None:
     document = summary["document"]
     # One section per slicing (its name on a row of its own) keeps the table readable in 80 columns.
@@ -249,13 +256,17 @@ def _print_summary(summary: dict[str, Any]) -> None:
         table.add_section()
         table.add_row(f"[bold]{slicing_label(slicing)}[/]")
         for r in rows:
-            value = "n/a" if r.get("value") is None else f"{r['value']:.3f}"
-            ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+            value, ci = _estimate_texts(r)
             status = r.get("status", "")
             shown.add(status)
             colour = {"pass": "green", "fail": "red", "inconclusive": "magenta"}.get(status, "yellow")
             label = _STATUS_LABELS.get(status, status)
-            table.add_row(f" {r.get('metric', '')}", value, ci, str(r.get("threshold")), f"[{colour}]{label}[/]")
+            judged = " (corrected)" if r.get("judged") == "corrected" else ""
+            table.add_row(
+                f" {r.get('metric', '')}{judged}", value, ci, str(r.get("threshold")), f"[{colour}]{label}[/]"
+            )
+            if naive := r.get("naive"):  # an inferred attribute: the measured (attenuated) value beside it
+                table.add_row("   as measured (attenuated)", *_estimate_texts(naive), "", "")
     notes = [text for status, text in _STATUS_NOTES.items() if status in shown]
     if notes:
         table.caption = "; ".join(notes) + " (the JSON gives each result's reason)"

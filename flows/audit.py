@@ -27,7 +27,7 @@ from fairgate.engine.kinds import kind_of
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
-from fairgate.proxy import with_weight_column
+from fairgate.proxy import judged_on_correction, with_weight_column
 from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_execution
 from flows.runtime import (
     INVALID_INPUT,
@@ -194,9 +194,11 @@ def _adjudicated(
     context: dict[str, Any],
     individual: IndividualRun | None,
 ) -> dict[str, Any]:
-    """The judged document (binary audits with their individual-fairness checks, if any)."""
+    """The judged document (binary audits with their individual-fairness checks, if any; an inferred attribute's
+    results on their attenuation-corrected estimates)."""
     if kind_of(policy.task).binary_outcomes:
         checks = individual.result if individual else None
+        parts = judged_on_correction(parts, context.get("proxy"), policy)
         return adjudicate(cube, as_is(parts), policy, model, run_id, context, checks)
     return adjudicate_kind(cube, as_is(parts), policy, model, run_id, context)
 

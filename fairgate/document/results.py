@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fairgate.document.common import Direction, FailOn, Group, Part, Slicing, Status
+from fairgate.document.common import Direction, Estimate, FailOn, Group, Part, Slicing, Status
 
 
 class PolicyResult(Part):
@@ -42,6 +42,14 @@ class PolicyResult(Part):
     )
     detectable_disparity: float | None = Field(
         default=None, description="The smallest disparity this slicing could have detected (80% power)."
+    )
+    judged: Literal["corrected", "naive"] | None = Field(
+        default=None,
+        description="On an inferred (proxy) attribute: which estimate the gate judged, the attenuation-corrected "
+        "one or the measured one (which can fail but never pass); absent otherwise.",
+    )
+    naive: Estimate | None = Field(
+        default=None, description="On an inferred (proxy) attribute: the measured (attenuated) value and interval."
     )
 
 

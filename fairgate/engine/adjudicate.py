@@ -325,6 +325,8 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
             detectable = family.detectable(threshold, level)
             result["detectable_disparity"] = _on_value_scale(detectable, entry["_summary"])
             status, reason = _status(result, family, entry["_summary"], threshold, float(p_adj), policy)
+            if status == "pass" and entry.get("pass_withheld"):  # evidence that can fail but never pass (proxy)
+                status, reason = "inconclusive", f"{reason}; but {entry['pass_withheld']}"
         else:
             status, reason = "insufficient_data", entry.get("reason") or "the value is undefined"
         result["status"], result["reason"] = status, reason
@@ -421,6 +423,8 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         "unavailable",
         "interval_method",
         "standard_error",
+        "judged",
+        "naive",
     ):
         if key in entry:
             judged[key] = entry[key]

@@ -506,6 +506,7 @@ class Policy(_Strict):
                 del dumped[section]
         if self.individual_fairness is None:
             del dumped["individual_fairness"]
+        _drop_proxy_defaults(dumped)
         for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
             if dumped["columns"][column] == default:
                 del dumped["columns"][column]
@@ -571,3 +572,10 @@ def _explain(exc: ValidationError, source: str) -> str:
             message = error["msg"].removeprefix("Value error, ")
             lines.append(f"  - {where}: {message}")
     return "\n".join(lines)
+
+
+def _drop_proxy_defaults(dumped: dict[str, Any]) -> None:
+    """The proxy section's later keys, at their defaults, left out: older policies keep their hashes."""
+    proxy = dumped.get("proxy")
+    if proxy is not None and proxy.get("calibrated") is True:
+        del proxy["calibrated"]

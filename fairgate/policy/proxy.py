@@ -92,6 +92,10 @@ class ProxyConfig(_Strict):
     labels: dict[str, str] = {}
     custom: CustomTables | None = None
     proxy_features: ProxyFeatures | None = None
+    # The posteriors are calibrated (P(group | name, place) matches the population's shares): the mixing matrix
+    # is then estimated from them and the gate judges the attenuation-corrected gaps. False: results on the
+    # inferred attribute are judged as measured and can fail, never pass (fairgate/proxy/judged.py).
+    calibrated: bool = True
     # Column holding when the declared attributes were collected (policy.attribute_max_age_days applies).
     collected_at_column: str | None = None
 

@@ -26,6 +26,7 @@ from fairgate.proxy.features import (
     predictive_check,
     proxy_feature_strength,
 )
+from fairgate.proxy.judged import judged_on_correction
 from fairgate.proxy.keys import (
     NAME_SUFFIXES,
     exact_key,
@@ -107,6 +108,7 @@ __all__ = [
     "first_name_key",
     "india_factor_tables",
     "india_sql_inputs",
+    "judged_on_correction",
     "known_district_renames",
     "long_factor",
     "long_posterior",

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from fairgate.engine.stats import z_value
+from fairgate.engine.stats import PairFamily, z_value
 from fairgate.policy.core import Policy
 
 # Per-person outcome columns whose group means the corrected rates are built from.
@@ -51,8 +51,13 @@ CORRECTABLE: dict[str, tuple[str, tuple[str, ...]]] = {
     "equalized_odds_difference": ("difference", ("true_positive_rate", "false_positive_rate")),
     "equalized_odds_ratio": ("ratio", ("true_positive_rate", "false_positive_rate")),
 }
-# Above this condition number of W'P the correction amplifies noise too much to be worth reporting.
-MAX_CONDITION = 1e6
+# The identifiability rule. The correction inverts the mixing matrix M (rows: true groups, columns: inferred
+# groups, each row summing to 1); its condition number kappa (largest / smallest singular value: 1 for a proxy
+# that never errs, infinite for one that does not separate the groups) bounds how far a relative error in M (a
+# miscalibration of the posteriors, or their noise) is amplified in the corrected rates. Above MAX_CONDITION a
+# 1% error in M can move the corrected rates by more than 10%, as much as the gaps policies judge: the correction
+# is then not identifiable and the results on the inferred attribute cannot pass.
+MAX_CONDITION = 10.0
 _MAX_T_DRAWS = 20_000
 _CHUNK = 100_000
 
@@ -190,32 +195,54 @@ def folded_gap(
     """A gap summary over groups and its simultaneous interval.
 
     Max-min (or min/max) of each family, worst over families, from max-t intervals of all pairwise differences
-    (log-ratios) folded into the range.
+    (log-ratios) folded into the range: the bounds of :func:`corrected_family` at ``level``, the same family the
+    gate judges.
 
     ``estimates`` concatenates the families' per-group values; ``covariance`` is their joint covariance.
     Returns (value, ci_low, ci_high); NaN where undefined (a ratio needs positive rates).
     """
-    log = summary == "ratio"
-    if log and not np.all(estimates > 0):
+    family = corrected_family(estimates, covariance, [f.stop - f.start for f in families], summary=summary, seed=seed)
+    if family is None:
         return float("nan"), float("nan"), float("nan")
-    values = np.log(estimates) if log else estimates
-    scale = np.diag(1.0 / estimates) if log else np.eye(estimates.size)
-    cov = scale @ covariance @ scale.T
-    pairs = [(f.start + i, f.start + j) for f in families for i, j in combinations(range(f.stop - f.start), 2)]
+    low, high = family.bounds(family.critical(level))
+    point = float(np.max(family.gap))
+    if summary == "ratio":
+        return float(np.exp(-point)), float(np.exp(-high)), float(np.exp(-low))
+    return point, low, high
+
+
+def corrected_family(
+    estimates: np.ndarray, covariance: np.ndarray, sizes: Sequence[int], *, summary: str, seed: int
+) -> PairFamily | None:
+    """The simultaneous pairwise family of corrected group rates, in the shape the gate judges.
+
+    ``estimates`` concatenates ``len(sizes)`` components (e.g. TPR then FPR) over their groups; ``covariance``
+    is their joint (sandwich, delta-method) covariance. Pair gaps are differences, or differences of logarithms
+    for a ``ratio``; the max-t null is drawn from the normal law of the pair gaps (seeded), as the bootstrap's
+    is for measured rates. None where a ratio's rate is not positive or a pair has no positive variance.
+    """
+    estimates = np.asarray(estimates, dtype=float)
+    if not np.all(np.isfinite(estimates)) or (summary == "ratio" and not np.all(estimates > 0)):
+        return None
+    values = np.log(estimates) if summary == "ratio" else estimates
+    scale = np.diag(1.0 / estimates) if summary == "ratio" else np.eye(estimates.size)
+    pairs, start = [], 0
+    for size in sizes:
+        pairs += [(start + i, start + j) for i, j in combinations(range(size), 2)]
+        start += size
     contrast = np.zeros((len(pairs), estimates.size))
     for row, (i, j) in enumerate(pairs):
         contrast[row, i], contrast[row, j] = 1.0, -1.0
-    gaps = contrast @ values
-    gap_cov = contrast @ cov @ contrast.T
+    gap_cov = contrast @ scale @ covariance @ scale.T @ contrast.T
     se = np.sqrt(np.clip(np.diag(gap_cov), 0.0, None))
-    critical = max_t_critical(gap_cov, level, seed)
-    size = np.abs(gaps)
-    low = float(np.max(np.clip(size - critical * se, 0.0, None)))
-    high = float(np.max(size + critical * se))
-    point = float(np.max(size))
-    if log:
-        return float(np.exp(-point)), float(np.exp(-high)), float(np.exp(-low))
-    return point, low, high
+    if not pairs or not np.all(np.isfinite(se)) or not np.all(se > 0):
+        return None
+    correlation = gap_cov / np.outer(se, se)
+    draws = np.random.default_rng(seed).multivariate_normal(
+        np.zeros(len(pairs)), correlation, size=_MAX_T_DRAWS, method="eigh"
+    )
+    null = np.sort(np.abs(draws).max(axis=1))
+    return PairFamily(np.abs(contrast @ values), se, null, tuple(sizes))
 
 
 def max_t_critical(covariance: np.ndarray, level: float, seed: int) -> float:
@@ -266,8 +293,10 @@ def attenuation_report(
         "prevalence": _rounded(posteriors.mean(axis=0)),
         "metrics": [],
     }
-    problem = _ill_posed(posteriors, weights_used)
-    report["condition_number"] = _number(np.linalg.cond(weights_used.T @ posteriors)) if not problem else None
+    problem = _ill_posed(posteriors, weights_used, mixing)
+    report["condition_number"] = _number(_condition(mixing)) if posteriors.ndim == 2 else None
+    report["max_condition_number"] = MAX_CONDITION
+    report["identifiable"] = problem is None
     naive = naive_rates(weights_used, y_pred, y_true)
     corrected: tuple[dict[str, np.ndarray], np.ndarray, list[str]] | None = None
     if problem is None:
@@ -280,18 +309,26 @@ def attenuation_report(
     return report
 
 
-def _ill_posed(posteriors: np.ndarray, weights: np.ndarray) -> str | None:
+def _ill_posed(posteriors: np.ndarray, weights: np.ndarray, mixing: np.ndarray) -> str | None:
+    """Why the correction cannot be made (None when it can): too few people, bad posteriors, or the rule above."""
     if posteriors.ndim != 2 or posteriors.shape[1] < 2 or posteriors.shape[0] <= posteriors.shape[1]:
         return "needs more people than groups, and at least two groups"
     if not np.all(np.isfinite(posteriors)) or np.any(posteriors < 0):
         return "posteriors must be finite and non-negative"
-    condition = np.linalg.cond(weights.T @ posteriors)
-    if not np.isfinite(condition) or condition > MAX_CONDITION:
+    condition = _condition(mixing)
+    if not np.isfinite(np.linalg.cond(weights.T @ posteriors)) or not condition <= MAX_CONDITION:
         return (
-            f"the mixing matrix is (nearly) singular (condition number {condition:.3g}): the proxy does not "
-            "separate the groups enough to undo the mixing"
+            f"the correction is not identifiable: the mixing matrix's condition number is {condition:.3g}, above "
+            f"{MAX_CONDITION:g} (the proxy does not separate the groups enough to undo the mixing)"
         )
     return None
+
+
+def _condition(mixing: np.ndarray) -> float:
+    """The mixing matrix's condition number (infinite where it has undefined entries: a group without weight)."""
+    if not np.all(np.isfinite(mixing)):
+        return float("inf")
+    return float(np.linalg.cond(mixing))
 
 
 def _metric_entry(
@@ -319,9 +356,8 @@ def _metric_entry(
     index = np.concatenate([np.arange(names.index(b) * k, (names.index(b) + 1) * k) for b in bases])
     families = [slice(i * k, (i + 1) * k) for i in range(len(bases))]
     estimates = np.concatenate([rates[b] for b in bases])
-    value, low, high = folded_gap(
-        estimates, covariance[np.ix_(index, index)], families, summary=summary, level=level, seed=seed
-    )
+    joint = covariance[np.ix_(index, index)]
+    value, low, high = folded_gap(estimates, joint, families, summary=summary, level=level, seed=seed)
     se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     entry["corrected"] = {
         "value": _number(value),
@@ -339,6 +375,8 @@ def _metric_entry(
             }
             for base in bases
         },
+        # What the gate judges (fairgate/proxy/judged.py): the covariance of the by-group values, bases outer.
+        "covariance": joint.tolist(),
     }
     entry["attenuation_factor"] = _factor(naive_value, value, summary)
     return entry

@@ -73,6 +73,7 @@ class ResultRow:
     override_reasons: list[str]
     severity: float  # the gap past the threshold divided by the threshold (the gap itself when the threshold is 0)
     severity_text: str  # "7.05 × the threshold" ("" when not past it)
+    judged_note: str = ""  # on an inferred (proxy) attribute: which estimate was judged, the measured one beside it
 
 
 @dataclass(frozen=True)

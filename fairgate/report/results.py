@@ -50,7 +50,25 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         override_reasons=list(result.override_reasons),
         severity=severity,
         severity_text=_severity_text(severity, threshold),
+        judged_note=judged_note(result),
     )
+
+
+def judged_note(result: PolicyResult) -> str:
+    """On an inferred (proxy) attribute: which estimate the gate judged, with the measured (attenuated) one.
+
+    >>> from types import SimpleNamespace as S
+    >>> judged_note(S(judged="corrected", naive=S(value=0.1012, ci_low=0.081, ci_high=0.127)))
+    'judged: attenuation-corrected; as measured (attenuated): 0.101 [0.081–0.127]'
+    """
+    if result.judged is None or result.naive is None:
+        return ""
+    naive = result.naive
+    low, high = round_number(naive.ci_low), round_number(naive.ci_high)
+    measured = fmt(round_number(naive.value)) + (f" [{fmt(low)}–{fmt(high)}]" if low is not None else "")
+    if result.judged == "corrected":
+        return f"judged: attenuation-corrected; as measured (attenuated): {measured}"
+    return "judged: as measured (attenuated, no correction): it can fail, never pass"
 
 
 def status_reason(result: PolicyResult) -> str:

@@ -80,7 +80,24 @@ def test_posteriors_that_do_not_separate_groups_are_refused() -> None:
     y = (np.arange(500) % 2).astype(float)
     (entry,) = attenuation_report(posterior, ["a", "b"], y_pred=y)["metrics"]
     assert entry["corrected"] is None
-    assert "singular" in entry["reason"]
+    assert "not identifiable" in entry["reason"]
+    assert "condition number" in entry["reason"]
+
+
+@pytest.mark.parametrize(("share", "identifiable"), [(0.67, True), (0.65, False)])
+def test_the_condition_number_rule_decides_identifiability(share: float, identifiable: bool) -> None:
+    """Two groups, everyone's posterior (share, 1 - share) or its mirror: M = [[m, 1 - m], [1 - m, m]] with
+    m = share^2 + (1 - share)^2, condition number 1 / (2m - 1) = 1 / (2 share - 1)^2: 8.7 at 0.67 (kept), 11.1
+    at 0.65 (refused)."""
+    n = 2000
+    posterior = np.where((np.arange(n) % 2 == 0)[:, None], [share, 1 - share], [1 - share, share])
+    y = (np.arange(n) % 3 == 0).astype(float)
+    report = attenuation_report(posterior, ["a", "b"], y_pred=y)
+    m = share**2 + (1 - share) ** 2
+    assert report["condition_number"] == pytest.approx(1 / (2 * m - 1))
+    assert report["identifiable"] is identifiable
+    (entry,) = report["metrics"]
+    assert (entry["corrected"] is not None) is identifiable
 
 
 def test_naive_estimate_is_attenuated_and_corrected_one_recovers_the_truth() -> None:
