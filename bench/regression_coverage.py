@@ -46,8 +46,12 @@ def run(runs: int, groups: int, size: int, n_bootstrap: int, seed: int) -> dict[
     rng = np.random.default_rng(seed)
     hits: dict[str, list[bool]] = {}
     for s in range(runs):
-        cube = build_regression_cube(simulated(rng, groups, size), attributes=["g"], prediction="prediction", label="label")
-        result = regression_slicing(cube, ("g",), n_bootstrap=n_bootstrap, seed=s, confidence_level=LEVEL, min_group_size=30)
+        cube = build_regression_cube(
+            simulated(rng, groups, size), attributes=["g"], prediction="prediction", label="label"
+        )
+        result = regression_slicing(
+            cube, ("g",), n_bootstrap=n_bootstrap, seed=s, confidence_level=LEVEL, min_group_size=30
+        )
         for summary in result.summaries:
             metric = summary["metric"]
             base = metric.removesuffix("_difference").removeprefix("worst_group_")
