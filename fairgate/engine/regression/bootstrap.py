@@ -30,21 +30,24 @@ import numpy as np
 
 def bucket_replicates(
     bucket_sums: np.ndarray, bucket_rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence
-) -> np.ndarray:
-    """Sums per group for ``n_bootstrap`` stratified cluster-bootstrap replicates.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sums per group for ``n_bootstrap`` stratified cluster-bootstrap replicates, with their covariance.
 
     ``bucket_sums`` is ``(G, buckets, k)``, ``bucket_rows`` ``(G, buckets)`` (rows per bucket: empty buckets are
-    not units); returns ``(n_bootstrap, G, k)``.
+    not units); returns the sums ``(n_bootstrap, G, k)`` and, per replicate and group, the covariance of the
+    group's total sums estimated from its drawn buckets ``(n_bootstrap, G, k, k)`` (what studentises each
+    replicate: ``moments.metric_variances``).
 
     >>> sums = np.arange(12.0).reshape(2, 3, 2)
-    >>> reps = bucket_replicates(sums, np.array([[1, 1, 1], [1, 0, 1]]), 4, np.random.SeedSequence(0))
-    >>> reps.shape
-    (4, 2, 2)
+    >>> reps, covariance = bucket_replicates(sums, np.array([[1, 1, 1], [1, 0, 1]]), 4, np.random.SeedSequence(0))
+    >>> reps.shape, covariance.shape
+    ((4, 2, 2), (4, 2, 2, 2))
     """
     groups, _, k = bucket_sums.shape
     out = np.zeros((n_bootstrap, groups, k))
+    covariance = np.full((n_bootstrap, groups, k, k), np.nan)
     if n_bootstrap == 0:
-        return out
+        return out, covariance
     rng = np.random.default_rng(seed)
     replicate = np.arange(n_bootstrap)[:, None]
     for g in range(groups):
@@ -54,5 +57,26 @@ def bucket_replicates(
         # K draws with replacement from the K units, counted per replicate (a multinomial, without its slow loop).
         picks = rng.integers(0, units.size, size=(n_bootstrap, units.size))
         draws = np.bincount((replicate * units.size + picks).ravel(), minlength=n_bootstrap * units.size)
-        out[:, g, :] = draws.reshape(n_bootstrap, units.size).astype(np.float64) @ bucket_sums[g, units, :]
-    return out
+        counts = draws.reshape(n_bootstrap, units.size).astype(np.float64)
+        out[:, g, :] = counts @ bucket_sums[g, units, :]
+        covariance[:, g] = cluster_covariance(counts, bucket_sums[g, units, :])
+    return out, covariance
+
+
+def cluster_covariance(counts: np.ndarray, unit_sums: np.ndarray) -> np.ndarray:
+    """Covariance of a group's total sums from its K cluster totals, each drawn ``counts`` times (rows: draws).
+
+    K / (K - 1) * sum_k c_k (s_k - S / K)(s_k - S / K)', with S = sum_k c_k s_k: the textbook variance of a total
+    over K i.i.d. clusters (NaN with one cluster). ``counts`` is ``(B, K)``, ``unit_sums`` ``(K, k)``.
+
+    >>> float(cluster_covariance(np.ones((1, 3)), np.array([[1.0], [2.0], [3.0]]))[0, 0, 0])  # 3/2 * (1 + 0 + 1)
+    3.0
+    """
+    units, k = unit_sums.shape
+    if units < 2:
+        return np.full((counts.shape[0], k, k), np.nan)
+    outer = (unit_sums[:, :, None] * unit_sums[:, None, :]).reshape(units, k * k)
+    total = counts @ unit_sums
+    second = (counts @ outer).reshape(-1, k, k)
+    spread: np.ndarray = (second - total[:, :, None] * total[:, None, :] / units) * (units / (units - 1))
+    return spread
