@@ -502,6 +502,8 @@ class Policy(_Strict):
         for section in KINDS:  # the kinds' options sections (named after them), when absent
             if dumped.get(section, 0) is None:
                 del dumped[section]
+        if self.model_card == ModelCard():  # an empty section states nothing: it counts as absent
+            dumped["model_card"] = None
         for optional in ("monitoring", "mitigation", "individual_fairness", "model_card"):
             if dumped[optional] is None:  # a policy without the section keeps its hash
                 del dumped[optional]
