@@ -26,7 +26,8 @@ COMPLETED_EVENT = "fairgate.audit.completed"
 @flow(name="fairgate-registry-writeback")
 def registry_writeback(payload: dict[str, Any], alias: str = DEFAULT_ALIAS, tracking_uri: str | None = None) -> State:
     """Write the verdict of a ``fairgate.audit.completed`` ``payload`` to its model version: tags
-    ``fairgate.verdict``, ``fairgate.run_id``, ``fairgate.failed_metrics``, ``fairgate.report``; ``alias`` set on a
+    ``fairgate.verdict``, ``fairgate.run_id``, ``fairgate.failed_metrics``, ``fairgate.report``, and the model card
+    (an artifact of the version's run, its place in ``fairgate.model_card``); ``alias`` set on a
     pass, removed from this version otherwise. ``tracking_uri`` overrides the payload's (another route to the
     same registry)."""
     try:

@@ -132,14 +132,38 @@ def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
     rendering when the policy asks for it.
 
     The JSON is always written: it is the run's record (the report and the trail are built from it). JUnit
-    only when ``reporting.format`` lists ``junit``: an unrequested file in a CI workspace gets picked up.
+    only when ``reporting.format`` lists ``junit``: an unrequested file in a CI workspace gets picked up. The
+    model card (JSON and Markdown) likewise only when it lists ``model_card``.
     """
     stem = output_stem(document)
     text = json.dumps(json_document(document), indent=2, allow_nan=False)  # NaN/Infinity are not JSON
     written = {"json": str(write_atomic(out_dir / f"{stem}.json", text.encode()))}
     if "junit" in requested_formats(document):
         written["junit"] = str(write_atomic(out_dir / f"{stem}.junit.xml", junit_xml(document).encode()))
+    if "model_card" in requested_formats(document):
+        written.update(write_model_card(document, out_dir / stem))
     return written
+
+
+def model_card_json(document: Mapping[str, Any]) -> str:
+    """The model card in the Model Card Toolkit's JSON schema (fairgate/report/model_card.py), as text."""
+    from fairgate.report.build import as_document  # imported when a card is written (the report's models)
+    from fairgate.report.model_card import toolkit_card
+
+    return json.dumps(toolkit_card(as_document(document)), indent=2, allow_nan=False) + "\n"
+
+
+def write_model_card(document: Mapping[str, Any], stem: Path) -> dict[str, str]:
+    """Write ``<stem>.model_card.json`` (Model Card Toolkit schema v0.0.2) and its Markdown ``.model_card.md``."""
+    from fairgate.report.build import as_document
+    from fairgate.report.model_card import card_markdown
+
+    card = write_atomic(stem.with_name(f"{stem.name}.model_card.json"), model_card_json(document).encode())
+    markdown = card_markdown(as_document(document)).encode()
+    return {
+        "model_card": str(card),
+        "model_card_md": str(write_atomic(stem.with_name(f"{stem.name}.model_card.md"), markdown)),
+    }
 
 
 def requested_formats(document: Mapping[str, Any]) -> list[str]:

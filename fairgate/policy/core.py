@@ -27,6 +27,7 @@ from fairgate.policy.individual import (
 )
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.mitigation import Mitigation
+from fairgate.policy.model_card import ModelCard
 from fairgate.policy.monitoring import Monitoring, check_monitoring
 from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
@@ -40,7 +41,7 @@ Direction = Literal["lower_is_better", "higher_is_better"]
 FailOn = Literal["any", "majority", "critical_only"]
 # What an inconclusive result (interval straddling the threshold) means for the gate (README, "Verdicts").
 Decision = Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"]
-ReportFormat = Literal["json", "html", "pdf", "junit"]
+ReportFormat = Literal["json", "html", "pdf", "junit", "model_card"]
 JsonContent = Literal["full", "suppressed"]
 
 
@@ -312,6 +313,7 @@ class Policy(_Strict):
     regression: RegressionOptions | None = None  # task: regression: the histogram grid (policy/task.py)
     individual_fairness: IndividualFairness | None = None  # consistency, counterfactual flips (policy/individual.py)
     ranking: RankingOptions | None = None  # task: ranking: top-k cut-offs, position discount (policy/ranking.py)
+    model_card: ModelCard | None = None  # owner, intended use, data, limitations (policy/model_card.py)
 
     @field_validator("task")
     @classmethod
@@ -493,10 +495,6 @@ class Policy(_Strict):
             del dumped["outcomes"]
         if self.comparison == Comparison():  # likewise: the section's defaults keep older policies' hashes
             del dumped["comparison"]
-        if self.monitoring is None:  # a policy without the section keeps its hash
-            del dumped["monitoring"]
-        if self.mitigation is None:
-            del dumped["mitigation"]
         if self.execution == Execution():
             del dumped["execution"]
         if self.task == DEFAULT_KIND:  # binary policies keep the hash they had before the key existed
@@ -504,8 +502,11 @@ class Policy(_Strict):
         for section in KINDS:  # the kinds' options sections (named after them), when absent
             if dumped.get(section, 0) is None:
                 del dumped[section]
-        if self.individual_fairness is None:
-            del dumped["individual_fairness"]
+        for optional in ("monitoring", "mitigation", "individual_fairness"):
+            if dumped[optional] is None:  # a policy without the section keeps its hash
+                del dumped[optional]
+        if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
+            del dumped["model_card"]
         _drop_proxy_defaults(dumped)
         for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
             if dumped["columns"][column] == default:

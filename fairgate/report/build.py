@@ -25,6 +25,7 @@ from fairgate.report.format import (
 from fairgate.report.individual import individual_view
 from fairgate.report.mitigation import mitigation_view
 from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportView, ResultRow
+from fairgate.report.model_card import model_card_view
 from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row
 from fairgate.report.sections import sections
@@ -230,6 +231,7 @@ def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | Non
         "confidence_level_text": f"{document.confidence_level:.0%}",
         "min_cell_size": min_cell_size,
         "use_case": str(use_case or "not stated"),
+        "model_card": model_card_view(document),
     }
 
 
@@ -335,13 +337,17 @@ def _provenance_part(document: AuditDocument) -> dict[str, Any]:
 
 
 def _policy_text(document: AuditDocument) -> str:
-    """The policy as applied, with the output folder this run actually wrote to (``--out`` overrides it)."""
+    """The policy as applied, with the output folder this run actually wrote to (``--out`` overrides it).
+
+    The model card's words are shown in the report's Model card section, so here they are one line.
+    """
     policy = dict(document.policy)
+    card = " # shown in the Model card section" if policy.pop("model_card", None) else ""
     used = document.output_dir
     reporting = dict(policy.get("reporting") or {})
     if not used or reporting.get("output_dir") == used:
-        return provenance.policy_text(policy)
+        return provenance.policy_text(policy) + (f"\n  model_card:{card}" if card else "")
     stated = reporting.get("output_dir")
     policy["reporting"] = reporting | {"output_dir": used}
     note = f"# reporting.output_dir: this run wrote to {used} (--out); the policy file says {stated}\n"
-    return note + provenance.policy_text(policy)
+    return note + provenance.policy_text(policy) + (f"\n  model_card:{card}" if card else "")

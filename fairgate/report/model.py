@@ -276,6 +276,17 @@ class Breakdown:
 
 
 @dataclass(frozen=True)
+class ModelCardView:
+    """The report's model card block: the owner's fields given, the ones missing, and the audit's facts."""
+
+    stated: list[KeyValue]
+    missing: list[str]  # labels of the fields the policy leaves out ("Owner", "Intended use", ...)
+    missing_note: str  # one sentence naming them, "" when every field is given
+    facts: list[KeyValue]
+    facts_line: str = ""  # the facts in one line for the page ("evaluation window ... · 7,214 rows · ...")
+
+
+@dataclass(frozen=True)
 class ReportView:
     """Everything the report templates read, already formatted and suppressed."""
 
@@ -360,3 +371,5 @@ class ReportView:
     kind_weighted_note: str = ""
     # Consistency and counterfactual flips (a features input); None without (fairgate.report.individual).
     individual: IndividualView | None = None
+    # The model card: the policy's model_card fields, the missing ones, the audit's facts (report/model_card.py).
+    model_card: ModelCardView | None = None

@@ -21,6 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -414,6 +415,43 @@ def _bounded_json_list(items: list[str]) -> str:
     return text
 
 
+# Where the model card goes: an artifact of the version's run (beside the model), else a tag on the version.
+CARD_ARTIFACT = "fairgate/model_card.json"
+CARD_TAG = TAG + "model_card"
+
+
+def card_text(payload: dict[str, Any]) -> str | None:
+    """The model card (Model Card Toolkit JSON) of the audit, built from the JSON document its outputs name;
+    None when that file is not readable here (the write-back runs where the audit's outputs are)."""
+    from tasks.outputs import model_card_json
+
+    path = (payload.get("outputs") or {}).get("json")
+    try:
+        document = json.loads(Path(str(path)).read_text()) if path else None
+    except (OSError, ValueError):
+        document = None
+    return None if not isinstance(document, dict) else model_card_json(document)
+
+
+def log_model_card(client: MlflowClient, run_id: str | None, payload: dict[str, Any]) -> str:
+    """Log the card as the artifact ``fairgate/model_card.json`` of the version's run; where it went, for the
+    ``fairgate.model_card`` tag. Without a run (or an artifact store that refuses it) the card itself is the
+    tag's value when it fits, else the tag says why it is absent."""
+    from mlflow.exceptions import MlflowException
+
+    text = card_text(payload)
+    if text is None:
+        return "not logged: the audit's JSON document is not readable where the write-back ran"
+    if run_id:
+        try:
+            client.log_text(run_id, text, CARD_ARTIFACT)
+            return f"runs:/{run_id}/{CARD_ARTIFACT}"
+        except (MlflowException, OSError) as exc:
+            get_run_logger().warning(f"model card not logged as an artifact of run {run_id}: {exc}")
+    compact = json.dumps(json.loads(text), separators=(",", ":"))
+    return compact if len(compact) <= MAX_TAG_VALUE else "not logged: no run to hold it and too long for a tag"
+
+
 @dataclass(frozen=True)
 class WriteBack:
     """What the write-back did to one version."""
@@ -427,7 +465,8 @@ class WriteBack:
 
 @_registry_io("write-verdict-to-registry")
 def write_verdict(target: Target, payload: dict[str, Any], alias: str, tracking_uri: str | None) -> WriteBack:
-    """Tags on the version; the alias on a pass; removed from it otherwise (an approval must be earned)."""
+    """Tags on the version and the model card on its run; the alias on a pass; removed from it otherwise (an
+    approval must be earned)."""
     client = mlflow_client(tracking_uri or target.tracking_uri)  # first: refuses a missing mlflow clearly
     from mlflow.exceptions import MlflowException
 
@@ -437,6 +476,7 @@ def write_verdict(target: Target, payload: dict[str, Any], alias: str, tracking_
     except MlflowException as exc:
         what = f"model {target.name!r} version {target.version}"
         raise FairgateError(NOT_IN_REGISTRY.format(what=what, uri=client.tracking_uri, detail=exc.message)) from exc
+    tags[CARD_TAG] = log_model_card(client, current.run_id, payload)
     for key, value in tags.items():
         client.set_model_version_tag(target.name, target.version, key, value)
     action = "untouched"

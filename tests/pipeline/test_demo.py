@@ -28,7 +28,7 @@ def test_demo_runs_the_full_audit_and_fails_compas(
     result = runner.invoke(app, ["demo", "--quiet"])
     assert result.exit_code == 1, result.stderr  # COMPAS fails its fairness policy: the gate says no
     out = tmp_path / "fairness_reports"
-    (document_path,) = out.glob("*.json")
+    (document_path,) = [p for p in out.glob("*.json") if not p.name.endswith(".model_card.json")]
     document = json.loads(document_path.read_text())
     assert document["verdict"] == "fail"
     assert document["n_rows"] == 7214
@@ -41,6 +41,11 @@ def test_demo_runs_the_full_audit_and_fails_compas(
     assert race_di["status"] == "fail"
     assert race_di["value"] < 0.8
     suffixes = {p.name.split(".", 1)[1] for p in out.glob("fairness_*")}
-    assert {"json", "junit.xml", "html", "pdf"} <= suffixes
+    assert {"json", "junit.xml", "html", "pdf", "model_card.json", "model_card.md"} <= suffixes
+    # The demo's model card: the Toolkit JSON with the policy's intended use, the window from the screening dates.
+    (card_path,) = out.glob("*.model_card.json")
+    card = json.loads(card_path.read_text())
+    assert "research and demonstration only" in card["considerations"]["use_cases"][0]["description"]
+    assert "window 2013-01-01 to 2014-12-31" in card["model_parameters"]["data"][-1]["description"]
     assert len(list_runs(out / "audit_trail.duckdb")) == 1
     assert verify(out / "audit_trail.duckdb")["ok"]

@@ -125,4 +125,9 @@ def test_registered_sklearn_model_gets_its_verdict(
     outputs = completed["outputs"]
     assert version_tags["fairgate.report"] == (outputs["pdf"] or outputs["html"] or outputs["json"])
     assert Path(version_tags["fairgate.report"]).is_file()
+    # The model card beside the verdict: an artifact of the version's run, built from the audit's JSON.
+    run_id = registry.get_model_version(model_name, version).run_id
+    assert version_tags["fairgate.model_card"] == f"runs:/{run_id}/fairgate/model_card.json"
+    card = json.loads(Path(registry.download_artifacts(run_id, "fairgate/model_card.json", str(tmp_path))).read_text())
+    assert card["model_details"]["version"] == {"name": version}
     assert dict(registry.get_registered_model(model_name).aliases) == {}

@@ -3,13 +3,19 @@ on a fail (only from the version it points at), audits from elsewhere left alone
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from registry_helpers import new_version
+import jsonschema
+from registry_helpers import COMPAS_CSV, new_version
 
+from fairgate.document.json_schema import SCHEMA_PATH
+from fairgate.report.model_card import TOOLKIT_SCHEMA_FILE
 from flows.registry_writeback import registry_writeback
 
 ALIAS = "fairness-approved"
+TOOLKIT_SCHEMA = json.loads((SCHEMA_PATH.parent / TOOLKIT_SCHEMA_FILE).read_text())
 
 
 def _payload(uri: str, name: str, version: str, verdict: str, failed: list[str] | None = None) -> dict[str, Any]:
@@ -125,3 +131,86 @@ def test_bad_payloads_are_refused_with_the_reason(
         assert expected in str(state.message)
     assert _aliases(registry, model_name) == {}
     assert "fairgate.verdict" not in registry.get_model_version(model_name, version).tags
+
+
+CARD_POLICY = """\
+fairness_checker:
+  favorable_label: 0
+  sensitive_attributes:
+    - {name: sex, values: [Male, Female], reference_group: Male}
+  metrics:
+    - {name: disparate_impact_ratio, threshold: 0.8}
+  intersectional_analysis: {enabled: false}
+  columns: {y_true: two_year_recid}
+  statistics: {n_bootstrap: 0, seed: 0}
+  model_card: {owner: Risk analytics, intended_use: COMPAS pretrial risk research only}
+"""
+
+
+def _audit_json(folder: Path, name: str, version: str) -> Path:
+    """A real audit document of COMPAS by sex (the engine, no pipeline), written where the outputs would be."""
+    import polars as pl
+
+    import fairgate
+
+    frame = pl.read_csv(COMPAS_CSV).select(
+        "sex",
+        pl.col("two_year_recid").cast(pl.Int64),
+        (pl.col("decile_score") / 10).alias("score"),
+        pl.col("score_text").is_in(["Medium", "High"]).cast(pl.Int64).alias("y_pred"),
+    )
+    policy = fairgate.Policy.from_yaml(CARD_POLICY)
+    result = fairgate.audit(frame, policy, model=fairgate.ModelInfo(name=name, version=version), run_id="card-run")
+    path = folder / f"{name}.json"
+    path.write_text(result.to_json())
+    return path
+
+
+def _card_payload(uri: str, name: str, version: str, document: Path) -> dict[str, Any]:
+    payload = _payload(uri, name, version, "fail", ["disparate_impact_ratio@sex"])
+    payload["outputs"] = {"json": str(document), "pdf": None, "html": None}
+    return payload
+
+
+def _valid_card(card: dict[str, Any]) -> dict[str, Any]:
+    jsonschema.Draft7Validator(TOOLKIT_SCHEMA, format_checker=jsonschema.FormatChecker()).validate(card)
+    return card
+
+
+def test_the_model_card_is_logged_on_the_versions_run(
+    prefect_server: str, mlflow_server: str, registry: Any, model_name: str, tmp_path: Path
+) -> None:
+    version = new_version(registry, model_name)
+    run_id = registry.get_model_version(model_name, version).run_id
+    _write(_card_payload(mlflow_server, model_name, version, _audit_json(tmp_path, model_name, version)))
+
+    tags = dict(registry.get_model_version(model_name, version).tags)
+    assert tags["fairgate.model_card"] == f"runs:/{run_id}/fairgate/model_card.json"
+    assert tags["fairgate.verdict"] == "fail"  # beside the verdict tags
+    local = registry.download_artifacts(run_id, "fairgate/model_card.json", str(tmp_path / "download"))
+    card = _valid_card(json.loads(Path(local).read_text()))
+    assert card["considerations"]["use_cases"] == [{"description": "COMPAS pretrial risk research only"}]
+    assert card["model_details"]["owners"] == [{"name": "Risk analytics"}]
+    assert card["model_details"]["version"] == {"name": version}
+    assert "Contact" in card["model_details"]["documentation"]  # named as not stated
+
+
+def test_a_version_without_a_run_gets_the_card_as_a_tag(
+    prefect_server: str, mlflow_server: str, registry: Any, model_name: str, tmp_path: Path
+) -> None:
+    registry.create_registered_model(model_name)
+    version = str(registry.create_model_version(model_name, source="s3://models-elsewhere/compas").version)
+    _write(_card_payload(mlflow_server, model_name, version, _audit_json(tmp_path, model_name, version)))
+
+    tags = dict(registry.get_model_version(model_name, version).tags)
+    card = _valid_card(json.loads(tags["fairgate.model_card"]))
+    assert card["considerations"]["use_cases"][0]["description"] == "COMPAS pretrial risk research only"
+
+
+def test_without_a_readable_document_the_tag_says_why(
+    prefect_server: str, mlflow_server: str, registry: Any, model_name: str
+) -> None:
+    version = new_version(registry, model_name)
+    _write(_payload(mlflow_server, model_name, version, "pass"))  # its JSON path does not exist here
+    tags = dict(registry.get_model_version(model_name, version).tags)
+    assert tags["fairgate.model_card"].startswith("not logged: the audit's JSON document is not readable")

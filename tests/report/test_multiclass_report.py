@@ -56,6 +56,14 @@ def test_view_has_the_frame_and_the_multiclass_pages(document: dict[str, Any]) -
     assert not view.roc
 
 
+def test_the_frame_has_the_model_card_and_names_what_the_policy_leaves_out(document: dict[str, Any]) -> None:
+    card = build_view(document, min_cell_size=10).model_card  # the common frame of every kind but binary
+    assert card is not None
+    assert card.stated == []
+    assert card.missing_note.startswith("The policy has no model_card section")
+    assert {kv.key for kv in card.facts} >= {"Evaluation window", "Rows evaluated", "Policy SHA-256", "Verdict"}
+
+
 def test_small_groups_are_suppressed_everywhere(document: dict[str, Any]) -> None:
     """Asian (32 people) and Native American (18) fall under a minimum cell size of 40."""
     view = build_view(document, min_cell_size=40)

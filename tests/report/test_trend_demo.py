@@ -50,7 +50,7 @@ def test_a_second_demo_run_into_the_same_folder_shows_the_trend_and_the_change(t
     runs = list_runs(out / "audit_trail.duckdb")
     assert len(runs) == 2
     assert verify(out / "audit_trail.duckdb")["ok"]
-    (second_json,) = [p for p in out.glob("*.json") if runs[1]["run_id"] in p.name]
+    (second_json,) = [p for p in out.glob("*.json") if p.name.endswith(f"{runs[1]['run_id']}.json")]
     trend = json.loads(second_json.read_text())["trend"]
     assert [r["run_id"] for r in trend["runs"]] == [runs[0]["run_id"], runs[1]["run_id"]]
     assert trend["same_data_as_previous"] is True  # the demo audits the same bundled file twice
