@@ -143,11 +143,13 @@ def test_the_cli_ends_fast_but_only_after_its_last_logs_reached_the_server(tmp_p
         check=False,
     )
     assert done.returncode == 1, done.stderr  # COMPAS fails the demo policy
-    assert sorted(p.suffix for p in out.iterdir() if p.name.startswith("fairness_")) == [
+    assert sorted("".join(p.suffixes) for p in out.iterdir() if p.name.startswith("fairness_")) == [
         ".html",
         ".json",
+        ".junit.xml",
+        ".model_card.json",
+        ".model_card.md",
         ".pdf",
-        ".xml",
     ]
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_runs(
