@@ -23,7 +23,8 @@ from fairgate.document.trend import Trend
 # 1.4: ``execution`` (streaming or in-memory path, AUC method); ``error_bound`` of a histogram AUC
 # 1.5: task and per-kind blocks; individual fairness checks
 # 1.6: individual_fairness.consistency.sampled (consistency estimated from a seeded sample of people)
-SCHEMA_VERSION = "1.6"
+# 1.7: task written for every kind (binary documents included)
+SCHEMA_VERSION = "1.7"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -77,8 +78,8 @@ class AuditDocument(Part):
     schema_version: str = Field(pattern=r"^1\.[0-9]+$")
     task: Literal["binary", "multiclass", "regression", "ranking"] = Field(
         default="binary",
-        description="The kind of model audited (policy task:, schema 1.5); absent means binary. Each kind but "
-        "binary adds its own block (multiclass, regression, ranking).",
+        description="The kind of model audited (policy task:, schema 1.5; written for every kind since 1.7, absent "
+        "in older binary documents). Each kind but binary adds its own block (multiclass, regression, ranking).",
     )
     run_id: str = Field(min_length=1)
     created_at: str = Field(json_schema_extra={"format": "date-time"})

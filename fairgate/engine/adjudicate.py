@@ -15,7 +15,6 @@ import numpy as np
 from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.engine import diagnostics
 from fairgate.engine.cube import Cube
-from fairgate.engine.kinds import DEFAULT_KIND
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.reference import attribute_entries
@@ -188,9 +187,8 @@ def document_header(
         "use_case": policy.use_case,
         "policy": policy.model_dump(mode="json"),
         "policy_sha256": policy.sha256(),
+        "task": policy.task,  # every kind's document names its kind (binary included), so readers need no default
     }
-    if policy.task != DEFAULT_KIND:  # a binary document keeps the keys it had before kinds existed
-        header["task"] = policy.task
     return header
 
 
