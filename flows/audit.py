@@ -48,9 +48,10 @@ from tasks.audit import (
     publish_artifacts,
     read_policy,
 )
-from tasks.inputs.align import Staged, release, release_rows, stage_inputs
+from tasks.inputs.align import release, release_rows, stage_inputs
 from tasks.inputs.cube_sql import configure, stream_cube
 from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
+from tasks.inputs.staged import Staged
 from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs

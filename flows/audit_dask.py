@@ -33,7 +33,6 @@ from fairgate.engine.columns import ROWS
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.execution import Execution
 from tasks.audit import compute_slicing, plan_slicings
-from tasks.inputs.align import Aligned, Staged
 from tasks.inputs.partitions import (
     ROLES,
     Partition,
@@ -49,6 +48,7 @@ from tasks.inputs.partitions import (
     overlapping_roles,
     plan_partitions,
 )
+from tasks.inputs.staged import Aligned, Staged
 from tasks.validation.validate import Validation, validate_aligned
 
 # Ids per hash bucket when partitions' id ranges overlap: a worker's hash table of one bucket stays small.

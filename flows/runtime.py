@@ -23,7 +23,8 @@ import fairgate
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from flows.audit_dask import PartitionedSources
-from tasks.inputs.align import Aligned, Staged, align_inputs, release, stage_inputs
+from tasks.inputs.align import align_inputs, release, stage_inputs
+from tasks.inputs.staged import Aligned, Staged
 from tasks.task_kinds import validate_kind
 from tasks.validation.validate import Validation, validate_aligned, validate_inputs
 

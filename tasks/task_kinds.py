@@ -23,7 +23,7 @@ from fairgate.engine.regression.audit import RegressionCounts
 from fairgate.errors import PolicyError
 from fairgate.policy.core import Policy
 from tasks.audit import cube_cells as binary_cells
-from tasks.inputs.align import Staged
+from tasks.inputs.staged import Staged
 from tasks.validation.validate import Validation
 from tasks.validation.validate_multiclass import validate_multiclass
 from tasks.validation.validate_ranking import validate_ranking

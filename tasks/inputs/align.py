@@ -10,7 +10,6 @@ policy are checked against each input's schema and quoted as identifiers; values
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -22,50 +21,13 @@ from fairgate.engine.kinds import kind_of
 from fairgate.errors import HEADER_ONLY, MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from fairgate.policy.proxy import DEFAULT_ATTRIBUTE
+from tasks.inputs.column_types import binary_value, check_id_types, check_score_type
 from tasks.inputs.io import Source, explain_scan_error, parse_source, register_source, sha256_of
 from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.staged import Aligned, Staged
+from tasks.inputs.weights import check_weights_joined, weight_column, weight_role_of, weight_value
 
 _LIST = ",\n        "  # how column lists are joined in the rendered SQL
-
-
-@dataclass
-class Staged:
-    """The inputs, registered and renamed to the contract, in one DuckDB connection."""
-
-    con: duckdb.DuckDBPyConnection
-    policy: Policy
-    sources: dict[str, Source]
-    input_columns: dict[str, str]  # role of a column (id, y_true, y_pred, score) -> its name in the input
-    attributes: list[str]  # sensitive attributes read from the attributes input
-    passthrough: list[str]  # extra attribute-file columns the proxy reads
-    has_score: bool
-    has_y_pred: bool
-    # task: ranking: the predictions' list id and rank columns, carried from staging to the aligned rows.
-    ranking_columns: list[str] = field(default_factory=list)
-    # The input holding the policy's weight column (columns.weight): carried from its staging view to the aligned
-    # rows. None without one, or when a proxy section writes the weights after alignment.
-    weight_role: str | None = None
-    row_counts: dict[str, int] = field(default_factory=dict)
-    sha256: dict[str, str] = field(default_factory=dict)
-    # Models named in the predictions input (optional columns model_name, model_version, timestamp).
-    provenance: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def model(self) -> tuple[str | None, str | None]:
-        """The model name and version the predictions carry, when they name exactly one model."""
-        if len(self.provenance) == 1:
-            only = self.provenance[0]
-            return only["model_name"], only["model_version"]
-        return None, None
-
-
-@dataclass
-class Aligned:
-    """The aligned rows (contract columns) and the join report."""
-
-    table: pa.Table
-    join_report: dict[str, Any]
-    group_sizes: list[dict[str, Any]]
 
 
 def proxy_attribute(policy: Policy) -> str | None:
@@ -96,8 +58,8 @@ def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Sta
         staged.row_counts[role] = _count(staged, f"stg_{role}")
         if staged.row_counts[role] == 0:
             raise DataError(HEADER_ONLY.format(source=sources[role].label))
-    _check_id_types(staged)  # after the counts: a header-only CSV's columns are typed as text
-    _check_score_type(staged)
+    check_id_types(staged)  # after the counts: a header-only CSV's columns are typed as text
+    check_score_type(staged)
     staged.sha256 = {role: sha256_of(source) for role, source in sources.items()}
     staged.provenance = _provenance(con, present["predictions"])
     return staged
@@ -168,61 +130,11 @@ def _checked_columns(
         has_score=has_score,
         has_y_pred=has_y_pred,
         ranking_columns=ranking_columns,
-        weight_role=_weight_role(policy, sources, present),
+        weight_role=weight_role_of(policy, sources, present),
     )
 
 
 # Where a weight column is looked for, in order: the first input that has it holds the weights.
-WEIGHT_ROLES = ("predictions", "labels", "attributes")
-
-
-def _weight_role(policy: Policy, sources: dict[str, Source], present: dict[str, list[str]]) -> str | None:
-    """The input holding ``columns.weight``: the predictions', else the labels', else the attributes'.
-
-    Refused (exit 2) when the name is one the audit already reads as something else, or when no input has it,
-    unless a proxy section writes it after alignment (P(group | ...) per row, or 1 for a most-likely group).
-    """
-    cols, weight = policy.columns, policy.columns.weight
-    if weight is None:
-        return None
-    taken = {cols.id: "columns.id", cols.y_true: "columns.y_true", cols.y_pred: "columns.y_pred"}
-    taken |= {cols.score: "columns.score"} | {name: "a sensitive attribute" for name in policy.attribute_names}
-    if kind_of(policy.task).ranked_lists:
-        taken |= {cols.list_id: "columns.list_id", cols.rank: "columns.rank"}
-    if weight in taken:
-        raise DataError(
-            f"columns.weight names {weight!r}, which the policy also reads as {taken[weight]}; a weight column "
-            "holds only the rows' weights: name that column in columns.weight"
-        )
-    for role in WEIGHT_ROLES:
-        if weight in present[role]:
-            return role
-    if policy.proxy is not None:
-        return None  # the proxy adds it
-    listed = "; ".join(f"{sources[r].label}: {present[r]}" for r in WEIGHT_ROLES)
-    raise DataError(
-        f"columns.weight names {weight!r}, but no input has that column (columns present: {listed}). Add the "
-        "weights to the predictions, labels or attributes input, or set columns.weight to their column's name "
-        "(remove it for an unweighted audit)"
-    )
-
-
-def _weight_column(staged: Staged, role: str, prefix: str = "") -> str:
-    """The weight column as a fragment continuing a select list of ``role``'s rows (empty for another role)."""
-    weight = staged.policy.columns.weight
-    if weight is None or staged.weight_role != role:
-        return ""
-    return f",\n        {prefix}{quote_identifier(weight)}"
-
-
-def _weight_value(staged: Staged) -> str:
-    """The weight column cast to double (validated finite and >= 0 before), continuing a select list."""
-    if staged.weight_role is None:
-        return ""
-    weight = quote_identifier(str(staged.policy.columns.weight))
-    return f",\n        cast({weight} as double) as {weight}"
-
-
 def _ranking_columns(staged: Staged, prefix: str = "") -> str:
     """The ranking columns as a fragment continuing a select list (empty for every other task)."""
     return "".join(f",\n        {prefix}{quote_identifier(c)}" for c in staged.ranking_columns)
@@ -241,20 +153,20 @@ def _create_staging_views(staged: Staged) -> None:
         y_pred_value=y_pred if staged.has_y_pred else "null",
         y_pred_column=y_pred,
         ranking_columns=_ranking_columns(staged),
-        weight_column=_weight_column(staged, "predictions"),
+        weight_column=weight_column(staged, "predictions"),
     )
     attribute_list = [f"cast({quote_identifier(a)} as varchar) as {quote_identifier(a)}" for a in staged.attributes]
     attribute_list += [quote_identifier(c) for c in staged.passthrough]
     views = {
         "stg_predictions": predictions,
         "stg_labels": render_sql(
-            "stg_labels", id_column=id_q, y_true_column=y_true, weight_column=_weight_column(staged, "labels")
+            "stg_labels", id_column=id_q, y_true_column=y_true, weight_column=weight_column(staged, "labels")
         ),
         "stg_attributes": render_sql(
             "stg_attributes",
             id_column=id_q,
             attribute_columns=_columns(attribute_list),
-            weight_column=_weight_column(staged, "attributes"),
+            weight_column=weight_column(staged, "attributes"),
         ),
     }
     for name, sql in views.items():
@@ -274,47 +186,13 @@ def align_inputs(staged: Staged) -> Aligned:
     table = _apply_missing_rules(staged, matched, report)
     report["aligned_rows"] = table.num_rows
     report["excluded_for_missing_attributes"] = report["matched"] - table.num_rows
-    _check_weights_joined(staged, table)
+    check_weights_joined(staged, table)
     if table.num_rows == 0:
         raise DataError(
             f"no rows are left after leaving out people with missing attribute values ({staged.attributes}); "
             "set missing: unknown on those attributes in the policy to audit them as their own group"
         )
     return Aligned(table=table, join_report=report, group_sizes=_group_sizes(staged, table))
-
-
-def _check_weights_joined(staged: Staged, table: pa.Table) -> None:
-    """Weights read from the attributes input: a person audited without an attributes row (``missing: unknown``)
-    has no weight, which is refused (exit 2) rather than guessed."""
-    weight = staged.policy.columns.weight
-    if staged.weight_role == "attributes" and weight is not None:
-        refuse_unweighted_rows(staged, table.column(weight).null_count)
-
-
-def check_streamed_weights_joined(staged: Staged, relation: str) -> None:
-    """The streaming path's :func:`_check_weights_joined`, counted in DuckDB over the matched rows it keeps."""
-    weight = staged.policy.columns.weight
-    if staged.weight_role != "attributes" or weight is None:
-        return
-    excluded_when_missing = [a.name for a in staged.policy.sensitive_attributes if a.missing == "exclude"]
-    sql = render_sql(
-        "unweighted_rows",
-        relation=relation,
-        weight_column=quote_identifier(weight),
-        kept_rows="".join(f"\n        and {quote_identifier(a)} is not null" for a in excluded_when_missing),
-    )
-    (unweighted,) = staged.con.execute(sql).fetchall()[0]
-    refuse_unweighted_rows(staged, int(unweighted))
-
-
-def refuse_unweighted_rows(staged: Staged, unweighted: int) -> None:
-    """Exit 2 when ``unweighted`` audited rows have no row in the attributes input, which holds the weights."""
-    if unweighted:
-        raise DataError(
-            f"{unweighted} audited row(s) have no row in {staged.sources['attributes'].label}, which holds the "
-            f"weight column {staged.policy.columns.weight!r}, so their weight is unknown; add their attribute "
-            "rows with a weight, or give the weights in the predictions input"
-        )
 
 
 def _matched_rows(staged: Staged) -> pa.Table:
@@ -349,7 +227,7 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
         "joined",
         attribute_columns=_columns(f"attributes.{c}" for c in columns),
         ranking_columns=_ranking_columns(staged, "predictions."),
-        weight_column=_weight_column(staged, staged.weight_role or "", f"{staged.weight_role}."),
+        weight_column=weight_column(staged, staged.weight_role or "", f"{staged.weight_role}."),
         **names,
     )
     _create_view(con, "joined", joined_sql)
@@ -357,13 +235,11 @@ def _matched_sql(staged: Staged) -> tuple[str, dict[str, Any]]:
     matched_sql = render_sql(
         "matched",
         attribute_columns=_columns(columns),
-        y_true_value=_binary_value(con, "stg_labels", names["y_true_column"]) if binary else names["y_true_column"],
-        y_pred_value=_binary_value(con, "stg_predictions", names["y_pred_column"])
-        if binary
-        else names["y_pred_column"],
+        y_true_value=binary_value(con, "stg_labels", names["y_true_column"]) if binary else names["y_true_column"],
+        y_pred_value=binary_value(con, "stg_predictions", names["y_pred_column"]) if binary else names["y_pred_column"],
         y_pred_fallback=f"cast({names['score_column']} >= $decision_threshold as tinyint)" if binary else "null",
         ranking_columns=_ranking_columns(staged),
-        weight_value=_weight_value(staged),
+        weight_value=weight_value(staged),
         **names,
     )
     return matched_sql, ({"decision_threshold": cols.decision_threshold} if binary else {})
@@ -508,71 +384,6 @@ def release_rows(aligned: Aligned) -> None:
     aligned.table = aligned.table.schema.empty_table()
 
 
-_INTEGER_TYPES = {
-    "TINYINT",
-    "SMALLINT",
-    "INTEGER",
-    "BIGINT",
-    "HUGEINT",
-    "UTINYINT",
-    "USMALLINT",
-    "UINTEGER",
-    "UBIGINT",
-    "BOOLEAN",
-}
-
-
-def _type_family(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:
-    """``number`` or ``text`` (or another type's name) for a column of a fixed view; ``column`` quoted."""
-    column_type = str(con.sql(f"select {column} from {view} limit 0").types[0]).upper()
-    if column_type in _INTEGER_TYPES or column_type.startswith(("DECIMAL", "DOUBLE", "FLOAT", "REAL")):
-        return "number"
-    return "text" if column_type == "VARCHAR" else column_type.lower()
-
-
-def _check_id_types(staged: Staged) -> None:
-    """Ids are numbers in every input or text in every input: DuckDB would cast text ids to numbers (so
-    '00001' silently matches 1) or fail mid-join with a raw conversion error."""
-    families = {role: _type_family(staged.con, f"stg_{role}", "id") for role in staged.sources}
-    if len(set(families.values())) > 1:
-        listed = ", ".join(f"{staged.sources[r].label}: {f}" for r, f in families.items())
-        raise DataError(
-            f"the id column {staged.policy.columns.id!r} has different types in the inputs ({listed}); "
-            "fairgate does not convert ids (00001 and 1 would be the same person). Write the ids the same way "
-            "in every input: all whole numbers, or all text with the same spelling and zero-padding"
-        )
-
-
-def _check_score_type(staged: Staged) -> None:
-    """A score column read as text (a stray word in a CSV, a text column in a database) is named, with an
-    example value, before any SQL compares it with numbers."""
-    if not staged.has_score:
-        return
-    score = quote_identifier(staged.policy.columns.score)
-    family = _type_family(staged.con, "stg_predictions", score)
-    if family == "number":
-        return
-    example = staged.con.sql(
-        f"select cast({score} as varchar) from stg_predictions "  # score: quoted identifier
-        f"where {score} is not null and try_cast({score} as double) is null limit 1"
-    ).fetchall()
-    found = f", e.g. {example[0][0]!r}" if example else " (every cell is empty)"
-    raise DataError(
-        f"column {staged.policy.columns.score!r} in {staged.sources['predictions'].label} must hold numbers "
-        f"(scores in [0, 1]) but is read as {family}{found}; remove or fix the non-numeric values (an empty "
-        "cell is a missing value), or store the column as a number"
-    )
-
-
-def _binary_value(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:
-    """SQL turning a validated binary column into 0/1: a plain cast for integer/boolean inputs (fast), a text
-    match for anything else (text "true"/"1", floats 1.0). ``view`` is a fixed name, ``column`` a quoted one."""
-    column_type = str(con.sql(f"select {column} from {view} limit 0").types[0]).upper()
-    if column_type in _INTEGER_TYPES:
-        return f"cast({column} as tinyint)"
-    return f"cast(lower(cast({column} as varchar)) in ('1', '1.0', 'true') as tinyint)"
-
-
 def _proxy_columns(policy: Policy, present: list[str], exclude: set[str]) -> list[str]:
     """Attribute-file columns the proxy reads (names, zip codes, model inputs), when they are present."""
     if policy.proxy is None:
@@ -653,8 +464,8 @@ def restage_predictions(staged: Staged, predictions: str) -> Staged:
     restaged.row_counts["predictions"] = _count(restaged, "stg_predictions")
     if restaged.row_counts["predictions"] == 0:
         raise DataError(HEADER_ONLY.format(source=source.label))
-    _check_id_types(restaged)
-    _check_score_type(restaged)
+    check_id_types(restaged)
+    check_score_type(restaged)
     restaged.sha256["predictions"] = sha256_of(source)
     restaged.provenance = _provenance(staged.con, present)
     return restaged

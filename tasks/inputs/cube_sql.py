@@ -29,17 +29,10 @@ from fairgate.engine.columns import PERSON_WEIGHT, ROWS
 from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
-from tasks.inputs.align import (
-    Aligned,
-    Staged,
-    check_streamed_weights_joined,
-    id_buckets,
-    join_report,
-    matched_relation,
-    restrict_to_bucket,
-    sort_group_sizes,
-)
+from tasks.inputs.align import id_buckets, join_report, matched_relation, restrict_to_bucket, sort_group_sizes
 from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.staged import Aligned, Staged
+from tasks.inputs.weights import check_streamed_weights_joined
 
 _LIST = ",\n        "
 

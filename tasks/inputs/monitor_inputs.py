@@ -21,8 +21,8 @@ from prefect.cache_policies import NO_CACHE
 import fairgate
 from fairgate.errors import DataError
 from fairgate.monitoring.windows import PeriodCube, period_end, period_start
-from tasks.inputs.align import Staged
 from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.staged import Staged
 
 PERIOD = "__period_start"
 

@@ -42,7 +42,7 @@ from tasks.inputs.io import Source, parse_source, register_source
 from tasks.inputs.sql import quote_identifier, render_sql
 
 if TYPE_CHECKING:
-    from tasks.inputs.align import Staged
+    from tasks.inputs.staged import Staged
 
 ROLES = ("predictions", "labels", "attributes")
 _DATA_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv")

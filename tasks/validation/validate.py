@@ -27,8 +27,8 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.kinds import kind_of
 from fairgate.errors import VALIDATION_FAILED, DataError
-from tasks.inputs.align import Aligned, Staged
 from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.staged import Aligned, Staged
 from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
 
 # Binary labels and predictions as text, lower-cased ("True" and "1.0" are binary too).

@@ -15,7 +15,7 @@ import pandas as pd
 
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
-from tasks.inputs.align import Staged
+from tasks.inputs.staged import Staged
 from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
 from tasks.validation.validate import Validation, critical_check, value_counts
 

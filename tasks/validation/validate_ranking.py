@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 
 from fairgate.errors import DataError
-from tasks.inputs.align import Staged
 from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.staged import Staged
 from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite
 from tasks.validation.validate import Validation, critical_check
 

@@ -9,7 +9,7 @@ file, the column, how many rows, an example and the fix.
 from __future__ import annotations
 
 from fairgate.errors import DataError
-from tasks.inputs.align import Staged
+from tasks.inputs.staged import Staged
 from tasks.validation.validate import Validation, expect_finite_numbers
 
 NO_PREDICTIONS = (
