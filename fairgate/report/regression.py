@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fairgate.document.document import AuditDocument
-from fairgate.document.regression import RegressionBlock, RegressionGroup
+from fairgate.document.groups import GroupEntry
+from fairgate.document.regression import DistanceEntry, RegressionBlock, RegressionGroup
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Cell, GlossaryRow, ResultRow
@@ -183,18 +184,10 @@ def regression_view(
     )
 
 
-def _section(
-    document: AuditDocument,
-    block: RegressionBlock,
-    slicing: list[str],
-    results: list[ResultRow],
-    suppression: Suppression,
-) -> RegressionSection:
-    key = slicing_key(slicing)
-    entries = sorted(
-        (g for g in document.groups if g.slicing == slicing), key=lambda g: (-(g.n or 0.0), group_label(g.group))
-    )
-    reference_group = _reference_of(document, slicing)
+def _group_rows(
+    entries: list[GroupEntry], slicing: list[str], reference_group: dict[str, str] | None, suppression: Suppression
+) -> list[RegressionRow]:
+    """The slicing's table rows, largest group first; a suppressed group keeps its row with its values hidden."""
     rows = []
     for g in entries:
         hidden = suppression.hides(slicing, g.group)
@@ -208,6 +201,35 @@ def _section(
                 cells=[cell(g.metrics.get(name)) if not hidden else Cell("") for name, _ in TABLE_COLUMNS],
             )
         )
+    return rows
+
+
+def _distance_row(d: DistanceEntry, slicing: list[str]) -> DistanceRow:
+    """One group's distributional distances from everyone else, with their error bounds and p-value."""
+    return DistanceRow(
+        label=group_label(d.group, slicing),
+        against="everyone else",
+        ks_text=fmt(d.ks_distance),
+        ks_bound_text=f"± {fmt(d.ks_error_bound, 4)}",
+        ks_p_text=_p_text(d.ks_p_value),
+        w1_text=fmt(d.wasserstein_distance),
+        w1_bound_text=f"± {fmt(d.wasserstein_error_bound, 4)}",
+        sufficient=d.sufficient,
+    )
+
+
+def _section(
+    document: AuditDocument,
+    block: RegressionBlock,
+    slicing: list[str],
+    results: list[ResultRow],
+    suppression: Suppression,
+) -> RegressionSection:
+    key = slicing_key(slicing)
+    entries = sorted(
+        (g for g in document.groups if g.slicing == slicing), key=lambda g: (-(g.n or 0.0), group_label(g.group))
+    )
+    rows = _group_rows(entries, slicing, _reference_of(document, slicing), suppression)
     visible = [g for g in entries if not suppression.hides(slicing, g.group)]
     drawn = visible[:MAX_SERIES]
     extra = {tuple(sorted(g.group.items())): g for g in block.groups if g.slicing == slicing}
@@ -234,19 +256,7 @@ def _section(
         residuals=[s for s in residuals if s is not None],
         cdfs=[s for s in cdfs if s is not None],
         ks_mark=(worst.ks_at, group_label(worst.group, slicing)) if worst and worst.ks_at is not None else None,
-        distances=[
-            DistanceRow(
-                label=group_label(d.group, slicing),
-                against="everyone else",
-                ks_text=fmt(d.ks_distance),
-                ks_bound_text=f"± {fmt(d.ks_error_bound, 4)}",
-                ks_p_text=_p_text(d.ks_p_value),
-                w1_text=fmt(d.wasserstein_distance),
-                w1_bound_text=f"± {fmt(d.wasserstein_error_bound, 4)}",
-                sufficient=d.sufficient,
-            )
-            for d in sorted(distances, key=lambda d: -(d.ks_distance or 0.0))
-        ],
+        distances=[_distance_row(d, slicing) for d in sorted(distances, key=lambda d: -(d.ks_distance or 0.0))],
         n_suppressed=sum(r.suppressed for r in rows),
         n_insufficient=sum(not r.sufficient and not r.suppressed for r in rows),
         omitted=[group_label(g.group, slicing) for g in visible[MAX_SERIES:]],

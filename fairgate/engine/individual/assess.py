@@ -25,7 +25,7 @@ from fairgate.engine.individual.levels import LevelFamily
 from fairgate.engine.individual.neighbours import CHUNK_ROWS
 from fairgate.engine.stats import z_value
 from fairgate.policy.core import Policy
-from fairgate.policy.individual import CONSISTENCY, FLIP_RATE
+from fairgate.policy.individual import CONSISTENCY, FLIP_RATE, IndividualFairness
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
@@ -107,21 +107,7 @@ def assess_individual(inputs: IndividualInputs, policy: Policy, *, n_jobs: int |
             flip_groups += _flip_rows(slicing, groups, flips, policy)
             if FLIP_RATE in judged:
                 entries.append(_flip_entry(slicing, groups, flips, policy))
-    overall = consistency_groups[0]
-    block["consistency"] = {
-        "value": overall["value"],
-        "ci_low": overall["ci_low"],
-        "ci_high": overall["ci_high"],
-        "n": overall["n"],
-        "k": section.k,
-        "scaling": section.scaling,
-        "features": list(inputs.feature_names),
-        "neighbours": TIES_NOTE,
-        "interval_method": CONSISTENCY_METHOD if sampled is None else SAMPLED_METHOD,
-        "groups": consistency_groups[1:],
-    }
-    if sampled is not None:  # absent for everyone: the document is then exactly the unsampled one
-        block["consistency"]["sampled"] = {"people_sampled": int(sampled.size), "people": people, "seed": section.seed}
+    block["consistency"] = _consistency_block(consistency_groups, inputs, section, sampled, people)
     if inputs.counterfactual is not None:
         whole = flip_groups[0]
         block["counterfactual"] = {
@@ -138,6 +124,29 @@ def _favorable_decision(policy: Policy) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- groups
+def _consistency_block(
+    groups: list[dict[str, Any]],
+    inputs: IndividualInputs,
+    section: IndividualFairness,
+    sampled: np.ndarray | None,
+    people: int,
+) -> dict[str, Any]:
+    """The document's consistency block: everyone's value first, then each group's (``groups`` in that order)."""
+    overall = groups[0]
+    block = {
+        **{key: overall[key] for key in ("value", "ci_low", "ci_high", "n")},
+        "k": section.k,
+        "scaling": section.scaling,
+        "features": list(inputs.feature_names),
+        "neighbours": TIES_NOTE,
+        "interval_method": CONSISTENCY_METHOD if sampled is None else SAMPLED_METHOD,
+        "groups": groups[1:],
+    }
+    if sampled is not None:  # absent for everyone: the document is then exactly the unsampled one
+        block["sampled"] = {"people_sampled": int(sampled.size), "people": people, "seed": section.seed}
+    return block
+
+
 def _groups(slicing: Slicing, attributes: dict[str, np.ndarray], policy: Policy) -> tuple[list[Group], np.ndarray]:
     """The slicing's groups (declared values first, then the others sorted) and each person's group code."""
     n = len(next(iter(attributes.values()))) if attributes else 0

@@ -108,23 +108,11 @@ def build_multiclass_cube(
         pl.col(columns.y_pred).alias(_RAW_PRED),
         *([pl.col(columns.weight).cast(pl.Float64, strict=False).alias(WEIGHT)] if columns.weight else []),
     )
-    if columns.weight:
-        sums = [
-            pl.col(WEIGHT).sum(),
-            (pl.col(WEIGHT) * pl.col(WEIGHT)).sum().alias(WEIGHT_SQ),
-            (pl.col(WEIGHT).is_null() | ~pl.col(WEIGHT).is_finite() | (pl.col(WEIGHT) < 0)).sum().alias(_BAD_WEIGHTS),
-        ]
-    else:  # every weight 1: the sums are the row counts (no per-row work)
-        sums = [pl.len().cast(pl.Float64).alias(WEIGHT), pl.len().cast(pl.Float64).alias(WEIGHT_SQ)]
-    raw_cells = rows.group_by(keys).agg(pl.len().cast(pl.Int64).alias(ROWS), *sums).collect()
+    raw_cells = rows.group_by(keys).agg(pl.len().cast(pl.Int64).alias(ROWS), *_weight_sums(columns.weight)).collect()
     if raw_cells.height == 0:
         raise DataError(EMPTY_DATA.format(source=source))
     check_cardinality(raw_cells, policy, source)
-    if columns.weight and int(raw_cells[_BAD_WEIGHTS].sum()):
-        raise DataError(
-            f"column {columns.weight!r} in {source} must hold finite, non-negative weights; "
-            f"{int(raw_cells[_BAD_WEIGHTS].sum())} row(s) do not"
-        )
+    _refuse_bad_weights(raw_cells, columns.weight, source)
     raw_cells = raw_cells.with_columns(_as_label(raw_cells, _RAW_TRUE), _as_label(raw_cells, _RAW_PRED))
     for raw, name in ((_RAW_TRUE, columns.y_true), (_RAW_PRED, columns.y_pred)):
         _check_classes(raw_cells, raw, name, options.classes, source)
@@ -140,6 +128,19 @@ def build_multiclass_cube(
         .sort([*attributes, TRUE, PRED])
     )
     return MulticlassCube(cells, attributes, tuple(options.classes), excluded)
+
+
+def _weight_sums(weight: str | None) -> list[pl.Expr]:
+    """Per cell: the summed weights and squared weights, and (with a weight column) the count of bad weights."""
+    if weight is None:  # every weight 1: the sums are the row counts (no per-row work)
+        return [pl.len().cast(pl.Float64).alias(WEIGHT), pl.len().cast(pl.Float64).alias(WEIGHT_SQ)]
+    w = pl.col(WEIGHT)
+    return [w.sum(), (w * w).sum().alias(WEIGHT_SQ), (w.is_null() | ~w.is_finite() | (w < 0)).sum().alias(_BAD_WEIGHTS)]
+
+
+def _refuse_bad_weights(raw_cells: pl.DataFrame, weight: str | None, source: str) -> None:
+    if weight and (bad := int(raw_cells[_BAD_WEIGHTS].sum())):
+        raise DataError(f"column {weight!r} in {source} must hold finite, non-negative weights; {bad} row(s) do not")
 
 
 def _attribute(name: str, dtype: pl.DataType) -> pl.Expr:

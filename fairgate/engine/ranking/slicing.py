@@ -33,6 +33,7 @@ from fairgate.engine.stats import (
     percentile_interval,
     replicate_se,
 )
+from fairgate.policy.ranking import RankingOptions
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
@@ -109,11 +110,7 @@ def ranking_slicing(
     bucket_sums, bucket_rows, group_buckets = _bucket_sums(cube, cell_group, n_groups)
     point = bucket_sums.sum(axis=0)
     replicates = cluster_replicates(bucket_sums, bucket_rows, n_bootstrap, slicing_seed(seed, ("ranking", *slicing)))
-    weight = point[:, 0]
-    weight_sq = np.bincount(cell_group, cube.cells[WEIGHT_SQ].to_numpy(), n_groups)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
-    rows = np.bincount(cell_group, cube.cells[ROWS].to_numpy().astype(float), n_groups)
+    n, rows = _group_sizes(cube, cell_group, point[:, 0], n_groups)
     eligible = n >= min_group_size
     ref = reference_index(groups, reference, n)
 
@@ -121,10 +118,7 @@ def ranking_slicing(
     reps = group_metrics(replicates, options)
     # A group in a single bucket of lists cannot be resampled: no interval rather than one of width 0.
     resamplable = group_buckets >= 2
-    metrics: dict[str, dict[str, list[float | None]]] = {}
-    for name in metric_names(options):
-        low, high = percentile_interval(np.where(resamplable, reps[name], np.nan), confidence_level)
-        metrics[name] = {"value": finite_list(values[name]), "ci_low": finite_list(low), "ci_high": finite_list(high)}
+    metrics = _metric_intervals(values, reps, resamplable, options, confidence_level)
 
     with_groups = bool(slicing)
     return RankingSlicing(
@@ -232,6 +226,55 @@ def _summaries(
     return out
 
 
+def _group_sizes(
+    cube: RankingCube, cell_group: np.ndarray, weight: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's Kish effective size (from its summed weights and squared weights) and its row count."""
+    weight_sq = np.bincount(cell_group, cube.cells[WEIGHT_SQ].to_numpy(), n_groups)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.where(weight_sq > 0, weight**2 / weight_sq, 0.0)
+    rows = np.bincount(cell_group, cube.cells[ROWS].to_numpy().astype(float), n_groups)
+    return n, rows
+
+
+def _metric_intervals(
+    values: dict[str, np.ndarray],
+    reps: dict[str, np.ndarray],
+    resamplable: np.ndarray,
+    options: RankingOptions,
+    level: float,
+) -> dict[str, dict[str, list[float | None]]]:
+    """Each group metric's values with percentile intervals (none for a group that cannot be resampled)."""
+    metrics: dict[str, dict[str, list[float | None]]] = {}
+    for name in metric_names(options):
+        low, high = percentile_interval(np.where(resamplable, reps[name], np.nan), level)
+        metrics[name] = {"value": finite_list(values[name]), "ci_low": finite_list(low), "ci_high": finite_list(high)}
+    return metrics
+
+
+def _left_out_entry(
+    value: np.ndarray, eligible: np.ndarray, left_out: list[int], groups: list[Group], kind: SummaryKind
+) -> dict[str, Any]:
+    """What a summary reports when eligible groups have no usable value.
+
+    A ratio of 0 is reported but not judged (its log-scale interval does not exist); otherwise the groups for
+    which the metric is undefined are named.
+    """
+    zero = [g for g in left_out if kind == "ratio" and value[g] == 0]
+    if zero and len(zero) == len(left_out) and np.nanmax(value[np.flatnonzero(eligible)]) > 0:
+        return {
+            "value": 0.0,
+            "worst_group": groups[zero[0]],
+            "best_group": groups[int(np.flatnonzero(eligible)[np.nanargmax(value[eligible])])],
+            "reason": f"the value is 0 for {[groups[g] for g in zero]}: the ratio is 0, but it has no interval "
+            "(the simultaneous intervals of a ratio are built on the log scale); judge the difference instead",
+        }
+    return {
+        "reason": f"the metric is undefined for group(s) {[groups[g] for g in left_out]} (no relevance or no "
+        "items in the data); a summary over the other groups would hide them"
+    }
+
+
 def _summary(
     name: str,
     kind: SummaryKind,
@@ -258,22 +301,8 @@ def _summary(
         "_summary": kind,
     }
     left_out = sorted(set(np.flatnonzero(eligible).tolist()) - set(chosen.tolist()))
-    zero = [g for g in left_out if kind == "ratio" and value[g] == 0]
-    if zero and len(zero) == len(left_out) and np.nanmax(value[np.flatnonzero(eligible)]) > 0:
-        # min / max is 0, but a log-scale interval does not exist: reported, not judged.
-        entry["value"] = 0.0
-        entry["worst_group"] = groups[zero[0]]
-        entry["best_group"] = groups[int(np.flatnonzero(eligible)[np.nanargmax(value[eligible])])]
-        entry["reason"] = (
-            f"the value is 0 for {[groups[g] for g in zero]}: the ratio is 0, but it has no interval (the "
-            "simultaneous intervals of a ratio are built on the log scale); judge the difference instead"
-        )
-        return entry
     if left_out:
-        entry["reason"] = (
-            f"the metric is undefined for group(s) {[groups[g] for g in left_out]} (no relevance or no items in "
-            "the data); a summary over the other groups would hide them"
-        )
+        entry.update(_left_out_entry(value, eligible, left_out, groups, kind))
         return entry
     if chosen.size < 2:
         entry["reason"] = "fewer than two groups reach min_group_size in enough lists; nothing to compare"
