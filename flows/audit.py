@@ -32,6 +32,7 @@ from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_executi
 from flows.runtime import (
     INVALID_INPUT,
     TASK_RUNNER,
+    AuditRequest,
     Inputs,
     as_is,
     model_info,
@@ -91,23 +92,24 @@ def fairness_audit(
     people's numeric features, joined on id) and ``counterfactual`` (the decisions with the sensitive attribute
     flipped) feed the policy's ``individual_fairness`` checks (tasks/inputs/individual.py).
     """
-    version = None if model_version is None else str(model_version)
-    where = (runner, dask_address)
+    request = AuditRequest(
+        policy,
+        predictions,
+        labels,
+        attributes,
+        out_dir=out_dir,
+        model_name=model_name,
+        model_version=None if model_version is None else str(model_version),
+        trail=trail,
+        run_id=run_id,
+        runner=runner,
+        dask_address=dask_address,
+        proposed=proposed,
+        features=features,
+        counterfactual=counterfactual,
+    )
     try:
-        summary, gate = _audit(
-            policy,
-            predictions,
-            labels,
-            attributes,
-            out_dir,
-            model_name,
-            version,
-            trail,
-            run_id,
-            where,
-            proposed,
-            (features, counterfactual),
-        )
+        summary, gate = _audit(request)
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     summary["registry"] = registry
@@ -115,32 +117,19 @@ def fairness_audit(
     return persisted(verdict_state(summary, gate))
 
 
-def _audit(
-    policy_path: str,
-    predictions: str,
-    labels: str,
-    attributes: str,
-    out_dir: str | None,
-    model_name: str | None,
-    model_version: str | None,
-    trail: str | None,
-    run_id: str | None,
-    where: tuple[str | None, str | None] = (None, None),
-    proposed: dict[str, Any] | None = None,
-    individual_sources: tuple[str | None, str | None] = (None, None),
-) -> tuple[dict[str, Any], Gate]:
+def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
-    run_id = run_id or uuid.uuid4().hex[:12]
-    policy, policy_text = read_policy(Path(policy_path))
+    run_id = request.run_id or uuid.uuid4().hex[:12]
+    policy, policy_text = read_policy(Path(request.policy_path))
     _require_report_support(policy)
-    check_individual_request(policy, *individual_sources)  # features and counterfactual, before any computing
-    check_mitigation_policy(policy, policy_path)  # mitigation.auto's inputs, before any computing
-    execution = requested_execution(policy.execution, *where)
+    check_individual_request(policy, *request.individual_sources)  # features and counterfactual, before any computing
+    check_mitigation_policy(policy, request.policy_path)  # mitigation.auto's inputs, before any computing
+    execution = requested_execution(policy.execution, request.runner, request.dask_address)
     inputs, policy, proxy_summary, cube, parts, individual = _counted(
-        policy, execution, (predictions, labels, attributes), individual_sources
+        policy, execution, request.sources, request.individual_sources
     )
-    model = model_info(inputs.staged, model_name, model_version)
-    output = Path(out_dir or policy.reporting.output_dir)
+    model = model_info(inputs.staged, request.model_name, request.model_version)
+    output = Path(request.out_dir or policy.reporting.output_dir)
     context = audit_context(inputs, proxy_summary) | {
         "output_dir": str(output),
         "execution": execution_record(inputs, cube),
@@ -148,15 +137,15 @@ def _audit(
     document = _adjudicated(cube, parts, policy, model, run_id, context, individual)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
-    trail_path = Path(trail) if trail else default_trail_path(policy, output)
+    trail_path = Path(request.trail) if request.trail else default_trail_path(policy, output)
     # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
     history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
     document["trend"] = trend_of(document, history, policy)
-    sources = {"predictions": predictions, "labels": labels, "attributes": attributes}
-    if proposed is None:  # a failing audit's own proposal (mitigation.auto), else none
-        document["mitigation"] = _proposed_mitigation(document, policy, policy_path, sources, output)
+    sources = dict(zip(("predictions", "labels", "attributes"), request.sources, strict=True))
+    if request.proposed is None:  # a failing audit's own proposal (mitigation.auto), else none
+        document["mitigation"] = _proposed_mitigation(document, policy, request.policy_path, sources, output)
     else:  # this audit judges a mitigation's candidate: its results are the proposal's "after"
-        document["mitigation"] = completed_proposal(proposed, document)
+        document["mitigation"] = completed_proposal(request.proposed, document)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)

@@ -89,6 +89,41 @@ class Inputs:
         } | self.extra
 
 
+@dataclass(frozen=True)
+class AuditRequest:
+    """One audit as it was asked for, built once from the flow's parameters and passed down whole.
+
+    ``sources``: the predictions, labels and attributes (a path, glob or ``DB::TABLE`` each); ``runner`` and
+    ``dask_address`` override the policy's execution section; ``features`` and ``counterfactual`` feed its
+    individual_fairness checks; ``proposed``: these predictions are a mitigation's candidate.
+    """
+
+    policy_path: str
+    predictions: str
+    labels: str
+    attributes: str
+    out_dir: str | None = None
+    model_name: str | None = None
+    model_version: str | None = None
+    trail: str | None = None
+    run_id: str | None = None
+    runner: str | None = None
+    dask_address: str | None = None
+    proposed: dict[str, Any] | None = None
+    features: str | None = None
+    counterfactual: str | None = None
+
+    @property
+    def sources(self) -> tuple[str, str, str]:
+        """The three inputs, in the order staging reads them."""
+        return self.predictions, self.labels, self.attributes
+
+    @property
+    def individual_sources(self) -> tuple[str | None, str | None]:
+        """The individual-fairness inputs (features, counterfactual), each None when not given."""
+        return self.features, self.counterfactual
+
+
 def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> Inputs:
     """Stage, validate, align and validate again; then free the inputs' DuckDB connection."""
     return read_staged(stage_inputs(policy, predictions, labels, attributes))
