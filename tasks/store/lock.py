@@ -41,6 +41,8 @@ def _check_file(trail_path: Path, *, must_exist: bool) -> None:
         if must_exist:
             raise TrailError(NO_TRAIL.format(path=trail_path))
         return
+    if not trail_path.is_file():  # a FIFO or a device: opening it would block or read a stream, never a database
+        raise TrailError(NOT_A_TRAIL.format(path=trail_path, why="it is not a regular file (a FIFO, socket or device)"))
     try:
         with trail_path.open("rb") as file:
             head = file.read(12)
