@@ -16,10 +16,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 import yaml
-from pipeline_helpers import InProcessRunner, Inputs, assert_refused, rewrite_csv
+from pipeline_helpers import InProcessRunner, Inputs, assert_refused, parquet_inputs_as_csv, rewrite_csv
 
 from cli import app
 from cli.demos import DEMOS
@@ -74,20 +73,10 @@ def _inputs(folder: Path, kind: str, *, drop_references: bool = False) -> Inputs
 
 
 def _as_csv(inputs: Inputs) -> Inputs:
-    """The same inputs as CSV files (rewrite_csv edits CSV), the originals removed."""
-    converted = {}
-    for role in ("predictions", "labels", "attributes"):
-        path: Path = getattr(inputs, role)
-        if path.suffix == ".csv":
-            converted[role] = path
-            continue
-        csv = path.with_suffix(".csv")
-        con = duckdb.connect()
-        con.sql(f"select * from '{path}'").to_csv(str(csv))
-        con.close()
-        path.unlink()
-        converted[role] = csv
-    return Inputs(inputs.folder, converted["predictions"], converted["labels"], converted["attributes"], inputs.policy)
+    """The same inputs as CSV files (rewrite_csv edits CSV): Parquet ones converted, the originals removed."""
+    paths = {role: getattr(inputs, role) for role in ("predictions", "labels", "attributes")}
+    paths |= parquet_inputs_as_csv({role: path for role, path in paths.items() if path.suffix != ".csv"})
+    return Inputs(inputs.folder, paths["predictions"], paths["labels"], paths["attributes"], inputs.policy)
 
 
 def _args(inputs: Inputs, kind: str) -> list[str]:
