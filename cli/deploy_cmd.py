@@ -11,17 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from cli import options
+from cli import console, options
 from cli.exits import refusing
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
     from flows.deployments import DeploySettings
 
-_out = Console()
+_out = console.stdout()
 
 
 def deploy(
