@@ -23,7 +23,7 @@ NO_PREFECT_SERVER = (
     "on-registration automation should start the audits (an ephemeral server would drop them at exit)"
 )
 
-registry_app = typer.Typer(help="The MLflow Model Registry in the loop (pip install 'fairgate\\[mlflow]').")
+registry_app = typer.Typer(help="The MLflow Model Registry in the loop (pip install 'fairgate[mlflow]').")
 _out = console.stdout()
 
 

@@ -132,7 +132,7 @@ def trail_mitigations(
 
 @trail_app.command("show")
 def trail_show(
-    run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
+    run: Annotated[str, typer.Argument(metavar="RUN_ID_OR_SEQ", help="Run id or sequence number.")],
     trail: TrailFile = DEFAULT_TRAIL,
 ) -> None:
     """Print one recorded run (its row, inputs, validation, audit document, deliveries, mitigations) as JSON."""
