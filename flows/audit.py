@@ -54,7 +54,7 @@ from tasks.inputs.cube_sql import configure, stream_cube
 from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.inputs.staged import Staged
 from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
-from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
+from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics, verdict_word
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.store import default_trail_path, read_history, record_run
 from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of
@@ -502,7 +502,7 @@ def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
     """``Completed`` (message: the verdict), ``Failed``/``PolicyFailed`` for a gate failure when the policy asks,
     ``DeliveryFailed`` (Completed, or Failed when delivery is required) for a report e-mail that did not go.
     The summary is the state's (persisted) result in every case."""
-    verdict = f"verdict: {str(summary['verdict']).upper()}"
+    verdict = f"verdict: {verdict_word(summary['verdict'])}"
     failed = summary["failed_metrics"]
     if failed:  # the first ten: a state message is read in a list; the event and the result have them all
         more = f" and {len(failed) - _LISTED} more" if len(failed) > _LISTED else ""

@@ -29,6 +29,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import FairgateError
+from tasks.outbound.events import verdict_word
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -60,6 +61,7 @@ SOURCE_KEYS = ("predictions", "labels", "attributes", "policy")  # read from tag
 EVENT_ID_TAG = "fairgate.event_id"
 STATUS_TAG = "fairgate.status"
 REGISTERED_STATUS = "registered"
+AUDITED_STATUS = "audited"  # after the write-back: "audited: <verdict>"
 SKIPPED_STATUS = "skipped: {reason}"
 DEFAULT_ALIAS = "fairness-approved"
 # MLflow refuses longer model-version tag values (its SQL store's column).
@@ -382,16 +384,18 @@ def verdict_tags(payload: dict[str, Any]) -> dict[str, str]:
 
     >>> tags = verdict_tags({"verdict": "fail", "run_id": "r1", "failed_metrics": ["dpd@race"],
     ...                      "outputs": {"json": "/o/a.json", "pdf": "/o/a.pdf", "html": None}})
-    >>> tags["fairgate.verdict"], tags["fairgate.failed_metrics"], tags["fairgate.report"]
-    ('fail', '["dpd@race"]', '/o/a.pdf')
+    >>> tags["fairgate.verdict"], tags["fairgate.status"], tags["fairgate.failed_metrics"], tags["fairgate.report"]
+    ('fail', 'audited: fail', '["dpd@race"]', '/o/a.pdf')
     """
     missing = [key for key in ("verdict", "run_id") if payload.get(key) in (None, "")]
     if missing:
         raise FairgateError(BAD_COMPLETED_PAYLOAD.format(problem=f"has no {', '.join(missing)}"))
     outputs = payload.get("outputs") or {}
     report = next((outputs[kind] for kind in ("pdf", "html", "json") if outputs.get(kind)), "")
+    verdict = verdict_word(payload["verdict"])
     tags = {
-        TAG + "verdict": str(payload["verdict"]),
+        TAG + "verdict": verdict,
+        STATUS_TAG: f"{AUDITED_STATUS}: {verdict}",
         TAG + "run_id": str(payload["run_id"]),
         TAG + "failed_metrics": _bounded_json_list([str(m) for m in payload.get("failed_metrics") or []]),
         TAG + "report": str(report) or "none written",
