@@ -21,6 +21,7 @@ from fairgate.document.result import fairgate_version
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cube
+from fairgate.mitigation.promotion import ModelAudit, model_audit
 from tasks.audit import artifact_slug
 from tasks.inputs.io import parse_source, sha256_of
 from tasks.outputs import write_atomic
@@ -145,10 +146,18 @@ def pair_models(baseline: pa.Table, candidate: pa.Table, policy: fairgate.Policy
     return joint_cube(baseline, candidate, policy, id_column="id")
 
 
+@task(name="audit candidate", cache_policy=NO_CACHE)
+def audit_candidate(rows: pa.Table, policy: fairgate.Policy) -> ModelAudit:
+    """The candidate's own audit against the policy (its aligned rows, scores included): promotable only on pass."""
+    return model_audit(rows, policy)
+
+
 @task(name="compare models", cache_policy=NO_CACHE)
-def compare_models(joints: dict[str, JointCube], policy: fairgate.Policy) -> dict[str, Any]:
+def compare_models(
+    joints: dict[str, JointCube], policy: fairgate.Policy, audits: dict[str, ModelAudit]
+) -> dict[str, Any]:
     """Each candidate's changes with paired intervals, a decision per candidate, and the chosen one."""
-    return compare_candidates(joints, policy)
+    return compare_candidates(joints, policy, audits)
 
 
 def comparison_document(

@@ -22,7 +22,11 @@ import pytest
 import fairgate
 from fairgate.document.comparison import COMPARISON_SCHEMA_PATH, comparison_json_schema
 from fairgate.errors import DataError, PolicyError
-from fairgate.mitigation.compare import JointCube, compare, joint_cube
+from fairgate.mitigation.compare import JointCube, compare, compare_candidates, joint_cube
+from fairgate.mitigation.promotion import ModelAudit
+
+# The change rule alone: a candidate whose own audit passes (COMPAS's decile cuts all fail the demo policy).
+PASSING = ModelAudit("pass", (), 4, "test: the change rule alone")
 
 COMPAS_POLICY = """\
 fairness_checker:
@@ -178,20 +182,61 @@ def test_a_candidate_widening_the_race_gap_is_not_promoted(compas_rows: pl.DataF
     ]
 
 
-def test_a_candidate_narrowing_the_race_gap_is_promoted(compas_rows: pl.DataFrame) -> None:
+def test_a_candidate_narrowing_the_race_gap_passes_the_change_rule(compas_rows: pl.DataFrame) -> None:
     """The reverse pair: the race-dependent cut as baseline, Northpointe's cut as candidate."""
     policy = _policy()
-    result = compare(joint_cube(_model(compas_rows, RACE_DEPENDENT), _model(compas_rows, BASELINE), policy), policy)
+    joint = joint_cube(_model(compas_rows, RACE_DEPENDENT), _model(compas_rows, BASELINE), policy)
+    result = compare(joint, policy, PASSING)
     assert (result["decision"], result["exit_code"], result["reasons"]) == ("promote", 0, [])
     statuses = {(r["metric"], tuple(r["slicing"])): r["status"] for r in result["changes"]}
     assert statuses[("disparate_impact_ratio", ("race",))] == "better"
     assert "worse" not in statuses.values()
 
 
+def test_a_better_candidate_that_fails_the_policy_is_never_promoted(compas_rows: pl.DataFrame) -> None:
+    """Better than the baseline on every judged change, but its own audit fails (disparate impact by race about
+    0.52 against 0.8): not promotable, and the reason names the failing results."""
+    policy = _policy()
+    joint = joint_cube(_model(compas_rows, RACE_DEPENDENT), _model(compas_rows, BASELINE), policy)
+    result = compare_candidates({"decile5": joint}, policy)
+    entry = result["candidates"][0]
+    assert (result["decision"], result["exit_code"], result["chosen"]) == ("do_not_promote", 1, None)
+    assert (entry["passes_policy"], entry["audit"]["verdict"], entry["promoted_failing"]) == (False, "fail", False)
+    assert "worse" not in {r["status"] for r in entry["changes"]}
+    assert entry["reasons"][-1].startswith("its own audit fails the policy: disparate_impact_ratio (race) 0.521")
+    assert "limit 0.8" in entry["reasons"][-1]
+    assert "promote_failing_if_better is false" in entry["reasons"][-1]
+    assert result["reasons"] == entry["reasons"]
+
+
+def test_promote_failing_if_better_promotes_and_says_it_still_fails(compas_rows: pl.DataFrame) -> None:
+    policy = _policy(**{"rule: no_worse_fairness}": "rule: no_worse_fairness, promote_failing_if_better: true}"})
+    joint = joint_cube(_model(compas_rows, RACE_DEPENDENT), _model(compas_rows, BASELINE), policy)
+    result = compare_candidates({"decile5": joint}, policy)
+    entry = result["candidates"][0]
+    assert (result["decision"], result["chosen"], result["chosen_fails_policy"]) == ("promote", "decile5", True)
+    assert entry["promoted_failing"]
+    assert not entry["passes_policy"]
+    assert any(r.startswith("decile5 still FAILS the policy: promoted although it FAILS") for r in result["reasons"])
+    assert "significantly better than the baseline on disparate_impact_ratio (race)" in result["reasons"][-1]
+    # Worse on a judged change: never promoted, whatever the key says.
+    widening = joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), policy)
+    assert compare_candidates({"w": widening}, policy)["decision"] == "do_not_promote"
+
+
+@pytest.mark.parametrize("verdict", ["insufficient", "inconclusive", "FAIL"])
+def test_a_verdict_other_than_pass_is_not_promotable(compas_rows: pl.DataFrame, verdict: str) -> None:
+    policy = _policy()
+    joint = joint_cube(_model(compas_rows, RACE_DEPENDENT), _model(compas_rows, BASELINE), policy)
+    result = compare(joint, policy, ModelAudit(verdict, (), 0, "test"))
+    assert result["decision"] == "do_not_promote"
+    assert result["reasons"][-1].startswith(f"its own audit's verdict is {verdict!r}, not 'pass'")
+
+
 def test_identical_models_change_nothing_and_are_promoted(compas_rows: pl.DataFrame) -> None:
     policy = _policy()
     model = _model(compas_rows, BASELINE)
-    result = compare(joint_cube(model, model.sample(fraction=1.0, shuffle=True, seed=1), policy), policy)
+    result = compare(joint_cube(model, model.sample(fraction=1.0, shuffle=True, seed=1), policy), policy, PASSING)
     assert result["decision"] == "promote"
     for row in [result["accuracy"], *result["changes"]]:
         assert (row["change"], row["ci_low"], row["ci_high"]) == (0.0, 0.0, 0.0), row
@@ -203,11 +248,11 @@ def test_the_accuracy_rule_refuses_a_fair_but_less_accurate_candidate(compas_row
     flip = pl.Series(np.random.default_rng(5).random(compas_rows.height) < 0.3)
     noisy = _model(compas_rows, BASELINE).with_columns((pl.col("y_pred") ^ flip.cast(pl.Int8)).alias("y_pred"))
     baseline = _model(compas_rows, BASELINE)
-    fairness_only = compare(joint_cube(baseline, noisy, _policy()), _policy())
+    fairness_only = compare(joint_cube(baseline, noisy, _policy()), _policy(), PASSING)
     assert fairness_only["accuracy"]["status"] == "worse"
     assert fairness_only["decision"] == "promote", fairness_only["reasons"]
     strict = _policy(**{"rule: no_worse_fairness}": "rule: no_worse_fairness_or_accuracy}"})
-    refused = compare(joint_cube(baseline, noisy, strict), strict)
+    refused = compare(joint_cube(baseline, noisy, strict), strict, PASSING)
     assert refused["decision"] == "do_not_promote"
     assert refused["reasons"] == [refused["accuracy"]["reason"]]
     assert "accuracy (whole population) is worse" in refused["reasons"][0]
@@ -229,8 +274,9 @@ def test_a_candidate_given_as_scores_is_thresholded_as_the_audit_does(compas_row
 
 def test_a_margin_tolerates_a_small_worsening(compas_rows: pl.DataFrame) -> None:
     loose = _policy(**{"rule: no_worse_fairness}": "rule: no_worse_fairness, margin: 0.5}"})
-    result = compare(joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), loose), loose)
-    assert result["decision"] == "promote"
+    joint = joint_cube(_model(compas_rows, BASELINE), _model(compas_rows, RACE_DEPENDENT), loose)
+    assert compare(joint, loose, PASSING)["decision"] == "promote"
+    assert compare(joint, loose)["decision"] == "do_not_promote"  # its own audit fails the policy
 
 
 def test_a_rate_on_too_few_people_is_not_judged(compas_rows: pl.DataFrame) -> None:

@@ -21,6 +21,7 @@ import fairgate
 from fairgate.errors import DataError
 from fairgate.mitigation.compare import compare, compare_candidates, joint_cube
 from fairgate.mitigation.plane import accuracy_fairness_plane
+from fairgate.mitigation.promotion import ModelAudit
 from fairgate.report.comparison import interval, plain, signed
 
 POLICY = """\
@@ -65,19 +66,69 @@ def several(compas_rows: pl.DataFrame) -> dict[str, Any]:
     joints = {
         n: joint_cube(baseline, _model(compas_rows, n), policy) for n in ("higher_cut", "race_dependent_cut", "cut6")
     }
-    return {"policy": policy, "joints": joints, "result": compare_candidates(joints, policy)}
+    # The change rule and the choice alone: every candidate taken as passing its own audit (none does on COMPAS).
+    passing = {n: ModelAudit("pass", (), 4, "test: the change rule alone") for n in joints}
+    return {"policy": policy, "joints": joints, "result": compare_candidates(joints, policy, passing)}
 
 
-def test_each_candidate_gets_its_own_decision_and_the_best_promotable_is_chosen(several: dict[str, Any]) -> None:
+def test_each_candidate_gets_its_own_decision_and_the_choice_rests_on_evidence(several: dict[str, Any]) -> None:
+    """cut6 is more accurate by +0.004, not significantly: no evidence of a difference, so the first promotable
+    candidate given is chosen, and the comparison says so."""
     result = several["result"]
     decisions = {e["name"]: e["decision"] for e in result["candidates"]}
     assert decisions == {"higher_cut": "promote", "race_dependent_cut": "do_not_promote", "cut6": "promote"}
-    promotable = [e for e in result["candidates"] if e["decision"] == "promote"]
-    best = max(promotable, key=lambda e: e["accuracy"]["change"])
-    assert (result["decision"], result["exit_code"], result["chosen"]) == ("promote", 0, best["name"])
-    assert best["name"] == "cut6"  # the only promotable candidate more accurate than the baseline
-    assert result["reasons"][0].startswith("cut6 may be promoted")
-    assert "higher_cut" in result["reasons"][0]
+    cut6 = next(e for e in result["candidates"] if e["name"] == "cut6")["accuracy"]
+    assert cut6["change"] > 0
+    assert cut6["decision_ci_low"] < 0 < cut6["decision_ci_high"]
+    assert (result["decision"], result["exit_code"], result["chosen"]) == ("promote", 0, "higher_cut")
+    assert result["reasons"][0].startswith("higher_cut is chosen: no evidence of a difference in accuracy")
+    assert "chosen by the order given" in result["reasons"][0]
+    assert result["reasons"][1] == "also promotable: cut6"
+
+
+def test_the_compas_example_promotes_no_candidate_that_fails_the_policy(several: dict[str, Any]) -> None:
+    """The issue's example: cut6 (demographic disparity by race far beyond the policy) was promoted for an
+    accuracy gain of +0.004. Each candidate's own audit now decides whether it may be promoted at all."""
+    policy, joints = several["policy"], several["joints"]
+    result = compare_candidates({n: joints[n] for n in ("higher_cut", "cut6")}, policy)
+    assert (result["decision"], result["exit_code"], result["chosen"]) == ("do_not_promote", 1, None)
+    for entry in result["candidates"]:
+        assert (entry["decision"], entry["passes_policy"], entry["audit"]["verdict"]) == (
+            "do_not_promote",
+            False,
+            "fail",
+        )
+    cut6 = result["candidates"][1]
+    assert "disparate_impact_ratio (race) 0.601" in cut6["audit"]["failed"][0]
+    assert result["reasons"][1].startswith("cut6: its own audit fails the policy: disparate_impact_ratio (race) 0.601")
+
+
+def _entry(name: str, accuracy: str, change: float, passes: bool = True) -> dict[str, Any]:
+    row = {"status": accuracy, "change": change, "decision_ci_low": change - 0.01, "decision_ci_high": change + 0.01}
+    reasons = [] if passes else ["promoted although it FAILS the policy (x): y"]
+    return {
+        "name": name,
+        "decision": "promote",
+        "passes_policy": passes,
+        "promoted_failing": not passes,
+        "accuracy": row,
+        "reasons": reasons,
+    }
+
+
+def test_the_choice_takes_a_significant_gain_and_prefers_a_passing_candidate() -> None:
+    from fairgate.mitigation.promotion import choose
+
+    chosen, reasons = choose([_entry("a", "no_evidence_of_change", 0.02), _entry("b", "better", 0.015)], 0.99)
+    assert chosen == "b"
+    assert reasons[0].startswith("b is chosen for a significant accuracy gain of +0.015")
+    assert "deciding interval [+0.005, +0.025] at level 0.99" in reasons[0]
+    chosen, reasons = choose([_entry("a", "better", 0.03, passes=False), _entry("b", "no_evidence_of_change", 0)], 0.99)
+    assert chosen == "b"
+    assert "no evidence of a difference" in reasons[0]
+    chosen, reasons = choose([_entry("a", "better", 0.03, passes=False)], 0.99)
+    assert chosen == "a"
+    assert reasons[-1].startswith("a still FAILS the policy")
 
 
 def test_no_promotable_candidate_exits_1_and_names_each_reason(several: dict[str, Any]) -> None:
@@ -166,7 +217,9 @@ def test_the_report_holds_the_decision_and_the_numbers_of_the_json(several: dict
     text = _pdf_text(Path(files["pdf"]))
     html = Path(files["html"]).read_text()
     assert "PROMOTE" in text
-    assert "Chosen candidate: cut6" in text
+    assert "Chosen candidate: higher_cut" in text
+    assert "no evidence of a difference in accuracy" in text
+    assert "own audit" in text
     assert "no_worse_fairness" in text
     assert written["statistics"]["multiplicity"].split(":")[0] in text
     for entry in written["candidates"]:
