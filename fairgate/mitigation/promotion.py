@@ -163,5 +163,5 @@ def choose(entries: Sequence[dict[str, Any]], decision_level: float) -> tuple[st
     if others:
         reasons.append(f"also promotable: {', '.join(others)}")
     if best["promoted_failing"]:
-        reasons.append(f"{best['name']} still FAILS the policy: {best['reasons'][-1]}")
+        reasons.append(f"{best['name']} is {best['reasons'][-1]}")
     return best["name"], reasons

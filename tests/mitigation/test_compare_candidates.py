@@ -128,7 +128,7 @@ def test_the_choice_takes_a_significant_gain_and_prefers_a_passing_candidate() -
     assert "no evidence of a difference" in reasons[0]
     chosen, reasons = choose([_entry("a", "better", 0.03, passes=False)], 0.99)
     assert chosen == "a"
-    assert reasons[-1].startswith("a still FAILS the policy")
+    assert reasons[-1].startswith("a is promoted although it FAILS the policy")
 
 
 def test_no_promotable_candidate_exits_1_and_names_each_reason(several: dict[str, Any]) -> None:
@@ -335,8 +335,12 @@ def _fairgate(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_cli_several_candidates_exit_0_naming_the_chosen_one_with_a_report(
     prefect_server: str, compare_files: dict[str, Path], tmp_path: Path
 ) -> None:
+    """Every COMPAS cut fails the policy: with promote_failing_if_better the higher cut (significantly fairer than
+    the baseline) is promoted, and the CLI and the report's first page say it still fails the policy."""
     policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY)
+    policy.write_text(
+        POLICY.replace("{rule: no_worse_fairness}", "{rule: no_worse_fairness, promote_failing_if_better: true}")
+    )
     out = tmp_path / "out"
     args = ["compare", "--policy", str(policy), "--baseline", str(compare_files["baseline"])]
     for name in ("higher_cut", "race_dependent_cut"):
@@ -344,14 +348,16 @@ def test_cli_several_candidates_exit_0_naming_the_chosen_one_with_a_report(
     args += ["--labels", str(compare_files["labels"]), "--attributes", str(compare_files["attributes"])]
     done = _fairgate([*args, "--out", str(out)], tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "decision: PROMOTE: higher_cut" in done.stdout
+    assert "decision: PROMOTE: higher_cut (it still FAILS the policy)" in done.stdout
     assert "race_dependent_cut - baseline (paired bootstrap): do not promote" in done.stdout
+    assert "its own audit against the policy: does not pass (verdict fail)" in done.stdout
+    assert "fails: disparate_impact_ratio (race) 0.679" in done.stdout
     (json_path,) = out.glob("comparison_*.json")
     document = json.loads(json_path.read_text())
-    assert document["chosen"] == "higher_cut"
+    assert (document["chosen"], document["chosen_fails_policy"]) == ("higher_cut", True)
     assert sorted(p.name for p in out.iterdir()) == [json_path.with_suffix(s).name for s in (".html", ".json", ".pdf")]
     text = _pdf_text(json_path.with_suffix(".pdf"))
-    assert "Chosen candidate: higher_cut" in text
+    assert "Chosen candidate: higher_cut Warning: the promoted model higher_cut still FAILS the policy." in text
     accuracy = document["candidates"][0]["accuracy"]
     assert f"{signed(accuracy['change'])} {interval(accuracy['ci_low'], accuracy['ci_high'])}" in text
 
@@ -384,10 +390,13 @@ def test_cli_compares_recorded_runs_with_their_own_labels(audited_runs: dict[str
     args = ["compare", "--policy", str(audited_runs["policy"]), "--baseline", runs["baseline"]]
     args += ["--candidate", "2", "--out", str(audited_runs["out"]), "--json"]  # seq 2: the second recorded run
     done = _fairgate(args, tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the higher cut fails the policy: not promotable
     document = json.loads(done.stdout)
     (entry,) = document["candidates"]
     assert entry["model"]["run"]["run_id"] == runs["higher_cut"]
+    # The candidate's own audit in compare is the recorded audit's adjudication: the same verdict.
+    assert (entry["audit"]["verdict"], entry["model"]["run"]["verdict"]) == ("fail", "fail")
+    assert entry["audit"]["source"].startswith("the model's own audit")
     assert entry["name"] == f"higher_cut unversioned (run {runs['higher_cut']})"
     assert document["baseline"]["run"]["run_id"] == runs["baseline"]
     assert document["baseline"]["inputs"]["labels"]["source"].endswith("labels.csv")
@@ -490,7 +499,9 @@ def test_candidates_no_different_from_the_baseline_are_refused_at_most_alpha_of_
     rng = np.random.default_rng(20261202)
     replications, refused_any, promoted_all = 200, 0, 0
     for _ in range(replications):
-        result = compare_candidates(_candidates_sample(rng, 3000, 3), policy)
+        joints = _candidates_sample(rng, 3000, 3)
+        passing = {name: ModelAudit("pass", (), 4, "test: the change rule alone") for name in joints}
+        result = compare_candidates(joints, policy, passing)
         decisions = [e["decision"] for e in result["candidates"]]
         refused_any += "do_not_promote" in decisions
         promoted_all += decisions.count("promote") == 3
