@@ -206,18 +206,13 @@ def compare_candidates(
 ) -> dict[str, Any]:
     """Each candidate against the baseline on the same people, a decision per candidate, and the choice.
 
-    ``joints`` maps each candidate's name to its joint cube with the baseline. Intervals are percentile
-    intervals of ``statistics.n_bootstrap`` paired replicates (seed ``statistics.seed``) at
-    ``reporting.confidence_level``. When ``comparison.simultaneous`` is set, the intervals that decide hold
-    jointly over every judged change of *every* candidate (Bonferroni over ``statistics.alpha``): a set of
-    candidates that are all no different from the baseline sees any of them refused with probability at
-    most alpha. A gap's or ratio's change has the interval of its joint simultaneous family
-    (``change_family``); accuracy's and a population index's, the percentile interval.
+    ``joints`` maps each candidate's name to its joint cube with the baseline; ``statistics.n_bootstrap`` paired
+    replicates (seed ``statistics.seed``). A gap's or ratio's change has the interval of its joint simultaneous
+    family (``change_family``), accuracy's the percentile one. With ``comparison.simultaneous``, the deciding
+    intervals hold jointly over every judged change of *every* candidate (Bonferroni over ``statistics.alpha``).
 
-    ``audits``: each candidate's own audit against the policy (``promotion.model_audit``); a candidate is
-    promotable only when it passes (``promotion``). Without it, each candidate's decisions in its joint cube are
-    audited (no scores). The overall decision is ``promote`` when at least one candidate may be promoted;
-    ``chosen`` is chosen on evidence (``promotion.choose``).
+    ``audits``: each candidate's own audit (``promotion.model_audit``); promotable only when it passes. Without
+    it, each candidate's decisions in its joint cube are audited (no scores). ``chosen``: ``promotion.choose``.
     """
     if not joints:
         raise DataError("fairgate compare needs at least one candidate; pass --candidate")
@@ -251,22 +246,27 @@ def compare_candidates(
         "rule": rule.model_dump(mode="json"),
         "n_rows": next(iter(joints.values())).n_rows,
         "favorable_label": policy.favorable_label,
-        "statistics": {
-            "method": METHOD,
-            "n_bootstrap": policy.statistics.n_bootstrap,
-            "seed": policy.statistics.seed,
-            "confidence_level": level,
-            "decision_level": decision_level,
-            "n_judged_changes": k,
-            "n_candidates": len(entries),
-            "multiplicity": _multiplicity(rule.simultaneous, k, len(entries), policy.statistics.alpha),
-        },
+        "statistics": _statistics(policy, decision_level, k, len(entries)),
         "candidates": entries,
         "not_compared": [
             {"metric": m.name, "reason": "needs the models' scores; compare holds their decisions only"}
             for m in policy.metrics
             if needs_scores(policy_metric(m.name))
         ],
+    }
+
+
+def _statistics(policy: Policy, decision_level: float, k: int, n_candidates: int) -> dict[str, Any]:
+    """How the intervals were computed: method, replicates, levels and the multiplicity correction."""
+    return {
+        "method": METHOD,
+        "n_bootstrap": policy.statistics.n_bootstrap,
+        "seed": policy.statistics.seed,
+        "confidence_level": policy.reporting.confidence_level,
+        "decision_level": decision_level,
+        "n_judged_changes": k,
+        "n_candidates": n_candidates,
+        "multiplicity": _multiplicity(policy.comparison.simultaneous, k, n_candidates, policy.statistics.alpha),
     }
 
 
