@@ -218,13 +218,18 @@ def publish_comparison(document: dict[str, Any]) -> None:
         f"{len(document['candidates'])} candidate(s) vs baseline `{baseline.get('name') or 'baseline'}`, run "
         f"`{document['run_id']}`, {document['n_rows']} people; rule `{document['rule']['rule']}`"
         + (f"; chosen: `{chosen}`." if chosen else "."),
+        *(
+            ["", f"**Warning: the promoted model `{chosen}` still FAILS the policy.**", ""]
+            if document["chosen_fails_policy"]
+            else []
+        ),
         *[f"- {reason}" for reason in document["reasons"]],
     ]
     for entry in document["candidates"]:
         accuracy = entry["accuracy"]
         lines.append(
-            f"- `{entry['name']}`: {entry['decision'].replace('_', ' ')}; accuracy change "
-            f"{_signed(accuracy['change'])} ({accuracy['status'].replace('_', ' ')})"
+            f"- `{entry['name']}`: {entry['decision'].replace('_', ' ')}; its own audit: {entry['audit']['verdict']}; "
+            f"accuracy change {_signed(accuracy['change'])} ({accuracy['status'].replace('_', ' ')})"
         )
     slug = artifact_slug(str(baseline.get("name") or "baseline"))
     create_markdown_artifact("\n".join(lines), key=f"comparison-{slug}", description="fairgate compare decision")
