@@ -507,3 +507,22 @@ def test_cli_refuses_predictions_for_other_people_with_exit_2_and_writes_nothing
     assert "Traceback" not in done.stderr
     assert "5 person(s) have a baseline prediction but no candidate prediction" in " ".join(done.stderr.split())
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_family_bounds_each_models_range_with_the_whole_familys_critical_value() -> None:
+    """``PairFamily.member_bounds``: the folded range over some components equals that component's own family's
+    bounds at the same critical value (the joint family only raises the critical value)."""
+    from fairgate.engine.stats import Component, pair_family
+
+    rng = np.random.default_rng(4)
+    values = [np.array([0.30, 0.35, 0.50]), np.array([0.10, 0.40])]
+    components = [Component(v, v + rng.normal(0, 0.02, (200, v.size)), np.full(v.size, 4e-4)) for v in values]
+    family = pair_family(components)
+    assert family is not None
+    critical = family.critical(0.95)
+    assert critical >= pair_family(components[:1]).critical(0.95)  # type: ignore[union-attr]
+    for member, component in enumerate(components):
+        alone = pair_family([component])
+        assert alone is not None
+        assert family.member_bounds(critical, [member]) == pytest.approx(alone.bounds(critical))
+    assert family.member_bounds(critical, [0, 1]) == pytest.approx(family.bounds(critical))
