@@ -70,13 +70,17 @@ def change_family(
     """The family of a summary metric's change over the judged groups; None when it cannot be built.
 
     ``by_model`` holds each model's group counts, the point estimate at index 0 of the leading axis and the
-    paired replicates after it. None with fewer than two judged groups, an undefined group value, or a pair
-    whose standard error is not positive.
+    paired replicates after it. Groups where either model's value is undefined take no part, as in the summary.
+    None with fewer than two such groups, or a pair whose standard error is not positive.
     """
-    index = np.flatnonzero(judged)
-    if index.size < 2 or not all(np.isfinite(v) for v in values):
+    if not all(np.isfinite(v) for v in values):
         return None
     per_model = {role: [_values(by_model[role], base) for base in bases] for role in _ROLES}
+    # The groups the summary reads: judged, with a value for both models (as ``difference`` skips undefined ones).
+    defined = np.logical_and.reduce([np.isfinite(v.value) for role in _ROLES for v in per_model[role]])
+    index = np.flatnonzero(judged & defined)
+    if index.size < 2:
+        return None
     components = {role: [summary_component(v, index, summary) for v in per_model[role]] for role in _ROLES}
     if any(not np.isfinite(c.value).all() for role in _ROLES for c in components[role]):
         return None
