@@ -147,7 +147,8 @@ def _print(document: dict[str, Any], summary: dict[str, Any]) -> None:
     decision = document["decision"]
     colour = "green" if decision == "promote" else "red"
     chosen = f": {escape(document['chosen'])}" if document["chosen"] else ""
-    _out.print(f"decision: [bold {colour}]{decision.replace('_', ' ').upper()}[/]{chosen}")
+    warning = " [bold red](it still FAILS the policy)[/]" if document.get("chosen_fails_policy") else ""
+    _out.print(f"decision: [bold {colour}]{decision.replace('_', ' ').upper()}[/]{chosen}{warning}")
     for reason in document["reasons"]:
         _out.print(f"  - {escape(reason)}", highlight=False)
     _out.print(f"multiplicity: {document['statistics']['multiplicity']}", highlight=False)
@@ -179,6 +180,11 @@ def _print_candidate(entry: dict[str, Any]) -> None:
             f"[{_COLOURS.get(status, 'default')}]{status.replace('_', ' ')}[/]",
         )
     _out.print(table)
+    audit = entry["audit"]
+    verdict = "PASSES" if entry["passes_policy"] else f"does not pass (verdict {audit['verdict']})"
+    _out.print(f"its own audit against the policy: {verdict}", highlight=False)
+    for failed in audit["failed"]:
+        _out.print(f"  fails: {escape(failed)}", highlight=False)
 
 
 def _number(value: float | None, *, signed: bool = False) -> str:

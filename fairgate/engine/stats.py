@@ -9,6 +9,7 @@ All functions are vectorised over numpy arrays and return NaN where a quantity i
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -253,6 +254,17 @@ class PairFamily:
     def bounds(self, critical: float) -> tuple[float, float]:
         """The folded interval of the range: [max(0, max(|d| - c se)), max(|d| + c se)]."""
         return max(0.0, float(np.max(self.gap - critical * self.se))), float(np.max(self.gap + critical * self.se))
+
+    def member_bounds(self, critical: float, members: Sequence[int]) -> tuple[float, float]:
+        """The folded interval of the range over some components only (indices into ``sizes``).
+
+        The critical value is still the whole family's: one family over two models' components (paired
+        replicates) bounds both models' ranges at once, jointly at its level (``fairgate.mitigation.change_family``).
+        """
+        ends = np.cumsum([0, *(g * (g - 1) // 2 for g in self.sizes)])
+        index = np.concatenate([np.arange(ends[m], ends[m + 1]) for m in members])
+        gap, se = self.gap[index], self.se[index]
+        return max(0.0, float(np.max(gap - critical * se))), float(np.max(gap + critical * se))
 
     def p_beyond(self, threshold: float) -> float:
         """One-sided p-value of "the range exceeds ``threshold``" (the lower bound at level 1 - p is the threshold).

@@ -136,10 +136,15 @@ def summary_pair_family(
     group metric, to stay fast).
     """
     index = np.flatnonzero(use)
-    return pair_family([_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
+    return pair_family([summary_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
 
 
-def _component(v: MetricValues, index: np.ndarray, summary: str, bootstrap: bool) -> Component:
+def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstrap: bool = True) -> Component:
+    """One group metric over the groups in ``index`` as a family component.
+
+    Its values, or its log-values for a ratio, with analytic variances for rates (in every replicate too when
+    ``bootstrap``).
+    """
     reps = v.replicates[:, index]
     if v.fraction is not None and v.replicate_fraction is not None:
         point = tuple(a[index] for a in v.fraction)
@@ -199,16 +204,21 @@ _UNBOUNDED_METRICS = frozenset({"theil_index", "generalized_entropy_index"})
 
 
 def summary_bounds(
-    family: PairFamily, critical: float, summary: str, bases: Sequence[str] = (), value: float | None = None
+    family: PairFamily,
+    critical: float,
+    summary: str,
+    bases: Sequence[str] = (),
+    value: float | None = None,
+    members: Sequence[int] | None = None,
 ) -> tuple[float, float]:
     """The folded interval of a difference, or of a ratio from the interval of its log range.
 
     A gap between values in [0, 1] is at most 1: the normal bound is cut there (it can pass 1 when a group is
     small), as a ratio's is cut at 1 by construction. The interval always holds the point estimate ``value``:
     a group without events enters the log range with half an event added (a finite log), so a ratio of exactly
-    0 would otherwise get an interval such as [0.03, 1.00].
+    0 would otherwise get an interval such as [0.03, 1.00]. ``members``: of those components of the family only.
     """
-    low, high = family.bounds(critical)
+    low, high = family.bounds(critical) if members is None else family.member_bounds(critical, members)
     if summary == "difference":
         bounded = not _UNBOUNDED_METRICS.intersection(bases)
         low, high = (min(low, 1.0), min(high, 1.0)) if bounded else (low, high)
