@@ -15,6 +15,8 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as _scipy_stats
 
+from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, needs_exact, normal_pair_tail
+
 
 @functools.lru_cache(maxsize=256)
 def z_value(confidence_level: float) -> float:
@@ -225,13 +227,18 @@ class PairFamily:
     ``gap`` holds |d_ij| for every pair of groups (i < j) of every component metric and ``se`` its standard
     error; ``null`` the sorted max-t statistics max_ij |d*_ij - d_ij| / se_ij of the bootstrap replicates
     (None when the bootstrap was too large or absent: the studentized range is used instead);
-    ``sizes`` the number of groups of each component (for the studentized-range bound).
+    ``sizes`` the number of groups of each component (for the studentized-range bound). For rates, ``counts``
+    (pairs, 4) holds each pair's successes and trials (x1, n1, x2, n2; NaN for a pair that is not of rates) and
+    ``log`` whether the pair is on the log scale (a ratio): pairs with few expected events get exact tails
+    (``fairgate.engine.exact``).
     """
 
     gap: np.ndarray
     se: np.ndarray
     null: np.ndarray | None
     sizes: tuple[int, ...]
+    counts: np.ndarray | None = None
+    log: np.ndarray | None = None
 
     def critical(self, level: float) -> float:
         """The max-t critical value c with P(max_ij |t_ij| <= c) ~ level, never below the one-pair normal one."""
@@ -258,14 +265,36 @@ class PairFamily:
         """One-sided p-value of "the range exceeds ``threshold``" (the lower bound at level 1 - p is the threshold).
 
         The larger of the bootstrap max-t tail and the studentized-range tail (valid beyond the bootstrap's
-        resolution of 1 / replicates, which a Holm correction over many results needs).
+        resolution of 1 / replicates, which a Holm correction over many results needs). Where a pair of rates
+        has few trials, also the sum over pairs of each pair's tail, exact for those pairs
+        (``fairgate.engine.exact``): the normal tail is too small there in the far tail Holm reads.
         """
         t = float(np.max((self.gap - threshold) / self.se))
         if t <= 0:
             return 1.0
         bound = sum(studentized_range_sf(t * np.sqrt(2.0), g) for g in self.sizes)
         boot = float(np.mean(self.null >= t)) if self.null is not None and self.null.size >= 20 else 0.0
-        return min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
+        p = min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
+        return p if p >= EXACT_WHEN_BELOW else min(1.0, max(p, self.exact_tail(t, threshold)))
+
+    def exact_tail(self, t: float, threshold: float) -> float:
+        """Union bound of P(max_ij T_ij >= t): exact tails for pairs of rates with few trials, normal for the rest.
+
+        0 when no pair needs an exact tail (the studentized range is then the family's tail).
+        """
+        if self.counts is None or self.log is None:
+            return 0.0
+        small = {i for i, c in enumerate(self.counts) if np.isfinite(c).all() and needs_exact(*c)}
+        if not small:
+            return 0.0
+        large = np.array([i not in small for i in range(self.gap.size)])
+        total = float(normal_pair_tail(t, threshold, self.se[large]).sum())
+        for i in sorted(small):
+            if total >= 1.0:
+                return 1.0
+            x1, n1, x2, n2 = (float(c) for c in self.counts[i])
+            total += exact_pair_tail(x1, n1, x2, n2, t, threshold, log=bool(self.log[i]))
+        return min(1.0, total)
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``.
@@ -317,6 +346,8 @@ class Component:
     replicates: np.ndarray
     variance: np.ndarray | None = None
     replicate_variance: np.ndarray | None = None
+    counts: tuple[np.ndarray, np.ndarray] | None = None  # a rate's successes and trials: exact tails when few
+    log: bool = False  # the values are log rates (a ratio's family)
 
 
 def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairFamily | None:
@@ -331,7 +362,7 @@ def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairF
     n_pairs = sum(c.value.size * (c.value.size - 1) // 2 for c in components)
     n_replicates = components[0].replicates.shape[0] if components else 0
     use_bootstrap = bootstrap and n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
-    gaps, ses, nulls = [], [], []
+    gaps, ses, nulls, counts, logs = [], [], [], [], []
     for c in components:
         first, second = np.triu_indices(c.value.size, k=1)
         d = c.value[first] - c.value[second]
@@ -347,6 +378,9 @@ def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairF
             return None
         gaps.append(np.abs(d))
         ses.append(se)
+        x, n = c.counts if c.counts is not None else (np.full(c.value.size, np.nan),) * 2
+        counts.append(np.column_stack([x[first], n[first], x[second], n[second]]))
+        logs.append(np.full(d.size, c.log))
         if rep_d is not None:
             # Squared standardised deviations (no square root per replicate and pair); undefined ones count -1.
             variance = se**2
@@ -361,7 +395,10 @@ def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairF
     if use_bootstrap:
         worst = np.max(nulls, axis=0)
         null = np.sqrt(np.sort(worst[worst >= 0]))
-    return PairFamily(np.concatenate(gaps), np.concatenate(ses), null, tuple(c.value.size for c in components))
+    sizes = tuple(c.value.size for c in components)
+    return PairFamily(
+        np.concatenate(gaps), np.concatenate(ses), null, sizes, np.concatenate(counts), np.concatenate(logs)
+    )
 
 
 def _nan_variance(replicates: np.ndarray) -> np.ndarray:
