@@ -139,7 +139,8 @@ def binomial_pmf(successes: np.ndarray, trials: int, rates: np.ndarray) -> np.nd
     log_choose = special.gammaln(trials + 1.0) - special.gammaln(k + 1.0) - special.gammaln(trials - k + 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(trials - k, -p)
-    return np.exp(log_pmf)
+    pmf: np.ndarray = np.exp(log_pmf)
+    return pmf
 
 
 def _boundary(large: np.ndarray, threshold: float, log: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
