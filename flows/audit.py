@@ -508,7 +508,7 @@ def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
         more = f" and {len(failed) - _LISTED} more" if len(failed) > _LISTED else ""
         verdict += f"; failed: {', '.join(failed[:_LISTED])}{more}"
     delivery = (summary.get("report") or {}).get("delivery") or {}
-    if summary["exit_code"] == 1 and gate.fail_flow_run:
+    if summary["exit_code"] != 0 and gate.fail_flow_run:  # a fail (1), or a blocking insufficient (4)
         return Failed(name=POLICY_FAILED, message=verdict, data=summary)
     if delivery.get("status") == "failed":
         state = Failed if gate.delivery_required else Completed

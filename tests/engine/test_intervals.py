@@ -120,7 +120,8 @@ def test_equalized_odds_with_an_undefined_component_is_insufficient_not_zero(h: 
     assert result["value"] is None
     assert result["status"] == "insufficient_data"
     assert "false_positive_rate" in result["reason"] or "undefined" in result["reason"]
-    assert document["verdict"] == "fail"  # nothing could be judged: never a silent pass
+    assert document["verdict"] == "insufficient"  # nothing could be judged: never a silent pass, nor a fail
+    assert document["exit_code"] == 4
 
 
 def test_no_favourable_prediction_makes_disparate_impact_insufficient(h: Any) -> None:
