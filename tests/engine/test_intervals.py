@@ -131,7 +131,7 @@ def test_no_favourable_prediction_makes_disparate_impact_insufficient(h: Any) ->
     assert result["value"] is None
     assert result["status"] == "insufficient_data"
     assert "no judged group has a non-zero selection_rate" in result["reason"]
-    assert document["verdict"] == "fail"
+    assert document["verdict"] == "insufficient"  # nothing judged: neither a pass nor a fail
 
 
 def test_too_few_events_is_insufficient_with_the_reason_and_no_zero_width_interval(h: Any) -> None:
