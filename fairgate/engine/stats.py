@@ -230,7 +230,9 @@ class PairFamily:
     ``sizes`` the number of groups of each component (for the studentized-range bound). For rates, ``counts``
     (pairs, 4) holds each pair's successes and trials (x1, n1, x2, n2; NaN for a pair that is not of rates) and
     ``log`` whether the pair is on the log scale (a ratio): pairs with few expected events get exact tails
-    (``fairgate.engine.exact``).
+    (``fairgate.engine.exact``). ``df``: the standard errors come from a bootstrap over that few independent units
+    plus one (clusters of lists, say), so their own noise counts: the normal-theory tails and critical values are
+    read at the Student-t equivalent of each t (None: normal).
     """
 
     gap: np.ndarray
@@ -239,10 +241,11 @@ class PairFamily:
     sizes: tuple[int, ...]
     counts: np.ndarray | None = None
     log: np.ndarray | None = None
+    df: float | None = None  # degrees of freedom of the standard errors (a cluster bootstrap's units - 1)
 
     def critical(self, level: float) -> float:
         """The max-t critical value c with P(max_ij |t_ij| <= c) ~ level, never below the one-pair normal one."""
-        floor = z_value(level)
+        floor = self._on_t_scale(z_value(level))
         if self.null is not None and self.null.size >= 20:
             # ``null`` is sorted: numpy's default (linear) quantile, read off directly.
             position = level * (self.null.size - 1)
@@ -250,7 +253,19 @@ class PairFamily:
             above = min(below + 1, self.null.size - 1)
             quantile = self.null[below] + (position - below) * (self.null[above] - self.null[below])
             return max(floor, float(quantile))
-        return max(floor, self._studentized_range_critical(level))
+        return max(floor, self._on_t_scale(self._studentized_range_critical(level)))
+
+    def _on_t_scale(self, z: float) -> float:
+        """The Student-t (``df``) quantile with the normal tail of ``z``: z itself without ``df``."""
+        if self.df is None:
+            return z
+        return float(_scipy_stats.t.isf(_scipy_stats.norm.sf(z), self.df))
+
+    def _on_normal_scale(self, t: float) -> float:
+        """The normal quantile with the Student-t (``df``) tail of ``t``: t itself without ``df``."""
+        if self.df is None:
+            return t
+        return float(_scipy_stats.norm.isf(_scipy_stats.t.sf(t, self.df)))
 
     def _studentized_range_critical(self, level: float) -> float:
         # Tukey-Kramer (conservative for unequal variances, Hayter 1984), Bonferroni over the components.
@@ -272,9 +287,10 @@ class PairFamily:
         t = float(np.max((self.gap - threshold) / self.se))
         if t <= 0:
             return 1.0
-        bound = sum(studentized_range_sf(t * np.sqrt(2.0), g) for g in self.sizes)
+        z = self._on_normal_scale(t)
+        bound = sum(studentized_range_sf(z * np.sqrt(2.0), g) for g in self.sizes)
         boot = float(np.mean(self.null >= t)) if self.null is not None and self.null.size >= 20 else 0.0
-        p = min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
+        p = min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(z))))
         return p if p >= EXACT_WHEN_BELOW else min(1.0, max(p, self.exact_tail(t, threshold)))
 
     def exact_tail(self, t: float, threshold: float) -> float:
@@ -350,14 +366,15 @@ class Component:
     log: bool = False  # the values are log rates (a ratio's family)
 
 
-def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairFamily | None:
+def pair_family(components: list[Component], *, bootstrap: bool = True, df: float | None = None) -> PairFamily | None:
     """The simultaneous pairwise family of one or more components over the same groups.
 
     With analytic variances the max-t statistic is studentised in every replicate by that replicate's own
     standard errors (bootstrap-t: it carries the noise of estimating the SE, which a fixed SE misses); without,
     pair SEs are the bootstrap standard deviations (of each group's, summed, when the family is too large for
     the pairwise bootstrap). ``bootstrap=False`` takes the critical value from the studentized range
-    (cheaper; conservative). Returns None when some pair has no positive, finite standard error.
+    (cheaper; conservative). ``df``: the standard errors' degrees of freedom (``PairFamily.df``). Returns None when
+    some pair has no positive, finite standard error.
     """
     n_pairs = sum(c.value.size * (c.value.size - 1) // 2 for c in components)
     n_replicates = components[0].replicates.shape[0] if components else 0
@@ -397,7 +414,7 @@ def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairF
         null = np.sqrt(np.sort(worst[worst >= 0]))
     sizes = tuple(c.value.size for c in components)
     return PairFamily(
-        np.concatenate(gaps), np.concatenate(ses), null, sizes, np.concatenate(counts), np.concatenate(logs)
+        np.concatenate(gaps), np.concatenate(ses), null, sizes, np.concatenate(counts), np.concatenate(logs), df
     )
 
 
