@@ -180,10 +180,10 @@ def outcome(document: Any) -> str:
     return str(verdict)
 
 
-def run_setting(kind: str, rows: int, runs: int) -> dict[str, Any]:
+def run_setting(kind: str, rows: int, runs: int, first_seed: int = 0) -> dict[str, Any]:
     counts = {"fail": 0, "insufficient": 0, "pass": 0}
     started = time.perf_counter()
-    for seed in range(runs):
+    for seed in range(first_seed, first_seed + runs):
         frame, policy = SETTINGS[kind](rows, seed)
         counts[outcome(fairgate.audit(frame, policy))] += 1
     low, high = wilson(counts["fail"], runs)
@@ -205,13 +205,14 @@ def main() -> None:
     parser.add_argument("--n-bootstrap", type=int, default=BOOTSTRAP)
     parser.add_argument("--kinds", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--rows", nargs="+", type=int, default=list(SIZES))
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + runs - 1")
     args = parser.parse_args()
     BOOTSTRAP = args.n_bootstrap
     print(f"identical groups, parity thresholds, alpha 0.05, {args.runs} runs per setting, {BOOTSTRAP} bootstrap")
     print(f"{'kind':<11} {'rows':>7} {'fail':>6} {'rate':>7} {'95% MC interval':>17} {'insufficient':>13} {'s':>7}")
     for kind in args.kinds:
         for rows in [480] if kind == "small" else args.rows:
-            r = run_setting(kind, rows, args.runs)
+            r = run_setting(kind, rows, args.runs, args.first_seed)
             target = "ok" if r["fail"] / r["runs"] <= 0.05 and r["high"] <= 0.065 else "MISSES TARGET"
             print(
                 f"{kind:<11} {rows:>7} {r['fail']:>6} {r['fail'] / r['runs']:>7.3f} "
