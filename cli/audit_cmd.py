@@ -26,6 +26,7 @@ from cli.checks import check_audit_arguments
 from cli.exits import fail, refusing, run_flow
 from cli.signals import audit_guard
 from fairgate.engine.labels import slicing_label
+from fairgate.verdicts import insufficient_sentence, passed
 
 _out = console.stdout()
 _err = console.stderr()
@@ -271,7 +272,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
         table.caption = "; ".join(notes) + " (the JSON gives each result's reason)"
     _out.print(table)
     verdict = document["verdict"]
-    _out.print(f"verdict: [bold {'green' if verdict == 'pass' else 'red'}]{verdict.upper()}[/]")
+    colour = "green" if passed(verdict) else ("yellow" if verdict == "insufficient" else "red")
+    _out.print(f"verdict: [bold {colour}]{verdict.upper()}[/]")
+    if verdict == "insufficient":
+        _out.print(insufficient_sentence(document["verdict_detail"].get("insufficient") or "block"))
     for kind, path in summary["outputs"].items():
         _out.print(f"{kind}: {path}", highlight=False)
     report = summary.get("report") or {}

@@ -3,7 +3,9 @@ other exception to the exit code, with a message on stderr and no traceback (unl
 
 0 pass (or done), 1 fail (a verdict, a drift alert, a refused promotion: the flow's summary says so),
 2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's ``InvalidInput`` state),
-3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail").
+3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail"),
+4 insufficient: an audit in which nothing could be judged (``fairgate.verdicts``; 0 under the policy's
+``ci_cd_gate.insufficient: allow``).
 Prefect is imported only when a flow runs.
 """
 
@@ -19,11 +21,13 @@ from rich.markup import escape
 
 from cli import console
 from fairgate.errors import FairgateError
+from fairgate.verdicts import EXIT_INSUFFICIENT as _EXIT_INSUFFICIENT
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
 EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 1, 2, 3
+EXIT_INSUFFICIENT = _EXIT_INSUFFICIENT  # 4: nothing judged (the verdicts' own code, fairgate.verdicts)
 DEBUG_VARIABLE = "FAIRGATE_DEBUG"  # set (to 1): a crash raises with its traceback instead of the one-line message
 
 _err = console.stderr()

@@ -28,6 +28,7 @@ from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
 from fairgate.proxy import judged_on_correction, with_weight_column
+from fairgate.verdicts import verdict_word
 from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_execution
 from flows.runtime import (
     INVALID_INPUT,
@@ -54,7 +55,7 @@ from tasks.inputs.cube_sql import configure, stream_cube
 from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.inputs.staged import Staged
 from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
-from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics, verdict_word
+from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
 from tasks.store import default_trail_path, read_history, record_run
 from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of
@@ -508,7 +509,7 @@ def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
         more = f" and {len(failed) - _LISTED} more" if len(failed) > _LISTED else ""
         verdict += f"; failed: {', '.join(failed[:_LISTED])}{more}"
     delivery = (summary.get("report") or {}).get("delivery") or {}
-    if summary["exit_code"] == 1 and gate.fail_flow_run:
+    if summary["exit_code"] != 0 and gate.fail_flow_run:  # a fail (1), or a blocking insufficient (4)
         return Failed(name=POLICY_FAILED, message=verdict, data=summary)
     if delivery.get("status") == "failed":
         state = Failed if gate.delivery_required else Completed

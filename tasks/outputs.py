@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.labels import slicing_label
 from fairgate.report.published import json_content, published_document
+from fairgate.verdicts import insufficient_sentence
 
 if TYPE_CHECKING:  # polars is imported where a CSV is written: `fairgate trail` needs none of it
     import polars as pl
@@ -114,10 +115,25 @@ def junit_xml(document: dict[str, Any]) -> str:
             ET.SubElement(case, "skipped", message="insufficient data: groups below min_group_size")
         else:
             ET.SubElement(case, "system-out").text = detail
+    if document.get("verdict") == "insufficient":  # nothing judged: one case says so, failing when it blocks
+        _insufficient_case(suite, (document.get("verdict_detail") or {}).get("insufficient") or "block")
     suites = ET.Element("testsuites", name="fairgate")
     suites.append(suite)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _insufficient_case(suite: ET.Element, rule: str) -> None:
+    """The audit-level case of an ``insufficient`` verdict: a failure when it blocks, else skipped."""
+    case = ET.SubElement(suite, "testcase", classname="fairness.audit", name="verdict")
+    message = insufficient_sentence(rule)
+    suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+    if rule == "block":
+        ET.SubElement(case, "failure", message=message, type="NothingJudged").text = message
+        suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+    else:
+        ET.SubElement(case, "skipped", message=message)
+        suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))
 
 
 def json_document(document: Mapping[str, Any]) -> dict[str, Any]:

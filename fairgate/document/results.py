@@ -78,6 +78,11 @@ class VerdictDetail(Part):
     n_uncertain: int | None = None
     n_insufficient: int | None = None
     nothing_judged: bool | None = None
+    insufficient: Literal["block", "allow"] | None = Field(
+        default=None,
+        description="ci_cd_gate.insufficient: whether an audit with nothing judged blocks (exit 4) or not "
+        "(schema 1.8).",
+    )
     failed: list[FailedResult]
     decision: Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"] | None = None
     alpha: float | None = Field(default=None, description="The family-wise false-fail rate the gate holds.")

@@ -22,6 +22,7 @@ from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
+from fairgate.verdicts import exit_code_for
 
 if TYPE_CHECKING:  # the individual engine loads scikit-learn: only audits with features import it
     from fairgate.engine.individual import IndividualResult
@@ -170,7 +171,9 @@ def document_header(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "fairgate_version": fairgate_version(),
         "verdict": verdict,
-        "exit_code": 0 if verdict == "pass" or not policy.ci_cd_gate.enabled else 1,
+        "exit_code": exit_code_for(
+            verdict, gate_enabled=policy.ci_cd_gate.enabled, insufficient=policy.ci_cd_gate.insufficient
+        ),
         "model": {"name": model.name, "version": model.version},
         "n_rows": n_rows,
         "weighted": weighted,
@@ -436,13 +439,14 @@ def _failing(results: list[dict[str, Any]], decision: str) -> list[dict[str, Any
 
 
 def verdict_of(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[str, Any]]:
-    """The audit's verdict from its judged results under ``ci_cd_gate`` (fail_on, decision), and its detail."""
+    """The audit's verdict from its judged results under ``ci_cd_gate`` (fail_on, decision), and its detail.
+
+    ``insufficient`` when no result could be judged (``fairgate.verdicts``): neither a pass nor a fail.
+    """
     gate = policy.ci_cd_gate
     judged = [r for r in results if r["status"] in ("pass", "fail", "inconclusive")]
     failed = _failing(judged, gate.decision)
-    if not judged:
-        fails = True  # nothing could be judged (too few people per group): never a silent pass
-    elif gate.fail_on == "any":
+    if gate.fail_on == "any":
         fails = bool(failed)
     elif gate.fail_on == "majority":
         fails = len(failed) * 2 > len(judged)
@@ -464,9 +468,12 @@ def verdict_of(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict
         "n_uncertain": sum(r["uncertain"] for r in results),
         "n_insufficient": len(results) - len(judged),
         "nothing_judged": not judged,
+        "insufficient": gate.insufficient,
         "failed": [_brief(r) for r in failed],
         "inconclusive": [_brief(r) for r in inconclusive],
     }
+    if not judged:  # nothing could be judged (too few people per group): never a pass, nor evidence of a fail
+        return "insufficient", detail
     return ("fail" if fails else "pass"), detail
 
 

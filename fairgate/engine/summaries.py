@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from fairgate.engine.exact import log_rate, log_rate_variance, rate_variance
 from fairgate.engine.metrics import (
     PolicyMetric,
     PopulationIndex,
@@ -151,13 +152,19 @@ def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstra
         replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
         if summary == "difference":
             return Component(
-                v.value[index], reps, _rate_variance(*point), _rate_variance(*replicated) if replicated else None
+                v.value[index],
+                reps,
+                rate_variance(*point),
+                rate_variance(*replicated) if replicated else None,
+                counts=point,
             )
         return Component(
-            _log_rate(*point),
-            _log_rate(*replicated) if replicated else _log(reps),
-            _log_rate_variance(*point),
-            _log_rate_variance(*replicated) if replicated else None,
+            log_rate(*point),
+            log_rate(*replicated) if replicated else _log(reps),
+            log_rate_variance(*point),
+            log_rate_variance(*replicated) if replicated else None,
+            counts=point,
+            log=True,
         )
     if summary == "difference":
         return Component(v.value[index], reps)
@@ -167,36 +174,6 @@ def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstra
 def _log(values: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(values > 0, np.log(values), np.nan)
-
-
-def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """The rate with one success and one failure added (Agresti & Caffo 2000)."""
-    return (successes + 1.0) / (trials + 2.0)
-
-
-def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Variance of a rate from the adjusted rate, p (1 - p) / n.
-
-    Positive even with 0 or all events (dividing by n + 2 as well would understate it near 1/2); NaN without
-    trials.
-    """
-    adjusted = _adjusted(successes, trials)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, adjusted * (1.0 - adjusted) / trials, np.nan)
-
-
-def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """log(successes / trials), with 0.5 added to both where successes is 0; NaN without trials."""
-    correction = np.where(successes == 0, 0.5, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, np.log((successes + correction) / (trials + correction)), np.nan)
-
-
-def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Delta-method variance of a log rate from the adjusted rate, (1 - p) / (p n)."""
-    adjusted = _adjusted(successes, trials)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, (1.0 - adjusted) / (adjusted * trials), np.nan)
 
 
 # Group metrics not confined to [0, 1] (inequality indices); every other one is a rate, AUC or calibration error.

@@ -24,6 +24,7 @@ import polars as pl
 from fairgate.engine.audit import audit
 from fairgate.engine.labels import slicing_label
 from fairgate.policy.core import Policy
+from fairgate.verdicts import passed
 
 OWN_AUDIT = "the model's own audit of its predictions (scores included where given)"
 DECISIONS_ONLY = "an audit of the model's decisions in the joint cube (no scores: metrics needing them not judged)"
@@ -40,8 +41,8 @@ class ModelAudit:
 
     @property
     def passes(self) -> bool:
-        """Whether the verdict is exactly ``pass`` (``fail``, ``insufficient`` or anything else is not)."""
-        return self.verdict == "pass"
+        """Whether the verdict is a pass (``fail``, ``insufficient`` or anything else is not): the core's rule."""
+        return passed(self.verdict)
 
     def as_dict(self) -> dict[str, Any]:
         """The document's ``audit`` entry of a candidate."""

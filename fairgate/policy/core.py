@@ -33,6 +33,7 @@ from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
 from fairgate.policy.ranking import RankingOptions
 from fairgate.policy.task import MulticlassOptions, RegressionOptions
+from fairgate.verdicts import InsufficientRule
 
 if TYPE_CHECKING:
     from fairgate.engine.kinds import Capability
@@ -198,6 +199,9 @@ class CiCdGate(_Strict):
     # crash alerts), while a FAIL verdict is a successful audit with an unwelcome answer; the verdict is in
     # the fairgate.audit.completed event and the persisted result either way.
     fail_flow_run: bool = False
+    # An audit in which nothing could be judged (too few people or events everywhere) has the verdict
+    # "insufficient": never a pass. block (default): it exits 4; allow: it exits 0 (still reported as insufficient).
+    insufficient: InsufficientRule = "block"
 
 
 class Statistics(_Strict):
@@ -507,7 +511,7 @@ class Policy(_Strict):
                 del dumped[optional]
         if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
             del dumped["model_card"]
-        _drop_proxy_defaults(dumped)
+        _drop_later_defaults(dumped)
         for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
             if dumped["columns"][column] == default:
                 del dumped["columns"][column]
@@ -575,8 +579,10 @@ def _explain(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def _drop_proxy_defaults(dumped: dict[str, Any]) -> None:
-    """The proxy section's later keys, at their defaults, left out: older policies keep their hashes."""
+def _drop_later_defaults(dumped: dict[str, Any]) -> None:
+    """Keys added later (proxy's, ci_cd_gate.insufficient), at their defaults, left out: older policies keep hashes."""
+    if dumped["ci_cd_gate"].get("insufficient") == "block":
+        del dumped["ci_cd_gate"]["insufficient"]
     proxy = dumped.get("proxy")
     if proxy is not None and proxy.get("calibrated") is True:
         del proxy["calibrated"]

@@ -199,7 +199,7 @@ def _verdict_part(document: AuditDocument, results: list[ResultRow]) -> dict[str
         "verdict": verdict,
         "verdict_text": verdict.upper(),
         "verdict_sentence": summary.verdict_sentence(
-            verdict, detail.n_failed, detail.n_results, detail.fail_on, failures
+            verdict, detail.n_failed, detail.n_results, detail.fail_on, failures, detail.insufficient
         ),
         "fail_on": detail.fail_on,
         "n_failed": detail.n_failed,

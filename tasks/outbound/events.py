@@ -22,21 +22,13 @@ from prefect.events.worker import EventsWorker
 from prefect.exceptions import EventTooLarge
 
 from fairgate.engine.labels import slicing_label
+from fairgate.verdicts import verdict_word
 
 AUDIT_COMPLETED = "fairgate.audit.completed"
 DELIVERY_FAILED = "fairgate.delivery.failed"
 #: The version of the events' contract (README, "What an automation can read"): 2 spells the verdict in lower
 #: case everywhere (resource label, payload, MLflow tags, flow-run state), as the audit document does.
 CONTRACT_VERSION = 2
-
-
-def verdict_word(verdict: object) -> str:
-    """The verdict as every machine-read place spells it: the audit document's own word, in lower case.
-
-    >>> verdict_word("FAIL"), verdict_word("pass")
-    ('fail', 'pass')
-    """
-    return str(verdict).lower()
 
 
 DRIFT_DETECTED = "fairgate.drift.detected"

@@ -29,7 +29,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import FairgateError
-from tasks.outbound.events import verdict_word
+from fairgate.verdicts import passed, verdict_word
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -484,7 +484,7 @@ def write_verdict(target: Target, payload: dict[str, Any], alias: str, tracking_
     for key, value in tags.items():
         client.set_model_version_tag(target.name, target.version, key, value)
     action = "untouched"
-    if str(payload["verdict"]).lower() == "pass":
+    if passed(payload["verdict"]):  # insufficient (nothing judged) is never a pass: the alias is not set
         client.set_registered_model_alias(target.name, alias, target.version)
         action = "set"
     elif alias in (current.aliases or []):

@@ -19,6 +19,7 @@ from typing import IO, Any
 import duckdb
 
 from fairgate.errors import TRAIL_ANCHOR_UNUSABLE, TRAIL_KEY_MISSING
+from fairgate.verdicts import exit_code_for
 from tasks.store.chain import GENESIS, KEY_ENV, KEYED, UNKEYED, _run_hash, canonical, check_trail_key, trail_key
 from tasks.store.columns import METRIC_COLUMNS, RUN_COLUMNS
 from tasks.store.errors import TrailError
@@ -131,7 +132,7 @@ def _run_row(
         model.get("version"),
         str(document.get("fairgate_version")),
         document.get("verdict"),
-        0 if document.get("verdict") == "pass" else 1,
+        exit_code_for(str(document.get("verdict"))),  # 0 pass, 1 fail, 4 insufficient (fairgate.verdicts)
         document.get("n_rows"),
         canonical(records["inputs"]),
         policy_text,

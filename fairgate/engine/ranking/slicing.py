@@ -131,7 +131,7 @@ def ranking_slicing(
         reference=groups[ref] if with_groups else None,
         metrics=metrics,
         comparisons=_comparisons(groups, values, reps, ref, eligible, confidence_level, options) if with_groups else [],
-        summaries=_summaries(groups, values, reps, eligible & resamplable, confidence_level, options)
+        summaries=_summaries(groups, values, reps, eligible & resamplable, confidence_level, options, group_buckets)
         if with_groups
         else [],
         curves=_curves(cube, slicing, groups),
@@ -212,6 +212,7 @@ def _summaries(
     eligible: np.ndarray,
     level: float,
     options: Any,
+    units: np.ndarray,
 ) -> list[dict[str, Any]]:
     """Range and ratio of the top-k rate (each k), mean exposure and exposure per relevance over eligible groups."""
     out: list[dict[str, Any]] = []
@@ -219,7 +220,7 @@ def _summaries(
         cutoffs: list[int | None] = list(options.top_k) if base == "top_k_rate" else [None]
         for k in cutoffs:
             column = top_rate(k) if k is not None else base
-            entry = _summary(name, kind, values[column], reps[column], eligible, groups, level)
+            entry = _summary(name, kind, values[column], reps[column], eligible, groups, level, units)
             if k is not None:
                 entry["k"] = k
             out.append(entry)
@@ -283,8 +284,13 @@ def _summary(
     eligible: np.ndarray,
     groups: list[Group],
     level: float,
+    units: np.ndarray,
 ) -> dict[str, Any]:
-    """One summary over the eligible groups with a defined value: point, simultaneous interval, family."""
+    """One summary over the eligible groups with a defined value: point, simultaneous interval, family.
+
+    ``units``: the buckets of lists each group appears in; the pair standard errors come from resampling them, so
+    the family's tails are Student-t with (the fewest of the judged groups' units - 1) degrees of freedom.
+    """
     chosen = np.flatnonzero(eligible & np.isfinite(value) & ((value > 0) if kind == "ratio" else True))
     entry: dict[str, Any] = {
         "metric": name,
@@ -308,15 +314,16 @@ def _summary(
         entry["reason"] = "fewer than two groups reach min_group_size in enough lists; nothing to compare"
         return entry
     v, r = value[chosen], rep[:, chosen]
+    df = max(1.0, float(units[chosen].min()) - 1.0)
     worst, best = int(np.argmin(v)), int(np.argmax(v))
     entry["worst_group"], entry["best_group"] = groups[chosen[worst]], groups[chosen[best]]
     if kind == "difference":
         entry["value"] = float(v.max() - v.min())
-        family = pair_family([Component(v, r)])
+        family = pair_family([Component(v, r)], df=df)
     else:
         entry["value"] = float(v.min() / v.max())
         with np.errstate(divide="ignore", invalid="ignore"):
-            family = pair_family([Component(np.log(v), np.where(r > 0, np.log(r), np.nan))])
+            family = pair_family([Component(np.log(v), np.where(r > 0, np.log(r), np.nan))], df=df)
     if family is None:
         entry["reason"] = "no interval: some pair of groups does not vary over the resampled lists (too few lists)"
         return entry
