@@ -24,7 +24,8 @@ from fairgate.document.trend import Trend
 # 1.5: task and per-kind blocks; individual fairness checks
 # 1.6: individual_fairness.consistency.sampled (consistency estimated from a seeded sample of people)
 # 1.7: task written for every kind (binary documents included)
-SCHEMA_VERSION = "1.7"
+# 1.8: results carry the interval the gate decided them on (decision_ci_low, decision_ci_high, decision_level)
+SCHEMA_VERSION = "1.8"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
