@@ -291,8 +291,9 @@ class PairFamily:
         return min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
 
     def beyond_bound(self, p: float) -> float:
-        """The largest threshold whose :meth:`p_beyond` is at most ``p``: the range's one-sided lower bound at level
-        1 - p that the gate's test inverts (at least 0, the range's floor).
+        """The largest threshold whose :meth:`p_beyond` is at most ``p``: the lower bound the gate's test inverts.
+
+        That is the range's one-sided lower bound at level 1 - p (at least 0, the range's floor).
 
         Each of the test's three tails is inverted on its own (the p-value is their maximum): the normal one in
         closed form, the bootstrap one from the sorted max-t statistics, the studentized-range one by root finding.
