@@ -34,11 +34,11 @@ class RulePower:
     slicing: tuple[str, ...] | None
     min_change: float
     horizon_nights: int
-    stream: str  # the rule's weakest stream
-    threshold: float  # its CUSUM threshold h
+    stream: str  # the rule's weakest stream ("" when it watches none: every group too small every night)
+    threshold: float  # its CUSUM threshold h (inf without a stream)
     peak: float  # its largest statistic so far
     predicted_delay: float  # median nights to detect min_change (inf: beyond the horizon)
-    detection_probability: float  # P(min_change detected within horizon_nights)
+    detection_probability: float  # P(min_change detected within horizon_nights) (0 without a stream)
     baseline_share: float  # the baseline's share of a night's variance (rho)
     volume_factor: float | None  # times the observed volume needed (under-powered only); None: no volume suffices
 
@@ -50,6 +50,13 @@ class RulePower:
     def sentence(self, rows_per_period: float, period: str) -> str:
         """The rule named with the volume it needs (``rows_per_period``: the labelled rows a period observed)."""
         where = f"{self.metric} on {' × '.join(self.slicing)}" if self.slicing else f"{self.metric} (every slicing)"
+        if not self.stream:
+            return (
+                f"Under-powered drift rule: {where} watches no stream yet: on every {period} so far each of its "
+                f"groups had too few people for a contrast (the detector's skipped list says how many each needs), "
+                f"so it cannot alert at about {rows_per_period:,.0f} labelled rows a {period}. Monitor more rows a "
+                f"{period} (a longer period), or watch a slicing with larger groups."
+            )
         delay = "beyond the horizon" if not math.isfinite(self.predicted_delay) else f"{self.predicted_delay:.0f}"
         head = (
             f"Under-powered drift rule: {where} cannot be expected to catch a change of {self.min_change:g} within "
@@ -71,11 +78,29 @@ class RulePower:
 
 
 def rule_powers(result: DriftScan) -> list[RulePower]:
-    """Each rule's power from its weakest stream (rules without streams tonight are left out)."""
+    """Each rule's power from its weakest stream.
+
+    A rule without any stream (every group too small on every night so far) cannot alert at all: it is named too.
+    """
     out = []
     for index, rule in enumerate(result.rules):
         streams = [s for s in result.streams if s.rule == index]
         if not streams:
+            out.append(
+                RulePower(
+                    rule.metric,
+                    rule.slicing,
+                    rule.min_change,
+                    rule.horizon_nights,
+                    "",
+                    math.inf,
+                    0.0,
+                    math.inf,
+                    0.0,
+                    0.0,
+                    None,
+                )
+            )
             continue
         weakest = min(streams, key=lambda s: (s.detection_probability, s.stream))
         factor = None if weakest.detection_probability >= MIN_DETECTION else volume_factor(weakest, rule)
