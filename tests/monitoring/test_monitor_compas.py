@@ -132,10 +132,11 @@ def test_the_flagged_week_fails_its_windows_and_exits_1(compas_nights: dict[str,
     assert "no drift" not in output.lower()
 
 
-def test_page_one_of_the_pdf_says_the_windows_fail(compas_nights: dict[str, Any], tmp_path: Path) -> None:
+def test_page_one_of_the_pdf_says_the_windows_fail(compas_nights: dict[str, Any]) -> None:
     document = compas_nights["runs"][-1]["document"]
     (pdf,) = (compas_nights["folder"] / "out").glob(f"monitoring_*_{document['night']}.pdf")
-    page = subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(pdf), "-"], capture_output=True, text=True, check=True)
+    command = ["pdftotext", "-f", "1", "-l", "1", str(pdf), "-"]
+    page = subprocess.run(command, capture_output=True, text=True, check=True)
     text = " ".join(page.stdout.split())
     assert "Windows: FAIL" in text
     assert "NO DRIFT" not in text
