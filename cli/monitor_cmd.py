@@ -44,6 +44,15 @@ class ExitOn(StrEnum):
     alerts = "alerts"
 
 
+ExitOnOption = Annotated[
+    ExitOn,
+    typer.Option(
+        "--exit-on",
+        help="What exits 1: any (a window fails the policy, or a new drift alert) or alerts (new alerts only).",
+    ),
+]
+
+
 @monitor_app.command("run")
 def run(
     policy: options.Policy,
@@ -59,13 +68,7 @@ def run(
     trail: options.Trail = None,
     as_json: options.Json = False,
     quiet: options.Quiet = False,
-    exit_on: Annotated[
-        ExitOn,
-        typer.Option(
-            "--exit-on",
-            help="What exits 1: any (a window fails the policy, or a new drift alert) or alerts (new alerts only).",
-        ),
-    ] = ExitOn.any,
+    exit_on: ExitOnOption = ExitOn.any,
 ) -> None:
     """Monitor one night: cube its rows, judge the windows from stored cubes, watch for drift.
 
