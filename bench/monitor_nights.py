@@ -11,8 +11,9 @@ which reads only that night's files: the per-night cost must not grow with the h
     .venv/bin/python bench/monitor_nights.py --nights 90 --shift 0.15 --shift-from 45
 
 Prints each night's exit code and headline (windows' verdict · drift · open episodes), the median wall time and
-CPU time (this process: robust to other load on the machine; the Prefect server excluded) of nights 1-10 and of the last ten nights (their ratio: ~1 when the cost is independent of the history
-length), and the nights on which alerts fired with the detector's predicted delay.
+CPU time (this process: robust to other load on the machine; the Prefect server excluded) of nights 1-10 and of
+the last ten nights (their ratio: ~1 when the cost is independent of the history length), and the nights on which
+alerts fired with the detector's predicted delay.
 """
 
 from __future__ import annotations
