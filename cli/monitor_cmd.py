@@ -255,7 +255,7 @@ def _series_table(
     alerts: dict[tuple[str, str, str], list[dict[str, Any]]],
 ) -> Table:
     table = Table(title=f"{metric} on {slicing}, window {window}", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("night", "value", "band", "limit", "baseline", "change", "status", "alert"):
+    for column in ("night", "value", "band", "decided on", "limit", "baseline", "change", "status", "alert"):
         justify: Literal["left", "right"] = "left" if column in ("night", "status", "alert") else "right"
         table.add_column(column, justify=justify, no_wrap=column != "alert")
     for night, r in points:
@@ -266,13 +266,17 @@ def _series_table(
             night,
             _num(r.get("value")),
             _band(r),
+            _band(r, "decision_"),
             _num(r.get("threshold")),
             _num(r.get("baseline_value")),
             (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
             str(r.get("status") or ""),
             alert,
         )
-    table.caption = "band: the audit's interval; * change against the baseline significant (Holm)"
+    table.caption = (
+        "band: the audit's reporting interval; decided on: the gate's interval the status rests on; * change "
+        "against the baseline significant (Holm)"
+    )
     return table
 
 
