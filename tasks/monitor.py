@@ -106,7 +106,8 @@ def window_summary(
     cube = sum_cubes(p.cube for p in inside)
     results = [] if cube is None else judged_results(cube, policy)
     alpha = policy.statistics.significance_level
-    verdict = window_verdict(results, policy) if results else {"verdict": None, "n_judged": 0, "n_failed": 0}
+    none = {"verdict": None, "n_judged": 0, "n_failed": 0, "n_inconclusive": 0}
+    verdict = window_verdict(results, policy) if results else none
     return {
         "window": window_label(window),
         "start": inside[0].start.isoformat() if inside else None,
@@ -116,6 +117,7 @@ def window_summary(
         "verdict": verdict["verdict"],
         "n_judged": verdict["n_judged"],
         "n_failed": verdict["n_failed"],
+        "n_inconclusive": verdict["n_inconclusive"],
         "same_as": None,
         "results": compare_with_baseline(results, dict(base) if base is not None else None, alpha),
     }

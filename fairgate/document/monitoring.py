@@ -96,6 +96,7 @@ class WindowSummary(Part):
     )
     n_judged: int = 0
     n_failed: int = Field(default=0, description="Results failing the gate under its decision rule.")
+    n_inconclusive: int = Field(default=0, description="Results the data can neither fail nor pass.")
     same_as: str | None = Field(
         default=None, description="An earlier-listed window summing the same periods: the same numbers, not new."
     )

@@ -48,7 +48,8 @@ def headline(
     n_failed = sum(int(w.get("n_failed") or 0) for w in failing)
     drift = "off" if not watching else ("new_alert" if alerts else "no_new_alert")
     ongoing = [episode_text(e) for e in episodes]
-    parts = [f"Windows: {_windows_text(state, failing, n_failed, gate_enabled, aliases)}"]
+    undecided = sum(int(w.get("n_inconclusive") or 0) for w in windows if not w.get("same_as"))
+    parts = [f"Windows: {_windows_text(state, failing, n_failed, gate_enabled, aliases, undecided)}"]
     parts.append(f"Drift: {_drift_text(drift, alerts)}")
     if ongoing:
         named = "; ".join(ongoing[:MAX_ONGOING_NAMED])
@@ -90,10 +91,15 @@ def episode_text(episode: Mapping[str, Any]) -> str:
 
 
 def _windows_text(
-    state: str, failing: Sequence[Mapping[str, Any]], n_failed: int, gate_enabled: bool, aliases: dict[str, list[str]]
+    state: str,
+    failing: Sequence[Mapping[str, Any]],
+    n_failed: int,
+    gate_enabled: bool,
+    aliases: dict[str, list[str]],
+    undecided: int,
 ) -> str:
     if state == "pass":
-        return "pass"
+        return f"pass ({undecided} inconclusive)" if undecided else "pass"
     if state == "insufficient":
         return "insufficient data (nothing could be judged)"
 

@@ -43,6 +43,7 @@ def window_verdict(results: list[dict[str, Any]], policy: Policy) -> dict[str, A
         "verdict": "insufficient" if detail["nothing_judged"] else verdict,
         "n_judged": int(detail["n_judged"]),
         "n_failed": int(detail["n_failed"]),
+        "n_inconclusive": int(detail["n_inconclusive"]),
         "failed": [{"metric": r["metric"], "slicing": list(r["slicing"] or [])} for r in detail["failed"]],
     }
 
