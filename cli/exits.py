@@ -2,8 +2,8 @@
 other exception to the exit code, with a message on stderr and no traceback (unless ``FAIRGATE_DEBUG=1``).
 
 0 pass (or done), 1 fail (a verdict, a drift alert or a monitored window failing the policy, a refused promotion:
-the flow's summary says so), 2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's ``InvalidInput`` state),
-3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail").
+the flow's summary says so), 2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's
+``InvalidInput`` state), 3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail").
 Prefect is imported only when a flow runs.
 """
 
