@@ -1,9 +1,9 @@
 """Exit codes and the one-line errors of every command: one place maps bad input, a flow's final state and any
 other exception to the exit code, with a message on stderr and no traceback (unless ``FAIRGATE_DEBUG=1``).
 
-0 pass (or done), 1 fail (a verdict, a drift alert, a refused promotion: the flow's summary says so),
-2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's ``InvalidInput`` state),
-3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail"),
+0 pass (or done), 1 fail (a verdict, a drift alert or a monitored window failing the policy, a refused promotion:
+the flow's summary says so), 2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's
+``InvalidInput`` state), 3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail"),
 4 insufficient: an audit in which nothing could be judged (``fairgate.verdicts``; 0 under the policy's
 ``ci_cd_gate.insufficient: allow``).
 Prefect is imported only when a flow runs.

@@ -25,7 +25,8 @@ from fairgate.document.trend import Trend
 # 1.6: individual_fairness.consistency.sampled (consistency estimated from a seeded sample of people)
 # 1.7: task written for every kind (binary documents included)
 # 1.8: verdict "insufficient" (nothing could be judged) with exit code 4, or 0 under ci_cd_gate.insufficient: allow;
-#      verdict_detail.insufficient (that rule)
+#      verdict_detail.insufficient (that rule); results carry the interval the gate decided them on
+#      (decision_ci_low, decision_ci_high, decision_level)
 SCHEMA_VERSION = "1.8"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (

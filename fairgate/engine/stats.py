@@ -216,6 +216,29 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     return adjusted
 
 
+def holm_multipliers(p_values: np.ndarray) -> np.ndarray:
+    """Per test, the factor m_i with Holm-adjusted p = min(1, m_i p_i): it rejects at ``alpha`` iff p_i <= alpha / m_i.
+
+    So each test's deciding level is alpha / m_i (m_i is at least the number of tests left at its step, more when an
+    earlier step's product was larger); NaN entries stay NaN.
+
+    >>> holm_multipliers(np.array([0.01, np.nan, 0.04, 0.03])).round(3).tolist()
+    [3.0, nan, 1.5, 2.0]
+    """
+    p_values = np.asarray(p_values, dtype=float)
+    out = np.full(p_values.shape, np.nan)
+    defined = np.flatnonzero(np.isfinite(p_values))
+    if defined.size == 0:
+        return out
+    order = defined[np.argsort(p_values[defined], kind="stable")]
+    m = order.size
+    steps = (m - np.arange(m)).astype(float)
+    stepped = np.maximum.accumulate(steps * p_values[order])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[order] = np.where(p_values[order] > 0, stepped / p_values[order], steps)
+    return out
+
+
 #: Replicates x pairs above which the max-t critical value comes from the studentized range instead of the
 #: bootstrap (keeps slicings with dozens of groups fast; the studentized range is conservative there).
 PAIR_BUDGET = 120_000
@@ -323,6 +346,37 @@ class PairFamily:
             x1, n1, x2, n2 = (float(c) for c in self.counts[i])
             total += exact_pair_tail(x1, n1, x2, n2, t, threshold, log=bool(self.log[i]))
         return min(1.0, total)
+
+    def beyond_bound(self, p: float) -> float:
+        """The largest threshold whose :meth:`p_beyond` is at most ``p``: the lower bound the gate's test inverts.
+
+        That is the range's one-sided lower bound at level 1 - p (at least 0, the range's floor).
+
+        Each of the test's three tails is inverted on its own (the p-value is their maximum): the normal one in
+        closed form, the bootstrap one from the sorted max-t statistics, the studentized-range one by root finding.
+
+        >>> family = PairFamily(np.array([0.3]), np.array([0.05]), None, (2,))
+        >>> bound = family.beyond_bound(0.01)
+        >>> round(bound, 4), round(family.p_beyond(bound - 1e-9), 4)
+        (0.1712, 0.01)
+        """
+        if not 0.0 < p < 1.0:
+            return 0.0 if p <= 0.0 else float(np.max(self.gap))
+        t = float(_scipy_stats.norm.isf(p / 2.0))
+        if self.null is not None and self.null.size >= 20:
+            allowed = int(np.floor(p * self.null.size + 1e-9))  # replicates allowed at or beyond t
+            if allowed < self.null.size:
+                t = max(t, float(np.nextafter(self.null[self.null.size - allowed - 1], np.inf)))
+
+        def excess(x: float) -> float:
+            return sum(studentized_range_sf(x * np.sqrt(2.0), g) for g in self.sizes) - p
+
+        if excess(t) > 0:
+            high = 2.0 * t
+            while excess(high) > 0 and high < 1e3:
+                high *= 2.0
+            t = float(optimize.brentq(excess, t, high, xtol=1e-9))
+        return max(0.0, float(np.max(self.gap - t * self.se)))
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``.
