@@ -100,6 +100,7 @@ def _anchor_file() -> Iterator[IO[str] | None]:
     if not path:
         yield None
         return
+    check_anchor()  # a FIFO would block the open below
     try:
         file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 (closed by the `with` below)
     except OSError as exc:
@@ -107,6 +108,26 @@ def _anchor_file() -> Iterator[IO[str] | None]:
         raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=path, detail=exc.strerror, fix=fix)) from None
     with file:
         yield file
+
+
+def check_anchor() -> None:
+    """The ``FAIRGATE_TRAIL_ANCHOR`` file can be appended to (checked before any work, without creating it)."""
+    text = os.environ.get(ANCHOR_ENV, "")
+    if not text:
+        return
+    path = Path(text)
+    why = None
+    if path.is_dir():
+        why = "it is a directory"
+    elif path.exists() and not path.is_file():
+        why = "it is not a regular file (a FIFO, socket or device)"
+    elif path.exists() and not os.access(path, os.W_OK):
+        why = "it is not writable"
+    elif not path.exists() and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
+        why = f"its folder {path.parent} does not exist or cannot be written"
+    if why is not None:
+        fix = f"set {ANCHOR_ENV} to a writable file, or unset it"
+        raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=text, detail=why, fix=fix))
 
 
 def _publish_head(anchor: IO[str] | None, recorded_at: str, seq: int, run_hash: str) -> None:
