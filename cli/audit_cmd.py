@@ -17,19 +17,18 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 import fairgate
-from cli import options
+from cli import console, options
 from cli.checks import check_audit_arguments
 from cli.exits import fail, refusing, run_flow
 from cli.signals import audit_guard
 from fairgate.engine.labels import slicing_label
 
-_out = Console()
-_err = Console(stderr=True)
+_out = console.stdout()
+_err = console.stderr()
 
 
 def audit(

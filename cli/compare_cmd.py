@@ -16,17 +16,16 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli import options
+from cli import console, options
 from cli.checks import check_path_name, check_writing
 from cli.exits import refusing, run_flow
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
-_out = Console()
+_out = console.stdout()
 
 
 def compare(

@@ -15,9 +15,9 @@ from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from cli import console
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 1, 2, 3
 DEBUG_VARIABLE = "FAIRGATE_DEBUG"  # set (to 1): a crash raises with its traceback instead of the one-line message
 
-_err = Console(stderr=True)
+_err = console.stderr()
 
 
 def debug_hint(words: str = " for details") -> str:

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, cast
 
 import typer
-from rich.console import Console
 
-from cli import options
+from cli import console, options
 from cli.exits import debug_hint, fail, refusing, run_flow
 
-_out = Console()
+_out = console.stdout()
 
 
 class Method(StrEnum):

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli import options
+from cli import console, options
 from cli.checks import check_audit_arguments
 from cli.exits import debug_hint, fail, refusing, run_flow
 from fairgate.engine.labels import slicing_label
@@ -32,7 +31,7 @@ monitor_app = typer.Typer(
     help="Monitor a model night by night: windowed fairness, change against a baseline, drift alerts.",
     no_args_is_help=True,
 )
-_out = Console()
+_out = console.stdout()
 
 
 @monitor_app.command("run")

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
+from cli import console
 from cli.exits import refusing
 from cli.options import SOURCE
 from fairgate.errors import DataError
@@ -20,7 +20,7 @@ from fairgate.errors import DataError
 if TYPE_CHECKING:  # imported where used: `fairgate --help` must not load polars, DuckDB and the proxy engine
     from fairgate.policy.proxy import ProxyConfig
 
-_err = Console(stderr=True)
+_err = console.stderr()
 _FLAGS = {
     "first_name": "--first-name-col",
     "zip": "--zip-col",

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from cli import console
 from cli.exits import fail
 from cli.options import DEFAULT_TRAIL, Json, TrailFile
 from fairgate.errors import FairgateError
@@ -26,8 +26,8 @@ T = TypeVar("T")
 trail_app = typer.Typer(
     help="The audit trail: list, show and verify recorded runs; list model registrations.", no_args_is_help=True
 )
-_out = Console()
-_err = Console(stderr=True)
+_out = console.stdout()
+_err = console.stderr()
 
 
 def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -132,7 +132,7 @@ def trail_mitigations(
 
 @trail_app.command("show")
 def trail_show(
-    run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
+    run: Annotated[str, typer.Argument(metavar="RUN_ID_OR_SEQ", help="Run id or sequence number.")],
     trail: TrailFile = DEFAULT_TRAIL,
 ) -> None:
     """Print one recorded run (its row, inputs, validation, audit document, deliveries, mitigations) as JSON."""
