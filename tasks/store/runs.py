@@ -22,9 +22,7 @@ from fairgate.errors import TRAIL_ANCHOR_UNUSABLE, TRAIL_KEY_MISSING
 from tasks.store.chain import GENESIS, KEY_ENV, KEYED, UNKEYED, _run_hash, canonical, check_trail_key, trail_key
 from tasks.store.columns import METRIC_COLUMNS, RUN_COLUMNS
 from tasks.store.errors import TrailError
-from tasks.store.lock import locked_trail, trail_transaction
-
-ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
+from tasks.store.lock import ANCHOR_ENV, check_anchor, locked_trail, trail_transaction
 
 
 def _metric_rows(run_id: str, document: dict[str, Any]) -> list[list[Any]]:
@@ -108,26 +106,6 @@ def _anchor_file() -> Iterator[IO[str] | None]:
         raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=path, detail=exc.strerror, fix=fix)) from None
     with file:
         yield file
-
-
-def check_anchor() -> None:
-    """The ``FAIRGATE_TRAIL_ANCHOR`` file can be appended to (checked before any work, without creating it)."""
-    text = os.environ.get(ANCHOR_ENV, "")
-    if not text:
-        return
-    path = Path(text)
-    why = None
-    if path.is_dir():
-        why = "it is a directory"
-    elif path.exists() and not path.is_file():
-        why = "it is not a regular file (a FIFO, socket or device)"
-    elif path.exists() and not os.access(path, os.W_OK):
-        why = "it is not writable"
-    elif not path.exists() and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
-        why = f"its folder {path.parent} does not exist or cannot be written"
-    if why is not None:
-        fix = f"set {ANCHOR_ENV} to a writable file, or unset it"
-        raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=text, detail=why, fix=fix))
 
 
 def _publish_head(anchor: IO[str] | None, recorded_at: str, seq: int, run_hash: str) -> None:
