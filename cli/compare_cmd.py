@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli import console, options
-from cli.checks import check_output_folder, check_path_name
+from cli.checks import check_path_name, check_writing
 from cli.exits import refusing, run_flow
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
@@ -110,7 +110,6 @@ def _precheck(
     is not a file must be a run id: it is looked up in the flow, which names the run's inputs if they changed."""
     from tasks.audit import read_policy
     from tasks.inputs.io import parse_source
-    from tasks.store import default_trail_path
 
     with refusing():
         check_path_name("policy", str(policy))
@@ -121,9 +120,8 @@ def _precheck(
         for option, text in shared.items():
             if text is not None:
                 parse_source(option, text)
-        folder = out if out is not None else Path(parsed.reporting.output_dir)
-        check_output_folder(folder, "--out" if out is not None else "reporting.output_dir in the policy")
-        trail_path = trail if trail is not None else default_trail_path(parsed, folder)
+        named = {f"{option} {i}": text for i, (option, text) in enumerate(models)}
+        _, trail_path = check_writing(parsed, out, trail, shared | named)
         for option, text in models:
             try:
                 parse_source(option, text)

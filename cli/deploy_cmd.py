@@ -7,6 +7,8 @@ creates or updates the three deployments. Prefect is imported only when the comm
 
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -72,14 +74,7 @@ def deploy(
     audit's model. A deployment an earlier deploy registered and this one does not (the nightly without
     --predictions, the MLflow watch without --mlflow-tracking-uri) is removed, and the output says so.
     """
-    from flows.deployments import (
-        apply_deployments,
-        build_deployments,
-        check_api,
-        ensure_work_pool,
-        registered_deployments,
-        remove_deployments,
-    )
+    from flows.deployments import check_api, registered_deployments, remove_deployments
 
     if list_ or remove:
         with refusing():
@@ -87,17 +82,29 @@ def deploy(
         _manage(api_url, remove=remove)
         return
 
-    with refusing():  # nothing registered yet: the message and exit 2, no traceback
+    with refusing():  # nothing registered or written yet: the message and exit 2, no traceback
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
         settings = _with_version(settings, model_version)
         settings = _with_mlflow(settings, mlflow_tracking_uri)
         api_url = check_api()
-        if demo:
-            settings = _with_demo_inputs(settings, out)
-        created = ensure_work_pool(pool)
-    ids = apply_deployments(build_deployments(settings), pool)
+    created, ids, settings = _register(settings, out, pool, demo)
     removed = remove_deployments([d for d in registered_deployments() if d.name not in ids])
     _report(api_url, pool, created, ids, settings, removed)
+
+
+def _register(settings: DeploySettings, out: Path, pool: str, demo: bool) -> tuple[str, dict[str, str], DeploySettings]:
+    """Write the demo inputs (with --demo), make the work pool, apply the deployments: the demo inputs stay only
+    if the deployments are registered (tasks/outputs.py ``atomic_outputs``)."""
+    from flows.deployments import apply_deployments, build_deployments, ensure_work_pool
+    from tasks.outputs import atomic_outputs
+
+    with atomic_outputs():
+        with refusing():
+            if demo:
+                settings = _with_demo_inputs(settings, out)
+            created = ensure_work_pool(pool)
+        ids = apply_deployments(build_deployments(settings), pool)
+    return created, ids, settings
 
 
 def _with_version(settings: DeploySettings, model_version: str | None) -> DeploySettings:
@@ -196,8 +203,7 @@ def _settings(
     trail = (trail or default_trail_path(parsed, out)).expanduser().resolve()
     check_trail_file(trail)
     _check_schedule(cron, timezone)
-    if not pool.strip():
-        raise FairgateError("--pool: give the work pool's name, e.g. --pool fairgate")
+    _check_pool_name(pool)
     absolute = {role: absolute_source(text) if text else None for role, text in sources.items()}
     return DeploySettings(
         pool=pool,
@@ -213,13 +219,40 @@ def _settings(
 
 
 def _check_schedule(cron: str, timezone: str) -> None:
+    """The cron expression and the time zone, as the server will check them (before anything is registered)."""
+    import zoneinfo
+
     from prefect.schedules import Cron
 
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        raise FairgateError(
+            f"--timezone {timezone!r} is not a time zone; give an IANA name, e.g. --timezone Europe/Paris or UTC"
+        ) from None
     try:
         Cron(cron, timezone=timezone)
     except ValueError as exc:
         detail = str(exc).splitlines()[-1]
         raise FairgateError(f"--cron {cron!r} --timezone {timezone!r}: {detail}; e.g. --cron '0 2 * * *'") from None
+
+
+# A work pool's name as fairgate accepts it: Prefect refuses / % & > <, and the name is printed in the
+# `prefect worker start --pool NAME` line a user copies into a shell.
+_POOL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _check_pool_name(pool: str) -> None:
+    """
+    >>> _check_pool_name("a/b;rm -rf")
+    Traceback (most recent call last):
+    fairgate.errors.FairgateError: --pool 'a/b;rm -rf': a work pool's name is letters, digits, '.', '_' and '-' ...
+    """
+    if not _POOL_NAME.fullmatch(pool):
+        raise FairgateError(
+            f"--pool {pool!r}: a work pool's name is letters, digits, '.', '_' and '-' (at most 100, starting with a "
+            "letter or digit); e.g. --pool fairgate"
+        )
 
 
 def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
@@ -229,10 +262,16 @@ def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
 
     from cli import DEMO_DATA
     from tasks.inputs.io import write_demo_inputs
+    from tasks.outputs import discard_staging, make_folder, promote_outputs, staging_dir
 
-    folder = out.expanduser().resolve() / "demo-inputs"
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {role: str(path) for role, path in write_demo_inputs(DEMO_DATA, folder).items()}
+    folder = make_folder(out.expanduser().resolve() / "demo-inputs")
+    staging = staging_dir(folder, uuid.uuid4().hex[:12])  # written whole, then moved into place
+    try:
+        written = write_demo_inputs(DEMO_DATA, make_folder(staging))
+        moved = promote_outputs.fn(staging, folder)
+    finally:
+        discard_staging(staging)
+    files = {role: moved[str(path)] for role, path in written.items()}
     return replace(
         settings,
         labels=settings.labels or files["labels"],

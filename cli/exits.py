@@ -109,8 +109,16 @@ def run_flow(
     hint: str = debug_hint(),
     verdicts: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Run a Prefect flow and return its summary: :func:`flow_state`, then :func:`flow_summary`."""
-    return flow_summary(flow_state(flow, parameters, what=what, status=status, hint=hint), what=what, verdicts=verdicts)
+    """Run a Prefect flow and return its summary: :func:`flow_state`, then :func:`flow_summary`.
+
+    Its outputs are atomic as a whole (tasks/outputs.py ``atomic_outputs``): a refusal, a crash or an interrupt
+    removes every file and folder the run created; only a run with a summary (a verdict) keeps them.
+    """
+    from tasks.outputs import atomic_outputs  # Prefect is imported only when a flow runs
+
+    with atomic_outputs():
+        state = flow_state(flow, parameters, what=what, status=status, hint=hint)
+        return flow_summary(state, what=what, verdicts=verdicts)
 
 
 def run_guarded(app: Callable[[], Any]) -> None:

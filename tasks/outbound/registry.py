@@ -79,7 +79,33 @@ def mlflow_client(tracking_uri: str | None) -> MlflowClient:
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise FairgateError(NO_TRACKING_URI)
+    check_local_store(uri)
     return MlflowClient(tracking_uri=uri)
+
+
+def check_local_store(uri: str) -> None:
+    """A local registry (``sqlite:///FILE``, ``file:///FOLDER`` or a folder) must exist: MLflow would create an
+    empty one, and a watch of it would report "0 registered" instead of the mistake.
+
+    >>> check_local_store("sqlite:///no-such-registry.sqlite")
+    Traceback (most recent call last):
+    fairgate.errors.FairgateError: tracking URI 'sqlite:///no-such-registry.sqlite': no MLflow database at ...
+    >>> check_local_store("http://127.0.0.1:5000")
+    """
+    parts = urlsplit(uri)
+    if parts.scheme == "sqlite":
+        path = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+        what = "no MLflow database"
+    elif parts.scheme in {"", "file"}:
+        path = Path(parts.path if parts.scheme else uri)
+        what = "no MLflow file store"
+    else:
+        return
+    if path is None or not path.exists():
+        raise FairgateError(
+            f"tracking URI {uri!r}: {what} at {str(path or uri)!r} (fairgate does not create one); give the URI "
+            "of an existing registry, e.g. sqlite:///mlflow.db beside the MLflow server, or its http:// address"
+        )
 
 
 def public_uri(uri: str) -> str:

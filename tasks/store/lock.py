@@ -8,7 +8,9 @@ other; a run killed mid-way rolls back, leaving no half-written run.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +18,14 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from fairgate.errors import NO_TRAIL, NOT_A_TRAIL, TRAIL_DAMAGED, TRAIL_NOT_WRITABLE, TRAIL_WRITE_FAILED
+from fairgate.errors import (
+    NO_TRAIL,
+    NOT_A_TRAIL,
+    TRAIL_ANCHOR_UNUSABLE,
+    TRAIL_DAMAGED,
+    TRAIL_NOT_WRITABLE,
+    TRAIL_WRITE_FAILED,
+)
 from tasks.inputs.io import first_line
 from tasks.store.chain import check_trail_key, trail_key
 from tasks.store.errors import TrailDamaged, TrailError
@@ -24,6 +33,9 @@ from tasks.store.schema import _check_tables, _create_schema
 
 if TYPE_CHECKING:  # types only: `fairgate trail` reads the trail without loading the policy models or scipy
     from fairgate.policy.core import Policy
+
+
+ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
 
 
 def default_trail_path(policy: Policy, output: Path) -> Path:
@@ -64,21 +76,35 @@ def locked_trail(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyCo
     trail_path = Path(trail_path)
     _check_file(trail_path, must_exist=not write)
     with _file_lock(trail_path, write=write):
+        new = write and not trail_path.exists()  # created under this lock: removed again if nothing is recorded
         try:
             con = duckdb.connect(str(trail_path), read_only=not write)
         except duckdb.Error as exc:
+            _remove_new_trail(trail_path, new)
+            if _disk_full(exc):
+                detail = f"no space left on {trail_path.parent}: {first_line(exc)}"
+                raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=detail)) from None
             raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
         try:
             _check_tables(con, trail_path, write=write)
             if write:
                 _create_schema(con)
             yield con
-        except duckdb.Error as exc:
-            if write:
+        except BaseException as exc:
+            con.close()
+            _remove_new_trail(trail_path, new)
+            if write or not isinstance(exc, duckdb.Error):
                 raise
             raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
         finally:
             con.close()
+
+
+def _remove_new_trail(trail_path: Path, new: bool) -> None:
+    """A trail this writer created, removed when nothing could be recorded in it (a full disk, a refusal)."""
+    if new:
+        for path in (trail_path, trail_path.with_name(trail_path.name + ".wal")):
+            path.unlink(missing_ok=True)
 
 
 @contextmanager
@@ -118,17 +144,30 @@ def trail_transaction(con: duckdb.DuckDBPyConnection, trail_path: Path) -> Itera
         # After a failed commit DuckDB has already rolled back: "cannot rollback - no transaction is active".
         with contextlib.suppress(duckdb.Error):
             con.execute("rollback")
-        if isinstance(exc, duckdb.IOException | OSError):
-            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=first_line(exc))) from exc
+        if isinstance(exc, duckdb.IOException | OSError) or _disk_full(exc):
+            full = f"no space left on {trail_path.parent}: " if _disk_full(exc) else ""
+            detail = full + first_line(exc)
+            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=detail)) from exc
         raise
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """A full disk or quota, as an OSError or as DuckDB's words (a failed commit is a TransactionException)."""
+    if isinstance(exc, OSError):
+        return exc.errno in {errno.ENOSPC, errno.EDQUOT}
+    return isinstance(exc, duckdb.Error) and any(
+        words in str(exc) for words in ("No space left on device", "Disk quota exceeded")
+    )
 
 
 def check_trail(trail_path: Path) -> None:
     """Check, before an audit computes anything, that its run can be recorded in ``trail_path``.
 
     Raises ``TrailError`` (exit 2: a configuration problem) for a directory, a file that is not a trail, a
-    damaged trail, a keyed trail without its key or with a wrong one. A file that does not exist yet is fine.
+    damaged trail, a keyed trail without its key or with a wrong one, an unusable ``FAIRGATE_TRAIL_ANCHOR`` file.
+    A file that does not exist yet is fine.
     """
+    check_anchor()
     path = Path(trail_path)
     _check_file(path, must_exist=False)
     if not path.exists():
@@ -138,3 +177,23 @@ def check_trail(trail_path: Path) -> None:
             check_trail_key(con, trail_key(), path, action="record runs in it", store=False)
     except TrailDamaged as exc:
         raise TrailError(exc.message) from None
+
+
+def check_anchor() -> None:
+    """The ``FAIRGATE_TRAIL_ANCHOR`` file can be appended to (checked before any work, without creating it)."""
+    text = os.environ.get(ANCHOR_ENV, "")
+    if not text:
+        return
+    path = Path(text)
+    why = None
+    if path.is_dir():
+        why = "it is a directory"
+    elif path.exists() and not path.is_file():
+        why = "it is not a regular file (a FIFO, socket or device)"
+    elif path.exists() and not os.access(path, os.W_OK):
+        why = "it is not writable"
+    elif not path.exists() and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
+        why = f"its folder {path.parent} does not exist or cannot be written"
+    if why is not None:
+        fix = f"set {ANCHOR_ENV} to a writable file, or unset it"
+        raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=text, detail=why, fix=fix))

@@ -23,9 +23,7 @@ from fairgate.verdicts import exit_code_for
 from tasks.store.chain import GENESIS, KEY_ENV, KEYED, UNKEYED, _run_hash, canonical, check_trail_key, trail_key
 from tasks.store.columns import METRIC_COLUMNS, RUN_COLUMNS
 from tasks.store.errors import TrailError
-from tasks.store.lock import locked_trail, trail_transaction
-
-ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
+from tasks.store.lock import ANCHOR_ENV, check_anchor, locked_trail, trail_transaction
 
 
 def _metric_rows(run_id: str, document: dict[str, Any]) -> list[list[Any]]:
@@ -101,6 +99,7 @@ def _anchor_file() -> Iterator[IO[str] | None]:
     if not path:
         yield None
         return
+    check_anchor()  # a FIFO would block the open below
     try:
         file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 (closed by the `with` below)
     except OSError as exc:
