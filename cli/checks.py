@@ -18,9 +18,6 @@ from pathlib import Path
 import fairgate
 from fairgate.errors import FairgateError
 
-# The DuckDB file header: an 8-byte checksum, then this magic.
-_DUCKDB_MAGIC = b"DUCK"
-
 
 def check_audit_arguments(
     policy_path: Path,
@@ -132,13 +129,9 @@ def check_trail_file(trail: Path) -> None:
     if not _exists(trail):
         check_output_folder(trail.parent, f"--trail {str(trail)!r}: its folder")
         return
-    with trail.open("rb") as handle:
-        header = handle.read(12)
-    if header and header[8:12] != _DUCKDB_MAGIC:
-        raise FairgateError(
-            f"--trail {str(trail)!r} is not an audit trail (not a DuckDB database file); give the trail's path, "
-            "or a new file name to start a trail"
-        )
+    from tasks.store import check_trail_path  # the trail commands' own check: a FIFO is refused, never opened
+
+    check_trail_path(trail)
     if not os.access(trail, os.R_OK | os.W_OK):
         raise FairgateError(f"--trail {str(trail)!r} is not writable; fix its permissions or give another trail")
 

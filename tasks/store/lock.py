@@ -2,28 +2,64 @@
 
 Concurrency: DuckDB lets one process write a file at a time, so writers take an exclusive ``flock`` on
 ``<trail>.lock`` and append inside one transaction. Two audits finishing together are recorded one after the
-other; a run killed mid-way rolls back, leaving no half-written run.
+other; a run killed mid-way rolls back, leaving no half-written run. Waiting is bounded: a lock still held by
+another process (a fairgate writer, or any program with the DuckDB file open) after ``FAIRGATE_TRAIL_WAIT_SECONDS``
+(60 s by default) is a ``TrailBusy`` refusal, never a hang and never "damaged".
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
+import os
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import duckdb
 
-from fairgate.errors import NO_TRAIL, NOT_A_TRAIL, TRAIL_DAMAGED, TRAIL_NOT_WRITABLE, TRAIL_WRITE_FAILED
+from fairgate.errors import (
+    NO_TRAIL,
+    NOT_A_TRAIL,
+    TRAIL_BUSY,
+    TRAIL_DAMAGED,
+    TRAIL_NOT_WRITABLE,
+    TRAIL_WRITE_FAILED,
+)
 from tasks.inputs.io import first_line
 from tasks.store.chain import check_trail_key, trail_key
-from tasks.store.errors import TrailDamaged, TrailError
+from tasks.store.errors import TrailBusy, TrailDamaged, TrailError
 from tasks.store.schema import _check_tables, _create_schema
 
 if TYPE_CHECKING:  # types only: `fairgate trail` reads the trail without loading the policy models or scipy
     from fairgate.policy.core import Policy
+
+WAIT_ENV = "FAIRGATE_TRAIL_WAIT_SECONDS"
+DEFAULT_WAIT_SECONDS = 60.0  # an audit holds the write lock for well under a second; a minute is generous
+MAX_WAIT_SECONDS = 86_400.0
+_POLL_SECONDS = 0.1
+_DUCKDB_LOCK_CONFLICT = "Could not set lock"  # DuckDB's IO error when another process has the file open
+
+
+def wait_seconds() -> float:
+    """How long to wait for a trail another process holds: ``FAIRGATE_TRAIL_WAIT_SECONDS``, else 60 s."""
+    text = os.environ.get(WAIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_WAIT_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= MAX_WAIT_SECONDS):
+        raise TrailError(
+            f"{WAIT_ENV}={text!r} is not a number of seconds between 0 and {MAX_WAIT_SECONDS:g}; set it to e.g. 60, "
+            "or unset it"
+        )
+    return value
 
 
 def default_trail_path(policy: Policy, output: Path) -> Path:
@@ -31,6 +67,12 @@ def default_trail_path(policy: Policy, output: Path) -> Path:
     if "audit_trail" in policy.model_fields_set:
         return Path(policy.audit_trail.path)
     return output / "audit_trail.duckdb"
+
+
+def check_trail_path(trail_path: Path) -> None:
+    """Refuse (exit 2) a trail path that is a directory, a FIFO, socket or device, or a file that is not a DuckDB
+    database, without blocking on it; a path that does not exist yet is fine."""
+    _check_file(trail_path, must_exist=False)
 
 
 def _check_file(trail_path: Path, *, must_exist: bool) -> None:
@@ -63,11 +105,10 @@ def locked_trail(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyCo
     """
     trail_path = Path(trail_path)
     _check_file(trail_path, must_exist=not write)
-    with _file_lock(trail_path, write=write):
-        try:
-            con = duckdb.connect(str(trail_path), read_only=not write)
-        except duckdb.Error as exc:
-            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
+    wait = wait_seconds()
+    deadline = time.monotonic() + wait
+    with _file_lock(trail_path, write=write, wait=wait, deadline=deadline):
+        con = _connect(trail_path, write=write, wait=wait, deadline=deadline)
         try:
             _check_tables(con, trail_path, write=write)
             if write:
@@ -81,9 +122,40 @@ def locked_trail(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyCo
             con.close()
 
 
+def _connect(trail_path: Path, *, write: bool, wait: float, deadline: float) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to the trail; another program holding the file is waited for until ``deadline``
+    (then ``TrailBusy``), any other failure to open it is damage."""
+    while True:
+        try:
+            return duckdb.connect(str(trail_path), read_only=not write)
+        except duckdb.Error as exc:
+            detail = first_line(exc)
+            if _DUCKDB_LOCK_CONFLICT not in detail:
+                raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=detail)) from None
+            if time.monotonic() >= deadline:
+                held = re.search(r"[Cc]onflicting lock is held in .*?\(PID \d+\)", detail)
+                holder = f"another program ({held.group(0)})" if held else "another program"
+                message = TRAIL_BUSY.format(path=trail_path, holder=holder, seconds=wait)
+                raise TrailBusy(message) from None
+        time.sleep(_POLL_SECONDS)
+
+
+def _flock(lock: IO[str], trail_path: Path, *, write: bool, wait: float, deadline: float) -> None:
+    """Take the ``flock``, polling until ``deadline``; still held by another process then: ``TrailBusy``."""
+    while True:
+        try:
+            fcntl.flock(lock, (fcntl.LOCK_EX if write else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = "another fairgate process (writing it)" if not write else "another fairgate process"
+                raise TrailBusy(TRAIL_BUSY.format(path=trail_path, holder=holder, seconds=wait)) from None
+        time.sleep(_POLL_SECONDS)
+
+
 @contextmanager
-def _file_lock(trail_path: Path, *, write: bool) -> Iterator[None]:
-    """An exclusive (write) or shared (read) ``flock`` on ``<trail>.lock``.
+def _file_lock(trail_path: Path, *, write: bool, wait: float, deadline: float) -> Iterator[None]:
+    """An exclusive (write) or shared (read) ``flock`` on ``<trail>.lock``, waited for until ``deadline``.
 
     A reader that cannot create the lock file (a read-only copy of the trail) reads without it; a writer that
     cannot is refused with the reason.
@@ -100,7 +172,7 @@ def _file_lock(trail_path: Path, *, write: bool) -> Iterator[None]:
         why = f"its folder or lock file {lock_path} cannot be created ({exc.strerror})"
         raise TrailError(TRAIL_NOT_WRITABLE.format(path=trail_path, why=why)) from None
     with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
+        _flock(lock, trail_path, write=write, wait=wait, deadline=deadline)
         try:
             yield
         finally:
@@ -130,7 +202,7 @@ def check_trail(trail_path: Path) -> None:
     damaged trail, a keyed trail without its key or with a wrong one. A file that does not exist yet is fine.
     """
     path = Path(trail_path)
-    _check_file(path, must_exist=False)
+    check_trail_path(path)
     if not path.exists():
         return
     try:
