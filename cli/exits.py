@@ -39,8 +39,9 @@ def _debugging() -> bool:
 
 
 def print_error(message: str, label: str = "error:") -> None:
-    """``error: <message>`` on stderr, on one logical line; the message is text, not markup (``'fairgate[mlflow]'``
-    keeps its brackets)."""
+    """``error: <message>`` on stderr, on one line (a message's own line breaks and indents are joined); the
+    message is text, not markup (``'fairgate[mlflow]'`` keeps its brackets)."""
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())
     _err.print(f"[bold red]{label}[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
 
 
