@@ -25,7 +25,7 @@ import typer.main
 from typer.models import CommandInfo, TyperInfo
 
 import fairgate
-from cli.exits import hold_messages, release_messages, run_guarded
+from cli.exits import hold_messages, refusing, release_messages, run_guarded
 from cli.signals import end_process, exit_on_signal
 from fairgate.errors import FairgateError
 
@@ -122,7 +122,8 @@ app = typer.Typer(
 def _fairgate(ctx: typer.Context) -> None:
     # The group's own callback: none of its options (typer needs a callback, or commands, to make a group).
     if ctx.invoked_subcommand != "trail":  # the trail commands never reach Prefect
-        check_prefect_api_url(os.environ.get("PREFECT_API_URL"))
+        with refusing():
+            check_prefect_api_url(os.environ.get("PREFECT_API_URL"))
 
 
 def check_prefect_api_url(url: str | None) -> None:
