@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ import typer.main
 from typer.models import CommandInfo, TyperInfo
 
 import fairgate
-from cli.exits import run_guarded
+from cli.exits import hold_messages, refusing, release_messages, run_guarded
 from cli.signals import end_process, exit_on_signal
+from fairgate.errors import FairgateError
 
 PACKAGE_DIR = Path(fairgate.__file__).resolve().parent
 DEMO_POLICY = PACKAGE_DIR / "policies" / "compas_demo.yaml"
@@ -120,9 +122,30 @@ app = typer.Typer(
 
 
 @app.callback()
-def _fairgate() -> None:
+def _fairgate(ctx: typer.Context) -> None:
     # The group's own callback: none of its options (typer needs a callback, or commands, to make a group).
-    pass
+    if ctx.invoked_subcommand != "trail":  # the trail commands never reach Prefect
+        with refusing():
+            check_prefect_api_url(os.environ.get("PREFECT_API_URL"))
+
+
+def check_prefect_api_url(url: str | None) -> None:
+    """A ``PREFECT_API_URL`` that is set must be an http(s) URL with a host: refused before any work (exit 2),
+    never a crash (exit 3) once the flow starts.
+
+    >>> check_prefect_api_url("http://127.0.0.1:4200/api")
+    >>> check_prefect_api_url("::not a url::")
+    Traceback (most recent call last):
+    fairgate.errors.FairgateError: PREFECT_API_URL '::not a url::' is not an http(s) URL with a host; ...
+    """
+    if not url:
+        return
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise FairgateError(
+            f"PREFECT_API_URL {url!r} is not an http(s) URL with a host; set it to the Prefect server's API (e.g. "
+            "http://127.0.0.1:4200/api), or unset it to let fairgate start a temporary local server"
+        )
 
 
 @functools.cache
@@ -162,10 +185,15 @@ def main() -> None:
     """Console entry point (``fairgate``)."""
     exit_on_signal()  # Ctrl-C / SIGTERM: exit 130 / 143 (cli/signals.py)
     _command_environment(sys.argv[1:])
+    hold_messages()  # the error line comes last, after the clean-up's log lines (cli/exits.py)
     try:
         run_guarded(app)
     except SystemExit as exc:
         if exc.code is not None and not isinstance(exc.code, int):
+            release_messages()
             raise  # a message: Python prints it and exits 1
-        end_process(exc.code or 0)
-    end_process(0)
+        end_process(exc.code or 0, release_messages)
+    except BaseException:
+        release_messages()
+        raise
+    end_process(0, release_messages)

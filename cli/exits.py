@@ -12,6 +12,7 @@ Prefect is imported only when a flow runs.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -31,6 +32,9 @@ EXIT_INSUFFICIENT = _EXIT_INSUFFICIENT  # 4: nothing judged (the verdicts' own c
 DEBUG_VARIABLE = "FAIRGATE_DEBUG"  # set (to 1): a crash raises with its traceback instead of the one-line message
 
 _err = console.stderr()
+# Set by the console entry point: messages are held here and printed by release_messages() once the command is
+# done (after the Prefect server's and the log workers' last lines), so the error is the last line on stderr.
+_held: list[tuple[str, str]] | None = None
 
 
 def debug_hint(words: str = " for details") -> str:
@@ -43,8 +47,30 @@ def _debugging() -> bool:
 
 
 def print_error(message: str, label: str = "error:") -> None:
-    """``error: <message>`` on stderr, on one logical line; the message is text, not markup (``'fairgate[mlflow]'``
-    keeps its brackets)."""
+    """``error: <message>`` on stderr, on one line (a message's own line breaks and indents are joined); the
+    message is text, not markup (``'fairgate[mlflow]'`` keeps its brackets)."""
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    if _held is not None:
+        _held.append((label, message))
+        return
+    _print_line(label, message)
+
+
+def hold_messages() -> None:
+    """From now on, hold the ``error:``/``warning:`` lines for :func:`release_messages` (the entry point's)."""
+    global _held
+    _held = []
+
+
+def release_messages() -> None:
+    """Print the held lines, in order (the process is ending: nothing else will write to stderr)."""
+    global _held
+    held, _held = _held or [], None
+    for label, message in held:
+        _print_line(label, message)
+
+
+def _print_line(label: str, message: str) -> None:
     _err.print(f"[bold red]{label}[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
 
 
@@ -76,6 +102,7 @@ def flow_state(
     An exception out of the flow's own handling (Prefect unreachable, a bug) exits 3 with
     ``<what> could not run: <type>: <message><hint>``; with DEBUG_VARIABLE set it is raised instead.
     """
+    _keep_echoes_off_the_terminal()
     try:
         if status is None:
             return cast("State", flow(**parameters, return_state=True))
@@ -85,6 +112,25 @@ def flow_state(
         if _debugging():
             raise
         fail(f"{what} could not run: {type(exc).__name__}: {exc}{hint}", EXIT_INTERNAL)
+
+
+class _PrintedByTheCli(logging.Filter):
+    """Drops the log records that only repeat an invalid input's message (flows.runtime.INVALID_INPUT_ECHO):
+    the command prints it once, as its ``error:`` line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from flows.runtime import INVALID_INPUT_ECHO
+
+        return not getattr(record, INVALID_INPUT_ECHO, False)
+
+
+def _keep_echoes_off_the_terminal() -> None:
+    """On the terminal's log handlers (Prefect's console handler, on the root logger): no echo of the error."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and not any(
+            isinstance(f, _PrintedByTheCli) for f in handler.filters
+        ):
+            handler.addFilter(_PrintedByTheCli())
 
 
 def flow_summary(state: State, *, what: str, verdicts: Collection[str] = ()) -> dict[str, Any]:

@@ -149,6 +149,9 @@ class _Guard:
         """Clean up and end the process at once, whatever other threads are doing."""
         cls.clean_up()
         with contextlib.suppress(Exception):
+            from cli.exits import release_messages  # what the command said before the signal
+
+            release_messages()
             sys.stderr.write(f"\nfairgate: interrupted by {signal.Signals(signum).name}\n")
             sys.stderr.flush()
             sys.stdout.flush()
@@ -201,7 +204,7 @@ def audit_guard() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def end_process(code: int) -> NoReturn:
+def end_process(code: int, last_words: Callable[[], None] | None = None) -> NoReturn:
     """End the CLI once its command is done: as the interpreter would (non-daemon threads joined, the atexit
     handlers run: Prefect's log and event workers deliver what they hold, logging flushes), then ``os._exit``.
 
@@ -213,6 +216,9 @@ def end_process(code: int) -> NoReturn:
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()
     atexit._run_exitfuncs()
+    if last_words is not None:  # the command's own error line: after every log line of the clean-up
+        with contextlib.suppress(Exception):
+            last_words()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more to say
             stream.flush()

@@ -2,7 +2,8 @@
 
 Exit codes: 0 intact (or listed), 1 the trail was tampered with or is damaged (rows edited or deleted, the chain
 broken, an anchored head gone, a table dropped, the file truncated), 2 not a trail or a configuration problem
-(a directory, not a DuckDB file, no trail tables, the key missing or wrong). Never a DuckDB traceback.
+(a directory, not a DuckDB file, no trail tables, the key missing or wrong), 5 busy (another process still held the
+trail after FAIRGATE_TRAIL_WAIT_SECONDS: try again). Never a DuckDB traceback.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ _err = console.stderr()
 
 
 def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a trail function; its errors become a message and exit 1 (damaged) or 2 (not a trail, configuration)."""
+    """Run a trail function; its errors become a message and exit 1 (damaged), 2 (not a trail, configuration) or
+    5 (busy)."""
     from tasks.store import TrailError
 
     try:

@@ -89,6 +89,10 @@ EMPTY_REFERENCE = (
 # The audit trail (tasks/store/, ``fairgate trail``). Exit 2 for "not a trail" and configuration, 1 for damage.
 NOT_A_TRAIL = "{path} is not an audit trail: {why}. Pass --trail with the trail's DuckDB file"
 TRAIL_DAMAGED = "the audit trail {path} is damaged: {detail}. Restore it from a backup; do not append to it"
+TRAIL_BUSY = (
+    "the audit trail {path} is busy: {holder} still held it after {seconds:g} s. Nothing was read or written; try "
+    "again when it has finished (or set FAIRGATE_TRAIL_WAIT_SECONDS to wait longer)"
+)
 TRAIL_KEY_MISSING = (
     "the audit trail {path} is keyed (hmac-sha256) but {env} is not set: set it to the key the trail was "
     "recorded with, to {action}"

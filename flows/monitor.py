@@ -28,7 +28,7 @@ from fairgate.errors import FairgateError
 from fairgate.monitoring.drift import TYPICAL_SE_NIGHTS
 from fairgate.monitoring.headline import EXIT_ON, exit_code, headline
 from fairgate.monitoring.windowed import coinciding
-from fairgate.monitoring.windows import PeriodCube
+from fairgate.monitoring.windows import PeriodCube, check_nights
 from flows.runtime import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
 from tasks.audit import read_policy
 from tasks.inputs.align import align_inputs, release, stage_inputs
@@ -240,9 +240,11 @@ def _night(text: str | date | None) -> date | None:
     if text is None or isinstance(text, date):
         return text
     try:
-        return date.fromisoformat(str(text))
+        night = date.fromisoformat(str(text))
     except ValueError:
         raise FairgateError(f"--night {text!r} is not a date; write it as YYYY-MM-DD, e.g. 2026-12-01") from None
+    check_nights(night, night, f"--night {text!r}")
+    return night
 
 
 def _observed(to_store: list[PeriodCube], tonight: list[PeriodCube]) -> list[PeriodCube]:

@@ -36,20 +36,48 @@ T = TypeVar("T")
 TASK_RUNNER: Any = ThreadPoolTaskRunner(max_workers=max(1, min(4, os.cpu_count() or 1)))
 
 
+# Set (True) on the log records that only repeat an invalid input's message: the CLI prints that message itself,
+# as its one error line, and keeps these off the terminal (cli/exits.py); the API still receives them.
+INVALID_INPUT_ECHO = "fairgate_invalid_input"
+
+
+def _fairgate_error_names(cls: type[BaseException] = FairgateError) -> set[str]:
+    """The class names of FairgateError and every subclass defined so far (DataError, TrailError, ...)."""
+    return {cls.__name__}.union(*(_fairgate_error_names(sub) for sub in cls.__subclasses__()))
+
+
 class _InvalidInputIsNotACrash(logging.Filter):
     """Bad input is the user's to fix, not a crash: a task failing with a FairgateError logs its message as a
-    warning, without the traceback Prefect attaches to a failed task (the CLI prints the message once more)."""
+    warning, without the traceback Prefect attaches to a failed task, and so does the task's "Finished in state
+    Failed(...)" line; both are marked INVALID_INPUT_ECHO (the CLI prints the message once, itself)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, FairgateError):
             record.exc_info, record.exc_text = None, None
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.msg, record.args = f"invalid input: {exc.message}", ()
+        elif not _finished_by_invalid_input(record):
+            return True
+        if record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        setattr(record, INVALID_INPUT_ECHO, True)
         return True
 
 
+def _finished_by_invalid_input(record: logging.LogRecord) -> bool:
+    """A run's last line when bad input ended it: the task's Failed state naming a FairgateError, the flow's
+    InvalidInput state."""
+    text = str(record.msg)
+    if text.startswith(f"Finished in state {INVALID_INPUT}("):
+        return True
+    if not text.startswith("Finished in state Failed(") or "encountered an exception " not in text:
+        return False
+    name = text.partition("encountered an exception ")[2].partition(":")[0]
+    return name in _fairgate_error_names()
+
+
 logging.getLogger("prefect.task_runs").addFilter(_InvalidInputIsNotACrash())
+logging.getLogger("prefect.flow_runs").addFilter(_InvalidInputIsNotACrash())
 
 
 class _DeliberateStateIsNotACrash(logging.Filter):

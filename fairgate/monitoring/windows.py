@@ -30,6 +30,27 @@ _DTYPES: dict[str, pl.DataType] = {
 _COUNTS = [ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM]
 
 
+# The nights a monitor can date: a window (at most 3660 days) back from the earliest and a week on from the
+# latest stay inside Python's dates. A timestamp outside (year 0001, 9999) is a data error, not a crash.
+EARLIEST_NIGHT = date(1900, 1, 1)
+LATEST_NIGHT = date(9998, 12, 31)
+
+
+def check_nights(first: date, last: date, where: str) -> None:
+    """Refuse (DataError) nights before EARLIEST_NIGHT or after LATEST_NIGHT, naming ``where`` they came from.
+
+    >>> check_nights(date(1, 1, 1), date(2026, 12, 1), "timestamp column 'ts' in p.csv")
+    Traceback (most recent call last):
+    fairgate.errors.DataError: timestamp column 'ts' in p.csv dates a night 0001-01-01, outside 1900-01-01 ...
+    """
+    for day in (first, last):
+        if not EARLIEST_NIGHT <= day <= LATEST_NIGHT:
+            raise DataError(
+                f"{where} dates a night {day.isoformat()}, outside {EARLIEST_NIGHT.isoformat()} to "
+                f"{LATEST_NIGHT.isoformat()}; fix the dates (a default such as 0001-01-01 for a missing time?)"
+            )
+
+
 def period_start(day: date, period: str) -> date:
     """The first day of the period holding ``day``: the day itself, or the Monday of its ISO week.
 

@@ -563,20 +563,20 @@ class ResolvedRule(_Strict):
 
 
 def _explain(exc: ValidationError, source: str) -> str:
-    """Turn pydantic's errors into lines that name the place in the file and the fix."""
-    lines = [f"{source} is not a valid fairgate policy:"]
+    """Turn pydantic's errors into one line that names each place in the file and the fix."""
+    problems = []
     for error in exc.errors():
         where = ".".join(str(p) for p in ("fairness_checker", *error["loc"]))
         if error["type"] == "extra_forbidden":
-            lines.append(f"  - {where}: unknown key (check its spelling against the policy reference in the README)")
+            problems.append(f"{where}: unknown key (check its spelling against the policy reference in the README)")
         elif error["type"] == "missing":
-            lines.append(f"  - {where}: required key is missing")
+            problems.append(f"{where}: required key is missing")
         elif error["type"] == "finite_number":
-            lines.append(f"  - {where}: must be a finite number (.inf and .nan are not numbers a policy can use)")
+            problems.append(f"{where}: must be a finite number (.inf and .nan are not numbers a policy can use)")
         else:
-            message = error["msg"].removeprefix("Value error, ")
-            lines.append(f"  - {where}: {message}")
-    return "\n".join(lines)
+            message = " ".join(error["msg"].removeprefix("Value error, ").split())
+            problems.append(f"{where}: {message}")
+    return f"{source} is not a valid fairgate policy: {'; '.join(problems)}"
 
 
 def _drop_later_defaults(dumped: dict[str, Any]) -> None:

@@ -24,6 +24,9 @@ Security = Literal["starttls", "ssl", "none"]
 # Fields a subject template may use; anything else is a typo caught when the policy is loaded.
 SUBJECT_FIELDS = frozenset({"verdict", "model", "version", "run_id", "n_failed"})
 _DEFAULT_PORTS: dict[str, int] = {"starttls": 587, "ssl": 465, "none": 25}
+# The longest one report's delivery may take, every attempt timing out and every delay waited: a mail server
+# that is down must not hold a run (or ``fairgate outbox send``) for hours.
+MAX_DELIVERY_SECONDS = 900.0
 
 
 class _Strict(BaseModel):
@@ -97,6 +100,22 @@ class DeliveryConfig(_Strict):
                 f"subject template uses unknown field(s) {sorted(unknown)}; available: {sorted(SUBJECT_FIELDS)}"
             )
         return subject
+
+    @property
+    def longest_seconds(self) -> float:
+        """The longest one delivery may take: every attempt timing out, every delay between them waited."""
+        timeout = self.smtp.timeout_seconds if self.smtp is not None else 0.0
+        return (self.retries + 1) * timeout + self.retries * self.retry_delay_seconds
+
+    @model_validator(mode="after")
+    def _bounded(self) -> DeliveryConfig:
+        if self.smtp is not None and self.longest_seconds > MAX_DELIVERY_SECONDS:
+            raise ValueError(
+                f"one delivery could take {self.longest_seconds:g} s ((retries + 1) x smtp.timeout_seconds + "
+                f"retries x retry_delay_seconds); the most is {MAX_DELIVERY_SECONDS:g} s: lower retries, "
+                "retry_delay_seconds or smtp.timeout_seconds"
+            )
+        return self
 
     @model_validator(mode="after")
     def _credentials_paired(self) -> DeliveryConfig:

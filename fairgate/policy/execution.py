@@ -37,7 +37,11 @@ STREAMING_AUTO_ROWS = 5_000_000
 # ``auc: auto`` keeps the exact per-row score table up to this many rows (about 40 bytes a row once sorted),
 # and uses the histogram beyond.
 EXACT_AUC_MAX_ROWS = 5_000_000
-_MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+_UNIT_BYTES = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNIT_BYTES |= {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+# Below this DuckDB cannot hold even the staging of a small file ("1B" and "0GB" ran out of memory at once).
+MIN_MEMORY_BYTES = 64 * 10**6
 
 
 class Execution(BaseModel):
@@ -58,8 +62,16 @@ class Execution(BaseModel):
     @field_validator("memory_limit")
     @classmethod
     def _memory_size(cls, value: str | None) -> str | None:
-        if value is not None and not _MEMORY.match(value):
+        if value is None:
+            return value
+        size = _MEMORY.match(value)
+        if size is None:
             raise ValueError(f"memory_limit {value!r} is not a size; write e.g. '3GB', '512MB' or '2GiB'")
+        if float(size.group(1)) * _UNIT_BYTES[size.group(2).lower()] < MIN_MEMORY_BYTES:
+            raise ValueError(
+                f"memory_limit {value!r} is too small for DuckDB to read the inputs; give at least '64MB' "
+                "(e.g. '3GB'), or null for DuckDB's default"
+            )
         return value
 
     @model_validator(mode="after")

@@ -3,6 +3,8 @@ numeric score, and binary columns read as 0/1 whatever their stored type."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 
 from fairgate.errors import DataError
@@ -21,12 +23,13 @@ INTEGER_TYPES = {
     "UBIGINT",
     "BOOLEAN",
 }
+_DECIMAL = re.compile(r"DOUBLE|FLOAT|REAL|DECIMAL(\(\d+, *\d+\))?")
 
 
 def type_family(con: duckdb.DuckDBPyConnection, view: str, column: str) -> str:
     """``number`` or ``text`` (or another type's name) for a column of a fixed view; ``column`` quoted."""
     column_type = str(con.sql(f"select {column} from {view} limit 0").types[0]).upper()
-    if column_type in INTEGER_TYPES or column_type.startswith(("DECIMAL", "DOUBLE", "FLOAT", "REAL")):
+    if column_type in INTEGER_TYPES or _DECIMAL.fullmatch(column_type):  # DOUBLE[] (a list) is not a number
         return "number"
     return "text" if column_type == "VARCHAR" else column_type.lower()
 

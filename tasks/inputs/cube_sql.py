@@ -30,6 +30,7 @@ from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from tasks.inputs.align import id_buckets, join_report, matched_relation, restrict_to_bucket, sort_group_sizes
+from tasks.inputs.io import first_line
 from tasks.inputs.sql import quote_identifier, render_sql
 from tasks.inputs.staged import Aligned, Staged
 from tasks.inputs.weights import check_streamed_weights_joined
@@ -167,6 +168,11 @@ def cube_partition(sources: dict[str, str], policy: Policy, *, score_histogram: 
         try:
             configure(staged.con, memory_limit, Path(spill))
             return _cube_by_buckets(staged, policy, score_histogram)
+        except duckdb.OutOfMemoryException as exc:  # a limit the policy set too low for these inputs
+            raise DataError(
+                f"DuckDB ran out of memory within execution.memory_limit {memory_limit!r} ({first_line(exc)}); "
+                "raise execution.memory_limit in the policy, or set it to null for DuckDB's default"
+            ) from None
         finally:
             staged.con.close()
 

@@ -20,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.errors import DataError
-from fairgate.monitoring.windows import PeriodCube, period_end, period_start
+from fairgate.monitoring.windows import PeriodCube, check_nights, period_end, period_start
 from tasks.inputs.sql import quote_identifier, render_sql
 from tasks.inputs.staged import Staged
 
@@ -84,6 +84,7 @@ def _row_periods(
             "(monitoring.timestamp); give every prediction its date or time (ISO 8601, e.g. 2026-12-01T23:10:00)"
         )
     counts = {start: int(n) for start, n in frame.group_by("period_start").len().iter_rows()}
+    check_nights(min(counts), max(counts), f"column {monitoring.timestamp!r} (monitoring.timestamp) in {source}")
     return RowPeriods(frame.rename({"period_start": PERIOD}), counts)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_fixed
+from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_fixed
 
 from fairgate.errors import FairgateError
 from fairgate.policy.delivery import DeliveryConfig, SmtpSettings
@@ -226,7 +226,7 @@ def deliver_report(
     if not recipients:
         _record(trail_path, run_id, recipients, "skipped", "no recipients configured")
         return {"status": "skipped", "detail": "no recipients configured", "recipients": [], "attempts": 0}
-    status, detail, attempts = _send_with_retries(message, delivery, delivery.smtp, sender, environ)
+    status, detail, attempts, _ = _send_with_retries(message, delivery, delivery.smtp, sender, environ)
     outcome: dict[str, Any] = {"status": status, "detail": detail, "recipients": recipients}
     if status == "failed":
         kept = write_outbox(message, outbox, stem)
@@ -244,13 +244,15 @@ def _send_with_retries(
     smtp: SmtpSettings,
     sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None],
     environ: Mapping[str, str] | None,
-) -> tuple[str, str, int]:
-    """Send, retrying transient failures as the policy says: ``sent`` or ``failed``, the detail, the attempts."""
+) -> tuple[str, str, int, bool]:
+    """Send, retrying transient failures as the policy says: ``sent`` or ``failed``, the detail, the attempts,
+    and whether the server failed every attempt transiently (down or not answering: the next message would too)."""
     credentials = resolve_credentials(smtp, environ)  # a misconfiguration is an error, not a retry
     attempts = 0
     try:
         for attempt in Retrying(
-            stop=stop_after_attempt(delivery.retries + 1),
+            # A server that answers slowly cannot stretch the policy's bound (fairgate.policy.delivery).
+            stop=stop_after_attempt(delivery.retries + 1) | stop_after_delay(delivery.longest_seconds),
             wait=wait_fixed(delivery.retry_delay_seconds),
             retry=retry_if_exception(is_transient),
             reraise=False,
@@ -262,9 +264,9 @@ def _send_with_retries(
         error = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
         where = f"{smtp.host}:{smtp.effective_port}"
         detail = f"failed after {attempts} attempt(s) to {where}: {type(error).__name__}: {error}"
-        return "failed", detail, attempts
+        return "failed", detail, attempts, error is not None and is_transient(error)
     detail = f"sent to {len(delivery.recipients)} recipient(s) via {smtp.host}:{smtp.effective_port} ({smtp.security})"
-    return "sent", detail, attempts
+    return "sent", detail, attempts, False
 
 
 @task(name="deliver-report", cache_policy=NO_CACHE)
@@ -311,9 +313,13 @@ def send_outbox(
             "delivery.smtp (host, port, security) to the policy given with --policy"
         )
     resolve_credentials(smtp, environ)  # a missing credential is a configuration error, before any attempt
-    outcomes = []
+    outcomes: list[dict[str, Any]] = []
+    unreachable: str | None = None
     for path in sorted(p for p in Path(outbox).glob("*.eml") if p.is_file()):  # a FIFO would block the read
-        outcomes.append(_send_kept(path, delivery, smtp, trail_path, sender, environ))
+        outcomes.append(_send_kept(path, delivery, smtp, trail_path, sender, environ, unreachable=unreachable))
+        if outcomes[-1].pop("server_down"):
+            # The server failed every attempt: the next messages would wait as long for the same answer.
+            unreachable = outcomes[-1]["detail"].partition("; re-send")[0]
     return outcomes
 
 
@@ -324,14 +330,20 @@ def _send_kept(
     trail_path: Path | None,
     sender: Callable[[EmailMessage, SmtpSettings, Credentials | None], None],
     environ: Mapping[str, str] | None,
+    *,
+    unreachable: str | None = None,
 ) -> dict[str, Any]:
+    """Send one kept message (not tried when an earlier one found the server ``unreachable``), record it."""
     message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
     recipients = [address for _, address in getaddresses([*message.get_all("To", []), *message.get_all("Cc", [])])]
     run_id = str(message.get("X-Fairgate-Run-Id", ""))
+    server_down = False
     if not recipients:
         status, detail, attempts = "failed", f"{path.name} names no recipient (To/Cc): not a fairgate message?", 0
+    elif unreachable is not None:
+        status, detail, attempts = "failed", f"not tried: an earlier message {unreachable}", 0
     else:
-        status, detail, attempts = _send_with_retries(message, delivery, smtp, sender, environ)
+        status, detail, attempts, server_down = _send_with_retries(message, delivery, smtp, sender, environ)
     if status == "sent":
         target = path.parent / SENT_FOLDER / path.name
         target.parent.mkdir(exist_ok=True)
@@ -347,4 +359,5 @@ def _send_kept(
         "status": status,
         "detail": detail,
         "attempts": attempts,
+        "server_down": server_down,
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -70,6 +71,17 @@ MAX_TAG_VALUE = 5000
 _EVENT_NAMESPACE = uuid.UUID("6f0d2b43-5b0e-4f51-9c9c-2f1a8f6f3a51")
 
 
+# MLflow's HTTP client retries a request 7 times with doubling back-off (about 4 minutes) and waits 120 s for each
+# answer; with the tasks' own retries an unreachable registry held a watch for 12 minutes. fairgate's defaults
+# (the user's environment wins): 2 retries, 1 s back-off factor, 15 s per request.
+MLFLOW_HTTP_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
+}
+REACH_TIMEOUT_SECONDS = 5.0
+
+
 def mlflow_client(tracking_uri: str | None) -> MlflowClient:
     """A client for the registry at ``tracking_uri`` (else ``MLFLOW_TRACKING_URI``); refused without mlflow."""
     try:
@@ -80,6 +92,8 @@ def mlflow_client(tracking_uri: str | None) -> MlflowClient:
     if not uri:
         raise FairgateError(NO_TRACKING_URI)
     check_local_store(uri)
+    for variable, value in MLFLOW_HTTP_DEFAULTS.items():
+        os.environ.setdefault(variable, value)
     return MlflowClient(tracking_uri=uri)
 
 
@@ -106,6 +120,23 @@ def check_local_store(uri: str) -> None:
             f"tracking URI {uri!r}: {what} at {str(path or uri)!r} (fairgate does not create one); give the URI "
             "of an existing registry, e.g. sqlite:///mlflow.db beside the MLflow server, or its http:// address"
         )
+
+
+def check_reachable(uri: str, timeout: float = REACH_TIMEOUT_SECONDS) -> None:
+    """An http(s) tracking server answers a TCP connection within ``timeout`` seconds, else a FairgateError
+    naming it (other schemes, a local database or folder, are not probed)."""
+    parts = urlsplit(uri)
+    if parts.scheme not in {"http", "https"}:
+        return
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=timeout).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise FairgateError(
+            f"the MLflow tracking server at {public_uri(uri)} cannot be reached ({why}); start it, or pass the "
+            "right --tracking-uri (or MLFLOW_TRACKING_URI)"
+        ) from None
 
 
 def public_uri(uri: str) -> str:

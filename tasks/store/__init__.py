@@ -30,9 +30,16 @@ from tasks.store.columns import (
     RUN_COLUMNS,
     TRAIL_VERSION,
 )
-from tasks.store.errors import TrailDamaged, TrailError
+from tasks.store.errors import TrailBusy, TrailDamaged, TrailError
 from tasks.store.history import list_runs, model_history, show_run
-from tasks.store.lock import ANCHOR_ENV, check_trail, default_trail_path, locked_trail, trail_transaction
+from tasks.store.lock import (
+    ANCHOR_ENV,
+    check_trail,
+    check_trail_path,
+    default_trail_path,
+    locked_trail,
+    trail_transaction,
+)
 from tasks.store.records import (
     list_mitigations,
     list_registrations,
@@ -72,6 +79,7 @@ __all__ = [
     "RUN_COLUMNS",
     "TRAIL_VERSION",
     "UNKEYED",
+    "TrailBusy",
     "TrailDamaged",
     "TrailError",
     "append_audit_run",
@@ -80,6 +88,7 @@ __all__ = [
     "chain_digest",
     "check_trail",
     "check_trail_key",
+    "check_trail_path",
     "default_trail_path",
     "has_table",
     "list_mitigations",

@@ -2,7 +2,9 @@
 
 Concurrency: DuckDB lets one process write a file at a time, so writers take an exclusive ``flock`` on
 ``<trail>.lock`` and append inside one transaction. Two audits finishing together are recorded one after the
-other; a run killed mid-way rolls back, leaving no half-written run.
+other; a run killed mid-way rolls back, leaving no half-written run. Waiting is bounded: a lock still held by
+another process (a fairgate writer, or any program with the DuckDB file open) after ``FAIRGATE_TRAIL_WAIT_SECONDS``
+(60 s by default) is a ``TrailBusy`` refusal, never a hang and never "damaged".
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import math
 import os
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import duckdb
 
@@ -22,17 +27,41 @@ from fairgate.errors import (
     NO_TRAIL,
     NOT_A_TRAIL,
     TRAIL_ANCHOR_UNUSABLE,
+    TRAIL_BUSY,
     TRAIL_DAMAGED,
     TRAIL_NOT_WRITABLE,
     TRAIL_WRITE_FAILED,
 )
 from tasks.inputs.io import first_line
 from tasks.store.chain import check_trail_key, trail_key
-from tasks.store.errors import TrailDamaged, TrailError
+from tasks.store.errors import TrailBusy, TrailDamaged, TrailError
 from tasks.store.schema import _check_tables, _create_schema
 
 if TYPE_CHECKING:  # types only: `fairgate trail` reads the trail without loading the policy models or scipy
     from fairgate.policy.core import Policy
+
+WAIT_ENV = "FAIRGATE_TRAIL_WAIT_SECONDS"
+DEFAULT_WAIT_SECONDS = 60.0  # an audit holds the write lock for well under a second; a minute is generous
+MAX_WAIT_SECONDS = 86_400.0
+_POLL_SECONDS = 0.1
+_DUCKDB_LOCK_CONFLICT = "Could not set lock"  # DuckDB's IO error when another process has the file open
+
+
+def wait_seconds() -> float:
+    """How long to wait for a trail another process holds: ``FAIRGATE_TRAIL_WAIT_SECONDS``, else 60 s."""
+    text = os.environ.get(WAIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_WAIT_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= MAX_WAIT_SECONDS):
+        raise TrailError(
+            f"{WAIT_ENV}={text!r} is not a number of seconds between 0 and {MAX_WAIT_SECONDS:g}; set it to e.g. 60, "
+            "or unset it"
+        )
+    return value
 
 
 ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
@@ -43,6 +72,12 @@ def default_trail_path(policy: Policy, output: Path) -> Path:
     if "audit_trail" in policy.model_fields_set:
         return Path(policy.audit_trail.path)
     return output / "audit_trail.duckdb"
+
+
+def check_trail_path(trail_path: Path) -> None:
+    """Refuse (exit 2) a trail path that is a directory, a FIFO, socket or device, or a file that is not a DuckDB
+    database, without blocking on it; a path that does not exist yet is fine."""
+    _check_file(trail_path, must_exist=False)
 
 
 def _check_file(trail_path: Path, *, must_exist: bool) -> None:
@@ -75,16 +110,11 @@ def locked_trail(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyCo
     """
     trail_path = Path(trail_path)
     _check_file(trail_path, must_exist=not write)
-    with _file_lock(trail_path, write=write):
+    wait = wait_seconds()
+    deadline = time.monotonic() + wait
+    with _file_lock(trail_path, write=write, wait=wait, deadline=deadline):
         new = write and not trail_path.exists()  # created under this lock: removed again if nothing is recorded
-        try:
-            con = duckdb.connect(str(trail_path), read_only=not write)
-        except duckdb.Error as exc:
-            _remove_new_trail(trail_path, new)
-            if _disk_full(exc):
-                detail = f"no space left on {trail_path.parent}: {first_line(exc)}"
-                raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=detail)) from None
-            raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
+        con = _connect(trail_path, write=write, new=new, wait=wait, deadline=deadline)
         try:
             _check_tables(con, trail_path, write=write)
             if write:
@@ -107,9 +137,45 @@ def _remove_new_trail(trail_path: Path, new: bool) -> None:
             path.unlink(missing_ok=True)
 
 
+def _connect(trail_path: Path, *, write: bool, new: bool, wait: float, deadline: float) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to the trail; another program holding the file is waited for until ``deadline``
+    (then ``TrailBusy``); a full disk is a write failure, any other failure to open it is damage. A trail this
+    writer created (``new``) is removed again when it cannot be opened."""
+    while True:
+        try:
+            return duckdb.connect(str(trail_path), read_only=not write)
+        except duckdb.Error as exc:
+            detail = first_line(exc)
+            if _DUCKDB_LOCK_CONFLICT not in detail:
+                _remove_new_trail(trail_path, new)
+                if _disk_full(exc):
+                    full = f"no space left on {trail_path.parent}: {detail}"
+                    raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=full)) from None
+                raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=detail)) from None
+            if time.monotonic() >= deadline:
+                held = re.search(r"[Cc]onflicting lock is held in .*?\(PID \d+\)", detail)
+                holder = f"another program ({held.group(0)})" if held else "another program"
+                message = TRAIL_BUSY.format(path=trail_path, holder=holder, seconds=wait)
+                raise TrailBusy(message) from None
+        time.sleep(_POLL_SECONDS)
+
+
+def _flock(lock: IO[str], trail_path: Path, *, write: bool, wait: float, deadline: float) -> None:
+    """Take the ``flock``, polling until ``deadline``; still held by another process then: ``TrailBusy``."""
+    while True:
+        try:
+            fcntl.flock(lock, (fcntl.LOCK_EX if write else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = "another fairgate process (writing it)" if not write else "another fairgate process"
+                raise TrailBusy(TRAIL_BUSY.format(path=trail_path, holder=holder, seconds=wait)) from None
+        time.sleep(_POLL_SECONDS)
+
+
 @contextmanager
-def _file_lock(trail_path: Path, *, write: bool) -> Iterator[None]:
-    """An exclusive (write) or shared (read) ``flock`` on ``<trail>.lock``.
+def _file_lock(trail_path: Path, *, write: bool, wait: float, deadline: float) -> Iterator[None]:
+    """An exclusive (write) or shared (read) ``flock`` on ``<trail>.lock``, waited for until ``deadline``.
 
     A reader that cannot create the lock file (a read-only copy of the trail) reads without it; a writer that
     cannot is refused with the reason.
@@ -126,7 +192,7 @@ def _file_lock(trail_path: Path, *, write: bool) -> Iterator[None]:
         why = f"its folder or lock file {lock_path} cannot be created ({exc.strerror})"
         raise TrailError(TRAIL_NOT_WRITABLE.format(path=trail_path, why=why)) from None
     with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
+        _flock(lock, trail_path, write=write, wait=wait, deadline=deadline)
         try:
             yield
         finally:
@@ -169,7 +235,7 @@ def check_trail(trail_path: Path) -> None:
     """
     check_anchor()
     path = Path(trail_path)
-    _check_file(path, must_exist=False)
+    check_trail_path(path)
     if not path.exists():
         return
     try:

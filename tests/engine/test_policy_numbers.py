@@ -93,3 +93,26 @@ def test_an_override_inside_the_range_is_still_accepted() -> None:
         BASE + "  overrides: [{metric: disparate_impact_ratio, slicing: [race], threshold: 0.7, reason: x12}]\n"
     )
     assert policy.rule_for("disparate_impact_ratio", ("race",)).threshold == 0.7
+
+
+@pytest.mark.parametrize(
+    "delivery",
+    [
+        "{recipients: [a@example.org], retries: 20, retry_delay_seconds: 3600, smtp: {host: h}}",
+        "{recipients: [a@example.org], retries: 5, smtp: {host: h, timeout_seconds: 600}}",
+    ],
+)
+def test_one_delivery_is_bounded_in_time(delivery: str) -> None:
+    """Each number in range, but together a mail server that is down would hold the run for hours."""
+    message = _refused(f"  delivery: {delivery}\n")
+    assert "one delivery could take" in message, message
+    assert "the most is 900 s" in message, message
+    assert "\n" not in message
+
+
+def test_a_policy_error_is_one_line() -> None:
+    message = _refused("  statistics: {seed: -1}\n  delivery: {recipients: [a@example.org], retries: -1}\n")
+    assert "\n" not in message
+    assert message.startswith("p.yaml is not a valid fairgate policy: fairness_checker.")
+    assert "statistics.seed" in message
+    assert "delivery.retries" in message

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,33 @@ def test_a_watch_lists_what_it_registered(
     listed = json.loads(result.stdout)
     assert [(r["name"], r["version"]) for r in listed["registered"]] == [(model_name, version)]
     assert registry.get_model_version(model_name, version).tags["fairgate.status"] == "registered"
+
+
+def test_a_closed_port_and_a_bad_since_are_refused_in_seconds(prefect_server: str) -> None:
+    """MLflow's own retries held a watch of a closed port for 12 minutes; the watch now probes the server first."""
+    env = {**os.environ, "COLUMNS": "200", "PREFECT_API_URL": prefect_server}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    started = time.monotonic()
+    closed = _run(["registry", "watch", "--tracking-uri", "http://127.0.0.1:9"], env)
+    assert closed.returncode == 2, closed.stderr
+    assert time.monotonic() - started < 120  # seconds of CPU; imports are slow on a loaded machine
+    lines = closed.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: the MLflow tracking server at http://127.0.0.1:9 cannot be reached")
+    assert "--tracking-uri" in lines[-1]
+    bad_since = _run(["registry", "watch", "--tracking-uri", "http://127.0.0.1:9", "--since", "not-a-date"], env)
+    assert bad_since.returncode == 2, bad_since.stderr
+    assert bad_since.stderr.strip().splitlines() == [
+        "error: --since 'not-a-date' is not a date or time; write it as YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS (UTC)"
+    ]
+    assert "Traceback" not in closed.stderr + bad_since.stderr
+
+
+def test_mlflow_http_retries_are_bounded_unless_the_user_set_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tasks.outbound.registry import MLFLOW_HTTP_DEFAULTS, mlflow_client
+
+    for variable in MLFLOW_HTTP_DEFAULTS:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "40")
+    mlflow_client("http://127.0.0.1:9")
+    assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2"
+    assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "40"
