@@ -146,6 +146,32 @@ def _heatmap(section: SlicingSection, base: str, label: str, note: str) -> Heatm
     return Heatmap(section.key, label, base, row_labels, col_labels, values, suppressed, excluded, note)
 
 
+def threshold_line(section: SlicingSection, metric: str) -> tuple[float, str] | None:
+    """Where a group's rate would breach the policy, given the judged groups (drawn as a dashed line).
+
+    Selection rate: the ratio threshold times the highest rate (four-fifths rule), or the highest rate minus a
+    difference threshold. Error rates: the lowest rate plus the difference threshold. Only the groups the
+    judgement rests on count (large enough and shown): a group left out of the judgement, however extreme its
+    rate, does not move the line, or judged groups would look as if they breach.
+    """
+    if metric not in section.metric_names:
+        return None
+    col = section.metric_names.index(metric)
+    values = [v for g in section.groups if g.sufficient and not g.suppressed and (v := g.cells[col].value) is not None]
+    if not values:
+        return None
+    aliases = {metric, "true_positive_rate"} if metric == "false_negative_rate" else {metric}
+    for result in section.results:
+        if result.threshold is None or not aliases & set(base_metrics(result.metric)):
+            continue
+        if result.metric.endswith("_ratio"):
+            return max(values) * result.threshold, f"{result.threshold:g} × highest judged"
+        if metric == "selection_rate":
+            return max(values) - result.threshold, f"highest judged − {result.threshold:g}"
+        return min(values) + result.threshold, f"lowest judged + {result.threshold:g}"
+    return None
+
+
 def breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
     """Group sizes and shares per single attribute (suppressed sizes stay None)."""
     out = []

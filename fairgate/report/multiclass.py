@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.multiclass import ClassSummaryValue, MulticlassBlock, MulticlassGroup
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
 from fairgate.report.suppress import Suppression
 
@@ -206,12 +206,7 @@ def _rate_row(group: MulticlassGroup, rate: str, suppression: Suppression) -> Ra
         return RateRow(label, "suppressed", ["–" for _ in group.rates[rate]], True, group.sufficient)
     cells = []
     for estimate in group.rates[rate]:
-        if estimate.value is None:
-            cells.append("undefined")
-        elif estimate.ci_low is None or estimate.ci_high is None:
-            cells.append(fmt(estimate.value))
-        else:
-            cells.append(f"{fmt(estimate.value)} [{fmt(estimate.ci_low)}–{fmt(estimate.ci_high)}]")
+        cells.append(estimate_text(estimate.value, estimate.ci_low, estimate.ci_high))
     return RateRow(label, fmt_count(group.n or 0), cells, False, group.sufficient)
 
 
@@ -243,11 +238,7 @@ def _chart(
 
 
 def _value_text(value: ClassSummaryValue) -> str:
-    if value.value is None:
-        return "undefined"
-    if value.ci_low is None or value.ci_high is None:
-        return fmt(value.value)
-    return f"{fmt(value.value)} [{fmt(value.ci_low)}–{fmt(value.ci_high)}]"
+    return estimate_text(value.value, value.ci_low, value.ci_high)
 
 
 def _summary_row(summary: object, classes: list[str]) -> SummaryRow:

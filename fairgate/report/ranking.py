@@ -18,7 +18,7 @@ from fairgate.document.common import Estimate
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.ranking import RankingBlock, RankingSummary
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
 from fairgate.report.suppress import Suppression
 
@@ -150,11 +150,9 @@ def _discount_text(block: RankingBlock) -> str:
 
 
 def _estimate_text(estimate: Estimate | None) -> str:
-    if estimate is None or estimate.value is None:
+    if estimate is None:
         return "undefined"
-    if estimate.ci_low is None or estimate.ci_high is None:
-        return fmt(estimate.value)
-    return f"{fmt(estimate.value)} [{fmt(estimate.ci_low)}–{fmt(estimate.ci_high)}]"
+    return estimate_text(estimate.value, estimate.ci_low, estimate.ci_high)
 
 
 def _hidden(group: GroupEntry, suppression: Suppression) -> bool:
@@ -256,12 +254,7 @@ def _summary_rows(summaries: list[RankingSummary], slicings: list[list[str]], no
 def _summary_cell(summary: RankingSummary | None, slicing: list[str], notes: list[str]) -> SummaryCell:
     if summary is None:
         return SummaryCell("–", "–", "–", None)
-    if summary.value is None:
-        value = "undefined"
-    elif summary.ci_low is None or summary.ci_high is None:
-        value = fmt(summary.value)
-    else:
-        value = f"{fmt(summary.value)} [{fmt(summary.ci_low)}–{fmt(summary.ci_high)}]"
+    value = estimate_text(summary.value, summary.ci_low, summary.ci_high)
     note = None
     if summary.reason:
         if summary.reason not in notes:

@@ -16,7 +16,7 @@ from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.regression import DistanceEntry, RegressionBlock, RegressionGroup
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Cell, GlossaryRow, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import cell
@@ -175,7 +175,7 @@ def regression_view(
             (
                 metric_label(w.metric.removeprefix("worst_group_")),
                 slicing_key(w.slicing),
-                f"{fmt(w.value)} ({fmt(w.ci_low)}–{fmt(w.ci_high)})",
+                estimate_text(w.value, w.ci_low, w.ci_high, "()"),
                 "a suppressed small group" if suppression.hides(w.slicing, w.group) else group_label(w.group),
             )
             for w in block.worst_group_losses

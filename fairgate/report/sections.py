@@ -15,6 +15,7 @@ from fairgate.report.format import (
     fmt,
     fmt_count,
     group_label,
+    interval_text,
     metric_label,
     round_number,
     slicing_key,
@@ -169,21 +170,9 @@ def cell(estimate: Estimate | None) -> Cell:
     if estimate is None:
         return Cell(fmt(None))
     value, low, high = (round_number(x) for x in (estimate.value, estimate.ci_low, estimate.ci_high))
-    ci = interval_text(low, high)
-    return Cell(fmt(value), ci, value, low, high)
-
-
-def interval_text(low: float | None, high: float | None) -> str:
-    """An interval with the decimals its width needs: two, or up to four for narrow ones.
-
-    >>> interval_text(0.004, 0.0121), interval_text(0.21, 0.35), interval_text(None, 1.0)
-    ('0.004–0.012', '0.21–0.35', '')
-    """
-    if low is None or high is None:
-        return ""
-    width = abs(high - low)
-    digits = 2 if width <= 0 else max(2, min(4, -math.floor(math.log10(width))))
-    return f"{fmt(low, digits)}–{fmt(high, digits)}"
+    # The texts are rounded once from the document's values; the rounded numbers are for the charts.
+    ci = interval_text(estimate.ci_low, estimate.ci_high, None)
+    return Cell(fmt(estimate.value), ci, value, low, high)
 
 
 def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:

@@ -24,7 +24,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection
-from fairgate.report.figures import SPARSE_BINS
+from fairgate.report.figures import SPARSE_BINS, threshold_line
 from fairgate.report.format import base_metrics
 from fairgate.report.model import Cell, Curve
 
@@ -198,26 +198,6 @@ _RATE_PANELS = (
 )
 
 
-def _threshold_line(section: SlicingSection, metric: str, values: list[float]) -> tuple[float, str] | None:
-    """Where a group's rate would breach the policy, given the other groups (drawn as a dashed line).
-
-    Selection rate: the ratio threshold times the highest rate (four-fifths rule), or the highest rate minus a
-    difference threshold. Error rates: the lowest rate plus the difference threshold.
-    """
-    if not values:
-        return None
-    aliases = {metric, "true_positive_rate"} if metric == "false_negative_rate" else {metric}
-    for result in section.results:
-        if result.threshold is None or not aliases & set(base_metrics(result.metric)):
-            continue
-        if result.metric.endswith("_ratio"):
-            return max(values) * result.threshold, f"{result.threshold:g} × highest"
-        if metric == "selection_rate":
-            return max(values) - result.threshold, f"highest − {result.threshold:g}"
-        return min(values) + result.threshold, f"lowest + {result.threshold:g}"
-    return None
-
-
 def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = None) -> str | None:
     """Selection and error rates by group with CI bars and the policy threshold line, one panel per rate.
 
@@ -234,7 +214,7 @@ def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = Non
         for ax, (metric, _) in zip(axes, panels, strict=True):
             cells = [g.cells[section.metric_names.index(metric)] for g in rows]
             _rate_panel(ax, cells, titles[metric])
-            _draw_threshold(ax, _threshold_line(section, metric, [c.value for c in cells if c.value is not None]))
+            _draw_threshold(ax, threshold_line(section, metric))
             ax.set_yticklabels(labels if ax is axes[0] else [])
         set_margins(fig, left=0.2 + _label_inches(labels), bottom=0.3, top=0.25 + 0.14 * lines, wspace=0.12)
         return to_svg(fig)
