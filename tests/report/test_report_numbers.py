@@ -40,7 +40,9 @@ def test_a_printed_interval_always_contains_the_documents(digits: int | None) ->
     for low, high in _random_intervals(seed=24):
         text = interval_text(low, high, digits)
         lo, hi = _parse(text)
-        step = 10 ** -(digits or 4) + 1e-12
+        places = len(text.split(" to " if " to " in text else "–")[0].split(".")[1])
+        assert digits is None or places == digits
+        step = 10**-places + 1e-12
         assert lo <= low and high <= hi, (low, high, text)
         assert low - lo < step and hi - high < step, (low, high, text)  # widened by one printed digit at most
         assert "--" not in text and not re.search(r"\d-\d", text)
