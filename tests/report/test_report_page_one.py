@@ -3,8 +3,9 @@
 The report rounds once from the JSON's values: 3 digits for values, thresholds and gaps (halves away from zero,
 as the JSON's decimal reads), interval ends outward (the lower end down, the upper end up, so the printed interval
 contains the JSON's), 2 for severity multiples; the expected texts below are computed from the JSON with exactly
-that rounding, so the only tolerance is the report's own. Numbers that are not data (page numbers, list ordinals, the run's date) are
-matched by their context and checked too, then every other number left on the page must come from the document.
+that rounding, so the only tolerance is the report's own. Numbers that are not data (page numbers, list ordinals,
+the run's date) are matched by their context and checked too, then every other number left on the page must come
+from the document.
 """
 
 from __future__ import annotations
