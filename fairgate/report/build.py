@@ -63,9 +63,9 @@ def build_view(
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
     slicing_sections = sections(document, results, suppression)
-    roc = curve_sets(document.curves.roc, suppression, roc_axes(words))
+    roc = curve_sets(document.curves.roc, suppression, roc_axes(words), results)
     calibration = curve_sets(
-        document.curves.calibration, suppression, calibration_axes(words, document.favorable_label)
+        document.curves.calibration, suppression, calibration_axes(words, document.favorable_label), results
     )
     maps = heatmaps(slicing_sections, results)
     return ReportView(

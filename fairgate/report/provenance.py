@@ -90,7 +90,7 @@ def proxy_attenuation(proxy: Mapping[str, Any] | None) -> tuple[str, list[Attenu
     ...     "corrected": {"value": 0.15, "ci_low": 0.1, "ci_high": 0.2}}]}
     >>> statement, rows = proxy_attenuation({"attenuation": block})
     >>> statement, rows[0].corrected, rows[0].factor
-    ('Gaps shrink.', '0.150 [0.100, 0.200]', '0.200')
+    ('Gaps shrink.', '0.150 [0.100–0.200]', '0.200')
     """
     block = (proxy or {}).get("attenuation")
     if not block:

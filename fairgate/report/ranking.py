@@ -20,10 +20,9 @@ from fairgate.document.groups import GroupEntry
 from fairgate.document.ranking import RankingBlock, RankingSummary
 from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
 
-#: How many groups of an intersection the PDF lists and draws (the HTML lists all).
-PDF_GROUP_LIMIT = 8
 _DISCOUNTS = {
     "log2": "1 / log2(1 + rank) (DCG's discount, Singh & Joachims 2018)",
     "reciprocal": "1 / rank",
@@ -82,6 +81,7 @@ class SlicingPage:
     anchor: str
     intersection: bool
     rows: list[GroupRow]
+    pdf_rows: list[GroupRow]  # the PDF's: every group named in a failure, then the largest (one selection rule)
     exposure_chart: ExposureChart | None
     share_chart: ShareChart | None
     n_groups: int
@@ -183,19 +183,25 @@ def _page(document: AuditDocument, block: RankingBlock, slicing: list[str], supp
     groups = [g for g in document.groups if g.slicing == slicing]
     key = slicing_key(slicing)
     intersection = len(slicing) > 1
-    shown = [g for g in groups if not _hidden(g, suppression)]
-    if len(shown) > PDF_GROUP_LIMIT:  # the largest groups in the charts; the tables list all
-        shown = sorted(shown, key=lambda g: -(g.n or 0))[:PDF_GROUP_LIMIT]
+    # One rule for the PDF's table and charts: the groups named in a failure, then the largest.
+    shown = select_groups(
+        groups,
+        label=lambda g: group_label(g.group, slicing),
+        size=lambda g: g.n,
+        hidden=lambda g: _hidden(g, suppression),
+        named=failure_labels(document.results, slicing),
+    )
     return SlicingPage(
         key=key,
         label=key,
         anchor="rank-" + "-".join(slicing),
         intersection=intersection,
         rows=[_row(g, block.judged_k, suppression) for g in groups],
+        pdf_rows=[_row(g, block.judged_k, suppression) for g in shown] if intersection else [],
         exposure_chart=_exposure_chart(key, block, slicing, shown),
         share_chart=_share_chart(key, block, slicing, shown),
         n_groups=len(groups),
-        n_hidden_in_pdf=max(0, len(groups) - PDF_GROUP_LIMIT) if intersection else 0,
+        n_hidden_in_pdf=len(groups) - len(shown) if intersection else 0,
     )
 
 

@@ -20,6 +20,7 @@ from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, m
 from fairgate.report.model import Cell, GlossaryRow, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import cell
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
 
 #: The group table's columns (document metric names) and their headings.
@@ -231,7 +232,15 @@ def _section(
     )
     rows = _group_rows(entries, slicing, _reference_of(document, slicing), suppression)
     visible = [g for g in entries if not suppression.hides(slicing, g.group)]
-    drawn = visible[:MAX_SERIES]
+    # One selection rule for the charts: the groups named in a failure, then the largest.
+    chosen = select_groups(
+        visible,
+        label=lambda g: group_label(g.group, slicing),
+        size=lambda g: g.n,
+        named=failure_labels(document.results, slicing),
+        limit=MAX_SERIES,
+    )
+    drawn = [g for g in visible if any(g is c for c in chosen)]
     extra = {tuple(sorted(g.group.items())): g for g in block.groups if g.slicing == slicing}
     smallest = suppression.min_cell_size
     residuals = [
@@ -259,7 +268,7 @@ def _section(
         distances=[_distance_row(d, slicing) for d in sorted(distances, key=lambda d: -(d.ks_distance or 0.0))],
         n_suppressed=sum(r.suppressed for r in rows),
         n_insufficient=sum(not r.sufficient and not r.suppressed for r in rows),
-        omitted=[group_label(g.group, slicing) for g in visible[MAX_SERIES:]],
+        omitted=[group_label(g.group, slicing) for g in visible if not any(g is d for d in drawn)],
     )
 
 

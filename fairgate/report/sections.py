@@ -21,6 +21,8 @@ from fairgate.report.format import (
     slicing_key,
 )
 from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
+from fairgate.report.selection import LARGE_SHARE as LARGE_SHARE  # re-exported: the binary tables' rule
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, groups_by_slicing
 
 
@@ -67,7 +69,8 @@ def section(
         _group_row(entry, slicing, metric_names, group_key(entry.group) in hidden, suppression, reference)
         for entry in sorted(rows, key=lambda r: -(r.n or 0.0))
     ]
-    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT)
+    named = failure_labels(results, slicing)
+    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT, named)
     anchor = "s-" + "-".join("".join(c if c.isalnum() else "_" for c in a) for a in slicing)
     return SlicingSection(
         key=slicing_key(slicing),
@@ -175,11 +178,12 @@ def cell(estimate: Estimate | None) -> Cell:
     return Cell(fmt(estimate.value), ci, value, low, high)
 
 
-def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
-    """The ``limit`` visible groups furthest from the median of any metric column, furthest first.
+def furthest(rows: list[GroupRow], limit: int, named: set[str] | frozenset[str] = frozenset()) -> list[GroupRow]:
+    """The visible groups the PDF lists for a large slicing, furthest from the median of any metric column first.
 
-    Every large group (at least :data:`LARGE_SHARE` of the people) follows, so a big group is never left out of
-    the PDF. When all visible groups fit, they keep their size order.
+    The one selection rule (:func:`fairgate.report.selection.select_groups`): every group named in a failure
+    and every large group, then the ``limit`` furthest from the median. When all visible groups fit, they keep
+    their size order.
     """
     visible = [g for g in rows if not g.suppressed]
     if len(visible) <= limit:
@@ -196,11 +200,6 @@ def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
         ]
         return max(gaps, default=0.0)
 
-    ranked = sorted(visible, key=lambda g: (-distance(g), -(g.n or 0)))
-    total = sum(g.n or 0 for g in visible)
-    large = [g for g in ranked[limit:] if total and (g.n or 0) >= LARGE_SHARE * total]
-    return ranked[:limit] + large
-
-
-#: A group holding at least this share of a slicing's people is listed in the PDF whatever its distance.
-LARGE_SHARE = 0.05
+    return select_groups(
+        visible, label=lambda g: g.label, size=lambda g: g.n, named=named, limit=limit, priority=lambda g: -distance(g)
+    )

@@ -24,8 +24,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection
-from fairgate.report.figures import SPARSE_BINS, threshold_line
-from fairgate.report.format import base_metrics
+from fairgate.report.figures import SPARSE_BINS, chart_rows, threshold_line
 from fairgate.report.model import Cell, Curve
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
@@ -206,7 +205,7 @@ def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = Non
     panels = [(m, t) for m, t in _RATE_PANELS if m in section.metric_names]
     titles = {m: "\n".join([t, *textwrap.wrap((phrases or {}).get(m, ""), 30)]) for m, t in panels}
     lines = max((title.count("\n") for title in titles.values()), default=0)
-    rows = [g for g in section.groups if not g.suppressed][:MAX_BARS]
+    rows = chart_rows(section, MAX_BARS)
     if not panels or not rows:
         return None
     labels = [shorten(g.label, 24) for g in rows]

@@ -11,7 +11,7 @@ import pytest
 
 from cli.audit_cmd import _estimate_texts
 from fairgate.report import build_view
-from fairgate.report.figures import threshold_line
+from fairgate.report.figures import chart_rows, threshold_line
 from fairgate.report.format import MINUS, estimate_text, fmt, interval_text
 
 PRINTED = re.compile(r"^\[?(−?\d+\.\d+)(?:–| to )(−?\d+\.\d+)\]?$")
@@ -88,3 +88,19 @@ def test_threshold_lines_come_from_the_judged_groups_only(compas_doc: dict[str, 
         assert line[0] == pytest.approx(min(v for v in judged if v is not None) + 0.1)
         assert min(v for v in everyone if v is not None) < min(v for v in judged if v is not None)  # it matters
         assert "judged" in line[1]
+
+
+def test_binary_pdf_tables_and_charts_keep_every_group_named_in_a_failure(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc, min_cell_size=10)
+    for section in view.sections:
+        named = set()
+        for r in compas_doc["results"]:
+            if r["slicing"] == section.attributes and r["status"] == "fail":
+                named |= {
+                    " · ".join(g[a] for a in section.attributes) for g in (r["worst_group"], r["best_group"]) if g
+                }
+        visible = {g.label for g in section.groups if not g.suppressed}
+        assert named & visible <= {g.label for g in section.highlight}, section.key
+        assert named & visible <= {g.label for g in chart_rows(section, 24)}, section.key
+    wide = next(s for s in view.sections if s.attributes == ["race", "sex", "age_cat"])
+    assert len(wide.highlight) < len(wide.groups), "the widest intersection must not fit for this test to bite"
