@@ -58,6 +58,8 @@ class SensitiveAttribute(_Strict):
     # What to do with people whose value is missing: leave them out (default) or audit them as a group.
     missing: Literal["exclude", "unknown"] = "exclude"
     unknown_label: str = "unknown"
+    # How the reports print coded values ({"1": "Female (1)"}); the data, the JSON and the judgement keep the codes.
+    labels: dict[str, str] | None = None
 
     @field_validator("values", mode="before")
     @classmethod
@@ -66,6 +68,13 @@ class SensitiveAttribute(_Strict):
         if isinstance(values, list):
             return [str(v) for v in values]
         return values
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels_as_strings(cls, labels: Any) -> Any:
+        if isinstance(labels, dict):  # YAML reads the codes 1 and 2 as numbers
+            return {str(k): v for k, v in labels.items()}
+        return labels
 
     @field_validator("reference_group", mode="before")
     @classmethod
@@ -81,6 +90,12 @@ class SensitiveAttribute(_Strict):
                 raise ValueError(
                     f"reference_group {self.reference_group!r} of attribute {self.name!r} is not among its "
                     f"values {self.values}; write one of those, or add it to values"
+                )
+            unknown = sorted(set(self.labels or {}) - set(self.declared_values or []))
+            if unknown:
+                raise ValueError(
+                    f"labels of attribute {self.name!r} name value(s) {unknown} that are not among its values "
+                    f"{self.values}; label only declared values"
                 )
         return self
 
@@ -508,6 +523,9 @@ class Policy(_Strict):
         if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
             del dumped["model_card"]
         _drop_proxy_defaults(dumped)
+        for attribute in dumped["sensitive_attributes"]:  # an attribute without labels keeps its hash
+            if attribute.get("labels") is None:
+                attribute.pop("labels", None)
         for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
             if dumped["columns"][column] == default:
                 del dumped["columns"][column]

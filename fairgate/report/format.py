@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from types import MappingProxyType
 from typing import Any
 
 from fairgate.engine.labels import slicing_label
@@ -257,15 +260,55 @@ def _escaped(character: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+#: The policy's ``labels:`` per attribute (coded value -> its reading), in force while a view is built.
+_VALUE_LABELS: ContextVar[Mapping[str, Mapping[str, str]]] = ContextVar(
+    "fairgate_value_labels", default=MappingProxyType({})
+)
+
+
+@contextmanager
+def value_labels(labels: Mapping[str, Mapping[str, str]]) -> Iterator[None]:
+    """Within the block, :func:`group_label` and :func:`value_label` read coded values through ``labels``.
+
+    ``labels``: per attribute, the policy's ``labels:`` map (``{"sex": {"1": "Female (1)"}}``).
+    """
+    token = _VALUE_LABELS.set(labels)
+    try:
+        yield
+    finally:
+        _VALUE_LABELS.reset(token)
+
+
+def labels_of(policy: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """The ``labels:`` maps of a policy echo's sensitive attributes (attributes without one are left out)."""
+    out: dict[str, dict[str, str]] = {}
+    for attribute in policy.get("sensitive_attributes") or []:
+        if isinstance(attribute, Mapping) and attribute.get("labels"):
+            out[str(attribute["name"])] = {str(k): str(v) for k, v in attribute["labels"].items()}
+    return out
+
+
+def value_label(attribute: str, value: Any) -> str:
+    """A group value as the report prints it: the policy's label for a coded value, else the value itself.
+
+    >>> with value_labels({"sex": {"1": "Female (1)"}}):
+    ...     value_label("sex", 1), value_label("sex", "2"), value_label("race", "1")
+    ('Female (1)', '2', '1')
+    """
+    text = str(value)
+    return visible_text(_VALUE_LABELS.get().get(attribute, {}).get(text, text))
+
+
 def group_label(group: Mapping[str, Any] | None, slicing: Sequence[str] | None = None) -> str:
     """``{"sex": "Female", "race": "Black"}`` -> ``"Female · Black"`` (values only: the columns say which).
 
-    Hidden characters in the values are shown escaped (:func:`visible_text`).
+    Hidden characters in the values are shown escaped (:func:`visible_text`); coded values read through the
+    policy's ``labels:`` (:func:`value_labels`).
     """
     if not group:
         return "all"
     keys = list(slicing) if slicing else list(group)
-    return " · ".join(visible_text(str(group.get(k, ""))) for k in keys)
+    return " · ".join(value_label(k, group.get(k, "")) for k in keys)
 
 
 def short(value: Any) -> str:

@@ -19,6 +19,7 @@ from fairgate.report.format import (
     metric_label,
     round_number,
     slicing_key,
+    value_label,
 )
 from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
 from fairgate.report.selection import LARGE_SHARE as LARGE_SHARE  # re-exported: the binary tables' rule
@@ -125,7 +126,7 @@ def _group_row(
         counts = [fmt_count(c) for c in confusion_counts(entry)]
     return GroupRow(
         label=group_label(entry.group, slicing),
-        group={str(a): str(v) for a, v in entry.group.items()},
+        group={str(a): value_label(str(a), v) for a, v in entry.group.items()},
         n=None if suppressed or entry.n is None else round(entry.n),
         n_text=n_text,
         suppressed=suppressed,

@@ -103,3 +103,20 @@ def test_a_weighted_audit_says_so_above_its_pages(document: dict[str, Any]) -> N
     weighted = build_view({**document, "weighted": True})
     assert weighted.kind_weighted_note == KIND_WEIGHTED_NOTE
     assert "Kish effective size" in render_html(weighted)
+
+
+def test_coded_sex_reads_as_the_policys_labels_in_every_table_and_chart(document: dict[str, Any]) -> None:
+    """The law data codes sex 1 / 2; the demo policy's labels: map prints them as words (codes kept beside)."""
+    from fairgate.report import build_view
+
+    view = build_view(document, min_cell_size=10)
+    pages = view.kind_pages
+    sex = next(s for s in pages.sections if s.key == "sex")
+    assert {g.label for g in sex.groups} == {"Female (1)", "Male (2)"}
+    assert {s.label for s in sex.cdfs} == {"Female (1)", "Male (2)"}
+    both = next(s for s in pages.sections if s.key == "race × sex")
+    assert all(g.label.endswith(("· Female (1)", "· Male (2)")) for g in both.groups)
+    assert {g["group"]["sex"] for g in document["groups"] if g["slicing"] == ["sex"]} == {"1", "2"}  # JSON: codes
+    outside = regression_view(*_suppression(document, 10))  # without the policy's labels in force: the codes
+    assert outside is not None
+    assert {g.label for g in next(s for s in outside.sections if s.key == "sex").groups} == {"1", "2"}
