@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from fairgate.engine.labels import reason_label
 from fairgate.engine.metrics import (
     PolicyMetric,
     PopulationIndex,
@@ -121,7 +122,7 @@ def interval_obstacle(
 
 
 def _label(group: Group) -> str:
-    return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
+    return reason_label(group)
 
 
 def summary_pair_family(

@@ -523,9 +523,7 @@ class Policy(_Strict):
         if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
             del dumped["model_card"]
         _drop_proxy_defaults(dumped)
-        for attribute in dumped["sensitive_attributes"]:  # an attribute without labels keeps its hash
-            if attribute.get("labels") is None:
-                attribute.pop("labels", None)
+        _drop_absent_labels(dumped)
         for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
             if dumped["columns"][column] == default:
                 del dumped["columns"][column]
@@ -591,6 +589,13 @@ def _explain(exc: ValidationError, source: str) -> str:
             message = error["msg"].removeprefix("Value error, ")
             lines.append(f"  - {where}: {message}")
     return "\n".join(lines)
+
+
+def _drop_absent_labels(dumped: dict[str, Any]) -> None:
+    """An attribute without ``labels:`` keeps the hash it had before the key existed."""
+    for attribute in dumped["sensitive_attributes"]:
+        if attribute.get("labels") is None:
+            attribute.pop("labels", None)
 
 
 def _drop_proxy_defaults(dumped: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from fairgate.document.groups import GroupEntry
 from fairgate.document.ranking import RankingBlock, RankingSummary
 from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
+from fairgate.report.results import redact
 from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
 
@@ -138,7 +139,7 @@ def ranking_pages(document: AuditDocument, suppression: Suppression) -> RankingP
         judged_k=block.judged_k,
         pages=pages,
         slicings=[slicing_key(s) for s in slicings],
-        summaries=_summary_rows(block.summaries, slicings, notes),
+        summaries=_summary_rows(block.summaries, slicings, notes, suppression),
         notes=notes,
         glossary=_glossary(block),
     )
@@ -245,33 +246,41 @@ def _rounded(values: list[float | None]) -> list[float | None]:
     return [_round(v) for v in values]
 
 
-def _summary_rows(summaries: list[RankingSummary], slicings: list[list[str]], notes: list[str]) -> list[SummaryRow]:
+def _summary_rows(
+    summaries: list[RankingSummary], slicings: list[list[str]], notes: list[str], suppression: Suppression
+) -> list[SummaryRow]:
     """One row per (metric, cut-off), one cell per slicing; reasons become numbered notes (each text once)."""
     keys = list(dict.fromkeys((s.metric, s.k) for s in summaries))
     found = {(s.metric, s.k, tuple(s.slicing)): s for s in summaries}
     rows = []
     for metric, k in keys:
         label = metric_label(metric) + (f" (k = {k})" if k is not None else "")
-        cells = [_summary_cell(found.get((metric, k, tuple(slicing))), slicing, notes) for slicing in slicings]
+        cells = [
+            _summary_cell(found.get((metric, k, tuple(slicing))), slicing, notes, suppression) for slicing in slicings
+        ]
         rows.append(SummaryRow(label, cells))
     return rows
 
 
-def _summary_cell(summary: RankingSummary | None, slicing: list[str], notes: list[str]) -> SummaryCell:
+def _summary_cell(
+    summary: RankingSummary | None, slicing: list[str], notes: list[str], suppression: Suppression
+) -> SummaryCell:
     if summary is None:
         return SummaryCell("–", "–", "–", None)
     value = estimate_text(summary.value, summary.ci_low, summary.ci_high)
     note = None
     if summary.reason:
-        if summary.reason not in notes:
-            notes.append(summary.reason)
-        note = notes.index(summary.reason) + 1
-    return SummaryCell(
-        value_text=value,
-        worst=group_label(summary.worst_group, slicing) if summary.worst_group else "–",
-        best=group_label(summary.best_group, slicing) if summary.best_group else "–",
-        note=note,
-    )
+        reason = redact(summary.reason, slicing, suppression)  # a suppressed group is not named in a note
+        if reason not in notes:
+            notes.append(reason)
+        note = notes.index(reason) + 1
+
+    def name(group: dict[str, str] | None) -> str:
+        if not group:
+            return "–"
+        return "a suppressed small group" if suppression.hides(slicing, group) else group_label(group, slicing)
+
+    return SummaryCell(value_text=value, worst=name(summary.worst_group), best=name(summary.best_group), note=note)
 
 
 def _glossary(block: RankingBlock) -> list[GlossaryRow]:

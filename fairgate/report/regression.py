@@ -161,7 +161,7 @@ def regression_view(
         sections=sections,
         residual_definition=f"residual = {block.residual}: a positive mean residual means the model over-predicts",
         grid_text=(
-            f"{grid.bins:,} equal bins of width {grid.width:.3g} over [{grid.low:.4g}, {grid.high:.4g}] "
+            f"{grid.bins:,} equal bins of width {grid.width:.3g} over [{fmt(grid.low, 2)}, {fmt(grid.high, 2)}] "
             f"(range from {source})"
         ),
         bins_text=", ".join(fmt(e, 2) for e in block.prediction_bins),

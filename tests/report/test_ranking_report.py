@@ -120,3 +120,16 @@ def test_the_pdf_table_and_charts_show_the_largest_groups_and_every_group_named_
     assert named <= set(page.share_chart.groups)
     assert [r.group_label for r in page.pdf_rows] == page.share_chart.groups  # the table and charts agree
     assert page.n_hidden_in_pdf == len(groups) - len(page.pdf_rows)
+
+
+def test_summary_notes_name_groups_in_words_and_never_a_suppressed_one(document: dict[str, Any]) -> None:
+    typed, suppression = _typed(document, 10)
+    notes = ranking_pages(typed, suppression).notes
+    assert notes
+    assert not any(mark in note for note in notes for mark in ("{", "}", "[", "'")), notes  # no Python reprs
+    assert any("race=Puertorican" in note for note in notes)
+    typed, suppression = _typed(document, 60)  # Puertorican: under 60 applicants in the audited half
+    hidden = ranking_pages(typed, suppression)
+    assert not any("Puertorican" in note for note in hidden.notes), hidden.notes
+    cells = [c for row in hidden.summaries for c in row.cells]
+    assert not any("Puertorican" in (c.worst + c.best) for c in cells)
