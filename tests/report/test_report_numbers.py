@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from cli.audit_cmd import _estimate_texts
+from fairgate.engine.metrics import GroupMetric, policy_metric
+from fairgate.policy.outcomes import Outcomes
 from fairgate.report import build_view
 from fairgate.report.figures import chart_rows, threshold_line
-from fairgate.report.format import MINUS, estimate_text, fmt, interval_text
+from fairgate.report.format import MINUS, estimate_text, fmt, interval_text, rate_label
 
 PRINTED = re.compile(r"^\[?(−?\d+\.\d+)(?:–| to )(−?\d+\.\d+)\]?$")
 
@@ -104,3 +106,29 @@ def test_binary_pdf_tables_and_charts_keep_every_group_named_in_a_failure(compas
         assert named & visible <= {g.label for g in chart_rows(section, 24)}, section.key
     wide = next(s for s in view.sections if s.attributes == ["race", "sex", "age_cat"])
     assert len(wide.highlight) < len(wide.groups), "the widest intersection must not fit for this test to bite"
+
+
+def test_every_page_names_the_worst_off_group_by_the_cores_one_definition(compas_doc: dict[str, Any]) -> None:
+    """Page 1, the results tables and the worst-off subgroups read worst-off from GroupMetric.higher_is_better."""
+    view = build_view(compas_doc, min_cell_size=10)
+    rows = [r for s in view.sections for r in s.results]
+    checked = 0
+    for row in rows:
+        bases = policy_metric(row.metric).bases
+        direction = GroupMetric.registry[bases[0]].higher_is_better if len(bases) == 1 else None
+        if direction is None or row.worst_group == "a suppressed small group":
+            continue
+        section = next(s for s in view.sections if s.attributes == row.slicing)
+        col = section.metric_names.index(bases[0])
+        judged = [g for g in section.groups if g.sufficient and not g.suppressed and g.cells[col].value is not None]
+        pick = min if direction else max
+        assert row.worst_group == pick(judged, key=lambda g: g.cells[col].value or 0.0).label, row.metric
+        checked += 1
+    assert checked >= 10
+    for headline in view.headline_failures:  # page 1 names the same group as the slicing's results table
+        same = next(r for r in rows if (r.metric, r.slicing) == (headline.metric, headline.slicing))
+        assert headline.worst_group == same.worst_group
+    rates = {rate_label(name, Outcomes()).split(" – ")[0]: name for name in GroupMetric.registry}
+    for worst in view.worst_subgroups:
+        name = rates[worst.rate.split(" – ")[0]]
+        assert worst.adverse == ("lowest" if GroupMetric.registry[name].higher_is_better else "highest"), name
