@@ -126,6 +126,10 @@ def policy_text(policy: Mapping[str, Any]) -> str:
         - {name: x, threshold: 0.1}
       statistics: {seed: 0}
     """
+    attributes = policy.get("sensitive_attributes")
+    if isinstance(attributes, list):  # an attribute without labels: (most) shows no "labels: null"
+        attrs = [{k: v for k, v in a.items() if not (k == "labels" and v is None)} for a in attributes]
+        policy = {**policy, "sensitive_attributes": attrs}
     try:
         return "\n".join(["fairness_checker:", *_compact_lines(policy, "  ")])
     except yaml.YAMLError:
