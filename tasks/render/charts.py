@@ -121,9 +121,9 @@ def shorten(label: str, width: int = 28) -> str:
 
 #: ROC and calibration charts sit side by side under a group table: small, square-ish, legend inside.
 CURVE_SIZE = (3.4, 2.35)
-#: The curve charts' y-axis titles wrap to fit the axis height (about 1.5 in at 6.5 pt: some 34 characters a
+#: The curve charts' y-axis titles wrap to fit the figure's height (2.35 in at 6.5 pt: some 40 characters a
 #: line), in up to three lines, with the left margin to hold them: a longer title was clipped at both ends.
-Y_LABEL_WIDTH = 34
+Y_LABEL_WIDTH = 40
 Y_LABEL_MARGIN = 0.68
 
 
