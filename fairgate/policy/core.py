@@ -61,20 +61,13 @@ class SensitiveAttribute(_Strict):
     # How the reports print coded values ({"1": "Female (1)"}); the data, the JSON and the judgement keep the codes.
     labels: dict[str, str] | None = None
 
-    @field_validator("values", mode="before")
+    @field_validator("values", "labels", mode="before")
     @classmethod
     def _values_as_strings(cls, values: Any) -> Any:
         # Group values are strings as they appear in the data (DESIGN.md): YAML may read 1 or true.
         if isinstance(values, list):
             return [str(v) for v in values]
-        return values
-
-    @field_validator("labels", mode="before")
-    @classmethod
-    def _labels_as_strings(cls, labels: Any) -> Any:
-        if isinstance(labels, dict):  # YAML reads the codes 1 and 2 as numbers
-            return {str(k): v for k, v in labels.items()}
-        return labels
+        return {str(k): v for k, v in values.items()} if isinstance(values, dict) else values
 
     @field_validator("reference_group", mode="before")
     @classmethod
