@@ -5,6 +5,9 @@ The document is the law-school demo's audit (``fairgate demo --task regression``
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +123,27 @@ def test_coded_sex_reads_as_the_policys_labels_in_every_table_and_chart(document
     outside = regression_view(*_suppression(document, 10))  # without the policy's labels in force: the codes
     assert outside is not None
     assert {g.label for g in next(s for s in outside.sections if s.key == "sex").groups} == {"1", "2"}
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils (pdftotext) not installed")
+def test_every_interval_on_page_one_contains_the_json_interval(document: dict[str, Any], tmp_path: Path) -> None:
+    """Regression intervals include negative ends: each printed one contains a JSON interval, widened by at most
+    its last printed digit, and reads "to" (never "-0.33--0.28") when an end is negative."""
+    from tasks.render.report import build_report_files
+
+    pdf = build_report_files(document, out_dir=tmp_path, formats=["pdf"], min_cell_size=10)["pdf"]
+    assert pdf is not None
+    pages = [
+        " ".join(subprocess.run(["pdftotext", "-f", str(p), "-l", str(p), str(pdf), "-"], check=True,
+                                capture_output=True, text=True).stdout.split())
+        for p in (1, 2)
+    ]  # fmt: skip
+    assert not re.search(r"\d-\d", pages[1].replace("LSAT-UGPA", ""))  # no hyphen between numbers on the tables page
+    printed = re.findall(r"(−?\d+\.\d+)(?:–| to )(−?\d+\.\d+)", pages[0])
+    assert printed
+    ends = [(r["ci_low"], r["ci_high"]) for r in document["results"] if r["ci_low"] is not None]
+    for a, b in printed:
+        low, high = float(a.replace("−", "-")), float(b.replace("−", "-"))
+        digits = len(a.split(".")[1])
+        assert any(low <= x and y <= high and x - low < 10**-digits and high - y < 10**-digits for x, y in ends), (a, b)
+    assert re.search(r"−\d+\.\d+ to −\d+\.\d+", pages[1]), "the group table prints a negative interval with 'to'"
