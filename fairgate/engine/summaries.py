@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from fairgate.engine.exact import log_rate, log_rate_variance, rate_variance
+from fairgate.engine.labels import reason_label
 from fairgate.engine.metrics import (
     PolicyMetric,
     PopulationIndex,
@@ -122,7 +123,7 @@ def interval_obstacle(
 
 
 def _label(group: Group) -> str:
-    return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
+    return reason_label(group)
 
 
 def summary_pair_family(

@@ -19,8 +19,10 @@ from fairgate.report.format import (
     calibration_axes,
     flatten,
     fmt_count,
+    labels_of,
     policy_metric_label,
     roc_axes,
+    value_labels,
 )
 from fairgate.report.individual import individual_view
 from fairgate.report.mitigation import mitigation_view
@@ -56,6 +58,11 @@ def build_view(
     document = as_document(doc)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
+    with value_labels(labels_of(document.policy)):  # coded group values read as the policy's labels: say
+        return _build(document, min_cell_size, use_case)
+
+
+def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) -> ReportView:
     pages = kind_of(document.task).report_pages
     if pages is not None:  # a kind with its own pages (the shared ones are built below)
         return _kind_view(document, pages, min_cell_size, use_case)
@@ -63,9 +70,9 @@ def build_view(
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
     slicing_sections = sections(document, results, suppression)
-    roc = curve_sets(document.curves.roc, suppression, roc_axes(words))
+    roc = curve_sets(document.curves.roc, suppression, roc_axes(words), results)
     calibration = curve_sets(
-        document.curves.calibration, suppression, calibration_axes(words, document.favorable_label)
+        document.curves.calibration, suppression, calibration_axes(words, document.favorable_label), results
     )
     maps = heatmaps(slicing_sections, results)
     return ReportView(

@@ -15,11 +15,15 @@ from fairgate.report.format import (
     fmt,
     fmt_count,
     group_label,
+    interval_text,
     metric_label,
     round_number,
     slicing_key,
+    value_label,
 )
 from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
+from fairgate.report.selection import LARGE_SHARE as LARGE_SHARE  # re-exported: the binary tables' rule
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, groups_by_slicing
 
 
@@ -66,7 +70,8 @@ def section(
         _group_row(entry, slicing, metric_names, group_key(entry.group) in hidden, suppression, reference)
         for entry in sorted(rows, key=lambda r: -(r.n or 0.0))
     ]
-    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT)
+    named = failure_labels(results, slicing)
+    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT, named)
     anchor = "s-" + "-".join("".join(c if c.isalnum() else "_" for c in a) for a in slicing)
     return SlicingSection(
         key=slicing_key(slicing),
@@ -121,7 +126,7 @@ def _group_row(
         counts = [fmt_count(c) for c in confusion_counts(entry)]
     return GroupRow(
         label=group_label(entry.group, slicing),
-        group={str(a): str(v) for a, v in entry.group.items()},
+        group={str(a): value_label(str(a), v) for a, v in entry.group.items()},
         n=None if suppressed or entry.n is None else round(entry.n),
         n_text=n_text,
         suppressed=suppressed,
@@ -169,28 +174,17 @@ def cell(estimate: Estimate | None) -> Cell:
     if estimate is None:
         return Cell(fmt(None))
     value, low, high = (round_number(x) for x in (estimate.value, estimate.ci_low, estimate.ci_high))
-    ci = interval_text(low, high)
-    return Cell(fmt(value), ci, value, low, high)
+    # The texts are rounded once from the document's values; the rounded numbers are for the charts.
+    ci = interval_text(estimate.ci_low, estimate.ci_high, None)
+    return Cell(fmt(estimate.value), ci, value, low, high)
 
 
-def interval_text(low: float | None, high: float | None) -> str:
-    """An interval with the decimals its width needs: two, or up to four for narrow ones.
+def furthest(rows: list[GroupRow], limit: int, named: set[str] | frozenset[str] = frozenset()) -> list[GroupRow]:
+    """The visible groups the PDF lists for a large slicing, furthest from the median of any metric column first.
 
-    >>> interval_text(0.004, 0.0121), interval_text(0.21, 0.35), interval_text(None, 1.0)
-    ('0.004–0.012', '0.21–0.35', '')
-    """
-    if low is None or high is None:
-        return ""
-    width = abs(high - low)
-    digits = 2 if width <= 0 else max(2, min(4, -math.floor(math.log10(width))))
-    return f"{fmt(low, digits)}–{fmt(high, digits)}"
-
-
-def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
-    """The ``limit`` visible groups furthest from the median of any metric column, furthest first.
-
-    Every large group (at least :data:`LARGE_SHARE` of the people) follows, so a big group is never left out of
-    the PDF. When all visible groups fit, they keep their size order.
+    The one selection rule (:func:`fairgate.report.selection.select_groups`): every group named in a failure
+    and every large group, then the ``limit`` furthest from the median. When all visible groups fit, they keep
+    their size order.
     """
     visible = [g for g in rows if not g.suppressed]
     if len(visible) <= limit:
@@ -207,11 +201,6 @@ def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
         ]
         return max(gaps, default=0.0)
 
-    ranked = sorted(visible, key=lambda g: (-distance(g), -(g.n or 0)))
-    total = sum(g.n or 0 for g in visible)
-    large = [g for g in ranked[limit:] if total and (g.n or 0) >= LARGE_SHARE * total]
-    return ranked[:limit] + large
-
-
-#: A group holding at least this share of a slicing's people is listed in the PDF whatever its distance.
-LARGE_SHARE = 0.05
+    return select_groups(
+        visible, label=lambda g: g.label, size=lambda g: g.n, named=named, limit=limit, priority=lambda g: -distance(g)
+    )

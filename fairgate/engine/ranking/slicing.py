@@ -19,6 +19,7 @@ import polars as pl
 from scipy import stats as scipy_stats
 
 from fairgate.engine.bootstrap import slicing_seed
+from fairgate.engine.labels import reason_labels
 from fairgate.engine.ranking.bootstrap import cluster_replicates
 from fairgate.engine.ranking.columns import BUCKET, EXPOSURE, POSITION, ROWS, WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube
@@ -267,12 +268,13 @@ def _left_out_entry(
             "value": 0.0,
             "worst_group": groups[zero[0]],
             "best_group": groups[int(np.flatnonzero(eligible)[np.nanargmax(value[eligible])])],
-            "reason": f"the value is 0 for {[groups[g] for g in zero]}: the ratio is 0, but it has no interval "
-            "(the simultaneous intervals of a ratio are built on the log scale); judge the difference instead",
+            "reason": f"the value is 0 for {reason_labels([groups[g] for g in zero])}: the ratio is 0, but it has "
+            "no interval (the simultaneous intervals of a ratio are built on the log scale); judge the difference "
+            "instead",
         }
     return {
-        "reason": f"the metric is undefined for group(s) {[groups[g] for g in left_out]} (no relevance or no "
-        "items in the data); a summary over the other groups would hide them"
+        "reason": f"the metric is undefined for group(s) {reason_labels([groups[g] for g in left_out])} (no "
+        "relevance or no items in the data); a summary over the other groups would hide them"
     }
 
 
