@@ -51,7 +51,7 @@ def json_note(content: JsonContent, min_cell_size: int) -> str:
 def published_document(document: Mapping[str, Any], min_cell_size: int, content: JsonContent) -> dict[str, Any]:
     """The document to write: a copy with its ``suppression`` block, and with hidden numbers null if asked."""
     typed = AuditDocument.model_validate(document)
-    suppression = Suppression.of(typed.groups, min_cell_size, typed.n_rows)
+    suppression = Suppression.of_document(typed, min_cell_size)
     out = copy.deepcopy(dict(document))
     out["suppression"] = {
         "content": content,
