@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
+from scipy.sparse import csr_matrix
 
 #: A bound this close to the minimum counts as reaching it (the counts are rounded to 6 decimals).
 _TOL = 1e-6
@@ -29,8 +30,10 @@ class Bound:
     solution: tuple[float, ...] = ()
 
 
-def upper_bound(matrix: np.ndarray, rhs: np.ndarray, column: int) -> Bound:
+def upper_bound(matrix: np.ndarray | csr_matrix, rhs: np.ndarray, column: int | list[int]) -> Bound:
     """The largest value of unknown ``column`` over ``matrix @ x == rhs, x >= 0`` (inf when unbounded).
+
+    With a list of columns, the largest value of their sum (one solution that may put several at k or more).
 
     >>> m = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
     >>> b = upper_bound(m, np.array([3.0, 20.0]), 0)
@@ -41,7 +44,7 @@ def upper_bound(matrix: np.ndarray, rhs: np.ndarray, column: int) -> Bound:
     """
     objective = np.zeros(matrix.shape[1])
     objective[column] = -1.0
-    result = linprog(objective, A_eq=matrix, b_eq=rhs, bounds=(0, None), method="highs")
+    result = linprog(objective, A_eq=csr_matrix(matrix), b_eq=rhs, bounds=(0, None), method="highs")
     if result.status == 3:  # unbounded
         return Bound(float("inf"), ())
     if result.status != 0:  # infeasible cannot happen with the true values; treat it as no information

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
 from fairgate.engine.labels import group_key
@@ -352,17 +353,41 @@ def _grow(
     while True:
         _close_singletons(lines, unknown, protected, hide, cost)
         exposed = sorted(derivable(unknown, lines) & protected, key=_order)
-        cell = _complement(exposed, unknown, lines, cost) if exposed else None
-        if cell is None and not exposed:
-            cell = _bound_complement(lines, unknown, values, bounded(), k, cost, safe)
-            if cell is None:
-                return
-        if cell is None:  # nothing left to hide (cannot happen while a sum has a published part)
+        if exposed:
+            chosen = _complements(exposed, unknown, lines, cost)
+        else:
+            chosen = _bound_complements(lines, unknown, values, bounded(), k, cost, safe)
+        if not chosen:  # none exposed (or nothing left to hide: cannot happen while a sum has a published part)
             return
-        hide(cell)
+        for cell in sorted(chosen, key=_order):
+            hide(cell)
 
 
-def _bound_complement(
+def _complements(exposed: list[CellKey], unknown: set[CellKey], lines: tuple[Line, ...], cost: Cost) -> set[CellKey]:
+    """A complement for each exposed cell, in one pass: the cheapest published cell of a sum through it.
+
+    One per exposed cell keeps the number of rank tests (an SVD of the whole block each) small; the cells that
+    the batch made redundant are published again by :func:`_prune`. A cell whose sums hold no published cell
+    gets one from the sums an attacker combines to derive it (:func:`_complement`).
+    """
+    through: dict[CellKey, list[Line]] = {}
+    for line in lines:
+        for m in line.members:
+            if m in unknown:
+                through.setdefault(m, []).append(line)
+    chosen: set[CellKey] = set()
+    for cell in exposed:
+        candidates = {m for line in through.get(cell, []) for m in line.members if m not in unknown and m[0]}
+        if candidates:
+            chosen.add(min(candidates, key=cost))
+    if not chosen:
+        cell = _complement(exposed, unknown, lines, cost)
+        if cell is not None:
+            chosen.add(cell)
+    return chosen
+
+
+def _bound_complements(
     lines: tuple[Line, ...],
     unknown: set[CellKey],
     values: Mapping[CellKey, float | None],
@@ -370,20 +395,25 @@ def _bound_complement(
     k: int,
     cost: Cost,
     safe: set[CellKey],
-) -> CellKey | None:
-    """The published cell to hide next so that a small hidden cell's upper bound reaches k (None: all do).
+) -> set[CellKey]:
+    """Published cells to hide so that each small hidden cell's upper bound reaches k (empty: all do).
 
     Hiding more only widens the non-negative solutions, so a cell found ``safe`` (a solution puts it at k or
-    more) stays safe while the pattern grows: each is solved for until one solution reaches k.
+    more) stays safe while the pattern grows: each is solved for until one solution reaches k. A cell bounded
+    under k gets the cheapest published cell of the sums that bind it (non-zero duals).
     """
     rows = [line for line in lines if any(m in unknown for m in line.members)]
+    chosen: set[CellKey] = set()
     for block_unknown, block_rows in _blocks(unknown, rows):
         targets = [c for c in block_unknown if c in cells and c not in safe]
         if not targets or not block_rows:
             safe.update(targets)
             continue
-        matrix = _matrix(block_unknown, block_rows)
+        matrix = csr_matrix(_matrix(block_unknown, block_rows))
         rhs = np.array([-_known(line, unknown, values) for line in block_rows])
+        # One solution pushing every target up at once usually clears most of them.
+        first = upper_bound(matrix, rhs, [block_unknown.index(c) for c in targets])
+        safe.update(c for c, x in zip(block_unknown, first.solution, strict=False) if x >= k)
         for cell in targets:
             if cell in safe:
                 continue
@@ -397,8 +427,8 @@ def _bound_complement(
             if not candidates:
                 candidates = {m for r in block_rows for m in r.members if m not in unknown and m[0]}
             if candidates:
-                return min(candidates, key=cost)
-    return None
+                chosen.add(min(candidates, key=cost))
+    return chosen
 
 
 def _known(line: Line, unknown: set[CellKey], values: Mapping[CellKey, float | None]) -> float:

@@ -20,7 +20,14 @@ from fairgate.report.format import (
     slicing_key,
 )
 from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
-from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, confusion_counts, groups_by_slicing
+from fairgate.report.suppress import (
+    COUNT_NAMES,
+    GroupKey,
+    SlicingKey,
+    Suppression,
+    confusion_counts,
+    groups_by_slicing,
+)
 
 
 def sections(document: AuditDocument, results: list[ResultRow], suppression: Suppression) -> list[SlicingSection]:
@@ -115,7 +122,10 @@ def _group_row(
     if suppressed:
         cells = [Cell(SUPPRESSED) for _ in metric_names]
         n_text = SUPPRESSED if size_hidden else fmt_count(entry.n)
-        counts = [SUPPRESSED] * len(COUNT_LABELS) if confusion_counts(entry) else []
+        counts = [
+            SUPPRESSED if suppression.hides_count(slicing, entry.group, name) else fmt_count(value)
+            for name, value in zip(COUNT_NAMES, confusion_counts(entry), strict=True)
+        ]
     else:
         cells = [cell(entry.metrics.get(m)) for m in metric_names]
         n_text = fmt_count(entry.n)

@@ -57,6 +57,8 @@ class Suppression:
     sizes: dict[tuple[SlicingKey, GroupKey], float]
     #: Groups whose size is hidden too (a subset of ``hidden``).
     size_hidden: dict[SlicingKey, set[GroupKey]] = field(default_factory=dict)
+    #: The hidden counts (by name: tp, fp, ...) of each hidden group whose counts the document states.
+    counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -79,19 +81,23 @@ class Suppression:
         pattern = suppress(tables, min_cell_size)
         hidden: dict[SlicingKey, set[GroupKey]] = {}
         size_hidden: dict[SlicingKey, set[GroupKey]] = {}
+        counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = {}
         for g in groups:
             key, cell = tuple(g.slicing), (frozenset(g.slicing), group_key(g.group))
             hidden.setdefault(key, set())
             size_hidden.setdefault(key, set())
             if cell in pattern.suppressed:
                 size_hidden[key].add(cell[1])
-            if cell in pattern.suppressed or any(c in pattern.suppressed for c in tables.counts_of.get(cell, ())):
+            names = {c[1].rsplit("#", 1)[1] for c in tables.counts_of.get(cell, ()) if c in pattern.suppressed}
+            if cell in pattern.suppressed or names:
                 hidden[key].add(cell[1])
+                counts_hidden[(key, cell[1])] = names
         return cls(
             min_cell_size=min_cell_size,
             hidden=hidden,
             sizes={(tuple(g.slicing), group_key(g.group)): g.n for g in groups if g.n is not None},
             size_hidden=size_hidden,
+            counts_hidden=counts_hidden,
         )
 
     @classmethod
@@ -124,6 +130,19 @@ class Suppression:
             return False
         key = next((s for s in self.size_hidden if sorted(s) == sorted(slicing)), None)
         return key is None or group_key(group) in self.size_hidden[key]
+
+    def hides_count(self, slicing: Sequence[str], group: Mapping[str, object], name: str) -> bool:
+        """Whether one count (tp, fp, tn, fn) of a group is hidden.
+
+        Every count of a group that shows its rates is published; a hidden group publishes the counts the
+        suppression leaves (none when its size is hidden).
+        """
+        if not self.hides(slicing, group):
+            return False
+        if self.hides_size(slicing, group):
+            return True
+        names = self.counts_hidden.get((tuple(slicing), group_key(group)))
+        return names is None or name in names
 
     def size(self, slicing: Sequence[str], group: Mapping[str, object]) -> float | None:
         """A group's size as the document states it (None when the group is not in the document)."""
