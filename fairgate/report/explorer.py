@@ -1,0 +1,205 @@
+"""The what-if threshold explorer's data: per slicing and group, the score histogram by label, from the cube.
+
+Computed on aggregates only (never rows): the binary cube keeps, per group and label, either every distinct score
+(its score table, for exact AUC), a fine score histogram (AUC at scale) or the calibration bins. The explorer turns
+the one it has into *cells* on the raw score's scale (the column ``columns.score`` as given, before any flip to the
+favourable outcome), each with the weight of favourable and unfavourable truths, so that the page can apply any
+threshold with the rule of ``columns.decision_threshold``: predicted label 1 when ``score >= t``. A cell is one
+distinct score when the scores take few values (every threshold is then exact), else a bin of width
+``1 / EXPLORER_BINS`` whose score is its lower edge (exact at thresholds on the bin grid).
+
+Groups the report suppresses (:class:`fairgate.report.suppress.Suppression`) are left out entirely: nothing about
+them, not even their size, is in the data. No file I/O here: ``tasks/render/explorer.py`` renders and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from fairgate.document.groups import GroupEntry
+from fairgate.engine.columns import BIN, HBIN, SCORE, TRUE, WEIGHT
+from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube
+from fairgate.engine.labels import SLICING_SEPARATOR, slicing_label
+from fairgate.engine.metrics import SummaryOf, WorstCaseOf, policy_metric
+from fairgate.engine.stats import z_value
+from fairgate.policy.core import Policy
+from fairgate.report.suppress import Suppression
+
+EXPLORER_BINS = 100  # continuous scores: cells of width 0.01 on the raw score
+MAX_EXACT_SCORES = 200  # at most this many distinct scores in a slicing: one cell per score, every threshold exact
+# The group metrics the page computes from its counts (the audit document's names); summaries of others are left out.
+PAGE_RATES = (
+    "selection_rate",
+    "true_positive_rate",
+    "false_positive_rate",
+    "positive_predictive_value",
+    "false_negative_rate",
+    "accuracy",
+)
+FI_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+_CELL = "__cell"
+# The cube keeps 1 - score when 0 is favourable; 1 - (1 - s) can miss s by one unit in the last place (0.1 comes
+# back as 0.09999999999999998, which a threshold of 0.1 would then not reach), so flipped scores are rounded back.
+RAW_DECIMALS = 12
+
+
+@dataclass(frozen=True)
+class ScoreCells:
+    """The cube's scores as cells on the raw score: attribute values, cell score, favourable truth, weight."""
+
+    frame: pl.DataFrame
+    exact: bool
+    resolution: str
+
+
+def explorer_data(
+    cube: Cube, groups: Sequence[Mapping[str, Any]], policy: Policy, min_cell_size: int
+) -> dict[str, Any]:
+    """The explorer page's data: every slicing of ``groups`` (the document's group entries) with its shown groups.
+
+    Returns a JSON-ready dict: ``favorable_label``, ``decision_rule``, ``start_threshold``, ``z`` (the interval's
+    normal quantile), ``level``, ``summaries`` (the policy's metrics the page can compute, with their thresholds),
+    ``fi_thresholds`` and ``slicings`` (label, attributes, score grid, resolution, groups with cell counts).
+    """
+    entries = [GroupEntry.model_validate(g) if isinstance(g, Mapping) else g for g in groups]
+    suppression = Suppression.of(entries, min_cell_size)
+    by_slicing: dict[tuple[str, ...], list[GroupEntry]] = {}
+    for entry in entries:
+        if entry.slicing:  # the whole population is not a slicing to move thresholds in
+            by_slicing.setdefault(tuple(entry.slicing), []).append(entry)
+    min_group = policy.intersectional_analysis.min_group_size
+    slicings = []
+    for slicing, members in by_slicing.items():
+        shown = [e for e in members if not suppression.hides(slicing, e.group) and (e.n or 0) > 0]
+        if shown:
+            slicings.append(_slicing_data(cube, slicing, shown, policy, min_group))
+    return {
+        "favorable_label": policy.favorable_label,
+        "outcomes": policy.outcomes.model_dump() if policy.outcomes is not None else None,
+        "decision_rule": f"predicted label 1 when {policy.columns.score} >= threshold",
+        "start_threshold": policy.columns.decision_threshold,
+        "level": policy.reporting.confidence_level,
+        "z": z_value(policy.reporting.confidence_level),
+        "min_cell_size": min_cell_size,
+        "min_group_size": min_group,
+        "summaries": page_summaries(policy),
+        "fi_thresholds": list(FI_THRESHOLDS),
+        "slicings": slicings,
+    }
+
+
+def page_summaries(policy: Policy) -> list[dict[str, Any]]:
+    """The policy's metrics that are differences or ratios of the page's rates, with threshold and direction."""
+    out = []
+    for metric in policy.metrics:
+        spec = policy_metric(metric.name)
+        if not isinstance(spec, SummaryOf) or not set(spec.bases) <= set(PAGE_RATES):
+            continue
+        out.append(
+            {
+                "metric": metric.name,
+                "bases": list(spec.bases),
+                "summary": spec.summary,
+                "worst_case": isinstance(spec, WorstCaseOf),
+                "threshold": metric.threshold,
+                "direction": metric.direction or spec.direction,
+            }
+        )
+    return out
+
+
+def _slicing_data(
+    cube: Cube, slicing: tuple[str, ...], shown: list[GroupEntry], policy: Policy, min_group: int
+) -> dict[str, Any]:
+    cells = score_cells(cube, slicing, policy)
+    grid = np.unique(cells.frame[_CELL].to_numpy())
+    counted = (
+        cells.frame.with_columns(pl.col(_CELL).cast(pl.Float64))
+        .group_by([*slicing, _CELL, TRUE])
+        .agg(pl.col(WEIGHT).sum())
+    )
+    position = {float(s): i for i, s in enumerate(grid)}
+    tables: dict[tuple[str, ...], np.ndarray] = {}
+    for row in counted.iter_rows(named=True):
+        key = tuple(str(row[a]) for a in slicing)
+        table = tables.setdefault(key, np.zeros((2, grid.size)))
+        table[int(row[TRUE]), position[float(row[_CELL])]] += row[WEIGHT]
+    groups = []
+    for entry in shown:
+        key = tuple(str(entry.group[a]) for a in slicing)
+        table = tables.get(key, np.zeros((2, grid.size)))
+        groups.append(
+            {
+                "name": SLICING_SEPARATOR.join(key),
+                "group": dict(entry.group),
+                "sufficient": bool(entry.n is not None and entry.n >= min_group),
+                "positive": _numbers(table[1]),
+                "negative": _numbers(table[0]),
+            }
+        )
+    return {
+        "label": slicing_label(slicing),
+        "attributes": list(slicing),
+        "scores": [float(s) for s in grid],
+        "exact": cells.exact,
+        "resolution": cells.resolution,
+        "groups": groups,
+    }
+
+
+def _numbers(values: np.ndarray) -> list[float | int]:
+    """Weights as JSON numbers: whole numbers as integers (shorter), others as they are."""
+    return [int(v) if float(v).is_integer() else float(v) for v in values]
+
+
+def score_cells(cube: Cube, slicing: tuple[str, ...], policy: Policy) -> ScoreCells:
+    """The slicing's scores as cells on the raw score, from the finest record the cube keeps."""
+    flip = policy.favorable_label == 0  # the cube keeps the favourable outcome's score: 1 - raw when 0 is favourable
+    if cube.scores is not None:
+        levels = {a: cube.levels(a) for a in slicing}
+        frame = cube.scores.select(
+            *[_decoded(a, m) for a, m in levels.items()],
+            ((1.0 - pl.col(SCORE)).round(RAW_DECIMALS) if flip else pl.col(SCORE)).alias(_CELL),
+            pl.col(TRUE),
+            pl.col(WEIGHT),
+        )
+        distinct = frame[_CELL].n_unique()
+        if distinct <= MAX_EXACT_SCORES:
+            return ScoreCells(frame, True, f"exact: every one of the {distinct} distinct scores is kept")
+        binned = frame.with_columns(_binned(pl.col(_CELL), EXPLORER_BINS))
+        return ScoreCells(binned, False, _bin_note(EXPLORER_BINS))
+    if cube.score_histogram is not None:
+        return _from_bins(cube.score_histogram, slicing, HBIN, cube.histogram_bins, flip)
+    cells = cube.cells.select(*slicing, BIN, TRUE, WEIGHT)
+    return _from_bins(cells, slicing, BIN, cube.calibration_bins, flip)
+
+
+def _decoded(attribute: str, levels: list[str]) -> pl.Expr:
+    """A score-table attribute's codes back to its values."""
+    return pl.col(attribute).cast(pl.Int64).replace_strict(list(range(len(levels))), levels, return_dtype=pl.String)
+
+
+def _from_bins(frame: pl.DataFrame, slicing: tuple[str, ...], column: str, bins: int, flip: bool) -> ScoreCells:
+    """Cells from equal bins of the favourable score: each bin's lower edge on the raw score, then re-binned."""
+    index = pl.col(column).cast(pl.Float64)
+    lower = ((bins - 1 - index) if flip else index) / bins
+    width = min(bins, EXPLORER_BINS)
+    cells = frame.select(*slicing, _binned(lower, width), pl.col(TRUE), pl.col(WEIGHT))
+    return ScoreCells(cells, False, _bin_note(width))
+
+
+def _binned(raw: pl.Expr, bins: int) -> pl.Expr:
+    """The lower edge of the raw score's bin among ``bins`` equal bins on [0, 1] (the cube's edge rule)."""
+    return ((raw * bins + BIN_EDGE_TOLERANCE).floor().clip(0, bins - 1) / bins).alias(_CELL)
+
+
+def _bin_note(bins: int) -> str:
+    return (
+        f"bins of width 1/{bins}: exact at thresholds on the grid k/{bins}; between grid points a bin counts as "
+        "at its lower edge"
+    )
