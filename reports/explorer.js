@@ -189,7 +189,7 @@
     var t = g.threshold;
     return "<tr data-index=\"" + index + "\"><th scope=\"row\">" + esc(name) +
       (g.sufficient ? "" : " <small title=\"under min_group_size: not judged\">(not judged)</small>") + "</th>" +
-      "<td><input type=\"range\" class=\"slider\" min=\"0\" max=\"1\" step=\"0.01\" value=\"" + t +
+      "<td class=\"thr-cell\"><input type=\"range\" class=\"slider\" min=\"0\" max=\"1\" step=\"0.01\" value=\"" + t +
       "\" aria-label=\"threshold of " + esc(name) + "\"> <input type=\"number\" class=\"thr\" min=\"0\" max=\"1\" " +
       "step=\"any\" value=\"" + t + "\" aria-label=\"threshold value of " + esc(name) + "\"></td>" +
       "<td class=\"num\">" + st.n + "</td>" + rateCells(st) + "</tr>";
