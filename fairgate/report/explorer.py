@@ -73,11 +73,12 @@ def explorer_data(
         if entry.slicing:  # the whole population is not a slicing to move thresholds in
             by_slicing.setdefault(tuple(entry.slicing), []).append(entry)
     min_group = policy.intersectional_analysis.min_group_size
+    cells = score_cells(cube, policy)
     slicings = []
     for slicing, members in by_slicing.items():
         shown = [e for e in members if not suppression.hides(slicing, e.group) and (e.n or 0) > 0]
         if shown:
-            slicings.append(_slicing_data(cube, slicing, shown, policy, min_group))
+            slicings.append(_slicing_data(cells, slicing, shown, min_group))
     return {
         "favorable_label": policy.favorable_label,
         "outcomes": policy.outcomes.model_dump() if policy.outcomes is not None else None,
@@ -114,38 +115,40 @@ def page_summaries(policy: Policy) -> list[dict[str, Any]]:
 
 
 def _slicing_data(
-    cube: Cube, slicing: tuple[str, ...], shown: list[GroupEntry], policy: Policy, min_group: int
+    cells: ScoreCells, slicing: tuple[str, ...], shown: list[GroupEntry], min_group: int
 ) -> dict[str, Any]:
-    cells = score_cells(cube, slicing, policy)
-    grid = np.unique(cells.frame[_CELL].to_numpy())
-    counted = (
-        cells.frame.with_columns(pl.col(_CELL).cast(pl.Float64))
-        .group_by([*slicing, _CELL, TRUE])
-        .agg(pl.col(WEIGHT).sum())
+    """One slicing's score grid and, per shown group, the weight of each label at each grid score."""
+    counted = cells.frame.group_by([*slicing, _CELL, TRUE]).agg(pl.col(WEIGHT).sum())
+    grid = np.unique(counted[_CELL].to_numpy())
+    keys = [tuple(str(entry.group[a]) for a in slicing) for entry in shown]
+    index = {SLICING_SEPARATOR.join(key): i for i, key in enumerate(keys)}
+    names = counted.select(pl.concat_str([pl.col(a) for a in slicing], separator=SLICING_SEPARATOR)).to_series()
+    group = np.array([index.get(name, -1) for name in names.to_list()], dtype=np.int64)
+    kept = group >= 0  # cells of groups not shown (suppressed) are dropped here
+    tables = np.zeros((len(shown), 2, grid.size))
+    np.add.at(
+        tables,
+        (
+            group[kept],
+            counted[TRUE].to_numpy().astype(np.int64)[kept],
+            np.searchsorted(grid, counted[_CELL].to_numpy())[kept],
+        ),
+        counted[WEIGHT].to_numpy()[kept],
     )
-    position = {float(s): i for i, s in enumerate(grid)}
-    tables: dict[tuple[str, ...], np.ndarray] = {}
-    for row in counted.iter_rows(named=True):
-        key = tuple(str(row[a]) for a in slicing)
-        table = tables.setdefault(key, np.zeros((2, grid.size)))
-        table[int(row[TRUE]), position[float(row[_CELL])]] += row[WEIGHT]
-    groups = []
-    for entry in shown:
-        key = tuple(str(entry.group[a]) for a in slicing)
-        table = tables.get(key, np.zeros((2, grid.size)))
-        groups.append(
-            {
-                "name": SLICING_SEPARATOR.join(key),
-                "group": dict(entry.group),
-                "sufficient": bool(entry.n is not None and entry.n >= min_group),
-                "positive": _numbers(table[1]),
-                "negative": _numbers(table[0]),
-            }
-        )
+    groups = [
+        {
+            "name": SLICING_SEPARATOR.join(key),
+            "group": dict(entry.group),
+            "sufficient": bool(entry.n is not None and entry.n >= min_group),
+            "positive": _numbers(tables[i, 1]),
+            "negative": _numbers(tables[i, 0]),
+        }
+        for i, (key, entry) in enumerate(zip(keys, shown, strict=True))
+    ]
     return {
         "label": slicing_label(slicing),
         "attributes": list(slicing),
-        "scores": [float(s) for s in grid],
+        "scores": [float(v) for v in grid],
         "exact": cells.exact,
         "resolution": cells.resolution,
         "groups": groups,
@@ -157,13 +160,18 @@ def _numbers(values: np.ndarray) -> list[float | int]:
     return [int(v) if float(v).is_integer() else float(v) for v in values]
 
 
-def score_cells(cube: Cube, slicing: tuple[str, ...], policy: Policy) -> ScoreCells:
-    """The slicing's scores as cells on the raw score, from the finest record the cube keeps."""
+def score_cells(cube: Cube, policy: Policy) -> ScoreCells:
+    """The cube's scores as cells on the raw score, per combination of every attribute.
+
+    From the finest record the cube keeps: the score table, else the score histogram, else the calibration bins.
+    """
     flip = policy.favorable_label == 0  # the cube keeps the favourable outcome's score: 1 - raw when 0 is favourable
+    attributes = cube.attributes
     if cube.scores is not None:
-        levels = {a: cube.levels(a) for a in slicing}
-        frame = cube.scores.select(
-            *[_decoded(a, m) for a, m in levels.items()],
+        keys = [*attributes, SCORE, TRUE]
+        scores = cube.scores.group_by(keys).agg(pl.col(WEIGHT).sum())  # distinct scores: short whatever the rows
+        frame = scores.select(
+            *[_decoded(a, cube.levels(a)) for a in attributes],
             ((1.0 - pl.col(SCORE)).round(RAW_DECIMALS) if flip else pl.col(SCORE)).alias(_CELL),
             pl.col(TRUE),
             pl.col(WEIGHT),
@@ -172,11 +180,15 @@ def score_cells(cube: Cube, slicing: tuple[str, ...], policy: Policy) -> ScoreCe
         if distinct <= MAX_EXACT_SCORES:
             return ScoreCells(frame, True, f"exact: every one of the {distinct} distinct scores is kept")
         binned = frame.with_columns(_binned(pl.col(_CELL), EXPLORER_BINS))
-        return ScoreCells(binned, False, _bin_note(EXPLORER_BINS))
+        return ScoreCells(_summed(binned, attributes), False, _bin_note(EXPLORER_BINS))
     if cube.score_histogram is not None:
-        return _from_bins(cube.score_histogram, slicing, HBIN, cube.histogram_bins, flip)
-    cells = cube.cells.select(*slicing, BIN, TRUE, WEIGHT)
-    return _from_bins(cells, slicing, BIN, cube.calibration_bins, flip)
+        return _from_bins(cube.score_histogram, attributes, HBIN, cube.histogram_bins, flip)
+    cells = cube.cells.select(*attributes, BIN, TRUE, WEIGHT)
+    return _from_bins(cells, attributes, BIN, cube.calibration_bins, flip)
+
+
+def _summed(frame: pl.DataFrame, attributes: Sequence[str]) -> pl.DataFrame:
+    return frame.group_by([*attributes, _CELL, TRUE]).agg(pl.col(WEIGHT).sum())
 
 
 def _decoded(attribute: str, levels: list[str]) -> pl.Expr:
@@ -184,13 +196,13 @@ def _decoded(attribute: str, levels: list[str]) -> pl.Expr:
     return pl.col(attribute).cast(pl.Int64).replace_strict(list(range(len(levels))), levels, return_dtype=pl.String)
 
 
-def _from_bins(frame: pl.DataFrame, slicing: tuple[str, ...], column: str, bins: int, flip: bool) -> ScoreCells:
+def _from_bins(frame: pl.DataFrame, attributes: Sequence[str], column: str, bins: int, flip: bool) -> ScoreCells:
     """Cells from equal bins of the favourable score: each bin's lower edge on the raw score, then re-binned."""
     index = pl.col(column).cast(pl.Float64)
     lower = ((bins - 1 - index) if flip else index) / bins
     width = min(bins, EXPLORER_BINS)
-    cells = frame.select(*slicing, _binned(lower, width), pl.col(TRUE), pl.col(WEIGHT))
-    return ScoreCells(cells, False, _bin_note(width))
+    cells = frame.select(*attributes, _binned(lower, width), pl.col(TRUE), pl.col(WEIGHT))
+    return ScoreCells(_summed(cells, attributes), False, _bin_note(width))
 
 
 def _binned(raw: pl.Expr, bins: int) -> pl.Expr:
