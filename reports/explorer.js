@@ -43,7 +43,7 @@
         P: pos[pos.length - 1], N: neg[neg.length - 1], threshold: DATA.start_threshold, cache: null};
       order.push(g.name);
     });
-    return {data: slicing, scores: slicing.scores, groups: groups, order: order, start: null};
+    return {data: slicing, scores: slicing.scores, groups: groups, order: order, start: null, states: null, page: 0};
   }
 
   var SLICINGS = {};
@@ -158,9 +158,24 @@
     return value;
   }
 
+  // Each group's state at its own threshold, kept and updated one group at a time (a change costs one group's
+  // counts plus the summaries over the kept states, whatever the number of groups).
+  function keptStates(s) {
+    if (s.states === null) {
+      s.states = {};
+      s.order.forEach(function (name) { s.states[name] = groupState(s, s.groups[name], s.groups[name].threshold); });
+    }
+    return s.states;
+  }
+
   function currentState(label) {
     var s = slicingOf(label);
-    return stateWith(s, function (name) { return s.groups[name].threshold; });
+    var states = keptStates(s), groups = {};
+    s.order.forEach(function (name) { groups[name] = publicGroup(states[name]); });
+    if (s.start === null) { stateWith(s, function () { return DATA.start_threshold; }); }
+    var accuracy = overall(s, states);
+    return {groups: groups, summaries: summaries(s, states), accuracy: accuracy, start_accuracy: s.start,
+      accuracy_change: accuracy === null || s.start === null ? null : accuracy - s.start, _states: states};
   }
 
   /* ---------- the page ---------- */
@@ -176,6 +191,7 @@
   function fmtInterval(iv) { return iv === null ? "" : "[" + iv[0].toFixed(3) + ", " + iv[1].toFixed(3) + "]"; }
 
   var current = null;  // the slicing on show
+  var PAGE = 100;  // groups per page of the table: the page stays light with thousands of groups
 
   function rateCells(st) {
     return RATES.map(function (r) {
@@ -219,12 +235,21 @@
     document.getElementById("accuracy").innerHTML = accuracyText(st);
   }
 
+  function pageRange(s) {
+    var first = s.page * PAGE;
+    return [first, Math.min(s.order.length, first + PAGE)];
+  }
+
   function show(label) {
     var s = slicingOf(label);
     current = label;
     var st = currentState(label);
-    var rows = s.order.map(function (name, i) { return groupRow(s, name, i, st._states[name]); });
+    var range = pageRange(s), rows = [];
+    for (var i = range[0]; i < range[1]; i++) { rows.push(groupRow(s, s.order[i], i, st._states[s.order[i]])); }
     document.getElementById("groups-body").innerHTML = rows.join("");
+    document.getElementById("pager").hidden = s.order.length <= PAGE;
+    document.getElementById("page-text").textContent = "groups " + (range[0] + 1) + "–" + range[1] + " of " +
+      s.order.length;
     document.getElementById("resolution").textContent = "Score resolution: " + s.data.resolution + ".";
     refreshTotals(s, st);
     var fi = document.getElementById("fi");
@@ -233,8 +258,11 @@
 
   function updateRow(s, index) {
     var name = s.order[index];
-    var row = document.querySelector("#groups-body tr[data-index=\"" + index + "\"]");
+    var states = keptStates(s);
+    states[name] = groupState(s, s.groups[name], s.groups[name].threshold);
     var st = currentState(current);
+    var row = document.querySelector("#groups-body tr[data-index=\"" + index + "\"]");
+    if (!row) { refreshTotals(s, st); return; }  // the group is on another page of the table
     var g = st._states[name];
     row.querySelector(".slider").value = String(g.threshold);
     row.querySelector(".thr").value = String(g.threshold);
@@ -253,7 +281,8 @@
     var states = ts.map(function (t) { return stateWith(s, function () { return t; }); });
     var head = "<tr><th>group</th>" + ts.map(function (t) { return "<th class=\"num\">" + t + "</th>"; }).join("") +
       "</tr>";
-    var body = s.order.map(function (name) {
+    var range = pageRange(s);
+    var body = s.order.slice(range[0], range[1]).map(function (name) {
       return "<tr><th scope=\"row\">" + esc(name) + "</th>" + states.map(function (st) {
         return "<td class=\"num\">" + fmt(st.groups[name][metric]) + "</td>";
       }).join("") + "</tr>";
@@ -277,14 +306,17 @@
     var g = s.groups[group];
     if (!g) { throw new Error("no group " + JSON.stringify(group) + " in slicing " + JSON.stringify(label)); }
     g.threshold = checkedThreshold(t);
+    var states = keptStates(s);
+    states[group] = groupState(s, g, g.threshold);
     if (label === current) { updateRow(s, s.order.indexOf(group)); }
-    return publicGroup(groupState(s, g, g.threshold));
+    return publicGroup(states[group]);
   }
 
   function setAll(label, t) {
     var s = slicingOf(label);
     var value = checkedThreshold(t);
     s.order.forEach(function (name) { s.groups[name].threshold = value; });
+    s.states = null;
     if (label === current) { show(label); }
   }
 
@@ -326,6 +358,13 @@
       return "<option value=\"" + r + "\">" + r + "</option>";
     }).join("");
     document.getElementById("fi-metric").addEventListener("change", renderFI);
+    function turn(step) {
+      var s = slicingOf(current), last = Math.floor((s.order.length - 1) / PAGE);
+      s.page = Math.max(0, Math.min(last, s.page + step));
+      show(current);
+    }
+    document.getElementById("previous").addEventListener("click", function () { turn(-1); });
+    document.getElementById("next").addEventListener("click", function () { turn(1); });
     if (LABELS.length) { show(LABELS[0]); }
   }
 

@@ -135,13 +135,14 @@ def _slicing_data(
         ),
         counted[WEIGHT].to_numpy()[kept],
     )
+    numbers = _numbers(tables)
     groups = [
         {
             "name": SLICING_SEPARATOR.join(key),
             "group": dict(entry.group),
             "sufficient": bool(entry.n is not None and entry.n >= min_group),
-            "positive": _numbers(tables[i, 1]),
-            "negative": _numbers(tables[i, 0]),
+            "positive": numbers[i][1],
+            "negative": numbers[i][0],
         }
         for i, (key, entry) in enumerate(zip(keys, shown, strict=True))
     ]
@@ -155,9 +156,11 @@ def _slicing_data(
     }
 
 
-def _numbers(values: np.ndarray) -> list[float | int]:
-    """Weights as JSON numbers: whole numbers as integers (shorter), others as they are."""
-    return [int(v) if float(v).is_integer() else float(v) for v in values]
+def _numbers(values: np.ndarray) -> list[Any]:
+    """Weights as JSON numbers: integers when all are whole (shorter; unweighted counts), else floats."""
+    if np.array_equal(values, np.floor(values)):
+        return values.astype(np.int64).tolist()  # type: ignore[no-any-return]
+    return values.tolist()  # type: ignore[no-any-return]
 
 
 def score_cells(cube: Cube, policy: Policy) -> ScoreCells:
@@ -168,19 +171,19 @@ def score_cells(cube: Cube, policy: Policy) -> ScoreCells:
     flip = policy.favorable_label == 0  # the cube keeps the favourable outcome's score: 1 - raw when 0 is favourable
     attributes = cube.attributes
     if cube.scores is not None:
-        keys = [*attributes, SCORE, TRUE]
-        scores = cube.scores.group_by(keys).agg(pl.col(WEIGHT).sum())  # distinct scores: short whatever the rows
-        frame = scores.select(
-            *[_decoded(a, cube.levels(a)) for a in attributes],
-            ((1.0 - pl.col(SCORE)).round(RAW_DECIMALS) if flip else pl.col(SCORE)).alias(_CELL),
-            pl.col(TRUE),
-            pl.col(WEIGHT),
+        raw = (1.0 - pl.col(SCORE)).round(RAW_DECIMALS) if flip else pl.col(SCORE)
+        distinct = cube.scores[SCORE].n_unique()
+        exact = distinct <= MAX_EXACT_SCORES
+        cell = raw.alias(_CELL) if exact else _binned(raw, EXPLORER_BINS)
+        # Summed per attribute codes, cell and label first (a short table whatever the rows), then decoded.
+        summed = (
+            cube.scores.select(*attributes, cell, TRUE, WEIGHT)
+            .group_by([*attributes, _CELL, TRUE])
+            .agg(pl.col(WEIGHT).sum())
         )
-        distinct = frame[_CELL].n_unique()
-        if distinct <= MAX_EXACT_SCORES:
-            return ScoreCells(frame, True, f"exact: every one of the {distinct} distinct scores is kept")
-        binned = frame.with_columns(_binned(pl.col(_CELL), EXPLORER_BINS))
-        return ScoreCells(_summed(binned, attributes), False, _bin_note(EXPLORER_BINS))
+        frame = summed.with_columns(_decoded(a, cube.levels(a)) for a in attributes)
+        note = f"exact: every one of the {distinct} distinct scores is kept" if exact else _bin_note(EXPLORER_BINS)
+        return ScoreCells(frame, exact, note)
     if cube.score_histogram is not None:
         return _from_bins(cube.score_histogram, attributes, HBIN, cube.histogram_bins, flip)
     cells = cube.cells.select(*attributes, BIN, TRUE, WEIGHT)
