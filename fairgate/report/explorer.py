@@ -5,8 +5,9 @@ Computed on aggregates only (never rows): the binary cube keeps, per group and l
 the one it has into *cells* on the raw score's scale (the column ``columns.score`` as given, before any flip to the
 favourable outcome), each with the weight of favourable and unfavourable truths, so that the page can apply any
 threshold with the rule of ``columns.decision_threshold``: predicted label 1 when ``score >= t``. A cell is one
-distinct score when the scores take few values (every threshold is then exact), else a bin of width
-``1 / EXPLORER_BINS`` whose score is its lower edge (exact at thresholds on the bin grid).
+distinct score when the scores take few values (every threshold is then exact), else a bin whose score is its
+lower edge (exact at thresholds on the bin grid): width ``1 / EXPLORER_BINS`` from the score table, or a union of
+whole bins of the cube's histogram (or calibration bins) when it has no score table.
 
 Groups the report suppresses (:class:`fairgate.report.suppress.Suppression`) are left out entirely: nothing about
 them, not even their size, is in the data. No file I/O here: ``tasks/render/explorer.py`` renders and writes.
@@ -203,9 +204,18 @@ def _from_bins(frame: pl.DataFrame, attributes: Sequence[str], column: str, bins
     """Cells from equal bins of the favourable score: each bin's lower edge on the raw score, then re-binned."""
     index = pl.col(column).cast(pl.Float64)
     lower = ((bins - 1 - index) if flip else index) / bins
-    width = min(bins, EXPLORER_BINS)
+    width = coarse_bins(bins)
     cells = frame.select(*attributes, _binned(lower, width), pl.col(TRUE), pl.col(WEIGHT))
     return ScoreCells(_summed(cells, attributes), False, _bin_note(width))
+
+
+def coarse_bins(bins: int) -> int:
+    """The page's bins over ``bins`` equal bins: the most, up to 128, that are unions of whole bins (65536: 128).
+
+    >>> coarse_bins(65536), coarse_bins(10), coarse_bins(1000)
+    (128, 10, 125)
+    """
+    return next(d for d in range(min(bins, 128), 0, -1) if bins % d == 0)
 
 
 def _binned(raw: pl.Expr, bins: int) -> pl.Expr:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from explorer_browser import chromium, watched_page
@@ -191,4 +192,42 @@ def test_binned_scores_match_the_engine_on_the_grid(browser: Any, tmp_path: Path
         state = page.evaluate("([t]) => fairgateExplorer.at('a', t)", [t])
         assert_same(state, engine_groups(frame, policy, t, ["a"]), t)
     assert "bins of width 1/100" in page.locator("#resolution").inner_text()
+    assert problems == []
+
+
+def test_many_groups_are_paged_and_a_change_off_the_page_still_counts(browser: Any, tmp_path: Path) -> None:
+    """150 groups: the table shows 100 at a time; a threshold moved on page 2 changes the summaries and state."""
+    levels = {"a": [f"g{i:03d}" for i in range(150)]}
+    rng = np.random.default_rng(5)
+    score = rng.random(15000)
+    frame = pl.DataFrame(
+        {
+            "a": rng.choice(levels["a"], 15000),
+            "y_true": (rng.random(15000) < score).astype(np.int64),
+            "y_pred": (score >= 0.5).astype(np.int64),
+            "score": score,
+        }
+    )
+    policy = make_policy(
+        [{"name": "a", "values": levels["a"]}], min_group_size=30, limits={"max_values_per_attribute": 200}
+    )
+    out = page_for(frame, policy, tmp_path / "paged.explorer.html")
+    page, problems = watched_page(browser)
+    page.goto(out.as_uri())
+    groups = page.evaluate("fairgateExplorer.groups('a')")
+    assert len(groups) == 150
+    assert page.locator("#groups-body tr").count() == 100
+    before = page.evaluate("fairgateExplorer.state('a')")
+    last = groups[-1]
+    page.evaluate("([g]) => fairgateExplorer.setThreshold('a', g, 0.95)", [last])
+    after = page.evaluate("fairgateExplorer.state('a')")
+    assert after["groups"][last]["threshold"] == 0.95
+    assert after["groups"][last]["selection_rate"] < before["groups"][last]["selection_rate"]
+    assert after["accuracy"] != before["accuracy"]
+    expected = page.evaluate("([g]) => { const s = fairgateExplorer.at('a', 0.5); return s.groups[g]; }", [groups[0]])
+    assert after["groups"][groups[0]] == expected  # the other groups did not move
+    page.click("#next")
+    assert page.locator("#groups-body tr").count() == 50
+    assert page.locator("#groups-body tr").last.locator("input.thr").input_value() == "0.95"
+    assert "groups 101–150 of 150" in page.locator("#page-text").inner_text()
     assert problems == []
