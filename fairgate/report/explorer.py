@@ -183,30 +183,29 @@ def score_cells(cube: Cube, policy: Policy) -> ScoreCells:
 def _from_score_table(cube: Cube, flip: bool) -> ScoreCells:
     """Cells from the score table (sorted by score): each distinct score when few, else bins of 1/EXPLORER_BINS.
 
-    Summed with one ``bincount`` over packed keys (attribute codes, cell, label): a hash group-by over millions of
-    scored rows took seconds.
+    The packed key of every scored row (attribute codes, cell, label) is one Polars expression, summed with one
+    ``bincount``: a hash group-by over millions of scored rows took seconds.
     """
     table = cube.scores
     assert table is not None
-    score = table[SCORE].to_numpy()
-    if score.size > 1 and np.any(score[1:] < score[:-1]):  # the cube keeps it sorted; sort if it is not
+    if not table[SCORE].is_sorted():  # the cube keeps it sorted; sort if it is not
         table = table.sort(SCORE)
-        score = table[SCORE].to_numpy()
-    raw = np.round(1.0 - score, RAW_DECIMALS) if flip else score
-    changes = np.concatenate([[False], score[1:] != score[:-1]]) if score.size else np.zeros(0, dtype=bool)
-    distinct = int(changes.sum()) + (1 if score.size else 0)
+    raw = (1.0 - pl.col(SCORE)).round(RAW_DECIMALS) if flip else pl.col(SCORE)
+    changes = (pl.col(SCORE) != pl.col(SCORE).shift(1)).fill_null(False)
+    distinct = int(table.select(changes.sum()).item()) + (1 if table.height else 0)
     exact = distinct <= MAX_EXACT_SCORES
     if exact:
-        cell = np.cumsum(changes)
-        values = raw[np.concatenate([[0], np.flatnonzero(changes)])] if score.size else raw
+        cell = changes.cast(pl.Int64).cum_sum()
+        values = table.filter(changes | (pl.int_range(pl.len()) == 0)).select(raw).to_series().to_numpy()
     else:
-        cell = np.clip(np.floor(raw * EXPLORER_BINS + BIN_EDGE_TOLERANCE), 0, EXPLORER_BINS - 1).astype(np.int64)
+        cell = (raw * EXPLORER_BINS + BIN_EDGE_TOLERANCE).floor().clip(0, EXPLORER_BINS - 1).cast(pl.Int64)
         values = np.arange(EXPLORER_BINS) / EXPLORER_BINS
     levels = [cube.levels(a) for a in cube.attributes]
-    key = np.zeros(score.size, dtype=np.int64)
+    packed = pl.lit(0, dtype=pl.Int64)
     for attribute, names in zip(cube.attributes, levels, strict=True):
-        key = key * len(names) + table[attribute].to_numpy().astype(np.int64)
-    key = (key * values.size + cell) * 2 + table[TRUE].to_numpy().astype(np.int64)
+        packed = packed * len(names) + pl.col(attribute).cast(pl.Int64)
+    packed = (packed * values.size + cell) * 2 + pl.col(TRUE).cast(pl.Int64)
+    key = table.select(packed.alias("key")).to_series().to_numpy()
     weights = table[WEIGHT].to_numpy()
     span = int(np.prod([len(n) for n in levels], dtype=np.int64)) * values.size * 2
     if span <= DENSE_KEYS:  # every possible key in one array: no sort
