@@ -281,7 +281,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     for kind, path in summary["outputs"].items():
         _out.print(f"{kind}: {path}", highlight=False)
     report = summary.get("report") or {}
-    for kind in ("html", "pdf"):
+    for kind in ("html", "pdf", "explorer"):
         if report.get(kind):
             _out.print(f"{kind}: {report[kind]}", highlight=False)
     _out.print(f"audit trail: {summary['trail']['trail']} (run {summary['trail']['seq']})", highlight=False)

@@ -286,6 +286,7 @@ def _report_summary(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "html": _text(report.get("html")),
         "pdf": _text(report.get("pdf")),
+        "explorer": _text(report.get("explorer")),
         "delivery": {k: _text(v) if k == "eml" else v for k, v in delivery.items()},
     }
 
@@ -396,7 +397,7 @@ def _publish(
     try:
         written = write_outputs(as_is(document), staging)
         publish_artifacts(as_is(document))
-        report = _publish_report(document, policy, staging, trail_path, output)
+        report = _publish_report(document, policy, staging, trail_path, output, cube)
         with signals_held():  # recorded with its outputs in place, or neither
             record = record_run(
                 trail_path,
@@ -464,14 +465,23 @@ def _require_report_support(policy: fairgate.Policy) -> None:
 
 
 def _publish_report(
-    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path, final_dir: Path
+    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path, final_dir: Path, cube: Any
 ) -> dict[str, Any] | None:
-    """HTML/PDF report and e-mail delivery, when the policy asks for them (flows/report_flow.py)."""
+    """HTML/PDF report and e-mail delivery, when the policy asks for them (flows/report_flow.py).
+
+    With an HTML report of a binary audit with scores, the what-if explorer beside it (tasks/render/explorer.py).
+    """
     if not _wants_report(policy):
         return None
     from flows.report_flow import publish_report
+    from tasks.render.explorer import write_explorer
 
-    return publish_report(document, policy, output, trail_path, final_dir)
+    report = publish_report(document, policy, output, trail_path, final_dir)
+    if report["html"] is not None:
+        report["explorer"] = write_explorer(
+            as_is(document), as_is(cube), policy, output, policy.reporting.min_cell_size
+        )
+    return report
 
 
 def _text(path: Any) -> str | None:

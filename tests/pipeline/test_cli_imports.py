@@ -144,6 +144,7 @@ def test_the_cli_ends_fast_but_only_after_its_last_logs_reached_the_server(tmp_p
     )
     assert done.returncode == 1, done.stderr  # COMPAS fails the demo policy
     assert sorted("".join(p.suffixes) for p in out.iterdir() if p.name.startswith("fairness_")) == [
+        ".explorer.html",
         ".html",
         ".json",
         ".junit.xml",
