@@ -376,7 +376,23 @@ class PairFamily:
             while excess(high) > 0 and high < 1e3:
                 high *= 2.0
             t = float(optimize.brentq(excess, t, high, xtol=1e-9))
-        return max(0.0, float(np.max(self.gap - t * self.se)))
+        return self._within_exact_tails(max(0.0, float(np.max(self.gap - t * self.se))), p)
+
+    def _within_exact_tails(self, bound: float, p: float) -> float:
+        """``bound`` lowered by bisection until the exact small-count tails of :meth:`p_beyond` allow it too.
+
+        Those tails only ever raise the p-value; lowering the bound keeps "a result fails exactly when this bound
+        lies beyond its threshold" true where they apply.
+        """
+        if self.counts is None or bound <= 0.0 or self.p_beyond(bound) <= p:
+            return bound
+        if self.p_beyond(0.0) > p:
+            return 0.0
+        low, high = 0.0, bound  # p_beyond(low) <= p < p_beyond(high)
+        while high - low > 1e-9 * max(1.0, bound):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if self.p_beyond(middle) <= p else (low, middle)
+        return low
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``.
