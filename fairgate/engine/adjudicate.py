@@ -323,7 +323,10 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
             _, threshold = test
             result["p_value_violation"] = float(p)
             result["p_value_violation_adjusted"] = float(p_adj)
-            result.update(decision_interval(family, entry["_summary"], alpha / float(multiplier), policy))
+            fails = float(p_adj) <= alpha
+            result.update(
+                decision_interval(family, entry["_summary"], alpha / float(multiplier), policy, (threshold, fails))
+            )
             level = 1.0 - alpha / max(n_tests, 1)
             detectable = family.detectable(threshold, level)
             result["detectable_disparity"] = _on_value_scale(detectable, entry["_summary"])
@@ -337,7 +340,13 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
     return judged
 
 
-def decision_interval(family: PairFamily, summary: str, violation_level: float, policy: Policy) -> dict[str, Any]:
+def decision_interval(
+    family: PairFamily,
+    summary: str,
+    violation_level: float,
+    policy: Policy,
+    decided: tuple[float, bool] | None = None,
+) -> dict[str, Any]:
     """The interval the gate decides a result on, on the result's own scale (``decision_ci_low/high``).
 
     Its end on the side of a violation is the one-sided bound the Holm-adjusted test inverts, at one-sided level
@@ -345,11 +354,15 @@ def decision_interval(family: PairFamily, summary: str, violation_level: float, 
     fails exactly when that end lies beyond the threshold. Its other end is the bound a pass needs within the
     threshold (the simultaneous interval at 1 - alpha). The reporting interval (``ci_low``/``ci_high``, at
     ``reporting.confidence_level``) can lie wholly beyond the threshold while this one does not: with many
-    results judged, Holm asks for more. None under ``decision: point_estimate`` (the point decides).
+    results judged, Holm asks for more. None under ``decision: point_estimate`` (the point decides). ``decided``:
+    the threshold on the family's scale and whether the result fails, so that exact small-count tails lower the
+    end on the right side of it (``PairFamily.exact_beyond_bound``).
     """
     if policy.ci_cd_gate.decision == "point_estimate" or not hasattr(family, "beyond_bound"):
         return {"decision_ci_low": None, "decision_ci_high": None, "decision_level": None}
     lower = float(family.beyond_bound(violation_level))  # the family's scale: larger is worse
+    if decided is not None and hasattr(family, "exact_beyond_bound"):
+        lower = float(family.exact_beyond_bound(lower, violation_level, *decided))
     _, upper = family.bounds(family.critical(1.0 - policy.statistics.alpha))
     if summary == "ratio":
         low, high = math.exp(-upper), math.exp(-lower)

@@ -376,23 +376,33 @@ class PairFamily:
             while excess(high) > 0 and high < 1e3:
                 high *= 2.0
             t = float(optimize.brentq(excess, t, high, xtol=1e-9))
-        return self._within_exact_tails(max(0.0, float(np.max(self.gap - t * self.se))), p)
+        return max(0.0, float(np.max(self.gap - t * self.se)))
 
-    def _within_exact_tails(self, bound: float, p: float) -> float:
-        """``bound`` lowered by bisection until the exact small-count tails of :meth:`p_beyond` allow it too.
+    def exact_beyond_bound(self, bound: float, p: float, threshold: float, fails: bool) -> float:
+        """:meth:`beyond_bound`'s ``bound``, lowered where the exact small-count tails of :meth:`p_beyond` forbid it.
 
-        Those tails only ever raise the p-value; lowering the bound keeps "a result fails exactly when this bound
-        lies beyond its threshold" true where they apply.
+        Those tails only ever raise the p-value. The bound is found by a short bisection bracketed by the
+        threshold, so "the result fails (``fails``) exactly when the bound lies beyond its threshold" holds
+        whatever the bisection's precision (the exact bound to 1/64 of the bracket). A failing result whose
+        normal bound the exact tails allow, and one that does not fail with its bound within the threshold
+        already, cost nothing more.
         """
-        if self.counts is None or bound <= 0.0 or self.p_beyond(bound) <= p:
+        if self.counts is None or bound <= 0.0:
             return bound
-        if self.p_beyond(0.0) > p:
-            return 0.0
-        low, high = 0.0, bound  # p_beyond(low) <= p < p_beyond(high)
-        while high - low > 1e-9 * max(1.0, bound):
+        if not fails:
+            if bound <= threshold:
+                return bound
+            low, high = 0.0, threshold  # the exact bound lies within the threshold: the test did not reject
+        else:
+            if self.p_beyond(bound) <= p:
+                return bound
+            low, high = threshold, bound  # the exact bound lies between the threshold and the normal bound
+        for _ in range(6):
             middle = 0.5 * (low + high)
             low, high = (middle, high) if self.p_beyond(middle) <= p else (low, middle)
-        return low
+        if fails:
+            return max(low, float(np.nextafter(threshold, np.inf)))
+        return min(low, threshold)
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``.
