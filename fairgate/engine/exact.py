@@ -37,7 +37,10 @@ GAMMA = 1e-6
 #: Exact tails are computed only for a p-value below this (alpha is below 0.5: above it no decision can change).
 EXACT_WHEN_BELOW = 0.5
 #: Points of the nuisance rate along the null's boundary over which the tail is maximised.
-_NUISANCE_POINTS = 24
+_NUISANCE_POINTS = 16
+#: The larger group's outcomes are cut where less than this much probability lies beyond, at every nuisance rate
+#: (added to the tail, so the test stays valid).
+_TRUNCATED = 1e-12
 
 
 # ----------------------------------------------------------------------------------------------- the rate scales
@@ -89,20 +92,29 @@ def exact_pair_tail(
     ``x``/``n``: each group's successes and trials (rounded); ``threshold`` on the statistic's scale (a
     difference of rates, or of log rates); ``log`` for the log scale. The nuisance (the larger group's rate) ranges
     over its 1 - ``GAMMA`` Clopper-Pearson interval and ``GAMMA`` is added; the larger group's outcomes are cut to
-    that interval's rates +- 9 standard deviations (the mass left out is below 1e-18).
+    the outcomes that carry all but 1e-12 of the probability at every rate of that interval (1e-12 is added too).
 
     >>> bool(exact_pair_tail(0, 60, 130, 2000, 4.0, 0.0, log=False) > 100 * normal_pair_tail(4.0, 0.0, 1.0))
     True
     """
     (_, ns), (xl, nl) = sorted([(round(x1), round(n1)), (round(x2), round(n2))], key=lambda c: c[1])
-    nuisance, first, last, large_cumulative = _larger_group(xl, nl)
-    _, small, valid = _boundary(nuisance, float(threshold), log)
+    _, first, last, large_cumulative = _larger_group(xl, nl)
+    valid, small_pmf = _smaller_group(ns, xl, nl, float(threshold), log)
     if not valid.any():
         return 1.0
-    grid = _statistic_grid(ns, nl, first, last, float(threshold), log)
-    small_pmf = binomial_pmf(np.arange(ns + 1.0), ns, small)
-    beyond = grid >= observed - 1e-9
-    return min(1.0, tail_from_grid(beyond, small_pmf, large_cumulative[valid]) + GAMMA)
+    beyond = _beyond(ns, nl, first, last, float(threshold), log, observed - 1e-9)
+    return min(1.0, tail_from_grid(beyond, small_pmf, large_cumulative[valid]) + GAMMA + _TRUNCATED)
+
+
+@functools.lru_cache(maxsize=2048)
+def _smaller_group(ns: int, xl: int, nl: int, threshold: float, log: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Which nuisance points are on the null's boundary, and the smaller group's outcome probabilities there."""
+    nuisance, _, _, _ = _larger_group(xl, nl)
+    _, small, valid = _boundary(nuisance, threshold, log)
+    pmf = binomial_pmf(np.arange(ns + 1.0), ns, small)
+    for array in (valid, pmf):
+        array.setflags(write=False)
+    return valid, pmf
 
 
 @functools.lru_cache(maxsize=1024)
@@ -113,8 +125,11 @@ def _larger_group(successes: int, trials: int) -> tuple[np.ndarray, int, int, np
     """
     low, high = _clopper_pearson(successes, trials)
     nuisance = np.linspace(low, high, _NUISANCE_POINTS)
-    spread = 9.0 * np.sqrt(trials * max(low * (1 - low), high * (1 - high), 1.0 / trials)) + 1.0
-    first, last = max(0, int(np.floor(trials * low - spread))), min(trials, int(np.ceil(trials * high + spread)))
+    # Below ``first`` at the lowest rate, above ``last`` at the highest: at most _TRUNCATED / 2 each (and less at
+    # every rate between, the binomial being stochastically increasing in its rate).
+    first = int(_scipy_stats.binom.ppf(_TRUNCATED / 2, trials, low)) if low > 0 else 0
+    last = int(_scipy_stats.binom.isf(_TRUNCATED / 2, trials, high)) + 1 if high < 1 else trials
+    first, last = max(0, first - 1), min(trials, last)
     cumulative = cumulative_of(binomial_pmf(np.arange(first, last + 1.0), trials, np.concatenate([nuisance] * 2)))
     for array in (nuisance, cumulative):
         array.setflags(write=False)
@@ -138,7 +153,7 @@ def binomial_pmf(successes: np.ndarray, trials: int, rates: np.ndarray) -> np.nd
     p = rates[:, None]
     log_choose = special.gammaln(trials + 1.0) - special.gammaln(k + 1.0) - special.gammaln(trials - k + 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(trials - k, -p)
+        log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(trials - k, -p)  # 0 log 0 = 0 at rates 0, 1
     pmf: np.ndarray = np.exp(log_pmf)
     return pmf
 
@@ -158,17 +173,27 @@ def _boundary(large: np.ndarray, threshold: float, log: bool) -> tuple[np.ndarra
     return both[valid], small[valid], valid
 
 
-@functools.lru_cache(maxsize=256)
-def _statistic_grid(ns: int, nl: int, first: int, last: int, threshold: float, log: bool) -> np.ndarray:
-    """The gate's pair statistic (|d| - threshold) / se for outcomes 0..ns (of ns) by first..last (of nl)."""
-    a, b = np.arange(ns + 1.0), np.arange(first, last + 1.0)
+def _beyond(ns: int, nl: int, first: int, last: int, threshold: float, log: bool, observed: float) -> np.ndarray:
+    """Whether the gate's pair statistic (|d| - threshold) / se is at least ``observed`` (> 0), for every outcome.
+
+    Outcomes 0..ns (of ns) by first..last (of nl): |d| - threshold >= 0 and (|d| - threshold)^2 >= observed^2 se^2.
+    """
+    value_a, variance_a = _scale(ns, log)
+    value_b, variance_b = (a[first : last + 1] for a in _scale(nl, log))
+    excess = np.abs(value_a[:, None] - value_b[None, :]) - threshold
+    beyond: np.ndarray = (excess >= 0) & (excess * excess >= observed * observed * (variance_a[:, None] + variance_b))
+    return beyond
+
+
+@functools.lru_cache(maxsize=1024)
+def _scale(n: int, log: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Every outcome's value (rate or log rate) and variance, for 0..n successes of n."""
+    successes, trials = np.arange(n + 1.0), np.full(n + 1, float(n))
     value, variance = (log_rate, log_rate_variance) if log else (_rate, rate_variance)
-    ta, tb = np.full_like(a, ns), np.full_like(b, nl)
-    d = value(a, ta)[:, None] - value(b, tb)[None, :]
-    se = np.sqrt(variance(a, ta)[:, None] + variance(b, tb)[None, :])
-    grid: np.ndarray = (np.abs(d) - threshold) / se
-    grid.setflags(write=False)
-    return grid
+    pair = value(successes, trials), variance(successes, trials)
+    for array in pair:
+        array.setflags(write=False)
+    return pair
 
 
 def _rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
@@ -184,11 +209,11 @@ def tail_from_grid(beyond: np.ndarray, first: np.ndarray, cumulative: np.ndarray
     beyond form a few runs of columns (two tails, typically): the probability is summed run by run, so the cost is
     (runs x points), not (cells x points).
     """
-    edges = np.diff(beyond.astype(np.int8), axis=1, prepend=0, append=0)
-    rows, starts = np.nonzero(edges == 1)
-    _, ends = np.nonzero(edges == -1)  # row-major order: the k-th end closes the k-th start
-    if rows.size == 0:
+    edges = np.diff(beyond.view(np.int8), axis=1, prepend=0, append=0)
+    where_rows, where_columns = np.nonzero(edges)  # row-major: each run's start (+1), then its end (-1)
+    if where_rows.size == 0:
         return 0.0
+    rows, starts, ends = where_rows[::2], where_columns[::2], where_columns[1::2]
     mass = cumulative[:, ends] - cumulative[:, starts]  # (points, runs)
     per_point = np.einsum("kr,kr->k", first[:, rows], mass)
     return float(min(1.0, max(0.0, per_point.max())))
