@@ -1,5 +1,6 @@
-"""The cost of ``fairgate compare``'s engine: pairing two models' rows into the joint cube and the paired
-bootstrap of every judged change, against one audit of one model (``fairgate.audit``) on the same rows.
+"""The cost of ``fairgate compare``'s engine: pairing two models' rows into the joint cube and the comparison
+(the paired bootstrap of every judged change, and the candidate's own audit of its decisions, which decides
+whether it may be promoted), against one audit of one model (``fairgate.audit``) on the same rows.
 
 Not a timed test: it prints the median of ``--repeats`` runs of each step and the ratio to the audit.
 Generated data, seeded: two attributes (3 and 4 values), a label, and two models' decisions that agree on
@@ -78,7 +79,7 @@ def main() -> None:
     audit = median_seconds(lambda: fairgate.audit(baseline, policy), args.repeats)
     print(f"rows {args.rows:,}; joint cube {joint.cells.height} cells; {policy.statistics.n_bootstrap} replicates")
     print(f"pair both models into the joint cube: median {pairing:.2f} s")
-    print(f"paired bootstrap of every change:      median {comparing:.2f} s")
+    print(f"paired bootstrap + candidate's audit:  median {comparing:.2f} s")
     print(f"one audit of one model (fairgate.audit): median {audit:.2f} s")
     print(f"compare / one audit: {(pairing + comparing) / audit:.2f}x")
     if args.candidates > 1:

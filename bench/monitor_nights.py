@@ -10,9 +10,10 @@ which reads only that night's files: the per-night cost must not grow with the h
     .venv/bin/python bench/monitor_nights.py --nights 90                    # stable: expect no alert
     .venv/bin/python bench/monitor_nights.py --nights 90 --shift 0.15 --shift-from 45
 
-Prints the median wall time and CPU time (this process: robust to other load on the machine; the Prefect server
-excluded) of nights 1-10 and of the last ten nights (their ratio: ~1 when the cost is independent of the history
-length), and the nights on which alerts fired with the detector's predicted delay.
+Prints each night's exit code and headline (windows' verdict · drift · open episodes), the median wall time and
+CPU time (this process: robust to other load on the machine; the Prefect server excluded) of nights 1-10 and of
+the last ten nights (their ratio: ~1 when the cost is independent of the history length), and the nights on which
+alerts fired with the detector's predicted delay.
 """
 
 from __future__ import annotations
@@ -148,7 +149,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if delay is None:
             delay = _predicted_delay(Path(summary["outputs"]["json"]))
         print(
-            f"night {night:3d} {day}: {seconds[-1]:.2f} s wall, {cpu[-1]:.2f} s cpu, {len(summary['alerts'])} alert(s)",
+            f"night {night:3d} {day}: {seconds[-1]:.2f} s wall, {cpu[-1]:.2f} s cpu, exit {summary['exit_code']}: "
+            f"{summary['headline']}",
             flush=True,
         )
     return {"seconds": seconds, "cpu": cpu, "alerts": alerts, "delay": delay}

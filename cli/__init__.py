@@ -80,7 +80,7 @@ COMMANDS = {
     ),
     "outbox": Command("cli.outbox_cmd:outbox_app", "The outbox: report e-mails kept after a failed delivery."),
     "registry": Command(
-        "cli.registry_cmd:registry_app", "The MLflow Model Registry in the loop (pip install 'fairgate\\[mlflow]')."
+        "cli.registry_cmd:registry_app", "The MLflow Model Registry in the loop (pip install 'fairgate[mlflow]')."
     ),
     "monitor": Command(
         "cli.monitor_cmd:monitor_app",
@@ -105,7 +105,7 @@ class LazyGroup(typer.core.TyperGroup):
         super().__init__(**attrs)
         for name, command in COMMANDS.items():
             if not command.optional or importlib.util.find_spec(command.module) is not None:
-                self.add_command(LazyCommand(name=name, help=command.summary))
+                self.add_command(LazyCommand(name=name, help=command.summary, short_help=command.summary))
 
 
 app = typer.Typer(
@@ -115,6 +115,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Click's plain help: reads the same on a terminal and in a CI log, shows flags without a type and prints
+    # brackets as written (Rich markup took `fairgate[mlflow]` for a style tag).
+    rich_markup_mode=None,
 )
 
 

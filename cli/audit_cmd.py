@@ -17,19 +17,20 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 import fairgate
-from cli import options
+from cli import console, options
 from cli.checks import check_audit_arguments
 from cli.exits import fail, refusing, run_flow
 from cli.signals import audit_guard
 from fairgate.engine.labels import slicing_label
+from fairgate.report.format import fmt, interval_text
+from fairgate.verdicts import insufficient_sentence, passed
 
-_out = Console()
-_err = Console(stderr=True)
+_out = console.stdout()
+_err = console.stderr()
 
 
 def audit(
@@ -238,9 +239,10 @@ _STATUS_NOTES = {
 
 def _estimate_texts(estimate: dict[str, Any]) -> tuple[str, str]:
     """A value and its interval as the results table prints them."""
-    value = "n/a" if estimate.get("value") is None else f"{estimate['value']:.3f}"
-    ci = "" if estimate.get("ci_low") is None else f"[{estimate['ci_low']:.3f}, {estimate['ci_high']:.3f}]"
-    return value, ci
+    value = "n/a" if estimate.get("value") is None else fmt(estimate["value"])
+    # The reports' formatter: ends rounded outward, so the printed interval contains the JSON's.
+    ci = interval_text(estimate.get("ci_low"), estimate.get("ci_high"))
+    return value, f"[{ci}]" if ci else ""
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -272,11 +274,14 @@ def _print_summary(summary: dict[str, Any]) -> None:
         table.caption = "; ".join(notes) + " (the JSON gives each result's reason)"
     _out.print(table)
     verdict = document["verdict"]
-    _out.print(f"verdict: [bold {'green' if verdict == 'pass' else 'red'}]{verdict.upper()}[/]")
+    colour = "green" if passed(verdict) else ("yellow" if verdict == "insufficient" else "red")
+    _out.print(f"verdict: [bold {colour}]{verdict.upper()}[/]")
+    if verdict == "insufficient":
+        _out.print(insufficient_sentence(document["verdict_detail"].get("insufficient") or "block"))
     for kind, path in summary["outputs"].items():
         _out.print(f"{kind}: {path}", highlight=False)
     report = summary.get("report") or {}
-    for kind in ("html", "pdf"):
+    for kind in ("html", "pdf", "explorer"):
         if report.get(kind):
             _out.print(f"{kind}: {report[kind]}", highlight=False)
     _out.print(f"audit trail: {summary['trail']['trail']} (run {summary['trail']['seq']})", highlight=False)

@@ -9,10 +9,12 @@ is not set, a control character in a name that reaches a mail header, a file nam
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
 import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
 
 import fairgate
@@ -47,14 +49,26 @@ def check_audit_arguments(
     for option, value in names.items():
         check_header_text(option, value)
     from tasks.audit import read_policy  # the policy's own errors are _precheck's; it is read again, cheaply
-    from tasks.store import default_trail_path
 
     policy, _ = read_policy.fn(policy_path)
+    check_writing(policy, out, trail, inputs)
+    check_delivery_environment(policy)
+
+
+def check_writing(
+    policy: fairgate.Policy, out: Path | None, trail: Path | None, inputs: Mapping[str, str | None] = {}
+) -> tuple[Path, Path]:
+    """Where a command writes, checked before any work (every command that writes calls this): the output folder
+    can be written, the trail can record (tasks/store ``check_trail``: not a folder, a FIFO, a CSV, a damaged or
+    a keyed trail without its key; the ``FAIRGATE_TRAIL_ANCHOR`` file usable), and no input is the trail.
+    Returns the output folder and the trail's path."""
+    from tasks.store import default_trail_path
+
     output = out if out is not None else Path(policy.reporting.output_dir)
     check_output_folder(output, "--out" if out is not None else "reporting.output_dir in the policy")
     trail_path = trail or default_trail_path(policy, output)
-    check_trail_file(trail_path)
-    check_delivery_environment(policy)
+    check_trail_file(trail_path, inputs)
+    return output, trail_path
 
 
 def check_path_name(role: str, text: str) -> None:
@@ -120,20 +134,34 @@ def _can_create_in(folder: Path) -> bool:
     return True
 
 
-def check_trail_file(trail: Path) -> None:
-    """The trail is a DuckDB file (or does not exist yet, in a folder that can be written)."""
+def check_trail_file(trail: Path, inputs: Mapping[str, str | None] = {}) -> None:
+    """The trail can record a run: a DuckDB trail (or no file yet, in a folder that can be written) that is not one
+    of the ``inputs`` (role -> source text), with its key when it is keyed, and a usable anchor file."""
+    from tasks.store import check_trail
+
     if trail.is_dir():
         raise FairgateError(
             f"--trail {str(trail)!r} is a folder; give the trail's file, e.g. {str(trail / 'audit_trail.duckdb')!r}"
         )
+    check_input_is_not_output(inputs, trail, "--trail")
+    check_trail(trail)  # a FIFO is refused before anything opens it; a keyed trail needs its key
     if not _exists(trail):
         check_output_folder(trail.parent, f"--trail {str(trail)!r}: its folder")
-        return
-    from tasks.store import check_trail_path  # the trail commands' own check: a FIFO is refused, never opened
-
-    check_trail_path(trail)
-    if not os.access(trail, os.R_OK | os.W_OK):
+    elif not os.access(trail, os.R_OK | os.W_OK):
         raise FairgateError(f"--trail {str(trail)!r} is not writable; fix its permissions or give another trail")
+
+
+def check_input_is_not_output(inputs: Mapping[str, str | None], output: Path, option: str) -> None:
+    """An output is never one of the inputs (tasks/inputs/io.py ``refuse_overwriting``), e.g. a DuckDB input
+    table in the file given as the trail. Inputs that cannot be parsed are the input checks' to refuse."""
+    from tasks.inputs.io import parse_source, refuse_overwriting
+
+    sources = []
+    for role, text in inputs.items():
+        if text:
+            with contextlib.suppress(FairgateError):
+                sources.append(parse_source(role, text))
+    refuse_overwriting(sources, output, option)
 
 
 def check_delivery_environment(policy: fairgate.Policy) -> None:

@@ -16,17 +16,16 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli import options
-from cli.checks import check_output_folder, check_path_name
+from cli import console, options
+from cli.checks import check_path_name, check_writing
 from cli.exits import refusing, run_flow
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
-_out = Console()
+_out = console.stdout()
 
 
 def compare(
@@ -111,7 +110,6 @@ def _precheck(
     is not a file must be a run id: it is looked up in the flow, which names the run's inputs if they changed."""
     from tasks.audit import read_policy
     from tasks.inputs.io import parse_source
-    from tasks.store import default_trail_path
 
     with refusing():
         check_path_name("policy", str(policy))
@@ -122,9 +120,8 @@ def _precheck(
         for option, text in shared.items():
             if text is not None:
                 parse_source(option, text)
-        folder = out if out is not None else Path(parsed.reporting.output_dir)
-        check_output_folder(folder, "--out" if out is not None else "reporting.output_dir in the policy")
-        trail_path = trail if trail is not None else default_trail_path(parsed, folder)
+        named = {f"{option} {i}": text for i, (option, text) in enumerate(models)}
+        _, trail_path = check_writing(parsed, out, trail, shared | named)
         for option, text in models:
             try:
                 parse_source(option, text)
@@ -148,7 +145,8 @@ def _print(document: dict[str, Any], summary: dict[str, Any]) -> None:
     decision = document["decision"]
     colour = "green" if decision == "promote" else "red"
     chosen = f": {escape(document['chosen'])}" if document["chosen"] else ""
-    _out.print(f"decision: [bold {colour}]{decision.replace('_', ' ').upper()}[/]{chosen}")
+    warning = " [bold red](it still FAILS the policy)[/]" if document.get("chosen_fails_policy") else ""
+    _out.print(f"decision: [bold {colour}]{decision.replace('_', ' ').upper()}[/]{chosen}{warning}")
     for reason in document["reasons"]:
         _out.print(f"  - {escape(reason)}", highlight=False)
     _out.print(f"multiplicity: {document['statistics']['multiplicity']}", highlight=False)
@@ -180,6 +178,11 @@ def _print_candidate(entry: dict[str, Any]) -> None:
             f"[{_COLOURS.get(status, 'default')}]{status.replace('_', ' ')}[/]",
         )
     _out.print(table)
+    audit = entry["audit"]
+    verdict = "PASSES" if entry["passes_policy"] else f"does not pass (verdict {audit['verdict']})"
+    _out.print(f"its own audit against the policy: {verdict}", highlight=False)
+    for failed in audit["failed"]:
+        _out.print(f"  fails: {escape(failed)}", highlight=False)
 
 
 def _number(value: float | None, *, signed: bool = False) -> str:

@@ -7,21 +7,22 @@ creates or updates the three deployments. Prefect is imported only when the comm
 
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from cli import options
+from cli import console, options
 from cli.exits import refusing
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
     from flows.deployments import DeploySettings
 
-_out = Console()
+_out = console.stdout()
 
 
 def deploy(
@@ -40,6 +41,10 @@ def deploy(
         typer.Option(help=f"The predictions the nightly audit reads ({options.SOURCE}); without it, no nightly."),
     ] = None,
     model: options.Model = None,
+    model_version: Annotated[
+        str | None,
+        typer.Option("--model-version", help="The nightly audit's model version (default: the predictions' column)."),
+    ] = None,
     out: options.OutFolder = Path("fairness_reports"),
     trail: options.Trail = None,
     pool: Annotated[str, typer.Option("--pool", help="Process work pool (created if missing).")] = "fairgate",
@@ -56,22 +61,83 @@ def deploy(
     demo: Annotated[
         bool, typer.Option("--demo", help="Use the bundled COMPAS data and policy (split into --out/demo-inputs).")
     ] = False,
+    list_: Annotated[
+        bool, typer.Option("--list", help="List fairgate's deployments on the server and exit (registers nothing).")
+    ] = False,
+    remove: Annotated[
+        bool, typer.Option("--remove", help="Remove fairgate's deployments, their triggers and scheduled runs.")
+    ] = False,
 ) -> None:
     """Register the nightly, on-registration and on-demand deployments (idempotent: again = update).
 
-    The worker writes the reports and the trail under --out; --model names the nightly audit's model.
+    The worker writes the reports and the trail under --out; --model and --model-version name the nightly
+    audit's model. A deployment an earlier deploy registered and this one does not (the nightly without
+    --predictions, the MLflow watch without --mlflow-tracking-uri) is removed, and the output says so.
     """
-    from flows.deployments import apply_deployments, build_deployments, check_api, ensure_work_pool
+    from flows.deployments import check_api, registered_deployments, remove_deployments
 
-    with refusing():  # nothing registered yet: the message and exit 2, no traceback
+    if list_ or remove:
+        with refusing():
+            api_url = check_api()
+        _manage(api_url, remove=remove)
+        return
+
+    with refusing():  # nothing registered or written yet: the message and exit 2, no traceback
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
+        settings = _with_version(settings, model_version)
         settings = _with_mlflow(settings, mlflow_tracking_uri)
         api_url = check_api()
-        if demo:
-            settings = _with_demo_inputs(settings, out)
-        created = ensure_work_pool(pool)
-    ids = apply_deployments(build_deployments(settings), pool)
-    _report(api_url, pool, created, ids, settings)
+    created, ids, settings = _register(settings, out, pool, demo)
+    removed = remove_deployments([d for d in registered_deployments() if d.name not in ids])
+    _report(api_url, pool, created, ids, settings, removed)
+
+
+def _register(settings: DeploySettings, out: Path, pool: str, demo: bool) -> tuple[str, dict[str, str], DeploySettings]:
+    """Write the demo inputs (with --demo), make the work pool, apply the deployments: the demo inputs stay only
+    if the deployments are registered (tasks/outputs.py ``atomic_outputs``)."""
+    from flows.deployments import apply_deployments, build_deployments, ensure_work_pool
+    from tasks.outputs import atomic_outputs
+
+    with atomic_outputs():
+        with refusing():
+            if demo:
+                settings = _with_demo_inputs(settings, out)
+            created = ensure_work_pool(pool)
+        ids = apply_deployments(build_deployments(settings), pool)
+    return created, ids, settings
+
+
+def _with_version(settings: DeploySettings, model_version: str | None) -> DeploySettings:
+    """The nightly audit's model version; refused without a nightly (it would be silently unused)."""
+    import dataclasses
+
+    if model_version is None:
+        return settings
+    if not model_version.strip():
+        raise FairgateError("--model-version: give the version of the model the nightly audit reads, e.g. 7")
+    if not settings.predictions:
+        raise FairgateError("--model-version names the nightly audit's model: give --predictions SRC with it")
+    return dataclasses.replace(settings, model_version=model_version)
+
+
+def _manage(api_url: str, *, remove: bool) -> None:
+    """``--list`` or ``--remove``: fairgate's deployments on the server, whatever pool or deploy made them."""
+    from flows.deployments import registered_deployments, remove_deployments
+
+    registered = registered_deployments()
+    lines = [f"Prefect API: {api_url}"]
+    if remove:
+        removed = remove_deployments(registered)
+        lines += [f"removed: {name}" for name in removed] or ["no fairgate deployment to remove"]
+    else:
+        lines += ["no fairgate deployment registered"] if not registered else []
+        for d in registered:
+            when = ", ".join(d.schedules) or "when triggered or asked"
+            state = "paused" if d.paused else "active"
+            lines.append(f"{d.name:<45} pool {d.pool or '-'}  {state}  {when}")
+            lines += [f"    {key}: {value}" for key, value in sorted(d.parameters.items())]
+    for line in lines:
+        _out.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def _with_mlflow(settings: DeploySettings, tracking_uri: str | None) -> DeploySettings:
@@ -121,6 +187,11 @@ def _settings(
             "--predictions sets up the nightly audit, which also needs --labels and --attributes (the sources it "
             "joins the predictions with); give both, or leave --predictions out for no nightly deployment"
         )
+    if predictions is not None and not model:
+        raise FairgateError(
+            "--predictions sets up the nightly audit: name its model with --model NAME (and its version with "
+            "--model-version V), so that every night is recorded under that model, not under a default name"
+        )
     for role, text in sources.items():
         if text is not None:
             check_path_name(role, text.partition("::")[0])
@@ -132,8 +203,7 @@ def _settings(
     trail = (trail or default_trail_path(parsed, out)).expanduser().resolve()
     check_trail_file(trail)
     _check_schedule(cron, timezone)
-    if not pool.strip():
-        raise FairgateError("--pool: give the work pool's name, e.g. --pool fairgate")
+    _check_pool_name(pool)
     absolute = {role: absolute_source(text) if text else None for role, text in sources.items()}
     return DeploySettings(
         pool=pool,
@@ -149,13 +219,40 @@ def _settings(
 
 
 def _check_schedule(cron: str, timezone: str) -> None:
+    """The cron expression and the time zone, as the server will check them (before anything is registered)."""
+    import zoneinfo
+
     from prefect.schedules import Cron
 
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        raise FairgateError(
+            f"--timezone {timezone!r} is not a time zone; give an IANA name, e.g. --timezone Europe/Paris or UTC"
+        ) from None
     try:
         Cron(cron, timezone=timezone)
     except ValueError as exc:
         detail = str(exc).splitlines()[-1]
         raise FairgateError(f"--cron {cron!r} --timezone {timezone!r}: {detail}; e.g. --cron '0 2 * * *'") from None
+
+
+# A work pool's name as fairgate accepts it: Prefect refuses / % & > <, and the name is printed in the
+# `prefect worker start --pool NAME` line a user copies into a shell.
+_POOL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _check_pool_name(pool: str) -> None:
+    """
+    >>> _check_pool_name("a/b;rm -rf")
+    Traceback (most recent call last):
+    fairgate.errors.FairgateError: --pool 'a/b;rm -rf': a work pool's name is letters, digits, '.', '_' and '-' ...
+    """
+    if not _POOL_NAME.fullmatch(pool):
+        raise FairgateError(
+            f"--pool {pool!r}: a work pool's name is letters, digits, '.', '_' and '-' (at most 100, starting with a "
+            "letter or digit); e.g. --pool fairgate"
+        )
 
 
 def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
@@ -165,10 +262,16 @@ def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
 
     from cli import DEMO_DATA
     from tasks.inputs.io import write_demo_inputs
+    from tasks.outputs import discard_staging, make_folder, promote_outputs, staging_dir
 
-    folder = out.expanduser().resolve() / "demo-inputs"
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {role: str(path) for role, path in write_demo_inputs(DEMO_DATA, folder).items()}
+    folder = make_folder(out.expanduser().resolve() / "demo-inputs")
+    staging = staging_dir(folder, uuid.uuid4().hex[:12])  # written whole, then moved into place
+    try:
+        written = write_demo_inputs(DEMO_DATA, make_folder(staging))
+        moved = promote_outputs.fn(staging, folder)
+    finally:
+        discard_staging(staging)
+    files = {role: moved[str(path)] for role, path in written.items()}
     return replace(
         settings,
         labels=settings.labels or files["labels"],
@@ -178,7 +281,9 @@ def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
     )
 
 
-def _report(api_url: str, pool: str, created: str, ids: dict[str, str], settings: DeploySettings) -> None:
+def _report(
+    api_url: str, pool: str, created: str, ids: dict[str, str], settings: DeploySettings, removed: list[str]
+) -> None:
     runs = {
         "fairness-audit/nightly": f"cron '{settings.cron}' ({settings.timezone})",
         "fairgate-registration/on-registration": "every fairgate.model.registered event",
@@ -187,8 +292,12 @@ def _report(api_url: str, pool: str, created: str, ids: dict[str, str], settings
     }
     lines = [f"Prefect API: {api_url}", f"work pool {pool!r} (process): {created}", "deployments (created or updated):"]
     lines += [f"  {name:<40} {runs.get(name, '')}" for name in ids]
+    lines += [f"  {name:<40} removed (an earlier deploy registered it; this one does not)" for name in removed]
     if not settings.predictions:
         lines.append("  (no nightly deployment: give --predictions SRC to audit a source every night)")
+    else:
+        version = settings.model_version or "the predictions' model_version column, else 'unversioned'"
+        lines.append(f"nightly model: {settings.model_name or '-'}, version {version}")
     lines += [
         f"defaults for what a run or an event does not give: policy {settings.policy}",
         f"  labels {settings.labels or '-'}",

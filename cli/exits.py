@@ -1,9 +1,11 @@
 """Exit codes and the one-line errors of every command: one place maps bad input, a flow's final state and any
 other exception to the exit code, with a message on stderr and no traceback (unless ``FAIRGATE_DEBUG=1``).
 
-0 pass (or done), 1 fail (a verdict, a drift alert, a refused promotion: the flow's summary says so),
-2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's ``InvalidInput`` state),
-3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail").
+0 pass (or done), 1 fail (a verdict, a drift alert or a monitored window failing the policy, a refused promotion:
+the flow's summary says so), 2 invalid input or configuration (:class:`~fairgate.errors.FairgateError`, a flow's
+``InvalidInput`` state), 3 an internal error (a crash, Prefect unreachable: a bug, never 1, which would mean "fail"),
+4 insufficient: an audit in which nothing could be judged (``fairgate.verdicts``; 0 under the policy's
+``ci_cd_gate.insufficient: allow``).
 Prefect is imported only when a flow runs.
 """
 
@@ -16,18 +18,20 @@ from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from cli import console
 from fairgate.errors import FairgateError
+from fairgate.verdicts import EXIT_INSUFFICIENT as _EXIT_INSUFFICIENT
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
 EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 1, 2, 3
+EXIT_INSUFFICIENT = _EXIT_INSUFFICIENT  # 4: nothing judged (the verdicts' own code, fairgate.verdicts)
 DEBUG_VARIABLE = "FAIRGATE_DEBUG"  # set (to 1): a crash raises with its traceback instead of the one-line message
 
-_err = Console(stderr=True)
+_err = console.stderr()
 # Set by the console entry point: messages are held here and printed by release_messages() once the command is
 # done (after the Prefect server's and the log workers' last lines), so the error is the last line on stderr.
 _held: list[tuple[str, str]] | None = None
@@ -151,8 +155,16 @@ def run_flow(
     hint: str = debug_hint(),
     verdicts: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Run a Prefect flow and return its summary: :func:`flow_state`, then :func:`flow_summary`."""
-    return flow_summary(flow_state(flow, parameters, what=what, status=status, hint=hint), what=what, verdicts=verdicts)
+    """Run a Prefect flow and return its summary: :func:`flow_state`, then :func:`flow_summary`.
+
+    Its outputs are atomic as a whole (tasks/outputs.py ``atomic_outputs``): a refusal, a crash or an interrupt
+    removes every file and folder the run created; only a run with a summary (a verdict) keeps them.
+    """
+    from tasks.outputs import atomic_outputs  # Prefect is imported only when a flow runs
+
+    with atomic_outputs():
+        state = flow_state(flow, parameters, what=what, status=status, hint=hint)
+        return flow_summary(state, what=what, verdicts=verdicts)
 
 
 def run_guarded(app: Callable[[], Any]) -> None:

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, cast
 
 import typer
-from rich.console import Console
 
-from cli import options
+from cli import console, options
 from cli.exits import debug_hint, fail, refusing, run_flow
 
-_out = Console()
+_out = console.stdout()
 
 
 class Method(StrEnum):
@@ -127,6 +126,8 @@ def mitigate(
     }
     if frontier is not None and method is not Method.retrain:
         fail("--frontier is for --method retrain (a GridSearch under the retrained model's constraint)")
+    sources = {"training": training, "evaluation": evaluation, "predictions": predictions, "labels": labels}
+    _precheck_writing(policy, out, trail, sources | {"attributes": attributes})
     if method is Method.thresholds:
         inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
         _precheck_thresholds(inputs, tolerance)
@@ -162,8 +163,22 @@ def run_thresholds(parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(flow: Any, parameters: dict[str, Any]) -> dict[str, Any]:
+    from cli.signals import audit_guard
+
     status = f"running the {flow.name} flow"
-    return run_flow(flow, parameters, what="the mitigation", status=status, hint=debug_hint(""))
+    with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing left in --out, no server left behind
+        return run_flow(flow, parameters, what="the mitigation", status=status, hint=debug_hint(""))
+
+
+def _precheck_writing(policy: Path, out: Path | None, trail: Path | None, inputs: dict[str, str | None]) -> None:
+    """Before Prefect starts: the policy reads, --out and the trail can be written, no input is the trail."""
+    from cli.checks import check_path_name, check_writing
+    from tasks.audit import read_policy
+
+    with refusing():
+        check_path_name("policy", str(policy))
+        parsed, _ = read_policy.fn(policy)
+        check_writing(parsed, out, trail, inputs)
 
 
 def _finish(summary: dict[str, Any], as_json: bool) -> NoReturn:

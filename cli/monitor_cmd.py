@@ -1,6 +1,7 @@
 """``fairgate monitor run|show``: one monitoring night (the ``fairness-monitor`` flow), and its record as a table.
 
-``run`` exit codes: 0 no drift alert, 1 a drift alert tonight, 2 invalid input or configuration (message on
+``run`` exit codes: 0 nothing to act on, 1 a new drift alert tonight or (``--exit-on any``, the default) a window
+that fails the policy's gate (``--exit-on alerts``: new alerts only), 2 invalid input or configuration (message on
 stderr, nothing recorded), 3 an internal error. ``show`` reads the audit trail only (no Prefect): exit 0, or
 2 when the trail cannot be read. Prefect and the engine are imported only when ``run`` runs.
 """
@@ -10,16 +11,16 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli import options
+from cli import console, options
 from cli.checks import check_audit_arguments
 from cli.exits import debug_hint, fail, refusing, run_flow
 from fairgate.engine.labels import slicing_label
@@ -32,7 +33,23 @@ monitor_app = typer.Typer(
     help="Monitor a model night by night: windowed fairness, change against a baseline, drift alerts.",
     no_args_is_help=True,
 )
-_out = Console()
+_out = console.stdout()
+
+
+class ExitOn(StrEnum):
+    """``--exit-on``: what makes ``monitor run`` exit 1."""
+
+    any = "any"
+    alerts = "alerts"
+
+
+ExitOnOption = Annotated[
+    ExitOn,
+    typer.Option(
+        "--exit-on",
+        help="What exits 1: any (a window fails the policy, or a new drift alert) or alerts (new alerts only).",
+    ),
+]
 
 
 @monitor_app.command("run")
@@ -50,10 +67,12 @@ def run(
     trail: options.Trail = None,
     as_json: options.Json = False,
     quiet: options.Quiet = False,
+    exit_on: ExitOnOption = ExitOn.any,
 ) -> None:
-    """Monitor one night: cube its rows, answer the windows from stored cubes, alert on drift. Exit 1: alert.
+    """Monitor one night: cube its rows, judge the windows from stored cubes, watch for drift.
 
-    The policy needs a monitoring: section; the labels may include late labels of earlier periods.
+    Exit 1 when a window fails the policy or a new drift alert fires (--exit-on alerts: alerts only). The policy
+    needs a monitoring: section; the labels may include late labels of earlier periods.
     """
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
     names = {"model-name": model_name, "model-version": model_version}
@@ -69,6 +88,7 @@ def run(
         "model_version": model_version,
         "trail": str(trail) if trail else None,
         "night": night,
+        "exit_on": exit_on.value,
     }
     from cli.signals import audit_guard
     from flows.monitor import fairness_monitor
@@ -134,18 +154,23 @@ def _print_night(document: dict[str, Any], summary: dict[str, Any]) -> None:
     _out.print(f"baseline: {base.get('label', 'none')}", highlight=False)
     for window in document["windows"]:
         _out.print(_window_table(window))
-    if document["alerts"]:
-        for alert in document["alerts"]:
-            _out.print(f"[bold red]DRIFT[/] {escape(alert['detail'])}", highlight=False)
-    else:
-        _out.print("[green]no drift alert[/]")
+    for alert in document["alerts"]:
+        _out.print(f"[bold red]DRIFT[/] {escape(alert['detail'])}", highlight=False)
+    for rule in document.get("underpowered") or []:
+        _out.print(f"[bold yellow]WEAK RULE[/] {escape(rule['detail'])}", highlight=False)
+    head = document["headline"]
+    colour = "green" if head["badge"] == "PASS" else ("yellow" if head["badge"] == "NO EVIDENCE" else "bold red")
+    _out.print(f"[{colour}]{escape(head['text'])}[/]", highlight=False)
+    _out.print(f"exit code {document['exit_code']} (--exit-on {document['exit_on']})", highlight=False)
     _out.print(f"json: {summary['outputs']['json']}", highlight=False)
 
 
 def _window_table(window: dict[str, Any]) -> Table:
-    title = f"window {window['window']} ({window['periods']} periods, {window['rows']} rows)"
+    same = f"; the same periods as {window['same_as']}" if window.get("same_as") else ""
+    verdict = f"; {str(window['verdict']).upper()}" if window.get("verdict") else ""
+    title = f"window {window['window']} ({window['periods']} periods, {window['rows']} rows{same}{verdict})"
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("metric", "slicing", "value", "band", "limit", "baseline", "change", "status"):
+    for column in ("metric", "slicing", "value", "band", "decided on", "limit", "baseline", "change", "status"):
         justify: Literal["left", "right"] = "left" if column in ("metric", "slicing", "status") else "right"
         table.add_column(column, justify=justify, no_wrap=column not in ("metric", "slicing"))
     for r in window["results"]:
@@ -155,12 +180,16 @@ def _window_table(window: dict[str, Any]) -> Table:
             slicing_label(r["slicing"]),
             _num(r.get("value")),
             _band(r),
+            _band(r, "decision_"),
             _num(r.get("threshold")),
             _num(r.get("baseline_value")),
             (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
             str(r.get("status") or ""),
         )
-    table.caption = "* change against the baseline significant (Holm over the window's changes)"
+    table.caption = (
+        "band: the reporting interval; decided on: the gate's interval the status rests on (Holm over the window's "
+        "results); * change against the baseline significant (Holm over the window's changes)"
+    )
     return table
 
 
@@ -225,7 +254,7 @@ def _series_table(
     alerts: dict[tuple[str, str, str], list[dict[str, Any]]],
 ) -> Table:
     table = Table(title=f"{metric} on {slicing}, window {window}", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("night", "value", "band", "limit", "baseline", "change", "status", "alert"):
+    for column in ("night", "value", "band", "decided on", "limit", "baseline", "change", "status", "alert"):
         justify: Literal["left", "right"] = "left" if column in ("night", "status", "alert") else "right"
         table.add_column(column, justify=justify, no_wrap=column != "alert")
     for night, r in points:
@@ -236,13 +265,17 @@ def _series_table(
             night,
             _num(r.get("value")),
             _band(r),
+            _band(r, "decision_"),
             _num(r.get("threshold")),
             _num(r.get("baseline_value")),
             (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
             str(r.get("status") or ""),
             alert,
         )
-    table.caption = "band: the audit's interval; * change against the baseline significant (Holm)"
+    table.caption = (
+        "band: the audit's reporting interval; decided on: the gate's interval the status rests on; * change "
+        "against the baseline significant (Holm)"
+    )
     return table
 
 
@@ -252,7 +285,8 @@ def _num(value: Any, *, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
-def _band(result: dict[str, Any]) -> str:
-    if result.get("ci_low") is None or result.get("ci_high") is None:
+def _band(result: dict[str, Any], prefix: str = "") -> str:
+    low, high = result.get(f"{prefix}ci_low"), result.get(f"{prefix}ci_high")
+    if low is None or high is None:
         return ""
-    return f"[{result['ci_low']:.3f}, {result['ci_high']:.3f}]"
+    return f"[{low:.3f}, {high:.3f}]"

@@ -10,14 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from cli import options
+from cli import console, options
 from cli.exits import refusing
 from fairgate.errors import FairgateError
 
 outbox_app = typer.Typer(help="The outbox: report e-mails kept after a failed delivery.", no_args_is_help=True)
-_out = Console()
+_out = console.stdout()
 
 
 @outbox_app.command("send")

@@ -6,25 +6,21 @@ tasks' plain functions, write the file atomically. Bad input exits with code 2 a
 
 from __future__ import annotations
 
-import os
-import tempfile
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
+from cli import console
 from cli.exits import refusing
 from cli.options import SOURCE
 from fairgate.errors import DataError
 
 if TYPE_CHECKING:  # imported where used: `fairgate --help` must not load polars, DuckDB and the proxy engine
-    import polars as pl
-
     from fairgate.policy.proxy import ProxyConfig
 
-_err = Console(stderr=True)
+_err = console.stderr()
 _FLAGS = {
     "first_name": "--first-name-col",
     "zip": "--zip-col",
@@ -84,15 +80,18 @@ def run_proxy(
     import duckdb
     import polars as pl
 
+    from cli.checks import check_output_folder
     from fairgate import proxy as fp
     from tasks.inputs import proxy as proxy_tasks  # CLI layer may import tasks (pyproject per-file ignore)
     from tasks.inputs.io import parse_source, refuse_overwriting, register_source
+    from tasks.outputs import atomic_outputs, write_frame
 
     config = _config(method, surname_col, first_name_col, zip_col, pincode_col, state_col)
     if out.suffix.lower() not in (".csv", ".parquet"):
         raise DataError(f"--out {str(out)!r}: write a .csv or .parquet file")
     if not out.parent.exists():
         raise DataError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it first")
+    check_output_folder(out.parent, f"--out {str(out)!r}: its folder")  # a read-only file system: refused now
     source = parse_source("input", input)
     refuse_overwriting([source], out)
     con = duckdb.connect()
@@ -116,7 +115,8 @@ def run_proxy(
     result = (
         frame.select(id_col).with_row_index("person").join(wide, on="person", how="left").sort("person").drop("person")
     )
-    _write_atomically(result, out)
+    with atomic_outputs():  # an interrupt while it is written leaves nothing (cli/signals.py)
+        write_frame(result, out)  # CSV cells neutralised against formula injection
     return {"rows": result.height, "fallbacks": fp.coverage(posterior)["fallbacks"]}
 
 
@@ -146,23 +146,6 @@ def _config(
         for setting, flag in _FLAGS.items():
             message = message.replace(f"proxy.columns.{setting}", flag).replace(f"columns.{setting}", flag)
         raise DataError(f"--method {method}: {message}") from None
-
-
-def _write_atomically(frame: pl.DataFrame, out: Path) -> None:
-    """Write to a temporary file beside ``out`` and rename: a failure leaves no partial file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(fd)
-    try:
-        if out.suffix.lower() == ".parquet":
-            frame.write_parquet(tmp)
-        else:
-            from tasks.outputs import neutralised  # no cell a spreadsheet would run as a formula
-
-            neutralised(frame).write_csv(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _fallback_line(fallbacks: object) -> str:

@@ -14,9 +14,8 @@ from datetime import datetime
 from typing import Annotated, Any, cast
 
 import typer
-from rich.console import Console
 
-from cli import options
+from cli import console, options
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, fail, flow_state, refusing
 
 NO_PREFECT_SERVER = (
@@ -24,8 +23,8 @@ NO_PREFECT_SERVER = (
     "on-registration automation should start the audits (an ephemeral server would drop them at exit)"
 )
 
-registry_app = typer.Typer(help="The MLflow Model Registry in the loop (pip install 'fairgate\\[mlflow]').")
-_out = Console()
+registry_app = typer.Typer(help="The MLflow Model Registry in the loop (pip install 'fairgate[mlflow]').")
+_out = console.stdout()
 
 
 def _check(tracking_uri: str | None) -> None:

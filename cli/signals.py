@@ -115,11 +115,12 @@ class _Guard:
 
     @classmethod
     def clean_up(cls) -> None:
-        """Remove open staging folders and stop the server; safe to call from any thread, more than once."""
-        from tasks.outputs import discard_open_staging
-
+        """Remove what the running command wrote (its staging folders, the files and folders its open output
+        transactions created) and stop the server; safe to call from any thread, more than once."""
+        outputs = sys.modules.get("tasks.outputs")  # not imported yet: nothing written (and no import now)
         with cls.lock:
-            discard_open_staging()
+            if outputs is not None:
+                outputs.roll_back_open_outputs()
             server, cls.server = cls.server, None
         if server is not None:
             with contextlib.suppress(Exception):
@@ -176,7 +177,7 @@ def _exit_at_once(signum: int, frame: FrameType | None) -> None:
 def exit_on_signal() -> None:
     """Outside an audit (start-up, the checks before the flow, the trail commands): SIGINT/SIGTERM end the
     command at once with 130/143, never with click's "Aborted!" and exit 1 (which would mean "the policy
-    fails"). Nothing is open yet to clean up."""
+    fails"). What a command that runs no audit flow had written (its open output transactions) is removed."""
     for signum in EXIT_CODES:
         signal.signal(signum, _exit_at_once)
 

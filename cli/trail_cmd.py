@@ -2,7 +2,7 @@
 
 Exit codes: 0 intact (or listed), 1 the trail was tampered with or is damaged (rows edited or deleted, the chain
 broken, an anchored head gone, a table dropped, the file truncated), 2 not a trail or a configuration problem
-(a directory, not a DuckDB file, no trail tables, the key missing or wrong), 4 busy (another process still held the
+(a directory, not a DuckDB file, no trail tables, the key missing or wrong), 5 busy (another process still held the
 trail after FAIRGATE_TRAIL_WAIT_SECONDS: try again). Never a DuckDB traceback.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from cli import console
 from cli.exits import fail
 from cli.options import DEFAULT_TRAIL, Json, TrailFile
 from fairgate.errors import FairgateError
@@ -27,13 +27,13 @@ T = TypeVar("T")
 trail_app = typer.Typer(
     help="The audit trail: list, show and verify recorded runs; list model registrations.", no_args_is_help=True
 )
-_out = Console()
-_err = Console(stderr=True)
+_out = console.stdout()
+_err = console.stderr()
 
 
 def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a trail function; its errors become a message and exit 1 (damaged), 2 (not a trail, configuration) or
-    4 (busy)."""
+    5 (busy)."""
     from tasks.store import TrailError
 
     try:
@@ -134,7 +134,7 @@ def trail_mitigations(
 
 @trail_app.command("show")
 def trail_show(
-    run: Annotated[str, typer.Argument(help="Run id or sequence number.")],
+    run: Annotated[str, typer.Argument(metavar="RUN_ID_OR_SEQ", help="Run id or sequence number.")],
     trail: TrailFile = DEFAULT_TRAIL,
 ) -> None:
     """Print one recorded run (its row, inputs, validation, audit document, deliveries, mitigations) as JSON."""

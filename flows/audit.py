@@ -28,6 +28,7 @@ from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
 from fairgate.proxy import judged_on_correction, with_weight_column
+from fairgate.verdicts import verdict_word
 from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_execution
 from flows.runtime import (
     INVALID_INPUT,
@@ -285,6 +286,7 @@ def _report_summary(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "html": _text(report.get("html")),
         "pdf": _text(report.get("pdf")),
+        "explorer": _text(report.get("explorer")),
         "delivery": {k: _text(v) if k == "eml" else v for k, v in delivery.items()},
     }
 
@@ -395,7 +397,7 @@ def _publish(
     try:
         written = write_outputs(as_is(document), staging)
         publish_artifacts(as_is(document))
-        report = _publish_report(document, policy, staging, trail_path, output)
+        report = _publish_report(document, policy, staging, trail_path, output, cube)
         with signals_held():  # recorded with its outputs in place, or neither
             record = record_run(
                 trail_path,
@@ -463,14 +465,23 @@ def _require_report_support(policy: fairgate.Policy) -> None:
 
 
 def _publish_report(
-    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path, final_dir: Path
+    document: dict[str, Any], policy: fairgate.Policy, output: Path, trail_path: Path, final_dir: Path, cube: Any
 ) -> dict[str, Any] | None:
-    """HTML/PDF report and e-mail delivery, when the policy asks for them (flows/report_flow.py)."""
+    """HTML/PDF report and e-mail delivery, when the policy asks for them (flows/report_flow.py).
+
+    With an HTML report of a binary audit with scores, the what-if explorer beside it (tasks/render/explorer.py).
+    """
     if not _wants_report(policy):
         return None
     from flows.report_flow import publish_report
+    from tasks.render.explorer import write_explorer
 
-    return publish_report(document, policy, output, trail_path, final_dir)
+    report = publish_report(document, policy, output, trail_path, final_dir)
+    if report["html"] is not None:
+        report["explorer"] = write_explorer(
+            as_is(document), as_is(cube), policy, output, policy.reporting.min_cell_size
+        )
+    return report
 
 
 def _text(path: Any) -> str | None:
@@ -502,13 +513,13 @@ def verdict_state(summary: dict[str, Any], gate: Gate) -> State:
     """``Completed`` (message: the verdict), ``Failed``/``PolicyFailed`` for a gate failure when the policy asks,
     ``DeliveryFailed`` (Completed, or Failed when delivery is required) for a report e-mail that did not go.
     The summary is the state's (persisted) result in every case."""
-    verdict = f"verdict: {str(summary['verdict']).upper()}"
+    verdict = f"verdict: {verdict_word(summary['verdict'])}"
     failed = summary["failed_metrics"]
     if failed:  # the first ten: a state message is read in a list; the event and the result have them all
         more = f" and {len(failed) - _LISTED} more" if len(failed) > _LISTED else ""
         verdict += f"; failed: {', '.join(failed[:_LISTED])}{more}"
     delivery = (summary.get("report") or {}).get("delivery") or {}
-    if summary["exit_code"] == 1 and gate.fail_flow_run:
+    if summary["exit_code"] != 0 and gate.fail_flow_run:  # a fail (1), or a blocking insufficient (4)
         return Failed(name=POLICY_FAILED, message=verdict, data=summary)
     if delivery.get("status") == "failed":
         state = Failed if gate.delivery_required else Completed

@@ -1,6 +1,7 @@
 """The ``fairgate-compare`` flow: resolve each model (a predictions file or a recorded audit run) -> read the
 labels and attributes once, and each model's predictions once -> pair each candidate with the baseline on id ->
-paired bootstrap of every judged metric's change per candidate -> a decision per candidate and the chosen one ->
+each candidate's own audit against the policy -> paired bootstrap of every judged metric's change per candidate ->
+a decision per candidate (promotable only when its own audit passes) and the one chosen on evidence ->
 write the comparison JSON and its report (HTML/PDF) beside it.
 
 Bad input raises a ``FairgateError`` in whichever step finds it; the flow turns it into a ``Failed`` state
@@ -25,6 +26,7 @@ from flows.runtime import INVALID_INPUT, Inputs, persisted
 from tasks.audit import read_policy
 from tasks.compare import (
     ModelInput,
+    audit_candidate,
     compare_models,
     comparison_document,
     pair_models,
@@ -91,7 +93,8 @@ def _compare(
         name: pair_models(read[0].aligned.table, inputs.aligned.table, policy)
         for name, inputs in zip(names, read[1:], strict=True)
     }
-    result = compare_models(joints, policy)
+    audits = {name: audit_candidate(inputs.aligned.table, policy) for name, inputs in zip(names, read[1:], strict=True)}
+    result = compare_models(joints, policy, audits)
     result["plane"] = accuracy_fairness_plane(result, plane_metric)
     models = [_model(inputs, model) for inputs, model in zip(read, [baseline, *candidates], strict=True)]
     document = comparison_document(result, run_id, policy, models[0], models[1:])

@@ -21,6 +21,7 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+from uuid import UUID
 
 from prefect import Flow
 from prefect.deployments.runner import RunnerDeployment
@@ -51,6 +52,7 @@ class DeploySettings:
     attributes: str | None = None
     predictions: str | None = None  # the nightly audit's source; without it there is no nightly deployment
     model_name: str | None = None
+    model_version: str | None = None  # the nightly audit's; else the predictions' column, else "unversioned"
     trail: str | None = None
     cron: str = NIGHTLY_CRON
     timezone: str = "UTC"
@@ -78,8 +80,7 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
     deployments = []
     if settings.predictions:
         nightly = {**common, **sources, "predictions": settings.predictions}
-        if settings.model_name:
-            nightly["model_name"] = settings.model_name
+        nightly |= _model(settings)
         deployments.append(
             _deployment(
                 fairness_audit,
@@ -126,7 +127,8 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
 
 
 def _model(settings: DeploySettings) -> dict[str, str]:
-    return {"model_name": settings.model_name} if settings.model_name else {}
+    named = {"model_name": settings.model_name, "model_version": settings.model_version}
+    return {key: value for key, value in named.items() if value}
 
 
 def _mlflow_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
@@ -219,3 +221,69 @@ def ensure_work_pool(name: str) -> str:
             "on a process worker: give another --pool (it is created as a process pool) or delete this one"
         )
     return "exists"
+
+
+#: The flows fairgate registers deployments of. A deployment of one of them that a ``fairgate deploy`` does not
+#: register (again) is left over from an earlier deploy: the nightly of a deploy that had ``--predictions``, the
+#: monitor of a policy that had ``monitoring:``, the MLflow watch of a deploy with ``--mlflow-tracking-uri``.
+FAIRGATE_FLOWS = (
+    "fairness-audit",
+    "fairness-monitor",
+    "fairgate-registration",
+    "fairgate-registry-watch",
+    "fairgate-registry-writeback",
+)
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A fairgate deployment as the server holds it."""
+
+    name: str  # flow/deployment
+    id: str
+    pool: str | None
+    paused: bool
+    schedules: tuple[str, ...]  # each schedule's cron and time zone
+    parameters: dict[str, Any]
+
+
+def registered_deployments() -> list[Registered]:
+    """fairgate's deployments on the server (every pool: a deployment's name is unique per flow), by name."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    with get_client(sync_client=True) as client:
+        flows = client.read_flows(flow_filter=FlowFilter(name=FlowFilterName(any_=list(FAIRGATE_FLOWS))))
+        names = {flow.id: flow.name for flow in flows}
+        deployments = client.read_deployments(flow_filter=FlowFilter(name=FlowFilterName(any_=list(FAIRGATE_FLOWS))))
+    out = [
+        Registered(
+            name=f"{names.get(d.flow_id, '?')}/{d.name}",
+            id=str(d.id),
+            pool=d.work_pool_name,
+            paused=bool(d.paused),
+            schedules=tuple(
+                f"cron '{getattr(s.schedule, 'cron', '?')}' ({getattr(s.schedule, 'timezone', None) or 'UTC'})"
+                for s in d.schedules
+            ),
+            parameters=dict(d.parameters or {}),
+        )
+        for d in deployments
+    ]
+    return sorted(out, key=lambda r: r.name)
+
+
+def remove_deployments(deployments: list[Registered]) -> list[str]:
+    """Delete each deployment with the automations it owns (its event trigger) and its scheduled runs; their
+    names. Finished runs stay in the server's history."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    removed = []
+    with get_client(sync_client=True) as client:
+        for deployment in deployments:
+            client.delete_resource_owned_automations(f"prefect.deployment.{deployment.id}")
+            with contextlib.suppress(ObjectNotFound):  # another deploy removed it meanwhile
+                client.delete_deployment(UUID(deployment.id))
+            removed.append(deployment.name)
+    return removed

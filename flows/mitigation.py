@@ -50,11 +50,10 @@ from tasks.mitigation.training import (
     training_set,
     weights_frame,
     write_candidate,
-    write_frame,
     write_json,
 )
 from tasks.outbound.events import failed_metrics
-from tasks.outputs import output_stem
+from tasks.outputs import output_stem, write_frame
 from tasks.store import default_trail_path, show_run
 from tasks.task_kinds import require_capability
 

@@ -10,6 +10,7 @@ is a sum of stored period cubes. Bad input (a file, the policy, a missing baseli
 
 from __future__ import annotations
 
+import statistics
 import uuid
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -24,6 +25,9 @@ from fairgate.document.monitoring import MONITORING_SCHEMA_VERSION
 from fairgate.document.result import fairgate_version
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
+from fairgate.monitoring.drift import TYPICAL_SE_NIGHTS
+from fairgate.monitoring.headline import EXIT_ON, exit_code, headline
+from fairgate.monitoring.windowed import coinciding
 from fairgate.monitoring.windows import PeriodCube, check_nights
 from flows.runtime import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
 from tasks.audit import read_policy
@@ -36,9 +40,11 @@ from tasks.monitor import (
     deliver_alert,
     detector_section,
     drift_scan,
+    episode_records,
     merged_periods,
     monitoring_of,
     observe,
+    power_records,
     render_report,
     stored_periods,
     validated,
@@ -72,36 +78,40 @@ def fairness_monitor(
     trail: str | None = None,
     night: str | None = None,
     run_id: str | None = None,
+    exit_on: str = "any",
 ) -> State:
-    """Monitor one night of a model's predictions; the state's result is the run summary (exit code 1: alert)."""
+    """Monitor one night of a model's predictions; the state's result is the run summary.
+
+    Its exit code is 1 when a new drift alert fires or (``exit_on`` "any", the default) a window fails the policy;
+    ``exit_on`` "alerts": new alerts only.
+    """
     version = None if model_version is None else str(model_version)
     try:
-        summary = _monitor(policy, predictions, labels, attributes, out_dir, model_name, version, trail, night, run_id)
+        if exit_on not in EXIT_ON:
+            raise FairgateError(f"exit_on {exit_on!r} is not one of {list(EXIT_ON)}; write any or alerts")
+        sources = (predictions, labels, attributes)
+        summary = _monitor(policy, sources, out_dir, model_name, version, trail, night, run_id, exit_on)
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
-    alerts = summary["alerts"]
-    message = f"{len(alerts)} drift alert(s) on {summary['night']}" if alerts else f"no drift on {summary['night']}"
-    return persisted(Completed(name=ALERT if alerts else "Completed", message=message, data=summary))
+    name = ALERT if summary["alerts"] else "Completed"
+    return persisted(Completed(name=name, message=f"{summary['night']}: {summary['headline']}", data=summary))
 
 
 def _monitor(
     policy_path: str,
-    predictions: str,
-    labels: str,
-    attributes: str,
+    sources: tuple[str, str, str],
     out_dir: str | None,
     model_name: str | None,
     model_version: str | None,
     trail: str | None,
     night_text: str | None,
     run_id: str | None,
+    exit_on: str,
 ) -> dict[str, Any]:
     """The recipe: each line one step of a monitoring night."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, monitoring, output, trail_path = _checked_setup(policy_path, out_dir, trail, model_name)
-    new, night, staged_summary, model = _read_night(
-        policy, (predictions, labels, attributes), _night(night_text), model_name, model_version
-    )
+    new, night, staged_summary, model = _read_night(policy, sources, _night(night_text), model_name, model_version)
     stored = stored_periods(trail_path, model.name)
     to_store, unchanged = changed_periods(stored, new)
     all_periods = merged_periods(stored, new)
@@ -112,6 +122,7 @@ def _monitor(
     windows = window_summary.map(
         monitoring.windows, unmapped(all_periods), unmapped(night), unmapped(base["results"]), unmapped(policy)
     ).result()
+    coinciding(windows)
     tonight = [p for p in all_periods if p.start == night]
     observed, skipped = observe(_observed(to_store, tonight), base["cube"], policy) if monitoring.alerts else ({}, [])
     history = night_observations_history(trail_path, model.name) | observed
@@ -121,8 +132,9 @@ def _monitor(
     document = _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
     if result is not None:
         document["detector"] = detector_section(result, skipped)
-        document["notes"] += result.notes  # streams that cannot be expected to catch min_change in time
-    document = validated(document)
+        document["episodes"] = episode_records(result)
+        document["underpowered"] = power_records(result, _rows_per_period(all_periods), monitoring.period)
+    document = validated(_judged_night(document, policy, exit_on))
     record_of_night = MonitoringRecord(
         run_id=run_id,
         model_name=model.name,
@@ -154,6 +166,7 @@ def _run_summary(
         "model_name": model.name,
         "model_version": model.version,
         "exit_code": document["exit_code"],
+        "headline": document["headline"]["text"],
         "alerts": [f"{a['metric']}@{a['slicing']}:{a['group']}" for a in alerts],
         "outputs": written,
         "delivery": delivery,
@@ -240,6 +253,21 @@ def _observed(to_store: list[PeriodCube], tonight: list[PeriodCube]) -> list[Per
     return [by_start[start] for start in sorted(by_start)]
 
 
+def _rows_per_period(periods: list[PeriodCube]) -> float:
+    """The labelled rows a period observed: the median of the first periods (those a stream's SE is typed from)."""
+    first = [p.labelled_rows for p in periods[:TYPICAL_SE_NIGHTS]]
+    return float(statistics.median(first)) if first else 0.0
+
+
+def _judged_night(document: dict[str, Any], policy: fairgate.Policy, exit_on: str) -> dict[str, Any]:
+    """The night's headline (windows' verdict, new alerts, open episodes) and its exit code."""
+    gate = policy.ci_cd_gate.enabled
+    watching = document["detector"] is not None
+    head = headline(document["windows"], document["alerts"], document["episodes"], watching=watching, gate_enabled=gate)
+    code = exit_code(head, exit_on, gate_enabled=gate)
+    return document | {"headline": head, "exit_on": exit_on, "exit_code": code}
+
+
 def _night_rows(night: date, windows: list[dict[str, Any]], observed: dict[str, Any]) -> list[dict[str, Any]]:
     """Tonight's row (windows and observations) and one row per re-observed earlier period (observations)."""
     key = night.isoformat()
@@ -297,6 +325,8 @@ def _document(
         "alpha": policy.statistics.significance_level,
         "detector": None,
         "alerts": alerts,
-        "exit_code": 1 if alerts else 0,
+        "episodes": [],
+        "underpowered": [],
+        "exit_code": 1 if alerts else 0,  # set with the headline (_judged_night)
         "notes": notes,
     }

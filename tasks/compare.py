@@ -21,6 +21,7 @@ from fairgate.document.result import fairgate_version
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cube
+from fairgate.mitigation.promotion import ModelAudit, model_audit
 from tasks.audit import artifact_slug
 from tasks.inputs.io import parse_source, sha256_of
 from tasks.outputs import write_atomic
@@ -145,10 +146,18 @@ def pair_models(baseline: pa.Table, candidate: pa.Table, policy: fairgate.Policy
     return joint_cube(baseline, candidate, policy, id_column="id")
 
 
+@task(name="audit candidate", cache_policy=NO_CACHE)
+def audit_candidate(rows: pa.Table, policy: fairgate.Policy) -> ModelAudit:
+    """The candidate's own audit against the policy (its aligned rows, scores included): promotable only on pass."""
+    return model_audit(rows, policy)
+
+
 @task(name="compare models", cache_policy=NO_CACHE)
-def compare_models(joints: dict[str, JointCube], policy: fairgate.Policy) -> dict[str, Any]:
+def compare_models(
+    joints: dict[str, JointCube], policy: fairgate.Policy, audits: dict[str, ModelAudit]
+) -> dict[str, Any]:
     """Each candidate's changes with paired intervals, a decision per candidate, and the chosen one."""
-    return compare_candidates(joints, policy)
+    return compare_candidates(joints, policy, audits)
 
 
 def comparison_document(
@@ -209,13 +218,18 @@ def publish_comparison(document: dict[str, Any]) -> None:
         f"{len(document['candidates'])} candidate(s) vs baseline `{baseline.get('name') or 'baseline'}`, run "
         f"`{document['run_id']}`, {document['n_rows']} people; rule `{document['rule']['rule']}`"
         + (f"; chosen: `{chosen}`." if chosen else "."),
+        *(
+            ["", f"**Warning: the promoted model `{chosen}` still FAILS the policy.**", ""]
+            if document["chosen_fails_policy"]
+            else []
+        ),
         *[f"- {reason}" for reason in document["reasons"]],
     ]
     for entry in document["candidates"]:
         accuracy = entry["accuracy"]
         lines.append(
-            f"- `{entry['name']}`: {entry['decision'].replace('_', ' ')}; accuracy change "
-            f"{_signed(accuracy['change'])} ({accuracy['status'].replace('_', ' ')})"
+            f"- `{entry['name']}`: {entry['decision'].replace('_', ' ')}; its own audit: {entry['audit']['verdict']}; "
+            f"accuracy change {_signed(accuracy['change'])} ({accuracy['status'].replace('_', ' ')})"
         )
     slug = artifact_slug(str(baseline.get("name") or "baseline"))
     create_markdown_artifact("\n".join(lines), key=f"comparison-{slug}", description="fairgate compare decision")

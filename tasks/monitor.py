@@ -22,7 +22,8 @@ import fairgate
 from fairgate.document.monitoring import MonitoringDocument
 from fairgate.errors import DataError
 from fairgate.monitoring.drift import DriftRule, DriftScan, Observation, night_contrasts, scan
-from fairgate.monitoring.windowed import by_key, compare_with_baseline, judged_results
+from fairgate.monitoring.power import rule_powers, underpowered
+from fairgate.monitoring.windowed import by_key, compare_with_baseline, judged_results, window_verdict
 from fairgate.monitoring.windows import PeriodCube, audit_cube, sum_cubes, window_label, window_periods
 from fairgate.policy.monitoring import Monitoring, Window
 from tasks.outbound.deliver import deliver_report
@@ -105,12 +106,19 @@ def window_summary(
     cube = sum_cubes(p.cube for p in inside)
     results = [] if cube is None else judged_results(cube, policy)
     alpha = policy.statistics.significance_level
+    none = {"verdict": None, "n_judged": 0, "n_failed": 0, "n_inconclusive": 0}
+    verdict = window_verdict(results, policy) if results else none
     return {
         "window": window_label(window),
         "start": inside[0].start.isoformat() if inside else None,
         "end": inside[-1].end.isoformat() if inside else None,
         "periods": len(inside),
         "rows": 0 if cube is None else cube.n_rows,
+        "verdict": verdict["verdict"],
+        "n_judged": verdict["n_judged"],
+        "n_failed": verdict["n_failed"],
+        "n_inconclusive": verdict["n_inconclusive"],
+        "same_as": None,
         "results": compare_with_baseline(results, dict(base) if base is not None else None, alpha),
     }
 
@@ -201,12 +209,59 @@ def detector_section(result: DriftScan, skipped: list[str]) -> dict[str, Any]:
                 "estimate": list(s.estimate),
                 "standard_error": list(s.standard_error),
                 "predicted_delay": s.predicted_delay if math.isfinite(s.predicted_delay) else None,
+                "episode_since": s.episode.since.isoformat() if s.episode is not None else None,
             }
             for s in result.streams
         ],
         "n_observations": result.n_observations,
         "skipped": skipped,
     }
+
+
+def episode_records(result: DriftScan) -> list[dict[str, Any]]:
+    """The drift episodes still open after tonight, as the document lists them (oldest first)."""
+    return [
+        {
+            "stream": e.stream,
+            "metric": e.metric,
+            "slicing": e.slicing,
+            "group": e.group,
+            "component": e.component,
+            "direction": e.direction,
+            "since": e.since.isoformat(),
+            "change": float(e.change),
+            "last_night": e.last_night.isoformat(),
+            "confirmations": e.confirmations,
+        }
+        for e in result.episodes
+    ]
+
+
+@task(name="rule power", cache_policy=NO_CACHE)
+def power_records(result: DriftScan, rows_per_period: float, period: str) -> list[dict[str, Any]]:
+    """The alert rules that cannot be expected to catch their min_change in time, named with the volume they need."""
+    out = []
+    for power in underpowered(rule_powers(result)):
+        delay = power.predicted_delay
+        out.append(
+            {
+                "metric": power.metric,
+                "slicing": list(power.slicing) if power.slicing is not None else None,
+                "min_change": power.min_change,
+                "horizon_nights": power.horizon_nights,
+                "stream": power.stream,
+                "threshold": float(power.threshold) if math.isfinite(power.threshold) else None,
+                "peak": float(power.peak),
+                "predicted_delay": delay if math.isfinite(delay) else None,
+                "detection_probability": float(power.detection_probability),
+                "rows_per_period": float(rows_per_period),
+                "rows_needed": None
+                if power.volume_factor is None
+                else math.ceil(power.volume_factor * rows_per_period),
+                "detail": power.sentence(rows_per_period, period),
+            }
+        )
+    return out
 
 
 def validated(document: dict[str, Any]) -> dict[str, Any]:
@@ -235,6 +290,8 @@ def alert_message(document: Mapping[str, Any]) -> str:
     model = document["model"]
     lines = [
         f"fairgate detected fairness drift for model {model['name']} {model['version']} on {document['night']}.",
+        "",
+        document["headline"]["text"],
         "",
     ]
     for alert in document["alerts"]:

@@ -1,21 +1,29 @@
-"""Writing the audit's machine outputs: the JSON document and JUnit XML, each atomically.
+"""Writing outputs atomically: every file a command writes, and the audit's JSON document and JUnit XML.
 
 Atomic = written to a temporary file in the same folder, flushed to disk, then renamed over the target, so a
 reader (or a run killed mid-way) never sees half a file. JUnit XML makes CI systems show each failed metric as
 a failed test.
+
+One rule for every command that writes (:func:`atomic_outputs`): the files and folders a command creates are
+noted while it runs and removed again unless it finishes, so a refusal, a crash or an interrupt leaves nothing
+in ``--out``, not even an empty folder the command created. The audit's files are written into a hidden
+``.partial-RUN`` folder (:func:`staging_dir`) and moved into place once the run is recorded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import json
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +31,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.labels import slicing_label
+from fairgate.errors import FairgateError
 from fairgate.report.published import json_content, published_document
+from fairgate.verdicts import insufficient_sentence
 
 if TYPE_CHECKING:  # polars is imported where a CSV is written: `fairgate trail` needs none of it
     import polars as pl
@@ -68,9 +78,15 @@ def neutralised(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename; the open output transactions
+    note what it creates. A full disk or a read-only folder is bad configuration (exit 2), not a crash."""
+    make_folder(path.parent)
+    existed = path.exists()
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise unwritable(path, exc) from None
+    _note(Path(temporary))  # removed by a roll-back if the process is ended while it is written
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -78,10 +94,121 @@ def write_atomic(path: Path, data: bytes) -> Path:
             os.fsync(out.fileno())
         os.chmod(temporary, 0o644 & ~_umask())  # mkstemp makes 0600; outputs are ordinary files
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise unwritable(path, exc) from None
         raise
+    if not existed:
+        _note(path)
     return path
+
+
+def write_frame(frame: pl.DataFrame, path: Path) -> Path:
+    """A table as Parquet (``.parquet``) or CSV (otherwise; its text cells neutralised), written atomically."""
+    buffer = io.BytesIO()
+    if path.suffix.lower() == ".parquet":
+        frame.write_parquet(buffer)
+    else:
+        neutralised(frame).write_csv(buffer)  # no cell a spreadsheet would run as a formula
+    return write_atomic(path, buffer.getvalue())
+
+
+# Why a write failed, for the one-line message: the system's words are not a fix.
+_UNWRITABLE = {
+    errno.ENOSPC: "no space left on {where}; free some space or write to another folder",
+    errno.EDQUOT: "the disk quota is exhausted on {where}; free some space or write to another folder",
+    errno.EROFS: "{where} is on a read-only file system; write to another folder",
+    errno.EACCES: "{where} is not writable (permissions); make it writable or write to another folder",
+    errno.EPERM: "{where} is not writable (permissions); make it writable or write to another folder",
+}
+
+
+def unwritable(path: Path, exc: OSError) -> Exception:
+    """The error to raise for an output that could not be written: a FairgateError (exit 2) naming the folder
+    when the environment refused it (full disk, read-only, permissions), else ``exc`` itself (a crash).
+
+    >>> print(unwritable(Path("/mnt/full/report.json"), OSError(errno.ENOSPC, "No space left on device")))
+    cannot write /mnt/full/report.json: no space left on /mnt/full; free some space or write to another folder
+    """
+    reason = _UNWRITABLE.get(exc.errno or 0)
+    if reason is None:
+        return exc
+    shown = Path(*(part for part in path.parts if not part.startswith(".partial-")))  # the user's folder
+    return FairgateError(f"cannot write {shown}: {reason.format(where=shown.parent)}")
+
+
+class OutputTransaction:
+    """The files and folders one command has created so far; removed again unless the command finishes."""
+
+    def __init__(self) -> None:
+        self.created: list[Path] = []
+
+    def roll_back(self) -> None:
+        """Remove what was created, newest first; a folder only when empty (another writer's files stay)."""
+        for path in reversed(self.created):
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()
+                else:
+                    path.unlink(missing_ok=True)
+        self.created.clear()
+
+
+# The transactions of the commands running in this process (tasks write from worker threads: one lock).
+_OPEN_TRANSACTIONS: list[OutputTransaction] = []
+_TRANSACTIONS_LOCK = threading.Lock()
+
+
+def _note(path: Path) -> None:
+    with _TRANSACTIONS_LOCK:
+        for transaction in _OPEN_TRANSACTIONS:
+            transaction.created.append(path)
+
+
+def make_folder(folder: Path) -> Path:
+    """``mkdir -p`` whose new folders the open output transactions note (an unwritable place: exit 2)."""
+    missing = [p for p in (folder, *folder.absolute().parents) if not os.path.lexists(p)]
+    for new in reversed(missing):
+        try:
+            new.mkdir()
+        except FileExistsError:
+            continue  # made meanwhile by another writer: not ours to remove
+        except OSError as exc:
+            raise unwritable(new, exc) from None
+        _note(new)
+    return folder
+
+
+@contextlib.contextmanager
+def atomic_outputs() -> Iterator[OutputTransaction]:
+    """Around a command that writes: what it creates stays only if the block ends normally.
+
+    An exception (a refusal, a crash, ``typer.Exit`` from a failed run, an interrupt) rolls the files and the
+    folders it created back; a signal that ends the process at once does the same through
+    :func:`roll_back_open_outputs` (cli/signals.py). Nested blocks note the same files: the outermost decides.
+    """
+    transaction = OutputTransaction()
+    with _TRANSACTIONS_LOCK:
+        _OPEN_TRANSACTIONS.append(transaction)
+    try:
+        yield transaction
+    except BaseException:
+        transaction.roll_back()
+        raise
+    finally:
+        with _TRANSACTIONS_LOCK, contextlib.suppress(ValueError):
+            _OPEN_TRANSACTIONS.remove(transaction)
+
+
+def roll_back_open_outputs() -> None:
+    """Remove the staging folders and what the open output transactions created (the process is being ended)."""
+    discard_open_staging()
+    with _TRANSACTIONS_LOCK:
+        transactions = list(_OPEN_TRANSACTIONS)
+        _OPEN_TRANSACTIONS.clear()
+    for transaction in transactions:
+        transaction.roll_back()
 
 
 def _umask() -> int:
@@ -114,10 +241,25 @@ def junit_xml(document: dict[str, Any]) -> str:
             ET.SubElement(case, "skipped", message="insufficient data: groups below min_group_size")
         else:
             ET.SubElement(case, "system-out").text = detail
+    if document.get("verdict") == "insufficient":  # nothing judged: one case says so, failing when it blocks
+        _insufficient_case(suite, (document.get("verdict_detail") or {}).get("insufficient") or "block")
     suites = ET.Element("testsuites", name="fairgate")
     suites.append(suite)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _insufficient_case(suite: ET.Element, rule: str) -> None:
+    """The audit-level case of an ``insufficient`` verdict: a failure when it blocks, else skipped."""
+    case = ET.SubElement(suite, "testcase", classname="fairness.audit", name="verdict")
+    message = insufficient_sentence(rule)
+    suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+    if rule == "block":
+        ET.SubElement(case, "failure", message=message, type="NothingJudged").text = message
+        suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+    else:
+        ET.SubElement(case, "skipped", message=message)
+        suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))
 
 
 def json_document(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -206,8 +348,11 @@ def promote_outputs(staging: Path, out_dir: Path) -> dict[str, str]:
     moved: dict[str, str] = {}
     for path in sorted(p for p in staging.rglob("*") if p.is_file()):
         target = out_dir / path.relative_to(staging)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(target.parent)
+        existed = target.exists()
         os.replace(path, target)
+        if not existed:
+            _note(target)
         moved[str(path)] = str(target)
     discard_staging(staging)
     return moved

@@ -9,18 +9,15 @@ asking for the server fails at once ("No Prefect API URL provided") instead of s
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server_processes import die_with_parent, free_loopback_port, stop_process_group
+from server_processes import free_loopback_port, start_prefect_server, stop_process_group, wait_until_healthy
 
 # Before anything imports Prefect (it reads its settings once, at import): a private home and database for
 # this run, never the user's ~/.prefect, and no ephemeral servers.
@@ -32,46 +29,6 @@ os.environ["PREFECT_SERVER_EPHEMERAL_ENABLED"] = "false"
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["GX_ANALYTICS_ENABLED"] = "false"
 os.environ.pop("PREFECT_API_URL", None)
-
-SERVER_STARTUP_TIMEOUT_S = 180  # migrations on a cold SQLite file, on two busy cores
-
-
-def _start_server(port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    """``prefect server start`` on a loopback port, with its database in the private Prefect home."""
-    env = {
-        **os.environ,
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{_PREFECT_HOME / 'server.db'}",
-        "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
-        "PREFECT_UI_ENABLED": "false",
-    }
-    env.pop("PREFECT_API_URL", None)
-    command = [str(Path(sys.executable).parent / "prefect"), "server", "start"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--no-ui", "--analytics-off"]
-    with log_path.open("wb") as log:
-        return subprocess.Popen(
-            command,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
-
-
-def _wait_until_healthy(process: subprocess.Popen[bytes], api_url: str, log_path: Path) -> None:
-    import httpx
-
-    deadline = time.monotonic() + SERVER_STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{api_url}/health", timeout=5).status_code == 200:
-                return
-        time.sleep(0.25)
-    stop_process_group(process, timeout=10)
-    raise RuntimeError(f"the test Prefect server did not start; its log:\n{log_path.read_text()[-4000:]}")
 
 
 def _drain_prefect_workers() -> None:
@@ -95,7 +52,7 @@ class _Server:
         if cls.process is None:
             port = free_loopback_port()
             cls.api_url = f"http://127.0.0.1:{port}/api"
-            cls.process = _start_server(port, cls.log_path)
+            cls.process = start_prefect_server(port, cls.log_path, f"sqlite+aiosqlite:///{_PREFECT_HOME / 'server.db'}")
             atexit.register(cls.stop)
 
     @classmethod
@@ -129,7 +86,7 @@ def prefect_server() -> Iterator[str]:
 
     _Server.launch()  # a no-op when collection already launched it
     assert _Server.process is not None
-    _wait_until_healthy(_Server.process, _Server.api_url, _Server.log_path)
+    wait_until_healthy(_Server.process, _Server.api_url, _Server.log_path)
     api_url = _Server.api_url
     os.environ["PREFECT_API_URL"] = api_url
     try:

@@ -6,9 +6,10 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fairgate.verdicts import Verdict as Verdict  # the verdict words are defined once, in fairgate.verdicts
+
 #: How a policy result was judged. ``inconclusive`` and ``insufficient_data`` are not judged pass or fail.
 Status: TypeAlias = Literal["pass", "fail", "inconclusive", "insufficient_data"]
-Verdict: TypeAlias = Literal["pass", "fail"]
 Direction: TypeAlias = Literal["lower_is_better", "higher_is_better"]
 FailOn: TypeAlias = Literal["any", "majority", "critical_only"]
 

@@ -15,7 +15,9 @@ from pydantic import Field
 from fairgate.document.common import Direction, Part, Slicing
 
 # 2.0: several candidates (``candidates``), the chosen one, the accuracy-fairness plane, ``baseline``.
-COMPARISON_SCHEMA_VERSION = "2.0"
+# 2.1: each candidate's own audit (``audit``, ``passes_policy``, ``promoted_failing``), ``chosen_fails_policy``,
+# ``rule.promote_failing_if_better``; gap and ratio changes' intervals from a joint simultaneous family.
+COMPARISON_SCHEMA_VERSION = "2.1"
 COMPARISON_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "comparison.schema.json"
 
 ChangeStatus = Literal["worse", "better", "no_evidence_of_change", "undefined", "insufficient_data"]
@@ -30,7 +32,10 @@ class Change(Part):
     baseline: float | None
     candidate: float | None
     change: float | None = Field(description="candidate - baseline; null where either is undefined.")
-    ci_low: float | None = Field(description="Percentile interval at statistics.confidence_level.")
+    ci_low: float | None = Field(
+        description="Interval at statistics.confidence_level: for a gap or ratio, from the joint simultaneous "
+        "family of both models' pairwise differences and their changes; else percentile."
+    )
     ci_high: float | None
     decision_ci_low: float | None = Field(description="The interval the rule decides on (simultaneous if set).")
     decision_ci_high: float | None
@@ -45,6 +50,7 @@ class Rule(Part):
     margin: float
     accuracy_margin: float
     simultaneous: bool
+    promote_failing_if_better: bool
 
 
 class ComparisonStatistics(Part):
@@ -85,6 +91,15 @@ class ComparedModel(Part):
     alignment: dict[str, Any] = Field(description="The join report of the model's inputs.")
 
 
+class CandidateAudit(Part):
+    """The candidate's own audit against the policy: it is promotable only when the verdict is ``pass``."""
+
+    verdict: str = Field(description="The audit's verdict under the gate's decision rule (pass, fail, ...).")
+    failed: list[str] = Field(description="Each failing result: metric (slicing) value [interval], limit.")
+    n_judged: int
+    source: str = Field(description="What was audited: the model's own rows, or its decisions only.")
+
+
 class CandidateComparison(Part):
     """One candidate against the baseline: its decision, and each change with its paired intervals."""
 
@@ -92,6 +107,11 @@ class CandidateComparison(Part):
     model: ComparedModel
     decision: Literal["promote", "do_not_promote"]
     reasons: list[str]
+    audit: CandidateAudit
+    passes_policy: bool = Field(description="Its own audit's verdict is exactly pass.")
+    promoted_failing: bool = Field(
+        description="Promoted although it fails the policy (comparison.promote_failing_if_better)."
+    )
     n_rows: int
     accuracy: Change
     changes: list[Change]
@@ -120,7 +140,7 @@ class Plane(Part):
 class ComparisonDocument(Part):
     """The ``fairgate compare`` result: a decision per candidate, the overall decision and the chosen one."""
 
-    schema_version: Literal["2.0"]
+    schema_version: Literal["2.1"]
     kind: Literal["comparison"]
     run_id: str
     created_at: str
@@ -129,7 +149,10 @@ class ComparisonDocument(Part):
     baseline: ComparedModel
     decision: Literal["promote", "do_not_promote"] = Field(description="promote when any candidate may be.")
     exit_code: Literal[0, 1]
-    chosen: str | None = Field(description="The promotable candidate with the largest accuracy change.")
+    chosen: str | None = Field(
+        description="The promotable candidate chosen: a significant accuracy gain, else the first given."
+    )
+    chosen_fails_policy: bool = Field(description="The chosen candidate fails the policy (promote_failing_if_better).")
     reasons: list[str]
     rule: Rule
     n_rows: int

@@ -24,7 +24,10 @@ from fairgate.document.trend import Trend
 # 1.5: task and per-kind blocks; individual fairness checks
 # 1.6: individual_fairness.consistency.sampled (consistency estimated from a seeded sample of people)
 # 1.7: task written for every kind (binary documents included)
-SCHEMA_VERSION = "1.7"
+# 1.8: verdict "insufficient" (nothing could be judged) with exit code 4, or 0 under ci_cd_gate.insufficient: allow;
+#      verdict_detail.insufficient (that rule); results carry the interval the gate decided them on
+#      (decision_ci_low, decision_ci_high, decision_level)
+SCHEMA_VERSION = "1.8"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -84,8 +87,12 @@ class AuditDocument(Part):
     run_id: str = Field(min_length=1)
     created_at: str = Field(json_schema_extra={"format": "date-time"})
     fairgate_version: str
-    verdict: Verdict
-    exit_code: Literal[0, 1]
+    verdict: Verdict = Field(
+        description="pass, fail, or insufficient (schema 1.8: nothing could be judged; neither a pass nor a fail)."
+    )
+    exit_code: Literal[0, 1, 4] = Field(
+        description="0 pass (or the gate is off), 1 fail, 4 insufficient (0 when ci_cd_gate.insufficient: allow)."
+    )
     model: ModelRef
     n_rows: int = Field(ge=0)
     weighted: bool = Field(default=False, description="True when rows carry weights (probabilistic group membership).")

@@ -16,7 +16,9 @@ from pydantic import Field
 
 from fairgate.document.common import Direction, Part, Slicing, Status
 
-MONITORING_SCHEMA_VERSION = "1.0"
+# 1.1: the headline (windows' verdict, new alerts, open episodes), exit_on, open episodes, under-powered rules,
+# each window's verdict and coincidence, each result's deciding interval and status reason
+MONITORING_SCHEMA_VERSION = "1.1"
 MONITORING_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "monitoring.schema.json"
 
 
@@ -59,6 +61,16 @@ class WindowResult(Part):
     ci_high: float | None
     standard_error: float | None = Field(description="The value's bootstrap standard error.")
     status: Status | None = Field(description="The audit's judgement of the window's value against the threshold.")
+    status_reason: str | None = Field(default=None, description="Why the result has its status (the gate's words).")
+    decision_ci_low: float | None = Field(
+        default=None,
+        description="The interval the status was decided on (the audit gate's: Holm over the window's results on "
+        "the violation side, 1 - alpha on the other); the reporting interval ci_low/ci_high can differ.",
+    )
+    decision_ci_high: float | None = Field(default=None)
+    decision_level: float | None = Field(
+        default=None, description="One-sided confidence of the deciding interval's violation-side end."
+    )
     baseline_value: float | None
     baseline_standard_error: float | None
     change: float | None = Field(description="value - baseline_value.")
@@ -77,6 +89,17 @@ class WindowSummary(Part):
     end: str | None
     periods: int = Field(description="Stored period cubes summed (never re-read rows).")
     rows: int
+    verdict: Literal["pass", "fail", "insufficient"] | None = Field(
+        default=None,
+        description="The policy's gate on the window's results, as an audit of its rows; insufficient: nothing "
+        "could be judged.",
+    )
+    n_judged: int = 0
+    n_failed: int = Field(default=0, description="Results failing the gate under its decision rule.")
+    n_inconclusive: int = Field(default=0, description="Results the data can neither fail nor pass.")
+    same_as: str | None = Field(
+        default=None, description="An earlier-listed window summing the same periods: the same numbers, not new."
+    )
     results: list[WindowResult]
 
 
@@ -93,6 +116,51 @@ class StreamPath(Part):
     estimate: list[float] = Field(description="Each night's change against the baseline.")
     standard_error: list[float]
     predicted_delay: float | None = Field(description="Expected nights to detect a change of min_change.")
+    episode_since: str | None = Field(default=None, description="The open episode's alert night; null: none open.")
+
+
+class Episode(Part):
+    """A drift episode still open tonight: alerted on ``since``, its change not gone away since."""
+
+    stream: str
+    metric: str
+    slicing: str
+    group: str
+    component: str
+    direction: Literal["up", "down"]
+    since: str = Field(description="The night of the episode's alert (ISO date).")
+    change: float = Field(description="The change it alerted on.")
+    last_night: str = Field(description="The stream's latest observed night.")
+    confirmations: int = Field(description="Later alarms in the same direction (the change persisting).")
+
+
+class RulePower(Part):
+    """An alert rule that cannot be expected to catch its min_change within its horizon at the observed volume."""
+
+    metric: str
+    slicing: list[str] | None
+    min_change: float
+    horizon_nights: int
+    stream: str = Field(description="The rule's weakest stream; empty when it watches none (groups too small).")
+    threshold: float | None = Field(description="The weakest stream's CUSUM threshold; null without a stream.")
+    peak: float = Field(description="The weakest stream's largest statistic so far.")
+    predicted_delay: float | None = Field(description="Median periods to detect min_change; null: beyond the horizon.")
+    detection_probability: float
+    rows_per_period: float = Field(description="The labelled rows a period observed (median of the first periods).")
+    rows_needed: int | None = Field(description="Rows a period the rule needs; null: no volume suffices.")
+    detail: str
+
+
+class Headline(Part):
+    """The night in one line: the windows' verdict, the detector's news, the episodes still open."""
+
+    windows: Literal["pass", "fail", "insufficient"]
+    n_failed: int = Field(description="Failing results over the failing windows.")
+    drift: Literal["new_alert", "no_new_alert", "off"]
+    n_alerts: int
+    ongoing: list[str] = Field(description="The open episodes in words.")
+    badge: str = Field(description="The report's badge word.")
+    text: str
 
 
 class Alert(Part):
@@ -122,7 +190,7 @@ class Detector(Part):
 class MonitoringDocument(Part):
     """The ``fairgate monitor run`` result of one night."""
 
-    schema_version: Literal["1.0"]
+    schema_version: Literal["1.1"]
     kind: Literal["monitoring"]
     run_id: str
     created_at: str
@@ -139,7 +207,15 @@ class MonitoringDocument(Part):
     alpha: float = Field(description="Significance level of the window-vs-baseline changes (Holm).")
     detector: Detector | None = Field(description="Null when the policy has no alert rules or no baseline.")
     alerts: list[Alert]
-    exit_code: Literal[0, 1] = Field(description="1 when tonight raised an alert.")
+    headline: Headline
+    episodes: list[Episode] = Field(default_factory=list, description="Drift episodes still open tonight.")
+    underpowered: list[RulePower] = Field(default_factory=list, description="Rules too weak for their min_change.")
+    exit_on: Literal["any", "alerts"] = Field(
+        default="any", description="What exits 1: any (failing windows or a new alert) or alerts (new alerts only)."
+    )
+    exit_code: Literal[0, 1] = Field(
+        description="1 when a new drift alert fired or (exit_on any, gate enabled) a window fails the policy."
+    )
     notes: list[str] = Field(default_factory=list)
 
 

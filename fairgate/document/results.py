@@ -43,6 +43,18 @@ class PolicyResult(Part):
     detectable_disparity: float | None = Field(
         default=None, description="The smallest disparity this slicing could have detected (80% power)."
     )
+    decision_ci_low: float | None = Field(
+        default=None,
+        description="The interval the gate decided the status on (1.8): its end on the violation side is the "
+        "Holm-adjusted one-sided bound (level decision_level), its other end the bound a pass needs (1 - alpha). "
+        "Null under decision: point_estimate or without an interval.",
+    )
+    decision_ci_high: float | None = Field(default=None, description="The deciding interval's upper end (1.8).")
+    decision_level: float | None = Field(
+        default=None,
+        description="One-sided confidence of the deciding interval's violation-side end: 1 - alpha / the result's "
+        "Holm multiplier (1.8).",
+    )
     judged: Literal["corrected", "naive"] | None = Field(
         default=None,
         description="On an inferred (proxy) attribute: which estimate the gate judged, the attenuation-corrected "
@@ -78,6 +90,11 @@ class VerdictDetail(Part):
     n_uncertain: int | None = None
     n_insufficient: int | None = None
     nothing_judged: bool | None = None
+    insufficient: Literal["block", "allow"] | None = Field(
+        default=None,
+        description="ci_cd_gate.insufficient: whether an audit with nothing judged blocks (exit 4) or not "
+        "(schema 1.8).",
+    )
     failed: list[FailedResult]
     decision: Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"] | None = None
     alpha: float | None = Field(default=None, description="The family-wise false-fail rate the gate holds.")

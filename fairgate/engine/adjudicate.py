@@ -19,9 +19,10 @@ from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.reference import attribute_entries
 from fairgate.engine.slicing import SlicingResult, skipped_slicings
-from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm
+from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm, holm_multipliers
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
+from fairgate.verdicts import exit_code_for
 
 if TYPE_CHECKING:  # the individual engine loads scikit-learn: only audits with features import it
     from fairgate.engine.individual import IndividualResult
@@ -170,7 +171,9 @@ def document_header(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "fairgate_version": fairgate_version(),
         "verdict": verdict,
-        "exit_code": 0 if verdict == "pass" or not policy.ci_cd_gate.enabled else 1,
+        "exit_code": exit_code_for(
+            verdict, gate_enabled=policy.ci_cd_gate.enabled, insufficient=policy.ci_cd_gate.insufficient
+        ),
         "model": {"name": model.name, "version": model.version},
         "n_rows": n_rows,
         "weighted": weighted,
@@ -310,15 +313,17 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
     tests = [_violation_test(entry, policy) for entry in entries]
     raw = np.array([np.nan if t is None else t[0] for t in tests])
     adjusted = holm(raw)
+    multipliers = holm_multipliers(raw)
     n_tests = int(np.isfinite(raw).sum())
     judged = []
-    for entry, test, p, p_adj in zip(entries, tests, raw, adjusted, strict=True):
+    for entry, test, p, p_adj, multiplier in zip(entries, tests, raw, adjusted, multipliers, strict=True):
         result = _judge(entry, policy)
         family: PairFamily | None = entry.get("_family")
         if test is not None and family is not None:
             _, threshold = test
             result["p_value_violation"] = float(p)
             result["p_value_violation_adjusted"] = float(p_adj)
+            result.update(decision_interval(family, entry["_summary"], alpha / float(multiplier), policy))
             level = 1.0 - alpha / max(n_tests, 1)
             detectable = family.detectable(threshold, level)
             result["detectable_disparity"] = _on_value_scale(detectable, entry["_summary"])
@@ -330,6 +335,29 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
         result["status"], result["reason"] = status, reason
         judged.append(result)
     return judged
+
+
+def decision_interval(family: PairFamily, summary: str, violation_level: float, policy: Policy) -> dict[str, Any]:
+    """The interval the gate decides a result on, on the result's own scale (``decision_ci_low/high``).
+
+    Its end on the side of a violation is the one-sided bound the Holm-adjusted test inverts, at one-sided level
+    1 - ``violation_level`` (alpha over the result's Holm multiplier, ``stats.holm_multipliers``): the result
+    fails exactly when that end lies beyond the threshold. Its other end is the bound a pass needs within the
+    threshold (the simultaneous interval at 1 - alpha). The reporting interval (``ci_low``/``ci_high``, at
+    ``reporting.confidence_level``) can lie wholly beyond the threshold while this one does not: with many
+    results judged, Holm asks for more. None under ``decision: point_estimate`` (the point decides).
+    """
+    if policy.ci_cd_gate.decision == "point_estimate" or not hasattr(family, "beyond_bound"):
+        return {"decision_ci_low": None, "decision_ci_high": None, "decision_level": None}
+    lower = float(family.beyond_bound(violation_level))  # the family's scale: larger is worse
+    _, upper = family.bounds(family.critical(1.0 - policy.statistics.alpha))
+    if summary == "ratio":
+        low, high = math.exp(-upper), math.exp(-lower)
+    elif summary == "minimum":
+        low, high = -upper, -lower
+    else:
+        low, high = lower, upper
+    return {"decision_ci_low": low, "decision_ci_high": high, "decision_level": 1.0 - violation_level}
 
 
 def _violation_test(entry: dict[str, Any], policy: Policy) -> tuple[float, float] | None:
@@ -405,6 +433,9 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         "critical": rule.critical,
         "worst_group": None,
         "best_group": None,
+        "decision_ci_low": None,
+        "decision_ci_high": None,
+        "decision_level": None,
     }
     if "worst_group" in entry:  # the task's engine named them (every task but binary)
         judged["worst_group"], judged["best_group"] = entry["worst_group"], entry.get("best_group")
@@ -436,13 +467,14 @@ def _failing(results: list[dict[str, Any]], decision: str) -> list[dict[str, Any
 
 
 def verdict_of(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict[str, Any]]:
-    """The audit's verdict from its judged results under ``ci_cd_gate`` (fail_on, decision), and its detail."""
+    """The audit's verdict from its judged results under ``ci_cd_gate`` (fail_on, decision), and its detail.
+
+    ``insufficient`` when no result could be judged (``fairgate.verdicts``): neither a pass nor a fail.
+    """
     gate = policy.ci_cd_gate
     judged = [r for r in results if r["status"] in ("pass", "fail", "inconclusive")]
     failed = _failing(judged, gate.decision)
-    if not judged:
-        fails = True  # nothing could be judged (too few people per group): never a silent pass
-    elif gate.fail_on == "any":
+    if gate.fail_on == "any":
         fails = bool(failed)
     elif gate.fail_on == "majority":
         fails = len(failed) * 2 > len(judged)
@@ -464,9 +496,12 @@ def verdict_of(results: list[dict[str, Any]], policy: Policy) -> tuple[str, dict
         "n_uncertain": sum(r["uncertain"] for r in results),
         "n_insufficient": len(results) - len(judged),
         "nothing_judged": not judged,
+        "insufficient": gate.insufficient,
         "failed": [_brief(r) for r in failed],
         "inconclusive": [_brief(r) for r in inconclusive],
     }
+    if not judged:  # nothing could be judged (too few people per group): never a pass, nor evidence of a fail
+        return "insufficient", detail
     return ("fail" if fails else "pass"), detail
 
 

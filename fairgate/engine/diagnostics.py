@@ -132,9 +132,10 @@ def _impossibility_note(
     lines = [
         f"Base rates of {attribute!r} differ significantly ({span}). Unless the model is perfect, "
         "calibration / predictive parity and equal false positive and false negative rates cannot all hold "
-        "exactly (Chouldechova 2017; Kleinberg, Mullainathan and Raghavan 2016), and equal selection rates "
-        "(demographic parity) cannot hold exactly together with equalized odds or with calibration unless the "
-        "predictions carry no information about the outcome."
+        "exactly (Chouldechova 2017; Kleinberg, Mullainathan and Raghavan 2016). Equal selection rates "
+        "(demographic parity) cannot hold exactly together with calibration, even for a score that carries no "
+        "information about the outcome, nor together with equalized odds unless the predictions carry no "
+        "information about the outcome (Barocas, Hardt and Narayanan 2023)."
     ]
     chosen = [
         (name, family)

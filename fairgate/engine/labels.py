@@ -38,3 +38,17 @@ def group_key(group: Mapping[str, Any] | None) -> str:
     """
     pairs = sorted((str(k), str(v)) for k, v in (group or {}).items())
     return json.dumps(dict(pairs), ensure_ascii=False)
+
+
+def reason_label(group: Mapping[str, Any]) -> str:
+    """A group as the engine's reasons name it: ``race=Black, sex=2`` (the report unnames suppressed ones by it).
+
+    >>> reason_label({"race": "Black", "sex": "2"}), reason_label({})
+    ('race=Black, sex=2', 'the population')
+    """
+    return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
+
+
+def reason_labels(groups: Sequence[Mapping[str, Any]]) -> str:
+    """Several groups in a reason: ``race=Black, sex=2; race=Other, sex=1``."""
+    return "; ".join(reason_label(g) for g in groups)

@@ -9,11 +9,14 @@ All functions are vectorised over numpy arrays and return NaN where a quantity i
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize
 from scipy import stats as _scipy_stats
+
+from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, needs_exact, normal_pair_tail
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,6 +216,29 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     return adjusted
 
 
+def holm_multipliers(p_values: np.ndarray) -> np.ndarray:
+    """Per test, the factor m_i with Holm-adjusted p = min(1, m_i p_i): it rejects at ``alpha`` iff p_i <= alpha / m_i.
+
+    So each test's deciding level is alpha / m_i (m_i is at least the number of tests left at its step, more when an
+    earlier step's product was larger); NaN entries stay NaN.
+
+    >>> holm_multipliers(np.array([0.01, np.nan, 0.04, 0.03])).round(3).tolist()
+    [3.0, nan, 1.5, 2.0]
+    """
+    p_values = np.asarray(p_values, dtype=float)
+    out = np.full(p_values.shape, np.nan)
+    defined = np.flatnonzero(np.isfinite(p_values))
+    if defined.size == 0:
+        return out
+    order = defined[np.argsort(p_values[defined], kind="stable")]
+    m = order.size
+    steps = (m - np.arange(m)).astype(float)
+    stepped = np.maximum.accumulate(steps * p_values[order])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[order] = np.where(p_values[order] > 0, stepped / p_values[order], steps)
+    return out
+
+
 #: Replicates x pairs above which the max-t critical value comes from the studentized range instead of the
 #: bootstrap (keeps slicings with dozens of groups fast; the studentized range is conservative there).
 PAIR_BUDGET = 120_000
@@ -225,17 +251,25 @@ class PairFamily:
     ``gap`` holds |d_ij| for every pair of groups (i < j) of every component metric and ``se`` its standard
     error; ``null`` the sorted max-t statistics max_ij |d*_ij - d_ij| / se_ij of the bootstrap replicates
     (None when the bootstrap was too large or absent: the studentized range is used instead);
-    ``sizes`` the number of groups of each component (for the studentized-range bound).
+    ``sizes`` the number of groups of each component (for the studentized-range bound). For rates, ``counts``
+    (pairs, 4) holds each pair's successes and trials (x1, n1, x2, n2; NaN for a pair that is not of rates) and
+    ``log`` whether the pair is on the log scale (a ratio): pairs with few expected events get exact tails
+    (``fairgate.engine.exact``). ``df``: the standard errors come from a bootstrap over that few independent units
+    plus one (clusters of lists, say), so their own noise counts: the normal-theory tails and critical values are
+    read at the Student-t equivalent of each t (None: normal).
     """
 
     gap: np.ndarray
     se: np.ndarray
     null: np.ndarray | None
     sizes: tuple[int, ...]
+    counts: np.ndarray | None = None
+    log: np.ndarray | None = None
+    df: float | None = None  # degrees of freedom of the standard errors (a cluster bootstrap's units - 1)
 
     def critical(self, level: float) -> float:
         """The max-t critical value c with P(max_ij |t_ij| <= c) ~ level, never below the one-pair normal one."""
-        floor = z_value(level)
+        floor = self._on_t_scale(z_value(level))
         if self.null is not None and self.null.size >= 20:
             # ``null`` is sorted: numpy's default (linear) quantile, read off directly.
             position = level * (self.null.size - 1)
@@ -243,7 +277,19 @@ class PairFamily:
             above = min(below + 1, self.null.size - 1)
             quantile = self.null[below] + (position - below) * (self.null[above] - self.null[below])
             return max(floor, float(quantile))
-        return max(floor, self._studentized_range_critical(level))
+        return max(floor, self._on_t_scale(self._studentized_range_critical(level)))
+
+    def _on_t_scale(self, z: float) -> float:
+        """The Student-t (``df``) quantile with the normal tail of ``z``: z itself without ``df``."""
+        if self.df is None:
+            return z
+        return float(_scipy_stats.t.isf(_scipy_stats.norm.sf(z), self.df))
+
+    def _on_normal_scale(self, t: float) -> float:
+        """The normal quantile with the Student-t (``df``) tail of ``t``: t itself without ``df``."""
+        if self.df is None:
+            return t
+        return float(_scipy_stats.norm.isf(_scipy_stats.t.sf(t, self.df)))
 
     def _studentized_range_critical(self, level: float) -> float:
         # Tukey-Kramer (conservative for unequal variances, Hayter 1984), Bonferroni over the components.
@@ -254,18 +300,99 @@ class PairFamily:
         """The folded interval of the range: [max(0, max(|d| - c se)), max(|d| + c se)]."""
         return max(0.0, float(np.max(self.gap - critical * self.se))), float(np.max(self.gap + critical * self.se))
 
+    def member_bounds(self, critical: float, members: Sequence[int]) -> tuple[float, float]:
+        """The folded interval of the range over some components only (indices into ``sizes``).
+
+        The critical value is still the whole family's: one family over two models' components (paired
+        replicates) bounds both models' ranges at once, jointly at its level (``fairgate.mitigation.change_family``).
+        """
+        ends = np.cumsum([0, *(g * (g - 1) // 2 for g in self.sizes)])
+        index = np.concatenate([np.arange(ends[m], ends[m + 1]) for m in members])
+        gap, se = self.gap[index], self.se[index]
+        return max(0.0, float(np.max(gap - critical * se))), float(np.max(gap + critical * se))
+
     def p_beyond(self, threshold: float) -> float:
         """One-sided p-value of "the range exceeds ``threshold``" (the lower bound at level 1 - p is the threshold).
 
         The larger of the bootstrap max-t tail and the studentized-range tail (valid beyond the bootstrap's
-        resolution of 1 / replicates, which a Holm correction over many results needs).
+        resolution of 1 / replicates, which a Holm correction over many results needs). Where a pair of rates
+        has few trials, also the sum over pairs of each pair's tail, exact for those pairs
+        (``fairgate.engine.exact``): the normal tail is too small there in the far tail Holm reads.
         """
         t = float(np.max((self.gap - threshold) / self.se))
         if t <= 0:
             return 1.0
-        bound = sum(studentized_range_sf(t * np.sqrt(2.0), g) for g in self.sizes)
+        z = self._on_normal_scale(t)
+        bound = sum(studentized_range_sf(z * np.sqrt(2.0), g) for g in self.sizes)
         boot = float(np.mean(self.null >= t)) if self.null is not None and self.null.size >= 20 else 0.0
-        return min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(t))))
+        p = min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(z))))
+        return p if p >= EXACT_WHEN_BELOW else min(1.0, max(p, self.exact_tail(t, threshold)))
+
+    def exact_tail(self, t: float, threshold: float) -> float:
+        """Union bound of P(max_ij T_ij >= t): exact tails for pairs of rates with few trials, normal for the rest.
+
+        0 when no pair needs an exact tail (the studentized range is then the family's tail).
+        """
+        if self.counts is None or self.log is None:
+            return 0.0
+        small = {i for i, c in enumerate(self.counts) if np.isfinite(c).all() and needs_exact(*c)}
+        if not small:
+            return 0.0
+        large = np.array([i not in small for i in range(self.gap.size)])
+        total = float(normal_pair_tail(t, threshold, self.se[large]).sum())
+        for i in sorted(small):
+            if total >= 1.0:
+                return 1.0
+            x1, n1, x2, n2 = (float(c) for c in self.counts[i])
+            total += exact_pair_tail(x1, n1, x2, n2, t, threshold, log=bool(self.log[i]))
+        return min(1.0, total)
+
+    def beyond_bound(self, p: float) -> float:
+        """The largest threshold whose :meth:`p_beyond` is at most ``p``: the lower bound the gate's test inverts.
+
+        That is the range's one-sided lower bound at level 1 - p (at least 0, the range's floor).
+
+        Each of the test's three tails is inverted on its own (the p-value is their maximum): the normal one in
+        closed form, the bootstrap one from the sorted max-t statistics, the studentized-range one by root finding.
+
+        >>> family = PairFamily(np.array([0.3]), np.array([0.05]), None, (2,))
+        >>> bound = family.beyond_bound(0.01)
+        >>> round(bound, 4), round(family.p_beyond(bound - 1e-9), 4)
+        (0.1712, 0.01)
+        """
+        if not 0.0 < p < 1.0:
+            return 0.0 if p <= 0.0 else float(np.max(self.gap))
+        t = float(_scipy_stats.norm.isf(p / 2.0))
+        if self.null is not None and self.null.size >= 20:
+            allowed = int(np.floor(p * self.null.size + 1e-9))  # replicates allowed at or beyond t
+            if allowed < self.null.size:
+                t = max(t, float(np.nextafter(self.null[self.null.size - allowed - 1], np.inf)))
+
+        def excess(x: float) -> float:
+            return sum(studentized_range_sf(x * np.sqrt(2.0), g) for g in self.sizes) - p
+
+        if excess(t) > 0:
+            high = 2.0 * t
+            while excess(high) > 0 and high < 1e3:
+                high *= 2.0
+            t = float(optimize.brentq(excess, t, high, xtol=1e-9))
+        return self._within_exact_tails(max(0.0, float(np.max(self.gap - t * self.se))), p)
+
+    def _within_exact_tails(self, bound: float, p: float) -> float:
+        """``bound`` lowered by bisection until the exact small-count tails of :meth:`p_beyond` allow it too.
+
+        Those tails only ever raise the p-value; lowering the bound keeps "a result fails exactly when this bound
+        lies beyond its threshold" true where they apply.
+        """
+        if self.counts is None or bound <= 0.0 or self.p_beyond(bound) <= p:
+            return bound
+        if self.p_beyond(0.0) > p:
+            return 0.0
+        low, high = 0.0, bound  # p_beyond(low) <= p < p_beyond(high)
+        while high - low > 1e-9 * max(1.0, bound):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if self.p_beyond(middle) <= p else (low, middle)
+        return low
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``.
@@ -317,21 +444,24 @@ class Component:
     replicates: np.ndarray
     variance: np.ndarray | None = None
     replicate_variance: np.ndarray | None = None
+    counts: tuple[np.ndarray, np.ndarray] | None = None  # a rate's successes and trials: exact tails when few
+    log: bool = False  # the values are log rates (a ratio's family)
 
 
-def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairFamily | None:
+def pair_family(components: list[Component], *, bootstrap: bool = True, df: float | None = None) -> PairFamily | None:
     """The simultaneous pairwise family of one or more components over the same groups.
 
     With analytic variances the max-t statistic is studentised in every replicate by that replicate's own
     standard errors (bootstrap-t: it carries the noise of estimating the SE, which a fixed SE misses); without,
     pair SEs are the bootstrap standard deviations (of each group's, summed, when the family is too large for
     the pairwise bootstrap). ``bootstrap=False`` takes the critical value from the studentized range
-    (cheaper; conservative). Returns None when some pair has no positive, finite standard error.
+    (cheaper; conservative). ``df``: the standard errors' degrees of freedom (``PairFamily.df``). Returns None when
+    some pair has no positive, finite standard error.
     """
     n_pairs = sum(c.value.size * (c.value.size - 1) // 2 for c in components)
     n_replicates = components[0].replicates.shape[0] if components else 0
     use_bootstrap = bootstrap and n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
-    gaps, ses, nulls = [], [], []
+    gaps, ses, nulls, counts, logs = [], [], [], [], []
     for c in components:
         first, second = np.triu_indices(c.value.size, k=1)
         d = c.value[first] - c.value[second]
@@ -347,6 +477,9 @@ def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairF
             return None
         gaps.append(np.abs(d))
         ses.append(se)
+        x, n = c.counts if c.counts is not None else (np.full(c.value.size, np.nan),) * 2
+        counts.append(np.column_stack([x[first], n[first], x[second], n[second]]))
+        logs.append(np.full(d.size, c.log))
         if rep_d is not None:
             # Squared standardised deviations (no square root per replicate and pair); undefined ones count -1.
             variance = se**2
@@ -361,7 +494,10 @@ def pair_family(components: list[Component], *, bootstrap: bool = True) -> PairF
     if use_bootstrap:
         worst = np.max(nulls, axis=0)
         null = np.sqrt(np.sort(worst[worst >= 0]))
-    return PairFamily(np.concatenate(gaps), np.concatenate(ses), null, tuple(c.value.size for c in components))
+    sizes = tuple(c.value.size for c in components)
+    return PairFamily(
+        np.concatenate(gaps), np.concatenate(ses), null, sizes, np.concatenate(counts), np.concatenate(logs), df
+    )
 
 
 def _nan_variance(replicates: np.ndarray) -> np.ndarray:

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from fairgate.engine.exact import log_rate, log_rate_variance, rate_variance
+from fairgate.engine.labels import reason_label
 from fairgate.engine.metrics import (
     PolicyMetric,
     PopulationIndex,
@@ -121,7 +123,7 @@ def interval_obstacle(
 
 
 def _label(group: Group) -> str:
-    return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
+    return reason_label(group)
 
 
 def summary_pair_family(
@@ -136,23 +138,34 @@ def summary_pair_family(
     group metric, to stay fast).
     """
     index = np.flatnonzero(use)
-    return pair_family([_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
+    return pair_family([summary_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
 
 
-def _component(v: MetricValues, index: np.ndarray, summary: str, bootstrap: bool) -> Component:
+def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstrap: bool = True) -> Component:
+    """One group metric over the groups in ``index`` as a family component.
+
+    Its values, or its log-values for a ratio, with analytic variances for rates (in every replicate too when
+    ``bootstrap``).
+    """
     reps = v.replicates[:, index]
     if v.fraction is not None and v.replicate_fraction is not None:
         point = tuple(a[index] for a in v.fraction)
         replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
         if summary == "difference":
             return Component(
-                v.value[index], reps, _rate_variance(*point), _rate_variance(*replicated) if replicated else None
+                v.value[index],
+                reps,
+                rate_variance(*point),
+                rate_variance(*replicated) if replicated else None,
+                counts=point,
             )
         return Component(
-            _log_rate(*point),
-            _log_rate(*replicated) if replicated else _log(reps),
-            _log_rate_variance(*point),
-            _log_rate_variance(*replicated) if replicated else None,
+            log_rate(*point),
+            log_rate(*replicated) if replicated else _log(reps),
+            log_rate_variance(*point),
+            log_rate_variance(*replicated) if replicated else None,
+            counts=point,
+            log=True,
         )
     if summary == "difference":
         return Component(v.value[index], reps)
@@ -164,51 +177,26 @@ def _log(values: np.ndarray) -> np.ndarray:
         return np.where(values > 0, np.log(values), np.nan)
 
 
-def _adjusted(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """The rate with one success and one failure added (Agresti & Caffo 2000)."""
-    return (successes + 1.0) / (trials + 2.0)
-
-
-def _rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Variance of a rate from the adjusted rate, p (1 - p) / n.
-
-    Positive even with 0 or all events (dividing by n + 2 as well would understate it near 1/2); NaN without
-    trials.
-    """
-    adjusted = _adjusted(successes, trials)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, adjusted * (1.0 - adjusted) / trials, np.nan)
-
-
-def _log_rate(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """log(successes / trials), with 0.5 added to both where successes is 0; NaN without trials."""
-    correction = np.where(successes == 0, 0.5, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, np.log((successes + correction) / (trials + correction)), np.nan)
-
-
-def _log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """Delta-method variance of a log rate from the adjusted rate, (1 - p) / (p n)."""
-    adjusted = _adjusted(successes, trials)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(trials > 0, (1.0 - adjusted) / (adjusted * trials), np.nan)
-
-
 # Group metrics not confined to [0, 1] (inequality indices); every other one is a rate, AUC or calibration error.
 _UNBOUNDED_METRICS = frozenset({"theil_index", "generalized_entropy_index"})
 
 
 def summary_bounds(
-    family: PairFamily, critical: float, summary: str, bases: Sequence[str] = (), value: float | None = None
+    family: PairFamily,
+    critical: float,
+    summary: str,
+    bases: Sequence[str] = (),
+    value: float | None = None,
+    members: Sequence[int] | None = None,
 ) -> tuple[float, float]:
     """The folded interval of a difference, or of a ratio from the interval of its log range.
 
     A gap between values in [0, 1] is at most 1: the normal bound is cut there (it can pass 1 when a group is
     small), as a ratio's is cut at 1 by construction. The interval always holds the point estimate ``value``:
     a group without events enters the log range with half an event added (a finite log), so a ratio of exactly
-    0 would otherwise get an interval such as [0.03, 1.00].
+    0 would otherwise get an interval such as [0.03, 1.00]. ``members``: of those components of the family only.
     """
-    low, high = family.bounds(critical)
+    low, high = family.bounds(critical) if members is None else family.member_bounds(critical, members)
     if summary == "difference":
         bounded = not _UNBOUNDED_METRICS.intersection(bases)
         low, high = (min(low, 1.0), min(high, 1.0)) if bounded else (low, high)

@@ -24,9 +24,11 @@ import polars as pl
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import as_lazy, build_cube
 from fairgate.engine.labels import slicing_label
-from fairgate.engine.metrics import Accuracy, GroupCounts, GroupMetric, PolicyMetric, policy_metric
+from fairgate.engine.metrics import Accuracy, GroupCounts, GroupMetric, PolicyMetric, SummaryOf, policy_metric
 from fairgate.engine.slicing import plan_slicings
 from fairgate.errors import DataError, PolicyError
+from fairgate.mitigation.change_family import ChangeFamily, change_family
+from fairgate.mitigation.promotion import DECISIONS_ONLY, ModelAudit, choose, gate, joint_rows, model_audit
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
@@ -38,6 +40,10 @@ _ROLES = ("baseline", "candidate")
 _JUDGED = {"worse", "better", "no_evidence_of_change"}
 # Fewer replicates than this cannot place a percentile interval's tails, least of all simultaneous ones.
 MIN_BOOTSTRAP = 100
+METHOD = (
+    "paired bootstrap (both models resampled on the same people): a gap's or ratio's change from one joint "
+    "simultaneous max-t family over both models' pairwise differences and their changes; accuracy's, percentile"
+)
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,8 @@ class _Change:
     replicates: np.ndarray  # candidate - baseline per replicate
     # Why the change cannot be judged although it has a value (a rate resting on too few people), if so.
     insufficient: str | None = None
+    # A gap's or ratio's change: the joint simultaneous family its intervals come from (else percentile).
+    family: ChangeFamily | None = None
 
     @property
     def judged(self) -> bool:
@@ -182,27 +190,29 @@ class _Change:
         return bool(np.isfinite(self.candidate - self.baseline)) and self.insufficient is None
 
 
-def compare(joint: JointCube, policy: Policy) -> dict[str, Any]:
+def compare(joint: JointCube, policy: Policy, audit: ModelAudit | None = None) -> dict[str, Any]:
     """The comparison of one candidate: accuracy's and each judged metric's change with paired intervals.
 
     The candidate's entry of :func:`compare_candidates` with the shared fields (rule, statistics) beside it.
     """
-    result = compare_candidates({"candidate": joint}, policy)
+    result = compare_candidates({"candidate": joint}, policy, None if audit is None else {"candidate": audit})
     shared = {key: value for key, value in result.items() if key not in {"candidates", "chosen", "plane"}}
     entry = {key: value for key, value in result["candidates"][0].items() if key != "name"}
     return {**shared, **entry}
 
 
-def compare_candidates(joints: Mapping[str, JointCube], policy: Policy) -> dict[str, Any]:
+def compare_candidates(
+    joints: Mapping[str, JointCube], policy: Policy, audits: Mapping[str, ModelAudit] | None = None
+) -> dict[str, Any]:
     """Each candidate against the baseline on the same people, a decision per candidate, and the choice.
 
-    ``joints`` maps each candidate's name to its joint cube with the baseline. Intervals are percentile
-    intervals of ``statistics.n_bootstrap`` paired replicates (seed ``statistics.seed``) at
-    ``reporting.confidence_level``. When ``comparison.simultaneous`` is set, the intervals that decide hold
-    jointly over every judged change of *every* candidate (Bonferroni over ``statistics.alpha``): a set of
-    candidates that are all no different from the baseline sees any of them refused with probability at
-    most alpha. The overall decision is ``promote`` when at least one candidate may be promoted; ``chosen``
-    names the promotable candidate with the largest accuracy change (the first given on a tie).
+    ``joints`` maps each candidate's name to its joint cube with the baseline; ``statistics.n_bootstrap`` paired
+    replicates (seed ``statistics.seed``). A gap's or ratio's change has the interval of its joint simultaneous
+    family (``change_family``), accuracy's the percentile one. With ``comparison.simultaneous``, the deciding
+    intervals hold jointly over every judged change of *every* candidate (Bonferroni over ``statistics.alpha``).
+
+    ``audits``: each candidate's own audit (``promotion.model_audit``); promotable only when it passes. Without
+    it, each candidate's decisions in its joint cube are audited (no scores). ``chosen``: ``promotion.choose``.
     """
     if not joints:
         raise DataError("fairgate compare needs at least one candidate; pass --candidate")
@@ -221,33 +231,42 @@ def compare_candidates(joints: Mapping[str, JointCube], policy: Policy) -> dict[
         _candidate(name, joints[name], policy, changes, accuracy, decision_level)
         for name, (changes, accuracy) in measured.items()
     ]
-    promoted = [e for e in entries if e["decision"] == "promote"]
-    chosen = max(promoted, key=lambda e: e["accuracy"]["change"] or 0.0)["name"] if promoted else None
-    decision: Decision = "promote" if promoted else "do_not_promote"
+    for entry in entries:
+        verdict = audits[entry["name"]] if audits is not None else _decisions_audit(joints[entry["name"]], policy)
+        gate(entry, verdict, rule.promote_failing_if_better)
+    chosen, reasons = choose(entries, decision_level)
+    decision: Decision = "promote" if chosen is not None else "do_not_promote"
     return {
         "decision": decision,
-        "exit_code": 0 if promoted else 1,
+        "exit_code": 0 if chosen is not None else 1,
         "chosen": chosen,
-        "reasons": _overall_reasons(entries, chosen),
+        "chosen_fails_policy": chosen is not None
+        and not next(e for e in entries if e["name"] == chosen)["passes_policy"],
+        "reasons": reasons,
         "rule": rule.model_dump(mode="json"),
         "n_rows": next(iter(joints.values())).n_rows,
         "favorable_label": policy.favorable_label,
-        "statistics": {
-            "method": "paired percentile bootstrap (both models resampled on the same people)",
-            "n_bootstrap": policy.statistics.n_bootstrap,
-            "seed": policy.statistics.seed,
-            "confidence_level": level,
-            "decision_level": decision_level,
-            "n_judged_changes": k,
-            "n_candidates": len(entries),
-            "multiplicity": _multiplicity(rule.simultaneous, k, len(entries), policy.statistics.alpha),
-        },
+        "statistics": _statistics(policy, decision_level, k, len(entries)),
         "candidates": entries,
         "not_compared": [
             {"metric": m.name, "reason": "needs the models' scores; compare holds their decisions only"}
             for m in policy.metrics
             if needs_scores(policy_metric(m.name))
         ],
+    }
+
+
+def _statistics(policy: Policy, decision_level: float, k: int, n_candidates: int) -> dict[str, Any]:
+    """How the intervals were computed: method, replicates, levels and the multiplicity correction."""
+    return {
+        "method": METHOD,
+        "n_bootstrap": policy.statistics.n_bootstrap,
+        "seed": policy.statistics.seed,
+        "confidence_level": policy.reporting.confidence_level,
+        "decision_level": decision_level,
+        "n_judged_changes": k,
+        "n_candidates": n_candidates,
+        "multiplicity": _multiplicity(policy.comparison.simultaneous, k, n_candidates, policy.statistics.alpha),
     }
 
 
@@ -258,15 +277,9 @@ def _multiplicity(simultaneous: bool, k: int, n_candidates: int, alpha: float) -
     return f"Bonferroni over {k} judged changes{across}: each deciding interval at level 1 - {alpha:g}/{k}"
 
 
-def _overall_reasons(entries: list[dict[str, Any]], chosen: str | None) -> list[str]:
-    """Why the comparison decided as it did: the choice, or each candidate's first reason."""
-    if len(entries) == 1:
-        return list(entries[0]["reasons"])
-    if chosen is not None:
-        others = [e["name"] for e in entries if e["decision"] == "promote" and e["name"] != chosen]
-        tail = f" (also promotable: {', '.join(others)})" if others else ""
-        return [f"{chosen} may be promoted: it has the largest accuracy change of the promotable candidates{tail}"]
-    return [f"{e['name']}: {e['reasons'][0]}" for e in entries]
+def _decisions_audit(joint: JointCube, policy: Policy) -> ModelAudit:
+    """The candidate's audit from its decisions in the joint cube (callers without the model's own rows)."""
+    return model_audit(joint_rows(joint.cells, joint.attributes, policy, _CAND), policy, source=DECISIONS_ONLY)
 
 
 def point_estimates(joint: JointCube, policy: Policy) -> dict[str, Any]:
@@ -300,7 +313,7 @@ def _measure(joint: JointCube, policy: Policy, n_bootstrap: int | None = None) -
         by_model, groups, n = _slicing_counts(joint, slicing, policy, replicates)
         if not slicing:
             accuracy = _accuracy_change(by_model)
-        changes += _metric_changes(by_model, groups, n, slicing, policy)
+        changes += _metric_changes(by_model, groups, n, slicing, policy, replicates)
     assert accuracy is not None  # the population slicing is always planned
     return changes, accuracy
 
@@ -351,7 +364,12 @@ def _accuracy_change(by_model: dict[str, GroupCounts]) -> _Change:
 
 
 def _metric_changes(
-    by_model: dict[str, GroupCounts], groups: list[dict[str, str]], n: np.ndarray, slicing: Slicing, policy: Policy
+    by_model: dict[str, GroupCounts],
+    groups: list[dict[str, str]],
+    n: np.ndarray,
+    slicing: Slicing,
+    policy: Policy,
+    n_bootstrap: int,
 ) -> list[_Change]:
     """The change of each judged metric on this slicing, over the groups the audit would judge."""
     changes = []
@@ -367,6 +385,9 @@ def _metric_changes(
             judged = np.ones_like(judged)
         values = {role: _evaluate(metric, counts, judged) for role, counts in by_model.items()}
         change = _change(rule.name, slicing, resolved.direction, values)
+        if isinstance(metric, SummaryOf) and slicing and n_bootstrap > 0:
+            points = (change.baseline, change.candidate)
+            change = replace(change, family=change_family(by_model, metric.bases, metric.summary, judged, points))
         short = _too_few_events(metric, by_model, judged, groups, policy.statistics.min_events)
         changes.append(change if short is None else replace(change, insufficient=short))
     return changes
@@ -416,8 +437,14 @@ def _change(metric: str, slicing: Slicing, direction: str, values: dict[str, np.
     return _Change(metric, slicing, direction, float(base[0]), float(cand[0]), (cand - base)[1:])
 
 
-def _interval(replicates: np.ndarray, level: float) -> tuple[float | None, float | None]:
-    """Percentile interval of the defined replicates; None when too few are defined (under half)."""
+def _interval(change: _Change, level: float) -> tuple[float | None, float | None]:
+    """The change's family interval; else the percentile interval of the defined replicates.
+
+    None when too few replicates are defined (under half).
+    """
+    if change.family is not None:
+        return change.family.interval(level)
+    replicates = change.replicates
     defined = replicates[np.isfinite(replicates)]
     if defined.size == 0 or defined.size < replicates.size / 2:
         return None, None
@@ -476,8 +503,8 @@ def _candidate(
 
 
 def _row(change: _Change, level: float, decision_level: float, margin: float) -> dict[str, Any]:
-    low, high = _interval(change.replicates, level)
-    decision_low, decision_high = _interval(change.replicates, decision_level)
+    low, high = _interval(change, level)
+    decision_low, decision_high = _interval(change, decision_level)
     status, reason = _status(change, decision_low, decision_high, margin)
     point = change.candidate - change.baseline
     return {

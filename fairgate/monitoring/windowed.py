@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fairgate.engine.adjudicate import adjudicate
+from fairgate.engine.adjudicate import adjudicate, verdict_of
 from fairgate.engine.cube import Cube
 from fairgate.engine.slicing import compute_slicing, plan_slicings
 from fairgate.engine.stats import holm
@@ -30,6 +30,34 @@ def judged_results(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
     """The policy's judged results on a cube, as the audit document lists them."""
     parts = [compute_slicing(cube, slicing, policy) for slicing in plan_slicings(cube, policy)]
     return list(adjudicate(cube, parts, policy).to_dict()["results"])
+
+
+def window_verdict(results: list[dict[str, Any]], policy: Policy) -> dict[str, Any]:
+    """The policy's gate (``ci_cd_gate``: fail_on, decision) on one window's judged results.
+
+    ``verdict`` is ``fail`` or ``pass`` as an audit of the window's rows would be, or ``insufficient`` when no
+    result could be judged; ``failed`` lists the (metric, slicing) that fail it.
+    """
+    verdict, detail = verdict_of(results, policy)
+    return {
+        "verdict": "insufficient" if detail["nothing_judged"] else verdict,
+        "n_judged": int(detail["n_judged"]),
+        "n_failed": int(detail["n_failed"]),
+        "n_inconclusive": int(detail["n_inconclusive"]),
+        "failed": [{"metric": r["metric"], "slicing": list(r["slicing"] or [])} for r in detail["failed"]],
+    }
+
+
+def coinciding(windows: list[dict[str, Any]]) -> None:
+    """Mark windows that sum the same stored periods (``same_as``: the first listed with those periods).
+
+    A 30-day window in the first month equals "since deployment": the same numbers, not two confirmations.
+    """
+    first: dict[tuple[Any, Any, Any], str] = {}
+    for window in windows:
+        key = (window.get("start"), window.get("end"), window.get("periods"))
+        window["same_as"] = first.get(key) if window.get("periods") else None
+        first.setdefault(key, str(window["window"]))
 
 
 def by_key(results: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
@@ -55,6 +83,10 @@ def compare_with_baseline(
             "ci_high": _num(result.get("ci_high")),
             "standard_error": _num(result.get("standard_error")),
             "status": result.get("status"),
+            "status_reason": result.get("reason") if result.get("value") is not None else None,
+            "decision_ci_low": _num(result.get("decision_ci_low")),
+            "decision_ci_high": _num(result.get("decision_ci_high")),
+            "decision_level": _num(result.get("decision_level")),
             "baseline_value": None if before is None else _num(before.get("value")),
             "baseline_standard_error": None if before is None else _num(before.get("standard_error")),
             "change": None,

@@ -36,3 +36,7 @@ class Comparison(BaseModel):
     # candidate no different from the baseline is refused with probability at most alpha, however many
     # metrics and slicings are compared.
     simultaneous: bool = True
+    # A candidate is promotable only when its own audit passes the policy. True allows promoting a candidate that
+    # fails the policy but is significantly better than the baseline on some judged fairness metric (and worse
+    # on none); the comparison then says plainly that the promoted model still fails the policy.
+    promote_failing_if_better: bool = False

@@ -33,6 +33,7 @@ from fairgate.policy.outcomes import Outcomes
 from fairgate.policy.proxy import ProxyConfig
 from fairgate.policy.ranking import RankingOptions
 from fairgate.policy.task import MulticlassOptions, RegressionOptions
+from fairgate.verdicts import InsufficientRule
 
 if TYPE_CHECKING:
     from fairgate.engine.kinds import Capability
@@ -58,14 +59,16 @@ class SensitiveAttribute(_Strict):
     # What to do with people whose value is missing: leave them out (default) or audit them as a group.
     missing: Literal["exclude", "unknown"] = "exclude"
     unknown_label: str = "unknown"
+    # How the reports print coded values ({"1": "Female (1)"}); the data, the JSON and the judgement keep the codes.
+    labels: dict[str, str] | None = None
 
-    @field_validator("values", mode="before")
+    @field_validator("values", "labels", mode="before")
     @classmethod
     def _values_as_strings(cls, values: Any) -> Any:
         # Group values are strings as they appear in the data (DESIGN.md): YAML may read 1 or true.
         if isinstance(values, list):
             return [str(v) for v in values]
-        return values
+        return {str(k): v for k, v in values.items()} if isinstance(values, dict) else values
 
     @field_validator("reference_group", mode="before")
     @classmethod
@@ -81,6 +84,12 @@ class SensitiveAttribute(_Strict):
                 raise ValueError(
                     f"reference_group {self.reference_group!r} of attribute {self.name!r} is not among its "
                     f"values {self.values}; write one of those, or add it to values"
+                )
+            unknown = sorted(set(self.labels or {}) - set(self.declared_values or []))
+            if unknown:
+                raise ValueError(
+                    f"labels of attribute {self.name!r} name value(s) {unknown} that are not among its values "
+                    f"{self.values}; label only declared values"
                 )
         return self
 
@@ -198,6 +207,9 @@ class CiCdGate(_Strict):
     # crash alerts), while a FAIL verdict is a successful audit with an unwelcome answer; the verdict is in
     # the fairgate.audit.completed event and the persisted result either way.
     fail_flow_run: bool = False
+    # An audit in which nothing could be judged (too few people or events everywhere) has the verdict
+    # "insufficient": never a pass. block (default): it exits 4; allow: it exits 0 (still reported as insufficient).
+    insufficient: InsufficientRule = "block"
 
 
 class Statistics(_Strict):
@@ -507,7 +519,8 @@ class Policy(_Strict):
                 del dumped[optional]
         if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
             del dumped["model_card"]
-        _drop_proxy_defaults(dumped)
+        _drop_later_defaults(dumped)
+        _drop_absent_labels(dumped)
         for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
             if dumped["columns"][column] == default:
                 del dumped["columns"][column]
@@ -575,8 +588,17 @@ def _explain(exc: ValidationError, source: str) -> str:
     return f"{source} is not a valid fairgate policy: {'; '.join(problems)}"
 
 
-def _drop_proxy_defaults(dumped: dict[str, Any]) -> None:
-    """The proxy section's later keys, at their defaults, left out: older policies keep their hashes."""
+def _drop_absent_labels(dumped: dict[str, Any]) -> None:
+    """An attribute without ``labels:`` keeps the hash it had before the key existed."""
+    for attribute in dumped["sensitive_attributes"]:
+        if attribute.get("labels") is None:
+            attribute.pop("labels", None)
+
+
+def _drop_later_defaults(dumped: dict[str, Any]) -> None:
+    """Keys added later (proxy's, ci_cd_gate.insufficient), at their defaults, left out: older policies keep hashes."""
+    if dumped["ci_cd_gate"].get("insufficient") == "block":
+        del dumped["ci_cd_gate"]["insufficient"]
     proxy = dumped.get("proxy")
     if proxy is not None and proxy.get("calibrated") is True:
         del proxy["calibrated"]

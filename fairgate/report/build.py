@@ -19,8 +19,10 @@ from fairgate.report.format import (
     calibration_axes,
     flatten,
     fmt_count,
+    labels_of,
     policy_metric_label,
     roc_axes,
+    value_labels,
 )
 from fairgate.report.individual import individual_view
 from fairgate.report.mitigation import mitigation_view
@@ -56,16 +58,21 @@ def build_view(
     document = as_document(doc)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
+    with value_labels(labels_of(document.policy)):  # coded group values read as the policy's labels: say
+        return _build(document, min_cell_size, use_case)
+
+
+def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) -> ReportView:
     pages = kind_of(document.task).report_pages
     if pages is not None:  # a kind with its own pages (the shared ones are built below)
         return _kind_view(document, pages, min_cell_size, use_case)
-    suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
+    suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
     slicing_sections = sections(document, results, suppression)
-    roc = curve_sets(document.curves.roc, suppression, roc_axes(words))
+    roc = curve_sets(document.curves.roc, suppression, roc_axes(words), results)
     calibration = curve_sets(
-        document.curves.calibration, suppression, calibration_axes(words, document.favorable_label)
+        document.curves.calibration, suppression, calibration_axes(words, document.favorable_label), results
     )
     maps = heatmaps(slicing_sections, results)
     return ReportView(
@@ -107,7 +114,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
     The frame: verdict and judged results, data quality, trace, the judged metrics' glossary. The binary
     sections (ROC, calibration, slicing tables, mitigation advice) are left empty.
     """
-    suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
+    suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     adverse = _adverse_words(document)
     results = [_kind_row(result_row(r, suppression, words), adverse) for r in document.results]
@@ -199,7 +206,7 @@ def _verdict_part(document: AuditDocument, results: list[ResultRow]) -> dict[str
         "verdict": verdict,
         "verdict_text": verdict.upper(),
         "verdict_sentence": summary.verdict_sentence(
-            verdict, detail.n_failed, detail.n_results, detail.fail_on, failures
+            verdict, detail.n_failed, detail.n_results, detail.fail_on, failures, detail.insufficient
         ),
         "fail_on": detail.fail_on,
         "n_failed": detail.n_failed,

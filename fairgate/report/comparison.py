@@ -75,6 +75,9 @@ class CandidateView:
     accuracy: ChangeRow
     changes: list[ChangeRow]
     n_worse: int
+    own_audit: str  # "pass" or "FAIL" (or the verdict), from its own audit against the policy
+    passes_policy: bool
+    failed: list[str]
     agreement: str
     predictions: str
     plane_x: str
@@ -105,6 +108,7 @@ class ComparisonView:
     decision: str
     decision_text: str
     chosen: str | None
+    chosen_fails_policy: bool
     reasons: list[str]
     rule_text: str
     rule_details: list[tuple[str, str]]
@@ -135,12 +139,23 @@ def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
         decision=decision,
         decision_text=decision.replace("_", " ").upper(),
         chosen=document.get("chosen"),
+        chosen_fails_policy=bool(document.get("chosen_fails_policy")),
         reasons=list(document["reasons"]),
         rule_text=_RULES[rule["rule"]],
         rule_details=[
             ("rule", str(rule["rule"])),
             ("fairness margin", f"{rule['margin']:g} (a worsening up to this is tolerated)"),
             ("accuracy margin", f"{rule['accuracy_margin']:g}"),
+            (
+                "promotable",
+                "its own audit passes the policy (the gate's decision rule) and no fairness metric is worse",
+            ),
+            (
+                "failing candidates",
+                "may be promoted when significantly better than the baseline (promote_failing_if_better)"
+                if rule.get("promote_failing_if_better")
+                else "never promoted (promote_failing_if_better: false)",
+            ),
             ("worse means", "the deciding interval of the change lies wholly beyond the margin on the worse side"),
             ("intervals", f"{statistics['method']}, {statistics['n_bootstrap']} replicates, seed {statistics['seed']}"),
             ("shown interval level", f"{statistics['confidence_level']:g}"),
@@ -148,8 +163,8 @@ def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
             ("multiplicity", str(statistics["multiplicity"])),
             (
                 "several candidates",
-                "promote when at least one candidate may be; the chosen one has the largest "
-                "accuracy change among them (exit 0), none: exit 1",
+                "promote when at least one candidate may be (exit 0), none: exit 1; the chosen one has a significant "
+                "accuracy gain (the largest), else it is the first promotable one given",
             ),
         ],
         n_rows=int(document["n_rows"]),
@@ -196,6 +211,9 @@ def _candidate(
         accuracy=accuracy,
         changes=rows,
         n_worse=sum(r.status == "worse" for r in rows),
+        own_audit="pass" if entry["passes_policy"] else str(entry["audit"]["verdict"]).upper(),
+        passes_policy=bool(entry["passes_policy"]),
+        failed=list(entry["audit"]["failed"]),
         agreement=(
             f"{agreement['same_decision']} of {entry['n_rows']} people decided alike; favourable only for the "
             f"baseline: {agreement['favourable_only_baseline']}, only for the candidate: "

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from fairgate.document.diagnostics import CalibrationCurve, RocCurve
 from fairgate.report.format import base_metrics, group_label, metric_label, round_number, slicing_key
-from fairgate.report.model import Breakdown, Curve, CurveSet, Heatmap, ResultRow, SlicingSection
+from fairgate.report.model import Breakdown, Curve, CurveSet, GroupRow, Heatmap, ResultRow, SlicingSection
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import SlicingKey, Suppression
 
 #: Curves per chart: more are unreadable; the tables carry the rest (and the caption names who is left out).
@@ -16,7 +17,10 @@ SPARSE_BINS = 3
 
 
 def curve_sets(
-    curves: Sequence[RocCurve | CalibrationCurve], suppression: Suppression, axes: tuple[str, str] = ("", "")
+    curves: Sequence[RocCurve | CalibrationCurve],
+    suppression: Suppression,
+    axes: tuple[str, str] = ("", ""),
+    results: Sequence[ResultRow] = (),
 ) -> list[CurveSet]:
     """One set of curves per slicing, largest groups first, saying which groups are left out and why.
 
@@ -27,7 +31,10 @@ def curve_sets(
     grouped: dict[SlicingKey, list[RocCurve | CalibrationCurve]] = {}
     for item in curves:
         grouped.setdefault(tuple(item.slicing), []).append(item)
-    return [_curve_set(slicing, items, suppression, axes) for slicing, items in grouped.items()]
+    return [
+        _curve_set(slicing, items, suppression, axes, failure_labels(results, slicing))
+        for slicing, items in grouped.items()
+    ]
 
 
 def _curve_set(
@@ -35,12 +42,23 @@ def _curve_set(
     items: list[RocCurve | CalibrationCurve],
     suppression: Suppression,
     axes: tuple[str, str],
+    named: set[str],
 ) -> CurveSet:
     k = suppression.min_cell_size
     hidden = [i for i in items if suppression.hides(slicing, i.group)]
     drawn: list[Curve] = []
     sparse: list[str] = []
     omitted: list[str] = []
+    # One selection rule (fairgate.report.selection): the groups named in a failure, then the largest, among
+    # the groups with a curve to draw.
+    drawable = [i for i in items if not suppression.hides(slicing, i.group) and _points(i, k)[0]]
+    chosen = select_groups(
+        drawable,
+        label=lambda i: group_label(i.group, slicing),
+        size=lambda i: suppression.size(slicing, i.group),
+        named=named,
+        limit=MAX_CURVES,
+    )
     visible = sorted(
         (i for i in items if not suppression.hides(slicing, i.group)),
         key=lambda i: -(suppression.size(slicing, i.group) or 0),
@@ -51,8 +69,8 @@ def _curve_set(
         xs, ys = _points(item, k)
         if not xs:
             omitted.append(f"{label} (n={n:,}): no score bin holds {k} people")
-        elif len(drawn) >= MAX_CURVES:
-            omitted.append(f"{label} (n={n:,}): past the {MAX_CURVES} largest groups")
+        elif not any(item is c for c in chosen):
+            omitted.append(f"{label} (n={n:,}): not among the groups named in a failure or the largest")
         else:
             if isinstance(item, CalibrationCurve) and len(xs) < SPARSE_BINS:
                 sparse.append(f"{label} (n={n:,}): {len(xs)} bin(s) of {k}+ people")
@@ -144,6 +162,44 @@ def _heatmap(section: SlicingSection, base: str, label: str, note: str) -> Heatm
         excluded[i][j] = not g.sufficient and not g.suppressed
         values[i][j] = None if g.suppressed else g.cells[col].value
     return Heatmap(section.key, label, base, row_labels, col_labels, values, suppressed, excluded, note)
+
+
+def threshold_line(section: SlicingSection, metric: str) -> tuple[float, str] | None:
+    """Where a group's rate would breach the policy, given the judged groups (drawn as a dashed line).
+
+    Selection rate: the ratio threshold times the highest rate (four-fifths rule), or the highest rate minus a
+    difference threshold. Error rates: the lowest rate plus the difference threshold. Only the groups the
+    judgement rests on count (large enough and shown): a group left out of the judgement, however extreme its
+    rate, does not move the line, or judged groups would look as if they breach.
+    """
+    if metric not in section.metric_names:
+        return None
+    col = section.metric_names.index(metric)
+    values = [v for g in section.groups if g.sufficient and not g.suppressed and (v := g.cells[col].value) is not None]
+    if not values:
+        return None
+    aliases = {metric, "true_positive_rate"} if metric == "false_negative_rate" else {metric}
+    for result in section.results:
+        if result.threshold is None or not aliases & set(base_metrics(result.metric)):
+            continue
+        if result.metric.endswith("_ratio"):
+            return max(values) * result.threshold, f"{result.threshold:g} × highest judged"
+        if metric == "selection_rate":
+            return max(values) - result.threshold, f"highest judged − {result.threshold:g}"
+        return min(values) + result.threshold, f"lowest judged + {result.threshold:g}"
+    return None
+
+
+def chart_rows(section: SlicingSection, limit: int) -> list[GroupRow]:
+    """The groups a chart of the section draws, by the one selection rule: named in a failure, then the largest."""
+    return select_groups(
+        section.groups,
+        label=lambda g: g.label,
+        size=lambda g: g.n,
+        hidden=lambda g: g.suppressed,
+        named=failure_labels(section.results, section.attributes),
+        limit=limit,
+    )
 
 
 def breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fairgate.document.individual import Consistency, Counterfactual, FlipDirection, GroupFlips
 from fairgate.engine.labels import slicing_label
-from fairgate.report.format import fmt, fmt_count, group_label
+from fairgate.report.format import fmt, fmt_count, group_label, interval_text
 from fairgate.report.individual_model import ConsistencyRow, FlipRow, IndividualView
 from fairgate.report.model import GlossaryRow
 from fairgate.report.suppress import Suppression
@@ -109,7 +109,7 @@ def _people(consistency: Consistency) -> str:
 
 
 def _interval(low: float | None, high: float | None) -> str:
-    return "–" if low is None or high is None else f"[{fmt(low)}, {fmt(high)}]"
+    return f"[{interval_text(low, high)}]" if interval_text(low, high) else "–"
 
 
 def _directions(up: FlipDirection, down: FlipDirection) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from fairgate.document.mitigation import MitigationBlock
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import STATUS_MARKS, fmt, fmt_count, policy_metric_label, slicing_key
+from fairgate.report.format import STATUS_MARKS, fmt, fmt_count, interval_text, policy_metric_label, slicing_key
 from fairgate.report.mitigation_model import AccuracyRow, Fact, MitigationResultRow, MitigationView
 
 METHOD_TITLES = {
@@ -108,7 +108,7 @@ def _result_row(result: Any, words: Outcomes, focus: bool) -> MitigationResultRo
 
 
 def _interval(low: float | None, high: float | None) -> str:
-    return "–" if low is None or high is None else f"[{fmt(low)}, {fmt(high)}]"
+    return f"[{interval_text(low, high)}]" if interval_text(low, high) else "–"
 
 
 def _points(change: float | None) -> str:

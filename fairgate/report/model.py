@@ -91,8 +91,9 @@ class SlicingSection:
     n_suppressed: int
     n_insufficient: int
     failed: bool
-    # The groups the PDF lists when the intersection is large: the PDF_ROW_LIMIT furthest from the median on
-    # the judged metrics, furthest first, then any large group left (all groups, largest first, when few).
+    # The groups the PDF lists when the intersection is large (fairgate.report.selection): every group named in
+    # a failure and every large group, the rest of PDF_ROW_LIMIT furthest from the median on the judged metrics,
+    # furthest first (all groups, largest first, when few).
     highlight: list[GroupRow]
     count_labels: list[str] = field(default_factory=list)  # TP, FP, TN, FN when the groups carry counts
     counts_note: str = ""  # what the counts are (people, or effective sizes under weights)

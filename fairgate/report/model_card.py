@@ -17,7 +17,7 @@ from typing import Any
 from fairgate.document.document import AuditDocument
 from fairgate.engine.labels import slicing_label
 from fairgate.policy.model_card import CARD_FIELDS, ModelCard
-from fairgate.report.format import fmt_count, metric_label
+from fairgate.report.format import fmt, fmt_count, interval_text, metric_label
 from fairgate.report.model import KeyValue, ModelCardView
 from fairgate.report.provenance import NO_WINDOW, data_window
 
@@ -192,8 +192,8 @@ def card_markdown(document: AuditDocument) -> str:
     lines += [f"- **{kv.key}:** {_md(kv.value)}" for kv in view.facts]
     lines += ["", "| Metric | Slicing | Value | Interval | Threshold | Status |", "|---|---|---|---|---|---|"]
     for r in document.results:
-        interval = "–" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.4g} to {r.ci_high:.4g}"
-        value = "–" if r.value is None else f"{r.value:.4g}"
+        interval = interval_text(r.ci_low, r.ci_high) or "–"
+        value = fmt(r.value)
         label = _md(metric_label(r.metric))
         lines.append(
             f"| {label} | {_md(slicing_label(r.slicing))} | {value} | {interval} | {r.threshold:g} | {r.status} |"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.stats import z_value
+from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
 from fairgate.report.format import fmt, metric_label
 
@@ -130,12 +131,14 @@ class WindowRow:
     slicing_label: str
     value_text: str
     ci_text: str
+    decision_text: str  # the gate's interval the status was decided on
     baseline_text: str
     change_text: str
     p_text: str
     significant: bool
     status: str
     reason: str
+    status_reason: str  # the gate's words for the status (the HTML shows it)
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,11 @@ class MonitoringView:
     night: str
     run_id: str
     created_at: str
-    sentence: str
+    sentence: str  # the night's headline: windows' verdict · drift · ongoing episodes
+    badge: str
+    badge_class: str  # fail, pass or note (no evidence either way)
+    episodes: list[str]  # drift episodes still open tonight
+    underpowered: list[str]  # alert rules too weak for their min_change, with the volume they need
     baseline_text: str
     confidence_level_text: str
     alerts: list[AlertRow]
@@ -172,6 +179,9 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
     alerted = {(a["metric"], a["slicing"]) for a in alerts}
     windows = list(document.get("windows") or [])
     legend = _slicings(windows)
+    head = document.get("headline") or headline(
+        windows, alerts, list(document.get("episodes") or []), watching=document.get("detector") is not None
+    )
     detector = document.get("detector") or {}
     night_panels = _night_panels(detector.get("streams") or [], level, {a["stream"]: a for a in alerts}, alerts)
     streams = _stream_rows(detector.get("streams") or [], {a["stream"] for a in alerts})
@@ -182,7 +192,11 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         night=str(document.get("night", "")),
         run_id=str(document.get("run_id", "")),
         created_at=str(document.get("created_at", "")),
-        sentence=_sentence(document, alerts),
+        sentence=f"Night {document.get('night', '')}. {head['text']}",
+        badge=str(head["badge"]),
+        badge_class="pass" if head["badge"] == "PASS" else ("note" if head["badge"] == "NO EVIDENCE" else "fail"),
+        episodes=[_episode_text(e) for e in document.get("episodes") or []],
+        underpowered=[str(rule["detail"]) for rule in document.get("underpowered") or []],
         baseline_text=_baseline_text(document.get("baseline")),
         confidence_level_text=f"{level:.0%}",
         alerts=[_alert_row(a) for a in alerts],
@@ -205,15 +219,14 @@ def window_label(window: str) -> str:
     return WINDOW_LABELS.get(window, f"{window} days")
 
 
-def _sentence(document: Mapping[str, Any], alerts: Sequence[Mapping[str, Any]]) -> str:
-    night = document.get("night", "")
-    if document.get("detector") is None:
-        return f"Night {night}: no drift detection (no alert rules, or no baseline yet)."
-    if not alerts:
-        streams = len((document.get("detector") or {}).get("streams") or [])
-        return f"Night {night}: no drift alert; {streams} stream(s) watched."
-    groups = sorted({f"{a['group']} ({a['slicing']})" for a in alerts})
-    return f"Night {night}: {len(alerts)} drift alert(s), for {', '.join(groups)}."
+def _episode_text(episode: Mapping[str, Any]) -> str:
+    verb = "rose" if episode.get("direction") == "up" else "fell"
+    rate = RATE_SHORT.get(str(episode.get("component")), str(episode.get("component") or ""))
+    return (
+        f"{metric_label(str(episode['metric']))} on {episode['slicing']}: {episode['group']}'s {rate} gap {verb} by "
+        f"{abs(float(episode['change'])):.3f}; alerted on {episode['since']}, still open on {episode['last_night']} "
+        f"({int(episode.get('confirmations') or 0)} confirming alarm(s) since)"
+    )
 
 
 def _baseline_text(baseline: Mapping[str, Any] | None) -> str:
@@ -286,22 +299,35 @@ def _mark(result: Mapping[str, Any] | None) -> WindowMark | None:
     )
 
 
+def _window_title(window: Mapping[str, Any]) -> str:
+    """A window's label, marked when it sums the same periods as an earlier one (the same numbers)."""
+    label = window_label(str(window.get("window")))
+    same = window.get("same_as")
+    return f"{label} (= {window_label(str(same))})" if same else label
+
+
+def _interval(low: Any, high: Any) -> str:
+    return f"{fmt(low)} – {fmt(high)}" if low is not None and high is not None else "–"
+
+
 def _window_row(window: Mapping[str, Any], result: Mapping[str, Any]) -> WindowRow:
     low, high = result.get("ci_low"), result.get("ci_high")
     change = result.get("change")
     p = result.get("p_value")
     return WindowRow(
-        window=window_label(str(window.get("window"))),
+        window=_window_title(window),
         metric_label=metric_label(result["metric"]),
         slicing_label=_slicing(result.get("slicing")),
         value_text=fmt(result.get("value")),
-        ci_text=f"{fmt(low)} – {fmt(high)}" if low is not None and high is not None else "–",
+        ci_text=_interval(low, high),
+        decision_text=_interval(result.get("decision_ci_low"), result.get("decision_ci_high")),
         baseline_text=fmt(result.get("baseline_value")),
         change_text=_signed(change),
         p_text="–" if p is None else f"{p:.3g}",
         significant=bool(result.get("significant")),
         status=str(result.get("status") or "–"),
         reason=str(result.get("reason") or ""),
+        status_reason=str(result.get("status_reason") or ""),
     )
 
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.multiclass import ClassSummaryValue, MulticlassBlock, MulticlassGroup
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
 
 #: The rates the report shows per class (the document holds more), with their short names.
@@ -23,8 +24,6 @@ SHOWN_RATES = {
     "true_positive_rate": "TPR (recall)",
     "false_positive_rate": "FPR",
 }
-#: How many groups of an intersection the PDF lists (the HTML lists all).
-PDF_GROUP_LIMIT = 8
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ def multiclass_pages(document: AuditDocument, suppression: Suppression) -> Multi
     if block is None:
         raise ValueError("a multiclass document needs its multiclass block")
     slicings = [list(s) for s in document.slicings if s]
-    pages = [_page(block, slicing, suppression) for slicing in slicings]
+    pages = [_page(block, slicing, suppression, failure_labels(document.results, slicing)) for slicing in slicings]
     adverse = block.adverse_classes
     adverse_text = (
         f"Adverse classes: {', '.join(adverse)}. Rules named adverse.<metric> judge the decision 'not an adverse "
@@ -142,14 +141,20 @@ def multiclass_pages(document: AuditDocument, suppression: Suppression) -> Multi
     )
 
 
-def _page(block: MulticlassBlock, slicing: list[str], suppression: Suppression) -> SlicingPage:
+def _page(block: MulticlassBlock, slicing: list[str], suppression: Suppression, named: set[str]) -> SlicingPage:
     groups = [g for g in block.groups if g.slicing == slicing]
     key = slicing_key(slicing)
     intersection = len(slicing) > 1
     shown = groups
-    if intersection and len(groups) > PDF_GROUP_LIMIT:  # the largest groups, in table order; the HTML lists all
-        largest = sorted(groups, key=lambda g: -(g.n or 0))[:PDF_GROUP_LIMIT]
-        shown = [g for g in groups if any(g is kept for kept in largest)]
+    if intersection:  # one rule: the groups named in a failure, then the largest; the HTML lists all
+        chosen = select_groups(
+            groups,
+            label=lambda g: group_label(g.group, slicing),
+            size=lambda g: g.n,
+            hidden=lambda g: _hidden(g, suppression),
+            named=named,
+        )
+        shown = [g for g in groups if any(g is kept for kept in chosen)]
     confusions = [] if intersection else [_confusion(g, block.classes, suppression) for g in groups]
     tables = [
         RateTable(
@@ -178,10 +183,17 @@ def _hidden(group: MulticlassGroup, suppression: Suppression) -> bool:
     return bool(group.suppressed) or suppression.hides(list(group.slicing), group.group)
 
 
+def _size_text(group: MulticlassGroup, suppression: Suppression) -> str:
+    """A hidden group's size: printed when the suppression publishes it (only a count of it is hidden)."""
+    if group.n is None or group.suppressed or suppression.hides_size(list(group.slicing), group.group):
+        return "suppressed"
+    return fmt_count(group.n)
+
+
 def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppression) -> ConfusionView:
     label = group_label(group.group, list(group.slicing))
     if _hidden(group, suppression) or group.confusion is None:
-        return ConfusionView(label, "suppressed", "–", [], True)
+        return ConfusionView(label, _size_text(group, suppression), "–", [], True)
     rows = []
     peak = max((v or 0.0 for row in group.confusion for v in row), default=0.0) or 1.0
     for i, row in enumerate(group.confusion):
@@ -203,15 +215,10 @@ def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppress
 def _rate_row(group: MulticlassGroup, rate: str, suppression: Suppression) -> RateRow:
     label = group_label(group.group, list(group.slicing))
     if _hidden(group, suppression):
-        return RateRow(label, "suppressed", ["–" for _ in group.rates[rate]], True, group.sufficient)
+        return RateRow(label, _size_text(group, suppression), ["–" for _ in group.rates[rate]], True, group.sufficient)
     cells = []
     for estimate in group.rates[rate]:
-        if estimate.value is None:
-            cells.append("undefined")
-        elif estimate.ci_low is None or estimate.ci_high is None:
-            cells.append(fmt(estimate.value))
-        else:
-            cells.append(f"{fmt(estimate.value)} [{fmt(estimate.ci_low)}–{fmt(estimate.ci_high)}]")
+        cells.append(estimate_text(estimate.value, estimate.ci_low, estimate.ci_high))
     return RateRow(label, fmt_count(group.n or 0), cells, False, group.sufficient)
 
 
@@ -243,11 +250,7 @@ def _chart(
 
 
 def _value_text(value: ClassSummaryValue) -> str:
-    if value.value is None:
-        return "undefined"
-    if value.ci_low is None or value.ci_high is None:
-        return fmt(value.value)
-    return f"{fmt(value.value)} [{fmt(value.ci_low)}–{fmt(value.ci_high)}]"
+    return estimate_text(value.value, value.ci_low, value.ci_high)
 
 
 def _summary_row(summary: object, classes: list[str]) -> SummaryRow:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal, WorstSubgroup
+from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, rate_label, round_number, slicing_key
+from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, rate_label, slicing_key
 from fairgate.report.model import KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
 
@@ -14,7 +14,7 @@ def base_rates(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyVa
     out = []
     for item in diagnostics.base_rates:
         visible = [g for g in item.groups if not suppression.hides(item.slicing, g.group)]
-        parts = [f"{group_label(g.group, item.slicing)} {fmt(round_number(g.base_rate))}" for g in visible]
+        parts = [f"{group_label(g.group, item.slicing)} {fmt(g.base_rate)}" for g in visible]
         hidden = len(item.groups) - len(visible)
         text = "; ".join(parts) + (f"; {hidden} suppressed" if hidden else "")
         if item.differ is not None:
@@ -54,8 +54,8 @@ def worst_subgroups(
             group=group_label(item.group, item.slicing),
             adverse=_adverse_word(item.direction),
             rate=rate_label(item.metric, words),
-            value_text=fmt(round_number(item.value)),
-            ci_text=_interval(item),
+            value_text=fmt(item.value),
+            ci_text=interval_text(item.ci_low, item.ci_high),
             n_text=fmt_count(item.n),
         )
         for item in diagnostics.worst_subgroups
@@ -72,24 +72,15 @@ def _adverse_word(direction: str) -> str:
     return "lowest" if direction == "higher_is_better" else "highest"
 
 
-def _interval(item: WorstSubgroup) -> str:
-    if item.ci_low is None or item.ci_high is None:
-        return ""
-    return f"{fmt(round_number(item.ci_low))}–{fmt(round_number(item.ci_high))}"
-
-
 def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:
     """Insufficient groups, one row per slicing; a suppressed group's size is never shown.
 
-    It reads "n < k" when the group is small, and "size suppressed" when it is hidden so a small one cannot be
-    derived.
+    It reads "size suppressed" for every group whose size is hidden, whatever the reason (under the minimum, or
+    hidden so that one under it cannot be derived): two labels would tell which hidden groups are not small.
     """
-    k = suppression.min_cell_size
     by_slicing: dict[str, list[str]] = {}
     for item in diagnostics.insufficient_groups:
-        if item.n is None or item.n < k:
-            size = f"n < {k}"
-        elif suppression.hides(item.slicing, item.group):
+        if item.n is None or suppression.hides_size(item.slicing, item.group):
             size = "size suppressed"
         else:
             size = f"n = {fmt_count(item.n)}"

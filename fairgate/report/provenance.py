@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from fairgate.document.document import AuditDocument
-from fairgate.report.format import fmt, fmt_count, metric_label, round_number
+from fairgate.report.format import fmt, fmt_count, interval_text, metric_label
 from fairgate.report.model import AttenuationRow, CheckRow, KeyValue
 
 NO_WINDOW = "not stated in the inputs"
@@ -90,7 +90,7 @@ def proxy_attenuation(proxy: Mapping[str, Any] | None) -> tuple[str, list[Attenu
     ...     "corrected": {"value": 0.15, "ci_low": 0.1, "ci_high": 0.2}}]}
     >>> statement, rows = proxy_attenuation({"attenuation": block})
     >>> statement, rows[0].corrected, rows[0].factor
-    ('Gaps shrink.', '0.150 [0.100, 0.200]', '0.200')
+    ('Gaps shrink.', '0.150 [0.100–0.200]', '0.200')
     """
     block = (proxy or {}).get("attenuation")
     if not block:
@@ -99,13 +99,13 @@ def proxy_attenuation(proxy: Mapping[str, Any] | None) -> tuple[str, list[Attenu
     for entry in block.get("metrics", []):
         corrected = entry.get("corrected") or {}
         value = corrected.get("value")
-        interval = f" [{fmt(round_number(corrected.get('ci_low')))}, {fmt(round_number(corrected.get('ci_high')))}]"
+        interval = f" [{interval_text(corrected.get('ci_low'), corrected.get('ci_high'))}]"
         rows.append(
             AttenuationRow(
                 metric=metric_label(entry["metric"]),
-                naive=fmt(round_number(entry.get("naive_value"))),
-                corrected=fmt(round_number(value)) + (interval if corrected.get("ci_low") is not None else ""),
-                factor=fmt(round_number(entry.get("attenuation_factor"))),
+                naive=fmt(entry.get("naive_value")),
+                corrected=fmt(value) + (interval if corrected.get("ci_low") is not None else ""),
+                factor=fmt(entry.get("attenuation_factor")),
                 note=str(entry.get("reason", "")),
             )
         )
@@ -126,6 +126,10 @@ def policy_text(policy: Mapping[str, Any]) -> str:
         - {name: x, threshold: 0.1}
       statistics: {seed: 0}
     """
+    attributes = policy.get("sensitive_attributes")
+    if isinstance(attributes, list):  # an attribute without labels: (most) shows no "labels: null"
+        attrs = [{k: v for k, v in a.items() if not (k == "labels" and v is None)} for a in attributes]
+        policy = {**policy, "sensitive_attributes": attrs}
     try:
         return "\n".join(["fairness_checker:", *_compact_lines(policy, "  ")])
     except yaml.YAMLError:

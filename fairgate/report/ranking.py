@@ -18,12 +18,12 @@ from fairgate.document.common import Estimate
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.ranking import RankingBlock, RankingSummary
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
+from fairgate.report.results import redact
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
 
-#: How many groups of an intersection the PDF lists and draws (the HTML lists all).
-PDF_GROUP_LIMIT = 8
 _DISCOUNTS = {
     "log2": "1 / log2(1 + rank) (DCG's discount, Singh & Joachims 2018)",
     "reciprocal": "1 / rank",
@@ -82,6 +82,7 @@ class SlicingPage:
     anchor: str
     intersection: bool
     rows: list[GroupRow]
+    pdf_rows: list[GroupRow]  # the PDF's: every group named in a failure, then the largest (one selection rule)
     exposure_chart: ExposureChart | None
     share_chart: ShareChart | None
     n_groups: int
@@ -138,7 +139,7 @@ def ranking_pages(document: AuditDocument, suppression: Suppression) -> RankingP
         judged_k=block.judged_k,
         pages=pages,
         slicings=[slicing_key(s) for s in slicings],
-        summaries=_summary_rows(block.summaries, slicings, notes),
+        summaries=_summary_rows(block.summaries, slicings, notes, suppression),
         notes=notes,
         glossary=_glossary(block),
     )
@@ -150,11 +151,9 @@ def _discount_text(block: RankingBlock) -> str:
 
 
 def _estimate_text(estimate: Estimate | None) -> str:
-    if estimate is None or estimate.value is None:
+    if estimate is None:
         return "undefined"
-    if estimate.ci_low is None or estimate.ci_high is None:
-        return fmt(estimate.value)
-    return f"{fmt(estimate.value)} [{fmt(estimate.ci_low)}–{fmt(estimate.ci_high)}]"
+    return estimate_text(estimate.value, estimate.ci_low, estimate.ci_high)
 
 
 def _hidden(group: GroupEntry, suppression: Suppression) -> bool:
@@ -185,19 +184,25 @@ def _page(document: AuditDocument, block: RankingBlock, slicing: list[str], supp
     groups = [g for g in document.groups if g.slicing == slicing]
     key = slicing_key(slicing)
     intersection = len(slicing) > 1
-    shown = [g for g in groups if not _hidden(g, suppression)]
-    if len(shown) > PDF_GROUP_LIMIT:  # the largest groups in the charts; the tables list all
-        shown = sorted(shown, key=lambda g: -(g.n or 0))[:PDF_GROUP_LIMIT]
+    # One rule for the PDF's table and charts: the groups named in a failure, then the largest.
+    shown = select_groups(
+        groups,
+        label=lambda g: group_label(g.group, slicing),
+        size=lambda g: g.n,
+        hidden=lambda g: _hidden(g, suppression),
+        named=failure_labels(document.results, slicing),
+    )
     return SlicingPage(
         key=key,
         label=key,
         anchor="rank-" + "-".join(slicing),
         intersection=intersection,
         rows=[_row(g, block.judged_k, suppression) for g in groups],
+        pdf_rows=[_row(g, block.judged_k, suppression) for g in shown] if intersection else [],
         exposure_chart=_exposure_chart(key, block, slicing, shown),
         share_chart=_share_chart(key, block, slicing, shown),
         n_groups=len(groups),
-        n_hidden_in_pdf=max(0, len(groups) - PDF_GROUP_LIMIT) if intersection else 0,
+        n_hidden_in_pdf=len(groups) - len(shown) if intersection else 0,
     )
 
 
@@ -241,38 +246,41 @@ def _rounded(values: list[float | None]) -> list[float | None]:
     return [_round(v) for v in values]
 
 
-def _summary_rows(summaries: list[RankingSummary], slicings: list[list[str]], notes: list[str]) -> list[SummaryRow]:
+def _summary_rows(
+    summaries: list[RankingSummary], slicings: list[list[str]], notes: list[str], suppression: Suppression
+) -> list[SummaryRow]:
     """One row per (metric, cut-off), one cell per slicing; reasons become numbered notes (each text once)."""
     keys = list(dict.fromkeys((s.metric, s.k) for s in summaries))
     found = {(s.metric, s.k, tuple(s.slicing)): s for s in summaries}
     rows = []
     for metric, k in keys:
         label = metric_label(metric) + (f" (k = {k})" if k is not None else "")
-        cells = [_summary_cell(found.get((metric, k, tuple(slicing))), slicing, notes) for slicing in slicings]
+        cells = [
+            _summary_cell(found.get((metric, k, tuple(slicing))), slicing, notes, suppression) for slicing in slicings
+        ]
         rows.append(SummaryRow(label, cells))
     return rows
 
 
-def _summary_cell(summary: RankingSummary | None, slicing: list[str], notes: list[str]) -> SummaryCell:
+def _summary_cell(
+    summary: RankingSummary | None, slicing: list[str], notes: list[str], suppression: Suppression
+) -> SummaryCell:
     if summary is None:
         return SummaryCell("–", "–", "–", None)
-    if summary.value is None:
-        value = "undefined"
-    elif summary.ci_low is None or summary.ci_high is None:
-        value = fmt(summary.value)
-    else:
-        value = f"{fmt(summary.value)} [{fmt(summary.ci_low)}–{fmt(summary.ci_high)}]"
+    value = estimate_text(summary.value, summary.ci_low, summary.ci_high)
     note = None
     if summary.reason:
-        if summary.reason not in notes:
-            notes.append(summary.reason)
-        note = notes.index(summary.reason) + 1
-    return SummaryCell(
-        value_text=value,
-        worst=group_label(summary.worst_group, slicing) if summary.worst_group else "–",
-        best=group_label(summary.best_group, slicing) if summary.best_group else "–",
-        note=note,
-    )
+        reason = redact(summary.reason, slicing, suppression)  # a suppressed group is not named in a note
+        if reason not in notes:
+            notes.append(reason)
+        note = notes.index(reason) + 1
+
+    def name(group: dict[str, str] | None) -> str:
+        if not group:
+            return "–"
+        return "a suppressed small group" if suppression.hides(slicing, group) else group_label(group, slicing)
+
+    return SummaryCell(value_text=value, worst=name(summary.worst_group), best=name(summary.best_group), note=note)
 
 
 def _glossary(block: RankingBlock) -> list[GlossaryRow]:

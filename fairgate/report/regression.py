@@ -16,10 +16,11 @@ from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.regression import DistanceEntry, RegressionBlock, RegressionGroup
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import fmt, fmt_count, group_label, metric_label, round_number, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Cell, GlossaryRow, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import cell
+from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
 
 #: The group table's columns (document metric names) and their headings.
@@ -160,7 +161,7 @@ def regression_view(
         sections=sections,
         residual_definition=f"residual = {block.residual}: a positive mean residual means the model over-predicts",
         grid_text=(
-            f"{grid.bins:,} equal bins of width {grid.width:.3g} over [{grid.low:.4g}, {grid.high:.4g}] "
+            f"{grid.bins:,} equal bins of width {grid.width:.3g} over [{fmt(grid.low, 2)}, {fmt(grid.high, 2)}] "
             f"(range from {source})"
         ),
         bins_text=", ".join(fmt(e, 2) for e in block.prediction_bins),
@@ -175,7 +176,7 @@ def regression_view(
             (
                 metric_label(w.metric.removeprefix("worst_group_")),
                 slicing_key(w.slicing),
-                f"{fmt(w.value)} ({fmt(w.ci_low)}–{fmt(w.ci_high)})",
+                estimate_text(w.value, w.ci_low, w.ci_high, "()"),
                 "a suppressed small group" if suppression.hides(w.slicing, w.group) else group_label(w.group),
             )
             for w in block.worst_group_losses
@@ -231,7 +232,15 @@ def _section(
     )
     rows = _group_rows(entries, slicing, _reference_of(document, slicing), suppression)
     visible = [g for g in entries if not suppression.hides(slicing, g.group)]
-    drawn = visible[:MAX_SERIES]
+    # One selection rule for the charts: the groups named in a failure, then the largest.
+    chosen = select_groups(
+        visible,
+        label=lambda g: group_label(g.group, slicing),
+        size=lambda g: g.n,
+        named=failure_labels(document.results, slicing),
+        limit=MAX_SERIES,
+    )
+    drawn = [g for g in visible if any(g is c for c in chosen)]
     extra = {tuple(sorted(g.group.items())): g for g in block.groups if g.slicing == slicing}
     smallest = suppression.min_cell_size
     residuals = [
@@ -259,7 +268,7 @@ def _section(
         distances=[_distance_row(d, slicing) for d in sorted(distances, key=lambda d: -(d.ks_distance or 0.0))],
         n_suppressed=sum(r.suppressed for r in rows),
         n_insufficient=sum(not r.sufficient and not r.suppressed for r in rows),
-        omitted=[group_label(g.group, slicing) for g in visible[MAX_SERIES:]],
+        omitted=[group_label(g.group, slicing) for g in visible if not any(g is d for d in drawn)],
     )
 
 

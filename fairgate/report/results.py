@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from fairgate.document.common import Group
 from fairgate.document.results import PolicyResult
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import STATUS_MARKS, fmt, group_label, policy_metric_label, round_number, slicing_key
+from fairgate.report.format import (
+    STATUS_MARKS,
+    fmt,
+    group_label,
+    interval_text,
+    policy_metric_label,
+    round_number,
+    slicing_key,
+)
 from fairgate.report.model import ResultRow
 from fairgate.report.suppress import Suppression
 
@@ -16,10 +25,11 @@ from fairgate.report.suppress import Suppression
 def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes | None = None) -> ResultRow:
     """One policy result as a row: rounded numbers, threshold and gap texts, groups named unless suppressed."""
     slicing = list(result.slicing)
+    # Rounded once, from the document's values: the texts from them, the view's numbers (charts) beside them.
     value, threshold = round_number(result.value), round_number(result.threshold)
     low, high = round_number(result.ci_low), round_number(result.ci_high)
     higher = result.direction == "higher_is_better"
-    gap_text, severity = _gap(value, threshold, higher)
+    gap_text, severity = _gap(result.value, result.threshold, higher)
 
     def name(group: Group | None) -> str:
         if not group:
@@ -32,12 +42,12 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         slicing=slicing,
         slicing_label=slicing_key(slicing),
         value=value,
-        value_text=fmt(value),
-        ci_text=f"{fmt(low)}–{fmt(high)}" if low is not None and high is not None else "",
+        value_text=fmt(result.value),
+        ci_text=interval_text(result.ci_low, result.ci_high),
         ci_low=low,
         ci_high=high,
         threshold=threshold,
-        threshold_text=("≥ " if higher else "≤ ") + fmt(threshold) if threshold is not None else "–",
+        threshold_text=("≥ " if higher else "≤ ") + fmt(result.threshold) if threshold is not None else "–",
         status=result.status,
         mark=STATUS_MARKS.get(result.status, result.status.upper()),
         reason=redact(status_reason(result), slicing, suppression),
@@ -64,8 +74,8 @@ def judged_note(result: PolicyResult) -> str:
     if result.judged is None or result.naive is None:
         return ""
     naive = result.naive
-    low, high = round_number(naive.ci_low), round_number(naive.ci_high)
-    measured = fmt(round_number(naive.value)) + (f" [{fmt(low)}–{fmt(high)}]" if low is not None else "")
+    ci = interval_text(naive.ci_low, naive.ci_high)
+    measured = fmt(naive.value) + (f" [{ci}]" if ci else "")
     if result.judged == "corrected":
         return f"judged: attenuation-corrected; as measured (attenuated): {measured}"
     return "judged: as measured (attenuated, no correction): it can fail, never pass"
@@ -120,10 +130,10 @@ def _severity_text(severity: float, threshold: float | None) -> str:
 
 def _gap(value: float | None, threshold: float | None, higher: bool) -> tuple[str, float]:
     """How far past (or inside) the threshold the value is, as text, and its severity (relative gap)."""
-    if value is None or threshold is None:
+    if value is None or threshold is None or not math.isfinite(value) or not math.isfinite(threshold):
         return "", 0.0
     gap = (threshold - value) if higher else (value - threshold)
     severity = gap / abs(threshold) if threshold else gap
     if gap > 0:
-        return f"{'below' if higher else 'above'} the threshold by {abs(gap):.3f}", severity
-    return f"within the threshold by {abs(gap):.3f}", severity
+        return f"{'below' if higher else 'above'} the threshold by {fmt(abs(gap))}", severity
+    return f"within the threshold by {fmt(abs(gap))}", severity

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from fairgate.document.common import Estimate
@@ -15,12 +14,23 @@ from fairgate.report.format import (
     fmt,
     fmt_count,
     group_label,
+    interval_text,
     metric_label,
     round_number,
     slicing_key,
+    value_label,
 )
 from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
-from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, groups_by_slicing
+from fairgate.report.selection import LARGE_SHARE as LARGE_SHARE  # re-exported: the binary tables' rule
+from fairgate.report.selection import failure_labels, select_groups
+from fairgate.report.suppress import (
+    COUNT_NAMES,
+    GroupKey,
+    SlicingKey,
+    Suppression,
+    confusion_counts,
+    groups_by_slicing,
+)
 
 
 def sections(document: AuditDocument, results: list[ResultRow], suppression: Suppression) -> list[SlicingSection]:
@@ -66,7 +76,8 @@ def section(
         _group_row(entry, slicing, metric_names, group_key(entry.group) in hidden, suppression, reference)
         for entry in sorted(rows, key=lambda r: -(r.n or 0.0))
     ]
-    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT)
+    named = failure_labels(results, slicing)
+    highlight = group_rows if len(group_rows) <= PDF_ROW_LIMIT else furthest(group_rows, PDF_ROW_LIMIT, named)
     anchor = "s-" + "-".join("".join(c if c.isalnum() else "_" for c in a) for a in slicing)
     return SlicingSection(
         key=slicing_key(slicing),
@@ -109,20 +120,24 @@ def _group_row(
     suppression: Suppression,
     reference: GroupKey | None,
 ) -> GroupRow:
-    k = suppression.min_cell_size
-    # Counts follow the rates' suppression exactly: a hidden group hides its counts with its rates.
+    # A hidden group hides its rates and counts together (a rate with the size is a count); its size too unless
+    # the suppression publishes it. One label, whatever the reason: "n < k" would tell which hidden groups are not.
+    size_hidden = suppressed and suppression.hides_size(slicing, entry.group)
     if suppressed:
         cells = [Cell(SUPPRESSED) for _ in metric_names]
-        n_text = f"<{k}" if entry.n is not None and entry.n < k else SUPPRESSED
-        counts = [SUPPRESSED] * len(COUNT_LABELS) if confusion_counts(entry) else []
+        n_text = SUPPRESSED if size_hidden else fmt_count(entry.n)
+        counts = [
+            SUPPRESSED if suppression.hides_count(slicing, entry.group, name) else fmt_count(value)
+            for name, value in zip(COUNT_NAMES, confusion_counts(entry), strict=True)
+        ]
     else:
         cells = [cell(entry.metrics.get(m)) for m in metric_names]
         n_text = fmt_count(entry.n)
         counts = [fmt_count(c) for c in confusion_counts(entry)]
     return GroupRow(
         label=group_label(entry.group, slicing),
-        group={str(a): str(v) for a, v in entry.group.items()},
-        n=None if suppressed or entry.n is None else round(entry.n),
+        group={str(a): value_label(str(a), v) for a, v in entry.group.items()},
+        n=None if size_hidden or entry.n is None else round(entry.n),
         n_text=n_text,
         suppressed=suppressed,
         sufficient=entry.sufficient,
@@ -132,65 +147,22 @@ def _group_row(
     )
 
 
-def confusion_counts(entry: GroupEntry) -> list[float]:
-    """TP, FP, TN, FN of a group, from its size, base rate, TPR and FPR (empty when one is undefined).
-
-    The document keeps rates; the counts follow exactly: positives = n * base rate, TP = TPR * positives.
-
-    >>> from fairgate.document.common import Estimate
-    >>> rates = {"base_rate": 0.4, "true_positive_rate": 0.75, "false_positive_rate": 0.5}
-    >>> entry = GroupEntry(slicing=["a"], group={"a": "x"}, n=100, sufficient=True,
-    ...     metrics={m: Estimate(value=v, ci_low=None, ci_high=None) for m, v in rates.items()})
-    >>> confusion_counts(entry)
-    [30.0, 30.0, 30.0, 10.0]
-    """
-    if entry.n is None:  # a suppressed JSON's hidden group: its counts are hidden with its size
-        return []
-    values = {m: (entry.metrics[m].value if m in entry.metrics else None) for m in _COUNT_RATES}
-    if any(v is None or not math.isfinite(v) for v in values.values()):
-        # A group without positives has no TPR (or without negatives no FPR): take the count as 0 then.
-        base = values["base_rate"]
-        if base is None or not math.isfinite(base):
-            return []
-        if (values["true_positive_rate"] is None and base > 0) or (values["false_positive_rate"] is None and base < 1):
-            return []
-    positives = entry.n * float(values["base_rate"] or 0.0)
-    negatives = entry.n - positives
-    tp = positives * float(values["true_positive_rate"] or 0.0)
-    fp = negatives * float(values["false_positive_rate"] or 0.0)
-    return [round(x, 6) for x in (tp, fp, negatives - fp, positives - tp)]
-
-
-_COUNT_RATES = ("base_rate", "true_positive_rate", "false_positive_rate")
-
-
 def cell(estimate: Estimate | None) -> Cell:
     """A table cell: the rounded value and its interval."""
     if estimate is None:
         return Cell(fmt(None))
     value, low, high = (round_number(x) for x in (estimate.value, estimate.ci_low, estimate.ci_high))
-    ci = interval_text(low, high)
-    return Cell(fmt(value), ci, value, low, high)
+    # The texts are rounded once from the document's values; the rounded numbers are for the charts.
+    ci = interval_text(estimate.ci_low, estimate.ci_high, None)
+    return Cell(fmt(estimate.value), ci, value, low, high)
 
 
-def interval_text(low: float | None, high: float | None) -> str:
-    """An interval with the decimals its width needs: two, or up to four for narrow ones.
+def furthest(rows: list[GroupRow], limit: int, named: set[str] | frozenset[str] = frozenset()) -> list[GroupRow]:
+    """The visible groups the PDF lists for a large slicing, furthest from the median of any metric column first.
 
-    >>> interval_text(0.004, 0.0121), interval_text(0.21, 0.35), interval_text(None, 1.0)
-    ('0.004–0.012', '0.21–0.35', '')
-    """
-    if low is None or high is None:
-        return ""
-    width = abs(high - low)
-    digits = 2 if width <= 0 else max(2, min(4, -math.floor(math.log10(width))))
-    return f"{fmt(low, digits)}–{fmt(high, digits)}"
-
-
-def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
-    """The ``limit`` visible groups furthest from the median of any metric column, furthest first.
-
-    Every large group (at least :data:`LARGE_SHARE` of the people) follows, so a big group is never left out of
-    the PDF. When all visible groups fit, they keep their size order.
+    The one selection rule (:func:`fairgate.report.selection.select_groups`): every group named in a failure
+    and every large group, then the ``limit`` furthest from the median. When all visible groups fit, they keep
+    their size order.
     """
     visible = [g for g in rows if not g.suppressed]
     if len(visible) <= limit:
@@ -207,11 +179,6 @@ def furthest(rows: list[GroupRow], limit: int) -> list[GroupRow]:
         ]
         return max(gaps, default=0.0)
 
-    ranked = sorted(visible, key=lambda g: (-distance(g), -(g.n or 0)))
-    total = sum(g.n or 0 for g in visible)
-    large = [g for g in ranked[limit:] if total and (g.n or 0) >= LARGE_SHARE * total]
-    return ranked[:limit] + large
-
-
-#: A group holding at least this share of a slicing's people is listed in the PDF whatever its distance.
-LARGE_SHARE = 0.05
+    return select_groups(
+        visible, label=lambda g: g.label, size=lambda g: g.n, named=named, limit=limit, priority=lambda g: -distance(g)
+    )

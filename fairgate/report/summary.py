@@ -8,15 +8,28 @@ from typing import Any
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import policy_metric_label, slicing_key
 from fairgate.report.model import Action, Recommendation, ResultRow, ScoreCard, ScoreCell, ScoreRow, SlicingSection
+from fairgate.verdicts import insufficient_sentence, passed
 
 
-def verdict_sentence(verdict: str, n_failed: int, n_results: int, fail_on: str, failures: list[ResultRow]) -> str:
+def verdict_sentence(
+    verdict: str,
+    n_failed: int,
+    n_results: int,
+    fail_on: str,
+    failures: list[ResultRow],
+    insufficient: str | None = None,
+) -> str:
     """One sentence that says what the verdict means and, on a fail, the most severe failure.
+
+    ``insufficient`` (nothing could be judged): what that means and whether the policy's
+    ``ci_cd_gate.insufficient`` (``insufficient``, default block) lets it block.
 
     The most severe failure is the one furthest past its threshold relative to the threshold (the gap divided
     by the threshold), so differences and ratios with different thresholds compare on one scale.
     """
-    if verdict == "pass":
+    if verdict == "insufficient":
+        return insufficient_sentence(insufficient or "block")
+    if passed(verdict):
         extra = f" {n_failed} result(s) failed but the gate (fail_on: {fail_on}) allows it." if n_failed else ""
         return f"All gating checks passed: {n_results - n_failed} of {n_results} results within policy.{extra}"
     worst = most_severe(failures)

@@ -31,10 +31,9 @@ from tasks.mitigation.training import (
     fairlearn_constraint,
     predictions_frame,
     sample_weight_argument,
-    write_frame,
     write_json,
 )
-from tasks.outputs import write_atomic
+from tasks.outputs import write_atomic, write_frame
 from tasks.render.charts import INK, MUTED, PALETTE, chart_figure, set_margins, set_wrapped_title, to_svg
 from tasks.render.compare_report import comparison_report_files
 

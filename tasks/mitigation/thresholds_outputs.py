@@ -19,8 +19,8 @@ from prefect.cache_policies import NO_CACHE
 
 from fairgate.policy.core import Policy
 from tasks.mitigation.thresholds import ThresholdMitigation, thresholds_json
-from tasks.mitigation.training import audits_digest, write_frame
-from tasks.outputs import write_atomic
+from tasks.mitigation.training import audits_digest
+from tasks.outputs import write_atomic, write_frame
 from tasks.render.frontier_chart import frontier_chart
 
 OUTPUT_KINDS = ("thresholds", "predictions", "frontier")

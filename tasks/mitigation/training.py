@@ -27,7 +27,7 @@ from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.retraining import ConstraintChoice, accuracy_cost
 from fairgate.mitigation.reweighing import WEIGHT, Reweighing
 from tasks.inputs.io import parse_source, register_source
-from tasks.outputs import neutralised, write_atomic
+from tasks.outputs import write_atomic, write_frame
 
 MISSING_EXTRA = (
     "constrained retraining needs Fairlearn and scikit-learn, which are not installed: "
@@ -95,16 +95,6 @@ def weights_frame(training: pl.DataFrame, result: Reweighing, id_column: str) ->
         [training.select(id_column, *result.attributes, result.label), result.weights.to_frame(WEIGHT)],
         how="horizontal",
     )
-
-
-def write_frame(frame: pl.DataFrame, path: Path) -> Path:
-    """``frame`` as CSV or Parquet (by the suffix), atomically."""
-    buffer = io.BytesIO()
-    if path.suffix == ".parquet":
-        frame.write_parquet(buffer)
-    else:
-        neutralised(frame).write_csv(buffer)  # no cell a spreadsheet would run as a formula
-    return write_atomic(path, buffer.getvalue())
 
 
 def write_json(data: dict[str, Any], path: Path) -> Path:

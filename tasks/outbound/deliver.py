@@ -315,7 +315,7 @@ def send_outbox(
     resolve_credentials(smtp, environ)  # a missing credential is a configuration error, before any attempt
     outcomes: list[dict[str, Any]] = []
     unreachable: str | None = None
-    for path in sorted(Path(outbox).glob("*.eml")):
+    for path in sorted(p for p in Path(outbox).glob("*.eml") if p.is_file()):  # a FIFO would block the read
         outcomes.append(_send_kept(path, delivery, smtp, trail_path, sender, environ, unreachable=unreachable))
         if outcomes[-1].pop("server_down"):
             # The server failed every attempt: the next messages would wait as long for the same answer.

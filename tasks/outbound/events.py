@@ -22,9 +22,15 @@ from prefect.events.worker import EventsWorker
 from prefect.exceptions import EventTooLarge
 
 from fairgate.engine.labels import slicing_label
+from fairgate.verdicts import verdict_word
 
 AUDIT_COMPLETED = "fairgate.audit.completed"
 DELIVERY_FAILED = "fairgate.delivery.failed"
+#: The version of the events' contract (README, "What an automation can read"): 2 spells the verdict in lower
+#: case everywhere (resource label, payload, MLflow tags, flow-run state), as the audit document does.
+CONTRACT_VERSION = 2
+
+
 DRIFT_DETECTED = "fairgate.drift.detected"
 
 log = logging.getLogger(__name__)
@@ -61,7 +67,8 @@ def audit_completed_payload(
     """The ``fairgate.audit.completed`` payload of a run summary (flows/audit.py)."""
     report = summary.get("report") or {}
     return {
-        "verdict": summary["verdict"],
+        "contract_version": CONTRACT_VERSION,
+        "verdict": verdict_word(summary["verdict"]),
         "exit_code": summary["exit_code"],
         "failed_metrics": list(summary["failed_metrics"]),
         "run_id": summary["run_id"],
@@ -78,7 +85,7 @@ def emit_audit_completed(
     summary: Mapping[str, Any], flow_run_id: str | None, registry: Mapping[str, Any] | None
 ) -> dict[str, Any] | None:
     """Emit ``fairgate.audit.completed`` for a recorded run; return the event as sent (None: no Prefect API)."""
-    labels = {"fairgate.verdict": str(summary["verdict"]).upper()}
+    labels = {"fairgate.verdict": verdict_word(summary["verdict"])}
     if registry and registry.get("kind"):  # lets a registry's automation match its own audits only
         labels["fairgate.registry.kind"] = str(registry["kind"])
     resource = model_resource(summary["model_name"], summary["model_version"], **labels)

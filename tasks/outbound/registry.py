@@ -30,6 +30,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.errors import FairgateError
+from fairgate.verdicts import passed, verdict_word
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -61,6 +62,7 @@ SOURCE_KEYS = ("predictions", "labels", "attributes", "policy")  # read from tag
 EVENT_ID_TAG = "fairgate.event_id"
 STATUS_TAG = "fairgate.status"
 REGISTERED_STATUS = "registered"
+AUDITED_STATUS = "audited"  # after the write-back: "audited: <verdict>"
 SKIPPED_STATUS = "skipped: {reason}"
 DEFAULT_ALIAS = "fairness-approved"
 # MLflow refuses longer model-version tag values (its SQL store's column).
@@ -89,9 +91,35 @@ def mlflow_client(tracking_uri: str | None) -> MlflowClient:
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise FairgateError(NO_TRACKING_URI)
+    check_local_store(uri)
     for variable, value in MLFLOW_HTTP_DEFAULTS.items():
         os.environ.setdefault(variable, value)
     return MlflowClient(tracking_uri=uri)
+
+
+def check_local_store(uri: str) -> None:
+    """A local registry (``sqlite:///FILE``, ``file:///FOLDER`` or a folder) must exist: MLflow would create an
+    empty one, and a watch of it would report "0 registered" instead of the mistake.
+
+    >>> check_local_store("sqlite:///no-such-registry.sqlite")
+    Traceback (most recent call last):
+    fairgate.errors.FairgateError: tracking URI 'sqlite:///no-such-registry.sqlite': no MLflow database at ...
+    >>> check_local_store("http://127.0.0.1:5000")
+    """
+    parts = urlsplit(uri)
+    if parts.scheme == "sqlite":
+        path = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+        what = "no MLflow database"
+    elif parts.scheme in {"", "file"}:
+        path = Path(parts.path if parts.scheme else uri)
+        what = "no MLflow file store"
+    else:
+        return
+    if path is None or not path.exists():
+        raise FairgateError(
+            f"tracking URI {uri!r}: {what} at {str(path or uri)!r} (fairgate does not create one); give the URI "
+            "of an existing registry, e.g. sqlite:///mlflow.db beside the MLflow server, or its http:// address"
+        )
 
 
 def check_reachable(uri: str, timeout: float = REACH_TIMEOUT_SECONDS) -> None:
@@ -413,16 +441,18 @@ def verdict_tags(payload: dict[str, Any]) -> dict[str, str]:
 
     >>> tags = verdict_tags({"verdict": "fail", "run_id": "r1", "failed_metrics": ["dpd@race"],
     ...                      "outputs": {"json": "/o/a.json", "pdf": "/o/a.pdf", "html": None}})
-    >>> tags["fairgate.verdict"], tags["fairgate.failed_metrics"], tags["fairgate.report"]
-    ('fail', '["dpd@race"]', '/o/a.pdf')
+    >>> tags["fairgate.verdict"], tags["fairgate.status"], tags["fairgate.failed_metrics"], tags["fairgate.report"]
+    ('fail', 'audited: fail', '["dpd@race"]', '/o/a.pdf')
     """
     missing = [key for key in ("verdict", "run_id") if payload.get(key) in (None, "")]
     if missing:
         raise FairgateError(BAD_COMPLETED_PAYLOAD.format(problem=f"has no {', '.join(missing)}"))
     outputs = payload.get("outputs") or {}
     report = next((outputs[kind] for kind in ("pdf", "html", "json") if outputs.get(kind)), "")
+    verdict = verdict_word(payload["verdict"])
     tags = {
-        TAG + "verdict": str(payload["verdict"]),
+        TAG + "verdict": verdict,
+        STATUS_TAG: f"{AUDITED_STATUS}: {verdict}",
         TAG + "run_id": str(payload["run_id"]),
         TAG + "failed_metrics": _bounded_json_list([str(m) for m in payload.get("failed_metrics") or []]),
         TAG + "report": str(report) or "none written",
@@ -511,7 +541,7 @@ def write_verdict(target: Target, payload: dict[str, Any], alias: str, tracking_
     for key, value in tags.items():
         client.set_model_version_tag(target.name, target.version, key, value)
     action = "untouched"
-    if str(payload["verdict"]).lower() == "pass":
+    if passed(payload["verdict"]):  # insufficient (nothing judged) is never a pass: the alias is not set
         client.set_registered_model_alias(target.name, alias, target.version)
         action = "set"
     elif alias in (current.aliases or []):

@@ -24,8 +24,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from fairgate.report import Breakdown, CurveSet, Heatmap, SlicingSection
-from fairgate.report.figures import SPARSE_BINS
-from fairgate.report.format import base_metrics
+from fairgate.report.figures import SPARSE_BINS, chart_rows, threshold_line
 from fairgate.report.model import Cell, Curve
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
@@ -122,6 +121,10 @@ def shorten(label: str, width: int = 28) -> str:
 
 #: ROC and calibration charts sit side by side under a group table: small, square-ish, legend inside.
 CURVE_SIZE = (3.4, 2.35)
+#: The curve charts' y-axis titles wrap to fit the figure's height (2.35 in at 6.5 pt: some 40 characters a
+#: line), in up to three lines, with the left margin to hold them: a longer title was clipped at both ends.
+Y_LABEL_WIDTH = 40
+Y_LABEL_MARGIN = 0.68
 
 
 def roc_chart(curves: CurveSet) -> str | None:
@@ -136,10 +139,10 @@ def roc_chart(curves: CurveSet) -> str | None:
             )
         ax.set(xlim=(0, 1), ylim=(0, 1.01))
         ax.set_xlabel(_axis(curves.x_label, "False positive rate"), fontsize=6.5)
-        ax.set_ylabel(_axis(curves.y_label, "True positive rate", 50), fontsize=6.5)
+        ax.set_ylabel(_axis(curves.y_label, "True positive rate", Y_LABEL_WIDTH), fontsize=6.5)
         top = set_wrapped_title(ax, f"ROC by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="lower right")
-        set_margins(fig, left=0.5, bottom=0.4, top=top)
+        set_margins(fig, left=Y_LABEL_MARGIN, bottom=0.4, top=top)
         return to_svg(fig)
 
 
@@ -162,10 +165,10 @@ def calibration_chart(curves: CurveSet) -> str | None:
             _reliability_line(ax, curve, series_colour(i))
         ax.set(xlim=(0, 1), ylim=(0, 1.01))
         ax.set_xlabel(_axis(curves.x_label, "Mean score of the favourable outcome"), fontsize=6.5)
-        ax.set_ylabel(_axis(curves.y_label, "Observed fraction favourable", 50), fontsize=6.5)
+        ax.set_ylabel(_axis(curves.y_label, "Observed fraction favourable", Y_LABEL_WIDTH), fontsize=6.5)
         top = set_wrapped_title(ax, f"Calibration by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="upper left")
-        set_margins(fig, left=0.5, bottom=0.4, top=top)
+        set_margins(fig, left=Y_LABEL_MARGIN, bottom=0.4, top=top)
         return to_svg(fig)
 
 
@@ -198,26 +201,6 @@ _RATE_PANELS = (
 )
 
 
-def _threshold_line(section: SlicingSection, metric: str, values: list[float]) -> tuple[float, str] | None:
-    """Where a group's rate would breach the policy, given the other groups (drawn as a dashed line).
-
-    Selection rate: the ratio threshold times the highest rate (four-fifths rule), or the highest rate minus a
-    difference threshold. Error rates: the lowest rate plus the difference threshold.
-    """
-    if not values:
-        return None
-    aliases = {metric, "true_positive_rate"} if metric == "false_negative_rate" else {metric}
-    for result in section.results:
-        if result.threshold is None or not aliases & set(base_metrics(result.metric)):
-            continue
-        if result.metric.endswith("_ratio"):
-            return max(values) * result.threshold, f"{result.threshold:g} × highest"
-        if metric == "selection_rate":
-            return max(values) - result.threshold, f"highest − {result.threshold:g}"
-        return min(values) + result.threshold, f"lowest + {result.threshold:g}"
-    return None
-
-
 def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = None) -> str | None:
     """Selection and error rates by group with CI bars and the policy threshold line, one panel per rate.
 
@@ -226,30 +209,50 @@ def rates_chart(section: SlicingSection, phrases: Mapping[str, str] | None = Non
     panels = [(m, t) for m, t in _RATE_PANELS if m in section.metric_names]
     titles = {m: "\n".join([t, *textwrap.wrap((phrases or {}).get(m, ""), 30)]) for m, t in panels}
     lines = max((title.count("\n") for title in titles.values()), default=0)
-    rows = [g for g in section.groups if not g.suppressed][:MAX_BARS]
+    rows = chart_rows(section, MAX_BARS)
     if not panels or not rows:
         return None
-    labels = [shorten(g.label, 24) for g in rows]
+    # A group left out of the judgement (under the minimum group size) is starred and grey, as in the tables.
+    labels = [shorten(g.label, 22) + ("" if g.sufficient else " *") for g in rows]
     with chart_figure(7.2, 0.62 + 0.155 * len(rows) + 0.14 * lines, ncols=len(panels)) as (fig, axes):
         for ax, (metric, _) in zip(axes, panels, strict=True):
             cells = [g.cells[section.metric_names.index(metric)] for g in rows]
-            _rate_panel(ax, cells, titles[metric])
-            _draw_threshold(ax, _threshold_line(section, metric, [c.value for c in cells if c.value is not None]))
+            _rate_panel(ax, cells, titles[metric], [not g.sufficient for g in rows])
+            _draw_threshold(ax, threshold_line(section, metric))
             ax.set_yticklabels(labels if ax is axes[0] else [])
-        set_margins(fig, left=0.2 + _label_inches(labels), bottom=0.3, top=0.25 + 0.14 * lines, wspace=0.12)
+            if ax is axes[0]:
+                for tick, out in zip(ax.get_yticklabels(), rows, strict=True):
+                    tick.set_color(MUTED if not out.sufficient else INK)
+        set_margins(fig, left=0.2 + _label_inches(labels), bottom=0.42, top=0.25 + 0.14 * lines, wspace=0.12)
         return to_svg(fig)
 
 
-def _rate_panel(ax: Axes, cells: list[Cell], title: str) -> None:
-    """One rate by group: the point and its interval (groups top to bottom, as in the table)."""
+def _rate_panel(ax: Axes, cells: list[Cell], title: str, left_out: list[bool]) -> None:
+    """One rate by group: the point and its interval (groups top to bottom, as in the table); a group left out
+    of the judgement drawn as an open grey point."""
     y = np.arange(len(cells))
 
     def arm(c: Cell, end: float | None) -> float:
         return 0.0 if end is None or c.value is None else abs(end - c.value)
 
-    x = np.array([np.nan if c.value is None else c.value for c in cells])
-    xerr = [[arm(c, c.ci_low) for c in cells], [arm(c, c.ci_high) for c in cells]]
-    ax.errorbar(x, y, xerr=xerr, fmt="o", color=PALETTE[0], ecolor="#94a3b8", elinewidth=1.4, capsize=0, markersize=3.2)
+    for out in (False, True):
+        idx = [i for i, o in enumerate(left_out) if o is out]
+        if not idx:
+            continue
+        x = np.array([np.nan if cells[i].value is None else cells[i].value for i in idx])
+        xerr = [[arm(cells[i], cells[i].ci_low) for i in idx], [arm(cells[i], cells[i].ci_high) for i in idx]]
+        ax.errorbar(
+            x,
+            y[idx],
+            xerr=xerr,
+            fmt="o",
+            color=MUTED if out else PALETTE[0],
+            markerfacecolor="white" if out else PALETTE[0],
+            ecolor="#cbd5e1" if out else "#94a3b8",
+            elinewidth=1.4,
+            capsize=0,
+            markersize=3.2,
+        )
     ax.set_xlim(0, 1)
     ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
     ax.set_xticklabels(["0", "", "0.5", "", "1"])
@@ -260,20 +263,11 @@ def _rate_panel(ax: Axes, cells: list[Cell], title: str) -> None:
 
 
 def _draw_threshold(ax: Axes, line: tuple[float, str] | None) -> None:
+    """The threshold as a dashed line; its rule is said under the axis, where it covers no point or label."""
     if line is None or not 0 <= line[0] <= 1:
         return
     ax.axvline(line[0], color=FAIL, linestyle="--", linewidth=0.9)
-    right = line[0] > 0.55  # keep the label inside the panel
-    ax.annotate(
-        f"threshold: {line[1]}",
-        xy=(line[0], 1),
-        xycoords=("data", "axes fraction"),
-        xytext=(-3 if right else 3, -8),
-        textcoords="offset points",
-        fontsize=5.8,
-        color=FAIL,
-        ha="right" if right else "left",
-    )
+    ax.set_xlabel(f"dashed: threshold, {line[1]}", fontsize=5.8, color=FAIL)
 
 
 #: Heatmaps share one scale: rates from 0 to 1, light to dark, so equal colours mean equal rates everywhere.
@@ -368,6 +362,17 @@ def _colour_bar(fig: Figure, mesh: Any, ax: Axes, label: str) -> None:
         colorbar.solids.set_edgecolor("face")  # no hairlines between the bar's vector steps
 
 
+def share_text(share: float | None) -> str:
+    """A group's share of the people as a whole percentage; a small non-empty group reads "<1%", never "0%".
+
+    >>> share_text(0.5697), share_text(0.0044), share_text(0.0), share_text(None)
+    ('57%', '<1%', '0%', '–')
+    """
+    if share is None:
+        return "–"
+    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
 def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | None:
     """Who was evaluated: group sizes per attribute; suppressed groups are shown as such, without a bar."""
     items = [b for b in breakdowns if b.labels]
@@ -379,12 +384,22 @@ def breakdown_chart(breakdowns: list[Breakdown], min_cell_size: int) -> str | No
             labels = b.labels[:MAX_BARS]
             counts = [c if c is not None else 0 for c in b.counts[:MAX_BARS]]
             y = np.arange(len(labels))
+            ax.set_axisbelow(True)  # the grid behind the bars and their texts
             ax.barh(y, counts, color=PALETTE[0], height=0.65)
             top = max(counts) if counts and max(counts) > 0 else 1
             for yi, count, share in zip(y, b.counts[:MAX_BARS], b.shares[:MAX_BARS], strict=True):
                 # Not "<k": a group hidden with a small one (complementary suppression) may be larger.
-                text = "suppressed" if count is None else f"{count:,} ({share:.0%})"
-                ax.text((count or 0) + top * 0.02, float(yi), text, va="center", fontsize=6.3, color=INK)
+                text = "suppressed" if count is None else f"{count:,} ({share_text(share)})"
+                inside = count is not None and count >= top * 0.7  # a long bar carries its text: no overprint
+                ax.text(
+                    (count or 0) - top * 0.02 if inside else (count or 0) + top * 0.02,
+                    float(yi),
+                    text,
+                    va="center",
+                    ha="right" if inside else "left",
+                    fontsize=6.3,
+                    color="white" if inside else INK,
+                )
             ax.set_yticks(y)
             ax.set_yticklabels([shorten(label, 20) for label in labels])
             ax.set_ylim(len(labels) - 0.5, -0.5)

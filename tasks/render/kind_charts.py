@@ -29,7 +29,9 @@ def rate_chart(chart: RateChart) -> str | None:
     if not chart.groups:
         return None
     n_groups = len(chart.groups)
-    legend_rows = -(-n_groups // 4)  # the legend sits under the panels, four groups a row
+    # The legend sits under the panels, three groups a row: room for a whole intersection's name
+    # ("African-American · Female"), which four a row cut short.
+    legend_rows = -(-n_groups // 3)
     width, height = 7.2, 2.0 + 0.16 * legend_rows
     positions = np.arange(len(chart.classes))
     bar = 0.8 / n_groups
@@ -40,13 +42,13 @@ def rate_chart(chart: RateChart) -> str | None:
                 heights = [v[0] if v is not None else np.nan for v in values]
                 low = [max(v[0] - v[1], 0.0) if v is not None else 0.0 for v in values]
                 high = [max(v[2] - v[0], 0.0) if v is not None else 0.0 for v in values]
-                ax.bar(x, heights, bar * 0.92, color=series_colour(g), label=shorten(label, 22))
+                ax.bar(x, heights, bar * 0.92, color=series_colour(g), label=shorten(label, 38))
                 ax.errorbar(x, heights, yerr=[low, high], fmt="none", ecolor=MUTED, elinewidth=0.7, capsize=1.2)
             ax.set_xticks(positions, [shorten(c, 12) for c in chart.classes])
             ax.set_ylim(0, 1)
             ax.set_title(rate)
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncols=min(4, n_groups), fontsize=6.5)
+        fig.legend(handles, labels, loc="lower center", ncols=min(3, n_groups), fontsize=6.5)
         set_margins(fig, left=0.35, bottom=0.3 + 0.16 * legend_rows, top=0.35, wspace=0.25)
         return to_svg(fig)
 

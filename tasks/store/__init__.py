@@ -32,7 +32,14 @@ from tasks.store.columns import (
 )
 from tasks.store.errors import TrailBusy, TrailDamaged, TrailError
 from tasks.store.history import list_runs, model_history, show_run
-from tasks.store.lock import check_trail, check_trail_path, default_trail_path, locked_trail, trail_transaction
+from tasks.store.lock import (
+    ANCHOR_ENV,
+    check_trail,
+    check_trail_path,
+    default_trail_path,
+    locked_trail,
+    trail_transaction,
+)
 from tasks.store.records import (
     list_mitigations,
     list_registrations,
@@ -40,7 +47,7 @@ from tasks.store.records import (
     record_mitigation,
     record_registration,
 )
-from tasks.store.runs import ANCHOR_ENV, append_audit_run
+from tasks.store.runs import append_audit_run
 from tasks.store.schema import MONITOR_TABLES, has_table
 from tasks.store.verification import verify
 

@@ -19,6 +19,6 @@ class TrailDamaged(TrailError):
 
 class TrailBusy(TrailError):
     """Another process held the trail (its write lock, or DuckDB's lock on the file) for longer than the bounded
-    wait: neither damaged nor misconfigured, try again (exit 4 from the trail commands)."""
+    wait: neither damaged nor misconfigured, try again (exit 5; 4 is the verdict "insufficient")."""
 
-    exit_code = 4
+    exit_code = 5

@@ -10,6 +10,7 @@ another process (a fairgate writer, or any program with the DuckDB file open) af
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import math
 import os
@@ -25,6 +26,7 @@ import duckdb
 from fairgate.errors import (
     NO_TRAIL,
     NOT_A_TRAIL,
+    TRAIL_ANCHOR_UNUSABLE,
     TRAIL_BUSY,
     TRAIL_DAMAGED,
     TRAIL_NOT_WRITABLE,
@@ -60,6 +62,9 @@ def wait_seconds() -> float:
             "or unset it"
         )
     return value
+
+
+ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
 
 
 def default_trail_path(policy: Policy, output: Path) -> Path:
@@ -108,29 +113,44 @@ def locked_trail(trail_path: Path, *, write: bool) -> Iterator[duckdb.DuckDBPyCo
     wait = wait_seconds()
     deadline = time.monotonic() + wait
     with _file_lock(trail_path, write=write, wait=wait, deadline=deadline):
-        con = _connect(trail_path, write=write, wait=wait, deadline=deadline)
+        new = write and not trail_path.exists()  # created under this lock: removed again if nothing is recorded
+        con = _connect(trail_path, write=write, new=new, wait=wait, deadline=deadline)
         try:
             _check_tables(con, trail_path, write=write)
             if write:
                 _create_schema(con)
             yield con
-        except duckdb.Error as exc:
-            if write:
+        except BaseException as exc:
+            con.close()
+            _remove_new_trail(trail_path, new)
+            if write or not isinstance(exc, duckdb.Error):
                 raise
             raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=first_line(exc))) from None
         finally:
             con.close()
 
 
-def _connect(trail_path: Path, *, write: bool, wait: float, deadline: float) -> duckdb.DuckDBPyConnection:
+def _remove_new_trail(trail_path: Path, new: bool) -> None:
+    """A trail this writer created, removed when nothing could be recorded in it (a full disk, a refusal)."""
+    if new:
+        for path in (trail_path, trail_path.with_name(trail_path.name + ".wal")):
+            path.unlink(missing_ok=True)
+
+
+def _connect(trail_path: Path, *, write: bool, new: bool, wait: float, deadline: float) -> duckdb.DuckDBPyConnection:
     """DuckDB's connection to the trail; another program holding the file is waited for until ``deadline``
-    (then ``TrailBusy``), any other failure to open it is damage."""
+    (then ``TrailBusy``); a full disk is a write failure, any other failure to open it is damage. A trail this
+    writer created (``new``) is removed again when it cannot be opened."""
     while True:
         try:
             return duckdb.connect(str(trail_path), read_only=not write)
         except duckdb.Error as exc:
             detail = first_line(exc)
             if _DUCKDB_LOCK_CONFLICT not in detail:
+                _remove_new_trail(trail_path, new)
+                if _disk_full(exc):
+                    full = f"no space left on {trail_path.parent}: {detail}"
+                    raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=full)) from None
                 raise TrailDamaged(TRAIL_DAMAGED.format(path=trail_path, detail=detail)) from None
             if time.monotonic() >= deadline:
                 held = re.search(r"[Cc]onflicting lock is held in .*?\(PID \d+\)", detail)
@@ -190,17 +210,30 @@ def trail_transaction(con: duckdb.DuckDBPyConnection, trail_path: Path) -> Itera
         # After a failed commit DuckDB has already rolled back: "cannot rollback - no transaction is active".
         with contextlib.suppress(duckdb.Error):
             con.execute("rollback")
-        if isinstance(exc, duckdb.IOException | OSError):
-            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=first_line(exc))) from exc
+        if isinstance(exc, duckdb.IOException | OSError) or _disk_full(exc):
+            full = f"no space left on {trail_path.parent}: " if _disk_full(exc) else ""
+            detail = full + first_line(exc)
+            raise TrailError(TRAIL_WRITE_FAILED.format(path=trail_path, detail=detail)) from exc
         raise
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """A full disk or quota, as an OSError or as DuckDB's words (a failed commit is a TransactionException)."""
+    if isinstance(exc, OSError):
+        return exc.errno in {errno.ENOSPC, errno.EDQUOT}
+    return isinstance(exc, duckdb.Error) and any(
+        words in str(exc) for words in ("No space left on device", "Disk quota exceeded")
+    )
 
 
 def check_trail(trail_path: Path) -> None:
     """Check, before an audit computes anything, that its run can be recorded in ``trail_path``.
 
     Raises ``TrailError`` (exit 2: a configuration problem) for a directory, a file that is not a trail, a
-    damaged trail, a keyed trail without its key or with a wrong one. A file that does not exist yet is fine.
+    damaged trail, a keyed trail without its key or with a wrong one, an unusable ``FAIRGATE_TRAIL_ANCHOR`` file.
+    A file that does not exist yet is fine.
     """
+    check_anchor()
     path = Path(trail_path)
     check_trail_path(path)
     if not path.exists():
@@ -210,3 +243,23 @@ def check_trail(trail_path: Path) -> None:
             check_trail_key(con, trail_key(), path, action="record runs in it", store=False)
     except TrailDamaged as exc:
         raise TrailError(exc.message) from None
+
+
+def check_anchor() -> None:
+    """The ``FAIRGATE_TRAIL_ANCHOR`` file can be appended to (checked before any work, without creating it)."""
+    text = os.environ.get(ANCHOR_ENV, "")
+    if not text:
+        return
+    path = Path(text)
+    why = None
+    if path.is_dir():
+        why = "it is a directory"
+    elif path.exists() and not path.is_file():
+        why = "it is not a regular file (a FIFO, socket or device)"
+    elif path.exists() and not os.access(path, os.W_OK):
+        why = "it is not writable"
+    elif not path.exists() and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
+        why = f"its folder {path.parent} does not exist or cannot be written"
+    if why is not None:
+        fix = f"set {ANCHOR_ENV} to a writable file, or unset it"
+        raise TrailError(TRAIL_ANCHOR_UNUSABLE.format(path=text, detail=why, fix=fix))

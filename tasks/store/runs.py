@@ -19,12 +19,11 @@ from typing import IO, Any
 import duckdb
 
 from fairgate.errors import TRAIL_ANCHOR_UNUSABLE, TRAIL_KEY_MISSING
+from fairgate.verdicts import exit_code_for
 from tasks.store.chain import GENESIS, KEY_ENV, KEYED, UNKEYED, _run_hash, canonical, check_trail_key, trail_key
 from tasks.store.columns import METRIC_COLUMNS, RUN_COLUMNS
 from tasks.store.errors import TrailError
-from tasks.store.lock import locked_trail, trail_transaction
-
-ANCHOR_ENV = "FAIRGATE_TRAIL_ANCHOR"  # a file outside the trail that gets "<timestamp> <seq> <hash>" per run
+from tasks.store.lock import ANCHOR_ENV, check_anchor, locked_trail, trail_transaction
 
 
 def _metric_rows(run_id: str, document: dict[str, Any]) -> list[list[Any]]:
@@ -100,6 +99,7 @@ def _anchor_file() -> Iterator[IO[str] | None]:
     if not path:
         yield None
         return
+    check_anchor()  # a FIFO would block the open below
     try:
         file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 (closed by the `with` below)
     except OSError as exc:
@@ -131,7 +131,7 @@ def _run_row(
         model.get("version"),
         str(document.get("fairgate_version")),
         document.get("verdict"),
-        0 if document.get("verdict") == "pass" else 1,
+        exit_code_for(str(document.get("verdict"))),  # 0 pass, 1 fail, 4 insufficient (fairgate.verdicts)
         document.get("n_rows"),
         canonical(records["inputs"]),
         policy_text,

@@ -219,3 +219,26 @@ def test_impossibility_note_with_one_comparable_group_draws_no_conclusion(h: Any
     assert entry["differ"] is False
     assert "no conclusion" in entry["impossibility"]
     assert "can" not in entry["impossibility"].split("compare")[1]
+
+
+def test_impossibility_note_keeps_the_uninformative_escape_for_equalized_odds_only(h: Any) -> None:
+    """Independence and calibration conflict whenever base rates differ, even for an uninformative score (a
+    calibrated constant score per group equals its base rate, so selection rates differ); the escape clause
+    "unless the predictions carry no information" belongs to independence with separation only."""
+    frame = pl.DataFrame(
+        {
+            "grp": ["x"] * 200 + ["y"] * 200,
+            "y_true": [1] * 160 + [0] * 40 + [1] * 40 + [0] * 160,
+            "y_pred": [1] * 150 + [0] * 10 + [1] * 10 + [0] * 30 + [1] * 30 + [0] * 10 + [1] * 20 + [0] * 140,
+        }
+    )
+    document = fairgate.audit(frame, h.make_policy(["grp"], min_group_size=30, n_bootstrap=0)).to_dict()
+    (entry,) = document["diagnostics"]["base_rates"]
+    note = entry["impossibility"]
+    assert entry["differ"] is True
+    sentences = {s.split("(demographic parity)")[1] for s in note.split(". ") if "(demographic parity)" in s}
+    (sentence,) = sentences
+    calibration, odds = sentence.split("equalized odds")[0], sentence.split("equalized odds")[1]
+    assert "calibration, even for a score that carries no information" in calibration
+    assert "unless" not in calibration
+    assert "unless the predictions carry no information" in odds

@@ -120,7 +120,8 @@ def test_equalized_odds_with_an_undefined_component_is_insufficient_not_zero(h: 
     assert result["value"] is None
     assert result["status"] == "insufficient_data"
     assert "false_positive_rate" in result["reason"] or "undefined" in result["reason"]
-    assert document["verdict"] == "fail"  # nothing could be judged: never a silent pass
+    assert document["verdict"] == "insufficient"  # nothing could be judged: never a silent pass, nor a fail
+    assert document["exit_code"] == 4
 
 
 def test_no_favourable_prediction_makes_disparate_impact_insufficient(h: Any) -> None:
@@ -130,7 +131,7 @@ def test_no_favourable_prediction_makes_disparate_impact_insufficient(h: Any) ->
     assert result["value"] is None
     assert result["status"] == "insufficient_data"
     assert "no judged group has a non-zero selection_rate" in result["reason"]
-    assert document["verdict"] == "fail"
+    assert document["verdict"] == "insufficient"  # nothing judged: neither a pass nor a fail
 
 
 def test_too_few_events_is_insufficient_with_the_reason_and_no_zero_width_interval(h: Any) -> None:

@@ -201,3 +201,23 @@ def test_no_slicing_is_skipped_under_the_default_limits() -> None:
     document = fairgate.audit(_id_like_rows(4_000, 80), _policy()).to_dict()
     assert document["diagnostics"]["skipped_slicings"] == []
     assert ["sex", "customer"] in document["slicings"]
+
+
+def test_value_labels_are_strings_for_declared_values_and_leave_the_hash_alone() -> None:
+    """labels: per attribute (how reports print coded values): codes read as strings; an undeclared one is refused."""
+
+    base = """
+fairness_checker:
+  sensitive_attributes:
+    - name: sex
+      values: ["1", "2"]
+{extra}  metrics:
+    - {{name: demographic_parity_difference, threshold: 0.1}}
+"""
+    plain = fairgate.Policy.from_yaml(base.format(extra=""))
+    labelled = fairgate.Policy.from_yaml(base.format(extra="      labels: {1: Female (1), 2: Male (2)}\n"))
+    assert labelled.sensitive_attributes[0].labels == {"1": "Female (1)", "2": "Male (2)"}
+    assert "labels" not in plain.canonical_json()  # a policy without labels keeps the hash it had
+    assert plain.sha256() != labelled.sha256()  # the labels are part of what was signed off
+    with pytest.raises(PolicyError, match=r"labels of attribute 'sex' name value\(s\) \['3'\]"):
+        fairgate.Policy.from_yaml(base.format(extra="      labels: {3: Other}\n"))

@@ -114,7 +114,7 @@ def test_missing_column_and_group_are_refused(compas_train: pl.DataFrame) -> Non
 
 
 def test_the_weights_csv_writes_formula_like_cells_as_text(tmp_path: Path) -> None:
-    from tasks.mitigation.training import write_frame
+    from tasks.outputs import write_frame
 
     frame = pl.DataFrame({"id": ["=cmd|' /C calc'!A0", "@SUM(A1)", "7"], "weight": [-1.5, 0.5, 2.0]})
     written = pl.read_csv(write_frame(frame, tmp_path / "weights.csv"), schema_overrides={"id": pl.String})

@@ -17,7 +17,9 @@ from scipy import stats
 import fairgate
 from fairgate.engine.stats import holm
 from fairgate.monitoring.drift import scan
-from tasks.monitor import detector_section
+from fairgate.monitoring.headline import headline
+from fairgate.monitoring.windowed import window_verdict
+from tasks.monitor import detector_section, episode_records
 
 WINDOWS = [7, 30, 90, "since_deployment"]
 # The windows are judged with bootstrap intervals and standard errors, as the flow's audits are.
@@ -37,7 +39,8 @@ def _window(
     for cube in cubes[1:]:
         total = total + cube
     results = []
-    for key, r in _judged(total).items():
+    judged = _judged(total)
+    for key, r in judged.items():
         b = base[key]
         change = None if r["value"] is None or b["value"] is None else r["value"] - b["value"]
         se = math.hypot(r.get("standard_error") or 0.0, b.get("standard_error") or 0.0) or None
@@ -73,6 +76,8 @@ def _window(
         "end": days[-1].isoformat(),
         "periods": len(cubes),
         "rows": total.n_rows,
+        **window_verdict(list(judged.values()), JUDGING),
+        "same_as": None,
         "results": results,
     }
 
@@ -105,8 +110,11 @@ def monitoring_document() -> dict[str, Any]:
         }
         for a in result.alerts_on(first.night)
     ]
+    episodes = episode_records(result)
+    for window in windows:
+        window.pop("failed", None)
     return {
-        "schema_version": "1.0",
+        "schema_version": "1.1",
         "kind": "monitoring",
         "run_id": "sim-run-1",
         "created_at": "2026-03-01T02:00:00+00:00",
@@ -133,6 +141,10 @@ def monitoring_document() -> dict[str, Any]:
         "alpha": 0.05,
         "detector": detector_section(result, []),
         "alerts": alerts,
+        "episodes": episodes,
+        "underpowered": [],
+        "headline": headline(windows, alerts, episodes, watching=True),
+        "exit_on": "any",
         "exit_code": 1 if alerts else 0,
         "notes": [],
     }

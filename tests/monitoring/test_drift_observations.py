@@ -24,6 +24,8 @@ from fairgate.monitoring.drift import (
     night_observations,
     scan,
 )
+from fairgate.monitoring.headline import headline
+from tasks.monitor import episode_records
 
 NIGHT = date(2026, 3, 1)
 
@@ -224,3 +226,28 @@ def test_scan_notes_streams_that_would_miss_min_change() -> None:
     strong = scan(_stream([0.0] * 5), dataclasses.replace(rule, min_change=0.08))  # 4 SEs, no shared error
     assert strong.streams[0].detection_probability > 0.99
     assert strong.notes == []
+
+
+def test_an_open_episode_is_named_on_every_night_until_it_clears() -> None:
+    rule = DriftRule("equal_opportunity_difference", min_change=0.04, false_alarm_rate=0.01, horizon_nights=90)
+    history = _stream([0.0] * 10 + [0.08] * 20 + [0.0] * 25)  # up 4 SEs for 20 nights, then back
+    (alert, *_) = scan(history, rule).alerts
+    cleared = None
+    for n in range(1, len(history) + 1):  # replayed night by night, as the nightly runs replay it
+        night = history[n - 1].night
+        result = scan(history[:n], rule)
+        names = headline([], [], episode_records(result), watching=True)["ongoing"]
+        if night < alert.night or (cleared is not None and night >= cleared):
+            assert result.episodes == [], night
+            continue
+        if not result.episodes:  # the change went away: the episode ends once, and stays ended
+            assert night > NIGHT + timedelta(days=30)
+            cleared = night
+            continue
+        (episode,) = result.episodes
+        assert (episode.since, episode.direction, episode.last_night) == (alert.night, "up", night)
+        assert names == [f"equal opportunity difference by race (b up) since {alert.night.isoformat()}"]
+        assert result.alerts_on(night) == ([alert] if night == alert.night else [])  # one alert, many nights shown
+    assert cleared is not None
+    assert cleared < NIGHT + timedelta(days=55)
+    assert (min(cleared, NIGHT + timedelta(days=30)) - alert.night).days >= 10  # shown on each of those nights

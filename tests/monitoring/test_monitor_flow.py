@@ -61,7 +61,7 @@ def _run(runner: Any, folder: Path, files: dict[str, str], *extra: str) -> Any:
 def monitored(
     tmp_path_factory: pytest.TempPathFactory, nights: ModuleType, runner: Any, smtp_server: Any, prefect_server: str
 ) -> dict[str, Any]:
-    """Four nights of one model: three stable, then one with group C's TPR lowered; each run's exit code,
+    """Five nights of one model: three stable, then two with group C's TPR lowered; each run's exit code,
     document and the e-mails received after it."""
     inbox, port = smtp_server
     folder = tmp_path_factory.mktemp("monitored")
@@ -69,7 +69,7 @@ def monitored(
     (folder / "policy.yaml").write_text(text)
     nights.record_deployment_audit(folder / "policy.yaml", folder / "trail.duckdb", 40_000, 3, "bench")
     runs = []
-    for night in range(1, SHIFT_FROM + 1):
+    for night in range(1, SHIFT_FROM + 2):
         day = nights.START + timedelta(days=night - 1)
         people = nights.night_people(11, night, ROWS, SHIFT, SHIFT_FROM)
         files = nights.write_inputs(people, folder / "nights" / day.isoformat(), day, night * 100_000)
@@ -131,8 +131,21 @@ def test_a_step_change_raises_an_alert_event_email_and_trail_row(monitored: dict
     assert sent == [("sent",)]
     report = verify(trail)
     assert report["ok"], report["problems"]
-    assert report["monitor_nights"] == SHIFT_FROM
-    assert report["period_cubes"] == SHIFT_FROM
+    assert report["monitor_nights"] == SHIFT_FROM + 1
+    assert report["period_cubes"] == SHIFT_FROM + 1
+
+
+def test_the_open_episode_is_shown_the_next_night_without_a_second_alert(monitored: dict[str, Any]) -> None:
+    alerted, after = monitored["runs"][SHIFT_FROM - 1], monitored["runs"][SHIFT_FROM]
+    assert after["document"]["alerts"] == []  # one alert per episode: no second e-mail ...
+    assert after["mails"] == alerted["mails"] == 1
+    episodes = after["document"]["episodes"]  # ... but the episode is still open, and named
+    assert any(e["group"] == "C" and e["since"] == alerted["document"]["night"] for e in episodes)
+    head = after["document"]["headline"]
+    assert head["drift"] == "no_new_alert"
+    assert f"(C, true positive rate down) since {alerted['document']['night']}" in head["text"]
+    assert head["badge"] != "PASS"
+    assert after["result"].exit_code == after["document"]["exit_code"] == 1  # the 7-day window fails the policy
 
 
 def test_monitor_show_prints_the_series_with_the_alert(monitored: dict[str, Any], runner: Any) -> None:

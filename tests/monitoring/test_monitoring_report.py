@@ -71,10 +71,44 @@ def test_html_marks_the_alert_and_shows_the_values(document: dict[str, Any]) -> 
     first = document["windows"][0]["results"][0]
     assert f"{first['value']:.3f}" in text
     assert f"{first['baseline_value']:.3f}" in text
-    quiet = {**document, "alerts": [], "exit_code": 0}
-    quiet_text = _text(render_monitoring_html(build_monitoring_view(quiet), {}))
-    assert "NO DRIFT" in quiet_text
+    assert document["headline"]["text"] in text  # the night's headline under the badge
+    assert "Drift: 1 new alert" in text or "new alerts" in text
+    quiet = {**document, "alerts": [], "episodes": [], "headline": None, "exit_code": 0}
+    quiet_view = build_monitoring_view(quiet)
+    quiet_text = _text(render_monitoring_html(quiet_view, {}))
+    assert "Drift: no new alert" in quiet_text
     assert "Alerts tonight" not in quiet_text
+    assert "DRIFT" not in quiet_view.badge
+
+
+def test_no_green_all_clear_while_a_window_fails_or_an_episode_is_open(document: dict[str, Any]) -> None:
+    passing = [dict(w, verdict="pass", n_failed=0) for w in document["windows"]]
+    failing = [dict(passing[0], verdict="fail", n_failed=2), *passing[1:]]
+    night = {**document, "windows": failing, "alerts": [], "episodes": [], "headline": None}
+    view = build_monitoring_view(night)
+    assert view.badge.startswith("FAIL")
+    assert view.badge_class == "fail"
+    assert "Windows: FAIL (2 results: 2 in 7 days)" in view.sentence
+    episode = {
+        "stream": "s",
+        "metric": "equal_opportunity_difference",
+        "slicing": "race",
+        "group": "r2",
+        "component": "true_positive_rate",
+        "direction": "down",
+        "since": "2026-02-10",
+        "change": -0.05,
+        "last_night": "2026-02-20",
+        "confirmations": 3,
+    }
+    ongoing = build_monitoring_view({**night, "windows": passing, "episodes": [episode]})
+    assert ongoing.badge == "DRIFT ONGOING"
+    assert "Ongoing: equal opportunity difference by race (r2, true positive rate down) since 2026-02-10" in (
+        ongoing.sentence
+    )
+    assert "alerted on 2026-02-10, still open on 2026-02-20" in _text(render_monitoring_html(ongoing, {}))
+    clear = build_monitoring_view({**night, "windows": passing})
+    assert clear.badge == "PASS"
 
 
 def test_report_files_render_offline(document: dict[str, Any], tmp_path: Path) -> None:

@@ -144,6 +144,7 @@ def test_the_cli_ends_fast_but_only_after_its_last_logs_reached_the_server(tmp_p
     )
     assert done.returncode == 1, done.stderr  # COMPAS fails the demo policy
     assert sorted("".join(p.suffixes) for p in out.iterdir() if p.name.startswith("fairness_")) == [
+        ".explorer.html",
         ".html",
         ".json",
         ".junit.xml",
@@ -163,4 +164,4 @@ def test_the_cli_ends_fast_but_only_after_its_last_logs_reached_the_server(tmp_p
     messages = [log.message for log in logs]
     assert any(m.startswith("verdict fail: ") for m in messages)
     # The flow run's very last line: its final state, with the verdict and the failed metrics.
-    assert any(m.startswith("Finished in state Completed('verdict: FAIL; failed: ") for m in messages), messages[-3:]
+    assert any(m.startswith("Finished in state Completed('verdict: fail; failed: ") for m in messages), messages[-3:]

@@ -41,7 +41,12 @@ def test_demo_runs_the_full_audit_and_fails_compas(
     assert race_di["status"] == "fail"
     assert race_di["value"] < 0.8
     suffixes = {p.name.split(".", 1)[1] for p in out.glob("fairness_*")}
-    assert {"json", "junit.xml", "html", "pdf", "model_card.json", "model_card.md"} <= suffixes
+    assert {"json", "junit.xml", "html", "pdf", "model_card.json", "model_card.md", "explorer.html"} <= suffixes
+    # The what-if explorer beside the HTML report: its data names the race groups the report shows.
+    (explorer,) = out.glob("*.explorer.html")
+    page = explorer.read_text()
+    assert "window.fairgateExplorer" in page
+    assert '"name":"African-American"' in page
     # The demo's model card: the Toolkit JSON with the policy's intended use, the window from the screening dates.
     (card_path,) = out.glob("*.model_card.json")
     card = json.loads(card_path.read_text())

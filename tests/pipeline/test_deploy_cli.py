@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,49 @@ def test_a_relative_trail_in_the_policy_is_registered_as_an_absolute_path(
         deployment = client.read_deployment_by_name("fairgate-registration/on-registration")
     assert deployment.parameters["trail"] == str(folder / "trails" / "audit.duckdb")
     assert deployment.parameters["policy"] == str(folder / "policy.yaml")
+
+
+def test_a_re_deploy_removes_what_it_no_longer_registers_and_list_and_remove_manage_them(
+    folder: Path, compas_split: dict[str, Path], runner: InProcessRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deploy with a nightly (model and version named), then again without --predictions: the nightly is removed
+    with its scheduled runs, and the output says so; --list shows what is left, --remove removes the rest."""
+    monkeypatch.chdir(folder)
+    sources = ["--labels", str(compas_split["labels"]), "--attributes", str(compas_split["attributes"])]
+    base = ["deploy", "--policy", "policy.yaml", "--pool", "fairgate-in-step", *sources]
+    nightly = [*base, "--predictions", str(compas_split["predictions"])]
+    _refused_in_process(runner, nightly[1:], "name its model with --model NAME")
+    first = runner.invoke(app, [*nightly, "--model", "credit", "--model-version", "7"])
+    assert first.exit_code == 0, first.output
+    assert "nightly model: credit, version 7" in first.stdout
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name("fairness-audit/nightly")
+        assert (deployment.parameters["model_name"], deployment.parameters["model_version"]) == ("credit", "7")
+        deadline = time.monotonic() + 60  # the server's scheduler makes the runs soon after the deployment
+        while not client.read_flow_runs(deployment_filter=_of(deployment.id)) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert client.read_flow_runs(deployment_filter=_of(deployment.id))  # its scheduled runs
+
+    second = runner.invoke(app, base)
+    assert second.exit_code == 0, second.output
+    assert "fairness-audit/nightly" in second.stdout
+    assert "removed (an earlier deploy registered it; this one does not)" in " ".join(second.stdout.split())
+    with get_client(sync_client=True) as client:
+        with pytest.raises(ObjectNotFound):
+            client.read_deployment_by_name("fairness-audit/nightly")
+        assert not client.read_flow_runs(deployment_filter=_of(deployment.id))  # no scheduled run left behind
+
+    listed = runner.invoke(app, ["deploy", "--list"])
+    assert listed.exit_code == 0, listed.output
+    assert "fairgate-registration/on-registration" in listed.stdout
+    assert "fairness-audit/nightly" not in listed.stdout
+    removed = runner.invoke(app, ["deploy", "--remove"])
+    assert removed.exit_code == 0, removed.output
+    assert "removed: fairness-audit/on-demand" in removed.stdout
+    assert "no fairgate deployment registered" in runner.invoke(app, ["deploy", "--list"]).stdout
+
+
+def _of(deployment_id: object) -> object:
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    return DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))

@@ -1,5 +1,5 @@
 """Hostile round two, the hangs: nothing waits forever. A FIFO as a trail is refused before it is opened; a trail
-another process holds is waited for a bounded time and then reported busy (exit 4), never damaged (exit 1).
+another process holds is waited for a bounded time and then reported busy (exit 5), never damaged (exit 1).
 
 Each case runs the installed command in a fresh process, as a user would, and checks the exit code, the one-line
 message, that no traceback is shown and that it answers in seconds.
@@ -97,7 +97,7 @@ def test_a_busy_trail_is_busy_not_damaged(trail: Path, script: str, command: str
         started = time.monotonic()
         completed = _run(["trail", command, "--trail", str(trail)], trail.parent, BUSY_ENV)
         elapsed = time.monotonic() - started
-    message = _refusal(completed, 4, str(trail), "is busy", "after 1 s", "Nothing was read or written")
+    message = _refusal(completed, 5, str(trail), "is busy", "after 1 s", "Nothing was read or written")
     assert "DAMAGED" not in completed.stderr
     assert "damaged" not in message
     assert elapsed < 30

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
@@ -97,11 +98,28 @@ def test_nothing_judged_says_why_on_stderr(inputs: Inputs) -> None:
     inputs.policy.write_text(inputs.policy.read_text().replace("min_group_size: 50", "min_group_size: 100000"))
     result = run_fairgate(inputs.args("--quiet"), cwd=inputs.folder)
     message = " ".join(result.stderr.split())
-    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert result.returncode == 4, (result.returncode, result.stderr)  # insufficient: nothing judged, it blocks
     assert "no policy result was judged" in message
     assert "below intersectional_analysis.min_group_size (100000)" in message
     assert "race=African-American (n=3696)" in message
     assert "Lower min_group_size" in message
+    document = json.loads(next(inputs.out.glob("*.json")).read_text())
+    assert (document["verdict"], document["exit_code"]) == ("insufficient", 4)
+
+
+def test_nothing_judged_passes_the_gate_only_when_the_policy_allows_it(inputs: Inputs) -> None:
+    text = inputs.policy.read_text().replace("min_group_size: 50", "min_group_size: 100000")
+    inputs.policy.write_text(text + "  ci_cd_gate: {insufficient: allow}\n")
+    result = run_fairgate(inputs.args(), cwd=inputs.folder)
+    output = " ".join(result.stdout.split())
+    assert result.returncode == 0, (result.returncode, result.stderr)
+    assert "verdict: INSUFFICIENT" in output
+    assert "ci_cd_gate.insufficient: allow" in output
+    document = json.loads(next(inputs.out.glob("*.json")).read_text())
+    assert (document["verdict"], document["exit_code"]) == ("insufficient", 0)
+    junit = next(inputs.out.glob("*.xml")).read_text()
+    assert 'name="verdict"' in junit
+    assert "<skipped" in junit
 
 
 def test_an_empty_reference_group_is_warned_about(inputs: Inputs) -> None:

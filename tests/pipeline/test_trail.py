@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -183,3 +184,23 @@ def test_verify_json_names_the_chain_and_the_head(runner: InProcessRunner, trail
     assert (report["chain"], report["keyed"], report["head_seq"]) == ("sha256 (unkeyed)", False, 3)
     assert report["head"] == list_runs(trail)[-1]["run_hash"]
     assert "unkeyed (sha256)" in " ".join(result.stderr.split())  # the warning stays off stdout
+
+
+def test_trail_list_piped_into_a_log_keeps_full_run_ids_on_one_line(tmp_path: Path) -> None:
+    """Piped (a CI log), a table is printed at its natural width whatever COLUMNS says: no id cut, no row wrapped."""
+    path = tmp_path / "trail.duckdb"
+    run_id = "a-long-run-id-that-trail-show-and-compare-need-whole-0123456789"
+    _record(path, run_id)
+    env = {**{k: v for k, v in os.environ.items() if k != "FAIRGATE_TRAIL_KEY"}, "COLUMNS": "40"}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "fairgate"), "trail", "list", "--trail", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if run_id in line]
+    assert "fail" in row
+    assert "10" in row

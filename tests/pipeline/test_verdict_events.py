@@ -64,12 +64,13 @@ def test_failing_audit_emits_the_verdict_event_and_ends_completed(failing_run: t
     assert event.resource["prefect.resource.name"] == "compas"
     assert event.resource["fairgate.model.name"] == "compas"
     assert event.resource["fairgate.model.version"] == "1"
-    assert event.resource["fairgate.verdict"] == "FAIL"
+    assert event.resource["fairgate.verdict"] == "fail"
     payload = event.payload
     failed = _failed(document)
     assert failed
     assert payload["failed_metrics"] == failed
-    assert payload["verdict"] == "fail"
+    assert payload["verdict"] == "fail"  # one spelling: the document's word, in resource, payload and state
+    assert payload["contract_version"] == 2
     assert payload["exit_code"] == 1
     assert (payload["model_name"], payload["model_version"]) == ("compas", "1")
     assert Path(payload["outputs"]["json"]).parent == inputs.out
@@ -85,7 +86,7 @@ def test_failing_audit_emits_the_verdict_event_and_ends_completed(failing_run: t
     # Without fail_flow_run the run is Completed; its persisted result, read back through the API, is the summary.
     flow_run = _flow_run(payload["flow_run_id"])
     assert flow_run.state.type.value == "COMPLETED"
-    assert flow_run.state.message == f"verdict: FAIL; failed: {', '.join(failed)}"
+    assert flow_run.state.message == f"verdict: fail; failed: {', '.join(failed)}"
     summary = flow_run.state.result()
     assert summary["verdict"] == "fail"
     assert summary["exit_code"] == 1
@@ -120,10 +121,10 @@ def test_fail_flow_run_ends_the_run_failed_and_the_cli_still_exits_1(runner: InP
     assert result.exit_code == 1, (result.output, result.exception)  # a FAIL, not a crash (3)
     assert "bug" not in result.stderr
     document, event = _completed_event(inputs.out, "policy-failed")
-    assert event.resource["fairgate.verdict"] == "FAIL"
+    assert event.resource["fairgate.verdict"] == "fail"
     state = _flow_run(event.payload["flow_run_id"]).state
     assert (state.type.value, state.name) == ("FAILED", "PolicyFailed")
-    assert state.message == f"verdict: FAIL; failed: {', '.join(_failed(document))}"
+    assert state.message == f"verdict: fail; failed: {', '.join(_failed(document))}"
     summary = state.result(raise_on_failure=False)
     assert summary["verdict"] == "fail"
     assert summary["run_id"] == document["run_id"]
@@ -140,10 +141,10 @@ def test_passing_audit_with_fail_flow_run_completes(runner: InProcessRunner, inp
         assert json.loads(result.stdout) == document
     else:
         assert "verdict: PASS" in result.stdout
-    assert event.resource["fairgate.verdict"] == "PASS"
+    assert event.resource["fairgate.verdict"] == "pass"
     assert event.payload["failed_metrics"] == []
     state = _flow_run(event.payload["flow_run_id"]).state
-    assert (state.type.value, state.name, state.message) == ("COMPLETED", "Completed", "verdict: PASS")
+    assert (state.type.value, state.name, state.message) == ("COMPLETED", "Completed", "verdict: pass")
 
 
 def test_a_process_worker_logs_no_traceback_for_bad_input(tmp_path: Path) -> None:
@@ -224,7 +225,7 @@ def test_final_state_follows_the_policy(summary: dict[str, Any], gate: tuple[boo
 
     state = verdict_state(summary, Gate(*gate))
     assert (state.type.value, state.name) == expected
-    assert state.message.startswith(f"verdict: {summary['verdict'].upper()}")
+    assert state.message.startswith(f"verdict: {summary['verdict']}")
     assert state.data is summary
 
 

@@ -61,7 +61,7 @@ def test_a_completed_audit_starts_the_writeback_with_its_payload(prefect_server:
         "prefect.resource.name": name,
         "fairgate.model.name": name,
         "fairgate.model.version": "4",
-        "fairgate.verdict": "FAIL",
+        "fairgate.verdict": "fail",
         "fairgate.registry.kind": "mlflow",
     }
     time.sleep(3)  # the triggers service loads the new automation

@@ -73,6 +73,7 @@ def test_fail_removes_the_alias_from_this_version(
 
     tags = dict(registry.get_model_version(model_name, version).tags)
     assert tags["fairgate.verdict"] == "fail"
+    assert tags["fairgate.status"] == "audited: fail"  # no longer "registered" once the audit has answered
     assert tags["fairgate.run_id"] == f"run-fail-{version}"
     assert tags["fairgate.failed_metrics"] == (
         '["disparate_impact_ratio@race", "equal_opportunity_difference@race \\u00d7 sex"]'

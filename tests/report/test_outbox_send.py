@@ -153,7 +153,7 @@ def test_failed_delivery_is_an_event_and_a_state_then_the_outbox_is_sent(
     completed = _event("fairgate.audit.completed", "1", run_id)
     state = _state(completed.payload["flow_run_id"])
     assert (state.type.value, state.name) == ("COMPLETED", "DeliveryFailed")  # delivery.required: false
-    assert state.message.startswith("verdict: PASS; report delivery failed after 2 attempt(s)")
+    assert state.message.startswith("verdict: pass; report delivery failed after 2 attempt(s)")
     assert state.message.endswith(f"; message kept in {kept}")  # where it is now, not the run's staging folder
     assert state.result()["report"]["delivery"]["status"] == "failed"
 

@@ -94,3 +94,42 @@ def test_html_report_has_the_ranking_pages_and_the_judged_results(document: dict
     assert 'id="rank-race-sex"' in html
     assert "Top k rate ratio" in html
     assert "Traceback" not in html
+
+
+def test_the_pdf_table_and_charts_show_the_largest_groups_and_every_group_named_in_a_failure(
+    document: dict[str, Any],
+) -> None:
+    """One selection rule: race × sex's PDF rows and charts hold the failures' groups and the largest groups."""
+    typed, suppression = _typed(document, 10)
+    page = next(p for p in ranking_pages(typed, suppression).pages if p.key == "race × sex")
+    groups = [g for g in document["groups"] if g["slicing"] == ["race", "sex"]]
+    assert len(groups) > 8, "the intersection must hold more groups than the PDF lists for this test to bite"
+    labels = {r.group_label for r in page.pdf_rows}
+    largest = sorted(groups, key=lambda g: -(g["n"] or 0))[:2]
+    for g in largest:
+        assert f"{g['group']['race']} · {g['group']['sex']}" in labels
+    named = set()
+    for r in document["results"]:
+        if r["slicing"] == ["race", "sex"] and r["status"] == "fail":
+            named |= {f"{x['race']} · {x['sex']}" for x in (r["worst_group"], r["best_group"]) if x}
+    assert named, "the demo fails on race × sex"
+    assert named <= labels
+    assert page.exposure_chart is not None
+    assert page.share_chart is not None
+    assert named <= set(page.exposure_chart.groups)
+    assert named <= set(page.share_chart.groups)
+    assert [r.group_label for r in page.pdf_rows] == page.share_chart.groups  # the table and charts agree
+    assert page.n_hidden_in_pdf == len(groups) - len(page.pdf_rows)
+
+
+def test_summary_notes_name_groups_in_words_and_never_a_suppressed_one(document: dict[str, Any]) -> None:
+    typed, suppression = _typed(document, 10)
+    notes = ranking_pages(typed, suppression).notes
+    assert notes
+    assert not any(mark in note for note in notes for mark in ("{", "}", "[", "'")), notes  # no Python reprs
+    assert any("race=Puertorican" in note for note in notes)
+    typed, suppression = _typed(document, 60)  # Puertorican: under 60 applicants in the audited half
+    hidden = ranking_pages(typed, suppression)
+    assert not any("Puertorican" in note for note in hidden.notes), hidden.notes
+    cells = [c for row in hidden.summaries for c in row.cells]
+    assert not any("Puertorican" in (c.worst + c.best) for c in cells)

@@ -5,6 +5,9 @@ The document is the law-school demo's audit (``fairgate demo --task regression``
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +106,44 @@ def test_a_weighted_audit_says_so_above_its_pages(document: dict[str, Any]) -> N
     weighted = build_view({**document, "weighted": True})
     assert weighted.kind_weighted_note == KIND_WEIGHTED_NOTE
     assert "Kish effective size" in render_html(weighted)
+
+
+def test_coded_sex_reads_as_the_policys_labels_in_every_table_and_chart(document: dict[str, Any]) -> None:
+    """The law data codes sex 1 / 2; the demo policy's labels: map prints them as words (codes kept beside)."""
+    from fairgate.report import build_view
+
+    view = build_view(document, min_cell_size=10)
+    pages = view.kind_pages
+    sex = next(s for s in pages.sections if s.key == "sex")
+    assert {g.label for g in sex.groups} == {"Female (1)", "Male (2)"}
+    assert {s.label for s in sex.cdfs} == {"Female (1)", "Male (2)"}
+    both = next(s for s in pages.sections if s.key == "race × sex")
+    assert all(g.label.endswith(("· Female (1)", "· Male (2)")) for g in both.groups)
+    assert {g["group"]["sex"] for g in document["groups"] if g["slicing"] == ["sex"]} == {"1", "2"}  # JSON: codes
+    outside = regression_view(*_suppression(document, 10))  # without the policy's labels in force: the codes
+    assert outside is not None
+    assert {g.label for g in next(s for s in outside.sections if s.key == "sex").groups} == {"1", "2"}
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils (pdftotext) not installed")
+def test_every_interval_on_page_one_contains_the_json_interval(document: dict[str, Any], tmp_path: Path) -> None:
+    """Regression intervals include negative ends: each printed one contains a JSON interval, widened by at most
+    its last printed digit, and reads "to" (never "-0.33--0.28") when an end is negative."""
+    from tasks.render.report import build_report_files
+
+    pdf = build_report_files(document, out_dir=tmp_path, formats=["pdf"], min_cell_size=10)["pdf"]
+    assert pdf is not None
+    pages = [
+        " ".join(subprocess.run(["pdftotext", "-f", str(p), "-l", str(p), str(pdf), "-"], check=True,
+                                capture_output=True, text=True).stdout.split())
+        for p in (1, 2)
+    ]  # fmt: skip
+    assert not re.search(r"\d-\d", pages[1].replace("LSAT-UGPA", ""))  # no hyphen between numbers on the tables page
+    printed = re.findall(r"(−?\d+\.\d+)(?:–| to )(−?\d+\.\d+)", pages[0])
+    assert printed
+    ends = [(r["ci_low"], r["ci_high"]) for r in document["results"] if r["ci_low"] is not None]
+    for a, b in printed:
+        low, high = float(a.replace("−", "-")), float(b.replace("−", "-"))
+        digits = len(a.split(".")[1])
+        assert any(low <= x and y <= high and x - low < 10**-digits and high - y < 10**-digits for x, y in ends), (a, b)
+    assert re.search(r"−\d+\.\d+ to −\d+\.\d+", pages[1]), "the group table prints a negative interval with 'to'"

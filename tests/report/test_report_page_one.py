@@ -1,9 +1,11 @@
 """Page 1 of the COMPAS PDF, read back with pdftotext: every number on it is checked against the JSON document.
 
-The report rounds a value to 4 digits (the view model) and prints it with 3 (intervals, thresholds, gaps) or 2
-(severity multiples); the expected texts below are computed from the JSON with exactly that rounding, so the
-only tolerance is the report's own. Numbers that are not data (page numbers, list ordinals, the run's date) are
-matched by their context and checked too, then every other number left on the page must come from the document.
+The report rounds once from the JSON's values: 3 digits for values, thresholds and gaps (halves away from zero,
+as the JSON's decimal reads), interval ends outward (the lower end down, the upper end up, so the printed interval
+contains the JSON's), 2 for severity multiples; the expected texts below are computed from the JSON with exactly
+that rounding, so the only tolerance is the report's own. Numbers that are not data (page numbers, list ordinals,
+the run's date) are matched by their context and checked too, then every other number left on the page must come
+from the document.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,26 +36,32 @@ def _page_count(pdf: Path) -> int:
     return int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))  # type: ignore[union-attr]
 
 
-def _r4(x: float) -> float:
-    return round(float(x), 4)  # the view model's rounding (fairgate.report.format.round_number)
+def _f3(x: float | None, rounding: str = ROUND_HALF_UP) -> str:
+    if x is None:
+        return "–"
+    return str(Decimal(repr(float(x))).quantize(Decimal("0.001"), rounding=rounding)).replace("-", "\u2212")
 
 
-def _f3(x: float | None) -> str:
-    return "–" if x is None else f"{_r4(x):.3f}"
+def _low3(x: float | None) -> str:
+    return _f3(x, ROUND_FLOOR)
+
+
+def _high3(x: float | None) -> str:
+    return _f3(x, ROUND_CEILING)
 
 
 def _gap(result: dict[str, Any]) -> tuple[str, str]:
     """The gap past the threshold and its multiple of the threshold, as the report rounds them."""
-    value, threshold = _r4(result["value"]), _r4(result["threshold"])
+    value, threshold = float(result["value"]), float(result["threshold"])
     gap = threshold - value if result["direction"] == "higher_is_better" else value - threshold
-    return f"{abs(gap):.3f}", f"{gap / abs(threshold):.2f}"
+    return _f3(abs(gap)), f"{gap / abs(threshold):.2f}"
 
 
 def _allowed_numbers(doc: dict[str, Any]) -> set[str]:
     """Every number text the first page may print, derived from the document."""
     allowed: set[str] = set()
     for r in doc["results"]:
-        allowed |= {_f3(r["value"]), _f3(r["ci_low"]), _f3(r["ci_high"]), _f3(r["threshold"])}
+        allowed |= {_f3(r["value"]), _low3(r["ci_low"]), _high3(r["ci_high"]), _f3(r["threshold"])}
         if r["value"] is not None:
             allowed |= set(_gap(r))
         allowed |= set(NUMBER.findall(r.get("reason") or ""))  # the engine's reason, printed as recorded
@@ -140,5 +149,19 @@ def test_headline_rows_and_verdict_sentence_match_the_json(
     for metric in dict.fromkeys(r["metric"] for r in failures):
         top = max((r for r in failures if r["metric"] == metric), key=lambda r: severity[id(r)])
         gap, multiple = _gap(top)
-        assert f"{_f3(top['value'])} {_f3(top['ci_low'])}–{_f3(top['ci_high'])}" in text, metric
+        assert f"{_f3(top['value'])} {_low3(top['ci_low'])}–{_high3(top['ci_high'])}" in text, metric
         assert f"the threshold by {gap} ({multiple} × the threshold)" in text, metric
+
+
+INTERVAL = re.compile(r"(−?\d+\.\d+)(?:–| to )(−?\d+\.\d+)")
+
+
+def test_every_interval_on_page_one_contains_the_json_interval(page_one: str, compas_doc: dict[str, Any]) -> None:
+    """Each printed interval is a JSON result's interval widened by at most its last printed digit."""
+    text = " ".join(page_one.split())
+    printed = [(float(a.replace("−", "-")), float(b.replace("−", "-"))) for a, b in INTERVAL.findall(text)]
+    assert printed, "no interval found on page 1"
+    ends = [(r["ci_low"], r["ci_high"]) for r in compas_doc["results"] if r["ci_low"] is not None]
+    for low, high in printed:
+        matches = [(a, b) for a, b in ends if low <= a and b <= high and a - low < 0.001 and high - b < 0.001]
+        assert matches, f"printed interval {low}–{high} does not contain any JSON interval"

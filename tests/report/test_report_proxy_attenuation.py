@@ -35,13 +35,13 @@ def test_attenuation_has_its_own_table_and_leaves_the_proxy_facts() -> None:
     view = build_view(doc, min_cell_size=10)
     assert view.proxy_attenuation_statement.startswith("Proxy-weighted disparities shrink")
     first, second = view.proxy_attenuation
-    assert (first.naive, first.corrected, first.factor) == ("0.061", "0.153 [0.101, 0.205]", "0.400")
+    assert (first.naive, first.corrected, first.factor) == ("0.061", "0.153 [0.101–0.205]", "0.400")
     assert second.corrected == fmt(None)  # not corrected: shown as undefined, never as 0
     assert second.note == "not a rate"
     assert not any(row.key.startswith("attenuation") for row in view.proxy)  # not flattened into the facts
     html = render_html(view)
     assert "Attenuation of proxy-weighted disparities" in html
-    assert "0.153 [0.101, 0.205]" in html
+    assert "0.153 [0.101–0.205]" in html
 
 
 def test_no_attenuation_section_without_a_proxy() -> None:

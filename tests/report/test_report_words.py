@@ -262,3 +262,25 @@ def test_a_judged_error_rate_difference_is_labelled_in_the_policys_words(compas_
     assert label in view.scorecard.metric_labels
     assert {r.metric_label for r in view.failures if r.metric == "false_positive_rate_difference"} == {label}
     assert label in {a.metric_label for a in view.actions}
+
+
+@pytest.mark.parametrize(
+    ("named", "guidance"),
+    [
+        ("credit_scoring", "In lending"),
+        ("Credit Scoring", "In lending"),
+        ("healthcare-triage", "In healthcare"),
+        ("pretrial_risk", "In criminal justice"),
+        ("resume screening", "In hiring"),
+        ("insurance_pricing", "In insurance"),
+    ],
+)
+def test_the_use_cases_users_name_get_their_guidance(named: str, guidance: str) -> None:
+    note = priority_note(named)["note"]
+    assert note.startswith(guidance), note
+    assert "no built-in guidance" not in note
+
+
+def test_lending_guidance_names_the_rbi_fair_practices_code() -> None:
+    assert "Fair Practices Code" in priority_note("lending")["note"]
+    assert "has no built-in guidance" in priority_note("astrology")["note"]

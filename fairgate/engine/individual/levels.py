@@ -94,6 +94,26 @@ class LevelFamily:
         flips = np.rint(self.successes)
         return np.asarray(_scipy_stats.binom.sf(flips - 1, np.rint(self.n), threshold), dtype=float)
 
+    def beyond_bound(self, p: float) -> float:
+        """The largest threshold whose :meth:`p_beyond` is at most ``p``: the worst group's one-sided lower bound.
+
+        Per group at p / G (Bonferroni): the normal bound, or for a proportion the exact (Clopper-Pearson) one
+        that the binomial tail inverts.
+
+        >>> family = LevelFamily(np.array([0.10, 0.30]), np.array([0.05, 0.05]), np.array([100, 100]), "normal")
+        >>> round(family.beyond_bound(0.0455), 3)
+        0.2
+        """
+        each = min(1.0, p / max(self.value.size, 1))
+        if self.method == "normal":
+            return float(np.max(self.value - float(_scipy_stats.norm.isf(each)) * self.se))
+        assert self.successes is not None
+        flips = np.rint(self.successes)
+        bounds = np.where(
+            flips > 0, _scipy_stats.beta.ppf(each, np.maximum(flips, 1), np.rint(self.n) - flips + 1), 0.0
+        )
+        return float(np.max(bounds))
+
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The level the noisiest group would show with ``power`` at one-sided ``level``: t + (c + z_power) se."""
         if self.method == "normal":

@@ -19,6 +19,7 @@ import polars as pl
 from scipy import stats as scipy_stats
 
 from fairgate.engine.bootstrap import slicing_seed
+from fairgate.engine.labels import reason_labels
 from fairgate.engine.ranking.bootstrap import cluster_replicates
 from fairgate.engine.ranking.columns import BUCKET, EXPOSURE, POSITION, ROWS, WEIGHT, WEIGHT_SQ
 from fairgate.engine.ranking.cube import RankingCube
@@ -131,7 +132,7 @@ def ranking_slicing(
         reference=groups[ref] if with_groups else None,
         metrics=metrics,
         comparisons=_comparisons(groups, values, reps, ref, eligible, confidence_level, options) if with_groups else [],
-        summaries=_summaries(groups, values, reps, eligible & resamplable, confidence_level, options)
+        summaries=_summaries(groups, values, reps, eligible & resamplable, confidence_level, options, group_buckets)
         if with_groups
         else [],
         curves=_curves(cube, slicing, groups),
@@ -212,6 +213,7 @@ def _summaries(
     eligible: np.ndarray,
     level: float,
     options: Any,
+    units: np.ndarray,
 ) -> list[dict[str, Any]]:
     """Range and ratio of the top-k rate (each k), mean exposure and exposure per relevance over eligible groups."""
     out: list[dict[str, Any]] = []
@@ -219,7 +221,7 @@ def _summaries(
         cutoffs: list[int | None] = list(options.top_k) if base == "top_k_rate" else [None]
         for k in cutoffs:
             column = top_rate(k) if k is not None else base
-            entry = _summary(name, kind, values[column], reps[column], eligible, groups, level)
+            entry = _summary(name, kind, values[column], reps[column], eligible, groups, level, units)
             if k is not None:
                 entry["k"] = k
             out.append(entry)
@@ -266,12 +268,13 @@ def _left_out_entry(
             "value": 0.0,
             "worst_group": groups[zero[0]],
             "best_group": groups[int(np.flatnonzero(eligible)[np.nanargmax(value[eligible])])],
-            "reason": f"the value is 0 for {[groups[g] for g in zero]}: the ratio is 0, but it has no interval "
-            "(the simultaneous intervals of a ratio are built on the log scale); judge the difference instead",
+            "reason": f"the value is 0 for {reason_labels([groups[g] for g in zero])}: the ratio is 0, but it has "
+            "no interval (the simultaneous intervals of a ratio are built on the log scale); judge the difference "
+            "instead",
         }
     return {
-        "reason": f"the metric is undefined for group(s) {[groups[g] for g in left_out]} (no relevance or no "
-        "items in the data); a summary over the other groups would hide them"
+        "reason": f"the metric is undefined for group(s) {reason_labels([groups[g] for g in left_out])} (no "
+        "relevance or no items in the data); a summary over the other groups would hide them"
     }
 
 
@@ -283,8 +286,13 @@ def _summary(
     eligible: np.ndarray,
     groups: list[Group],
     level: float,
+    units: np.ndarray,
 ) -> dict[str, Any]:
-    """One summary over the eligible groups with a defined value: point, simultaneous interval, family."""
+    """One summary over the eligible groups with a defined value: point, simultaneous interval, family.
+
+    ``units``: the buckets of lists each group appears in; the pair standard errors come from resampling them, so
+    the family's tails are Student-t with (the fewest of the judged groups' units - 1) degrees of freedom.
+    """
     chosen = np.flatnonzero(eligible & np.isfinite(value) & ((value > 0) if kind == "ratio" else True))
     entry: dict[str, Any] = {
         "metric": name,
@@ -308,15 +316,16 @@ def _summary(
         entry["reason"] = "fewer than two groups reach min_group_size in enough lists; nothing to compare"
         return entry
     v, r = value[chosen], rep[:, chosen]
+    df = max(1.0, float(units[chosen].min()) - 1.0)
     worst, best = int(np.argmin(v)), int(np.argmax(v))
     entry["worst_group"], entry["best_group"] = groups[chosen[worst]], groups[chosen[best]]
     if kind == "difference":
         entry["value"] = float(v.max() - v.min())
-        family = pair_family([Component(v, r)])
+        family = pair_family([Component(v, r)], df=df)
     else:
         entry["value"] = float(v.min() / v.max())
         with np.errstate(divide="ignore", invalid="ignore"):
-            family = pair_family([Component(np.log(v), np.where(r > 0, np.log(r), np.nan))])
+            family = pair_family([Component(np.log(v), np.where(r > 0, np.log(r), np.nan))], df=df)
     if family is None:
         entry["reason"] = "no interval: some pair of groups does not vary over the resampled lists (too few lists)"
         return entry

@@ -85,6 +85,13 @@ class DistanceFamily(PairFamily):
             return 1.0
         return min(1.0, 4.0 * self.groups * math.exp(-(margin**2)))
 
+    def beyond_bound(self, p: float) -> float:
+        """The largest threshold whose :meth:`p_beyond` is at most ``p`` (the lower bound the test inverts)."""
+        if not 0.0 < p < 1.0:
+            return 0.0 if p <= 0.0 else float(np.max(self.low))
+        margin = math.sqrt(max(0.0, math.log(4.0 * self.groups / p)))
+        return max(0.0, float(np.max(self.low - margin * self.se)))
+
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """A distance the test finds with at least ``power``: threshold + the histogram's and both DKW margins."""
         miss = math.sqrt(math.log(4.0 / (1.0 - power)))

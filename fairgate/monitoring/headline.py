@@ -1,0 +1,136 @@
+"""A monitoring night's headline: the windows' verdict, the drift detector's news and the episodes still open.
+
+Three separate questions, never folded into one word: do tonight's windows fail the policy (the audit's gate on
+each window's rows), did the detector raise a new alert tonight, and which drift episodes are still open (alerted on
+an earlier night, not cleared since). A night whose windows fail never reads "no drift" alone, and an episode
+stays in the headline every night until it clears. The exit code follows from it (:func:`exit_code`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from fairgate.report.format import metric_label
+
+ExitOn = Literal["any", "alerts"]
+EXIT_ON: tuple[str, ...] = ("any", "alerts")
+MAX_ONGOING_NAMED = 3
+WINDOW_WORDS = {"since_deployment": "since deployment"}
+
+
+def window_words(window: str) -> str:
+    """A window as words: "7 days", or "since deployment"."""
+    return WINDOW_WORDS.get(window, f"{window} days")
+
+
+def headline(
+    windows: Sequence[Mapping[str, Any]],
+    alerts: Sequence[Mapping[str, Any]],
+    episodes: Sequence[Mapping[str, Any]],
+    *,
+    watching: bool,
+    gate_enabled: bool = True,
+) -> dict[str, Any]:
+    """The night's headline, the one line the CLI, the e-mail and page 1 print (``text``), and its parts.
+
+    ``windows`` (fail, pass, insufficient), ``drift`` (new_alert, no_new_alert, off), the open episodes' names
+    (``ongoing``) and the report's ``badge`` word.
+    """
+    verdicts = [str(w.get("verdict")) for w in windows if w.get("verdict")]
+    # A window summing the same periods as an earlier one holds the same numbers: counted once, under the first.
+    failing = [w for w in windows if w.get("verdict") == "fail" and not w.get("same_as")]
+    aliases: dict[str, list[str]] = {}
+    for w in windows:
+        if w.get("same_as"):
+            aliases.setdefault(str(w["same_as"]), []).append(window_words(str(w["window"])))
+    state = "fail" if failing else ("pass" if "pass" in verdicts else "insufficient")
+    n_failed = sum(int(w.get("n_failed") or 0) for w in failing)
+    drift = "off" if not watching else ("new_alert" if alerts else "no_new_alert")
+    ongoing = [episode_text(e) for e in episodes]
+    undecided = sum(int(w.get("n_inconclusive") or 0) for w in windows if not w.get("same_as"))
+    parts = [f"Windows: {_windows_text(state, failing, n_failed, gate_enabled, aliases, undecided)}"]
+    parts.append(f"Drift: {_drift_text(drift, alerts)}")
+    if ongoing:
+        named = "; ".join(ongoing[:MAX_ONGOING_NAMED])
+        more = len(ongoing) - MAX_ONGOING_NAMED
+        parts.append(f"Ongoing: {named}" + (f"; and {more} more" if more > 0 else ""))
+    elif watching:
+        parts.append("Ongoing: none")
+    return {
+        "windows": state,
+        "n_failed": n_failed,
+        "drift": drift,
+        "n_alerts": len(alerts),
+        "ongoing": ongoing,
+        "badge": _badge(state if gate_enabled else "pass", drift, bool(ongoing)),
+        "text": " · ".join(parts),
+    }
+
+
+def exit_code(head: Mapping[str, Any], exit_on: str, *, gate_enabled: bool = True) -> Literal[0, 1]:
+    """The night's exit code: 1 when a new drift alert fires or tonight's windows fail the policy, else 0.
+
+    Failing windows count unless ``exit_on`` is "alerts" or the policy disables its gate. An open episode alone
+    does not: it alerted on its own night.
+    """
+    if head["drift"] == "new_alert":
+        return 1
+    return 1 if exit_on == "any" and gate_enabled and head["windows"] == "fail" else 0
+
+
+def episode_text(episode: Mapping[str, Any]) -> str:
+    """An open episode in words: metric on slicing, group (rate), direction, since its alert's night."""
+    verb = "up" if episode.get("direction") == "up" else "down"
+    component = str(episode.get("component") or "").replace("_", " ")
+    rate = f", {component}" if component else ""
+    return (
+        f"{metric_label(str(episode['metric'])).lower()} by {episode['slicing']} ({episode['group']}{rate} {verb}) "
+        f"since {episode['since']}"
+    )
+
+
+def _windows_text(
+    state: str,
+    failing: Sequence[Mapping[str, Any]],
+    n_failed: int,
+    gate_enabled: bool,
+    aliases: dict[str, list[str]],
+    undecided: int,
+) -> str:
+    if state == "pass":
+        return f"pass ({undecided} inconclusive)" if undecided else "pass"
+    if state == "insufficient":
+        return "insufficient data (nothing could be judged)"
+
+    def name(window: Mapping[str, Any]) -> str:
+        label = str(window["window"])
+        return " = ".join([window_words(label), *aliases.get(label, [])])
+
+    where = ", ".join(f"{int(w.get('n_failed') or 0)} in {name(w)}" for w in failing)
+    noun = "result" if n_failed == 1 else "results"
+    gate = "" if gate_enabled else "; the policy's gate is disabled"
+    return f"FAIL ({n_failed} {noun}: {where}{gate})"
+
+
+def _drift_text(drift: str, alerts: Sequence[Mapping[str, Any]]) -> str:
+    if drift == "off":
+        return "not watched (no alert rules, or no baseline)"
+    if drift == "no_new_alert":
+        return "no new alert"
+    names = sorted({f"{a['metric']} by {a['slicing']} ({a['group']})" for a in alerts})
+    return f"{len(alerts)} new alert{'s' if len(alerts) != 1 else ''} ({'; '.join(names)})"
+
+
+def _badge(windows: str, drift: str, ongoing: bool) -> str:
+    """The badge word: never a green all-clear while a window fails or an episode is open."""
+    words = []
+    if windows == "fail":
+        words.append("FAIL")
+    if drift == "new_alert":
+        words.append("DRIFT")
+    elif ongoing:
+        words.append("DRIFT ONGOING")
+    if words:
+        return " · ".join(words)
+    return "PASS" if windows == "pass" else "NO EVIDENCE"

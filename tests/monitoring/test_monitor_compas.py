@@ -1,0 +1,193 @@
+"""Real COMPAS weeks through ``fairgate monitor run``: four weekly nights after a deployment audit, the last with
+every African-American person flagged. That night's windows fail the policy, so the run exits 1 and page 1 of
+the PDF says the windows fail (not a green "no drift": the detector cannot alert at about 90 rows a week, and the
+document names that rule with the volume it would need). ``--exit-on alerts`` restores alerts-only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+import fairgate
+from cli import app
+from tasks.store import append_audit_run
+
+COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
+FIRST_NIGHT = date(2013, 12, 30)  # a Monday: the deployment audit holds every person screened before it
+NIGHTS = 4
+POLICY = """\
+fairness_checker:
+  sensitive_attributes:
+    - {name: race, values: [African-American, Caucasian, Hispanic, Other, Asian, Native American],
+       reference_group: Caucasian}
+    - {name: sex, values: [Male, Female], reference_group: Male}
+  metrics:
+    - {name: disparate_impact_ratio, threshold: 0.8}
+    - {name: demographic_parity_difference, threshold: 0.1}
+    - {name: equal_opportunity_difference, threshold: 0.1}
+  intersectional_analysis: {enabled: false, min_group_size: 20}
+  statistics: {n_bootstrap: 200, seed: 3}
+  reporting: {format: [json, pdf]}
+  monitoring:
+    period: week
+    windows: [7, 28, since_deployment]
+    alerts:
+      - {metric: equal_opportunity_difference, slicing: [race], min_change: 0.1, horizon_nights: 52}
+"""
+
+
+def _compas() -> pl.DataFrame:
+    frame = pl.from_arrow(
+        duckdb.sql(
+            "select id, two_year_recid as y_true, decile_score / 10.0 as score, "
+            "cast(score_text in ('Medium', 'High') as integer) as y_pred, race, sex, "
+            "cast(compas_screening_date as timestamp) as timestamp "
+            f"from read_csv('{COMPAS_CSV}')"
+        ).to_arrow_table()
+    )
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def _record_deployment_audit(rows: pl.DataFrame, policy_path: Path, trail: Path) -> None:
+    """The deployment audit of everyone screened before the first night, recorded as ``fairgate audit`` does."""
+    text = policy_path.read_text()
+    policy = fairgate.Policy.from_yaml(text)
+    cube = fairgate.build_cube(rows.select("y_true", "y_pred", "score", "race", "sex"), policy)
+    parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
+    model = fairgate.ModelInfo(name="compas", version="1")
+    document = fairgate.adjudicate(cube, parts, policy, model=model, run_id="deployment").to_dict()
+    append_audit_run(
+        trail, document, policy_text=text, inputs={}, validation={}, join_report={}, cube_cells=cube.cells.to_dicts()
+    )
+
+
+def _write_night(rows: pl.DataFrame, folder: Path) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {
+        "predictions": rows.select("id", "score", "y_pred", "timestamp"),
+        "labels": rows.select("id", "y_true"),
+        "attributes": rows.select("id", "race", "sex"),
+    }
+    args = []
+    for role, frame in files.items():
+        frame.write_parquet(folder / f"{role}.parquet")
+        args += [f"--{role}", str(folder / f"{role}.parquet")]
+    return args
+
+
+@pytest.fixture(scope="module")
+def compas_nights(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server: str) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("compas_monitor")
+    (folder / "policy.yaml").write_text(POLICY)
+    trail = folder / "trail.duckdb"
+    rows = _compas()
+    start = datetime.combine(FIRST_NIGHT, datetime.min.time())
+    _record_deployment_audit(rows.filter(pl.col("timestamp") < start), folder / "policy.yaml", trail)
+    base = ["monitor", "run", "--policy", str(folder / "policy.yaml"), "--model-name", "compas"]
+    base += ["--model-version", "1", "--out", str(folder / "out"), "--trail", str(trail)]
+    runs = []
+    for week in range(NIGHTS):
+        first = start + timedelta(days=7 * week)
+        night = rows.filter((pl.col("timestamp") >= first) & (pl.col("timestamp") < first + timedelta(days=7)))
+        if week == NIGHTS - 1:  # the model flags every African-American person this week
+            night = night.with_columns(
+                pl.when(pl.col("race") == "African-American").then(1).otherwise(pl.col("y_pred")).alias("y_pred")
+            )
+        args = _write_night(night, folder / f"week{week + 1}")
+        result = runner.invoke(app, [*base, *args], env={"COLUMNS": "220"})
+        day = first.date().isoformat()
+        (path,) = (folder / "out").glob(f"monitoring_*_{day}.json")
+        runs.append({"result": result, "document": json.loads(path.read_text()), "args": args, "rows": night.height})
+    return {"folder": folder, "runs": runs, "base": base}
+
+
+def test_the_flagged_week_fails_its_windows_and_exits_1(compas_nights: dict[str, Any]) -> None:
+    last = compas_nights["runs"][-1]
+    document = last["document"]
+    assert 70 <= last["rows"] <= 110  # about 90 people a week, as in the field
+    assert last["result"].exit_code == 1, last["result"].output
+    assert document["alerts"] == []  # the detector cannot alert at this volume ...
+    assert document["exit_code"] == 1  # ... but the windows fail the policy
+    week = next(w for w in document["windows"] if w["window"] == "7")
+    assert week["verdict"] == "fail"
+    failed = {r["metric"] for r in week["results"] if r["status"] == "fail" and r["slicing"] == ["race"]}
+    assert {"disparate_impact_ratio", "demographic_parity_difference"} <= failed
+    head = document["headline"]
+    assert head["windows"] == "fail"
+    assert head["drift"] == "no_new_alert"
+    assert head["badge"].startswith("FAIL")
+    assert head["text"].startswith("Windows: FAIL (")
+    assert f"{week['n_failed']} in 7 days" in head["text"]
+    assert "Drift: no new alert" in head["text"]
+    output = " ".join(last["result"].output.split())
+    assert "Windows: FAIL" in output
+    assert "no drift" not in output.lower()
+
+
+def test_page_one_of_the_pdf_says_the_windows_fail(compas_nights: dict[str, Any]) -> None:
+    document = compas_nights["runs"][-1]["document"]
+    (pdf,) = (compas_nights["folder"] / "out").glob(f"monitoring_*_{document['night']}.pdf")
+    command = ["pdftotext", "-f", "1", "-l", "1", str(pdf), "-"]
+    page = subprocess.run(command, capture_output=True, text=True, check=True)
+    text = " ".join(page.stdout.split())
+    assert "Windows: FAIL" in text
+    assert "NO DRIFT" not in text
+    assert "PASS" not in text.split("Windows:")[0]  # the badge above the headline is not a green all-clear
+
+
+def test_the_underpowered_rule_is_named_with_the_volume_it_needs(compas_nights: dict[str, Any]) -> None:
+    for run in compas_nights["runs"]:  # every night, from the first
+        (rule,) = run["document"]["underpowered"]
+        assert rule["metric"] == "equal_opportunity_difference"
+        assert rule["slicing"] == ["race"]
+        assert rule["detection_probability"] < 0.5
+        assert "Under-powered drift rule: equal_opportunity_difference on race" in rule["detail"]
+        assert "rows a week" in rule["detail"]
+        assert rule["rows_needed"] is None or rule["rows_needed"] > rule["rows_per_period"]
+    first, last = compas_nights["runs"][0]["document"], compas_nights["runs"][-1]["document"]
+    assert "watches no stream yet" in first["underpowered"][0]["detail"]  # too few Caucasians with a label yet
+    (rule,) = last["underpowered"]
+    assert rule["stream"].startswith("equal_opportunity_difference · race · African-American vs Caucasian")
+    assert rule["predicted_delay"] is None or rule["predicted_delay"] > rule["horizon_nights"]
+    output = " ".join(compas_nights["runs"][-1]["result"].output.split())
+    assert "WEAK RULE Under-powered drift rule" in output
+
+
+def test_every_status_shows_the_interval_that_decided_it(compas_nights: dict[str, Any]) -> None:
+    for run in compas_nights["runs"]:
+        for window in run["document"]["windows"]:
+            for r in window["results"]:
+                if r["status"] not in ("pass", "fail", "inconclusive"):
+                    continue
+                low, high, limit = r["decision_ci_low"], r["decision_ci_high"], r["threshold"]
+                beyond = low > limit if r["direction"] == "lower_is_better" else high < limit
+                within = high <= limit + 1e-9 if r["direction"] == "lower_is_better" else low >= limit - 1e-9
+                assert (r["status"] == "fail") == beyond, r
+                if r["status"] == "pass":
+                    assert within, r
+                assert r["status_reason"]
+
+
+def test_windows_that_coincide_are_marked(compas_nights: dict[str, Any]) -> None:
+    first = {w["window"]: w for w in compas_nights["runs"][0]["document"]["windows"]}
+    assert first["28"]["same_as"] == "7"  # one week stored: 7 days, 28 days and since deployment are one sum
+    assert first["since_deployment"]["same_as"] == "7"
+    last = {w["window"]: w for w in compas_nights["runs"][-1]["document"]["windows"]}
+    assert last["7"]["same_as"] is None
+    assert last["since_deployment"]["same_as"] == "28"  # four weeks: 28 days is everything since deployment
+
+
+def test_exit_on_alerts_restores_alerts_only(compas_nights: dict[str, Any], runner: Any) -> None:
+    args = [*compas_nights["base"], *compas_nights["runs"][-1]["args"], "--exit-on", "alerts", "--quiet"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output  # no new alert: the failing windows do not count
+    bad = runner.invoke(app, [*args[:-3], "--exit-on", "sometimes"])
+    assert bad.exit_code == 2

@@ -1,0 +1,84 @@
+"""The explorer's data without a browser: cells from the score histogram or the calibration bins, as the rows say."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from fairgate.engine.cube import add_score_histogram, build_cube
+from fairgate.report.explorer import explorer_data
+from tests.engine.conftest import make_policy
+
+
+def rows(seed: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    score = rng.random(5000)
+    return pl.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "z"], 5000),
+            "y_true": (rng.random(5000) < score).astype(np.int64),
+            "y_pred": (score >= 0.5).astype(np.int64),
+            "score": score,
+        }
+    )
+
+
+def expected_cells(frame: pl.DataFrame, group: str, bins: int, favorable: int) -> dict[tuple[float, int], int]:
+    """Rows of a group per (raw score bin's lower edge, favourable truth), counted from the rows themselves."""
+    mine = frame.filter(pl.col("a") == group)
+    lower = np.floor(mine["score"].to_numpy() * bins) / bins
+    truth = (mine["y_true"].to_numpy() == favorable).astype(int)
+    out: dict[tuple[float, int], int] = {}
+    for edge, t in zip(lower, truth, strict=True):
+        out[(round(float(edge), 9), int(t))] = out.get((round(float(edge), 9), int(t)), 0) + 1
+    return out
+
+
+def page_cells(slicing: dict[str, Any], group: str) -> dict[tuple[float, int], int]:
+    entry = next(g for g in slicing["groups"] if g["name"] == group)
+    out = {}
+    for label, key in ((1, "positive"), (0, "negative")):
+        for score, count in zip(slicing["scores"], entry[key], strict=True):
+            if count:
+                out[(round(score, 9), label)] = count
+    return out
+
+
+def document_groups(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    sizes = frame.group_by("a").len().sort("a")
+    return [{"slicing": [], "group": {}, "n": float(frame.height), "sufficient": True, "metrics": {}}] + [
+        {"slicing": ["a"], "group": {"a": a}, "n": float(n), "sufficient": True, "metrics": {}}
+        for a, n in sizes.iter_rows()
+    ]
+
+
+@pytest.mark.parametrize("favorable", [1, 0])
+@pytest.mark.parametrize("source", ["histogram", "calibration bins"])
+def test_cells_from_the_cubes_bins_count_the_rows(favorable: int, source: str) -> None:
+    frame = rows(3 + favorable)
+    policy = make_policy(["a"], favorable_label=favorable)
+    cube = build_cube(frame, policy, exact_auc=False)
+    if source == "histogram":
+        cube = add_score_histogram(cube, frame, policy, 1024)
+    bins = 128 if source == "histogram" else policy.statistics.calibration_bins
+    data = explorer_data(cube, document_groups(frame), policy, min_cell_size=10)
+    (slicing,) = data["slicings"]
+    assert not slicing["exact"]
+    assert f"1/{bins}" in slicing["resolution"]
+    for group in ("x", "y", "z"):
+        assert page_cells(slicing, group) == expected_cells(frame, group, bins, favorable)
+
+
+def test_a_suppressed_group_leaves_no_trace_in_the_data() -> None:
+    frame = rows(9).with_columns(
+        pl.when(pl.int_range(pl.len()) < 4).then(pl.lit("tiny")).otherwise(pl.col("a")).alias("a")
+    )
+    policy = make_policy(["a"])
+    data = explorer_data(build_cube(frame, policy, exact_auc=True), document_groups(frame), policy, min_cell_size=10)
+    names = [g["name"] for g in data["slicings"][0]["groups"]]
+    assert "tiny" not in names
+    assert len(names) == 2  # complementary suppression: one more group goes, so "tiny" is not total minus the rest
+    assert "tiny" not in str(data)
