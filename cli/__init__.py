@@ -179,6 +179,8 @@ def _command_environment(argv: list[str]) -> None:
     if {"--quiet", "-q", "--json"} & set(argv):
         # Machines: Prefect's INFO lines off (warnings and errors still shown on stderr).
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        # A local Dask cluster's INFO lines (scheduler, nanny, workers) too: dask reads DASK_* when imported.
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
 
 
 def main() -> None:

@@ -93,7 +93,9 @@ def dask_task_runner(execution: Execution) -> Any:
     if execution.address:
         check_scheduler(execution.address)
         return DaskTaskRunner(address=execution.address)
-    return DaskTaskRunner()  # a distributed.LocalCluster for this run, sized to the machine
+    # A distributed.LocalCluster for this run, sized to the machine; its dashboard on a free port (the default
+    # 8787 may be another cluster's: distributed then warns on stderr).
+    return DaskTaskRunner(cluster_kwargs={"dashboard_address": ":0"})
 
 
 @dataclass

@@ -48,8 +48,9 @@ def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Sta
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     sources = {role: parse_source(role, text) for role, text in given.items()}
     con = duckdb.connect()
+    keep = {"attributes": attribute_file_columns(policy)}  # a very wide attributes CSV: only these are read
     present = {
-        role: register_source(con, source, f"src_{role}", id_column=policy.columns.id)
+        role: register_source(con, source, f"src_{role}", id_column=policy.columns.id, keep=keep.get(role))
         for role, source in sources.items()
     }
     staged = _checked_columns(con, policy, sources, present)
@@ -384,14 +385,26 @@ def release_rows(aligned: Aligned) -> None:
     aligned.table = aligned.table.schema.empty_table()
 
 
-def _proxy_columns(policy: Policy, present: list[str], exclude: set[str]) -> list[str]:
-    """Attribute-file columns the proxy reads (names, zip codes, model inputs), when they are present."""
+def _proxy_wanted(policy: Policy) -> list[str]:
+    """Attribute-file columns the proxy reads (names, zip codes, model inputs)."""
     if policy.proxy is None:
         return []
     wanted = [v for v in policy.proxy.columns.model_dump().values() if isinstance(v, str)]
     features = getattr(policy.proxy, "proxy_features", None)
     wanted += list(getattr(features, "columns", []) or [])
-    return [c for c in dict.fromkeys(wanted) if c in present and c not in exclude]
+    return list(dict.fromkeys(wanted))
+
+
+def _proxy_columns(policy: Policy, present: list[str], exclude: set[str]) -> list[str]:
+    """Attribute-file columns the proxy reads, when they are present."""
+    return [c for c in _proxy_wanted(policy) if c in present and c not in exclude]
+
+
+def attribute_file_columns(policy: Policy) -> set[str]:
+    """Every column the audit may read from the attributes input: the id, the sensitive attributes, the weight
+    and the proxy's inputs (staging reads nothing else from it, stg_attributes.sql)."""
+    weight = [policy.columns.weight] if policy.columns.weight is not None else []
+    return {policy.columns.id, *policy.attribute_names, *weight, *_proxy_wanted(policy)}
 
 
 def _require(column: str, present: list[str], source: Source, setting: str) -> None:

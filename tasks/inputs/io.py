@@ -15,7 +15,9 @@ import gzip
 import hashlib
 import os
 import sqlite3
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +25,7 @@ import duckdb
 
 from fairgate.errors import EMPTY_FILE, FILE_NOT_FOUND, MALFORMED_CSV, NO_SUCH_TABLE, DataError
 from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.wide_csv import narrowed_copy
 
 if TYPE_CHECKING:  # imported where used (SQLite inputs): `fairgate trail` imports this module and needs no Arrow
     import pyarrow as pa
@@ -185,26 +188,43 @@ def sha256_of(source: Source) -> str:
 
 
 def register_source(
-    con: duckdb.DuckDBPyConnection, source: Source, view: str, *, id_column: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    view: str,
+    *,
+    id_column: str | None = None,
+    keep: Collection[str] | None = None,
 ) -> list[str]:
     """Make ``source`` queryable as the view ``view``; return its column names.
 
     ``id_column``: ids are compared exactly, never as floating-point numbers (20-digit ids read as DOUBLE
     would make different people equal): a CSV's id column that would be sniffed as DOUBLE is read as text;
     a typed file whose ids are stored as floating-point numbers is refused. Paths and table names reach
-    DuckDB through its relation API (no SQL text is formatted with them).
+    DuckDB through its relation API (no SQL text is formatted with them). ``keep``: the columns the audit may
+    read from this input; a very wide CSV is narrowed to them first (tasks/inputs/wide_csv.py), the view
+    holding only those, the returned names still the file's whole header.
     """
-    try:
-        relation = _relation(con, source)
-        if id_column is not None and id_column in relation.columns and _floating(relation, id_column):
-            relation = _exact_ids(con, source, id_column)
-        relation.create_view(view, replace=True)
-        columns = list(relation.columns)
-    except duckdb.Error as exc:
-        raise DataError(_explain_read_error(source, exc)) from None
+    with tempfile.TemporaryDirectory(prefix="fairgate-narrow-") as folder:
+        narrowed = None
+        if keep is not None and source.kind == "csv":
+            narrowed = narrowed_copy(source.path, _delimiter(source.path), keep, Path(folder))
+        read = source if narrowed is None else replace(source, path=narrowed[1])
+        try:
+            relation = _relation(con, read)
+            if id_column is not None and id_column in relation.columns and _floating(relation, id_column):
+                relation = _exact_ids(con, read, id_column)
+            if narrowed is not None:  # held in DuckDB: the copy goes with its folder
+                table = f"{view}__narrowed"
+                con.execute(f"drop table if exists {quote_identifier(table)}")
+                relation.create(table)
+                relation = con.table(table)
+            relation.create_view(view, replace=True)
+            columns = list(relation.columns)
+        except duckdb.Error as exc:
+            raise DataError(_explain_read_error(source, exc)) from None
     if not columns:
         raise DataError(f"{source.label} has no columns; it needs a header row naming id and the data columns")
-    return columns
+    return columns if narrowed is None else narrowed[0]
 
 
 def _relation(con: duckdb.DuckDBPyConnection, source: Source) -> duckdb.DuckDBPyRelation:

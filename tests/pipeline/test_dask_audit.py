@@ -263,3 +263,32 @@ def test_runner_local_with_an_address_exits_2(
 ) -> None:
     args = audit_args(policy_file, partitioned, tmp_path / "out", "--runner", "local", "--dask-address", "tcp://x:1")
     _assert_refused(runner.invoke(app, args), ["--dask-address names a Dask scheduler"], tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_a_refusal_on_a_local_cluster_is_one_quiet_line(tmp_path: Path, partitioned: dict[str, Path]) -> None:
+    """runner: dask without an address starts a LocalCluster for the run: with --quiet its INFO lines stay off
+    the terminal, and an id repeated across partitions is one error line, last, with no flow-engine traceback."""
+    from pipeline_helpers import run_fairgate
+
+    predictions = tmp_path / "predictions"
+    shutil.copytree(partitioned["predictions"], predictions)
+    part = predictions / "part-002.parquet"
+    con = duckdb.connect()
+    con.sql(
+        f"select * from read_parquet('{part}') union all "
+        f"select * from read_parquet('{partitioned['predictions'] / 'part-001.parquet'}') where id = 1"
+    ).to_parquet(str(tmp_path / "tmp.parquet"))
+    con.close()
+    (tmp_path / "tmp.parquet").replace(part)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY_FAILING + "  execution: {runner: dask}\n")
+    inputs = {**partitioned, "predictions": predictions}
+    completed = run_fairgate(audit_args(policy, inputs, tmp_path / "out"), cwd=tmp_path)
+    assert completed.returncode == 2, completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert " INFO " not in completed.stderr
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: the predictions partitions"), completed.stderr
+    assert sum(line.startswith("error:") for line in lines) == 1
+    assert not (tmp_path / "out").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -107,3 +108,75 @@ def test_the_error_is_the_last_line_and_said_once(inputs: Inputs) -> None:
     assert not inputs.out.exists()
     assert os.listdir(inputs.folder)  # the inputs are still there
     assert all(fragment in lines[-1] for fragment in expected)
+
+
+# --- a very wide attributes file: its unused columns cost nothing --------------------------------------------
+
+
+def _widen(path: Path, extra: int, rows: int | None = None) -> None:
+    con = duckdb.connect()
+    con.read_csv(str(path)).create_view("t")
+    columns = ", ".join(f"(id * {k}) % 7 as x{k}" for k in range(extra))
+    limit = f" limit {rows}" if rows else ""
+    data = con.sql(f"select *, {columns} from t{limit}").to_arrow_table()
+    con.close()
+    out = duckdb.connect()
+    out.from_arrow(data).to_csv(str(path))
+    out.close()
+
+
+def test_a_wide_attributes_file_is_read_only_where_needed(compas_split: dict[str, Path], tmp_path: Path) -> None:
+    """300 extra columns: staging keeps the id and the attributes the policy names, the header is still known
+    whole, and the staged attributes are those of the narrow file."""
+    from pipeline_helpers import POLICY_PASSING
+
+    import fairgate
+    from tasks.inputs.align import stage
+
+    wide = tmp_path / "attributes.csv"
+    wide.write_bytes(compas_split["attributes"].read_bytes())
+    _widen(wide, 300)
+    policy = fairgate.Policy.from_yaml(POLICY_PASSING)
+    inputs = (str(compas_split["predictions"]), str(compas_split["labels"]))
+    staged = stage(policy, *inputs, str(wide))
+    narrow = stage(policy, *inputs, str(compas_split["attributes"]))
+    assert staged.con.sql("select * from src_attributes limit 0").columns == ["id", "sex"]
+    query = "select * from stg_attributes order by id"
+    assert staged.con.sql(query).fetchall() == narrow.con.sql(query).fetchall()
+    assert staged.sha256["attributes"] != narrow.sha256["attributes"]  # the file as given is what is hashed
+
+
+def test_a_wide_file_with_a_missing_attribute_names_it(compas_split: dict[str, Path], tmp_path: Path) -> None:
+    from pipeline_helpers import POLICY_PASSING
+
+    import fairgate
+    from tasks.inputs.align import stage
+
+    wide = tmp_path / "attributes.csv"
+    wide.write_bytes(compas_split["attributes"].read_bytes())
+    _widen(wide, 300, rows=50)
+    policy = fairgate.Policy.from_yaml(POLICY_PASSING.replace("name: sex", "name: gender"))
+    with pytest.raises(DataError, match="column 'gender' is missing from") as caught:
+        stage(policy, str(compas_split["predictions"]), str(compas_split["labels"]), str(wide))
+    assert "'x299'" in caught.value.message  # the columns present are the file's, not the narrowed copy's
+
+
+def test_a_ragged_row_in_a_wide_file_is_still_named(compas_split: dict[str, Path], tmp_path: Path) -> None:
+    from pipeline_helpers import POLICY_PASSING
+
+    import fairgate
+    from tasks.inputs.align import stage
+
+    wide = tmp_path / "attributes.csv"
+    wide.write_bytes(compas_split["attributes"].read_bytes())
+    _widen(wide, 300, rows=50)
+    lines = wide.read_text().splitlines()
+    lines[20] += ",extra"
+    wide.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match="line 21 has 305 fields, the header has 304"):
+        stage(
+            fairgate.Policy.from_yaml(POLICY_PASSING),
+            str(compas_split["predictions"]),
+            str(compas_split["labels"]),
+            str(wide),
+        )
