@@ -195,7 +195,7 @@
 
   function rateCells(st) {
     return RATES.map(function (r) {
-      return "<td class=\"num\" data-rate=\"" + r + "\">" + fmt(st[r]) + " <small>" + fmtInterval(st.intervals[r]) +
+      return "<td class=\"num\" data-rate=\"" + r + "\">" + fmt(st[r]) + "<br><small>" + fmtInterval(st.intervals[r]) +
         "</small></td>";
     }).join("");
   }
@@ -269,7 +269,7 @@
     var cells = row.querySelectorAll("td[data-rate]");
     for (var k = 0; k < cells.length; k++) {
       var r = cells[k].getAttribute("data-rate");
-      cells[k].innerHTML = fmt(g[r]) + " <small>" + fmtInterval(g.intervals[r]) + "</small>";
+      cells[k].innerHTML = fmt(g[r]) + "<br><small>" + fmtInterval(g.intervals[r]) + "</small>";
     }
     refreshTotals(s, st);
   }

@@ -80,7 +80,7 @@ def explorer_data(
     for slicing, members in by_slicing.items():
         shown = [e for e in members if not suppression.hides(slicing, e.group) and (e.n or 0) > 0]
         if shown:
-            slicings.append(_slicing_data(cells, slicing, shown, min_group))
+            slicings.append(_slicing_data(cells, slicing, shown))
     return {
         "favorable_label": policy.favorable_label,
         "outcomes": policy.outcomes.model_dump() if policy.outcomes is not None else None,
@@ -116,9 +116,7 @@ def page_summaries(policy: Policy) -> list[dict[str, Any]]:
     return out
 
 
-def _slicing_data(
-    cells: ScoreCells, slicing: tuple[str, ...], shown: list[GroupEntry], min_group: int
-) -> dict[str, Any]:
+def _slicing_data(cells: ScoreCells, slicing: tuple[str, ...], shown: list[GroupEntry]) -> dict[str, Any]:
     """One slicing's score grid and, per shown group, the weight of each label at each grid score."""
     counted = cells.frame.group_by([*slicing, _CELL, TRUE]).agg(pl.col(WEIGHT).sum())
     grid = np.unique(counted[_CELL].to_numpy())
@@ -142,7 +140,7 @@ def _slicing_data(
         {
             "name": SLICING_SEPARATOR.join(key),
             "group": dict(entry.group),
-            "sufficient": bool(entry.n is not None and entry.n >= min_group),
+            "sufficient": entry.sufficient,  # judged by the audit (n reaches min_group_size)
             "positive": numbers[i][1],
             "negative": numbers[i][0],
         }

@@ -111,10 +111,13 @@ def test_compas_race_state_equals_the_engines_audit_at_the_threshold(
         page.evaluate("([g, t]) => fairgateExplorer.setThreshold('race', g, t)", [group, t])
     state = page.evaluate("fairgateExplorer.state('race')")
     assert_same(state, engine_groups(compas_rows, compas_policy, t, ["race"]), t)
-    # The page shows what the contract reports: the first group's row reads its selection rate.
-    shown = page.locator("#groups-body tr").first.locator("td[data-rate=selection_rate]").inner_text()
-    if page.evaluate("fairgateExplorer.slicings()[0]") == "race":
-        assert shown.startswith(f"{state['groups'][groups[0]]['selection_rate']:.3f}")
+    # The page shows what the contract reports: each race row reads its group's threshold and selection rate.
+    page.select_option("#slicing", "race")
+    rows = page.locator("#groups-body tr")
+    for i, group in enumerate(groups):
+        assert rows.nth(i).locator("input.thr").input_value() == str(t)
+        shown = rows.nth(i).locator("td[data-rate=selection_rate]").inner_text()
+        assert shown.startswith(f"{state['groups'][group]['selection_rate']:.3f}")
     assert problems == []
 
 
