@@ -71,16 +71,12 @@ def deploy(
     """Register the nightly, on-registration and on-demand deployments (idempotent: again = update).
 
     The worker writes the reports and the trail under --out; --model and --model-version name the nightly
-    audit's model. A deployment an earlier deploy registered and this one does not (the nightly without
-    --predictions, the MLflow watch without --mlflow-tracking-uri) is removed, and the output says so.
+    audit's model. Deployments an earlier deploy registered and this one does not are removed (and named).
     """
-    from flows.deployments import check_api, registered_deployments, remove_deployments
+    from flows.deployments import check_api
 
     if list_ or remove:
-        with refusing():
-            api_url = check_api()
-        _manage(api_url, remove=remove)
-        return
+        return _manage(remove=remove)
 
     with refusing():  # nothing registered or written yet: the message and exit 2, no traceback
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
@@ -88,8 +84,14 @@ def deploy(
         settings = _with_mlflow(settings, mlflow_tracking_uri)
         api_url = check_api()
     created, ids, settings = _register(settings, out, pool, demo)
-    removed = remove_deployments([d for d in registered_deployments() if d.name not in ids])
-    _report(api_url, pool, created, ids, settings, removed)
+    _report(api_url, pool, created, ids, settings, _remove_stale(ids))
+
+
+def _remove_stale(registered_now: dict[str, str]) -> list[str]:
+    """Remove the fairgate deployments an earlier deploy registered and this one did not; their names."""
+    from flows.deployments import registered_deployments, remove_deployments
+
+    return remove_deployments([d for d in registered_deployments() if d.name not in registered_now])
 
 
 def _register(settings: DeploySettings, out: Path, pool: str, demo: bool) -> tuple[str, dict[str, str], DeploySettings]:
@@ -120,10 +122,12 @@ def _with_version(settings: DeploySettings, model_version: str | None) -> Deploy
     return dataclasses.replace(settings, model_version=model_version)
 
 
-def _manage(api_url: str, *, remove: bool) -> None:
+def _manage(*, remove: bool) -> None:
     """``--list`` or ``--remove``: fairgate's deployments on the server, whatever pool or deploy made them."""
-    from flows.deployments import registered_deployments, remove_deployments
+    from flows.deployments import check_api, registered_deployments, remove_deployments
 
+    with refusing():
+        api_url = check_api()
     registered = registered_deployments()
     lines = [f"Prefect API: {api_url}"]
     if remove:

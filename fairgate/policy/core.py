@@ -520,7 +520,6 @@ class Policy(_Strict):
         if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
             del dumped["model_card"]
         _drop_later_defaults(dumped)
-        _drop_absent_labels(dumped)
         for column, default in (("list_id", "list_id"), ("rank", "rank")):  # ranking's columns, likewise
             if dumped["columns"][column] == default:
                 del dumped["columns"][column]
@@ -588,15 +587,11 @@ def _explain(exc: ValidationError, source: str) -> str:
     return f"{source} is not a valid fairgate policy: {'; '.join(problems)}"
 
 
-def _drop_absent_labels(dumped: dict[str, Any]) -> None:
-    """An attribute without ``labels:`` keeps the hash it had before the key existed."""
+def _drop_later_defaults(dumped: dict[str, Any]) -> None:
+    """Keys added later (proxy's, ci_cd_gate.insufficient, labels), at their defaults, left out: same hashes."""
     for attribute in dumped["sensitive_attributes"]:
         if attribute.get("labels") is None:
             attribute.pop("labels", None)
-
-
-def _drop_later_defaults(dumped: dict[str, Any]) -> None:
-    """Keys added later (proxy's, ci_cd_gate.insufficient), at their defaults, left out: older policies keep hashes."""
     if dumped["ci_cd_gate"].get("insufficient") == "block":
         del dumped["ci_cd_gate"]["insufficient"]
     proxy = dumped.get("proxy")
