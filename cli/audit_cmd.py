@@ -26,7 +26,6 @@ from cli.checks import check_audit_arguments
 from cli.exits import fail, refusing, run_flow
 from cli.signals import audit_guard
 from fairgate.engine.labels import slicing_label
-from fairgate.report.format import fmt, interval_text
 from fairgate.verdicts import insufficient_sentence, passed
 
 _out = console.stdout()
@@ -239,6 +238,8 @@ _STATUS_NOTES = {
 
 def _estimate_texts(estimate: dict[str, Any]) -> tuple[str, str]:
     """A value and its interval as the results table prints them."""
+    from fairgate.report.format import fmt, interval_text  # the engine's modules: not for --help
+
     value = "n/a" if estimate.get("value") is None else fmt(estimate["value"])
     # The reports' formatter: ends rounded outward, so the printed interval contains the JSON's.
     ci = interval_text(estimate.get("ci_low"), estimate.get("ci_high"))

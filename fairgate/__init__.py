@@ -8,9 +8,12 @@
 ...   intersectional_analysis: {min_group_size: 1}
 ...   statistics: {n_bootstrap: 50}
 ... ''')
->>> frame = pl.DataFrame({"y_true": [1, 0, 1, 0], "y_pred": [1, 0, 0, 0], "sex": ["F", "F", "M", "M"]})
->>> fairgate.audit(frame, policy).verdict
+>>> frame = pl.DataFrame({"y_true": [1, 0] * 100, "y_pred": [1, 1, 1, 0] * 25 + [1, 0, 0, 0] * 25,
+...                       "sex": ["F"] * 100 + ["M"] * 100})
+>>> fairgate.audit(frame, policy).verdict  # 75% of F selected against 25% of M
 'fail'
+>>> fairgate.audit(frame.head(4), policy).verdict  # four people: nothing can be judged either way
+'insufficient'
 """
 
 from __future__ import annotations

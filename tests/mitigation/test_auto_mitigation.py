@@ -29,6 +29,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from cli import DEMO_DATA, app
+from fairgate.report.format import interval_text
 from tasks.inputs.io import write_demo_inputs
 from tasks.store import list_mitigations, show_run, verify
 
@@ -203,7 +204,7 @@ def test_one_pdf_carries_the_section_with_the_documents_numbers(auto_run: dict) 
     for stage in ("before", "after"):
         estimate = race[stage]
         assert f"{estimate['value']:.3f}" in text
-        assert f"[{estimate['ci_low']:.3f}, {estimate['ci_high']:.3f}]" in text
+        assert f"[{interval_text(estimate['ci_low'], estimate['ci_high'])}]" in text  # the reports' one formatter
     overall = block["accuracy"]["overall"]
     assert f"{overall['before']:.3f}" in text
     assert f"{overall['after']:.3f}" in text

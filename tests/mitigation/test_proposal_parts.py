@@ -100,7 +100,7 @@ def test_the_view_puts_the_targeted_result_first_and_explains_inconclusive() -> 
     assert view.results[0].focus
     assert view.results[0].changed
     assert view.n_pdf_results == 1  # sex keeps its status: listed in the HTML only
-    assert "0.300 [0.200, 0.400] FAIL → 0.030 [0.000, 0.150] INCONCLUSIVE" in view.headline
+    assert "0.300 [0.200–0.400] FAIL → 0.030 [0.000–0.150] INCONCLUSIVE" in view.headline
     assert "505 measured people" in view.headline
     assert view.fitted_rows == [
         ["A", "favourable above 0.4000"],
