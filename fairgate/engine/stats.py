@@ -379,30 +379,25 @@ class PairFamily:
         return max(0.0, float(np.max(self.gap - t * self.se)))
 
     def exact_beyond_bound(self, bound: float, p: float, threshold: float, fails: bool) -> float:
-        """:meth:`beyond_bound`'s ``bound``, lowered where the exact small-count tails of :meth:`p_beyond` forbid it.
+        """:meth:`beyond_bound`'s ``bound``, on the side of ``threshold`` the exact small-count tails decided.
 
-        Those tails only ever raise the p-value. The bound is found by a short bisection bracketed by the
-        threshold, so "the result fails (``fails``) exactly when the bound lies beyond its threshold" holds
-        whatever the bisection's precision (the exact bound to 1/64 of the bracket). A failing result whose
-        normal bound the exact tails allow, and one that does not fail with its bound within the threshold
-        already, cost nothing more.
+        The exact tails of :meth:`p_beyond` only ever raise the p-value. A failing result's bound already lies
+        beyond its threshold (the exact tails allowed the failure, so the normal ones do too): it is kept, the
+        normal-tail bound. A result that does not fail but whose normal bound lies beyond the threshold has its
+        bound found again within the threshold by a short bisection (to 1/16 of the threshold), so "a result
+        fails exactly when this bound lies beyond its threshold" holds.
         """
         if self.counts is None or bound <= 0.0:
             return bound
-        if not fails:
-            if bound <= threshold:
-                return bound
-            low, high = 0.0, threshold  # the exact bound lies within the threshold: the test did not reject
-        else:
-            if self.p_beyond(bound) <= p:
-                return bound
-            low, high = threshold, bound  # the exact bound lies between the threshold and the normal bound
-        for _ in range(6):
+        if fails:
+            return max(bound, float(np.nextafter(threshold, np.inf)))
+        if bound <= threshold:
+            return bound
+        low, high = 0.0, threshold  # p_beyond(low) <= p < p_beyond(high): the test did not reject at the threshold
+        for _ in range(4):
             middle = 0.5 * (low + high)
             low, high = (middle, high) if self.p_beyond(middle) <= p else (low, middle)
-        if fails:
-            return max(low, float(np.nextafter(threshold, np.inf)))
-        return min(low, threshold)
+        return low
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
         """The smallest range that any pair of groups would show with ``power`` at one-sided ``level``.
