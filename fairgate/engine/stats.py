@@ -206,14 +206,21 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     """
     p_values = np.asarray(p_values, dtype=float)
     adjusted = np.full(p_values.shape, np.nan)
-    defined = np.flatnonzero(np.isfinite(p_values))
-    if defined.size == 0:
-        return adjusted
-    order = defined[np.argsort(p_values[defined], kind="stable")]
-    m = order.size
-    stepped = np.maximum.accumulate((m - np.arange(m)) * p_values[order])
+    order, _, stepped = _holm_steps(p_values)
     adjusted[order] = np.minimum(stepped, 1.0)
     return adjusted
+
+
+def _holm_steps(p_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Holm's step-down over the defined p-values, shared by :func:`holm` and :func:`holm_multipliers`.
+
+    Returns their indices in ascending order, each step's number of tests left, and the running maximum of
+    (tests left) x p: the unclipped adjusted p-values.
+    """
+    defined = np.flatnonzero(np.isfinite(p_values))
+    order = defined[np.argsort(p_values[defined], kind="stable")]
+    steps = (order.size - np.arange(order.size)).astype(float)
+    return order, steps, np.maximum.accumulate(steps * p_values[order])
 
 
 def holm_multipliers(p_values: np.ndarray) -> np.ndarray:
@@ -227,13 +234,7 @@ def holm_multipliers(p_values: np.ndarray) -> np.ndarray:
     """
     p_values = np.asarray(p_values, dtype=float)
     out = np.full(p_values.shape, np.nan)
-    defined = np.flatnonzero(np.isfinite(p_values))
-    if defined.size == 0:
-        return out
-    order = defined[np.argsort(p_values[defined], kind="stable")]
-    m = order.size
-    steps = (m - np.arange(m)).astype(float)
-    stepped = np.maximum.accumulate(steps * p_values[order])
+    order, steps, stepped = _holm_steps(p_values)
     with np.errstate(divide="ignore", invalid="ignore"):
         out[order] = np.where(p_values[order] > 0, stepped / p_values[order], steps)
     return out
