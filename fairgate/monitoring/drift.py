@@ -31,6 +31,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
+from typing import Any
 
 import numpy as np
 
@@ -321,11 +322,7 @@ def _replay(observations: list[Observation], rule: DriftRule, alpha: float) -> S
             detail = _detail(first, direction, change, len(run), statistic, walk.h)
             alerts.append(_alert(first, observation.night, statistic, walk.h, change, detail, direction))
     return StreamScan(
-        stream=first.stream,
-        metric=first.metric,
-        slicing=first.slicing,
-        group=first.group,
-        component=first.component,
+        **_identity(first),
         reference=first.reference,
         nights=[o.night for o in observations],
         estimate=[o.estimate for o in observations],
@@ -343,20 +340,27 @@ def _replay(observations: list[Observation], rule: DriftRule, alpha: float) -> S
     )
 
 
+def _identity(first: Observation) -> dict[str, Any]:
+    """The fields that name a stream (its metric, slicing, group and component), as every record of it carries them."""
+    return {
+        "stream": first.stream,
+        "metric": first.metric,
+        "slicing": first.slicing,
+        "group": first.group,
+        "component": first.component,
+    }
+
+
 def _alert(
     first: Observation, night: date, statistic: float, h: float, change: float, detail: str, direction: str
 ) -> DriftAlert:
     return DriftAlert(
-        stream=first.stream,
-        metric=first.metric,
-        slicing=first.slicing,
-        group=first.group,
+        **_identity(first),
         night=night,
         statistic=statistic,
         threshold=h,
         change=change,
         detail=detail,
-        component=first.component,
         direction=direction,
     )
 
@@ -366,11 +370,7 @@ def _episode(first: Observation, walk: _Walk, last: date) -> Episode | None:
     if not walk.alarmed or walk.since is None:
         return None
     return Episode(
-        stream=first.stream,
-        metric=first.metric,
-        slicing=first.slicing,
-        group=first.group,
-        component=first.component,
+        **_identity(first),
         direction=walk.alarmed,
         since=walk.since,
         change=walk.level,
