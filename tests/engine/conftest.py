@@ -7,6 +7,7 @@ does not trip ``pytest -W error``; the engine is always called outside it, so an
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,6 +141,13 @@ def assert_close_tree(left: Any, right: Any, *, tol: float = 1e-9, path: str = "
             assert_close_tree(a, b, tol=tol, path=f"{path}[{i}]")
     elif isinstance(left, float) and not isinstance(right, bool) and isinstance(right, int | float):
         assert abs(left - right) <= tol * max(1.0, abs(left)), f"{path}: {left!r} != {right!r}"
+    elif isinstance(left, np.ndarray):  # a family's gaps, standard errors, counts: the same tolerance, elementwise
+        assert isinstance(right, np.ndarray), f"{path}: {left!r} != {right!r}"
+        np.testing.assert_allclose(left, right, rtol=tol, atol=tol, equal_nan=True, err_msg=path)
+    elif dataclasses.is_dataclass(left) and not isinstance(left, type):  # e.g. a PairFamily: field by field
+        assert type(left) is type(right), f"{path}: {left!r} != {right!r}"
+        for item in dataclasses.fields(left):
+            assert_close_tree(getattr(left, item.name), getattr(right, item.name), tol=tol, path=f"{path}.{item.name}")
     else:
         assert left == right, f"{path}: {left!r} != {right!r}"
 
