@@ -95,13 +95,19 @@ class IndividualFairness(BaseModel):
     model_config = STRICT
 
     features: list[str] | Literal["all numeric"] = "all numeric"
-    # AIF360's default n_neighbors; the person counts as one of their own k neighbours, as in AIF360.
+    """The feature columns of the neighbour search, or `all numeric`."""
     k: int = Field(default=5, ge=1, le=1000)
+    """Neighbours per person (AIF360's default); the person counts as one of their own k neighbours, as in AIF360."""
     scaling: Scaling = "none"
+    """`none` (AIF360's), `standard` or `minmax` scaling of the features first."""
     min_consistency: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The smallest consistency allowed per group; unset: reported only."""
     max_flip_rate: float | None = Field(default=None, ge=0.0, lt=1.0)
+    """The largest share of decisions that may change with the attribute flipped; unset: reported only."""
     sample_people: StrictInt | None = Field(default=None, ge=MIN_SAMPLE_PEOPLE)
+    """Estimate consistency on a seeded random sample of this many people (at least 1,000); null: everyone."""
     seed: StrictInt = Field(default=0, ge=0, le=2**63 - 1)
+    """The seed of the sample."""
 
     @field_validator("features")
     @classmethod
