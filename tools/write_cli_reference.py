@@ -48,7 +48,7 @@ def _commands() -> Iterator[tuple[list[str], Any, Any]]:
     root = _context(typer.main.get_command(app), "fairgate")
     yield ["fairgate"], root.command, None
     for name in COMMANDS:
-        command = load_command(name)
+        command: Any = load_command(name)
         yield ["fairgate", name], command, root
         if hasattr(command, "list_commands"):  # a group of sub-commands
             group_context = _context(command, name, root)
