@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 FailOn = Literal["any", "majority", "critical_only"]
-# What an inconclusive result (interval straddling the threshold) means for the gate (README, "Verdicts").
+# What an inconclusive result (interval straddling the threshold) means for the gate (docs/concepts/index.md).
 Decision = Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"]
 ReportFormat = Literal["json", "html", "pdf", "junit", "model_card"]
 JsonContent = Literal["full", "suppressed"]
@@ -545,7 +545,7 @@ class Policy(_Strict):
         if not isinstance(document, dict) or "fairness_checker" not in document:
             raise PolicyError(
                 f"{source} must be a YAML mapping with a top-level 'fairness_checker:' key "
-                "(see the example policy in the README)"
+                "(see the example policy in docs/reference/policy-guide.md)"
             )
         extra = sorted(set(document) - {"fairness_checker"})
         if extra:
@@ -651,7 +651,7 @@ def _explain(exc: ValidationError, source: str) -> str:
     for error in exc.errors():
         where = ".".join(str(p) for p in ("fairness_checker", *error["loc"]))
         if error["type"] == "extra_forbidden":
-            problems.append(f"{where}: unknown key (check its spelling against the policy reference in the README)")
+            problems.append(f"{where}: unknown key (check its spelling against docs/reference/policy.md)")
         elif error["type"] == "missing":
             problems.append(f"{where}: required key is missing")
         elif error["type"] == "finite_number":

@@ -32,7 +32,7 @@ Streaming = Literal["auto", "always", "never"]
 AucMethod = Literal["exact", "histogram", "auto"]
 
 # ``streaming: auto`` streams above this many prediction rows: below it the rows fit in memory comfortably
-# (10M aligned rows take about 3 GB on the in-memory path, README "Latency").
+# (10M aligned rows take about 3 GB on the in-memory path, docs/benchmarks/scale.md).
 STREAMING_AUTO_ROWS = 5_000_000
 # ``auc: auto`` keeps the exact per-row score table up to this many rows (about 40 bytes a row once sorted),
 # and uses the histogram beyond.

@@ -53,7 +53,7 @@ CHECK_RANGES: dict[str, tuple[tuple[float, float], str, float]] = {
     CONSISTENCY: ((0.0, 1.0), "the share of each person's nearest neighbours given their decision (1 is best)", 0.8),
     FLIP_RATE: ((0.0, 1.0), "the share of decisions that change when the attribute is swapped (0 is best)", 0.02),
 }
-#: Each check's threshold key in the section, and an example of it (the README's).
+#: Each check's threshold key in the section, and an example of it (the documentation's).
 _THRESHOLD_KEYS = {CONSISTENCY: ("min_consistency", 0.8), FLIP_RATE: ("max_flip_rate", 0.02)}
 #: Fewer sampled people than this would make the sampling error dominate every group's interval.
 MIN_SAMPLE_PEOPLE = 1_000
@@ -73,7 +73,7 @@ def check_written_as_metric(name: str, threshold: float) -> str:
         f"{name!r} is an individual-fairness check, not a group metric: it is configured in the policy's "
         f"individual_fairness: section, not under metrics:. Remove it from metrics and write "
         f"'{section_example(name, threshold)}' (features: a list of columns, or all numeric), then audit with "
-        f'{inputs} (README, "Individual fairness"); these checks judge binary decisions, so they are refused in '
+        f"{inputs} (docs/guides/individual-fairness.md); these checks judge binary decisions, so they are refused in "
         "multiclass, regression and ranking audits"
     )
 

@@ -84,7 +84,7 @@ class AlertRule(_Strict):
 
 
 class Monitoring(_Strict):
-    """The ``monitoring:`` section (README, "Monitoring")."""
+    """The ``monitoring:`` section (docs/guides/monitoring.md)."""
 
     period: Period = "day"
     """`day` or `week` (ISO weeks from Monday): cubes are stored per period."""
