@@ -71,6 +71,21 @@ def _models(root: type[BaseModel]) -> list[type[BaseModel]]:
     return order
 
 
+def _yaml_paths() -> dict[type[BaseModel], str]:
+    """Each model's place in a policy file, as a reader finds it (``delivery.smtp``, ``metrics[]``)."""
+    paths: dict[type[BaseModel], str] = {Policy: "fairness_checker"}
+    for model in _models(Policy):
+        for name, field in model.model_fields.items():
+            many = typing.get_origin(field.annotation) is list or any(
+                typing.get_origin(arg) is list for arg in typing.get_args(field.annotation)
+            )
+            key = (field.alias or name) + ("[]" if many else "")
+            for nested in _nested_models(field.annotation):
+                parent = "" if model is Policy else paths[model] + "."
+                paths.setdefault(nested, parent + key)
+    return paths
+
+
 def _nested_models(annotation: Any) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
@@ -88,7 +103,7 @@ def _type_text(annotation: Any) -> str:
     if annotation is type(None):
         return "null"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return f"[{annotation.__name__}](#{_anchor(annotation)})"
+        return f"mapping ([keys](#{_anchor(annotation)}))"
     if origin is typing.Literal:
         return " \\| ".join(f"`{json.dumps(a)}`" for a in args)
     if origin in (typing.Union, types.UnionType):
@@ -135,19 +150,11 @@ def missing_descriptions() -> list[str]:
 def markdown() -> str:
     """The policy reference page."""
     parts = [INTRO]
+    paths = _yaml_paths()
     for model in _models(Policy):
-        key = "fairness_checker" if model is Policy else model.__name__
-        parts.append(f"## `{key}` {{#{_anchor(model)}}}\n")
+        parts.append(f"## `{paths[model]}` {{#{_anchor(model)}}}\n")
         doc = "The policy file's one top-level key." if model is Policy else _one_line(model.__doc__)
         parts.append(doc.replace("``", "`") + "\n")
-        used_in = [
-            f"[`{(p.__name__ if p is not Policy else 'fairness_checker')}.{(f.alias or n)}`](#{_anchor(p)})"
-            for p in _models(Policy)
-            for n, f in p.model_fields.items()
-            if model in _nested_models(f.annotation)
-        ]
-        if used_in:
-            parts.append("Used as " + ", ".join(used_in) + ".\n")
         parts.append("| key | type | default | description |\n|---|---|---|---|")
         for name, field in model.model_fields.items():
             row = (f"`{field.alias or name}`", _type_text(field.annotation), _default_text(field))
