@@ -4,13 +4,18 @@
 .venv/bin/python tools/write_policy_reference.py          # rewrite both files
 .venv/bin/python tools/write_policy_reference.py --check  # exit 1 when a file differs from what would be written
 
-Every field's description is its attribute docstring in fairgate/policy/ (the models set use_attribute_docstrings);
-tests/pipeline/test_policy_reference.py fails when a field has none or when the committed files are stale.
+Every field's description is its attribute docstring in fairgate/policy/ (the string literal under the field), read
+here from the source (pydantic's use_attribute_docstrings would parse every policy module at each import: about
+0.2 s on every command); a Field(description=...) counts too. tests/pipeline/test_policy_reference.py fails when a
+field has neither, or when the committed files are stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
+import inspect
 import json
 import sys
 import types
@@ -92,6 +97,31 @@ def _nested_models(annotation: Any) -> list[type[BaseModel]]:
     return [model for arg in typing.get_args(annotation) for model in _nested_models(arg)]
 
 
+@functools.cache
+def _module_docstrings(module: str) -> dict[str, dict[str, str]]:
+    """Class name -> field name -> the field's attribute docstring, for every class of a module."""
+    tree = ast.parse(inspect.getsource(sys.modules[module]))
+    found: dict[str, dict[str, str]] = {}
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        fields = found.setdefault(cls.name, {})
+        for statement, following in zip(cls.body, cls.body[1:], strict=False):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                fields[statement.target.id] = inspect.cleandoc(following.value.value)
+    return found
+
+
+def description(model: type[BaseModel], name: str) -> str:
+    """A field's description on one line: its attribute docstring, else its ``Field(description=...)``."""
+    text = _module_docstrings(model.__module__).get(model.__name__, {}).get(name)
+    return _one_line(text or model.model_fields[name].description)
+
+
 def _anchor(model: type[BaseModel]) -> str:
     return model.__name__.lower()
 
@@ -142,8 +172,8 @@ def missing_descriptions() -> list[str]:
     return [
         f"{model.__module__}.{model.__name__}.{name}"
         for model in _models(Policy)
-        for name, field in model.model_fields.items()
-        if not _one_line(field.description)
+        for name in model.model_fields
+        if not description(model, name)
     ]
 
 
@@ -158,8 +188,8 @@ def markdown() -> str:
         parts.append("| key | type | default | description |\n|---|---|---|---|")
         for name, field in model.model_fields.items():
             row = (f"`{field.alias or name}`", _type_text(field.annotation), _default_text(field))
-            description = _one_line(field.description).replace("|", "\\|")
-            parts.append("| " + " | ".join(row) + f" | {description} |")
+            text = description(model, name).replace("|", "\\|")
+            parts.append("| " + " | ".join(row) + f" | {text} |")
         parts.append("")
     return "\n".join(parts)
 
@@ -177,6 +207,10 @@ def json_schema() -> dict[str, Any]:
     """The JSON Schema of a policy file: one key, ``fairness_checker``, holding the policy."""
     policy = _clean(Policy.model_json_schema(by_alias=True, mode="validation"))
     definitions = policy.pop("$defs", {})
+    for model in _models(Policy):  # the attribute docstrings, which pydantic does not read (see the module's doc)
+        node = policy if model is Policy else definitions[model.__name__]
+        for name, field in model.model_fields.items():
+            node["properties"][field.alias or name]["description"] = description(model, name)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "fairgate policy",

@@ -9,4 +9,4 @@ from __future__ import annotations
 
 from pydantic import ConfigDict
 
-STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)
+STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -23,11 +23,14 @@ def test_every_policy_field_has_a_description() -> None:
 
 def test_a_field_without_a_description_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     class Bare(BaseModel):
-        documented: int = Field(default=1, description="has one")
+        described: int = Field(default=1, description="has one")
+        documented: int = 3
+        """An attribute docstring counts."""
         bare: int = 2
 
     monkeypatch.setattr(reference, "_models", lambda root: [Bare])
     assert reference.missing_descriptions() == [f"{Bare.__module__}.Bare.bare"]
+    assert reference.description(Bare, "documented") == "An attribute docstring counts."
 
 
 def test_the_committed_reference_is_what_the_script_writes() -> None:
