@@ -6,6 +6,7 @@ failure: a page missing from the nav, a link to a missing page or anchor, an API
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -109,3 +110,14 @@ def test_user_docs_hold_no_issue_numbers_or_session_notes() -> None:
         text = page.read_text(encoding="utf-8")
         hits = pattern.findall(text)
         assert not hits, (page.relative_to(REPO), hits[:3])
+
+
+def test_the_audit_document_fields_are_rendered_from_the_schema(
+    built_site: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    site, _ = built_site
+    page = (site / "reference" / "audit-document.html").read_text(encoding="utf-8")
+    assert "document-fields:" not in page  # every marker replaced by the hook (tools/mkdocs_hooks.py)
+    schema = json.loads((REPO / "fairgate" / "document" / "schema" / "audit_result.schema.json").read_text())
+    for field in schema["properties"]:
+        assert f"<code>{field}</code>" in page, field
