@@ -15,7 +15,8 @@
  *                                    intervals: {<rate>: [low, high]}}}, summaries: {<metric>: {value, threshold,
  *                                    direction, passes}}, accuracy, start_accuracy, accuracy_change}
  *   at(slicing, t)                  the same state with every group at threshold t (the page is not changed)
- * Undefined rates (a zero denominator) are null.
+ * Undefined rates (a zero denominator) are null. Shown numbers follow the report's formatter: three decimals,
+ * interval ends rounded outward and joined "a–b"; metrics are named in words (DATA.labels).
  */
 (function () {
   "use strict";
@@ -186,9 +187,36 @@
     });
   }
 
-  function fmt(v) { return v === null ? "–" : v.toFixed(3); }
+  // The report's one formatter (fairgate/report/format.py), on the number's shortest decimal form as Python's
+  // repr gives it: a value rounded half away from zero to three decimals ("fmt"), an interval's ends rounded
+  // outward ("fmt_bound") and joined by an en dash, or by " to " when an end is negative; U+2212 for minus.
+  var MINUS = "\u2212";
 
-  function fmtInterval(iv) { return iv === null ? "" : "[" + iv[0].toFixed(3) + ", " + iv[1].toFixed(3) + "]"; }
+  function rounded(v, mode) {  // mode: "half"; "up" / "down" (towards +/- infinity)
+    var negative = v < 0, magnitude = Math.abs(v), k, away;
+    var parts = /^(\d+)(?:\.(\d+))?$/.exec(String(magnitude));
+    if (parts) {
+      var decimals = parts[2] || "", tail = decimals.slice(3);
+      k = Number(parts[1]) * 1000 + Number((decimals + "000").slice(0, 3));
+      away = mode === "half" ? tail.charAt(0) >= "5" : /[1-9]/.test(tail) && (mode === "up") !== negative;
+    } else {  // exponent form: a magnitude under 1e-6 (rates are never huge)
+      k = Math.floor(magnitude * 1000);
+      away = mode !== "half" && magnitude * 1000 > k && (mode === "up") !== negative;
+    }
+    k += away ? 1 : 0;
+    var text = (k / 1000).toFixed(3);
+    return negative && k > 0 ? MINUS + text : text;
+  }
+
+  function fmt(v) { return v === null || !isFinite(v) ? "–" : rounded(v, "half"); }
+
+  function fmtInterval(iv) {
+    if (iv === null) { return ""; }
+    var low = rounded(iv[0], "down"), high = rounded(iv[1], "up");
+    return low + ((low + high).indexOf(MINUS) >= 0 ? " to " : "–") + high;
+  }
+
+  function label(name) { return (DATA.labels && DATA.labels[name]) || name; }
 
   var current = null;  // the slicing on show
   var PAGE = 100;  // groups per page of the table: the page stays light with thousands of groups
@@ -217,15 +245,15 @@
       var cls = v.passes === null ? "undefined" : (v.passes ? "pass" : "fail");
       var word = v.passes === null ? "undefined" : (v.passes ? "pass" : "fail");
       var op = m.direction === "lower_is_better" ? "≤" : "≥";
-      return "<tr class=\"" + cls + "\" data-metric=\"" + esc(m.metric) + "\"><th scope=\"row\">" + esc(m.metric) +
+      return "<tr class=\"" + cls + "\" data-metric=\"" + esc(m.metric) + "\"><th scope=\"row\">" + esc(label(m.metric)) +
         "</th><td class=\"num\">" + fmt(v.value) + "</td><td>" + op + " " + m.threshold + "</td><td>" + word +
         "</td></tr>";
     }).join("");
   }
 
   function accuracyText(st) {
-    var change = st.accuracy_change === null ? "–" : (st.accuracy_change >= 0 ? "+" : "") +
-      st.accuracy_change.toFixed(4);
+    var change = st.accuracy_change === null ? "–" : (st.accuracy_change >= 0 ? "+" : MINUS) +
+      Math.abs(st.accuracy_change).toFixed(4);
     return "Overall accuracy over the groups shown: <b>" + fmt(st.accuracy) + "</b> (at the audited threshold " +
       DATA.start_threshold + ": " + fmt(st.start_accuracy) + "; change " + change + ")";
   }
@@ -288,7 +316,7 @@
       }).join("") + "</tr>";
     });
     var sums = DATA.summaries.map(function (m) {
-      return "<tr class=\"summary\"><th scope=\"row\">" + esc(m.metric) + "</th>" + states.map(function (st) {
+      return "<tr class=\"summary\"><th scope=\"row\">" + esc(label(m.metric)) + "</th>" + states.map(function (st) {
         var v = st.summaries[m.metric];
         var cls = v.passes === null ? "" : (v.passes ? "pass" : "fail");
         return "<td class=\"num " + cls + "\">" + fmt(v.value) + "</td>";
@@ -355,7 +383,7 @@
     document.getElementById("reset").addEventListener("click", function () { setAll(current, DATA.start_threshold); });
     document.getElementById("fi").addEventListener("toggle", function (e) { if (e.target.open) { renderFI(); } });
     document.getElementById("fi-metric").innerHTML = RATES.map(function (r) {
-      return "<option value=\"" + r + "\">" + r + "</option>";
+      return "<option value=\"" + r + "\">" + esc(label(r)) + "</option>";
     }).join("");
     document.getElementById("fi-metric").addEventListener("change", renderFI);
     function turn(step) {

@@ -29,6 +29,7 @@ from fairgate.engine.labels import SLICING_SEPARATOR, slicing_label
 from fairgate.engine.metrics import SummaryOf, WorstCaseOf, policy_metric
 from fairgate.engine.stats import z_value
 from fairgate.policy.core import Policy
+from fairgate.report.format import policy_metric_label, rate_label
 from fairgate.report.suppress import Suppression
 
 EXPLORER_BINS = 100  # continuous scores: cells of width 0.01 on the raw score
@@ -66,6 +67,7 @@ def explorer_data(
 
     Returns a JSON-ready dict: ``favorable_label``, ``decision_rule``, ``start_threshold``, ``z`` (the interval's
     normal quantile), ``level``, ``summaries`` (the policy's metrics the page can compute, with their thresholds),
+    ``labels`` (the rates and summaries in words, as the report names them),
     ``fi_thresholds`` and ``slicings`` (label, attributes, score grid, resolution, groups with cell counts).
     """
     entries = [GroupEntry.model_validate(g) if isinstance(g, Mapping) else g for g in groups]
@@ -91,9 +93,16 @@ def explorer_data(
         "min_cell_size": min_cell_size,
         "min_group_size": min_group,
         "summaries": page_summaries(policy),
+        "labels": page_labels(policy),
         "fi_thresholds": list(FI_THRESHOLDS),
         "slicings": slicings,
     }
+
+
+def page_labels(policy: Policy) -> dict[str, str]:
+    """The page's rates and summaries in words, as the report names them (the policy's outcome words)."""
+    labels = {name: rate_label(name, policy.outcomes) for name in PAGE_RATES}
+    return labels | {m["metric"]: policy_metric_label(m["metric"], policy.outcomes) for m in page_summaries(policy)}
 
 
 def page_summaries(policy: Policy) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from fairgate.document.groups import GroupEntry
 from fairgate.engine.cube import build_cube
 from fairgate.engine.labels import SLICING_SEPARATOR
 from fairgate.report.explorer import explorer_data
+from fairgate.report.format import fmt, interval_text
 from fairgate.report.suppress import Suppression
 from tasks.render.explorer import render_explorer
 from tests.engine.conftest import generate, make_policy
@@ -114,10 +115,15 @@ def test_compas_race_state_equals_the_engines_audit_at_the_threshold(
     # The page shows what the contract reports: each race row reads its group's threshold and selection rate.
     page.select_option("#slicing", "race")
     rows = page.locator("#groups-body tr")
+    engine = engine_groups(compas_rows, compas_policy, t, ["race"])
     for i, group in enumerate(groups):
         assert rows.nth(i).locator("input.thr").input_value() == str(t)
-        shown = rows.nth(i).locator("td[data-rate=selection_rate]").inner_text()
-        assert shown.startswith(f"{state['groups'][group]['selection_rate']:.3f}")
+        for rate in RATES:  # the report's formatter: the value, then its interval's ends rounded outward, "a–b"
+            shown = rows.nth(i).locator(f"td[data-rate={rate}]").inner_text().split("\n")
+            expected = engine[group]["metrics"][rate]
+            assert shown == [fmt(expected["value"]), interval_text(expected["ci_low"], expected["ci_high"])]
+    words = page.locator("#summaries-body th").all_inner_texts()
+    assert "Demographic parity difference" in words  # metric names in words, as the report names them
     assert problems == []
 
 
@@ -156,7 +162,7 @@ def test_compas_page_moves_with_its_controls_without_errors(browser: Any, compas
         page.evaluate(f"fairgateExplorer.at('race', {t}).groups['African-American'].true_positive_rate")
         for t in (0.1, 0.5, 0.9)
     ]
-    assert [cells[0], cells[4], cells[8]] == [f"{v:.3f}" for v in expected]
+    assert [cells[0], cells[4], cells[8]] == [fmt(v) for v in expected]
     page.screenshot(path=str(shots / "explorer_compas_thresholds.png"), full_page=True)
     assert problems == []
 
