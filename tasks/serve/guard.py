@@ -173,7 +173,7 @@ def served_file(folder: Path, name: str) -> Path | None:
     if not name or "\x00" in name or "\\" in name:
         return None
     relative = PurePosixPath(name)
-    if relative.is_absolute() or any(part in ("..", ".") or part.startswith(".") for part in relative.parts):
+    if relative.is_absolute() or any(part.startswith(".") or not part for part in name.split("/")):
         return None
     if not name.endswith(SERVED_SUFFIXES):
         return None
