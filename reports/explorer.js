@@ -42,6 +42,11 @@
       var pos = prefix(g.positive), neg = prefix(g.negative);
       groups[g.name] = {name: g.name, sufficient: g.sufficient, pos: pos, neg: neg,
         P: pos[pos.length - 1], N: neg[neg.length - 1], threshold: DATA.start_threshold, cache: null};
+      if (g.positive_sq) {  // weighted: sums of squared weights, for Kish's effective sizes
+        var posSq = prefix(g.positive_sq), negSq = prefix(g.negative_sq);
+        groups[g.name].posSq = posSq;
+        groups[g.name].negSq = negSq;
+      }
       order.push(g.name);
     });
     return {data: slicing, scores: slicing.scores, groups: groups, order: order, start: null, states: null, page: 0};
@@ -72,20 +77,38 @@
     return [Math.min(1, Math.max(0, centre - half)), Math.min(1, Math.max(0, centre + half))];
   }
 
+  // The engine's weighted interval (fairgate/engine/counts.py, effective_fraction): the weighted proportion times
+  // Kish's effective size (sum w)^2 / sum w^2 of the denominator's rows, out of that size.
+  function interval(successes, trials, squares) {
+    if (squares === null) { return wilson(successes, trials); }
+    var size = squares > 0 ? trials * trials / squares : 0;
+    return wilson(trials > 0 ? successes / trials * size : 0, size);
+  }
+
+  // Favourable decision = score >= t when the favourable label is 1, score < t when it is 0.
+  function decided(total, below) { return FAVOURABLE_ONE ? total - below : below; }
+
   function groupState(s, g, t) {
     var i = firstAtOrAbove(s.scores, t);
-    var posBelow = g.pos[i], negBelow = g.neg[i];
-    var tp = FAVOURABLE_ONE ? g.P - posBelow : posBelow;  // favourable truth, favourable decision
-    var fp = FAVOURABLE_ONE ? g.N - negBelow : negBelow;
+    var tp = decided(g.P, g.pos[i]);  // favourable truth, favourable decision
+    var fp = decided(g.N, g.neg[i]);
     var fn = g.P - tp, tn = g.N - fp, n = g.P + g.N;
     var parts = {
       selection_rate: [tp + fp, n], true_positive_rate: [tp, tp + fn], false_positive_rate: [fp, fp + tn],
       positive_predictive_value: [tp, tp + fp], false_negative_rate: [fn, tp + fn], accuracy: [tp + tn, n]
     };
-    var out = {n: n, threshold: t, intervals: {}, correct: tp + tn};
+    var squares = {}, size = n;
+    if (g.posSq) {
+      var pSq = g.posSq[g.posSq.length - 1], nSq = g.negSq[g.negSq.length - 1];
+      var tpSq = decided(pSq, g.posSq[i]), fpSq = decided(nSq, g.negSq[i]);
+      squares = {selection_rate: pSq + nSq, accuracy: pSq + nSq, true_positive_rate: pSq, false_negative_rate: pSq,
+        false_positive_rate: nSq, positive_predictive_value: tpSq + fpSq};
+      size = pSq + nSq > 0 ? n * n / (pSq + nSq) : 0;  // the document's n: Kish's effective size under weights
+    }
+    var out = {n: size, threshold: t, intervals: {}, correct: tp + tn, total: n};
     RATES.forEach(function (r) {
       out[r] = fraction(parts[r][0], parts[r][1]);
-      out.intervals[r] = wilson(parts[r][0], parts[r][1]);
+      out.intervals[r] = interval(parts[r][0], parts[r][1], g.posSq ? squares[r] : null);
     });
     return out;
   }
@@ -119,7 +142,7 @@
 
   function overall(s, states) {
     var correct = 0, n = 0;
-    s.order.forEach(function (name) { correct += states[name].correct; n += states[name].n; });
+    s.order.forEach(function (name) { correct += states[name].correct; n += states[name].total; });
     return fraction(correct, n);
   }
 
@@ -216,6 +239,9 @@
     return low + ((low + high).indexOf(MINUS) >= 0 ? " to " : "–") + high;
   }
 
+  // fmt_count: a head count rounded, with thousands separators.
+  function count(n) { return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+
   function label(name) { return (DATA.labels && DATA.labels[name]) || name; }
 
   var current = null;  // the slicing on show
@@ -236,7 +262,7 @@
       "<td class=\"thr-cell\"><input type=\"range\" class=\"slider\" min=\"0\" max=\"1\" step=\"0.01\" value=\"" + t +
       "\" aria-label=\"threshold of " + esc(name) + "\"> <input type=\"number\" class=\"thr\" min=\"0\" max=\"1\" " +
       "step=\"any\" value=\"" + t + "\" aria-label=\"threshold value of " + esc(name) + "\"></td>" +
-      "<td class=\"num\">" + st.n + "</td>" + rateCells(st) + "</tr>";
+      "<td class=\"num\">" + count(st.n) + "</td>" + rateCells(st) + "</tr>";
   }
 
   function summaryRows(sums) {

@@ -25,6 +25,7 @@ import fairgate
 from fairgate.document.groups import GroupEntry
 from fairgate.engine.cube import build_cube
 from fairgate.engine.labels import SLICING_SEPARATOR
+from fairgate.engine.stats import wilson_interval, z_value
 from fairgate.report.explorer import explorer_data
 from fairgate.report.format import fmt, interval_text
 from fairgate.report.suppress import Suppression
@@ -239,4 +240,33 @@ def test_many_groups_are_paged_and_a_change_off_the_page_still_counts(browser: A
     assert page.locator("#groups-body tr").count() == 50
     assert page.locator("#groups-body tr").last.locator("input.thr").input_value() == "0.95"
     assert "groups 101–150 of 150" in page.locator("#page-text").inner_text()
+    assert problems == []
+
+
+@pytest.mark.parametrize(("favorable", "ties", "thresholds"), [(1, False, (0.3, 0.62)), (0, True, (0.3, 0.6))])
+def test_weighted_intervals_follow_the_engines_kish_convention(
+    browser: Any, tmp_path: Path, favorable: int, ties: bool, thresholds: tuple[float, float]
+) -> None:
+    """Row weights: the page's intervals use Kish's effective sizes, as ``fairgate.audit`` with weights does.
+
+    Continuous scores (the score table per row) and rounded ones (rows collapsed, their squared weights summed).
+    """
+    frame = generate(seed=21 + favorable, n=3000, ties=ties)
+    weights = np.random.default_rng(7).gamma(0.8, 1.5, frame.height)  # uneven: Kish size well under the sum
+    frame = frame.with_columns(pl.Series("w", weights))
+    policy = make_policy(["a", "b"], favorable_label=favorable, min_group_size=30)
+    policy = policy.model_copy(update={"columns": policy.columns.model_copy(update={"weight": "w"})})
+    out = page_for(frame, policy, tmp_path / "weighted.explorer.html")
+    page, problems = watched_page(browser)
+    page.goto(out.as_uri())
+    for t in thresholds:
+        state = page.evaluate("([t]) => fairgateExplorer.at('a', t)", [t])
+        assert_same(state, engine_groups(frame, policy, t, ["a"]), t)
+        # Raw weight sums as trials would give other intervals: the comparison above can fail.
+        z = z_value(policy.reporting.confidence_level)
+        for name, group in state["groups"].items():
+            total = float(frame.filter(pl.col("a") == name)["w"].sum())
+            assert group["n"] < 0.9 * total  # the document's n is the Kish size
+            raw = wilson_interval(np.array([group["selection_rate"] * total]), np.array([total]), z)
+            assert abs(float(raw[0][0]) - group["intervals"]["selection_rate"][0]) > 1e-3
     assert problems == []
