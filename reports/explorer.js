@@ -15,6 +15,9 @@
  *                                    intervals: {<rate>: [low, high]}}}, summaries: {<metric>: {value, threshold,
  *                                    direction, passes}}, accuracy, start_accuracy, accuracy_change}
  *   at(slicing, t)                  the same state with every group at threshold t (the page is not changed)
+ *   fitted(slicing)                 the fitted group thresholds (frontier points, each with its page thresholds), or null
+ *   applyFitted(slicing, k)         set the fitted groups' thresholds to point k of fitted(slicing).points
+ *   frontierPoint(slicing)          {gap, accuracy} of the page's thresholds over the fitted groups
  * Undefined rates (a zero denominator) are null. Shown numbers follow the report's formatter: three decimals,
  * interval ends rounded outward and joined "a–b"; metrics are named in words (DATA.labels).
  */
@@ -287,6 +290,88 @@
   function refreshTotals(s, st) {
     document.getElementById("summaries-body").innerHTML = summaryRows(st.summaries);
     document.getElementById("accuracy").innerHTML = accuracyText(st);
+    if (s.data.fitted) { drawFrontier(s, st._states); }
+  }
+
+  /* ---------- fitted group thresholds and the frontier ---------- */
+
+  // The page's point in the frontier's terms: the constraint's gap over the fitted groups and their accuracy.
+  function frontierPoint(s, states) {
+    var f = s.data.fitted, correct = 0, total = 0, tpr = [], fpr = [];
+    f.groups.forEach(function (name) {
+      var st = states[name];
+      correct += st.correct;
+      total += st.total;
+      tpr.push(st.true_positive_rate);
+      fpr.push(st.false_positive_rate);
+    });
+    var gap = summarise("difference", tpr);
+    if (f.constraint === "equalized_odds") { gap = Math.max(gap, summarise("difference", fpr)); }
+    return {gap: gap, accuracy: fraction(correct, total)};
+  }
+
+  function applyFitted(label, k) {
+    var s = slicingOf(label), point = s.data.fitted ? s.data.fitted.points[k] : null;
+    if (!point) { throw new Error("no fitted point " + k + " in slicing " + JSON.stringify(label)); }
+    Object.keys(point.thresholds).forEach(function (name) { s.groups[name].threshold = point.thresholds[name]; });
+    s.states = null;
+    if (label === current) { show(label); }
+  }
+
+  function renderFitted(s) {
+    var f = s.data.fitted, section = document.getElementById("fitted");
+    section.hidden = !f;
+    if (!f) { return; }
+    document.getElementById("fitted-note").textContent = "The mitigation's threshold programme (Hardt, Price & " +
+      "Srebro) solved on this page's counts for the " + f.groups.length + " judged groups, constraint " +
+      label(f.metric) + " (" + f.gap_label + "): each button sets their thresholds to one point of the " +
+      "accuracy–fairness frontier (the gap and accuracy it names are the fitted rule's, over these groups). Where " +
+      "a group's fitted rule is randomised between two thresholds, the page applies the one used more often (the " +
+      "button names those groups), so the page's values can differ a little from the button's.";
+    document.getElementById("fitted-buttons").innerHTML = f.points.map(function (p, k) {
+      var names = p.randomised.length ? " title=\"randomised in the fitted rule: " + esc(p.randomised.join(", ")) +
+        "\"" : "";
+      return "<button type=\"button\" data-point=\"" + k + "\"" + names + ">gap " + fmt(p.gap) + ", accuracy " +
+        fmt(p.accuracy) + (p.randomised.length ? " *" : "") + "</button>";
+    }).join("");
+    document.getElementById("fitted-caveat").textContent = "Before using group-specific thresholds: " + f.caveat;
+  }
+
+  function drawFrontier(s, states) {
+    var f = s.data.fitted, now = frontierPoint(s, states), W = 480, H = 260, L = 52, B = 38, T = 12, R = 28;
+    var all = f.points.concat([f.current]).concat(now.gap === null || now.accuracy === null ? [] : [now]);
+    var gx = all.map(function (p) { return p.gap; }), ay = all.map(function (p) { return p.accuracy; });
+    var x0 = 0, x1 = Math.max.apply(null, gx) * 1.08 || 1;
+    var y0 = Math.min.apply(null, ay), y1 = Math.max.apply(null, ay), pad = (y1 - y0) * 0.1 || 0.01;
+    y0 -= pad; y1 += pad;
+    function x(v) { return L + (W - L - R) * (v - x0) / (x1 - x0); }
+    function y(v) { return T + (H - T - B) * (1 - (v - y0) / (y1 - y0)); }
+    var line = f.points.map(function (p, k) { return (k ? "L" : "M") + x(p.gap).toFixed(1) + "," + y(p.accuracy).toFixed(1); });
+    var out = ["<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + W + "\" height=\"" + H + "\" role=\"img\" " +
+      "aria-label=\"accuracy-fairness frontier\"><rect x=\"" + L + "\" y=\"" + T + "\" width=\"" + (W - L - R) +
+      "\" height=\"" + (H - T - B) + "\" fill=\"#fafafa\" stroke=\"#ccc\"/>"];
+    [0, 0.5, 1].forEach(function (q) {
+      var gv = x0 + (x1 - x0) * q, av = y0 + (y1 - y0) * q;
+      out.push("<text x=\"" + x(gv) + "\" y=\"" + (H - B + 14) + "\" text-anchor=\"middle\">" + fmt(gv) + "</text>");
+      out.push("<text x=\"" + (L - 5) + "\" y=\"" + (y(av) + 4) + "\" text-anchor=\"end\">" + fmt(av) + "</text>");
+    });
+    out.push("<text x=\"" + ((L + W - R) / 2) + "\" y=\"" + (H - 6) + "\" text-anchor=\"middle\">" + esc(f.gap_label) +
+      " (" + esc(label(f.metric)) + ") →</text>");
+    out.push("<path d=\"" + line.join(" ") + "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>");
+    f.points.forEach(function (p, k) {
+      out.push("<circle class=\"fitted-point\" cx=\"" + x(p.gap) + "\" cy=\"" + y(p.accuracy) + "\" r=\"3.5\" " +
+        "fill=\"#1f77b4\"><title>fitted point " + (k + 1) + "</title></circle>");
+    });
+    out.push("<rect x=\"" + (x(f.current.gap) - 4) + "\" y=\"" + (y(f.current.accuracy) - 4) + "\" width=\"8\" " +
+      "height=\"8\" fill=\"#777\"><title>the audited threshold</title></rect>");
+    if (now.gap !== null && now.accuracy !== null) {
+      out.push("<circle id=\"frontier-now\" cx=\"" + x(now.gap) + "\" cy=\"" + y(now.accuracy) + "\" r=\"5\" " +
+        "fill=\"none\" stroke=\"#c62828\" stroke-width=\"2.5\"><title>the page's thresholds</title></circle>");
+    }
+    out.push("</svg><p class=\"note\">Accuracy (up) against the gap (right) over the fitted groups: blue, the " +
+      "frontier's fitted points; grey square, the audited threshold; red ring, the thresholds on the page now (gap " +
+      fmt(now.gap) + ", accuracy " + fmt(now.accuracy) + ").</p>");
+    document.getElementById("frontier").innerHTML = out.join("");
   }
 
   function pageRange(s) {
@@ -305,6 +390,7 @@
     document.getElementById("page-text").textContent = "groups " + (range[0] + 1) + "–" + range[1] + " of " +
       s.order.length;
     document.getElementById("resolution").textContent = "Score resolution: " + s.data.resolution + ".";
+    renderFitted(s);
     refreshTotals(s, st);
     var fi = document.getElementById("fi");
     if (fi.open) { renderFI(); }
@@ -417,6 +503,10 @@
       s.page = Math.max(0, Math.min(last, s.page + step));
       show(current);
     }
+    document.getElementById("fitted-buttons").addEventListener("click", function (e) {
+      var button = e.target.closest("button[data-point]");
+      if (button) { applyFitted(current, Number(button.getAttribute("data-point"))); }
+    });
     document.getElementById("previous").addEventListener("click", function () { turn(-1); });
     document.getElementById("next").addEventListener("click", function () { turn(1); });
     if (LABELS.length) { show(LABELS[0]); }
@@ -429,6 +519,9 @@
     setAll: setAll,
     state: publicState,
     at: at,
+    fitted: function (label) { return slicingOf(label).data.fitted || null; },
+    applyFitted: applyFitted,
+    frontierPoint: function (label) { return frontierPoint(slicingOf(label), keptStates(slicingOf(label))); },
     show: show,
     short: SHORT
   };

@@ -29,6 +29,7 @@ from fairgate.engine.labels import SLICING_SEPARATOR, slicing_label
 from fairgate.engine.metrics import SummaryOf, WorstCaseOf, policy_metric
 from fairgate.engine.stats import z_value
 from fairgate.policy.core import Policy
+from fairgate.report.explorer_fit import fitted_thresholds
 from fairgate.report.format import policy_metric_label, rate_label
 from fairgate.report.suppress import Suppression
 
@@ -69,7 +70,8 @@ def explorer_data(
     Returns a JSON-ready dict: ``favorable_label``, ``decision_rule``, ``start_threshold``, ``z`` (the interval's
     normal quantile), ``level``, ``summaries`` (the policy's metrics the page can compute, with their thresholds),
     ``labels`` (the rates and summaries in words, as the report names them),
-    ``fi_thresholds`` and ``slicings`` (label, attributes, score grid, resolution, groups with cell counts).
+    ``fi_thresholds`` and ``slicings`` (label, attributes, score grid, resolution, groups with cell counts, the
+    fitted group thresholds along the accuracy-fairness frontier: ``fairgate/report/explorer_fit.py``).
     """
     entries = [GroupEntry.model_validate(g) if isinstance(g, Mapping) else g for g in groups]
     suppression = Suppression.of(entries, min_cell_size)
@@ -84,7 +86,8 @@ def explorer_data(
         shown = [e for e in members if not suppression.hides(slicing, e.group) and (e.n or 0) > 0]
         if shown:
             squares = cube.squares_column(slicing) if cells.weighted else None
-            slicings.append(_slicing_data(cells, slicing, shown, squares))
+            data = _slicing_data(cells, slicing, shown, squares)
+            slicings.append(data | {"fitted": fitted_thresholds(data, policy)})
     return {
         "favorable_label": policy.favorable_label,
         "outcomes": policy.outcomes.model_dump() if policy.outcomes is not None else None,

@@ -270,3 +270,34 @@ def test_weighted_intervals_follow_the_engines_kish_convention(
             raw = wilson_interval(np.array([group["selection_rate"] * total]), np.array([total]), z)
             assert abs(float(raw[0][0]) - group["intervals"]["selection_rate"][0]) > 1e-3
     assert problems == []
+
+
+def test_fitted_thresholds_and_the_frontier(browser: Any, compas_page: Path, tmp_path: Path) -> None:
+    """The frontier's points are buttons; a point the page can apply exactly lands on the frontier."""
+    page, problems = watched_page(browser)
+    page.goto(compas_page.as_uri())
+    page.select_option("#slicing", "race")
+    fitted = page.evaluate("fairgateExplorer.fitted('race')")
+    assert fitted["metric"] == "equal_opportunity_difference"
+    assert "lawful" in page.locator("#fitted-caveat").inner_text()
+    # At the audited threshold the page's point is the frontier's current point (same gap, same accuracy).
+    now = page.evaluate("fairgateExplorer.frontierPoint('race')")
+    assert now["gap"] == pytest.approx(fitted["current"]["gap"], abs=TOL)
+    assert now["accuracy"] == pytest.approx(fitted["current"]["accuracy"], abs=TOL)
+    buttons = page.locator("#fitted-buttons button")
+    assert buttons.count() == len(fitted["points"]) >= 2
+    buttons.last.click()
+    state = page.evaluate("fairgateExplorer.state('race')")
+    for name, threshold in fitted["points"][-1]["thresholds"].items():
+        assert state["groups"][name]["threshold"] == threshold
+    # The last point (the widest gap) is deterministic on COMPAS race: the page reaches it exactly.
+    assert fitted["points"][-1]["randomised"] == []
+    now = page.evaluate("fairgateExplorer.frontierPoint('race')")
+    assert now["gap"] == pytest.approx(fitted["points"][-1]["gap"], abs=TOL)
+    assert now["accuracy"] == pytest.approx(fitted["points"][-1]["accuracy"], abs=TOL)
+    assert page.locator("#frontier svg circle.fitted-point").count() == len(fitted["points"])
+    assert page.locator("#frontier-now").count() == 1
+    shots = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    page.locator("#fitted").screenshot(path=str(shots / "explorer_frontier.png"))
+    assert problems == []

@@ -11,6 +11,7 @@ import pytest
 from fairgate.engine.columns import WEIGHT_SQ
 from fairgate.engine.cube import add_score_histogram, build_cube, score_squares
 from fairgate.report.explorer import explorer_data
+from fairgate.report.explorer_fit import page_threshold
 from tests.engine.conftest import make_policy
 
 
@@ -101,3 +102,17 @@ def test_added_score_tables_keep_the_squared_weights() -> None:
     assert total is not None
     expected = float((tied["w"] ** 2).sum() + (fine["w"] ** 2).sum())
     assert float(score_squares(total)[WEIGHT_SQ].sum()) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("favorable", [1, 0])
+def test_a_fitted_rule_becomes_the_page_threshold_with_the_same_decisions(favorable: int) -> None:
+    """The page decides favourably at score >= t (label 1) or score < t (label 0); the fitted rule where the
+    favourable score exceeds its threshold: on every grid cell the two agree, for thresholds anywhere."""
+    rng = np.random.default_rng(favorable)
+    for _ in range(200):
+        grid = np.unique(np.round(rng.random(rng.integers(1, 30)), 2))
+        favourable_scores = grid if favorable == 1 else 1.0 - grid
+        rule = rng.choice([*favourable_scores, -np.inf, np.inf, rng.random()])
+        page = page_threshold(grid, float(rule), favorable == 1)
+        decided = grid >= page if favorable == 1 else grid < page
+        assert decided.tolist() == (favourable_scores > rule).tolist()
