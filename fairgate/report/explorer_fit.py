@@ -2,8 +2,9 @@
 
 For a slicing whose judged groups are few enough (:data:`MAX_FITTED_GROUPS`), the post-processing linear
 programme (:mod:`fairgate.mitigation.thresholds`, Hardt, Price & Srebro 2016) is solved on the page's counts
-along the accuracy-fairness frontier (:func:`fairgate.mitigation.frontier.frontier_of`), for the constraint of
-the policy's first metric that thresholds can bound (equal opportunity or equalized odds). Each Pareto point
+along the accuracy-fairness frontier (the sweep of :func:`fairgate.mitigation.frontier.frontier_of`, its Pareto
+points), for the constraint of the policy's first metric that thresholds can bound (equal opportunity or
+equalized odds). Each Pareto point
 becomes one button: per group, the page threshold that gives the fitted rule's decisions on the page's score
 cells. A fitted rule randomised between two thresholds (where a group's ROC hull needs it) cannot be one page
 threshold: the page applies the threshold the rule uses more often, and the button names those groups.
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from fairgate.mitigation.advice import advice_text
-from fairgate.mitigation.frontier import frontier_of
+from fairgate.mitigation.frontier import FrontierPoint, pareto_front
 from fairgate.mitigation.rates import Constraint, GroupPerformance, Performance
 from fairgate.mitigation.rules import GroupRule
 from fairgate.mitigation.thresholds import METRIC_CONSTRAINTS, ThresholdProblem
@@ -52,11 +53,16 @@ def fitted_thresholds(slicing: Mapping[str, Any], policy: Policy) -> dict[str, A
     problem = ThresholdProblem.from_counts(
         names, favourable_scores[order], positives[:, order], negatives[:, order], favorable_label=1
     )
-    current = _performance_at(raw, positives, negatives, names, policy.columns.decision_threshold, favourable_one)
-    frontier = frontier_of(problem, current, constraint=constraint, steps=FRONTIER_STEPS)
+    audited = _performance_at(raw, positives, negatives, names, policy, favourable_one)
+    current = _point(min(audited.gap(constraint), 1.0), audited, constraint)
+    # The frontier's sweep (fairgate.mitigation.frontier), keeping each solve's rules for its button.
+    solved = {}
+    for tolerance in np.linspace(0.0, current.tolerance, FRONTIER_STEPS):
+        rules, performance = problem.solve(constraint, float(tolerance), "accuracy")
+        solved[_point(float(tolerance), performance, constraint)] = rules
     points = []
-    for point in frontier.pareto:
-        rules, _ = problem.solve(constraint, point.tolerance, "accuracy")
+    for point in pareto_front(list(solved)):
+        rules = solved[point]
         thresholds = {name: page_threshold(raw, _likeliest(rule), favourable_one) for name, rule in rules.items()}
         randomised = [name for name, rule in rules.items() if rule.threshold is None]
         points.append(point.to_dict() | {"thresholds": thresholds, "randomised": randomised})
@@ -65,10 +71,14 @@ def fitted_thresholds(slicing: Mapping[str, Any], policy: Policy) -> dict[str, A
         "constraint": constraint,
         "gap_label": _gap_label(constraint),
         "groups": names,
-        "current": frontier.current.to_dict(),
+        "current": current.to_dict(),
         "points": points,
         "caveat": advice_text()["techniques"]["group_specific_thresholds"]["how"],
     }
+
+
+def _point(tolerance: float, performance: Performance, constraint: Constraint) -> FrontierPoint:
+    return FrontierPoint(tolerance, performance.gap(constraint), performance.accuracy, performance.accuracy)
 
 
 def _gap_label(constraint: Constraint) -> str:
@@ -97,9 +107,15 @@ def page_threshold(raw: np.ndarray, threshold: float, favourable_one: bool) -> f
 
 
 def _performance_at(
-    raw: np.ndarray, positives: np.ndarray, negatives: np.ndarray, names: list[str], t: float, favourable_one: bool
+    raw: np.ndarray,
+    positives: np.ndarray,
+    negatives: np.ndarray,
+    names: list[str],
+    policy: Policy,
+    favourable_one: bool,
 ) -> Performance:
     """The groups' TPR and FPR at the audited threshold, on the page's cells."""
+    t = policy.columns.decision_threshold
     chosen = raw >= t if favourable_one else raw < t
     groups = {}
     for name, pos, neg in zip(names, positives, negatives, strict=True):
