@@ -80,8 +80,10 @@ def test_listing_an_audit_its_report_and_the_explorer(
         ]
     shot(page, "explore_run.png", tmp_path)
     page.click("a[data-kind=report]")
+    page.wait_for_load_state("load")
     assert page.url.endswith(f"/files/{output_stem(newest)}.html")
     page.click("#explorer-link")  # the report links to its explorer, beside it
+    page.wait_for_load_state("load")
     assert page.url.endswith(f"/files/{output_stem(newest)}.explorer.html")
     assert "race" in page.evaluate("fairgateExplorer.slicings()")
     page.evaluate("fairgateExplorer.setAll('race', 0.65)")
