@@ -41,6 +41,19 @@ def _range(series: dict[str, list[TrendPoint]], thresholds: Sequence[float | Non
     return low - pad, high + pad
 
 
+def ticks(low: float, high: float) -> list[float]:
+    """Round values for the axis between ``low`` and ``high``: steps of 1, 2 or 5 times a power of ten.
+
+    >>> ticks(0.034, 1.069)
+    [0.2, 0.4, 0.6, 0.8, 1.0]
+    """
+    raw = (high - low) / 8
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(low / step)
+    return [round(k * step, 10) for k in range(first, math.floor(high / step) + 1)]
+
+
 def trend_svg(
     title: str, runs: Sequence[str], series: dict[str, list[TrendPoint]], thresholds: Sequence[float | None]
 ) -> str:
@@ -60,9 +73,9 @@ def trend_svg(
         f'<rect x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" height="{HEIGHT - TOP - BOTTOM}" fill="#fafafa" '
         'stroke="#ccc"/>',
     ]
-    for k in range(5):
-        v = y0 + (y1 - y0) * k / 4
-        out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11">{v:.3f}</text>')
+    for v in ticks(y0, y1):
+        out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11">{v:g}</text>')
+        out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e4e4e4"/>')
     for i, label in enumerate(runs):
         out.append(
             f'<text x="{x(i):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" font-size="11">'
