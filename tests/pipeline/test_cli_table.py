@@ -6,6 +6,7 @@ full-width tables, whole run ids, no wrapped metric names) is checked at the end
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 import typer.core
+from pipeline_helpers import POLICY_FAILING, Inputs
 
 import cli
 
@@ -109,3 +111,61 @@ ALWAYS_JSON = {"trail show"}  # prints the recorded run as JSON, always
 def test_every_command_that_prints_a_result_has_json(path: str, command: Any) -> None:
     flags = {flag for p in command.params for flag in getattr(p, "opts", [])}
     assert path in ALWAYS_JSON or "--json" in flags, f"fairgate {path} has no --json"
+
+
+# --- piped into a CI log: plain, full width, nothing cut ----------------------------------------------------
+
+
+def _piped(args: list[str], cwd: Path, columns: str | None) -> subprocess.CompletedProcess[str]:
+    """The installed command with stdout a pipe (as ``| cat`` or a CI runner), COLUMNS as given or unset."""
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    env |= {"COLUMNS": columns} if columns is not None else {}
+    command = [str(Path(sys.executable).parent / "fairgate"), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory, compas_split: dict[str, Path], prefect_server: str) -> Inputs:
+    """Two recorded audits of COMPAS under the failing policy (two run ids in the trail)."""
+    folder = tmp_path_factory.mktemp("piped")
+    inputs = Inputs(
+        folder, *(compas_split[role] for role in ("predictions", "labels", "attributes")), folder / "p.yaml"
+    )
+    inputs.policy.write_text(POLICY_FAILING)
+    for version in ("1", "2"):
+        args = inputs.args("--quiet")
+        args[args.index("--model-version") + 1] = version
+        done = _piped(args, folder, "80")
+        assert done.returncode == 1, done.stderr
+    return inputs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("columns", [None, "80"])
+def test_trail_list_piped_shows_whole_run_ids(audited: Inputs, columns: str | None) -> None:
+    from tasks.store import list_runs
+
+    trail = audited.out / "audit_trail.duckdb"
+    done = _piped(["trail", "list", "--trail", str(trail)], audited.folder, columns)
+    assert done.returncode == 0, done.stderr
+    runs = list_runs(trail)
+    assert len(runs) == 2
+    for run in runs:
+        (line,) = [line for line in done.stdout.splitlines() if run["run_id"] in line]  # whole, on one line
+        assert "compas" in line
+    assert "…" not in done.stdout
+
+
+@pytest.mark.slow
+def test_compare_piped_at_80_columns_reads_in_a_ci_log(audited: Inputs) -> None:
+    candidate = audited.folder / "candidate.csv"
+    candidate.write_bytes(audited.predictions.read_bytes())
+    args = ["compare", "--policy", str(audited.policy), "--baseline", str(audited.predictions)]
+    args += ["--candidate", str(candidate), "--labels", str(audited.labels), "--attributes", str(audited.attributes)]
+    done = _piped([*args, "--out", str(audited.folder / "compared")], audited.folder, "80")
+    assert done.returncode in (0, 1), done.stderr
+    lines = done.stdout.splitlines()
+    assert 10 <= len(lines) <= 150, done.stdout
+    assert "…" not in done.stdout
+    for name in ("disparate_impact_ratio", "equal_opportunity_difference"):
+        assert any(name in line for line in lines), done.stdout  # a metric's name whole, on one line
