@@ -314,6 +314,8 @@ def _report(
         "fairgate-registration/on-registration": "every fairgate.model.registered event",
         "fairness-audit/on-demand": "when asked (UI, prefect deployment run)",
         "fairness-monitor/nightly": f"cron '{settings.cron}' ({settings.timezone}): windows and drift alerts",
+        "fairgate-registry-watch/registry-watch": "every minute: new MLflow model versions (a process each run)",
+        "fairgate-registry-writeback/registry-writeback": "each audit of an MLflow version: its verdict written back",
     }
     lines = [f"Prefect API: {api_url}", f"work pool {pool!r} (process): {created}", "deployments (created or updated):"]
     lines += [f"  {name:<40} {runs.get(name, '')}" for name in ids]
