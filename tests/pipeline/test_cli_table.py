@@ -169,3 +169,14 @@ def test_compare_piped_at_80_columns_reads_in_a_ci_log(audited: Inputs) -> None:
     assert "…" not in done.stdout
     for name in ("disparate_impact_ratio", "equal_opportunity_difference"):
         assert any(name in line for line in lines), done.stdout  # a metric's name whole, on one line
+
+
+@pytest.mark.slow
+def test_the_trail_listings_print_json(audited: Inputs) -> None:
+    from tasks.store import list_runs
+
+    trail = str(audited.out / "audit_trail.duckdb")
+    for listing, expected in (("list", len(list_runs(trail))), ("registrations", 0), ("mitigations", 0)):
+        done = _piped(["trail", listing, "--trail", trail, "--json"], audited.folder, "80")
+        assert done.returncode == 0, done.stderr
+        assert len(json.loads(done.stdout)) == expected, (listing, done.stdout)
