@@ -56,7 +56,7 @@ def _headline(document: AuditDocument) -> str:
     badge = (
         f'<span style="color:#fff;background:{colour};padding:2px 8px;border-radius:4px">{_e(verdict.upper())}</span>'
     )
-    model = f"{document.model.name} {document.model.version}"
+    model = f"{document.model.name} (version {document.model.version})"
     judged = detail.n_judged if detail.n_judged is not None else detail.n_results
     counts = f"{detail.n_failed} of {judged} judged results fail; {detail.n_results} results"
     return (
