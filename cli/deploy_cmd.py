@@ -98,10 +98,12 @@ def _print_json(data: object) -> None:
 
 
 def _remove_stale(registered_now: dict[str, str]) -> list[str]:
-    """Remove the fairgate deployments an earlier deploy registered and this one did not; their names."""
-    from flows.deployments import registered_deployments, remove_deployments
+    """Remove the fairgate deployments an earlier deploy registered and this one did not; their names (one of
+    fairgate's flows deployed under another name, in code, is left alone)."""
+    from flows.deployments import DEPLOYED_BY_FAIRGATE, registered_deployments, remove_deployments
 
-    return remove_deployments([d for d in registered_deployments() if d.name not in registered_now])
+    stale = [d for d in registered_deployments() if d.name in DEPLOYED_BY_FAIRGATE and d.name not in registered_now]
+    return remove_deployments(stale)
 
 
 def _register(settings: DeploySettings, out: Path, pool: str, demo: bool) -> tuple[str, dict[str, str], DeploySettings]:
