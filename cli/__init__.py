@@ -68,7 +68,8 @@ COMMANDS = {
     ),
     "mitigate": Command(
         "cli.mitigate_cmd:mitigate",
-        "Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after.",
+        "Mitigate: reweigh the training data, retrain under the policy's constraint or fit group thresholds; the "
+        "last two are audited before and after.",
     ),
     "proxy": Command(
         "cli.proxy_cmd:proxy",

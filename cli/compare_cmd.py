@@ -26,6 +26,14 @@ from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
 _out = console.stdout()
+CompareTrail = Annotated[
+    Path | None,
+    typer.Option(
+        "--trail",
+        help="The audit trail run ids are looked up in and the comparison is recorded in (default: the "
+        "policy's audit_trail.path, else audit_trail.duckdb in --out, else in the policy's output folder).",
+    ),
+]
 
 
 def compare(
@@ -48,7 +56,7 @@ def compare(
     attributes: Annotated[
         str | None, typer.Option(help=f"Sensitive attributes: {options.SOURCE}; default: the baseline run's.")
     ] = None,
-    trail: options.Trail = None,
+    trail: CompareTrail = None,
     plane_metric: Annotated[
         str | None,
         typer.Option("--plane-metric", help="The judged metric on the accuracy-fairness plane's x axis."),

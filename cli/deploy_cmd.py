@@ -7,7 +7,10 @@ creates or updates the three deployments. Prefect is imported only when the comm
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
+import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -23,6 +26,12 @@ if TYPE_CHECKING:
     from flows.deployments import DeploySettings
 
 _out = console.stdout()
+ListOption = Annotated[
+    bool, typer.Option("--list", help="List fairgate's deployments on the server and exit (registers nothing).")
+]
+RemoveOption = Annotated[
+    bool, typer.Option("--remove", help="Remove fairgate's deployments, their triggers and scheduled runs.")
+]
 
 
 def deploy(
@@ -61,12 +70,9 @@ def deploy(
     demo: Annotated[
         bool, typer.Option("--demo", help="Use the bundled COMPAS data and policy (split into --out/demo-inputs).")
     ] = False,
-    list_: Annotated[
-        bool, typer.Option("--list", help="List fairgate's deployments on the server and exit (registers nothing).")
-    ] = False,
-    remove: Annotated[
-        bool, typer.Option("--remove", help="Remove fairgate's deployments, their triggers and scheduled runs.")
-    ] = False,
+    list_: ListOption = False,
+    remove: RemoveOption = False,
+    as_json: options.Json = False,
 ) -> None:
     """Register the nightly, on-registration and on-demand deployments (idempotent: again = update).
 
@@ -76,7 +82,7 @@ def deploy(
     from flows.deployments import check_api
 
     if list_ or remove:
-        return _manage(remove=remove)
+        return _manage(remove=remove, as_json=as_json)
 
     with refusing():  # nothing registered or written yet: the message and exit 2, no traceback
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
@@ -84,14 +90,20 @@ def deploy(
         settings = _with_mlflow(settings, mlflow_tracking_uri)
         api_url = check_api()
     created, ids, settings = _register(settings, out, pool, demo)
-    _report(api_url, pool, created, ids, settings, _remove_stale(ids))
+    _report(api_url, pool, created, ids, settings, _remove_stale(ids), as_json=as_json)
+
+
+def _print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def _remove_stale(registered_now: dict[str, str]) -> list[str]:
-    """Remove the fairgate deployments an earlier deploy registered and this one did not; their names."""
-    from flows.deployments import registered_deployments, remove_deployments
+    """Remove the fairgate deployments an earlier deploy registered and this one did not; their names (one of
+    fairgate's flows deployed under another name, in code, is left alone)."""
+    from flows.deployments import DEPLOYED_BY_FAIRGATE, registered_deployments, remove_deployments
 
-    return remove_deployments([d for d in registered_deployments() if d.name not in registered_now])
+    stale = [d for d in registered_deployments() if d.name in DEPLOYED_BY_FAIRGATE and d.name not in registered_now]
+    return remove_deployments(stale)
 
 
 def _register(settings: DeploySettings, out: Path, pool: str, demo: bool) -> tuple[str, dict[str, str], DeploySettings]:
@@ -111,8 +123,6 @@ def _register(settings: DeploySettings, out: Path, pool: str, demo: bool) -> tup
 
 def _with_version(settings: DeploySettings, model_version: str | None) -> DeploySettings:
     """The nightly audit's model version; refused without a nightly (it would be silently unused)."""
-    import dataclasses
-
     if model_version is None:
         return settings
     if not model_version.strip():
@@ -122,7 +132,7 @@ def _with_version(settings: DeploySettings, model_version: str | None) -> Deploy
     return dataclasses.replace(settings, model_version=model_version)
 
 
-def _manage(*, remove: bool) -> None:
+def _manage(*, remove: bool, as_json: bool = False) -> None:
     """``--list`` or ``--remove``: fairgate's deployments on the server, whatever pool or deploy made them."""
     from flows.deployments import check_api, registered_deployments, remove_deployments
 
@@ -130,6 +140,10 @@ def _manage(*, remove: bool) -> None:
         api_url = check_api()
     registered = registered_deployments()
     lines = [f"Prefect API: {api_url}"]
+    if as_json:
+        if remove:
+            return _print_json({"api_url": api_url, "removed": remove_deployments(registered)})
+        return _print_json({"api_url": api_url, "deployments": [dataclasses.asdict(d) for d in registered]})
     if remove:
         removed = remove_deployments(registered)
         lines += [f"removed: {name}" for name in removed] or ["no fairgate deployment to remove"]
@@ -148,7 +162,6 @@ def _with_mlflow(settings: DeploySettings, tracking_uri: str | None) -> DeploySe
     """The settings with the MLflow registry named, once the optional extra is known to be installed."""
     if tracking_uri is None:
         return settings
-    import dataclasses
     import importlib.util
 
     if importlib.util.find_spec("mlflow") is None:
@@ -286,13 +299,25 @@ def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
 
 
 def _report(
-    api_url: str, pool: str, created: str, ids: dict[str, str], settings: DeploySettings, removed: list[str]
+    api_url: str,
+    pool: str,
+    created: str,
+    ids: dict[str, str],
+    settings: DeploySettings,
+    removed: list[str],
+    *,
+    as_json: bool,
 ) -> None:
+    if as_json:
+        registered = {"api_url": api_url, "pool": pool, "pool_status": created, "deployments": ids}
+        return _print_json(registered | {"removed": removed, "settings": dataclasses.asdict(settings)})
     runs = {
         "fairness-audit/nightly": f"cron '{settings.cron}' ({settings.timezone})",
         "fairgate-registration/on-registration": "every fairgate.model.registered event",
         "fairness-audit/on-demand": "when asked (UI, prefect deployment run)",
         "fairness-monitor/nightly": f"cron '{settings.cron}' ({settings.timezone}): windows and drift alerts",
+        "fairgate-registry-watch/registry-watch": "every minute: new MLflow model versions (a process each run)",
+        "fairgate-registry-writeback/registry-writeback": "each audit of an MLflow version: its verdict written back",
     }
     lines = [f"Prefect API: {api_url}", f"work pool {pool!r} (process): {created}", "deployments (created or updated):"]
     lines += [f"  {name:<40} {runs.get(name, '')}" for name in ids]

@@ -118,7 +118,8 @@ def mitigate(
     frontier: Frontier = None,
     as_json: options.Json = False,
 ) -> None:
-    """Mitigate: reweigh the training data, or retrain under the policy's constraint and audit before/after."""
+    """Mitigate: reweigh the training data, retrain under the policy's constraint or fit group thresholds; the
+    last two are audited before and after."""
     common: dict[str, Any] = {
         "policy": str(policy),
         "out_dir": str(out) if out else None,
@@ -132,10 +133,9 @@ def mitigate(
     if method is Method.thresholds:
         inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
         _precheck_thresholds(inputs, tolerance)
-        settings = {"metric": metric, "tolerance": tolerance, "objective": objective.value if objective else None}
-        _finish(
-            run_thresholds(common | inputs | settings | {"groups": attribute or None, "model_name": model}), as_json
-        )
+        settings: dict[str, Any] = {"metric": metric, "tolerance": tolerance, "groups": attribute or None}
+        settings |= {"objective": objective.value if objective else None, "model_name": model}
+        _finish(run_thresholds(common | inputs | settings), as_json)
     if training is None:
         fail(f"--method {method.value} needs --training (the training data: a CSV/Parquet file or DB::TABLE)")
     if method is Method.retrain:

@@ -202,6 +202,7 @@ def show(
         str, typer.Option("--window", help="The window shown per night (days or since_deployment).")
     ] = "30",
     nights: Annotated[int, typer.Option("--nights", min=1, help="The last N monitored nights.")] = 14,
+    as_json: options.Json = False,
 ) -> None:
     """Per metric and slicing: the window's value and band per night, the limit, the change, alerts marked."""
     from tasks.store import TrailError
@@ -221,9 +222,12 @@ def show(
     if not series:
         known = sorted({w["window"] for n in shown for w in n["windows"]})
         fail(f"no results for window {window!r}{f' and metric {metric!r}' if metric else ''}; windows: {known}")
+    listed = [a for a in history["alerts"] if metric is None or a["metric"] == metric]
+    if as_json:
+        sys.stdout.write(json.dumps(_series_json(model, window, series, listed), indent=2, default=str) + "\n")
+        return
     for (name, slicing), points in series.items():
         _out.print(_series_table(name, slicing, window, points, alerts))
-    listed = [a for a in history["alerts"] if metric is None or a["metric"] == metric]
     for alert in listed:
         _out.print(f"[bold red]ALERT[/] {alert['night']}: {escape(str(alert['detail']))}", highlight=False)
     if not listed:
@@ -244,6 +248,21 @@ def _series(
                     key = (r["metric"], slicing_label(r["slicing"]))
                     out.setdefault(key, []).append((night["night"], r))
     return out
+
+
+def _series_json(
+    model: str, window: str, series: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]], alerts: list[Any]
+) -> dict[str, Any]:
+    """What the tables show, as data: per (metric, slicing) the window's result per night; the alerts listed."""
+    return {
+        "model": model,
+        "window": window,
+        "series": [
+            {"metric": name, "slicing": slicing, "nights": [{"night": night, **result} for night, result in points]}
+            for (name, slicing), points in series.items()
+        ],
+        "alerts": alerts,
+    }
 
 
 def _series_table(

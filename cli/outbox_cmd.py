@@ -7,6 +7,8 @@ trail not a trail). Each attempt is recorded in the trail's ``deliveries`` table
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import typer
@@ -24,6 +26,7 @@ def send(
     policy: options.Policy,
     out: options.Out = None,
     trail: options.Trail = None,
+    as_json: options.Json = False,
 ) -> None:
     """Send the kept .eml messages through the policy's SMTP server; exit 0 all sent, 1 some failed.
 
@@ -47,6 +50,10 @@ def send(
         check_delivery_environment(parsed)
         outbox = outbox_folder(delivery, output)
         outcomes = send_outbox(outbox, delivery, trail_path)
+    failed = sum(o["status"] != "sent" for o in outcomes)
+    if as_json:
+        sys.stdout.write(json.dumps({"outbox": str(outbox), "outcomes": outcomes}, indent=2, default=str) + "\n")
+        raise typer.Exit(1 if failed else 0)
     if not outcomes:
         _out.print(f"outbox {outbox}: no kept messages to send", highlight=False)
         return
@@ -55,7 +62,6 @@ def send(
         _out.print(
             f"[{colour}]{outcome['status']}[/] {Path(outcome['eml']).name}: {outcome['detail']}", highlight=False
         )
-    failed = sum(o["status"] != "sent" for o in outcomes)
     _out.print(f"{len(outcomes) - failed} sent, {failed} failed (recorded in {trail_path})", highlight=False)
     if failed:
         raise typer.Exit(1)

@@ -6,6 +6,8 @@ tasks' plain functions, write the file atomically. Bad input exits with code 2 a
 
 from __future__ import annotations
 
+import json
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,7 +16,7 @@ import typer
 
 from cli import console
 from cli.exits import refusing
-from cli.options import SOURCE
+from cli.options import SOURCE, Json
 from fairgate.errors import DataError
 
 if TYPE_CHECKING:  # imported where used: `fairgate --help` must not load polars, DuckDB and the proxy engine
@@ -47,6 +49,7 @@ def proxy(
     zip_col: Annotated[str | None, typer.Option("--zip-col", help="ZIP code column (bisg, bifsg)")] = None,
     pincode_col: Annotated[str | None, typer.Option("--pincode-col", help="PIN code column (india)")] = None,
     state_col: Annotated[str | None, typer.Option("--state-col", help="state column (india)")] = None,
+    as_json: Json = False,
 ) -> None:
     """Write one row per person: the id, a probability column per group, and the fallback used."""
     with refusing():
@@ -61,6 +64,9 @@ def proxy(
             pincode_col=pincode_col,
             state_col=state_col,
         )
+    if as_json:
+        sys.stdout.write(json.dumps({"out": str(out), **written}, indent=2, default=str) + "\n")
+        return
     _err.print(f"wrote {written['rows']} people to {out} ({_fallback_line(written['fallbacks'])})", highlight=False)
 
 

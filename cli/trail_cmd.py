@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+import typer.core
 from rich.table import Table
 
 from cli import console
@@ -110,11 +111,15 @@ def trail_registrations(
 def trail_mitigations(
     trail: TrailFile = DEFAULT_TRAIL,
     answers: Annotated[str | None, typer.Option("--answers", help="Only those answering this audit run id.")] = None,
+    as_json: Json = False,
 ) -> None:
     """List the recorded mitigation runs (auto or `fairgate mitigate`): the audit each answers, method, verdicts."""
     from tasks.store import list_mitigations
 
     rows = _call(list_mitigations, trail, answers=answers)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
     table = Table(title=f"{trail}: mitigations")
     for column in ("seq", "recorded", "mitigation", "answers audit", "method", "status", "verdict", "files"):
         table.add_column(column)
@@ -132,7 +137,15 @@ def trail_mitigations(
     _out.print(table)
 
 
-@trail_app.command("show")
+class _PlainUsage(typer.core.TyperCommand):
+    """The usage line as click writes it, ``trail show [OPTIONS] RUN_ID_OR_SEQ``: typer wraps a required
+    argument in braces (``{RUN_ID_OR_SEQ}``), which reads as a set or a template, not as "give one"."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [piece.removeprefix("{").removesuffix("}") for piece in super().collect_usage_pieces(ctx)]
+
+
+@trail_app.command("show", cls=_PlainUsage)
 def trail_show(
     run: Annotated[str, typer.Argument(metavar="RUN_ID_OR_SEQ", help="Run id or sequence number.")],
     trail: TrailFile = DEFAULT_TRAIL,

@@ -223,6 +223,20 @@ def ensure_work_pool(name: str) -> str:
     return "exists"
 
 
+#: The deployments ``fairgate deploy`` registers, by full name. A re-deploy removes those of them it does not
+#: register again; a deployment of fairgate's flows under another name (made in code, as in
+#: examples/prefect_deployment.py) is not a deploy's to remove (``fairgate deploy --remove`` removes every one).
+DEPLOYED_BY_FAIRGATE = frozenset(
+    {
+        "fairness-audit/nightly",
+        "fairness-monitor/nightly",
+        "fairgate-registration/on-registration",
+        "fairness-audit/on-demand",
+        "fairgate-registry-watch/registry-watch",
+        "fairgate-registry-writeback/registry-writeback",
+    }
+)
+
 #: The flows fairgate registers deployments of. A deployment of one of them that a ``fairgate deploy`` does not
 #: register (again) is left over from an earlier deploy: the nightly of a deploy that had ``--predictions``, the
 #: monitor of a policy that had ``monitoring:``, the MLflow watch of a deploy with ``--mlflow-tracking-uri``.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -33,10 +34,17 @@ class AuditResult:
     ----------
     document
         The typed document, or its dict form (validated into :class:`AuditDocument`).
+
+    files
+        The report files written for this audit, by kind (``{"pdf": "out/fairness_report_<run>.pdf", ...}``), when
+        known; :meth:`_repr_html_` links them.
     """
 
-    def __init__(self, document: AuditDocument | Mapping[str, Any]) -> None:
+    def __init__(
+        self, document: AuditDocument | Mapping[str, Any], files: Mapping[str, str | Path] | None = None
+    ) -> None:
         self.document = document if isinstance(document, AuditDocument) else AuditDocument.model_validate(document)
+        self.files: dict[str, str | Path] = dict(files or {})
 
     @property
     def verdict(self) -> str:
@@ -91,6 +99,15 @@ class AuditResult:
             for result in self.to_dict()["results"]
         ]
         return pl.DataFrame(rows, infer_schema_length=None)
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the verdict, the failing results, what was not judged, the report files.
+
+        The results carry their intervals, the unjudged ones why; built by fairgate/report/notebook.py.
+        """
+        from fairgate.report.notebook import audit_html
+
+        return audit_html(self.document, self.files)
 
     def __repr__(self) -> str:
         """The verdict, model, failures and rows at a glance."""

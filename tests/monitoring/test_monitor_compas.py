@@ -6,7 +6,9 @@ document names that rule with the volume it would need). ``--exit-on alerts`` re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -191,3 +193,48 @@ def test_exit_on_alerts_restores_alerts_only(compas_nights: dict[str, Any], runn
     assert result.exit_code == 0, result.output  # no new alert: the failing windows do not count
     bad = runner.invoke(app, [*args[:-3], "--exit-on", "sometimes"])
     assert bad.exit_code == 2
+
+
+def _piped(args: list[str], cwd: Path, columns: str | None) -> subprocess.CompletedProcess[str]:
+    """The installed command with stdout a pipe (``| cat``, a CI log), COLUMNS as given or unset."""
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    env |= {"COLUMNS": columns} if columns is not None else {}
+    command = [str(Path(sys.executable).parent / "fairgate"), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+METRICS = ("disparate_impact_ratio", "demographic_parity_difference", "equal_opportunity_difference")
+
+
+@pytest.mark.slow
+def test_monitor_run_piped_at_80_columns_shows_metrics_whole(compas_nights: dict[str, Any]) -> None:
+    args = [*compas_nights["base"], *compas_nights["runs"][-1]["args"], "--exit-on", "alerts"]
+    done = _piped(args, compas_nights["folder"], "80")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "…" not in done.stdout
+    for metric in METRICS:  # each on the line of its result, with its slicing: never "m... d..." or one per line
+        assert any(metric in line and "race" in line for line in lines), done.stdout
+
+
+@pytest.mark.parametrize("columns", [None, "80"])
+def test_monitor_show_piped_shows_every_night_and_the_alert_column(
+    compas_nights: dict[str, Any], columns: str | None
+) -> None:
+    trail = str(compas_nights["folder"] / "trail.duckdb")
+    args = ["monitor", "show", "--model", "compas", "--trail", trail, "--window", "7"]
+    done = _piped(args, compas_nights["folder"], columns)
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    nights = [run["document"]["night"] for run in compas_nights["runs"]]
+    lines = done.stdout.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.split()[:2] == ["night", "value"]]
+    assert len(headers) >= len(METRICS), done.stdout  # one table per (metric, slicing)
+    for i in headers:
+        assert lines[i].split()[-1] == "alert", lines[i]  # the alert column is kept
+        rows = lines[i + 2 : i + 2 + len(nights)]  # under the header's rule: one row per night, whole
+        assert [row.split()[0] for row in rows] == nights, "\n".join(lines[i : i + 8])
+    shown = _piped([*args, "--json"], compas_nights["folder"], columns)
+    series = json.loads(shown.stdout)["series"]
+    assert {s["metric"] for s in series} >= set(METRICS)
+    assert all([n["night"] for n in s["nights"]] == nights for s in series)

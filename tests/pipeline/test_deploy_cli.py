@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pipeline_helpers import POLICY_FAILING, InProcessRunner
@@ -133,8 +134,10 @@ def test_a_re_deploy_removes_what_it_no_longer_registers_and_list_and_remove_man
             time.sleep(1)
         assert client.read_flow_runs(deployment_filter=_of(deployment.id))  # its scheduled runs
 
+    in_code = _deploy_in_code("in-code", "fairgate-in-step")  # as examples/prefect_deployment.py does
     second = runner.invoke(app, base)
     assert second.exit_code == 0, second.output
+    assert "in-code" not in second.stdout  # not a deploy's own: left alone
     assert "fairness-audit/nightly" in second.stdout
     assert "removed (an earlier deploy registered it; this one does not)" in " ".join(second.stdout.split())
     with get_client(sync_client=True) as client:
@@ -146,10 +149,26 @@ def test_a_re_deploy_removes_what_it_no_longer_registers_and_list_and_remove_man
     assert listed.exit_code == 0, listed.output
     assert "fairgate-registration/on-registration" in listed.stdout
     assert "fairness-audit/nightly" not in listed.stdout
+    assert "fairness-audit/in-code" in listed.stdout
     removed = runner.invoke(app, ["deploy", "--remove"])
     assert removed.exit_code == 0, removed.output
     assert "removed: fairness-audit/on-demand" in removed.stdout
+    assert "removed: fairness-audit/in-code" in removed.stdout
+    with get_client(sync_client=True) as client, pytest.raises(ObjectNotFound):
+        client.read_deployment(in_code)
     assert "no fairgate deployment registered" in runner.invoke(app, ["deploy", "--list"]).stdout
+
+
+def _deploy_in_code(name: str, pool: str) -> Any:
+    """A deployment of the audit flow made in code, not by ``fairgate deploy``; its id."""
+    from prefect.types.entrypoint import EntrypointType
+
+    from flows.audit import fairness_audit
+
+    deployment = fairness_audit.to_deployment(
+        name=name, work_pool_name=pool, entrypoint_type=EntrypointType.MODULE_PATH
+    )
+    return deployment.apply()  # type: ignore[union-attr]
 
 
 def _of(deployment_id: object) -> object:

@@ -124,3 +124,13 @@ def test_no_prefect_yaml_to_drift_from_the_deployments() -> None:
     """The deployments are defined once, in flows/deployments.py; the prefect.yaml whose pull step needed a
     checkout path in the worker's environment is gone."""
     assert not (REPO / "prefect.yaml").exists()
+
+
+def test_the_names_a_re_deploy_may_remove_are_the_names_deploy_registers(tmp_path: Path) -> None:
+    """``DEPLOYED_BY_FAIRGATE`` (what a re-deploy may remove as stale) is every deployment some deploy builds."""
+    pytest.importorskip("mlflow")
+    from flows.deployments import DEPLOYED_BY_FAIRGATE
+
+    every_option = _settings(tmp_path, mlflow_tracking_uri="http://127.0.0.1:5000")
+    every_option = DeploySettings(**{**every_option.__dict__, "monitor": True})
+    assert {d.full_name for d in build_deployments(every_option)} == DEPLOYED_BY_FAIRGATE
