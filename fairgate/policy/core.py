@@ -25,6 +25,7 @@ from fairgate.policy.individual import (
     check_written_as_metric,
     unjudged_check_hint,
 )
+from fairgate.policy.labels import DEFAULT_LABEL_RULES, LabelRules
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.model_card import ModelCard
@@ -326,6 +327,7 @@ class Policy(_Strict):
     individual_fairness: IndividualFairness | None = None  # consistency, counterfactual flips (policy/individual.py)
     ranking: RankingOptions | None = None  # task: ranking: top-k cut-offs, position discount (policy/ranking.py)
     model_card: ModelCard | None = None  # owner, intended use, data, limitations (policy/model_card.py)
+    labels: LabelRules | None = None  # late labels (estimates from scores), external labels (policy/labels.py)
 
     @field_validator("task")
     @classmethod
@@ -514,7 +516,7 @@ class Policy(_Strict):
         for section in KINDS:  # the kinds' options sections (named after them), when absent
             if dumped.get(section, 0) is None:
                 del dumped[section]
-        for optional in ("monitoring", "mitigation", "individual_fairness"):
+        for optional in ("monitoring", "mitigation", "individual_fairness", "labels"):
             if dumped[optional] is None:  # a policy without the section keeps its hash
                 del dumped[optional]
         if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
@@ -531,7 +533,7 @@ class Policy(_Strict):
 
     def rule_for(self, metric: str, slicing: tuple[str, ...]) -> ResolvedRule:
         """The rule for one (metric, slicing) after applying matching overrides in file order."""
-        individual = self.individual_rules()
+        individual = self.individual_rules() | (self.labels or DEFAULT_LABEL_RULES).rules()
         if metric in individual:  # an individual-fairness check (policy/individual.py)
             threshold, direction = individual[metric]
         else:
@@ -589,9 +591,8 @@ def _explain(exc: ValidationError, source: str) -> str:
 
 def _drop_later_defaults(dumped: dict[str, Any]) -> None:
     """Keys added later (proxy's, ci_cd_gate.insufficient, labels), at their defaults, left out: same hashes."""
-    for attribute in dumped["sensitive_attributes"]:
-        if attribute.get("labels") is None:
-            attribute.pop("labels", None)
+    for attribute in (a for a in dumped["sensitive_attributes"] if a.get("labels") is None):
+        attribute.pop("labels", None)
     if dumped["ci_cd_gate"].get("insufficient") == "block":
         del dumped["ci_cd_gate"]["insufficient"]
     proxy = dumped.get("proxy")
