@@ -35,8 +35,22 @@ _err = console.stderr()
 def audit(
     policy: options.Policy,
     predictions: options.Predictions,
-    labels: options.Labels,
     attributes: options.Attributes,
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            "--labels",
+            help=f"Ground-truth labels: {options.SOURCE}. Without them, label-dependent results are estimated "
+            "from the scores, calibrated on the model's last labelled audit in the trail.",
+        ),
+    ] = None,
+    external_labels: Annotated[
+        str | None,
+        typer.Option(
+            "--external-labels",
+            help=f"Independent labels for the same people ({options.SOURCE}): compared with --labels per group.",
+        ),
+    ] = None,
     out: options.Out = None,
     model: options.Model = None,
     model_version: options.ModelVersion = None,
@@ -68,6 +82,7 @@ def audit(
         policy=policy,
         predictions=predictions,
         labels=labels,
+        external_labels=external_labels,
         attributes=attributes,
         out=out,
         model=model,
@@ -121,13 +136,14 @@ def demo(
 def _precheck(
     policy: Path,
     predictions: str,
-    labels: str,
+    labels: str | None,
     attributes: str,
     where: tuple[str | None, str | None] = (None, None),
     individual: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Fail fast (before Prefect starts) on a bad policy or a missing input file (on Dask: partition lists that
     do not line up; individual fairness: features and counterfactual files that do not match the policy)."""
+    from fairgate.errors import FairgateError
     from tasks.audit import read_policy
     from tasks.inputs.individual import check_individual_request
     from tasks.inputs.io import parse_source
@@ -142,12 +158,25 @@ def _precheck(
             from flows.audit_dask import requested_execution
             from tasks.inputs.partitions import check_scheduler, plan_partitions
 
+            if labels is None:
+                raise FairgateError("an audit without --labels runs in this process only; give --labels on Dask")
             plan_partitions(predictions, labels, attributes)
             if address := requested_execution(parsed.execution, *where).address:
                 check_scheduler(address)
             return
         for role, text in (("predictions", predictions), ("labels", labels), ("attributes", attributes)):
-            parse_source(role, text)
+            if text is not None:  # no labels: an audit estimating its label-dependent results
+                parse_source(role, text)
+
+
+def _check_external_labels(labels: str | None, external_labels: str) -> None:
+    """--external-labels needs --labels to compare with, and an input that can be read."""
+    from fairgate.errors import FairgateError
+    from tasks.inputs.io import parse_source
+
+    if labels is None:
+        raise FairgateError("--external-labels compares two labels: give the audit's own with --labels as well")
+    parse_source("labels", external_labels)
 
 
 def _on_dask(policy: fairgate.Policy, where: tuple[str | None, str | None]) -> bool:
@@ -160,7 +189,7 @@ def _run_audit(
     *,
     policy: Path,
     predictions: str,
-    labels: str,
+    labels: str | None,
     attributes: str,
     out: Path | None,
     model: str | None,
@@ -172,12 +201,17 @@ def _run_audit(
     dask_address: str | None = None,
     features: str | None = None,
     counterfactual: str | None = None,
+    external_labels: str | None = None,
 ) -> NoReturn:
-    inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
-    inputs |= {role: text for role, text in (("features", features), ("counterfactual", counterfactual)) if text}
+    inputs = {"predictions": predictions, "attributes": attributes}
+    optional = (("labels", labels), ("features", features), ("counterfactual", counterfactual))
+    inputs |= {role: text for role, text in (*optional, ("external-labels", external_labels)) if text}
     with refusing():
         check_audit_arguments(policy, inputs, out, trail, {"model": model, "model-version": model_version})
     _precheck(policy, predictions, labels, attributes, (runner, dask_address), (features, counterfactual))
+    if external_labels is not None:
+        with refusing():
+            _check_external_labels(labels, external_labels)
     parameters: dict[str, Any] = {
         "policy": str(policy),
         "predictions": predictions,
@@ -191,6 +225,7 @@ def _run_audit(
         "dask_address": dask_address,
         "features": features,
         "counterfactual": counterfactual,
+        "external_labels": external_labels,
     }
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _run_flow(parameters, show_progress=not (quiet or as_json))

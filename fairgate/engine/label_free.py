@@ -201,6 +201,7 @@ class Reference:
 
     run_id: str
     curves: dict[tuple[str, str], Mapping[str, Any]]  # (slicing label, group key) -> calibration curve
+    missing: str | None = None  # why there is no reference audit (every group is refused with it)
 
     @classmethod
     def of(cls, document: Mapping[str, Any]) -> Reference:
@@ -211,6 +212,8 @@ class Reference:
 
     def calibration(self, slicing: Sequence[str], group: Mapping[str, str], policy: Policy) -> Recalibration:
         """The group's recalibration, or the reason there is none (no bins, suppressed bins, failed test)."""
+        if self.missing:
+            return Recalibration(reason=self.missing)
         what = f"{reason_label(group)} in the reference audit {self.run_id}"
         curve = self.curves.get((slicing_label(slicing), group_key(group)))
         if curve is None:
@@ -221,13 +224,16 @@ class Reference:
         return recalibration(curve["bins"], alpha, policy.statistics.min_events, what)
 
 
-def estimated_entries(cube: Cube, reference: Reference, policy: Policy) -> list[dict[str, Any]]:
+def estimated_entries(
+    cube: Cube, reference: Reference | None, policy: Policy, missing: str = "there is no labelled reference audit"
+) -> list[dict[str, Any]]:
     """The policy's estimable metrics on each one-attribute slicing, as result entries for ``judge_results``.
 
     Each entry is marked ``estimated`` with the method and the reference run; groups whose calibration was
     refused (or whose expected events fall short of ``min_events``) are listed in ``insufficient_groups`` with
-    the reasons in ``estimate_reasons``.
+    the reasons in ``estimate_reasons``. Without a ``reference``, every group is refused with ``missing``.
     """
+    reference = reference or Reference("none", {}, missing)
     entries = []
     for attribute in policy.sensitive_attributes:
         slicing = (attribute.name,)
@@ -266,7 +272,7 @@ def _entry(
         "slicing": list(slicing),
         "estimated": True,
         "estimate_method": METHOD,
-        "reference_run_id": reference.run_id,
+        "reference_run_id": None if reference.missing else reference.run_id,
         "n_groups_judged": len(usable),
         "insufficient_groups": [g for g, c, e in groups if reason_label(g) in reasons],
         "estimate_reasons": reasons,

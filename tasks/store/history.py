@@ -145,3 +145,27 @@ def _mitigations_of(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[st
     for row in rows:
         row["outputs"] = json.loads(row["outputs"]) if row["outputs"] else {}
     return rows
+
+
+def last_labelled_document(trail_path: Path, model_name: str, *, look_back: int = 50) -> dict[str, Any] | None:
+    """The newest recorded audit of the model that had labels and kept its reliability bins (``curves``), or None.
+
+    The reference of a label-free audit (fairgate/engine/label_free.py). Never raises: an absent or unreadable
+    trail gives None (the audit then says it has no reference).
+    """
+    path = Path(trail_path)
+    if not path.exists():
+        return None
+    try:
+        with locked_trail(path, write=False) as con:
+            rows = con.execute(
+                "select document from runs where model_name = $model order by seq desc limit $limit",
+                {"model": model_name, "limit": look_back},
+            ).fetchall()
+    except (TrailError, duckdb.Error):
+        return None
+    for (text,) in rows:
+        document = json.loads(text) if text else {}
+        if not document.get("label_free") and (document.get("curves") or {}).get("calibration"):
+            return dict(document)
+    return None
