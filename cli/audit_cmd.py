@@ -300,12 +300,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
             colour = {"pass": "green", "fail": "red", "inconclusive": "magenta"}.get(status, "yellow")
             label = _STATUS_LABELS.get(status, status)
             judged = " (corrected)" if r.get("judged") == "corrected" else ""
+            judged += " (estimated)" if r.get("estimated") else ""
             table.add_row(
                 f" {r.get('metric', '')}{judged}", value, ci, str(r.get("threshold")), f"[{colour}]{label}[/]"
             )
             if naive := r.get("naive"):  # an inferred attribute: the measured (attenuated) value beside it
                 table.add_row("   as measured (attenuated)", *_estimate_texts(naive), "", "")
     notes = [text for status, text in _STATUS_NOTES.items() if status in shown]
+    if label_free := document.get("label_free"):  # no labels: which results were estimated, and do they count
+        counted = "counted in" if label_free["estimated_results"] == "judge" else "not counted in"
+        notes.append(f"(estimated): from the scores, no labels yet; {counted} the verdict")
     if notes:
         table.caption = "; ".join(notes) + " (the JSON gives each result's reason)"
     _out.print(table)
