@@ -36,21 +36,8 @@ def audit(
     policy: options.Policy,
     predictions: options.Predictions,
     attributes: options.Attributes,
-    labels: Annotated[
-        str | None,
-        typer.Option(
-            "--labels",
-            help=f"Ground-truth labels: {options.SOURCE}. Without them, label-dependent results are estimated "
-            "from the scores, calibrated on the model's last labelled audit in the trail.",
-        ),
-    ] = None,
-    external_labels: Annotated[
-        str | None,
-        typer.Option(
-            "--external-labels",
-            help=f"Independent labels for the same people ({options.SOURCE}): compared with --labels per group.",
-        ),
-    ] = None,
+    labels: options.LabelsIfAny = None,
+    external_labels: options.ExternalLabels = None,
     out: options.Out = None,
     model: options.Model = None,
     model_version: options.ModelVersion = None,
