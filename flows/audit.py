@@ -55,7 +55,7 @@ from tasks.inputs.align import release, release_rows, stage_inputs
 from tasks.inputs.cube_sql import configure, stream_cube
 from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.inputs.staged import Staged
-from tasks.labels import external_label_evidence, label_free_evidence
+from tasks.labels import check_estimates, external_label_evidence, label_free_evidence
 from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
@@ -147,6 +147,8 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     document = _adjudicated(cube, parts, policy, model, run_id, context, individual, labels)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
+    if request.labels is not None and kind_of(policy.task).binary_outcomes:  # estimates of these people, checked
+        document["label_free_check"] = check_estimates(document, trail_path, model.name)
     # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
     history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
     document["trend"] = trend_of(document, history, policy)

@@ -4,6 +4,7 @@ labels against external labels (the same staging and id join as the audit's own 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from prefect import task
@@ -13,11 +14,11 @@ import fairgate
 from fairgate.engine.audit import slicings_binary
 from fairgate.engine.cube import build_cube
 from fairgate.engine.label_bias import disagreement_policy, label_bias
-from fairgate.engine.label_checks import LabelEvidence
+from fairgate.engine.label_checks import LabelEvidence, estimate_check
 from fairgate.engine.label_free import Reference, estimated_entries
 from fairgate.errors import FairgateError
 from tasks.inputs.align import align_inputs, release, stage
-from tasks.store.history import last_labelled_document
+from tasks.store.history import last_estimated_document, last_labelled_document
 
 
 @task(name="label-free estimates", cache_policy=NO_CACHE)
@@ -63,6 +64,14 @@ def external_label_evidence(
     keys = ("metric", "slicing", "value", "ci_low", "ci_high")
     results = [{k: e[k] for k in keys} for part in slicings_binary(external_cube, policy) for e in part.results]
     return LabelEvidence(bias_entries=entries, bias_groups=groups, external_results=results, external_source=external)
+
+
+def check_estimates(document: dict[str, Any], trail_path: Path, model_name: str) -> dict[str, Any] | None:
+    """The estimates an earlier audit without labels made of these people (same model, same predictions) against
+    what this labelled audit measured; None when there was no such audit. Recorded with the run in the trail."""
+    sha = ((document.get("inputs") or {}).get("predictions") or {}).get("sha256")
+    earlier = last_estimated_document(trail_path, model_name, sha) if sha else None
+    return None if earlier is None else estimate_check(earlier, document)
 
 
 def _aligned(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> pl.DataFrame:

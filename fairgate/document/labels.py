@@ -63,3 +63,24 @@ class LabelBias(Part):
     meaning: str
     groups: list[DisagreementGroup]
     external_results: list[ExternalResult] = Field(default_factory=list)
+
+
+class EstimateCheck(Part):
+    """One estimated result of an earlier audit without labels against the value the labels now show."""
+
+    metric: str
+    slicing: Slicing
+    value: float = Field(description="The estimate.")
+    ci_low: float
+    ci_high: float
+    measured: float = Field(description="The value this labelled audit measured for the same people.")
+    covered: bool = Field(description="The estimate's interval holds the measured value.")
+
+
+class LabelFreeCheck(Part):
+    """A labelled audit of people an earlier audit estimated without labels: how the estimates fared."""
+
+    estimate_run_id: str = Field(description="The audit without labels (same model, same predictions).")
+    results: list[EstimateCheck]
+    n_compared: int = Field(ge=0)
+    n_covered: int = Field(ge=0, description="Estimates whose interval holds the measured value.")

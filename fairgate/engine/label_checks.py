@@ -127,3 +127,26 @@ def without_label_numbers(document: dict[str, Any]) -> None:
     diagnostics["base_rates"], diagnostics["worst_subgroups"], diagnostics["simpson"] = [], [], []
     document["curves"] = {"roc": [], "calibration": []}
     document["individual_fairness"] = {"theil_index": None, "generalized_entropy_index": None}
+
+
+def estimate_check(estimated: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
+    """The ``label_free_check`` block: an earlier audit's estimates of these people against what their labels show.
+
+    ``estimated``: the audit without labels (same model, same predictions); ``document``: this labelled audit.
+    Each estimated result with an interval is compared with the measured value of the same metric and slicing.
+    """
+    measured = {(r["metric"], tuple(r["slicing"])): r for r in document["results"] if not r.get("estimated")}
+    rows = []
+    for r in estimated["results"]:
+        now = measured.get((r["metric"], tuple(r["slicing"])))
+        if not r.get("estimated") or r.get("ci_low") is None or now is None or now.get("value") is None:
+            continue
+        covered = r["ci_low"] <= now["value"] <= r["ci_high"]
+        keys = ("metric", "slicing", "value", "ci_low", "ci_high")
+        rows.append({k: r[k] for k in keys} | {"measured": now["value"], "covered": covered})
+    return {
+        "estimate_run_id": str(estimated.get("run_id")),
+        "results": rows,
+        "n_compared": len(rows),
+        "n_covered": sum(row["covered"] for row in rows),
+    }

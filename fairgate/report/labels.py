@@ -56,6 +56,8 @@ class LabelsView:
     external_source: str = ""
     disagreement: list[DisagreementRow] = field(default_factory=list)
     both: list[BothLabelsRow] = field(default_factory=list)
+    check_text: str = ""  # the estimates an earlier audit without labels made of these people, against the labels
+    checks: list[BothLabelsRow] = field(default_factory=list)  # metric, slicing, estimate [interval], measured
 
 
 def counted_rows(document: AuditDocument, results: list[ResultRow]) -> list[ResultRow]:
@@ -67,7 +69,7 @@ def counted_rows(document: AuditDocument, results: list[ResultRow]) -> list[Resu
 
 def labels_view(document: AuditDocument, results: list[ResultRow], suppression: Suppression) -> LabelsView | None:
     """The Labels section's view; None for an audit with labels and no external labels."""
-    if document.label_free is None and document.label_bias is None:
+    if document.label_free is None and document.label_bias is None and document.label_free_check is None:
         return None
     estimated = [r for r in results if r.estimated]
     refusals = sorted(
@@ -86,7 +88,30 @@ def labels_view(document: AuditDocument, results: list[ResultRow], suppression: 
         external_source=(bias.source or "") if bias else "",
         disagreement=_disagreement(document, suppression),
         both=_both(document, results),
+        check_text=_check(document)[0],
+        checks=_check(document)[1],
     )
+
+
+def _check(document: AuditDocument) -> tuple[str, list[BothLabelsRow]]:
+    """The earlier estimates of these people against the measured values, as a sentence and rows."""
+    check = document.label_free_check
+    if check is None:
+        return "", []
+    text = (
+        f"Audit {check.estimate_run_id} estimated these people's results before their labels arrived: "
+        f"{check.n_covered} of {check.n_compared} estimates' intervals hold the value measured now."
+    )
+    rows = [
+        BothLabelsRow(
+            r.metric,
+            slicing_key(r.slicing),
+            f"{fmt(r.value)} [{interval_text(r.ci_low, r.ci_high)}]",
+            fmt(r.measured) + ("" if r.covered else " (outside)"),
+        )
+        for r in check.results
+    ]
+    return text, rows
 
 
 def _disagreement(document: AuditDocument, suppression: Suppression) -> list[DisagreementRow]:

@@ -153,9 +153,29 @@ def last_labelled_document(trail_path: Path, model_name: str, *, look_back: int 
     The reference of a label-free audit (fairgate/engine/label_free.py). Never raises: an absent or unreadable
     trail gives None (the audit then says it has no reference).
     """
+    for document in _recent_documents(trail_path, model_name, look_back):
+        if not document.get("label_free") and (document.get("curves") or {}).get("calibration"):
+            return document
+    return None
+
+
+def last_estimated_document(
+    trail_path: Path, model_name: str, predictions_sha256: str, *, look_back: int = 50
+) -> dict[str, Any] | None:
+    """The newest audit of the model without labels on the same predictions (same sha256), or None: what a
+    labelled audit of those people compares its measured results with."""
+    for document in _recent_documents(trail_path, model_name, look_back):
+        predictions = (document.get("inputs") or {}).get("predictions") or {}
+        if document.get("label_free") and predictions.get("sha256") == predictions_sha256:
+            return document
+    return None
+
+
+def _recent_documents(trail_path: Path, model_name: str, look_back: int) -> list[dict[str, Any]]:
+    """The model's newest recorded documents, newest first; none when the trail is absent or unreadable."""
     path = Path(trail_path)
     if not path.exists():
-        return None
+        return []
     try:
         with locked_trail(path, write=False) as con:
             rows = con.execute(
@@ -163,9 +183,5 @@ def last_labelled_document(trail_path: Path, model_name: str, *, look_back: int 
                 {"model": model_name, "limit": look_back},
             ).fetchall()
     except (TrailError, duckdb.Error):
-        return None
-    for (text,) in rows:
-        document = json.loads(text) if text else {}
-        if not document.get("label_free") and (document.get("curves") or {}).get("calibration"):
-            return dict(document)
-    return None
+        return []
+    return [dict(json.loads(text)) for (text,) in rows if text]

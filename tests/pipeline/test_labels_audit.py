@@ -61,6 +61,17 @@ def test_an_audit_without_labels_estimates_from_the_last_labelled_audit(
     )
     if sex["value"] is not None:
         assert abs(sex["value"] - measured_sex["value"]) < 0.1
+    # The labels arrive: a labelled audit of the same predictions checks the estimates, recorded with its run.
+    arrived = inputs.folder / "arrived"
+    args = inputs.args("--quiet", "--trail", str(trail))
+    args[args.index("--out") + 1] = str(arrived)
+    assert runner.invoke(app, args).exit_code in (0, 1)
+    check = _document(arrived)["label_free_check"]
+    assert check["estimate_run_id"] == document["run_id"]
+    compared = [r for r in estimated if r["ci_low"] is not None]
+    assert check["n_compared"] == len(compared)
+    for row in check["results"]:
+        assert row["covered"] == (row["ci_low"] <= row["measured"] <= row["ci_high"])
 
 
 @pytest.mark.slow
