@@ -151,7 +151,8 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
         document["label_free_check"] = check_estimates(document, trail_path, model.name)
     # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
     history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
-    document["trend"] = trend_of(document, history, policy)
+    measured = [r for r in document["results"] if not r.get("estimated")]  # estimates never join the trend
+    document["trend"] = trend_of(document | {"results": measured}, history, policy)
     predictions, labels_source, attributes = request.sources
     sources = {"predictions": predictions, "labels": labels_source or "", "attributes": attributes}
     if request.proposed is None:  # a failing audit's own proposal (mitigation.auto; it needs labels), else none

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairgate.document.document import AuditDocument
-from fairgate.report.format import fmt, fmt_count, group_label, interval_text, slicing_key
+from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import ResultRow
 from fairgate.report.suppress import Suppression
 
@@ -104,7 +104,7 @@ def _check(document: AuditDocument) -> tuple[str, list[BothLabelsRow]]:
     )
     rows = [
         BothLabelsRow(
-            r.metric,
+            metric_label(r.metric),
             slicing_key(r.slicing),
             f"{fmt(r.value)} [{interval_text(r.ci_low, r.ci_high)}]",
             fmt(r.measured) + ("" if r.covered else " (outside)"),
