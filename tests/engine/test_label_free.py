@@ -79,3 +79,40 @@ def test_only_rate_summaries_of_tpr_fpr_ppv_are_estimated() -> None:
     assert estimable("predictive_parity_difference")
     assert not estimable("disparate_impact_ratio")
     assert not estimable("calibration_difference")
+
+
+@pytest.mark.parametrize(("rule", "counted"), [("report_only", False), ("judge", True)])
+def test_estimated_results_count_in_the_verdict_only_when_judged(rule: str, counted: bool) -> None:
+    """A large estimated EO gap fails; it fails the audit only under labels.estimated_results: judge."""
+    import fairgate
+    from fairgate.engine.adjudicate import adjudicate
+    from fairgate.engine.audit import slicings_binary
+    from fairgate.engine.cube import build_cube
+    from fairgate.engine.label_checks import LabelEvidence
+    from fairgate.engine.label_free import Reference, estimated_entries
+
+    bench = _bench()
+    policy = fairgate.Policy.from_mapping(
+        {
+            "fairness_checker": {
+                "sensitive_attributes": [{"name": "g"}],
+                "metrics": [
+                    {"name": "demographic_parity_difference", "threshold": 0.9},
+                    {"name": "equal_opportunity_difference", "threshold": 0.05},
+                ],
+                "statistics": {"n_bootstrap": 20},
+                "labels": {"estimated_results": rule},
+            }
+        },
+        source="test",
+    )
+    rng = np.random.default_rng(3)
+    reference: Reference = bench.reference_of(bench.people(rng, 6000, False), policy)
+    cube = build_cube(bench.people(rng, 6000, False), policy, exact_auc=False)
+    evidence = LabelEvidence(labels_absent=True, estimated=estimated_entries(cube, reference, policy))
+    document = adjudicate(cube, slicings_binary(cube, policy), policy, labels=evidence).to_dict()
+    estimated = [r for r in document["results"] if r.get("estimated")]
+    assert [r["status"] for r in estimated] == ["fail"]  # TPR gap ~0.3 against 0.05
+    assert document["verdict"] == ("fail" if counted else "pass")
+    assert document["label_free"]["estimated_results"] == rule
+    assert all(set(g["metrics"]) == {"selection_rate"} for g in document["groups"])
