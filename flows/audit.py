@@ -55,7 +55,7 @@ from tasks.inputs.align import release, release_rows, stage_inputs
 from tasks.inputs.cube_sql import configure, stream_cube
 from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.inputs.staged import Staged
-from tasks.labels import check_estimates, external_label_evidence, label_free_evidence
+from tasks.labels import check_estimates, check_label_request, external_label_evidence, label_free_evidence
 from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
@@ -132,7 +132,7 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     check_individual_request(policy, *request.individual_sources)  # features and counterfactual, before any computing
     check_mitigation_policy(policy, request.policy_path)  # mitigation.auto's inputs, before any computing
     execution = requested_execution(policy.execution, request.runner, request.dask_address)
-    check_label_request(policy, execution, request)
+    check_label_request(policy, execution.runner, request.labels, request.external_labels)
     inputs, policy, proxy_summary, cube, parts, individual = _counted(
         policy, execution, request.sources, request.individual_sources
     )
@@ -165,22 +165,6 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
     get_run_logger().info(f"verdict {document['verdict']}: {written['json']}")
     return run_summary(document, written, report, record), Gate.of(policy)
-
-
-def check_label_request(policy: fairgate.Policy, execution: Any, request: AuditRequest) -> None:
-    """An audit without labels, or with external labels: binary, in this process, not both at once (exit 2)."""
-    asked = (
-        "--external-labels" if request.external_labels else ("an audit without --labels" if not request.labels else "")
-    )
-    if not asked:
-        return
-    if request.external_labels and not request.labels:
-        raise FairgateError("--external-labels compares two labels: give the audit's own with --labels as well")
-    if not kind_of(policy.task).binary_outcomes or execution.runner == "dask":
-        raise FairgateError(
-            f"{asked} works on binary audits in this process only (task {policy.task}, runner {execution.runner}); "
-            "give --labels, leave --external-labels out, or set execution.runner: local"
-        )
 
 
 def _label_evidence(

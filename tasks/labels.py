@@ -13,12 +13,33 @@ from prefect.cache_policies import NO_CACHE
 import fairgate
 from fairgate.engine.audit import slicings_binary
 from fairgate.engine.cube import build_cube
+from fairgate.engine.kinds import kind_of
 from fairgate.engine.label_bias import disagreement_policy, label_bias
 from fairgate.engine.label_checks import LabelEvidence, estimate_check
 from fairgate.engine.label_free import Reference, estimated_entries
 from fairgate.errors import FairgateError
 from tasks.inputs.align import align_inputs, release, stage
 from tasks.store.history import last_estimated_document, last_labelled_document
+
+
+def check_label_request(policy: fairgate.Policy, runner: str, labels: str | None, external: str | None) -> None:
+    """Before any computing: an audit without labels, or with external labels, is binary and runs in this process;
+    external labels need the audit's own and attributes given, not inferred (FairgateError: exit 2)."""
+    if labels and not external:
+        return
+    asked = "--external-labels" if external else "an audit without --labels"
+    if external and not labels:
+        raise FairgateError("--external-labels compares two labels: give the audit's own with --labels as well")
+    if external and policy.proxy is not None:
+        raise FairgateError(
+            "--external-labels needs the sensitive attributes in the attributes input; the policy infers one "
+            "(proxy section): leave --external-labels out, or audit with the attribute given"
+        )
+    if not kind_of(policy.task).binary_outcomes or runner == "dask":
+        raise FairgateError(
+            f"{asked} works on binary audits in this process only (task {policy.task}, runner {runner}); "
+            "give --labels, leave --external-labels out, or set execution.runner: local"
+        )
 
 
 @task(name="label-free estimates", cache_policy=NO_CACHE)
@@ -46,11 +67,7 @@ def external_label_evidence(
     policy: fairgate.Policy, predictions: str, labels: str, external: str, attributes: str
 ) -> LabelEvidence:
     """Disagreement between the audit's labels and the external ones per group, and the metrics under both."""
-    if policy.proxy is not None:
-        raise FairgateError(
-            "--external-labels needs the sensitive attributes in the attributes input; the policy infers one "
-            "(proxy section): leave --external-labels out, or audit with the attribute given"
-        )
+    # The policy was checked before any computing (flows/audit.py check_label_request): binary, no proxy.
     ours = _aligned(policy, predictions, labels, attributes)
     theirs = _aligned(policy, predictions, external, attributes)
     y_true = policy.columns.y_true

@@ -108,3 +108,34 @@ def test_external_labels_without_labels_are_refused(inputs: Inputs, runner: InPr
     args = _without_labels(inputs.args(), inputs.out)
     result = runner.invoke(app, [*args, "--external-labels", str(inputs.labels)])
     assert_refused(result, ["--external-labels", "--labels"], inputs, before)
+
+
+@pytest.mark.parametrize(
+    ("document", "runner", "labels", "external", "fragment"),
+    [
+        ({"task": "regression"}, "local", None, None, "works on binary audits in this process only"),
+        ({}, "dask", None, None, "set execution.runner: local"),
+        ({}, "local", None, "ext.csv", "give the audit's own with --labels"),
+    ],
+)
+def test_label_requests_are_checked_before_computing(
+    document: dict, runner: str, labels: str | None, external: str | None, fragment: str
+) -> None:
+    import fairgate
+    from fairgate.errors import FairgateError
+    from tasks.labels import check_label_request
+
+    base = {
+        "sensitive_attributes": [{"name": "g"}],
+        "metrics": [{"name": "demographic_parity_difference", "threshold": 0.1}],
+    }
+    if document.get("task") == "regression":
+        base = {
+            "task": "regression",
+            "sensitive_attributes": [{"name": "g"}],
+            "metrics": [{"name": "mean_prediction_difference", "threshold": 0.1}],
+        }
+    policy = fairgate.Policy.from_mapping({"fairness_checker": base}, source="test")
+    with pytest.raises(FairgateError, match=fragment):
+        check_label_request(policy, runner, labels, external)
+    check_label_request(policy, "local", "labels.csv", None)  # an ordinary audit passes
