@@ -68,10 +68,18 @@ def reference_of(frame: pl.DataFrame, policy: fairgate.Policy) -> Reference:
     return Reference.of({"run_id": "reference", "curves": {"calibration": part.calibration}})
 
 
-def true_difference(frame: pl.DataFrame) -> float:
-    """The equal opportunity difference the labels give: the gap in TPR between the two groups."""
-    tpr = frame.filter(pl.col("y_true") == 1).group_by("g").agg(pl.col("y_pred").mean())["y_pred"].to_numpy()
-    return float(tpr.max() - tpr.min())
+def true_difference(frame: pl.DataFrame, metric: str = METRIC) -> float:
+    """The difference the labels give: TPR gap (equal opportunity), the larger of the TPR and FPR gaps
+    (equalized odds) or the PPV gap (predictive parity) between the two groups."""
+
+    def gap(rows: pl.DataFrame, column: str) -> float:
+        rates = rows.group_by("g").agg(pl.col(column).mean())[column].to_numpy()
+        return float(rates.max() - rates.min())
+
+    tpr, fpr = gap(frame.filter(pl.col("y_true") == 1), "y_pred"), gap(frame.filter(pl.col("y_true") == 0), "y_pred")
+    if metric == "equalized_odds_difference":
+        return max(tpr, fpr)
+    return gap(frame.filter(pl.col("y_pred") == 1), "y_true") if metric == "predictive_parity_difference" else tpr
 
 
 def run(seed: int, broken: bool = False, rows: int = ROWS) -> dict[str, Any]:
@@ -81,12 +89,21 @@ def run(seed: int, broken: bool = False, rows: int = ROWS) -> dict[str, Any]:
     reference = reference_of(people(rng, rows, broken), chosen)
     target = people(rng, rows, broken)
     cube = build_cube(target, chosen, exact_auc=False)  # the estimate reads scores and decisions only
-    entry = next(e for e in estimated_entries(cube, reference, chosen) if e["metric"] == METRIC)
-    truth = true_difference(target)
+    entries = {e["metric"]: e for e in estimated_entries(cube, reference, chosen)}
+    entry = entries[METRIC]
+    covers = {
+        name: e["ci_low"] is not None and e["ci_low"] <= true_difference(target, name) <= e["ci_high"]
+        for name, e in entries.items()
+    }
     estimated = entry["value"] is not None and entry["ci_low"] is not None
-    covered = estimated and entry["ci_low"] <= truth <= entry["ci_high"]
     reason = entry["estimate_reasons"].get("g=b") or ""
-    return {"estimated": estimated, "covered": covered, "refused_b": "not calibrated" in reason, "entry": entry}
+    return {
+        "estimated": estimated,
+        "covered": covers[METRIC],
+        "covers": covers,
+        "refused_b": "not calibrated" in reason,
+        "entry": entry,
+    }
 
 
 def _rate(hits: int, runs: int) -> str:
@@ -108,6 +125,9 @@ def main() -> None:
         print(f"  EO difference estimated:        {_rate(len(estimated), args.runs)}")
         print(f"  its interval covers the truth:  {_rate(sum(o['covered'] for o in estimated), len(estimated))}")
         print(f"  group b refused (calibration):  {_rate(sum(o['refused_b'] for o in outcomes), args.runs)}")
+        for other in ("equalized_odds_difference", "predictive_parity_difference"):
+            hits = sum(o["covers"][other] for o in estimated)
+            print(f"  {other} interval covers:  {_rate(hits, len(estimated))}")
 
 
 if __name__ == "__main__":
