@@ -234,6 +234,10 @@ def estimated_entries(
     the reasons in ``estimate_reasons``. Without a ``reference``, every group is refused with ``missing``.
     """
     reference = reference or Reference("none", {}, missing)
+    if not cube.has_scores:  # expected counts need each person's score, not only the decision
+        reference = Reference(
+            reference.run_id, {}, f"needs scores: the predictions have no {policy.columns.score!r} column"
+        )
     entries = []
     for attribute in policy.sensitive_attributes:
         slicing = (attribute.name,)

@@ -116,3 +116,18 @@ def test_estimated_results_count_in_the_verdict_only_when_judged(rule: str, coun
     assert document["verdict"] == ("fail" if counted else "pass")
     assert document["label_free"]["estimated_results"] == rule
     assert all(set(g["metrics"]) == {"selection_rate"} for g in document["groups"])
+
+
+def test_decisions_without_scores_are_not_estimated() -> None:
+    """Expected counts need the scores: predictions with decisions only give every group the reason."""
+    from fairgate.engine.cube import build_cube
+    from fairgate.engine.label_free import estimated_entries
+
+    bench = _bench()
+    policy = bench.policy()
+    rng = np.random.default_rng(4)
+    reference = bench.reference_of(bench.people(rng, 4000, False), policy)
+    cube = build_cube(bench.people(rng, 4000, False).drop("score"), policy, exact_auc=False)
+    for entry in estimated_entries(cube, reference, policy):
+        assert entry["value"] is None
+        assert all("needs scores" in why for why in entry["estimate_reasons"].values())
