@@ -13,7 +13,7 @@
     another commit: ``git archive REV | tar -x -C DIR``) runs its demo too, alternating, on ``PYTHONPATH``.
 (3) The report task split into HTML and PDF, and Great Expectations' import alone, measured in a fresh process on
     the demo's own audit document.
-(4) ``--event`` (only this): event -> verdict on a warm worker, as the README's "Deployment" walkthrough runs it.
+(4) ``--event`` (only this): event -> verdict on a warm worker, as docs/guides/deployment.md runs it.
     ``fairgate deploy --demo`` on the server, then for each poll interval given a ``prefect worker start`` (its
     own process group, stopped at the end) with ``PREFECT_WORKER_QUERY_SECONDS`` set, one warm-up
     ``fairgate.model.registered`` event, then ``--events`` more, one at a time. Per event, from the registration
@@ -295,7 +295,7 @@ def process_worker(env: dict[str, str], query_seconds: float, log_path: Path) ->
 
 
 def emit_registration(env: dict[str, str], predictions: Path, version: str) -> str:
-    """``prefect event emit fairgate.model.registered`` exactly as the README's walkthrough; the event's id."""
+    """``prefect event emit fairgate.model.registered`` exactly as docs/guides/deployment.md; the event's id."""
     resource = {
         "prefect.resource.id": f"model.compas.{version}",
         "prefect.resource.name": "compas",

@@ -78,6 +78,10 @@ COMMANDS = {
     "trail": Command(
         "cli.trail_cmd:trail_app", "The audit trail: list, show and verify recorded runs; list model registrations."
     ),
+    "explore": Command(
+        "cli.explore_cmd:explore",
+        "Serve a read-only web view of the audit trail: models, audits, reports, explorers, trends, nights.",
+    ),
     "outbox": Command("cli.outbox_cmd:outbox_app", "The outbox: report e-mails kept after a failed delivery."),
     "registry": Command(
         "cli.registry_cmd:registry_app", "The MLflow Model Registry in the loop (pip install 'fairgate[mlflow]')."
@@ -124,7 +128,7 @@ app = typer.Typer(
 @app.callback()
 def _fairgate(ctx: typer.Context) -> None:
     # The group's own callback: none of its options (typer needs a callback, or commands, to make a group).
-    if ctx.invoked_subcommand != "trail":  # the trail commands never reach Prefect
+    if ctx.invoked_subcommand not in ("trail", "explore"):  # these never reach Prefect
         with refusing():
             check_prefect_api_url(os.environ.get("PREFECT_API_URL"))
 

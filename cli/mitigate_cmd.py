@@ -72,7 +72,8 @@ Metric = Annotated[
     str | None, typer.Option(help="thresholds: the metric to bound (default: the policy's critical one).")
 ]
 Tolerance = Annotated[
-    float | None, typer.Option(help="thresholds: the gap allowed (default 0: exact equality, see README).")
+    float | None,
+    typer.Option(help="thresholds: the gap allowed (default 0: exact equality; docs/guides/mitigating.md says why)."),
 ]
 ObjectiveOption = Annotated[
     Objective | None, typer.Option(help="thresholds: what the thresholds maximise (default accuracy).")

@@ -504,11 +504,13 @@ def _publish_report(
     from flows.report_flow import publish_report
     from tasks.render.explorer import write_explorer
 
-    report = publish_report(document, policy, output, trail_path, final_dir)
-    if report["html"] is not None:
-        report["explorer"] = write_explorer(
-            as_is(document), as_is(cube), policy, output, policy.reporting.min_cell_size
-        )
+    explorer = None
+    if "html" in policy.reporting.format:  # written first: the HTML report links to it
+        explorer = write_explorer(as_is(document), as_is(cube), policy, output, policy.reporting.min_cell_size)
+    report = publish_report(
+        document, policy, output, trail_path, final_dir, explorer=explorer.name if explorer is not None else None
+    )
+    report["explorer"] = explorer
     return report
 
 

@@ -1,5 +1,5 @@
 """The ``fairgate-registration`` flow: one ``fairgate.model.registered`` event -> checked -> recorded in the trail's
-``registrations`` -> the ``fairness-audit`` flow as a subflow (README, "Event contract").
+``registrations`` -> the ``fairness-audit`` flow as a subflow (docs/guides/deployment.md, "Event contract").
 
 A malformed event is rejected: a ``rejected`` row with the reason, a ``fairgate.registration.rejected`` event,
 and this flow run ends ``Failed`` (``RegistrationRejected``) with the reason as its message, so it is visible in

@@ -26,9 +26,12 @@ def publish_report(
     out_dir: Path,
     trail_path: Path,
     final_dir: Path | None = None,
+    *,
+    explorer: str | None = None,
 ) -> dict[str, Any]:
     """Render the report in the policy's formats and deliver it; return the paths and the delivery outcome.
 
+    ``explorer``: the file name of the what-if explorer already written beside the report (the HTML links to it).
     ``final_dir``: where ``out_dir`` (a staging folder) is moved once the run is recorded (tasks/outbound/deliver.py).
     """
     reporting, delivery = policy.reporting, policy.delivery
@@ -37,7 +40,7 @@ def publish_report(
     # Handed over as is: Prefect would otherwise walk the whole document (~1 MB of nested dicts) for futures, twice
     # per task (about 1 s of the demo on a busy machine); it holds none.
     as_is = cast(dict[str, Any], quote(result_doc))
-    paths = render_report(as_is, Path(out_dir), formats, reporting.min_cell_size, policy.use_case)
+    paths = render_report(as_is, Path(out_dir), formats, reporting.min_cell_size, policy.use_case, explorer)
     outcome: dict[str, Any] = {"status": "skipped", "detail": "no delivery section in the policy"}
     if delivery is not None and delivery.enabled:
         body = email_body(result_doc, min_cell_size=reporting.min_cell_size, use_case=policy.use_case)

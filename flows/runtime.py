@@ -224,7 +224,7 @@ def persisted(state: State) -> State:
     Only this summary: ``persist_result=True`` on the flow would also persist every task's result (the rows,
     the cube, the document). Where: Prefect's default result storage, PREFECT_LOCAL_STORAGE_PATH
     (~/.prefect/storage) of the machine that ran the flow; a client on another machine than the worker needs
-    a shared one, a file system block named by PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK (README, "Results").
+    a shared one, a file system block named by PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK (docs/concepts/pipeline.md).
     """
     from prefect.results import get_result_store
     from prefect.serializers import JSONSerializer

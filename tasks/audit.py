@@ -43,7 +43,7 @@ def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
     except UnicodeDecodeError:
         raise PolicyError(f"policy file {path} is not UTF-8 text; save it as UTF-8 YAML") from None
     if not text.strip():
-        raise PolicyError(f"policy file {path} is empty; see the policy reference in the README")
+        raise PolicyError(f"policy file {path} is empty; see the policy reference, docs/reference/policy.md")
     return fairgate.Policy.from_yaml(text, source=str(path)), text
 
 

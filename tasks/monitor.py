@@ -37,7 +37,7 @@ def monitoring_of(policy: fairgate.Policy, source: str) -> Monitoring:
     """The policy's monitoring section; a policy without one cannot be monitored (exit 2)."""
     if policy.monitoring is None:
         raise fairgate.PolicyError(
-            f"{source} has no monitoring: section; add one (README, 'Monitoring'), e.g. monitoring: "
+            f"{source} has no monitoring: section; add one (docs/guides/monitoring.md), e.g. monitoring: "
             "{windows: [7, 30], alerts: [{metric: equal_opportunity_difference, min_change: 0.05}]}"
         )
     return policy.monitoring

@@ -27,7 +27,7 @@ def audit(
 
     The frame holds the columns ``policy.columns`` names for the policy's ``task:`` (binary: label,
     prediction and/or score; multiclass: classes; regression: numbers; ranking: list id, rank and relevance)
-    and one column per sensitive attribute. See the README for an example. ``exact_auc`` (binary; default:
+    and one column per sensitive attribute. See docs/guides/python.md for an example. ``exact_auc`` (binary; default:
     the policy's ``statistics.exact_auc``) keeps a score table for exact per-group ROC AUC.
     """
     steps = kind_of(policy.task).steps()

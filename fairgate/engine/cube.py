@@ -6,7 +6,7 @@ row count. Every slicing is a marginal of it; cubes of disjoint row sets add.
 
 A second, optional table keeps (attributes, score, y_true, weight) rows for metrics that need exact score order
 (ROC AUC and ROC curves): one per scored row, or per distinct (attributes, score, y_true) when scores repeat
-much (rounded or discrete scores). It can be as long as the data, so it is built only on request.
+much (rounded or discrete scores; then with their squared weights' sum). Built only on request (it can be long).
 
 Cells carry ``rows`` (how many input rows fell in the cell), ``weight`` (the sum of row weights; equal to
 ``rows`` unless weights are given, e.g. probabilistic group membership from proxy inference) and
@@ -141,7 +141,10 @@ class Cube:
         scores = None
         if self.scores is not None and other.scores is not None:
             union = {a: _levels(cells, a) for a in self.attributes}
-            scores = pl.concat([self._recoded_scores(union), other._recoded_scores(union)]).sort(SCORE)
+            tables = [self._recoded_scores(union), other._recoded_scores(union)]
+            if any(WEIGHT_SQ in t.columns for t in tables):  # a collapsed table sums squared weights: both do
+                tables = [score_squares(t) for t in tables]
+            scores = pl.concat(tables).sort(SCORE)
         histogram = None
         if self.score_histogram is not None and other.score_histogram is not None:
             both = pl.concat([self.score_histogram, other.score_histogram])
@@ -171,6 +174,14 @@ def histogram_score_table(histogram: pl.DataFrame, levels: dict[str, list[str]])
         pl.col(TRUE),
         pl.col(WEIGHT),
     ).sort(SCORE)
+
+
+def score_squares(table: pl.DataFrame) -> pl.DataFrame:
+    """A score table with its squared-weight sums (``WEIGHT_SQ``).
+
+    As kept when its rows were collapsed, else each row's weight squared.
+    """
+    return table if WEIGHT_SQ in table.columns else table.with_columns((pl.col(WEIGHT) ** 2).alias(WEIGHT_SQ))
 
 
 def _recoded_scores_impl(cube: Cube, levels: dict[str, list[str]]) -> pl.DataFrame:
@@ -303,8 +314,10 @@ def add_score_table(cube: Cube, data: Any, policy: Policy, *, source: str = "the
     if score.size > 1 and np.count_nonzero(score[1:] == score[:-1]) > score.size // 2:
         # Rounded or discrete scores: rows alike in every column but the weight collapse into one (exact AUC
         # needs only the weight per attribute codes, score and label), which shortens every later pass.
+        # The squared weights are summed too (the explorer's Kish sizes): a row's own is its weight squared.
         keys = [*cube.attributes, SCORE, TRUE]
-        scores = scores.group_by(keys).agg(pl.col(WEIGHT).sum()).sort(SCORE)
+        squares = (pl.col(WEIGHT) ** 2).sum().alias(WEIGHT_SQ)
+        scores = scores.group_by(keys).agg(pl.col(WEIGHT).sum(), squares).sort(SCORE)
     return replace(cube, scores=scores)
 
 

@@ -8,7 +8,7 @@ a kind's name. A kind's engine module is imported on first use: the registry its
 A kind's package holds ``catalogue.py`` (``CATALOGUE: dict[str, TaskMetric]``, the metrics its policies may
 judge) and ``audit.py`` (``STEPS``, a :class:`KindSteps`). To add a kind: write its package under
 ``fairgate/engine/<kind>/`` with those two modules and add its entry to :data:`KINDS` (a policy's ``task:`` may
-then name it); the README's "Adding a kind of model" lists the pieces outside the engine.
+then name it); docs/guides/kinds.md ("One registry of kinds") lists the pieces outside the engine.
 """
 
 from __future__ import annotations

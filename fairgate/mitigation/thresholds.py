@@ -180,6 +180,30 @@ class ThresholdProblem:
             hulls.append(GroupHull(int(pos.sum()), int(neg.sum()), fpr, tpr, thresholds))
         return cls(names, hulls, favorable_label)
 
+    @classmethod
+    def from_counts(
+        cls,
+        names: Sequence[str],
+        scores: np.ndarray,
+        positives: np.ndarray,
+        negatives: np.ndarray,
+        *,
+        favorable_label: int = 1,
+    ) -> ThresholdProblem:
+        """Prepared from counts instead of rows (the what-if explorer's cells).
+
+        ``scores``: the ascending favourable scores shared by the groups; ``positives``/``negatives``: one row of
+        counts per group (favourable and unfavourable truth at each score). Every group needs both outcomes.
+        """
+        hulls = []
+        for name, pos, neg in zip(names, positives, negatives, strict=True):
+            kept = (pos + neg) > 0
+            if pos.sum() == 0 or neg.sum() == 0:
+                raise ValueError(f"group {name!r} lacks one of the outcomes; its error rates are undefined")
+            fpr, tpr, thresholds = _hull_of(scores[kept], pos[kept], neg[kept])
+            hulls.append(GroupHull(int(pos.sum()), int(neg.sum()), fpr, tpr, thresholds))
+        return cls(list(names), hulls, favorable_label)
+
     def solve(
         self, constraint: Constraint = "equal_opportunity", tolerance: float = 0.0, objective: Objective = "accuracy"
     ) -> tuple[dict[str, GroupRule], Performance]:

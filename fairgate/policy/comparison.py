@@ -28,15 +28,16 @@ class Comparison(BaseModel):
     model_config = STRICT
 
     rule: PromotionRule = "no_worse_fairness"
-    # Tolerated worsening of a fairness metric (its own units: a difference's points, a ratio's fraction).
+    """`no_worse_fairness`: refuse a candidate that worsens any judged fairness metric; `no_worse_fairness_or_accuracy`:
+    also one that loses accuracy."""
     margin: float = Field(default=0.0, ge=0.0, le=1.0)
-    # Tolerated loss of overall accuracy (a fraction, 0.01 = one percentage point), for the second rule.
+    """Tolerated worsening of a fairness metric, in its own units (a difference's points, a ratio's fraction): a change
+    is worse when its interval lies wholly beyond it."""
     accuracy_margin: float = Field(default=0.0, ge=0.0, le=1.0)
-    # Intervals that decide hold jointly over every judged change (Bonferroni over statistics.alpha), so a
-    # candidate no different from the baseline is refused with probability at most alpha, however many
-    # metrics and slicings are compared.
+    """Tolerated loss of overall accuracy (0.01 = one percentage point), for `no_worse_fairness_or_accuracy`."""
     simultaneous: bool = True
-    # A candidate is promotable only when its own audit passes the policy. True allows promoting a candidate that
-    # fails the policy but is significantly better than the baseline on some judged fairness metric (and worse
-    # on none); the comparison then says plainly that the promoted model still fails the policy.
+    """The deciding intervals hold jointly over every judged change of every candidate (Bonferroni at
+    `statistics.alpha`), so a candidate no different from the baseline is refused at most alpha of the time."""
     promote_failing_if_better: bool = False
+    """Allow promoting a candidate that fails the policy when it is significantly better than the baseline on some
+    judged fairness metric and worse on none; the comparison then says plainly that it still fails."""

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 FailOn = Literal["any", "majority", "critical_only"]
-# What an inconclusive result (interval straddling the threshold) means for the gate (README, "Verdicts").
+# What an inconclusive result (interval straddling the threshold) means for the gate (docs/concepts/index.md).
 Decision = Literal["evidence_of_violation", "evidence_of_compliance", "point_estimate"]
 ReportFormat = Literal["json", "html", "pdf", "junit", "model_card"]
 JsonContent = Literal["full", "suppressed"]
@@ -55,13 +55,21 @@ class SensitiveAttribute(_Strict):
     """One sensitive attribute (``sensitive_attributes`` entry): its column, values and reference group."""
 
     name: str = Field(min_length=1)
+    """The attribute's column name in the attributes input."""
     values: list[str] | None = None
+    """The values the data may hold (as text); any other value is an error (exit 2). Without it, at most
+    `limits.max_values_per_attribute` distinct values are accepted."""
     reference_group: str | None = None
-    # What to do with people whose value is missing: leave them out (default) or audit them as a group.
+    """The group others are compared with; default: the group with the most people (largest effective size). Must be
+    among `values` when they are declared."""
     missing: Literal["exclude", "unknown"] = "exclude"
+    """People whose value is missing: `exclude` them (default) or audit them as their own group (`unknown`, named by
+    `unknown_label`)."""
     unknown_label: str = "unknown"
-    # How the reports print coded values ({"1": "Female (1)"}); the data, the JSON and the judgement keep the codes.
+    """The group name of missing values with `missing: unknown`."""
     labels: dict[str, str] | None = None
+    """How the reports print coded values (`{"1": "Female (1)"}`); only declared values. The data, the JSON and the
+    judgement keep the codes."""
 
     @field_validator("values", "labels", mode="before")
     @classmethod
@@ -106,8 +114,13 @@ class MetricRule(_Strict):
     """One judged metric (``metrics`` entry): its name, threshold and optional direction."""
 
     name: str
+    """The metric's name, e.g. `disparate_impact_ratio`, `equal_opportunity_difference` (the task's catalogue lists the
+    names)."""
     threshold: float
+    """The limit the metric is judged against: the largest difference allowed, or the smallest ratio. Must lie in the
+    metric's range."""
     direction: Direction | None = None
+    """`lower_is_better` or `higher_is_better`; default the metric's natural direction (a differing one is refused)."""
 
     @model_validator(mode="after")
     def _known_and_consistent(self) -> MetricRule:
@@ -165,10 +178,13 @@ class IntersectionalAnalysis(_Strict):
     """Which attribute pairs and triples are audited, and the group size they need."""
 
     enabled: bool = True
+    """Audit intersections of attributes (pairs, triples) besides each attribute alone."""
     min_group_size: int = Field(default=30, ge=1)
+    """The people (effective size) a group needs to be judged; smaller groups are reported, not judged."""
     attribute_pairs: list[tuple[str, str]] | None = None
-    # Triples are audited when at least two of their groups reach min_group_size.
+    """The pairs to audit, e.g. `[[gender, caste_category]]`; default: every pair."""
     include_triples: bool = True
+    """Audit triples of attributes too (a triple is audited when at least two of its groups reach `min_group_size`)."""
 
 
 class Reporting(_Strict):
@@ -178,71 +194,86 @@ class Reporting(_Strict):
     model_config = ConfigDict(**STRICT, serialize_by_alias=True)
 
     format: list[ReportFormat] = ["json"]
+    """The files written: `json` (always), `junit`, `html`, `pdf`, `model_card` (opt-in, like `junit`)."""
     include_confidence_intervals: bool = True
+    """Show confidence intervals in the report."""
     confidence_level: float = Field(default=0.95, gt=0.5, lt=1.0)
+    """The level of the reporting intervals (between 0.5 and 1)."""
     output_dir: str = "./fairness_reports/"
-    # Cells with fewer people than this are suppressed in every report table and chart (privacy).
+    """Where reports are written (the CLI's `--out` overrides it)."""
     min_cell_size: int = Field(default=10, ge=1)
-    # What the JSON document written beside the report holds: ``full``, every value (the machine-readable
-    # record for CI, the audit trail and re-rendering; keep it where the model's data may be read), or
-    # ``suppressed``, the report's suppression applied (sizes, rates and curves of hidden groups null, marked
-    # "suppressed": true), for a JSON that travels with the PDF.
+    """Cells with fewer people than this are suppressed in every report table and chart (with the complementary cells
+    that would reveal them)."""
     json_content: JsonContent = Field(default="full", alias="json")
-    # The trend section shows each judged result over at most this many runs of the model (the current one
-    # included), read from the audit trail.
+    """What the JSON beside the report holds: `full` (every value: for CI, the trail and re-rendering) or `suppressed`
+    (the report's suppression applied: hidden groups' numbers null, marked `"suppressed": true`)."""
     trend_runs: int = Field(default=10, ge=2, le=100)
+    """The trend section shows each judged result over at most this many runs of the model (the current one included),
+    read from the audit trail."""
 
 
 class CiCdGate(_Strict):
     """The CI/CD gate: whether it is on, which failures fail it, and how an interval near the threshold is read."""
 
     enabled: bool = True
+    """Whether the verdict gates: off, the audit reports its verdict but exits 0 (bad input still exits 2)."""
     fail_on: FailOn = "any"
+    """Which failing results fail the audit: `any`, `majority` or `critical_only` (those in `critical_metrics`)."""
     critical_metrics: list[str] = []
-    # evidence_of_violation: a result fails only when its interval (at the audit-wide alpha) lies beyond the
-    # threshold; evidence_of_compliance: it passes only when the interval lies within (inconclusive fails);
-    # point_estimate: the naive rule by the point estimate, biased towards failing when there are many groups.
+    """Metrics whose failure fails the audit under `fail_on: critical_only` (overrides can mark more)."""
     decision: Decision = "evidence_of_violation"
-    # true: a gate failure (exit code 1) also ends the Prefect flow run Failed (named PolicyFailed), for
-    # automations that see only states. Off by default: Prefect treats Failed as "the run broke" (retries,
-    # crash alerts), while a FAIL verdict is a successful audit with an unwelcome answer; the verdict is in
-    # the fairgate.audit.completed event and the persisted result either way.
+    """What an inconclusive result means: `evidence_of_violation` (default: only a result whose interval lies beyond the
+    threshold fails), `evidence_of_compliance` (a result passes only when its interval lies within: inconclusive
+    fails) or `point_estimate` (the naive rule by the point estimate, biased towards failing with many groups)."""
     fail_flow_run: bool = False
-    # An audit in which nothing could be judged (too few people or events everywhere) has the verdict
-    # "insufficient": never a pass. block (default): it exits 4; allow: it exits 0 (still reported as insufficient).
+    """True: a gate failure also ends the Prefect flow run `Failed` (state `PolicyFailed`), for automations that see
+    only states. The verdict is in the `fairgate.audit.completed` event and the run's result either way."""
     insufficient: InsufficientRule = "block"
+    """An audit in which nothing could be judged has the verdict insufficient, never a pass: `block` (default) exits 4,
+    `allow` exits 0 (the verdict stays insufficient)."""
 
 
 class Statistics(_Strict):
     """Statistical settings: bootstrap size and seed, calibration bins, significance levels, min events, AUC."""
 
     n_bootstrap: int = Field(default=1000, ge=0, le=100_000)
-    seed: int = Field(default=0, ge=0, le=2**63 - 1)  # numpy's generators take non-negative seeds
+    """Bootstrap replicates (multinomial draws from the cube) for intervals of metrics other than rates and of gaps
+    between groups."""
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    """The seed of every random draw (bootstrap, holdouts, randomised decisions): the same seed gives the same audit."""
     calibration_bins: int = Field(default=10, ge=2, le=1000)
-    # Significance level for the per-comparison tests after Benjamini-Hochberg adjustment.
+    """Equal-width score bins of the expected calibration error."""
     significance_level: float = Field(default=0.05, gt=0.0, lt=1.0)
-    # The gate's family-wise error: the chance that a model with no disparity fails the audit, whatever the
-    # number of judged results (Holm over the results' one-sided tests).
+    """The level of the per-comparison tests (each group against the reference) after Benjamini-Hochberg adjustment."""
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
-    # A rate whose denominator (positives for TPR, negatives for FPR, predicted positives for PPV, ...) has
-    # fewer people than this in a group is not judged for that group.
+    """The gate's audit-wide false-fail rate: the chance that a model with no disparity fails, however many results are
+    judged (Holm over the results' one-sided tests)."""
     min_events: int = Field(default=10, ge=1)
-    # Exact per-group ROC AUC needs a pass over the scored rows sorted by score (O(N log N) once, O(N) per
-    # slicing); turn it off for very large audits that do not judge AUC.
+    """A rate whose denominator (positives for TPR, negatives for FPR, predicted positives for PPV, ...) has fewer
+    people than this in a group is not judged for that group."""
     exact_auc: bool = True
+    """Compute exact per-group ROC AUC (a pass over the scored rows sorted once); turn it off for very large audits that
+    do not judge AUC."""
 
 
 class Override(_Strict):
     """A change to the base policy for one metric, slicing, group set or use case. ``reason`` is required."""
 
     reason: str = Field(min_length=3)
+    """Why the override exists (required; shown in the report)."""
     metric: str | None = None
+    """The metric it applies to; absent: every metric."""
     slicing: list[str] | None = None
+    """The slicing it applies to, e.g. `[gender]` or `[gender, caste_category]`; absent: every slicing."""
     use_case: str | None = None
+    """The use case it applies to (the policy's `use_case`); absent: every use case."""
     threshold: float | None = None
+    """The threshold to use instead of the metric's."""
     critical: bool | None = None
-    # Per group: these groups are left out of the judgement of the matched results, and listed as excluded.
+    """Mark the matched results critical (true) or not (false) for `fail_on: critical_only`."""
     exclude_groups: list[dict[str, str]] = []
+    """Groups left out of the judgement of the matched results (each a mapping attribute -> value), listed as
+    excluded."""
 
     @field_validator("exclude_groups", mode="before")
     @classmethod
@@ -264,21 +295,29 @@ class Columns(_Strict):
     """Names of the input columns after alignment."""
 
     id: str = "id"
+    """The id column the three inputs are joined on."""
     y_true: str = "y_true"
+    """The ground truth: 0/1 (binary), a class (multiclass), a number (regression) or a relevance >= 0 (ranking)."""
     y_pred: str = "y_pred"
+    """The prediction: 0/1 (binary; derived from the score when absent), a class or a number."""
     score: str = "score"
+    """The score, a probability in [0, 1] (binary); needed for AUC, calibration and group thresholds."""
     weight: str | None = None
-    # Predictions from a score when y_pred is absent: y_pred = score >= decision_threshold.
+    """A column of per-row weights (survey, sampling or inverse-propensity weights), read from the predictions, else the
+    labels, else the attributes; finite and >= 0."""
     decision_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    # task: ranking: the predictions' list (query, opening, cohort) and each item's position in it (1 = top).
+    """Predictions from a score when `y_pred` is absent: `y_pred = score >= decision_threshold`."""
     list_id: str = "list_id"
+    """`task: ranking`: the predictions' list (a query, a job opening, a cohort)."""
     rank: str = "rank"
+    """`task: ranking`: each item's position in its list (1 = top)."""
 
 
 class AuditTrail(_Strict):
     """Where the audit trail (one row per audit) is stored."""
 
     path: str = "./fairness_reports/audit_trail.duckdb"
+    """The audit trail's DuckDB file (the CLI's `--trail` overrides it)."""
 
 
 class Limits(_Strict):
@@ -288,46 +327,85 @@ class Limits(_Strict):
     work and a report nobody can read).
     """
 
-    # An attribute without declared ``values`` may hold at most this many distinct values in the data (exit 2).
     max_values_per_attribute: int = Field(default=100, ge=1, le=1_000_000)
-    # A slicing (attribute, pair, triple) with more groups than this is skipped, with a warning in the document.
+    """An attribute without declared `values` may hold at most this many distinct values in the data (exit 2 beyond)."""
     max_groups_per_slicing: int = Field(default=5_000, ge=1, le=10_000_000)
-    # The most entries of any list in the policy (values, metrics, attribute_pairs, overrides, ...).
+    """A slicing (attribute, pair, triple) with more groups than this is skipped, with a warning and an entry in
+    `diagnostics.skipped_slicings`."""
     max_list_length: int = Field(default=1_000, ge=1, le=100_000)
+    """The most entries of any list in the policy (values, metrics, attribute_pairs, overrides, ...)."""
 
 
 class Policy(_Strict):
     """A complete fairness policy. Build with :meth:`from_yaml` or :meth:`from_mapping`."""
 
     sensitive_attributes: list[SensitiveAttribute] = Field(min_length=1)
+    """The attributes audited, one entry each (at least one): its column, values, reference group and missing-value
+    rule."""
     metrics: list[MetricRule] = Field(min_length=1)
+    """The judged metrics, one entry each (at least one): name, threshold and optional direction. Each `task:` has its
+    own list of metric names."""
     favorable_label: Literal[0, 1] = 1
-    # The use case's words for the favourable/unfavourable decision and true outcome (report texts).
+    """Which value of `y_true`/`y_pred` is favourable to the person: 1 (loan approved) or 0 when 1 means flagged or high
+    risk (COMPAS). Rates then count the favourable outcome, as AIF360 does."""
     outcomes: Outcomes = Outcomes()
+    """The use case's words for the favourable and unfavourable decision and true outcome; every rate, axis and advice
+    in the report uses them."""
     use_case: str | None = None
+    """A name for the use case (e.g. `credit_scoring`); overrides can target it."""
     intersectional_analysis: IntersectionalAnalysis = IntersectionalAnalysis()
+    """Which intersections (pairs, triples) are audited and the group size a group needs to be judged."""
     reporting: Reporting = Reporting()
+    """Report formats, interval level, output folder, smallest cell shown, what the JSON holds, trend length."""
     ci_cd_gate: CiCdGate = CiCdGate()
+    """The gate: whether it is on, which failing results fail the audit, and what an inconclusive result means."""
     statistics: Statistics = Statistics()
+    """Bootstrap size and seed, calibration bins, significance levels, the gate's alpha, minimum events, exact AUC."""
     overrides: list[Override] = []
+    """Changes to the base policy for one metric, slicing, group set or use case (each with a reason)."""
     columns: Columns = Columns()
+    """The names of the input columns (id, truth, prediction, score, weight, ranking list and rank) and the decision
+    threshold."""
     audit_trail: AuditTrail = AuditTrail()
+    """Where the tamper-evident audit trail (a DuckDB file) is kept."""
     delivery: DeliveryConfig | None = None
+    """Report e-mail: recipients, sender, subject, attachments, SMTP settings and retries. Absent: no e-mail."""
     proxy: ProxyConfig | None = None
-    # Attributes collected longer ago than this are flagged as stale (when the data carries a date).
+    """Infer a sensitive attribute that was never collected (BISG, BIFSG, India, custom tables). Absent: no
+    inference."""
     attribute_max_age_days: int = Field(default=730, ge=1)
+    """Attributes collected longer ago than this many days are flagged as stale (when the data carries a collection
+    date, `proxy.collected_at_column`)."""
     limits: Limits = Limits()
-    comparison: Comparison = Comparison()  # fairgate compare's promotion rule (policy/comparison.py)
-    monitoring: Monitoring | None = None  # fairgate monitor: periods, windows, baseline, alerts
-    mitigation: Mitigation | None = None  # a failing audit's proposed remedy (policy/mitigation.py)
-    execution: Execution = Execution()  # runner, streaming, DuckDB memory, AUC method (policy/execution.py)
-    task: str = "binary"  # what kind of model is audited: a kind of the registry (fairgate/engine/kinds.py)
-    multiclass: MulticlassOptions | None = None  # task: multiclass: the classes, the adverse ones
-    regression: RegressionOptions | None = None  # task: regression: the histogram grid (policy/task.py)
-    individual_fairness: IndividualFairness | None = None  # consistency, counterfactual flips (policy/individual.py)
-    ranking: RankingOptions | None = None  # task: ranking: top-k cut-offs, position discount (policy/ranking.py)
-    model_card: ModelCard | None = None  # owner, intended use, data, limitations (policy/model_card.py)
-    labels: LabelRules | None = None  # late labels (estimates from scores), external labels (policy/labels.py)
+    """Size limits of an audit (distinct values, groups per slicing, list lengths); raise them deliberately."""
+    comparison: Comparison = Comparison()
+    """How `fairgate compare` decides whether a candidate model may replace the baseline."""
+    monitoring: Monitoring | None = None
+    """`fairgate monitor`: periods, windows, baseline and drift alert rules. A policy without it keeps its hash."""
+    mitigation: Mitigation | None = None
+    """The remedy a failing audit proposes (thresholds, reweighing, retraining), and the defaults of `fairgate
+    mitigate`. Absent: nothing proposed."""
+    execution: Execution = Execution()
+    """How the audit runs: task runner (local or Dask), streaming through DuckDB, DuckDB's memory bound, AUC method."""
+    task: str = "binary"
+    """The kind of model audited: `binary` (default), `multiclass`, `regression` or `ranking` (the kinds of
+    `fairgate/engine/kinds.py`)."""
+    multiclass: MulticlassOptions | None = None
+    """`task: multiclass` only: the declared classes and the adverse ones."""
+    regression: RegressionOptions | None = None
+    """`task: regression` only: the histogram grid and the bootstrap's sub-cells."""
+    individual_fairness: IndividualFairness | None = None
+    """Consistency (k nearest neighbours) and counterfactual flips; needs `--features` (and optionally
+    `--counterfactual`)."""
+    ranking: RankingOptions | None = None
+    """`task: ranking` only: top-k cut-offs, position discount and bootstrap buckets."""
+    model_card: ModelCard | None = None
+    """What the model is for, in its owner's words (owner, intended use, data, limitations); shown in the report's model
+    card."""
+    labels: LabelRules | None = None
+    """Late labels (label-dependent results estimated from the scores when `--labels` is left out) and external
+    labels (`--external-labels`): whether estimates count in the verdict, the calibration test's level and the
+    label-bias finding's threshold. Absent: the defaults."""
 
     @field_validator("task")
     @classmethod
@@ -472,7 +550,7 @@ class Policy(_Strict):
         if not isinstance(document, dict) or "fairness_checker" not in document:
             raise PolicyError(
                 f"{source} must be a YAML mapping with a top-level 'fairness_checker:' key "
-                "(see the example policy in the README)"
+                "(see the example policy in docs/reference/policy-guide.md)"
             )
         extra = sorted(set(document) - {"fairness_checker"})
         if extra:
@@ -578,7 +656,7 @@ def _explain(exc: ValidationError, source: str) -> str:
     for error in exc.errors():
         where = ".".join(str(p) for p in ("fairness_checker", *error["loc"]))
         if error["type"] == "extra_forbidden":
-            problems.append(f"{where}: unknown key (check its spelling against the policy reference in the README)")
+            problems.append(f"{where}: unknown key (check its spelling against docs/reference/policy.md)")
         elif error["type"] == "missing":
             problems.append(f"{where}: required key is missing")
         elif error["type"] == "finite_number":
@@ -591,8 +669,9 @@ def _explain(exc: ValidationError, source: str) -> str:
 
 def _drop_later_defaults(dumped: dict[str, Any]) -> None:
     """Keys added later (proxy's, ci_cd_gate.insufficient, labels), at their defaults, left out: same hashes."""
-    for attribute in (a for a in dumped["sensitive_attributes"] if a.get("labels") is None):
-        attribute.pop("labels", None)
+    for attribute in dumped["sensitive_attributes"]:
+        if attribute.get("labels") is None:
+            attribute.pop("labels", None)
     if dumped["ci_cd_gate"].get("insufficient") == "block":
         del dumped["ci_cd_gate"]["insufficient"]
     proxy = dumped.get("proxy")

@@ -37,17 +37,21 @@ class SmtpSettings(_Strict):
     """How to reach the SMTP server: host, port, TLS mode, where the credentials live, and the timeout."""
 
     host: str = Field(min_length=1)
+    """The SMTP server's host name."""
     port: int | None = Field(default=None, ge=1, le=65535)
+    """The port; default by `security` (587 starttls, 465 ssl, 25 none)."""
     security: Security = "starttls"
-    # Names of environment variables holding the credentials (the values never go in the policy).
+    """`starttls`, `ssl` or `none` (refused with credentials: the password would cross the network in clear)."""
     username_env: str | None = None
+    """The environment variable holding the user name (the value never goes in the policy)."""
     password_env: str | None = None
-    # A Prefect Secret block holding the password (or JSON {"username": ..., "password": ...}).
+    """The environment variable holding the password (checked before the audit: exit 2 when unset)."""
     credentials_block: str | None = None
-    # Bounded: a hung server must not hold the run for hours (README, "Delivery").
+    """A Prefect Secret block holding the password (or JSON `{"username": ..., "password": ...}`)."""
     timeout_seconds: float = Field(default=15.0, gt=0, le=600)
-    # A CA bundle for servers with a private certificate authority; None uses the system store.
+    """Seconds allowed per network step (at most 600): a hung server must not hold the run for hours."""
     ca_file: str | None = None
+    """A CA bundle for servers with a private certificate authority; absent: the system's store."""
 
     @property
     def effective_port(self) -> int:
@@ -63,19 +67,29 @@ class DeliveryConfig(_Strict):
     """
 
     enabled: bool = True
+    """Send (or keep in the outbox) the report e-mail."""
     recipients: list[str] = []
+    """Who receives the report."""
     sender: str = "fairgate@localhost"
+    """The message's From address."""
     subject: str = "[fairgate] {verdict}: {model} {version} (run {run_id})"
+    """The subject; `{verdict}`, `{model}`, `{version}` and `{run_id}` are filled in."""
     attach: list[Literal["pdf", "html"]] = ["pdf"]
-    # No smtp section: the message is written as an .eml file to outbox_dir instead of being sent.
+    """What is attached: `pdf`, `html`."""
     smtp: SmtpSettings | None = None
-    # A relative outbox_dir is inside the run's output folder (written with the run's other files).
+    """How to reach the SMTP server; absent: the message is written as an `.eml` file to `outbox_dir` instead of being
+    sent."""
     outbox_dir: str = "outbox"
+    """Where kept messages go; a relative path is inside the run's output folder (written with the run's other
+    files)."""
     retries: int = Field(default=3, ge=0, le=20)
+    """Further attempts after a failed send (not after a rejected login or another permanent 5xx reply)."""
     retry_delay_seconds: float = Field(default=2.0, ge=0, le=3600)
-    # A send that finally fails always emits fairgate.delivery.failed and names the flow run's final state
-    # DeliveryFailed; true makes that state Failed (the report had to arrive), false keeps it Completed.
+    """Seconds between attempts. `(retries + 1) x timeout_seconds + retries x retry_delay_seconds` must stay within 900
+    s."""
     required: bool = False
+    """True: a send that finally fails ends the flow run `Failed` (state `DeliveryFailed`); false keeps it `Completed`.
+    Either way the event `fairgate.delivery.failed` is emitted."""
 
     @field_validator("recipients")
     @classmethod

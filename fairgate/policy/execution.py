@@ -32,7 +32,7 @@ Streaming = Literal["auto", "always", "never"]
 AucMethod = Literal["exact", "histogram", "auto"]
 
 # ``streaming: auto`` streams above this many prediction rows: below it the rows fit in memory comfortably
-# (10M aligned rows take about 3 GB on the in-memory path, README "Latency").
+# (10M aligned rows take about 3 GB on the in-memory path, docs/benchmarks/scale.md).
 STREAMING_AUTO_ROWS = 5_000_000
 # ``auc: auto`` keeps the exact per-row score table up to this many rows (about 40 bytes a row once sorted),
 # and uses the histogram beyond.
@@ -50,14 +50,18 @@ class Execution(BaseModel):
     model_config = STRICT
 
     runner: Runner = "local"
-    # A Dask scheduler ("tcp://host:8786"); null with runner dask starts a local cluster.
+    """`local` (the in-process thread pool) or `dask` (partitions on a Dask cluster, via prefect-dask)."""
     address: str | None = None
+    """A Dask scheduler (`tcp://host:8786`); null with `runner: dask` starts a local cluster."""
     streaming: Streaming = "auto"
-    # DuckDB's memory_limit on the streaming path ("3GB", "512MB"); null leaves DuckDB's default (80% of RAM).
+    """`auto` (stream through DuckDB above 5M prediction rows), `always` or `never`."""
     memory_limit: str | None = "3GB"
+    """DuckDB's memory bound on the streaming path (`3GB`, `512MB`; at least 64MB); null leaves DuckDB's default (80% of
+    RAM)."""
     auc: AucMethod = "auto"
-    # Equal-width score bins on [0, 1] of the AUC histogram: the error bound shrinks as scores spread over more.
+    """`exact`, `histogram` (bounded error) or `auto` (exact up to 5M rows)."""
     auc_bins: int = Field(default=65536, ge=16, le=1 << 24)
+    """Equal-width score bins on [0, 1] of the AUC histogram: the error bound shrinks as scores spread over more."""
 
     @field_validator("memory_limit")
     @classmethod

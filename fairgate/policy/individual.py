@@ -53,7 +53,7 @@ CHECK_RANGES: dict[str, tuple[tuple[float, float], str, float]] = {
     CONSISTENCY: ((0.0, 1.0), "the share of each person's nearest neighbours given their decision (1 is best)", 0.8),
     FLIP_RATE: ((0.0, 1.0), "the share of decisions that change when the attribute is swapped (0 is best)", 0.02),
 }
-#: Each check's threshold key in the section, and an example of it (the README's).
+#: Each check's threshold key in the section, and an example of it (the documentation's).
 _THRESHOLD_KEYS = {CONSISTENCY: ("min_consistency", 0.8), FLIP_RATE: ("max_flip_rate", 0.02)}
 #: Fewer sampled people than this would make the sampling error dominate every group's interval.
 MIN_SAMPLE_PEOPLE = 1_000
@@ -73,7 +73,7 @@ def check_written_as_metric(name: str, threshold: float) -> str:
         f"{name!r} is an individual-fairness check, not a group metric: it is configured in the policy's "
         f"individual_fairness: section, not under metrics:. Remove it from metrics and write "
         f"'{section_example(name, threshold)}' (features: a list of columns, or all numeric), then audit with "
-        f'{inputs} (README, "Individual fairness"); these checks judge binary decisions, so they are refused in '
+        f"{inputs} (docs/guides/individual-fairness.md); these checks judge binary decisions, so they are refused in "
         "multiclass, regression and ranking audits"
     )
 
@@ -95,13 +95,19 @@ class IndividualFairness(BaseModel):
     model_config = STRICT
 
     features: list[str] | Literal["all numeric"] = "all numeric"
-    # AIF360's default n_neighbors; the person counts as one of their own k neighbours, as in AIF360.
+    """The feature columns of the neighbour search, or `all numeric`."""
     k: int = Field(default=5, ge=1, le=1000)
+    """Neighbours per person (AIF360's default); the person counts as one of their own k neighbours, as in AIF360."""
     scaling: Scaling = "none"
+    """`none` (AIF360's), `standard` or `minmax` scaling of the features first."""
     min_consistency: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The smallest consistency allowed per group; unset: reported only."""
     max_flip_rate: float | None = Field(default=None, ge=0.0, lt=1.0)
+    """The largest share of decisions that may change with the attribute flipped; unset: reported only."""
     sample_people: StrictInt | None = Field(default=None, ge=MIN_SAMPLE_PEOPLE)
+    """Estimate consistency on a seeded random sample of this many people (at least 1,000); null: everyone."""
     seed: StrictInt = Field(default=0, ge=0, le=2**63 - 1)
+    """The seed of the sample."""
 
     @field_validator("features")
     @classmethod

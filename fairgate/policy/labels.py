@@ -26,8 +26,13 @@ class LabelRules(BaseModel):
     model_config = STRICT
 
     estimated_results: EstimatedResults = "report_only"
+    """Whether results estimated from the scores (an audit without labels) may fail the gate (`judge`) or are shown
+    beside the measured verdict only (`report_only`)."""
     calibration_alpha: float = Field(default=0.01, gt=0.0, lt=0.5)
+    """The level of each group's calibration test in the reference audit; a group that fails it gets no estimates."""
     label_disagreement_difference: float = Field(default=0.05, ge=0.0, le=1.0)
+    """The label-bias finding's threshold: the largest allowed gap between groups in how often the audit's labels and
+    the external labels disagree."""
 
     def rules(self) -> dict[str, tuple[float, Literal["lower_is_better", "higher_is_better"]]]:
         """The judged label checks: name -> (threshold, direction)."""

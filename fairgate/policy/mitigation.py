@@ -42,10 +42,15 @@ class RetrainInputs(BaseModel):
     model_config = STRICT
 
     training: str = Field(min_length=1)
+    """The training rows (a path or `DB::TABLE`)."""
     estimator: str | None = Field(default=None, min_length=1)
+    """A pickled/joblib scikit-learn classifier or Pipeline (unpickling runs code: only load files you trust)."""
     evaluation: str | None = Field(default=None, min_length=1)
-    features: list[str] | None = None  # default: every column but the id, label, attributes and prediction columns
+    """The held-out rows both models are judged on."""
+    features: list[str] | None = None
+    """The feature columns; default: every column but the id, label, attributes and prediction columns."""
     max_iter: int = Field(default=50, ge=1, le=10_000)
+    """ExponentiatedGradient's iterations."""
 
 
 class Mitigation(BaseModel):
@@ -54,18 +59,25 @@ class Mitigation(BaseModel):
     model_config = STRICT
 
     auto: bool = False
+    """True: a FAIL verdict runs the proposed-mitigation subflow before the report (the candidate is proposed, never
+    deployed)."""
     method: Method = "thresholds"
-    # Group by these attributes (their intersection); default: the policy's first sensitive attribute.
+    """`thresholds` (group thresholds on the scores), `reweighing` or `retrain` (constrained retraining)."""
     groups: list[str] | None = Field(default=None, min_length=1)
-    # The metric to bound (thresholds) or constrain (retrain); default: the policy's first critical one it can.
+    """Group by these attributes (their intersection); default: the policy's first sensitive attribute."""
     metric: str | None = None
-    # The gap the thresholds allow; default 0, exact equality (DEFAULT_TOLERANCE in tasks/mitigation/thresholds.py
-    # says why).
+    """The metric to bound (thresholds) or constrain (retrain); default: the policy's first critical (else first) metric
+    the method can bound."""
     tolerance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Thresholds: the gap allowed; default 0 (exact equality), since the re-audit judges the gap by its interval."""
     objective: ObjectiveName = "accuracy"
-    # Thresholds: the share of rows the rules are fitted on (seeded); the re-audit judges the other rows.
+    """What the thresholds maximise: `accuracy` or `balanced_accuracy`."""
     holdout: float = Field(default=0.5, gt=0.0, lt=1.0)
+    """Thresholds: the share of people held out (seeded by `statistics.seed`) to judge on; the rules are fitted on the
+    rest."""
     retrain: RetrainInputs | None = None
+    """Where retraining (and reweighing) finds its data and estimator; required for `retrain`, `training` at least for
+    `reweighing`."""
 
     @model_validator(mode="after")
     def _inputs_for_the_method(self) -> Mitigation:

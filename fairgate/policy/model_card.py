@@ -30,15 +30,19 @@ class ModelCard(BaseModel):
     model_config = STRICT
 
     owner: str | None = Field(default=None, min_length=1, max_length=200)
+    """Who owns the model."""
     intended_use: str | None = Field(default=None, min_length=1, max_length=2000)
-    # Uses the model must not be put to; one text or a list.
+    """What the model is for."""
     out_of_scope_uses: list[str] = []
-    # Where the training data is described (a name, a path or a link).
+    """Uses the model must not be put to; one text or a list."""
     training_data: str | None = Field(default=None, min_length=1, max_length=2000)
-    # What the audited rows are (the window and row counts are added from the data).
+    """Where the training data is described (a name, a path or a link)."""
     evaluation_data: str | None = Field(default=None, min_length=1, max_length=2000)
+    """What the audited rows are (the window and row counts are added from the data)."""
     limitations: list[str] = []
+    """Known limitations; one text or a list."""
     contact: str | None = Field(default=None, min_length=1, max_length=200)
+    """Whom to contact about the model."""
 
     @field_validator("out_of_scope_uses", "limitations", mode="before")
     @classmethod

@@ -37,9 +37,13 @@ class Baseline(_Strict):
     """
 
     kind: Literal["deployment_audit", "reference_window"] = "deployment_audit"
+    """`deployment_audit` (an audit's cube) or `reference_window` (stored periods from `start` to `end`, summed)."""
     run_id: str | None = None
+    """`deployment_audit`: the audit run; default the model's first recorded audit."""
     start: date | None = None
+    """`reference_window`: the first day."""
     end: date | None = None
+    """`reference_window`: the last day."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Baseline:
@@ -68,24 +72,32 @@ class AlertRule(_Strict):
     """
 
     metric: str
-    slicing: list[str] | None = None  # None: every slicing the audit judges for the metric
+    """The watched metric (one of `metrics:`)."""
+    slicing: list[str] | None = None
+    """The watched slicing, e.g. `[race]`; absent: every slicing the audit judges for the metric."""
     min_change: float = Field(gt=0.0, le=1.0)
+    """The change worth an alert, in the metric's units (a rate difference)."""
     false_alarm_rate: float = Field(default=0.01, gt=0.0, lt=0.5)
+    """P(any false alert within `horizon_nights`) over the rule's streams."""
     horizon_nights: int = Field(default=365, ge=1, le=10_000)
+    """The horizon the false-alarm rate is stated over, in nights."""
 
 
 class Monitoring(_Strict):
-    """The ``monitoring:`` section (README, "Monitoring")."""
+    """The ``monitoring:`` section (docs/guides/monitoring.md)."""
 
     period: Period = "day"
-    # The predictions' column giving when each prediction was made; the rows are cubed per period of it.
+    """`day` or `week` (ISO weeks from Monday): cubes are stored per period."""
     timestamp: str = Field(default="timestamp", min_length=1)
-    # Window lengths in days (multiples of the period), or since_deployment (every stored period).
+    """The predictions' column giving when each prediction was made; the rows are cubed per period of it."""
     windows: list[Window] = Field(default=[7, 30, 90, "since_deployment"], min_length=1, max_length=20)
+    """Window lengths in days (multiples of 7 with `period: week`), or `since_deployment` (every stored period)."""
     baseline: Baseline = Baseline()
+    """What each window is compared with: the deployment audit (default) or a reference window of stored periods."""
     alerts: list[AlertRule] = Field(default=[], max_length=100)
-    # Who gets the drift alert e-mails; None: the delivery section's recipients.
+    """The drift alert rules, one per watched metric."""
     recipients: list[str] | None = None
+    """Who gets the drift alert e-mails; absent: `delivery.recipients`."""
 
     @model_validator(mode="before")
     @classmethod

@@ -40,12 +40,17 @@ class ProxyColumns(_Strict):
     """Input columns (after alignment) the proxy reads. Which are required depends on the method."""
 
     surname: str = "surname"
+    """The surname column."""
     first_name: str | None = None
+    """The first-name column (`bifsg`)."""
     zip: str | None = None
+    """The ZIP code column (`bisg`, `bifsg`), kept as zero-padded text."""
     pincode: str | None = None
+    """The Indian PIN code column (`india`)."""
     state: str | None = None
-    # custom method: the column holding the area key matched against the area table.
+    """The Indian state column (`india`)."""
     area: str | None = None
+    """`custom`: the column holding the area key matched against the area table."""
 
 
 class CustomTables(_Strict):
@@ -57,24 +62,34 @@ class CustomTables(_Strict):
     """
 
     name_table: str
+    """A CSV or Parquet table of P(group | name), relative to the working directory."""
     area_table: str | None = None
+    """A table of P(area | group); absent: names only."""
     prior: dict[str, float] | None = None
-    # How names are normalised before matching: "surname" (Census rules) or "exact" (trim + upper case only).
+    """The population's group shares; absent: from the tables."""
     name_normalisation: Literal["surname", "exact"] = "surname"
+    """How names are normalised before matching: `surname` (Census rules) or `exact` (trim and upper case only)."""
 
 
 class ProxyFeatures(_Strict):
     """Proxy-feature detection: how strongly each model input predicts each sensitive attribute."""
 
     enabled: bool = True
+    """Run the proxy-feature check."""
     columns: list[str] = []
+    """The model inputs checked (e.g. `[zip5, age]`)."""
     cramers_v_threshold: float = Field(default=0.3, gt=0.0, le=1.0)
+    """Cramér's V at or above which a categorical input is flagged."""
     correlation_ratio_threshold: float = Field(default=0.3, gt=0.0, le=1.0)
-    # Held-out balanced accuracy above the majority baseline (1/K) by at least this much confirms a proxy.
+    """The correlation ratio at or above which a numeric input is flagged."""
     min_balanced_accuracy_lift: float = Field(default=0.05, ge=0.0, le=1.0)
+    """Held-out balanced accuracy above the majority baseline (1/K) by at least this much confirms a proxy."""
     folds: int = Field(default=5, ge=2, le=20)
+    """Cross-validation folds of the held-out check."""
     numeric_bins: int = Field(default=10, ge=2, le=100)
+    """Bins a numeric input is cut into."""
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    """The seed of the folds."""
 
 
 class ProxyConfig(_Strict):
@@ -85,19 +100,30 @@ class ProxyConfig(_Strict):
     """
 
     method: ProxyMethod = "bisg"
+    """`bisg` (surname and ZIP), `bifsg` (first names too), `india` (SECC surname x census district via PIN) or `custom`
+    (your tables)."""
     attribute: str | None = None
+    """The attribute it produces (declare it in `sensitive_attributes`)."""
     mode: ProxyMode = "probabilistic"
+    """`probabilistic`: each person counts in every group with weight P(group | name, place); `most_likely`: a hard
+    assignment when max P >= `confidence_cut`."""
     confidence_cut: float = Field(default=0.8, ge=0.0, le=1.0)
+    """`most_likely` mode: the smallest posterior assigned; people below it are audited as the unknown group (with
+    `missing: unknown`) or left out."""
     columns: ProxyColumns = ProxyColumns()
+    """The input columns the proxy reads (surname, first name, ZIP, PIN, state, area)."""
     labels: dict[str, str] = {}
+    """Inferred group -> the value used in the audit (e.g. `{white: White, black: Black}`), so it matches a declared
+    attribute's values."""
     custom: CustomTables | None = None
+    """`method: custom`: your name and area tables and prior."""
     proxy_features: ProxyFeatures | None = None
-    # The posteriors are calibrated (P(group | name, place) matches the population's shares): the mixing matrix
-    # is then estimated from them and the gate judges the attenuation-corrected gaps. False: results on the
-    # inferred attribute are judged as measured and can fail, never pass (fairgate/proxy/judged.py).
+    """Flag model inputs that predict the attribute (proxy features)."""
     calibrated: bool = True
-    # Column holding when the declared attributes were collected (policy.attribute_max_age_days applies).
+    """The posteriors match the population's shares: the gate then judges attenuation-corrected gaps. False: results on
+    the inferred attribute are judged as measured and can fail, never pass."""
     collected_at_column: str | None = None
+    """The column holding when the declared attributes were collected (`attribute_max_age_days` applies)."""
 
     @model_validator(mode="after")
     def _method_has_its_inputs(self) -> ProxyConfig:

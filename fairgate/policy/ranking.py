@@ -29,15 +29,16 @@ class RankingOptions(BaseModel):
 
     model_config = STRICT
 
-    # Cut-offs of the top-k shares; the first is the one the top_k_rate rules judge.
     top_k: list[int] = Field(default_factory=lambda: [10], min_length=1, max_length=20)
+    """Cut-offs of the top-k shares; the first is the one the `top_k_rate` rules judge."""
     discount: Discount = "log2"
-    # Only with discount: rbp: the chance a reader goes on from one position to the next.
+    """The exposure of a position: `log2` = 1/log2(1+rank) (DCG), `reciprocal` = 1/rank, `rbp` = patience^(rank-1)."""
     patience: float | None = Field(default=None, gt=0.0, lt=1.0)
-    # Lists are hashed into this many buckets; the bootstrap resamples buckets of whole lists (see the engine).
+    """Only with `discount: rbp`: the chance a reader goes on from one position to the next."""
     bootstrap_buckets: int = Field(default=200, ge=16, le=2000)
-    # Positions 1..curve_positions get their own point on the report's exposure curves (later ones are pooled).
+    """Lists are hashed into this many buckets; the bootstrap resamples buckets of whole lists."""
     curve_positions: int = Field(default=50, ge=2, le=1000)
+    """Positions 1..curve_positions get their own point on the report's exposure curves (later ones are pooled)."""
 
     @field_validator("top_k")
     @classmethod

@@ -29,10 +29,11 @@ class MulticlassOptions(_Strict):
     (2, (1, 2))
     """
 
-    # Every label y_true and y_pred may hold, as text (YAML may read 1 or true); a value outside is an error.
     classes: list[str] = Field(min_length=2, max_length=1000)
-    # Ordered-outcome option: these classes are the adverse outcome of a binary decision ("medium or high").
+    """Every label `y_true` and `y_pred` may hold, as text; any other value is an error."""
     adverse_classes: list[str] | None = None
+    """Classes that are the adverse outcome of a binary decision ("Medium or High"); `adverse.` metrics judge that
+    decision."""
 
     @field_validator("classes", "adverse_classes", mode="before")
     @classmethod
@@ -93,8 +94,12 @@ class RegressionOptions(_Strict):
     """
 
     histogram_bins: int = Field(default=2048, ge=16, le=65_536)
+    """Equal-width bins of the prediction and label histograms (KS and Wasserstein distances)."""
     histogram_range: tuple[float, float] | None = None
+    """The histograms' range `[low, high]`; default the data's min-max (fix it for partitions, and when predictions are
+    unbounded)."""
     bootstrap_buckets: int = Field(default=100, ge=16, le=1000)
+    """Rows are hashed into this many sub-cells per group; the bootstrap redraws them."""
 
     @model_validator(mode="after")
     def _range_is_increasing(self) -> RegressionOptions:

@@ -23,12 +23,14 @@ import numpy as np
 import polars as pl
 
 from fairgate.document.groups import GroupEntry
-from fairgate.engine.columns import BIN, HBIN, SCORE, TRUE, WEIGHT
-from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube
+from fairgate.engine.columns import BIN, HBIN, PERSON_SQ, SCORE, TRUE, WEIGHT, WEIGHT_SQ
+from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, score_squares
 from fairgate.engine.labels import SLICING_SEPARATOR, slicing_label
 from fairgate.engine.metrics import SummaryOf, WorstCaseOf, policy_metric
 from fairgate.engine.stats import z_value
 from fairgate.policy.core import Policy
+from fairgate.report.explorer_fit import fitted_thresholds
+from fairgate.report.format import policy_metric_label, rate_label
 from fairgate.report.suppress import Suppression
 
 EXPLORER_BINS = 100  # continuous scores: cells of width 0.01 on the raw score
@@ -57,6 +59,7 @@ class ScoreCells:
     frame: pl.DataFrame
     exact: bool
     resolution: str
+    weighted: bool = False  # the frame also sums squared weights (WEIGHT_SQ, and PERSON_SQ from the cells)
 
 
 def explorer_data(
@@ -66,7 +69,9 @@ def explorer_data(
 
     Returns a JSON-ready dict: ``favorable_label``, ``decision_rule``, ``start_threshold``, ``z`` (the interval's
     normal quantile), ``level``, ``summaries`` (the policy's metrics the page can compute, with their thresholds),
-    ``fi_thresholds`` and ``slicings`` (label, attributes, score grid, resolution, groups with cell counts).
+    ``labels`` (the rates and summaries in words, as the report names them),
+    ``fi_thresholds`` and ``slicings`` (label, attributes, score grid, resolution, groups with cell counts, the
+    fitted group thresholds along the accuracy-fairness frontier: ``fairgate/report/explorer_fit.py``).
     """
     entries = [GroupEntry.model_validate(g) if isinstance(g, Mapping) else g for g in groups]
     suppression = Suppression.of(entries, min_cell_size)
@@ -80,7 +85,9 @@ def explorer_data(
     for slicing, members in by_slicing.items():
         shown = [e for e in members if not suppression.hides(slicing, e.group) and (e.n or 0) > 0]
         if shown:
-            slicings.append(_slicing_data(cells, slicing, shown))
+            squares = cube.squares_column(slicing) if cells.weighted else None
+            data = _slicing_data(cells, slicing, shown, squares)
+            slicings.append(data | {"fitted": fitted_thresholds(data, policy)})
     return {
         "favorable_label": policy.favorable_label,
         "outcomes": policy.outcomes.model_dump() if policy.outcomes is not None else None,
@@ -91,9 +98,16 @@ def explorer_data(
         "min_cell_size": min_cell_size,
         "min_group_size": min_group,
         "summaries": page_summaries(policy),
+        "labels": page_labels(policy),
         "fi_thresholds": list(FI_THRESHOLDS),
         "slicings": slicings,
     }
+
+
+def page_labels(policy: Policy) -> dict[str, str]:
+    """The page's rates and summaries in words, as the report names them (the policy's outcome words)."""
+    labels = {name: rate_label(name, policy.outcomes) for name in PAGE_RATES}
+    return labels | {m["metric"]: policy_metric_label(m["metric"], policy.outcomes) for m in page_summaries(policy)}
 
 
 def page_summaries(policy: Policy) -> list[dict[str, Any]]:
@@ -116,36 +130,43 @@ def page_summaries(policy: Policy) -> list[dict[str, Any]]:
     return out
 
 
-def _slicing_data(cells: ScoreCells, slicing: tuple[str, ...], shown: list[GroupEntry]) -> dict[str, Any]:
-    """One slicing's score grid and, per shown group, the weight of each label at each grid score."""
-    counted = cells.frame.group_by([*slicing, _CELL, TRUE]).agg(pl.col(WEIGHT).sum())
+def _slicing_data(
+    cells: ScoreCells, slicing: tuple[str, ...], shown: list[GroupEntry], squares: str | None
+) -> dict[str, Any]:
+    """One slicing's score grid and, per shown group, the weight of each label at each grid score.
+
+    Weighted, also the sum of squared weights: the page's intervals use Kish's effective sizes, as the engine's do.
+    """
+    sums = [pl.col(WEIGHT).sum()] + ([pl.col(squares).sum().alias(WEIGHT_SQ)] if squares else [])
+    counted = cells.frame.group_by([*slicing, _CELL, TRUE]).agg(sums)
     grid = np.unique(counted[_CELL].to_numpy())
     keys = [tuple(str(entry.group[a]) for a in slicing) for entry in shown]
     index = {SLICING_SEPARATOR.join(key): i for i, key in enumerate(keys)}
     names = counted.select(pl.concat_str([pl.col(a) for a in slicing], separator=SLICING_SEPARATOR)).to_series()
     group = np.array([index.get(name, -1) for name in names.to_list()], dtype=np.int64)
     kept = group >= 0  # cells of groups not shown (suppressed) are dropped here
-    tables = np.zeros((len(shown), 2, grid.size))
-    np.add.at(
-        tables,
-        (
-            group[kept],
-            counted[TRUE].to_numpy().astype(np.int64)[kept],
-            np.searchsorted(grid, counted[_CELL].to_numpy())[kept],
-        ),
-        counted[WEIGHT].to_numpy()[kept],
+    where = (
+        group[kept],
+        counted[TRUE].to_numpy().astype(np.int64)[kept],
+        np.searchsorted(grid, counted[_CELL].to_numpy())[kept],
     )
-    numbers = _numbers(tables)
-    groups = [
-        {
-            "name": SLICING_SEPARATOR.join(key),
-            "group": dict(entry.group),
-            "sufficient": entry.sufficient,  # judged by the audit (n reaches min_group_size)
-            "positive": numbers[i][1],
-            "negative": numbers[i][0],
-        }
-        for i, (key, entry) in enumerate(zip(keys, shown, strict=True))
-    ]
+    tables = np.zeros((2 if squares else 1, len(shown), 2, grid.size))
+    np.add.at(tables[0], where, counted[WEIGHT].to_numpy()[kept])
+    if squares:
+        np.add.at(tables[1], where, counted[WEIGHT_SQ].to_numpy()[kept])
+    numbers = [_numbers(t) for t in tables]
+    groups = []
+    for i, (key, entry) in enumerate(zip(keys, shown, strict=True)):
+        groups.append(
+            {
+                "name": SLICING_SEPARATOR.join(key),
+                "group": dict(entry.group),
+                "sufficient": entry.sufficient,  # judged by the audit (n reaches min_group_size)
+                "positive": numbers[0][i][1],
+                "negative": numbers[0][i][0],
+            }
+            | ({"positive_sq": numbers[1][i][1], "negative_sq": numbers[1][i][0]} if squares else {})
+        )
     return {
         "label": slicing_label(slicing),
         "attributes": list(slicing),
@@ -167,18 +188,23 @@ def score_cells(cube: Cube, policy: Policy) -> ScoreCells:
     """The cube's scores as cells on the raw score, per combination of every attribute.
 
     From the finest record the cube keeps: the score table, else the score histogram, else the calibration bins.
+    Weighted, the cells also sum squared weights, for the Kish sizes: the score table keeps them, the calibration
+    cells too (per row and per person); the score histogram does not, so a weighted cube without a score table,
+    or with probabilistic membership (whose per-person squares only the cells keep), uses the calibration bins.
     """
     flip = policy.favorable_label == 0  # the cube keeps the favourable outcome's score: 1 - raw when 0 is favourable
     attributes = cube.attributes
-    if cube.scores is not None:
-        return _from_score_table(cube, flip)
-    if cube.score_histogram is not None:
-        return _from_bins(cube.score_histogram, attributes, HBIN, cube.histogram_bins, flip)
-    cells = cube.cells.select(*attributes, BIN, TRUE, WEIGHT)
-    return _from_bins(cells, attributes, BIN, cube.calibration_bins, flip)
+    weighted = cube.weighted
+    if cube.scores is not None and not (weighted and cube.membership is not None):
+        return _from_score_table(cube, flip, weighted)
+    if cube.score_histogram is not None and not weighted:
+        return _from_bins(cube.score_histogram, attributes, HBIN, cube.histogram_bins, flip, [])
+    squares = [WEIGHT_SQ, PERSON_SQ] if weighted else []
+    cells = cube.cells.select(*attributes, BIN, TRUE, WEIGHT, *squares)
+    return _from_bins(cells, attributes, BIN, cube.calibration_bins, flip, squares)
 
 
-def _from_score_table(cube: Cube, flip: bool) -> ScoreCells:
+def _from_score_table(cube: Cube, flip: bool, weighted: bool) -> ScoreCells:
     """Cells from the score table (sorted by score): each distinct score when few, else bins of 1/EXPLORER_BINS.
 
     The packed key of every scored row (attribute codes, cell, label) is one Polars expression, summed with one
@@ -204,14 +230,11 @@ def _from_score_table(cube: Cube, flip: bool) -> ScoreCells:
         packed = packed * len(names) + pl.col(attribute).cast(pl.Int64)
     packed = (packed * values.size + cell) * 2 + pl.col(TRUE).cast(pl.Int64)
     key = table.select(packed.alias("key")).to_series().to_numpy()
-    weights = table[WEIGHT].to_numpy()
+    summed = [table[WEIGHT].to_numpy()]
+    if weighted:
+        summed.append(score_squares(table)[WEIGHT_SQ].to_numpy())
     span = int(np.prod([len(n) for n in levels], dtype=np.int64)) * values.size * 2
-    if span <= DENSE_KEYS:  # every possible key in one array: no sort
-        found = np.flatnonzero(np.bincount(key, minlength=span))
-        sums = np.bincount(key, weights=weights, minlength=span)[found]
-    else:
-        found, where = np.unique(key, return_inverse=True)
-        sums = np.bincount(where, weights=weights, minlength=found.size)
+    found, sums = _key_sums(key, summed, span)
     rest, truth = np.divmod(found, 2)
     rest, cells = np.divmod(rest, values.size)
     columns: dict[str, Any] = {}
@@ -220,14 +243,24 @@ def _from_score_table(cube: Cube, flip: bool) -> ScoreCells:
         columns[attribute] = pl.Series(attribute, names, dtype=pl.String).gather(code)
     frame = pl.DataFrame(
         [columns[a] for a in cube.attributes]
-        + [pl.Series(_CELL, values[cells]), pl.Series(TRUE, truth, dtype=pl.Int8), pl.Series(WEIGHT, sums)]
+        + [pl.Series(_CELL, values[cells]), pl.Series(TRUE, truth, dtype=pl.Int8)]
+        + [pl.Series(name, column) for name, column in zip((WEIGHT, WEIGHT_SQ), sums, strict=False)]
     )
     note = f"exact: every one of the {distinct} distinct scores is kept" if exact else _bin_note(EXPLORER_BINS)
-    return ScoreCells(frame, exact, note)
+    return ScoreCells(frame, exact, note, weighted)
 
 
-def _summed(frame: pl.DataFrame, attributes: Sequence[str]) -> pl.DataFrame:
-    return frame.group_by([*attributes, _CELL, TRUE]).agg(pl.col(WEIGHT).sum())
+def _key_sums(key: np.ndarray, columns: list[np.ndarray], span: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The keys present and each column's sum per key (keys below ``span``)."""
+    if span <= DENSE_KEYS:  # every possible key in one array: no sort
+        found = np.flatnonzero(np.bincount(key, minlength=span))
+        return found, [np.bincount(key, weights=c, minlength=span)[found] for c in columns]
+    found, where = np.unique(key, return_inverse=True)
+    return found, [np.bincount(where, weights=c, minlength=found.size) for c in columns]
+
+
+def _summed(frame: pl.DataFrame, attributes: Sequence[str], squares: Sequence[str]) -> pl.DataFrame:
+    return frame.group_by([*attributes, _CELL, TRUE]).agg(pl.col(c).sum() for c in (WEIGHT, *squares))
 
 
 def _decoded(attribute: str, levels: list[str]) -> pl.Expr:
@@ -235,13 +268,15 @@ def _decoded(attribute: str, levels: list[str]) -> pl.Expr:
     return pl.col(attribute).cast(pl.Int64).replace_strict(list(range(len(levels))), levels, return_dtype=pl.String)
 
 
-def _from_bins(frame: pl.DataFrame, attributes: Sequence[str], column: str, bins: int, flip: bool) -> ScoreCells:
+def _from_bins(
+    frame: pl.DataFrame, attributes: Sequence[str], column: str, bins: int, flip: bool, squares: list[str]
+) -> ScoreCells:
     """Cells from equal bins of the favourable score: each bin's lower edge on the raw score, then re-binned."""
     index = pl.col(column).cast(pl.Float64)
     lower = ((bins - 1 - index) if flip else index) / bins
     width = coarse_bins(bins)
-    cells = frame.select(*attributes, _binned(lower, width), pl.col(TRUE), pl.col(WEIGHT))
-    return ScoreCells(_summed(cells, attributes), False, _bin_note(width))
+    cells = frame.select(*attributes, _binned(lower, width), pl.col(TRUE), pl.col(WEIGHT), *squares)
+    return ScoreCells(_summed(cells, attributes, squares), False, _bin_note(width), bool(squares))
 
 
 def coarse_bins(bins: int) -> int:

@@ -26,7 +26,7 @@ from fairgate.verdicts import verdict_word
 
 AUDIT_COMPLETED = "fairgate.audit.completed"
 DELIVERY_FAILED = "fairgate.delivery.failed"
-#: The version of the events' contract (README, "What an automation can read"): 2 spells the verdict in lower
+#: The version of the events' contract (docs/concepts/pipeline.md): 2 spells the verdict in lower
 #: case everywhere (resource label, payload, MLflow tags, flow-run state), as the audit document does.
 CONTRACT_VERSION = 2
 

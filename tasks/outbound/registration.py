@@ -1,4 +1,4 @@
-"""The registration event contract (README, "Event contract"): a ``fairgate.model.registered`` event checked
+"""The registration event contract (docs/guides/deployment.md): a ``fairgate.model.registered`` event checked
 and turned into the audit's inputs, or rejected with a reason that is recorded and announced.
 
 The event arrives whole (the ``on-registration`` trigger passes ``{{ event }}``), so nothing is lost in the

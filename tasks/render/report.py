@@ -76,15 +76,21 @@ def render_charts(view: ReportView) -> dict[str, str]:
     return {key: svg_data_uri(svg) for key, svg in out.items() if svg}
 
 
-def render_html(view: ReportView, charts: Mapping[str, str] | None = None, *, full_tables: bool = True) -> str:
-    """The report as one self-contained HTML page.
+def render_html(
+    view: ReportView, charts: Mapping[str, str] | None = None, *, full_tables: bool = True, explorer: str | None = None
+) -> str:
+    """The report as one self-contained HTML page; ``explorer``: the file name of its what-if explorer page, linked
+    from the HTML (not the PDF).
 
     ``full_tables=False`` is the PDF's variant: a large intersection's group table lists only its most
     divergent groups (the heatmap shows all), which keeps the PDF readable and its rendering time bounded.
     """
     template = template_environment().get_template("base.html.j2")
     return template.render(
-        view=view, charts=dict(render_charts(view) if charts is None else charts), full_tables=full_tables
+        view=view,
+        charts=dict(render_charts(view) if charts is None else charts),
+        full_tables=full_tables,
+        explorer=explorer if full_tables else None,
     )
 
 
@@ -122,15 +128,18 @@ def build_report_files(
     formats: Iterable[str] = ("html", "pdf"),
     min_cell_size: int = 10,
     use_case: str | None = None,
+    explorer: str | None = None,
 ) -> dict[str, Path | None]:
-    """Render the requested formats ("html", "pdf") into ``out_dir``; JSON is written by the audit flow."""
+    """Render the requested formats ("html", "pdf") into ``out_dir``; JSON is written by the audit flow.
+
+    ``explorer``: the file name of the what-if explorer written beside the report (the HTML links to it)."""
     wanted = set(formats)
     paths: dict[str, Path | None] = {"html": None, "pdf": None}
     if not wanted & {"html", "pdf"}:
         return paths
     view = build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case)
     charts = render_charts(view)
-    html = render_html(view, charts) if "html" in wanted else ""
+    html = render_html(view, charts, explorer=explorer) if "html" in wanted else ""
     stem = output_stem(result_doc)
     # Render everything before writing anything: a failure leaves no partial report behind.
     pdf = html_to_pdf(render_html(view, charts, full_tables=False)) if "pdf" in wanted else None
@@ -149,10 +158,16 @@ def render_report(
     formats: Sequence[str],
     min_cell_size: int = 10,
     use_case: str | None = None,
+    explorer: str | None = None,
 ) -> dict[str, Path | None]:
     """Prefect task: render the HTML/PDF report files (no retries: rendering is deterministic)."""
     return build_report_files(
-        result_doc, out_dir=out_dir, formats=formats, min_cell_size=min_cell_size, use_case=use_case
+        result_doc,
+        out_dir=out_dir,
+        formats=formats,
+        min_cell_size=min_cell_size,
+        use_case=use_case,
+        explorer=explorer,
     )
 
 

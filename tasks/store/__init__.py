@@ -31,7 +31,7 @@ from tasks.store.columns import (
     TRAIL_VERSION,
 )
 from tasks.store.errors import TrailBusy, TrailDamaged, TrailError
-from tasks.store.history import list_runs, model_history, show_run
+from tasks.store.history import list_runs, metric_series, model_history, show_run
 from tasks.store.lock import (
     ANCHOR_ENV,
     check_trail,
@@ -95,6 +95,7 @@ __all__ = [
     "list_registrations",
     "list_runs",
     "locked_trail",
+    "metric_series",
     "model_history",
     "read_history",
     "record_delivery",

@@ -185,3 +185,16 @@ def _recent_documents(trail_path: Path, model_name: str, look_back: int) -> list
     except (TrailError, duckdb.Error):
         return []
     return [dict(json.loads(text)) for (text,) in rows if text]
+
+
+def metric_series(trail_path: Path, model_name: str, metric: str) -> list[dict[str, Any]]:
+    """One metric's recorded results across a model's runs, oldest run first (``fairgate explore``'s trend)."""
+    from tasks.inputs.sql import load_sql
+
+    with locked_trail(Path(trail_path), write=False) as con:
+        cursor = con.execute(load_sql("store/metric_series"), {"model": model_name, "metric": metric})
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        row["slicing"] = [str(a) for a in json.loads(row["slicing"] or "[]")]
+    return rows

@@ -1,6 +1,6 @@
 """VALIDATE: Great Expectations suites on the staged inputs and on the aligned rows, before any metric.
 
-How it stays fast at 10M rows (README, "Validation at scale"): GE never sees a default pandas copy of the data.
+How it stays fast at 10M rows (docs/concepts/pipeline.md): GE never sees a default pandas copy of the data.
 
 * Row-level expectations (ids unique and non-null, scores finite and in [0, 1]) run on a pandas frame of just
   those one or two columns, NumPy-backed (ids as int64 where the input's ids are integers, else Arrow strings).

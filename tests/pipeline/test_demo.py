@@ -47,6 +47,9 @@ def test_demo_runs_the_full_audit_and_fails_compas(
     page = explorer.read_text()
     assert "window.fairgateExplorer" in page
     assert '"name":"African-American"' in page
+    (report,) = [p for p in out.glob("fairness_*.html") if not p.name.endswith(".explorer.html")]
+    assert 'id="explorer-link"' in report.read_text()
+    assert f'href="{explorer.name}"' in report.read_text()
     # The demo's model card: the Toolkit JSON with the policy's intended use, the window from the screening dates.
     (card_path,) = out.glob("*.model_card.json")
     card = json.loads(card_path.read_text())

@@ -1,7 +1,7 @@
 """The keyed trail (issue 10): HMAC chain, anchored head, damaged files, disk full while committing.
 
 The attack the issue reproduced: rewrite run 1 from fail to pass and recompute the chain with the code's own
-(unkeyed) hash function. A keyed trail reports it; an unkeyed one cannot (documented in the README).
+(unkeyed) hash function. A keyed trail reports it; an unkeyed one cannot (documented in docs/concepts/audit-trail.md).
 """
 
 from __future__ import annotations

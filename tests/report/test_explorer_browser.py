@@ -25,7 +25,9 @@ import fairgate
 from fairgate.document.groups import GroupEntry
 from fairgate.engine.cube import build_cube
 from fairgate.engine.labels import SLICING_SEPARATOR
+from fairgate.engine.stats import wilson_interval, z_value
 from fairgate.report.explorer import explorer_data
+from fairgate.report.format import fmt, interval_text
 from fairgate.report.suppress import Suppression
 from tasks.render.explorer import render_explorer
 from tests.engine.conftest import generate, make_policy
@@ -114,10 +116,15 @@ def test_compas_race_state_equals_the_engines_audit_at_the_threshold(
     # The page shows what the contract reports: each race row reads its group's threshold and selection rate.
     page.select_option("#slicing", "race")
     rows = page.locator("#groups-body tr")
+    engine = engine_groups(compas_rows, compas_policy, t, ["race"])
     for i, group in enumerate(groups):
         assert rows.nth(i).locator("input.thr").input_value() == str(t)
-        shown = rows.nth(i).locator("td[data-rate=selection_rate]").inner_text()
-        assert shown.startswith(f"{state['groups'][group]['selection_rate']:.3f}")
+        for rate in RATES:  # the report's formatter: the value, then its interval's ends rounded outward, "a–b"
+            shown = rows.nth(i).locator(f"td[data-rate={rate}]").inner_text().split("\n")
+            expected = engine[group]["metrics"][rate]
+            assert shown == [fmt(expected["value"]), interval_text(expected["ci_low"], expected["ci_high"])]
+    words = page.locator("#summaries-body th").all_inner_texts()
+    assert "Demographic parity difference" in words  # metric names in words, as the report names them
     assert problems == []
 
 
@@ -156,7 +163,7 @@ def test_compas_page_moves_with_its_controls_without_errors(browser: Any, compas
         page.evaluate(f"fairgateExplorer.at('race', {t}).groups['African-American'].true_positive_rate")
         for t in (0.1, 0.5, 0.9)
     ]
-    assert [cells[0], cells[4], cells[8]] == [f"{v:.3f}" for v in expected]
+    assert [cells[0], cells[4], cells[8]] == [fmt(v) for v in expected]
     page.screenshot(path=str(shots / "explorer_compas_thresholds.png"), full_page=True)
     assert problems == []
 
@@ -233,4 +240,64 @@ def test_many_groups_are_paged_and_a_change_off_the_page_still_counts(browser: A
     assert page.locator("#groups-body tr").count() == 50
     assert page.locator("#groups-body tr").last.locator("input.thr").input_value() == "0.95"
     assert "groups 101–150 of 150" in page.locator("#page-text").inner_text()
+    assert problems == []
+
+
+@pytest.mark.parametrize(("favorable", "ties", "thresholds"), [(1, False, (0.3, 0.62)), (0, True, (0.3, 0.6))])
+def test_weighted_intervals_follow_the_engines_kish_convention(
+    browser: Any, tmp_path: Path, favorable: int, ties: bool, thresholds: tuple[float, float]
+) -> None:
+    """Row weights: the page's intervals use Kish's effective sizes, as ``fairgate.audit`` with weights does.
+
+    Continuous scores (the score table per row) and rounded ones (rows collapsed, their squared weights summed).
+    """
+    frame = generate(seed=21 + favorable, n=3000, ties=ties)
+    weights = np.random.default_rng(7).gamma(0.8, 1.5, frame.height)  # uneven: Kish size well under the sum
+    frame = frame.with_columns(pl.Series("w", weights))
+    policy = make_policy(["a", "b"], favorable_label=favorable, min_group_size=30)
+    policy = policy.model_copy(update={"columns": policy.columns.model_copy(update={"weight": "w"})})
+    out = page_for(frame, policy, tmp_path / "weighted.explorer.html")
+    page, problems = watched_page(browser)
+    page.goto(out.as_uri())
+    for t in thresholds:
+        state = page.evaluate("([t]) => fairgateExplorer.at('a', t)", [t])
+        assert_same(state, engine_groups(frame, policy, t, ["a"]), t)
+        # Raw weight sums as trials would give other intervals: the comparison above can fail.
+        z = z_value(policy.reporting.confidence_level)
+        for name, group in state["groups"].items():
+            total = float(frame.filter(pl.col("a") == name)["w"].sum())
+            assert group["n"] < 0.9 * total  # the document's n is the Kish size
+            raw = wilson_interval(np.array([group["selection_rate"] * total]), np.array([total]), z)
+            assert abs(float(raw[0][0]) - group["intervals"]["selection_rate"][0]) > 1e-3
+    assert problems == []
+
+
+def test_fitted_thresholds_and_the_frontier(browser: Any, compas_page: Path, tmp_path: Path) -> None:
+    """The frontier's points are buttons; a point the page can apply exactly lands on the frontier."""
+    page, problems = watched_page(browser)
+    page.goto(compas_page.as_uri())
+    page.select_option("#slicing", "race")
+    fitted = page.evaluate("fairgateExplorer.fitted('race')")
+    assert fitted["metric"] == "equal_opportunity_difference"
+    assert "lawful" in page.locator("#fitted-caveat").inner_text()
+    # At the audited threshold the page's point is the frontier's current point (same gap, same accuracy).
+    now = page.evaluate("fairgateExplorer.frontierPoint('race')")
+    assert now["gap"] == pytest.approx(fitted["current"]["gap"], abs=TOL)
+    assert now["accuracy"] == pytest.approx(fitted["current"]["accuracy"], abs=TOL)
+    buttons = page.locator("#fitted-buttons button")
+    assert buttons.count() == len(fitted["points"]) >= 2
+    buttons.last.click()
+    state = page.evaluate("fairgateExplorer.state('race')")
+    for name, threshold in fitted["points"][-1]["thresholds"].items():
+        assert state["groups"][name]["threshold"] == threshold
+    # The last point (the widest gap) is deterministic on COMPAS race: the page reaches it exactly.
+    assert fitted["points"][-1]["randomised"] == []
+    now = page.evaluate("fairgateExplorer.frontierPoint('race')")
+    assert now["gap"] == pytest.approx(fitted["points"][-1]["gap"], abs=TOL)
+    assert now["accuracy"] == pytest.approx(fitted["points"][-1]["accuracy"], abs=TOL)
+    assert page.locator("#frontier svg circle.fitted-point").count() == len(fitted["points"])
+    assert page.locator("#frontier-now").count() == 1
+    shots = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    page.locator("#fitted").screenshot(path=str(shots / "explorer_frontier.png"))
     assert problems == []

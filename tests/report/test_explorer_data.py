@@ -8,8 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from fairgate.engine.cube import add_score_histogram, build_cube
+from fairgate.engine.columns import WEIGHT_SQ
+from fairgate.engine.cube import add_score_histogram, build_cube, score_squares
 from fairgate.report.explorer import explorer_data
+from fairgate.report.explorer_fit import page_threshold
 from tests.engine.conftest import make_policy
 
 
@@ -82,3 +84,35 @@ def test_a_suppressed_group_leaves_no_trace_in_the_data() -> None:
     assert "tiny" not in names
     assert len(names) == 2  # complementary suppression: one more group goes, so "tiny" is not total minus the rest
     assert "tiny" not in str(data)
+
+
+def test_added_score_tables_keep_the_squared_weights() -> None:
+    """A collapsed score table (rounded scores) keeps its squared weights' sums; added to a per-row one, both do."""
+    rng = np.random.default_rng(4)
+    tied = rows(1).with_columns(pl.col("score").round(1), pl.Series("w", rng.gamma(0.8, 1.5, 5000)))
+    fine = rows(2).with_columns(pl.Series("w", rng.gamma(0.8, 1.5, 5000)))
+    policy = make_policy(["a"])
+    policy = policy.model_copy(update={"columns": policy.columns.model_copy(update={"weight": "w"})})
+    first, second = build_cube(tied, policy, exact_auc=True), build_cube(fine, policy, exact_auc=True)
+    assert first.scores is not None
+    assert second.scores is not None
+    assert first.scores.height < tied.height  # collapsed
+    assert WEIGHT_SQ in first.scores.columns
+    total = (first + second).scores
+    assert total is not None
+    expected = float((tied["w"] ** 2).sum() + (fine["w"] ** 2).sum())
+    assert float(score_squares(total)[WEIGHT_SQ].sum()) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("favorable", [1, 0])
+def test_a_fitted_rule_becomes_the_page_threshold_with_the_same_decisions(favorable: int) -> None:
+    """The page decides favourably at score >= t (label 1) or score < t (label 0); the fitted rule where the
+    favourable score exceeds its threshold: on every grid cell the two agree, for thresholds anywhere."""
+    rng = np.random.default_rng(favorable)
+    for _ in range(200):
+        grid = np.unique(np.round(rng.random(rng.integers(1, 30)), 2))
+        favourable_scores = grid if favorable == 1 else 1.0 - grid
+        rule = rng.choice([*favourable_scores, -np.inf, np.inf, rng.random()])
+        page = page_threshold(grid, float(rule), favorable == 1)
+        decided = grid >= page if favorable == 1 else grid < page
+        assert decided.tolist() == (favourable_scores > rule).tolist()
