@@ -4,6 +4,7 @@ on the real COMPAS data through the CLI and the Prefect flow."""
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,12 @@ def test_an_audit_without_labels_estimates_from_the_last_labelled_audit(
     assert document["verdict_detail"]["n_results"] == len(measured)  # report_only: the verdict is the measured one
     assert all(set(g["metrics"]) == {"selection_rate"} for g in document["groups"])
     assert document["curves"]["calibration"] == []
+    # JUnit: the estimates are skipped cases (not counted), the measured failures are failures.
+    (junit,) = later.glob("*.junit.xml")
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert int(suite.get("failures", "-1")) == sum(r["status"] == "fail" for r in measured)
+    assert int(suite.get("skipped", "-1")) >= len(estimated)
     # Same people as the reference: where sex's EO difference is estimated, it is close to the measured one.
     sex = next(r for r in estimated if r["slicing"] == ["sex"])
     measured_sex = next(
