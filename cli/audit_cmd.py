@@ -35,8 +35,9 @@ _err = console.stderr()
 def audit(
     policy: options.Policy,
     predictions: options.Predictions,
-    labels: options.Labels,
     attributes: options.Attributes,
+    labels: options.LabelsIfAny = None,
+    external_labels: options.ExternalLabels = None,
     out: options.Out = None,
     model: options.Model = None,
     model_version: options.ModelVersion = None,
@@ -68,6 +69,7 @@ def audit(
         policy=policy,
         predictions=predictions,
         labels=labels,
+        external_labels=external_labels,
         attributes=attributes,
         out=out,
         model=model,
@@ -121,13 +123,14 @@ def demo(
 def _precheck(
     policy: Path,
     predictions: str,
-    labels: str,
+    labels: str | None,
     attributes: str,
     where: tuple[str | None, str | None] = (None, None),
     individual: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Fail fast (before Prefect starts) on a bad policy or a missing input file (on Dask: partition lists that
     do not line up; individual fairness: features and counterfactual files that do not match the policy)."""
+    from fairgate.errors import FairgateError
     from tasks.audit import read_policy
     from tasks.inputs.individual import check_individual_request
     from tasks.inputs.io import parse_source
@@ -142,12 +145,25 @@ def _precheck(
             from flows.audit_dask import requested_execution
             from tasks.inputs.partitions import check_scheduler, plan_partitions
 
+            if labels is None:
+                raise FairgateError("an audit without --labels runs in this process only; give --labels on Dask")
             plan_partitions(predictions, labels, attributes)
             if address := requested_execution(parsed.execution, *where).address:
                 check_scheduler(address)
             return
         for role, text in (("predictions", predictions), ("labels", labels), ("attributes", attributes)):
-            parse_source(role, text)
+            if text is not None:  # no labels: an audit estimating its label-dependent results
+                parse_source(role, text)
+
+
+def _check_external_labels(labels: str | None, external_labels: str) -> None:
+    """--external-labels needs --labels to compare with, and an input that can be read."""
+    from fairgate.errors import FairgateError
+    from tasks.inputs.io import parse_source
+
+    if labels is None:
+        raise FairgateError("--external-labels compares two labels: give the audit's own with --labels as well")
+    parse_source("labels", external_labels)
 
 
 def _on_dask(policy: fairgate.Policy, where: tuple[str | None, str | None]) -> bool:
@@ -160,7 +176,7 @@ def _run_audit(
     *,
     policy: Path,
     predictions: str,
-    labels: str,
+    labels: str | None,
     attributes: str,
     out: Path | None,
     model: str | None,
@@ -172,12 +188,17 @@ def _run_audit(
     dask_address: str | None = None,
     features: str | None = None,
     counterfactual: str | None = None,
+    external_labels: str | None = None,
 ) -> NoReturn:
-    inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
-    inputs |= {role: text for role, text in (("features", features), ("counterfactual", counterfactual)) if text}
+    inputs = {"predictions": predictions, "attributes": attributes}
+    optional = (("labels", labels), ("features", features), ("counterfactual", counterfactual))
+    inputs |= {role: text for role, text in (*optional, ("external-labels", external_labels)) if text}
     with refusing():
         check_audit_arguments(policy, inputs, out, trail, {"model": model, "model-version": model_version})
     _precheck(policy, predictions, labels, attributes, (runner, dask_address), (features, counterfactual))
+    if external_labels is not None:
+        with refusing():
+            _check_external_labels(labels, external_labels)
     parameters: dict[str, Any] = {
         "policy": str(policy),
         "predictions": predictions,
@@ -191,6 +212,7 @@ def _run_audit(
         "dask_address": dask_address,
         "features": features,
         "counterfactual": counterfactual,
+        "external_labels": external_labels,
     }
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _run_flow(parameters, show_progress=not (quiet or as_json))
@@ -265,12 +287,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
             colour = {"pass": "green", "fail": "red", "inconclusive": "magenta"}.get(status, "yellow")
             label = _STATUS_LABELS.get(status, status)
             judged = " (corrected)" if r.get("judged") == "corrected" else ""
+            judged += " (estimated)" if r.get("estimated") else ""
             table.add_row(
                 f" {r.get('metric', '')}{judged}", value, ci, str(r.get("threshold")), f"[{colour}]{label}[/]"
             )
             if naive := r.get("naive"):  # an inferred attribute: the measured (attenuated) value beside it
                 table.add_row("   as measured (attenuated)", *_estimate_texts(naive), "", "")
     notes = [text for status, text in _STATUS_NOTES.items() if status in shown]
+    if label_free := document.get("label_free"):  # no labels: which results were estimated, and do they count
+        counted = "counted in" if label_free["estimated_results"] == "judge" else "not counted in"
+        notes.append(f"(estimated): from the scores, no labels yet; {counted} the verdict")
     if notes:
         table.caption = "; ".join(notes) + " (the JSON gives each result's reason)"
     _out.print(table)

@@ -18,6 +18,22 @@ Policy = Annotated[Path, typer.Option("--policy", help="The fairness policy (YAM
 Predictions = Annotated[str, typer.Option("--predictions", help=f"Predictions: {SOURCE}.")]
 Labels = Annotated[str, typer.Option("--labels", help=f"Ground-truth labels: {SOURCE}.")]
 Attributes = Annotated[str, typer.Option("--attributes", help=f"Sensitive attributes: {SOURCE}.")]
+# fairgate audit: labels may be late (label-dependent results estimated) or contested (external labels).
+LabelsIfAny = Annotated[
+    str | None,
+    typer.Option(
+        "--labels",
+        help=f"Ground-truth labels: {SOURCE}. Without them, label-dependent results are estimated from the scores, "
+        "calibrated on the model's last labelled audit in the trail.",
+    ),
+]
+ExternalLabels = Annotated[
+    str | None,
+    typer.Option(
+        "--external-labels",
+        help=f"Independent labels for the same people ({SOURCE}): compared with --labels per group.",
+    ),
+]
 
 # Where a run writes: the policy's reporting.output_dir unless given; the trail in it unless given.
 Out = Annotated[Path | None, typer.Option("--out", help="Output folder (default: the policy's).")]

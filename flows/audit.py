@@ -24,6 +24,7 @@ from prefect.states import Completed, Failed
 
 import fairgate
 from fairgate.engine.kinds import kind_of
+from fairgate.engine.label_checks import LabelEvidence
 from fairgate.errors import EMPTY_REFERENCE, NOTHING_JUDGED, FairgateError
 from fairgate.mitigation.proposal import completed_proposal
 from fairgate.monitoring import trend_of
@@ -54,6 +55,7 @@ from tasks.inputs.align import release, release_rows, stage_inputs
 from tasks.inputs.cube_sql import configure, stream_cube
 from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
 from tasks.inputs.staged import Staged
+from tasks.labels import check_estimates, check_label_request, external_label_evidence, label_free_evidence
 from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
@@ -66,7 +68,7 @@ from tasks.validation.validate import validate_aligned, validate_inputs
 def fairness_audit(
     policy: str,
     predictions: str,
-    labels: str,
+    labels: str | None,
     attributes: str,
     out_dir: str | None = None,
     model_name: str | None = None,
@@ -79,6 +81,7 @@ def fairness_audit(
     dask_address: str | None = None,
     features: str | None = None,
     counterfactual: str | None = None,
+    external_labels: str | None = None,
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary.
 
@@ -91,7 +94,9 @@ def fairness_audit(
     the summary so the verdict can be written back to that model version. ``runner`` (local or dask) and
     ``dask_address`` override the policy's ``execution`` section (flows/audit_dask.py). ``features`` (the
     people's numeric features, joined on id) and ``counterfactual`` (the decisions with the sensitive attribute
-    flipped) feed the policy's ``individual_fairness`` checks (tasks/inputs/individual.py).
+    flipped) feed the policy's ``individual_fairness`` checks (tasks/inputs/individual.py). ``labels`` None: the
+    label-dependent results are estimated from the scores, calibrated on the model's last labelled audit in the
+    trail; ``external_labels``: independent labels for the same people, compared with ``labels`` (tasks/labels.py).
     """
     request = AuditRequest(
         policy,
@@ -108,6 +113,7 @@ def fairness_audit(
         proposed=proposed,
         features=features,
         counterfactual=counterfactual,
+        external_labels=external_labels,
     )
     try:
         summary, gate = _audit(request)
@@ -126,6 +132,7 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     check_individual_request(policy, *request.individual_sources)  # features and counterfactual, before any computing
     check_mitigation_policy(policy, request.policy_path)  # mitigation.auto's inputs, before any computing
     execution = requested_execution(policy.execution, request.runner, request.dask_address)
+    check_label_request(policy, execution.runner, request.labels, request.external_labels)
     inputs, policy, proxy_summary, cube, parts, individual = _counted(
         policy, execution, request.sources, request.individual_sources
     )
@@ -135,16 +142,24 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
         "output_dir": str(output),
         "execution": execution_record(inputs, cube),
     }
-    document = _adjudicated(cube, parts, policy, model, run_id, context, individual)
+    trail_path = Path(request.trail) if request.trail else default_trail_path(policy, output)
+    labels = _label_evidence(request, policy, cube, trail_path, model.name)
+    document = _adjudicated(cube, parts, policy, model, run_id, context, individual, labels)
     for warning in coverage_warnings(document, policy):
         get_run_logger().warning(warning)
-    trail_path = Path(request.trail) if request.trail else default_trail_path(policy, output)
+    if request.labels is not None and kind_of(policy.task).binary_outcomes:  # estimates of these people, checked
+        document["label_free_check"] = check_estimates(document, trail_path, model.name)
     # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
     history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
-    document["trend"] = trend_of(document, history, policy)
-    sources = dict(zip(("predictions", "labels", "attributes"), request.sources, strict=True))
-    if request.proposed is None:  # a failing audit's own proposal (mitigation.auto), else none
-        document["mitigation"] = _proposed_mitigation(document, policy, request.policy_path, sources, output)
+    measured = [r for r in document["results"] if not r.get("estimated")]  # estimates never join the trend
+    document["trend"] = trend_of(document | {"results": measured}, history, policy)
+    predictions, labels_source, attributes = request.sources
+    sources = {"predictions": predictions, "labels": labels_source or "", "attributes": attributes}
+    if request.proposed is None:  # a failing audit's own proposal (mitigation.auto; it needs labels), else none
+        proposal = (
+            _proposed_mitigation(document, policy, request.policy_path, sources, output) if labels_source else None
+        )
+        document["mitigation"] = proposal
     else:  # this audit judges a mitigation's candidate: its results are the proposal's "after"
         document["mitigation"] = completed_proposal(request.proposed, document)
     written, report, record = _publish(document, policy, policy_text, inputs, cube, output, trail_path)
@@ -152,10 +167,22 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     return run_summary(document, written, report, record), Gate.of(policy)
 
 
+def _label_evidence(
+    request: AuditRequest, policy: fairgate.Policy, cube: Any, trail_path: Path, model_name: str
+) -> LabelEvidence | None:
+    """Estimates from the scores (no labels) or the label-bias finding (external labels); None otherwise."""
+    predictions, labels, attributes = request.sources
+    if labels is None:
+        return label_free_evidence(cube, policy, trail_path, model_name)
+    if request.external_labels:
+        return external_label_evidence(policy, predictions, labels, request.external_labels, attributes)
+    return None
+
+
 def _counted(
     policy: fairgate.Policy,
     execution: Any,
-    sources: tuple[str, str, str],
+    sources: tuple[str, str | None, str],
     individual_sources: tuple[str | None, str | None],
 ) -> tuple[Inputs | PartitionedInputs, fairgate.Policy, dict[str, Any] | None, Any, Any, IndividualRun | None]:
     """The counting half on the path the kind and the execution settings choose: the inputs, the policy (with
@@ -167,11 +194,11 @@ def _counted(
                 f"--features (individual fairness) works on binary audits only (the policy's task is {policy.task}); "
                 "leave --features and --counterfactual out"
             )
-        inputs, cube, parts = _counted_kind(policy, *sources)
+        inputs, cube, parts = _counted_kind(policy, sources[0], sources[1] or "", sources[2])
         return inputs, policy, None, cube, parts, None
     if execution.runner == "dask":  # the counting half partition by partition on a Dask cluster
         _individual_needs_rows(individual_sources, "execution.runner: dask")
-        counted = audit_on_dask(policy, execution, *sources)
+        counted = audit_on_dask(policy, execution, sources[0], sources[1] or "", sources[2])
         return counted.inputs, policy, None, counted.cube, counted.parts, None
     return _counted_here(policy, *sources, individual_sources)
 
@@ -184,20 +211,21 @@ def _adjudicated(
     run_id: str,
     context: dict[str, Any],
     individual: IndividualRun | None,
+    labels: LabelEvidence | None = None,
 ) -> dict[str, Any]:
     """The judged document (binary audits with their individual-fairness checks, if any; an inferred attribute's
-    results on their attenuation-corrected estimates)."""
+    results on their attenuation-corrected estimates; estimated results and label-bias findings, if any)."""
     if kind_of(policy.task).binary_outcomes:
         checks = individual.result if individual else None
         parts = judged_on_correction(parts, context.get("proxy"), policy)
-        return adjudicate(cube, as_is(parts), policy, model, run_id, context, checks)
+        return adjudicate(cube, as_is(parts), policy, model, run_id, context, checks, labels)
     return adjudicate_kind(cube, as_is(parts), policy, model, run_id, context)
 
 
 def _counted_here(
     policy: fairgate.Policy,
     predictions: str,
-    labels: str,
+    labels: str | None,
     attributes: str,
     individual_sources: tuple[str | None, str | None] = (None, None),
 ) -> tuple[

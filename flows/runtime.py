@@ -111,10 +111,13 @@ class Inputs:
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per input: where it came from, its sha256 and its row count (the document's and trail's ``inputs``)."""
         staged = self.staged
-        return {
+        summary = {
             role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
             for role, source in staged.sources.items()
-        } | self.extra
+        }
+        if staged.labels_absent:  # the predictions stood in for the labels (tasks/inputs/align.py)
+            summary["labels"] = {"source": NO_LABELS, "sha256": staged.sha256["labels"], "rows": 0}
+        return summary | self.extra
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ class AuditRequest:
 
     policy_path: str
     predictions: str
-    labels: str
+    labels: str | None  # None: an audit without labels (label-dependent results estimated from the scores)
     attributes: str
     out_dir: str | None = None
     model_name: str | None = None
@@ -140,9 +143,10 @@ class AuditRequest:
     proposed: dict[str, Any] | None = None
     features: str | None = None
     counterfactual: str | None = None
+    external_labels: str | None = None  # independent labels for the same people (label-bias finding)
 
     @property
-    def sources(self) -> tuple[str, str, str]:
+    def sources(self) -> tuple[str, str | None, str]:
         """The three inputs, in the order staging reads them."""
         return self.predictions, self.labels, self.attributes
 
@@ -152,7 +156,11 @@ class AuditRequest:
         return self.features, self.counterfactual
 
 
-def read_inputs(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> Inputs:
+#: The labels input's source in the document of an audit without labels.
+NO_LABELS = "none given: label-dependent results are estimated from the scores"
+
+
+def read_inputs(policy: fairgate.Policy, predictions: str, labels: str | None, attributes: str) -> Inputs:
     """Stage, validate, align and validate again; then free the inputs' DuckDB connection."""
     return read_staged(stage_inputs(policy, predictions, labels, attributes))
 

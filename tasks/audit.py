@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.engine.cube import add_score_histogram
+from fairgate.engine.label_checks import LabelEvidence
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import POLICY_TOO_LARGE, PolicyError
 from fairgate.policy.loader import MAX_POLICY_BYTES
@@ -79,9 +80,10 @@ def adjudicate(
     run_id: str,
     context: dict[str, Any],
     individual: IndividualResult | None = None,
+    labels: LabelEvidence | None = None,
 ) -> dict[str, Any]:
     audited = fairgate.adjudicate(
-        cube, parts, policy, model=model, run_id=run_id, context=context, individual=individual
+        cube, parts, policy, model=model, run_id=run_id, context=context, individual=individual, labels=labels
     )
     return audited.to_dict()
 

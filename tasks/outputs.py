@@ -220,12 +220,17 @@ def _umask() -> int:
 def junit_xml(document: dict[str, Any]) -> str:
     """One ``<testcase>`` per judged (metric, slicing): failure for FAIL, skipped for insufficient data."""
     results = document.get("results", [])
+    judged_estimates = (document.get("label_free") or {}).get("estimated_results") == "judge"
+
+    def status(r: dict[str, Any]) -> str | None:  # an estimate the verdict does not rest on: skipped, saying so
+        return "reported_only" if r.get("estimated") and not judged_estimates else r.get("status")
+
     suite = ET.Element(
         "testsuite",
         name=f"fairgate {(document.get('model') or {}).get('name') or 'model'}",
         tests=str(len(results)),
-        failures=str(sum(r.get("status") == "fail" for r in results)),
-        skipped=str(sum(r.get("status") == "insufficient_data" for r in results)),
+        failures=str(sum(status(r) == "fail" for r in results)),
+        skipped=str(sum(status(r) in ("insufficient_data", "reported_only") for r in results)),
         errors="0",
     )
     for r in results:
@@ -235,7 +240,10 @@ def junit_xml(document: dict[str, Any]) -> str:
             f"{r.get('metric')} on {slicing} = {r.get('value')} (CI {r.get('ci_low')} .. {r.get('ci_high')}), "
             f"threshold {r.get('threshold')} ({r.get('direction')}); worst group {r.get('worst_group')}"
         )
-        if r.get("status") == "fail":
+        if status(r) == "reported_only":
+            message = f"estimated from the scores (no labels yet), {r.get('status')}; not counted in the verdict"
+            ET.SubElement(case, "skipped", message=message)
+        elif r.get("status") == "fail":
             ET.SubElement(case, "failure", message=detail, type="FairnessThresholdFailed").text = detail
         elif r.get("status") == "insufficient_data":
             ET.SubElement(case, "skipped", message="insufficient data: groups below min_group_size")

@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 from fairgate.document.common import Part, Slicing, Verdict
 from fairgate.document.diagnostics import Curves, Diagnostics, IndividualFairness
 from fairgate.document.groups import AttributeInfo, Comparison, GroupEntry, Summary
+from fairgate.document.labels import LabelBias, LabelFree, LabelFreeCheck
 from fairgate.document.mitigation import MitigationBlock
 from fairgate.document.multiclass import MulticlassBlock
 from fairgate.document.ranking import RankingBlock
@@ -27,7 +28,10 @@ from fairgate.document.trend import Trend
 # 1.8: verdict "insufficient" (nothing could be judged) with exit code 4, or 0 under ci_cd_gate.insufficient: allow;
 #      verdict_detail.insufficient (that rule); results carry the interval the gate decided them on
 #      (decision_ci_low, decision_ci_high, decision_level)
-SCHEMA_VERSION = "1.8"
+# 1.9: late and contested labels: results estimated without labels (``estimated``, the ``label_free`` block) and
+#      the audit's labels against external labels (``label_bias``, result label_disagreement_difference); a labelled
+#      audit of people estimated before checks the estimates (``label_free_check``)
+SCHEMA_VERSION = "1.9"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -130,6 +134,17 @@ class AuditDocument(Part):
     )
     ranking: RankingBlock | None = Field(
         default=None, description="task: ranking: cut-offs, discount, summaries and exposure curves (1.5)."
+    )
+    label_free: LabelFree | None = Field(
+        default=None, description="An audit without labels: how its estimated results were estimated (1.9)."
+    )
+    label_bias: LabelBias | None = Field(
+        default=None, description="An audit with external labels: disagreement per group, metrics under both (1.9)."
+    )
+    label_free_check: LabelFreeCheck | None = Field(
+        default=None,
+        description="A labelled audit of the same predictions an earlier audit estimated without labels: each "
+        "estimate against the measured value, and how many intervals held it (1.9).",
     )
     # Added by the pipeline through ``context``:
     inputs: dict[str, Any] | None = Field(default=None, description="Input files and their sha256.")

@@ -63,6 +63,15 @@ class PolicyResult(Part):
     naive: Estimate | None = Field(
         default=None, description="On an inferred (proxy) attribute: the measured (attenuated) value and interval."
     )
+    estimated: bool | None = Field(
+        default=None,
+        description="True: estimated from the scores before the labels arrived, not measured (1.9); absent otherwise.",
+    )
+    estimate_method: str | None = Field(default=None, description="How it was estimated (1.9).")
+    reference_run_id: str | None = Field(default=None, description="The labelled audit it was calibrated on (1.9).")
+    estimate_reasons: dict[str, str] | None = Field(
+        default=None, description="Groups without an estimate and why (e.g. scores not calibrated there) (1.9)."
+    )
 
 
 class FailedResult(Part):

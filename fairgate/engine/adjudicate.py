@@ -15,6 +15,7 @@ import numpy as np
 from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.engine import diagnostics
 from fairgate.engine.cube import Cube
+from fairgate.engine.label_checks import LabelEvidence, without_label_numbers
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.reference import attribute_entries
@@ -47,20 +48,24 @@ def adjudicate(
     run_id: str | None = None,
     context: dict[str, Any] | None = None,
     individual: IndividualResult | None = None,
+    labels: LabelEvidence | None = None,
 ) -> AuditResult:
     """Turn computed slicings into the judged, serialisable audit result.
 
     ``individual``: the audit's individual-fairness checks (consistency, counterfactual flips); their entries are
     judged in the same Holm family as every other result, their block joins ``individual_fairness``.
+    ``labels``: estimated results (no labels yet) and label-bias findings (external labels), engine/label_checks.py.
     """
     model = model or ModelInfo()
     parts = in_slicing_order(parts)
     comparisons = [c for part in parts for c in part.comparisons]
     adjust_comparisons(comparisons, policy.statistics.significance_level)
 
-    entries = [entry for part in parts for entry in part.results]
-    results = judge_results(entries + (individual.entries if individual else []), policy)
-    verdict, detail = verdict_of(results, policy)
+    entries = [entry for part in parts for entry in part.results] + (individual.entries if individual else [])
+    labels = labels or LabelEvidence()
+    results = judge_results(labels.judged_entries(entries, policy), policy)
+    results += judge_results(labels.report_only(policy), policy)  # their own family: never in the verdict
+    verdict, detail = verdict_of(labels.counted(results, policy), policy)
     document: dict[str, Any] = {
         **document_header(cube.n_rows, cube.weighted, policy, model, run_id, verdict),
         "attributes": _attributes(cube, parts),
@@ -78,6 +83,9 @@ def adjudicate(
         "individual_fairness": _individual_fairness(next(p for p in parts if not p.slicing))
         | (individual.block if individual else {}),
     }
+    document |= labels.blocks(policy, document)
+    if labels.labels_absent:
+        without_label_numbers(document)
     document["recommendations"] = mitigation.recommend(
         document, policy.use_case, min_cell_size=policy.reporting.min_cell_size
     )
@@ -467,6 +475,10 @@ def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
         "standard_error",
         "judged",
         "naive",
+        "estimated",
+        "estimate_method",
+        "reference_run_id",
+        "estimate_reasons",
     ):
         if key in entry:
             judged[key] = entry[key]

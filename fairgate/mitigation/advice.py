@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from fairgate.engine.labels import group_key, slicing_label
+from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
 
 ADVICE_RESOURCE = ("data", "mitigation_advice.yaml")
@@ -131,12 +132,24 @@ def recommend(
     recs = [
         _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, words, hidden)
         for result in result_doc.get("results", [])
-        if result.get("status") == "fail"
+        if result.get("status") == "fail" and _advised(result, result_doc)
     ]
     recs.sort(key=lambda r: (not r["critical"], not r["prioritised_for_use_case"], -r["_severity"]))
     for rec in recs:
         del rec["_severity"]
     return [*recs, priority]
+
+
+def _advised(result: dict[str, Any], result_doc: dict[str, Any]) -> bool:
+    """Whether a failing result gets model advice.
+
+    Not the label-bias finding (the labels, not the model, are in question), nor an estimated result the verdict
+    does not rest on (``labels.estimated_results: report_only``).
+    """
+    if result.get("metric") == LABEL_DISAGREEMENT:
+        return False
+    rule = (result_doc.get("label_free") or {}).get("estimated_results")
+    return not result.get("estimated") or rule == "judge"
 
 
 def _base_rates_differ(result_doc: dict[str, Any]) -> bool:

@@ -25,6 +25,7 @@ from fairgate.policy.individual import (
     check_written_as_metric,
     unjudged_check_hint,
 )
+from fairgate.policy.labels import DEFAULT_LABEL_RULES, LabelRules
 from fairgate.policy.loader import load_policy_yaml
 from fairgate.policy.mitigation import Mitigation
 from fairgate.policy.model_card import ModelCard
@@ -401,6 +402,10 @@ class Policy(_Strict):
     model_card: ModelCard | None = None
     """What the model is for, in its owner's words (owner, intended use, data, limitations); shown in the report's model
     card."""
+    labels: LabelRules | None = None
+    """Late labels (label-dependent results estimated from the scores when `--labels` is left out) and external
+    labels (`--external-labels`): whether estimates count in the verdict, the calibration test's level and the
+    label-bias finding's threshold. Absent: the defaults."""
 
     @field_validator("task")
     @classmethod
@@ -589,7 +594,7 @@ class Policy(_Strict):
         for section in KINDS:  # the kinds' options sections (named after them), when absent
             if dumped.get(section, 0) is None:
                 del dumped[section]
-        for optional in ("monitoring", "mitigation", "individual_fairness"):
+        for optional in ("monitoring", "mitigation", "individual_fairness", "labels"):
             if dumped[optional] is None:  # a policy without the section keeps its hash
                 del dumped[optional]
         if self.model_card is None or self.model_card == ModelCard():  # a policy without the card keeps its hash
@@ -606,7 +611,7 @@ class Policy(_Strict):
 
     def rule_for(self, metric: str, slicing: tuple[str, ...]) -> ResolvedRule:
         """The rule for one (metric, slicing) after applying matching overrides in file order."""
-        individual = self.individual_rules()
+        individual = self.individual_rules() | (self.labels or DEFAULT_LABEL_RULES).rules()
         if metric in individual:  # an individual-fairness check (policy/individual.py)
             threshold, direction = individual[metric]
         else:

@@ -25,6 +25,7 @@ from fairgate.report.format import (
     value_labels,
 )
 from fairgate.report.individual import individual_view
+from fairgate.report.labels import counted_rows, labels_view
 from fairgate.report.mitigation import mitigation_view
 from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportView, ResultRow
 from fairgate.report.model_card import model_card_view
@@ -69,14 +70,15 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
     suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
+    counted = counted_rows(document, results)
     slicing_sections = sections(document, results, suppression)
     roc = curve_sets(document.curves.roc, suppression, roc_axes(words), results)
     calibration = curve_sets(
         document.curves.calibration, suppression, calibration_axes(words, document.favorable_label), results
     )
-    maps = heatmaps(slicing_sections, results)
+    maps = heatmaps(slicing_sections, counted)  # page 1's table: what the verdict rests on
     return ReportView(
-        **_verdict_part(document, results),
+        **_verdict_part(document, counted),
         **_facts_part(document, min_cell_size, use_case, words),
         **_advice_part(document, use_case, min_cell_size, words, suppression),
         sections=slicing_sections,
@@ -91,13 +93,14 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
         chart_captions=chart_captions(roc, calibration, maps, min_cell_size),
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
-        scorecard=summary.scorecard(results, slicing_sections),
+        scorecard=summary.scorecard(counted, slicing_sections),
         json_note=json_note(json_content(document), min_cell_size),
         trend=trend_view(document.trend),
         individual=individual_view(
             document.individual_fairness.consistency, document.individual_fairness.counterfactual, suppression
         ),
         mitigation=mitigation_view(document.mitigation, words, min_cell_size),
+        labels=labels_view(document, results, suppression),
     )
 
 

@@ -34,6 +34,7 @@ METRIC_LABELS: dict[str, str] = {
     "roc_auc": "AUC",
     "expected_calibration_error": "ECE",
     "demographic_parity_difference": "Demographic parity difference",
+    "label_disagreement_difference": "Label disagreement difference",
     "demographic_parity_ratio": "Demographic parity ratio",
     "disparate_impact_ratio": "Disparate impact ratio",
     "equal_opportunity_difference": "Equal opportunity difference",

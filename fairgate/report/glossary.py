@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fairgate.engine.metrics import PolicyMetric, SummaryOf, WorstCaseOf, policy_metric
+from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase, rate_text
 from fairgate.report.format import metric_label, policy_metric_label
 from fairgate.report.individual import GLOSSARY as INDIVIDUAL_GLOSSARY
@@ -66,11 +67,22 @@ def rates(words: Outcomes) -> list[GlossaryRow]:
     return rows
 
 
+#: The label-bias finding (an audit with external labels, fairgate/engine/label_bias.py).
+LABEL_GLOSSARY = {
+    LABEL_DISAGREEMENT: GlossaryRow(
+        "Label disagreement difference",
+        "max − min of the share whose two labels disagree",
+        "the largest gap between groups in how often the audit's labels and the external labels disagree",
+    )
+}
+
+
 def policy_metrics(names: Iterable[str], words: Outcomes) -> list[GlossaryRow]:
     """The judged policy metrics: how each summarises its group rates across the groups."""
+    known = INDIVIDUAL_GLOSSARY | LABEL_GLOSSARY
     return [
-        INDIVIDUAL_GLOSSARY[name]
-        if name in INDIVIDUAL_GLOSSARY
+        known[name]
+        if name in known
         else GlossaryRow(policy_metric_label(name, words).split(" (")[0], *_summary(policy_metric(name), words))
         for name in dict.fromkeys(names)
     ]

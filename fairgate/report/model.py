@@ -74,6 +74,10 @@ class ResultRow:
     severity: float  # the gap past the threshold divided by the threshold (the gap itself when the threshold is 0)
     severity_text: str  # "7.05 × the threshold" ("" when not past it)
     judged_note: str = ""  # on an inferred (proxy) attribute: which estimate was judged, the measured one beside it
+    estimated: bool = False  # estimated from the scores before the labels arrived (fairgate/engine/label_free.py)
+    counted: bool = (
+        True  # counts in the verdict (False: an estimated result under labels.estimated_results report_only)
+    )
 
 
 @dataclass(frozen=True)
@@ -374,3 +378,5 @@ class ReportView:
     individual: IndividualView | None = None
     # The model card: the policy's model_card fields, the missing ones, the audit's facts (report/model_card.py).
     model_card: ModelCardView | None = None
+    # Estimated results (no labels) and the label-bias finding (external labels); None without (report/labels.py).
+    labels: Any = None

@@ -230,8 +230,12 @@ def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
     inputs = document.inputs or {}
     args = ["fairgate audit --policy POLICY.yaml"]
     for role in ("predictions", "labels", "attributes"):
+        if role == "labels" and document.label_free is not None:
+            continue  # an audit without labels (its label-dependent results estimated)
         source = (inputs.get(role) or {}).get("source") if isinstance(inputs.get(role), Mapping) else None
         args.append(f"--{role} {_quoted(str(source)) if source else role.upper()}")
+    if document.label_bias is not None and document.label_bias.source:
+        args.append(f"--external-labels {_quoted(document.label_bias.source)}")
     for role in ("features", "counterfactual"):  # individual fairness's inputs, when the audit had them
         if isinstance(inputs.get(role), Mapping) and inputs[role].get("source"):
             args.append(f"--{role} {_quoted(str(inputs[role]['source']))}")

@@ -49,7 +49,7 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         threshold=threshold,
         threshold_text=("≥ " if higher else "≤ ") + fmt(result.threshold) if threshold is not None else "–",
         status=result.status,
-        mark=STATUS_MARKS.get(result.status, result.status.upper()),
+        mark=("EST. " if result.estimated else "") + STATUS_MARKS.get(result.status, result.status.upper()),
         reason=redact(status_reason(result), slicing, suppression),
         uncertain=result.uncertain,
         critical=result.critical,
@@ -60,8 +60,17 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         override_reasons=list(result.override_reasons),
         severity=severity,
         severity_text=_severity_text(severity, threshold),
-        judged_note=judged_note(result),
+        judged_note=estimated_note(result) or judged_note(result),
+        estimated=bool(result.estimated),
     )
+
+
+def estimated_note(result: PolicyResult) -> str:
+    """An estimated result's note: not measured, and what it was calibrated on."""
+    if not result.estimated:
+        return ""
+    reference = f"audit {result.reference_run_id}" if result.reference_run_id else "no labelled audit (none found)"
+    return f"estimated from the scores before the labels arrived (calibrated on {reference}); not measured"
 
 
 def judged_note(result: PolicyResult) -> str:

@@ -38,14 +38,18 @@ def proxy_attribute(policy: Policy) -> str | None:
 
 
 @task(name="stage inputs", cache_policy=NO_CACHE)
-def stage_inputs(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
+def stage_inputs(policy: Policy, predictions: str, labels: str | None, attributes: str) -> Staged:
     """Register the three inputs in a fresh DuckDB connection and create the ``stg_*`` views."""
     return stage(policy, predictions, labels, attributes)
 
 
-def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Staged:
-    """:func:`stage_inputs` outside a flow (a Dask worker's partition, tasks/inputs/cube_sql.py)."""
-    given = {"predictions": predictions, "labels": labels, "attributes": attributes}
+def stage(policy: Policy, predictions: str, labels: str | None, attributes: str) -> Staged:
+    """:func:`stage_inputs` outside a flow (a Dask worker's partition, tasks/inputs/cube_sql.py).
+
+    ``labels`` None: an audit without labels; the predictions stand in as the labels input with a placeholder
+    label (``sql/stg_no_labels.sql``), which nothing published reads (fairgate/engine/label_checks.py).
+    """
+    given = {"predictions": predictions, "labels": labels or predictions, "attributes": attributes}
     sources = {role: parse_source(role, text) for role, text in given.items()}
     con = duckdb.connect()
     keep = {"attributes": attribute_file_columns(policy)}  # a very wide attributes CSV: only these are read
@@ -53,7 +57,7 @@ def stage(policy: Policy, predictions: str, labels: str, attributes: str) -> Sta
         role: register_source(con, source, f"src_{role}", id_column=policy.columns.id, keep=keep.get(role))
         for role, source in sources.items()
     }
-    staged = _checked_columns(con, policy, sources, present)
+    staged = _checked_columns(con, policy, sources, present, labels_absent=labels is None)
     _create_staging_views(staged)
     for role in sources:
         staged.row_counts[role] = _count(staged, f"stg_{role}")
@@ -92,7 +96,12 @@ def restrict_to_bucket(staged: Staged, bucket: int, buckets: int) -> None:
 
 
 def _checked_columns(
-    con: duckdb.DuckDBPyConnection, policy: Policy, sources: dict[str, Source], present: dict[str, list[str]]
+    con: duckdb.DuckDBPyConnection,
+    policy: Policy,
+    sources: dict[str, Source],
+    present: dict[str, list[str]],
+    *,
+    labels_absent: bool = False,
 ) -> Staged:
     """The staged inputs' shape, once every column the policy names is found in its input."""
     cols = policy.columns
@@ -111,7 +120,8 @@ def _checked_columns(
             "policy to the column holding the model's output"
         )
     _require(cols.id, present["labels"], sources["labels"], "columns.id")
-    _require(cols.y_true, present["labels"], sources["labels"], "columns.y_true")
+    if not labels_absent:
+        _require(cols.y_true, present["labels"], sources["labels"], "columns.y_true")
     attr_cols = present["attributes"]
     _require(cols.id, attr_cols, sources["attributes"], "columns.id")
     inferred = proxy_attribute(policy)
@@ -132,6 +142,7 @@ def _checked_columns(
         has_y_pred=has_y_pred,
         ranking_columns=ranking_columns,
         weight_role=weight_role_of(policy, sources, present),
+        labels_absent=labels_absent,
     )
 
 
@@ -161,7 +172,10 @@ def _create_staging_views(staged: Staged) -> None:
     views = {
         "stg_predictions": predictions,
         "stg_labels": render_sql(
-            "stg_labels", id_column=id_q, y_true_column=y_true, weight_column=weight_column(staged, "labels")
+            "stg_no_labels" if staged.labels_absent else "stg_labels",
+            id_column=id_q,
+            y_true_column=y_true,
+            weight_column=weight_column(staged, "labels"),
         ),
         "stg_attributes": render_sql(
             "stg_attributes",

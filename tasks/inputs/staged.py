@@ -29,6 +29,8 @@ class Staged:
     # The input holding the policy's weight column (columns.weight): carried from its staging view to the aligned
     # rows. None without one, or when a proxy section writes the weights after alignment.
     weight_role: str | None = None
+    # An audit without labels: the predictions stand in as the labels input, with a placeholder label.
+    labels_absent: bool = False
     row_counts: dict[str, int] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
     # Models named in the predictions input (optional columns model_name, model_version, timestamp).

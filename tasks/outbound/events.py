@@ -47,6 +47,11 @@ def model_resource(model_name: str, model_version: str, **labels: str) -> dict[s
     }
 
 
+def _reported_only(result: Mapping[str, Any], document: Mapping[str, Any]) -> bool:
+    """An estimated result (no labels yet) that the verdict does not rest on (``labels.estimated_results``)."""
+    return bool(result.get("estimated")) and (document.get("label_free") or {}).get("estimated_results") != "judge"
+
+
 def failed_metrics(document: Mapping[str, Any]) -> list[str]:
     """The failed results as ``metric@slicing`` (slicing ``a*b`` for an intersection, ``all`` for none).
 
@@ -57,7 +62,7 @@ def failed_metrics(document: Mapping[str, Any]) -> list[str]:
     return [
         f"{r.get('metric')}@{'*'.join(r.get('slicing') or []) or 'all'}"
         for r in document.get("results", [])
-        if r.get("status") == "fail"
+        if r.get("status") == "fail" and not _reported_only(r, document)
     ]
 
 

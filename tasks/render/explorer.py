@@ -52,6 +52,8 @@ def build_explorer_file(
     """Write ``<stem>.explorer.html`` into ``out_dir`` for a binary audit with scores; None otherwise."""
     if not isinstance(cube, fairgate.Cube) or not cube.has_scores:  # the binary cube only: other kinds have none
         return None
+    if document.get("label_free"):  # an audit without labels: its cube's labels are placeholders
+        return None
     data = explorer_data(cube, document["groups"], policy, min_cell_size)
     if not data["slicings"]:
         return None

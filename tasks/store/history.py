@@ -147,6 +147,46 @@ def _mitigations_of(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[st
     return rows
 
 
+def last_labelled_document(trail_path: Path, model_name: str, *, look_back: int = 50) -> dict[str, Any] | None:
+    """The newest recorded audit of the model that had labels and kept its reliability bins (``curves``), or None.
+
+    The reference of a label-free audit (fairgate/engine/label_free.py). Never raises: an absent or unreadable
+    trail gives None (the audit then says it has no reference).
+    """
+    for document in _recent_documents(trail_path, model_name, look_back):
+        if not document.get("label_free") and (document.get("curves") or {}).get("calibration"):
+            return document
+    return None
+
+
+def last_estimated_document(
+    trail_path: Path, model_name: str, predictions_sha256: str, *, look_back: int = 50
+) -> dict[str, Any] | None:
+    """The newest audit of the model without labels on the same predictions (same sha256), or None: what a
+    labelled audit of those people compares its measured results with."""
+    for document in _recent_documents(trail_path, model_name, look_back):
+        predictions = (document.get("inputs") or {}).get("predictions") or {}
+        if document.get("label_free") and predictions.get("sha256") == predictions_sha256:
+            return document
+    return None
+
+
+def _recent_documents(trail_path: Path, model_name: str, look_back: int) -> list[dict[str, Any]]:
+    """The model's newest recorded documents, newest first; none when the trail is absent or unreadable."""
+    path = Path(trail_path)
+    if not path.exists():
+        return []
+    try:
+        with locked_trail(path, write=False) as con:
+            rows = con.execute(
+                "select document from runs where model_name = $model order by seq desc limit $limit",
+                {"model": model_name, "limit": look_back},
+            ).fetchall()
+    except (TrailError, duckdb.Error):
+        return []
+    return [dict(json.loads(text)) for (text,) in rows if text]
+
+
 def metric_series(trail_path: Path, model_name: str, metric: str) -> list[dict[str, Any]]:
     """One metric's recorded results across a model's runs, oldest run first (``fairgate explore``'s trend)."""
     from tasks.inputs.sql import load_sql

@@ -27,8 +27,11 @@ from tasks.store.lock import ANCHOR_ENV, check_anchor, locked_trail, trail_trans
 
 
 def _metric_rows(run_id: str, document: dict[str, Any]) -> list[list[Any]]:
+    """The measured results as rows (the trend reads them); estimated ones (no labels yet) stay in the document."""
     rows = []
     for position, r in enumerate(document.get("results", [])):
+        if r.get("estimated"):
+            continue
         rows.append(
             [
                 run_id,

@@ -88,7 +88,7 @@ def test_tiers_fail_with_exit_1_and_a_multiclass_document(tier_run: tuple[Inputs
     assert result.exit_code == 1, (result.stdout, result.stderr)
     document = _document(inputs.out)
     assert document["task"] == "multiclass"
-    assert document["schema_version"] == "1.8"
+    assert document["schema_version"] == "1.9"
     assert document["n_rows"] == 7214
     jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
     block = document["multiclass"]
