@@ -73,6 +73,7 @@ def deploy(
     The worker writes the reports and the trail under --out; --model and --model-version name the nightly
     audit's model. Deployments an earlier deploy registered and this one does not are removed (and named).
     """
+    from cli.monitor_cmd import warn_weak_rules_at_deploy
     from flows.deployments import check_api
 
     if list_ or remove:
@@ -82,6 +83,8 @@ def deploy(
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
         settings = _with_version(settings, model_version)
         settings = _with_mlflow(settings, mlflow_tracking_uri)
+        if settings.monitor:
+            warn_weak_rules_at_deploy(Path(settings.policy), Path(settings.trail), settings.model_name)
         api_url = check_api()
     created, ids, settings = _register(settings, out, pool, demo)
     _report(api_url, pool, created, ids, settings, _remove_stale(ids))

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from cli import console, options
 from cli.checks import check_audit_arguments
-from cli.exits import debug_hint, fail, refusing, run_flow
+from cli.exits import debug_hint, fail, print_error, refusing, run_flow
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -79,7 +79,8 @@ def run(
     with refusing():
         check_audit_arguments(policy, inputs, out, trail, names)
         parsed = _precheck(policy, predictions, night)
-        _precheck_baseline(parsed, out, trail, model_name)
+        cells = _precheck_baseline(parsed, out, trail, model_name)
+        _warn_weak_rules(parsed, cells, quiet)
     parameters: dict[str, Any] = {
         "policy": str(policy),
         **inputs,
@@ -134,17 +135,46 @@ def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Pol
     return parsed
 
 
-def _precheck_baseline(parsed: fairgate.Policy, out: Path | None, trail: Path | None, model_name: str | None) -> None:
+def _precheck_baseline(
+    parsed: fairgate.Policy, out: Path | None, trail: Path | None, model_name: str | None
+) -> list[dict[str, Any]] | None:
     """A deployment-audit baseline that is not in the trail is refused before Prefect starts (when the model is
-    named; otherwise the flow checks it once the predictions name the model)."""
+    named; otherwise the flow checks it once the predictions name the model). Its recorded cells, when read."""
     from tasks.store import default_trail_path
     from tasks.store.monitor import baseline_audit_cells
 
     baseline = parsed.monitoring.baseline if parsed.monitoring else None
     if model_name is None or baseline is None or baseline.kind != "deployment_audit":
-        return
+        return None
     trail_path = trail or default_trail_path(parsed, Path(out or parsed.reporting.output_dir))
-    baseline_audit_cells(trail_path, model_name, baseline.run_id)
+    return baseline_audit_cells(trail_path, model_name, baseline.run_id)[1]
+
+
+def warn_weak_rules_at_deploy(policy: Path, trail: Path, model_name: str | None) -> None:
+    """``fairgate deploy`` of a monitoring deployment: the rules too weak at the known volume, as warnings.
+
+    The deployment audit may not be recorded yet (it is not an error here): the check then says what it lacks.
+    """
+    from tasks.audit import read_policy
+    from tasks.store import TrailError
+
+    parsed, _ = read_policy.fn(policy)
+    try:
+        cells = _precheck_baseline(parsed, None, trail, model_name) if parsed.monitoring else None
+    except TrailError:
+        cells = None
+    _warn_weak_rules(parsed, cells, False)
+
+
+def _warn_weak_rules(parsed: fairgate.Policy, cells: list[dict[str, Any]] | None, quiet: bool) -> None:
+    """At policy load: a ``warning:`` line per alert rule too weak for its min_change at the known volume."""
+    from fairgate.monitoring.power import load_warnings
+    from fairgate.monitoring.windows import cells_cube
+
+    if quiet:
+        return
+    for line in load_warnings(parsed, None if cells is None else cells_cube(cells, parsed)):
+        print_error(line, "warning:")
 
 
 def _print_night(document: dict[str, Any], summary: dict[str, Any]) -> None:

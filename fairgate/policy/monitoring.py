@@ -86,6 +86,9 @@ class Monitoring(_Strict):
     alerts: list[AlertRule] = Field(default=[], max_length=100)
     # Who gets the drift alert e-mails; None: the delivery section's recipients.
     recipients: list[str] | None = None
+    # The labelled rows a period is expected to bring: at policy load, an alert rule that cannot catch its
+    # min_change within its horizon at this volume is named (None: the deployment audit's row count is tried).
+    expected_rows_per_period: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="before")
     @classmethod
