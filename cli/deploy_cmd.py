@@ -83,7 +83,7 @@ def deploy(
         settings = _settings(policy, labels, attributes, predictions, model, out, trail, pool, cron, timezone, demo)
         settings = _with_version(settings, model_version)
         settings = _with_mlflow(settings, mlflow_tracking_uri)
-        if settings.monitor:
+        if settings.monitor and settings.trail:
             warn_weak_rules_at_deploy(Path(settings.policy), Path(settings.trail), settings.model_name)
         api_url = check_api()
     created, ids, settings = _register(settings, out, pool, demo)

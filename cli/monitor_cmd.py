@@ -2,8 +2,10 @@
 
 ``run`` exit codes: 0 nothing to act on, 1 a new drift alert tonight or (``--exit-on any``, the default) a window
 that fails the policy's gate (``--exit-on alerts``: new alerts only), 2 invalid input or configuration (message on
-stderr, nothing recorded), 3 an internal error. ``show`` reads the audit trail only (no Prefect): exit 0, or
-2 when the trail cannot be read. Prefect and the engine are imported only when ``run`` runs.
+stderr, nothing recorded), 3 an internal error, 4 (``--exit-on any``, no new alert) no window could judge anything
+and the policy's ``ci_cd_gate.insufficient`` is block (allow: 0), as an audit with that verdict exits. ``show``
+reads the audit trail only (no Prefect): exit 0, or 2 when the trail cannot be read. Prefect and the engine are
+imported only when ``run`` runs.
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ def run(
 ) -> None:
     """Monitor one night: cube its rows, judge the windows from stored cubes, watch for drift.
 
-    Exit 1 when a window fails the policy or a new drift alert fires (--exit-on alerts: alerts only). The policy
-    needs a monitoring: section; the labels may include late labels of earlier periods.
+    Exit 1 when a window fails the policy or a new drift alert fires (--exit-on alerts: alerts only); exit 4 when
+    no window could judge anything and ci_cd_gate.insufficient is block. The policy needs a monitoring: section;
+    the labels may include late labels of earlier periods.
     """
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
     names = {"model-name": model_name, "model-version": model_version}
