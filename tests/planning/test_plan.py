@@ -56,7 +56,7 @@ def test_the_planned_rows_give_the_power_in_an_independent_simulation() -> None:
     needed = {}
     for disparity in (0.10, 0.05):
         scenario = Scenario("equal_opportunity_difference", disparity, shares, target, **RATES)
-        plan = plan_rows(policy, scenario, power=0.8, runs=80, seed=11)
+        plan = plan_rows(policy, scenario, power=0.8, runs=80, seed=11)  # 80 to search, 80 more to confirm
         assert plan.power >= 0.8
         rng = np.random.default_rng(2026)
         runs = 160
