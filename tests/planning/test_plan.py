@@ -56,10 +56,10 @@ def test_the_planned_rows_give_the_power_in_an_independent_simulation() -> None:
     needed = {}
     for disparity in (0.10, 0.05):
         scenario = Scenario("equal_opportunity_difference", disparity, shares, target, **RATES)
-        plan = plan_rows(policy, scenario, power=0.8, runs=80, seed=11)  # 80 to search, 80 more to confirm
+        plan = plan_rows(policy, scenario, power=0.8, runs=150, seed=11)  # 150 to search, 150 more to confirm
         assert plan.power >= 0.8
         rng = np.random.default_rng(2026)
-        runs = 160
+        runs = 200
         fails = sum(
             fairgate.audit(_rows(rng, plan.rows_needed, shares, disparity), policy).verdict == "fail"
             for _ in range(runs)
