@@ -280,6 +280,11 @@ def cell_model(policy: Policy, scenario: Scenario) -> CellModel:
     return CellModel(cube, probabilities / probabilities.sum())
 
 
+def with_bootstrap_seed(policy: Policy, seed: int) -> Policy:
+    """The policy with another ``statistics.seed`` (everything else, the decision rule included, unchanged)."""
+    return policy.model_copy(update={"statistics": policy.statistics.model_copy(update={"seed": seed})})
+
+
 def audit_fails(cube: Cube, policy: Policy) -> tuple[bool, int]:
     """Whether the gate fails this cube's audit (the engine's own steps), and how many results it judged."""
     parts = [compute_slicing(cube, slicing, policy) for slicing in plan_slicings(cube, policy)]
@@ -293,11 +298,15 @@ def simulated_power(
 ) -> tuple[float, int]:
     """The share of ``runs`` simulated audits of ``rows`` people that fail, and the most results one judged.
 
-    Run i draws its cube with the seed (seed, first_run + i): every row count is judged on the same seeds.
+    Run i draws its cube with the seed (seed, first_run + i): every row count is judged on the same seeds. Each run
+    also bootstraps with its own seed (:func:`with_bootstrap_seed`): one bootstrap draw shared by every simulated
+    audit would shift all their critical values alike, and the power found would be that draw's, not the gate's.
     """
     fails, judged = 0, 0
     for run in range(first_run, first_run + runs):
-        failed, n = audit_fails(model.draw(rows, np.random.default_rng([seed, run])), policy)
+        rng = np.random.default_rng([seed, run])
+        judged_by = with_bootstrap_seed(policy, int(rng.integers(2**62)))
+        failed, n = audit_fails(model.draw(rows, rng), judged_by)
         fails += failed
         judged = max(judged, n)
     return fails / runs, judged
