@@ -153,17 +153,15 @@ def _precheck_baseline(
     return baseline_audit_cells(trail_path, model_name, baseline.run_id)[1]
 
 
-def warn_weak_rules_at_deploy(policy: Path, trail: Path, model_name: str | None) -> None:
+def warn_weak_rules_at_deploy(parsed: fairgate.Policy, trail: Path, model_name: str | None) -> None:
     """``fairgate deploy`` of a monitoring deployment: the rules too weak at the known volume, as warnings.
 
     The deployment audit may not be recorded yet (it is not an error here): the check then says what it lacks.
     """
-    from tasks.audit import read_policy
     from tasks.store import TrailError
 
-    parsed, _ = read_policy.fn(policy)
     try:
-        cells = _precheck_baseline(parsed, None, trail, model_name) if parsed.monitoring else None
+        cells = _precheck_baseline(parsed, None, trail, model_name)
     except TrailError:
         cells = None
     _warn_weak_rules(parsed, cells, False)
