@@ -91,6 +91,10 @@ COMMANDS = {
         "cli.monitor_cmd:monitor_app",
         "Monitor a model night by night: windowed fairness, change against a baseline, drift alerts.",
     ),
+    "plan": Command(
+        "cli.plan_cmd:plan",
+        "Rows needed for the gate to fail on a disparity (simulated audits), or what an audit could detect.",
+    ),
 }
 
 

@@ -199,16 +199,7 @@ def _settings(
         raise FairgateError("give --policy POLICY.yaml (the policy of every deployment), or --demo to try COMPAS")
     policy = (policy or DEMO_POLICY).expanduser().resolve()
     sources = {"labels": labels, "attributes": attributes, "predictions": predictions}
-    if predictions is not None and not demo and (labels is None or attributes is None):
-        raise FairgateError(
-            "--predictions sets up the nightly audit, which also needs --labels and --attributes (the sources it "
-            "joins the predictions with); give both, or leave --predictions out for no nightly deployment"
-        )
-    if predictions is not None and not model:
-        raise FairgateError(
-            "--predictions sets up the nightly audit: name its model with --model NAME (and its version with "
-            "--model-version V), so that every night is recorded under that model, not under a default name"
-        )
+    _check_nightly(sources, model, demo)
     for role, text in sources.items():
         if text is not None:
             check_path_name(role, text.partition("::")[0])
@@ -221,6 +212,10 @@ def _settings(
     check_trail_file(trail)
     _check_schedule(cron, timezone)
     _check_pool_name(pool)
+    if parsed.monitoring is not None:
+        from cli.monitor_cmd import warn_weak_rules_at_deploy
+
+        warn_weak_rules_at_deploy(parsed, trail, model)
     absolute = {role: absolute_source(text) if text else None for role, text in sources.items()}
     return DeploySettings(
         pool=pool,
@@ -233,6 +228,22 @@ def _settings(
         monitor=parsed.monitoring is not None,
         **absolute,
     )
+
+
+def _check_nightly(sources: dict[str, str | None], model: str | None, demo: bool) -> None:
+    """The nightly audit (--predictions) needs its join sources and a model name."""
+    if sources["predictions"] is None:
+        return
+    if not demo and (sources["labels"] is None or sources["attributes"] is None):
+        raise FairgateError(
+            "--predictions sets up the nightly audit, which also needs --labels and --attributes (the sources it "
+            "joins the predictions with); give both, or leave --predictions out for no nightly deployment"
+        )
+    if not model:
+        raise FairgateError(
+            "--predictions sets up the nightly audit: name its model with --model NAME (and its version with "
+            "--model-version V), so that every night is recorded under that model, not under a default name"
+        )
 
 
 def _check_schedule(cron: str, timezone: str) -> None:

@@ -2,8 +2,10 @@
 
 ``run`` exit codes: 0 nothing to act on, 1 a new drift alert tonight or (``--exit-on any``, the default) a window
 that fails the policy's gate (``--exit-on alerts``: new alerts only), 2 invalid input or configuration (message on
-stderr, nothing recorded), 3 an internal error. ``show`` reads the audit trail only (no Prefect): exit 0, or
-2 when the trail cannot be read. Prefect and the engine are imported only when ``run`` runs.
+stderr, nothing recorded), 3 an internal error, 4 (``--exit-on any``, no new alert) no window could judge anything
+and the policy's ``ci_cd_gate.insufficient`` is block (allow: 0), as an audit with that verdict exits. ``show``
+reads the audit trail only (no Prefect): exit 0, or 2 when the trail cannot be read. Prefect and the engine are
+imported only when ``run`` runs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rich.table import Table
 
 from cli import console, options
 from cli.checks import check_audit_arguments
-from cli.exits import debug_hint, fail, refusing, run_flow
+from cli.exits import debug_hint, fail, print_error, refusing, run_flow
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -71,15 +73,17 @@ def run(
 ) -> None:
     """Monitor one night: cube its rows, judge the windows from stored cubes, watch for drift.
 
-    Exit 1 when a window fails the policy or a new drift alert fires (--exit-on alerts: alerts only). The policy
-    needs a monitoring: section; the labels may include late labels of earlier periods.
+    Exit 1 when a window fails the policy or a new drift alert fires (--exit-on alerts: alerts only); exit 4 when
+    no window could judge anything and ci_cd_gate.insufficient is block. The policy needs a monitoring: section;
+    the labels may include late labels of earlier periods.
     """
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
     names = {"model-name": model_name, "model-version": model_version}
     with refusing():
         check_audit_arguments(policy, inputs, out, trail, names)
         parsed = _precheck(policy, predictions, night)
-        _precheck_baseline(parsed, out, trail, model_name)
+        cells = _precheck_baseline(parsed, out, trail, model_name)
+        _warn_weak_rules(parsed, cells, quiet)
     parameters: dict[str, Any] = {
         "policy": str(policy),
         **inputs,
@@ -134,17 +138,44 @@ def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Pol
     return parsed
 
 
-def _precheck_baseline(parsed: fairgate.Policy, out: Path | None, trail: Path | None, model_name: str | None) -> None:
+def _precheck_baseline(
+    parsed: fairgate.Policy, out: Path | None, trail: Path | None, model_name: str | None
+) -> list[dict[str, Any]] | None:
     """A deployment-audit baseline that is not in the trail is refused before Prefect starts (when the model is
-    named; otherwise the flow checks it once the predictions name the model)."""
+    named; otherwise the flow checks it once the predictions name the model). Its recorded cells, when read."""
     from tasks.store import default_trail_path
     from tasks.store.monitor import baseline_audit_cells
 
     baseline = parsed.monitoring.baseline if parsed.monitoring else None
     if model_name is None or baseline is None or baseline.kind != "deployment_audit":
-        return
+        return None
     trail_path = trail or default_trail_path(parsed, Path(out or parsed.reporting.output_dir))
-    baseline_audit_cells(trail_path, model_name, baseline.run_id)
+    return baseline_audit_cells(trail_path, model_name, baseline.run_id)[1]
+
+
+def warn_weak_rules_at_deploy(parsed: fairgate.Policy, trail: Path, model_name: str | None) -> None:
+    """``fairgate deploy`` of a monitoring deployment: the rules too weak at the known volume, as warnings.
+
+    The deployment audit may not be recorded yet (it is not an error here): the check then says what it lacks.
+    """
+    from tasks.store import TrailError
+
+    try:
+        cells = _precheck_baseline(parsed, None, trail, model_name)
+    except TrailError:
+        cells = None
+    _warn_weak_rules(parsed, cells, False)
+
+
+def _warn_weak_rules(parsed: fairgate.Policy, cells: list[dict[str, Any]] | None, quiet: bool) -> None:
+    """At policy load: a ``warning:`` line per alert rule too weak for its min_change at the known volume."""
+    from fairgate.monitoring.power import load_warnings
+    from fairgate.monitoring.windows import cells_cube
+
+    if quiet:
+        return
+    for line in load_warnings(parsed, None if cells is None else cells_cube(cells, parsed)):
+        print_error(line, "warning:")
 
 
 def _print_night(document: dict[str, Any], summary: dict[str, Any]) -> None:

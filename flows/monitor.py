@@ -264,7 +264,7 @@ def _judged_night(document: dict[str, Any], policy: fairgate.Policy, exit_on: st
     gate = policy.ci_cd_gate.enabled
     watching = document["detector"] is not None
     head = headline(document["windows"], document["alerts"], document["episodes"], watching=watching, gate_enabled=gate)
-    code = exit_code(head, exit_on, gate_enabled=gate)
+    code = exit_code(head, exit_on, gate_enabled=gate, insufficient=policy.ci_cd_gate.insufficient)
     return document | {"headline": head, "exit_on": exit_on, "exit_code": code}
 
 

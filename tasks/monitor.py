@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 import fairgate
 from fairgate.document.monitoring import MonitoringDocument
 from fairgate.errors import DataError
-from fairgate.monitoring.drift import DriftRule, DriftScan, Observation, night_contrasts, scan
+from fairgate.monitoring.drift import DriftScan, Observation, drift_rules, night_contrasts, scan
 from fairgate.monitoring.power import rule_powers, underpowered
 from fairgate.monitoring.windowed import by_key, compare_with_baseline, judged_results, window_verdict
 from fairgate.monitoring.windows import PeriodCube, audit_cube, sum_cubes, window_label, window_periods
@@ -121,20 +121,6 @@ def window_summary(
         "same_as": None,
         "results": compare_with_baseline(results, dict(base) if base is not None else None, alpha),
     }
-
-
-def drift_rules(monitoring: Monitoring) -> list[DriftRule]:
-    """The alert rules as the detector takes them: plain values."""
-    return [
-        DriftRule(
-            metric=rule.metric,
-            slicing=None if rule.slicing is None else tuple(rule.slicing),
-            min_change=rule.min_change,
-            false_alarm_rate=rule.false_alarm_rate,
-            horizon_nights=rule.horizon_nights,
-        )
-        for rule in monitoring.alerts
-    ]
 
 
 @task(name="observe nights", cache_policy=NO_CACHE)

@@ -18,7 +18,8 @@ from fairgate.document.common import Direction, Part, Slicing, Status
 
 # 1.1: the headline (windows' verdict, new alerts, open episodes), exit_on, open episodes, under-powered rules,
 # each window's verdict and coincidence, each result's deciding interval and status reason
-MONITORING_SCHEMA_VERSION = "1.1"
+# 1.2: exit_code 4, a night whose windows judged nothing under ci_cd_gate.insufficient: block
+MONITORING_SCHEMA_VERSION = "1.2"
 MONITORING_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "monitoring.schema.json"
 
 
@@ -190,7 +191,7 @@ class Detector(Part):
 class MonitoringDocument(Part):
     """The ``fairgate monitor run`` result of one night."""
 
-    schema_version: Literal["1.1"]
+    schema_version: Literal["1.2"]
     kind: Literal["monitoring"]
     run_id: str
     created_at: str
@@ -213,8 +214,9 @@ class MonitoringDocument(Part):
     exit_on: Literal["any", "alerts"] = Field(
         default="any", description="What exits 1: any (failing windows or a new alert) or alerts (new alerts only)."
     )
-    exit_code: Literal[0, 1] = Field(
-        description="1 when a new drift alert fired or (exit_on any, gate enabled) a window fails the policy."
+    exit_code: Literal[0, 1, 4] = Field(
+        description="1 when a new drift alert fired or (exit_on any, gate enabled) a window fails the policy; 4 "
+        "when (exit_on any) no window could judge anything and ci_cd_gate.insufficient is block."
     )
     notes: list[str] = Field(default_factory=list)
 

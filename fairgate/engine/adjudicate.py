@@ -21,6 +21,7 @@ from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.reference import attribute_entries
 from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm, holm_multipliers
+from fairgate.engine.summaries import within_range
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
 from fairgate.verdicts import exit_code_for
@@ -333,7 +334,14 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
             result["p_value_violation_adjusted"] = float(p_adj)
             fails = float(p_adj) <= alpha
             result.update(
-                decision_interval(family, entry["_summary"], alpha / float(multiplier), policy, (threshold, fails))
+                decision_interval(
+                    family,
+                    entry["_summary"],
+                    alpha / float(multiplier),
+                    policy,
+                    (threshold, fails),
+                    entry.get("_range", default_range(entry["_summary"])),
+                )
             )
             level = 1.0 - alpha / max(n_tests, 1)
             detectable = family.detectable(threshold, level)
@@ -354,6 +362,7 @@ def decision_interval(
     violation_level: float,
     policy: Policy,
     decided: tuple[float, bool] | None = None,
+    limits: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The interval the gate decides a result on, on the result's own scale (``decision_ci_low/high``).
 
@@ -364,7 +373,9 @@ def decision_interval(
     ``reporting.confidence_level``) can lie wholly beyond the threshold while this one does not: with many
     results judged, Holm asks for more. None under ``decision: point_estimate`` (the point decides). ``decided``:
     the threshold on the family's scale and whether the result fails, so that exact small-count tails lower the
-    end on the right side of it (``PairFamily.exact_beyond_bound``).
+    end on the right side of it (``PairFamily.exact_beyond_bound``). ``limits``: the value's range
+    (``summaries.value_range``), which the ends never pass (a gap of rates beyond 1 is no bound at all); the test
+    is unchanged by the cut, as the threshold lies inside the range.
     """
     if policy.ci_cd_gate.decision == "point_estimate" or not hasattr(family, "beyond_bound"):
         return {"decision_ci_low": None, "decision_ci_high": None, "decision_level": None}
@@ -378,7 +389,17 @@ def decision_interval(
         low, high = -upper, -lower
     else:
         low, high = lower, upper
+    low, high = within_range(low, high, limits)
     return {"decision_ci_low": low, "decision_ci_high": high, "decision_level": 1.0 - violation_level}
+
+
+def default_range(summary: str) -> tuple[float, float] | None:
+    """A result's range when its kind did not state it (``_range``).
+
+    A ratio of the smallest to the largest value lies in [0, 1]; other summaries (signed levels, regression gaps)
+    are not cut.
+    """
+    return (0.0, 1.0) if summary == "ratio" else None
 
 
 def _violation_test(entry: dict[str, Any], policy: Policy) -> tuple[float, float] | None:

@@ -31,9 +31,20 @@ Capability = Literal[
     "compare",  # fairgate compare
     "individual_fairness",  # an individual_fairness: section, --features
     "exclude_groups",  # overrides with exclude_groups
+    "plan",  # fairgate plan (the rows an audit needs, by simulated audits)
 ]
 ALL_CAPABILITIES: frozenset[Capability] = frozenset(
-    ("streaming", "dask", "proxy", "mitigation", "monitoring", "compare", "individual_fairness", "exclude_groups")
+    (
+        "streaming",
+        "dask",
+        "proxy",
+        "mitigation",
+        "monitoring",
+        "compare",
+        "individual_fairness",
+        "exclude_groups",
+        "plan",
+    )
 )
 #: The words a refusal uses for each capability (what the user wrote).
 CAPABILITY_WORDS: dict[Capability, str] = {
@@ -45,6 +56,7 @@ CAPABILITY_WORDS: dict[Capability, str] = {
     "compare": "fairgate compare",
     "individual_fairness": "an individual_fairness: section",
     "exclude_groups": "overrides with exclude_groups",
+    "plan": "fairgate plan",
 }
 
 

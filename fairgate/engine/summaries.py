@@ -181,6 +181,32 @@ def _log(values: np.ndarray) -> np.ndarray:
 _UNBOUNDED_METRICS = frozenset({"theil_index", "generalized_entropy_index"})
 
 
+def value_range(summary: str, bases: Sequence[str] = ()) -> tuple[float, float]:
+    """The range a summarised value lies in, and so every interval of it (reporting and deciding).
+
+    A largest gap between rates (``difference``) lies in [0, 1], a ratio of the smallest to the largest in [0, 1];
+    a gap of an unbounded index (Theil) in [0, inf).
+
+    >>> value_range("difference", ("true_positive_rate",)), value_range("difference", ("theil_index",))
+    ((0.0, 1.0), (0.0, inf))
+    """
+    if summary == "difference" and _UNBOUNDED_METRICS.intersection(bases):
+        return 0.0, math.inf
+    return 0.0, 1.0
+
+
+def within_range(low: float, high: float, limits: tuple[float, float] | None) -> tuple[float, float]:
+    """An interval cut to a value's range (``limits``; None: unbounded): its ends never pass what the value can be.
+
+    >>> within_range(-0.02, 1.19, (0.0, 1.0)), within_range(-0.5, 2.0, None)
+    ((0.0, 1.0), (-0.5, 2.0))
+    """
+    if limits is None:
+        return low, high
+    lowest, highest = limits
+    return min(max(low, lowest), highest), max(min(high, highest), lowest)
+
+
 def summary_bounds(
     family: PairFamily,
     critical: float,
@@ -197,11 +223,9 @@ def summary_bounds(
     0 would otherwise get an interval such as [0.03, 1.00]. ``members``: of those components of the family only.
     """
     low, high = family.bounds(critical) if members is None else family.member_bounds(critical, members)
-    if summary == "difference":
-        bounded = not _UNBOUNDED_METRICS.intersection(bases)
-        low, high = (min(low, 1.0), min(high, 1.0)) if bounded else (low, high)
-    else:
+    if summary != "difference":
         low, high = float(np.exp(-high)), float(np.exp(-low))
+    low, high = within_range(low, high, value_range(summary, bases))
     if value is not None and math.isfinite(value):
         low, high = min(low, value), max(high, value)
     return low, high
@@ -289,6 +313,7 @@ def _attach_interval(
     entry["interval_method"] = "normal, bootstrap standard error" if population else _method(family)
     entry["_family"] = family
     entry["_summary"] = summary
+    entry["_range"] = value_range(summary, metric.bases)
 
 
 def _bootstrap_se(metric: PolicyMetric, values: dict[str, MetricValues], use: np.ndarray) -> float | None:

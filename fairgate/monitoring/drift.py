@@ -48,6 +48,7 @@ from fairgate.monitoring.contrasts import (
     night_contrasts,
     night_observations,
 )
+from fairgate.policy.monitoring import Monitoring
 
 __all__ = [  # the observations' names, re-exported: drift detection's one entry point
     "MIN_EXPECTED_EVENTS",
@@ -61,6 +62,7 @@ __all__ = [  # the observations' names, re-exported: drift detection's one entry
     "Observation",
     "StreamScan",
     "baseline_rates",
+    "drift_rules",
     "group_label",
     "night_contrasts",
     "night_observations",
@@ -100,6 +102,20 @@ class DriftRule:
             "false_alarm_rate": self.false_alarm_rate,
             "horizon_nights": self.horizon_nights,
         }
+
+
+def drift_rules(monitoring: Monitoring) -> list[DriftRule]:
+    """The policy's alert rules as the detector takes them: plain values."""
+    return [
+        DriftRule(
+            metric=rule.metric,
+            slicing=None if rule.slicing is None else tuple(rule.slicing),
+            min_change=rule.min_change,
+            false_alarm_rate=rule.false_alarm_rate,
+            horizon_nights=rule.horizon_nights,
+        )
+        for rule in monitoring.alerts
+    ]
 
 
 @dataclass(frozen=True)

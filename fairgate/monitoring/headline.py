@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fairgate.report.format import metric_label
+from fairgate.verdicts import EXIT_FAIL, EXIT_PASS, InsufficientRule, exit_code_for
 
 ExitOn = Literal["any", "alerts"]
 EXIT_ON: tuple[str, ...] = ("any", "alerts")
@@ -68,15 +69,25 @@ def headline(
     }
 
 
-def exit_code(head: Mapping[str, Any], exit_on: str, *, gate_enabled: bool = True) -> Literal[0, 1]:
-    """The night's exit code: 1 when a new drift alert fires or tonight's windows fail the policy, else 0.
+def exit_code(
+    head: Mapping[str, Any], exit_on: str, *, gate_enabled: bool = True, insufficient: InsufficientRule = "block"
+) -> int:
+    """The night's exit code: 1 on a new drift alert or failing windows, 4 on windows that judged nothing.
 
-    Failing windows count unless ``exit_on`` is "alerts" or the policy disables its gate. An open episode alone
-    does not: it alerted on its own night.
+    4 only under the policy's ``ci_cd_gate.insufficient: block`` (the default; allow: 0); else 0.
+    The windows' verdict gives the exit code an audit of it would give (``verdicts.exit_code_for``: the same rule,
+    with the policy's gate and insufficient choice), unless ``exit_on`` is "alerts". An open episode alone does
+    not: it alerted on its own night. A new alert exits 1 whatever the windows say.
+
+    >>> head = {"drift": "no_new_alert", "windows": "insufficient"}
+    >>> exit_code(head, "any"), exit_code(head, "any", insufficient="allow"), exit_code(head, "alerts")
+    (4, 0, 0)
     """
     if head["drift"] == "new_alert":
-        return 1
-    return 1 if exit_on == "any" and gate_enabled and head["windows"] == "fail" else 0
+        return EXIT_FAIL
+    if exit_on != "any":
+        return EXIT_PASS
+    return exit_code_for(str(head["windows"]), gate_enabled=gate_enabled, insufficient=insufficient)
 
 
 def episode_text(episode: Mapping[str, Any]) -> str:

@@ -9,6 +9,11 @@ sets it (k from min_change over that SE, rho the baseline's share, h from the Br
 false-alarm share), and f is the smallest on a grid of x1.25 steps whose detection probability within the horizon
 reaches 1/2. When even 1,000 times the volume does not reach it the baseline's own error is what blocks: no
 nightly volume suffices, and the fix is a larger baseline, a shorter horizon or a larger min_change.
+
+**At policy load** (:func:`planned_powers`), before any night is observed, the same question is asked of a night
+of the expected volume shaped like the baseline (its cells' counts scaled): the streams' SEs, k, rho and h are
+then what the detector will set up on the first nights, so a rule that cannot be expected to alert is named
+before it watches a year of nights in silence.
 """
 
 from __future__ import annotations
@@ -17,9 +22,23 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
+import polars as pl
+
+from fairgate.engine.cube import Cube
 from fairgate.monitoring import cusum
-from fairgate.monitoring.drift import TYPICAL_SE_NIGHTS, DriftRule, DriftScan, StreamScan
+from fairgate.monitoring.drift import (
+    TYPICAL_SE_NIGHTS,
+    DriftRule,
+    DriftScan,
+    StreamScan,
+    drift_rules,
+    night_observations,
+    scan,
+)
+from fairgate.monitoring.windows import COUNT_COLUMNS
+from fairgate.policy.core import Policy
 
 MIN_DETECTION = 0.5  # detected within the horizon more likely than not
 GRID_STEP = 1.25  # the volume factors tried: 1.25^i
@@ -156,3 +175,68 @@ def _detects(factor: float, night: float, base: float, rule: DriftRule, alpha: f
 def underpowered(powers: Sequence[RulePower]) -> list[RulePower]:
     """The rules that would more likely than not miss their min_change within the horizon."""
     return [p for p in powers if p.underpowered]
+
+
+def planned_powers(
+    baseline: Cube, policy: Policy, rules: Sequence[DriftRule], rows_per_period: float
+) -> list[RulePower]:
+    """Each rule's power before any night: a night of ``rows_per_period`` rows composed like the baseline.
+
+    The night's cube is the baseline's with every count scaled (Kish sizes scale with it), observed once with
+    no change; the detector settings and detection probabilities are those of :func:`rule_powers`.
+    """
+    factor = rows_per_period / max(baseline.n_rows, 1)
+    cells = baseline.cells.with_columns(
+        (pl.col(c) * factor).round(9).cast(baseline.cells.schema[c]) for c in COUNT_COLUMNS
+    )
+    night = Cube(
+        cells, baseline.attributes, baseline.calibration_bins, baseline.has_scores, None, {}, baseline.membership
+    )
+    observations = night_observations(night, baseline, policy, date(2000, 1, 1))
+    return rule_powers(scan(observations, list(rules)))
+
+
+def planned_sentence(power: RulePower, rows_per_period: float, period: str, source: str) -> str:
+    """A rule named at policy load as too weak at the expected volume (``source`` says where the volume comes from)."""
+    where = f"{power.metric} on {' × '.join(power.slicing)}" if power.slicing else f"{power.metric} (every slicing)"
+    head = (
+        f"under-powered drift rule: {where} cannot be expected to catch a change of {power.min_change:g} within "
+        f"{power.horizon_nights} {period}s at {rows_per_period:,.0f} labelled rows a {period} ({source})"
+    )
+    if not power.stream:
+        return f"{head}: at that volume each of its groups has too few people or events for a contrast"
+    chance = f"{power.detection_probability:.0%} chance to detect within the horizon, weakest stream {power.stream}"
+    if power.volume_factor is None:
+        return (
+            f"{head}: {chance}; no {period}ly volume suffices (the baseline's own error is shared by every "
+            f"{period}): use a larger baseline, a shorter horizon_nights or a larger min_change"
+        )
+    needed = math.ceil(power.volume_factor * rows_per_period)
+    return f"{head}: {chance}; it needs about {needed:,} labelled rows a {period}, or a larger min_change"
+
+
+def load_warnings(policy: Policy, baseline: Cube | None) -> list[str]:
+    """At policy load: each alert rule that cannot be expected to catch its min_change at the known volume.
+
+    The volume is ``monitoring.expected_rows_per_period`` when stated, else the deployment audit's row count (a
+    rule too weak even then is surely too weak); the baseline cube gives the groups' composition. Without a
+    baseline cube yet, one line says the check waits for the first night.
+    """
+    monitoring = policy.monitoring
+    if monitoring is None or not monitoring.alerts:
+        return []
+    stated = monitoring.expected_rows_per_period
+    if baseline is None:
+        volume = f"{stated:,} rows a {monitoring.period} are expected" if stated else "no volume is known"
+        return [
+            f"the drift rules' power is not checked at load: {volume} but the baseline's groups are not known "
+            "before the first night (a reference_window baseline, or no --model-name); each night names a rule "
+            "too weak for its min_change"
+        ]
+    if stated:
+        volume_rows, source = float(stated), "monitoring.expected_rows_per_period"
+    else:
+        volume_rows = float(baseline.n_rows)
+        source = "the deployment audit's row count, as no monitoring.expected_rows_per_period is stated"
+    powers = planned_powers(baseline, policy, drift_rules(monitoring), volume_rows)
+    return [planned_sentence(p, volume_rows, monitoring.period, source) for p in underpowered(powers)]

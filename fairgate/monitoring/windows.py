@@ -27,7 +27,7 @@ from fairgate.policy.monitoring import SINCE_DEPLOYMENT, Window
 _DTYPES: dict[str, pl.DataType] = {
     str(t): t for t in (pl.String(), pl.Int8(), pl.Int16(), pl.Int32(), pl.Int64(), pl.UInt32(), pl.Float64())
 }
-_COUNTS = [ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM]
+COUNT_COLUMNS = _COUNTS = [ROWS, WEIGHT, WEIGHT_SQ, PERSON_SQ, SCORE_SUM]  # the cells' additive counts
 
 
 # The nights a monitor can date: a window (at most 3660 days) back from the earliest and a week on from the
@@ -126,6 +126,26 @@ def audit_cube(cells: Sequence[dict[str, Any]], template: Cube) -> Cube:
     frame = pl.DataFrame([{k: row[k] for k in template.cells.columns} for row in cells], schema=template.cells.schema)
     has_scores = bool((frame[BIN] != NO_SCORE_BIN).any()) or template.has_scores
     return Cube(frame, template.attributes, template.calibration_bins, has_scores, None, {}, template.membership)
+
+
+def cells_cube(cells: Sequence[dict[str, Any]], policy: Policy) -> Cube:
+    """An audit's cube from its recorded cells alone (no period cube to shape it on, e.g. before a night is read).
+
+    The attributes are the policy's; a cell without a score (bin 0 everywhere) makes a cube without scores.
+    """
+    if not cells:
+        raise DataError("the baseline audit recorded an empty cube")
+    attributes = tuple(policy.attribute_names)
+    missing = [name for name in (*attributes, TRUE, PRED, BIN, *_COUNTS) if name not in cells[0]]
+    if missing:
+        raise DataError(
+            f"the baseline audit's cube lacks {missing}: it was recorded under a policy with other sensitive "
+            "attributes; choose a baseline audited under this policy (monitoring.baseline.run_id)"
+        )
+    frame = pl.DataFrame(list(cells)).with_columns(pl.col(a).cast(pl.Utf8) for a in attributes)
+    has_scores = bool((frame[BIN] != NO_SCORE_BIN).any())
+    bins = policy.statistics.calibration_bins if has_scores else 1
+    return Cube(frame, attributes, bins, has_scores, None, {}, None)
 
 
 def sum_cubes(cubes: Iterable[Cube]) -> Cube | None:

@@ -98,6 +98,10 @@ class Monitoring(_Strict):
     """The drift alert rules, one per watched metric."""
     recipients: list[str] | None = None
     """Who gets the drift alert e-mails; absent: `delivery.recipients`."""
+    expected_rows_per_period: int | None = Field(default=None, ge=1)
+    """The labelled rows a period is expected to bring. At policy load, an alert rule that cannot catch its
+    `min_change` within its horizon at this volume is named in a warning; absent: the deployment audit's row
+    count is used."""
 
     @model_validator(mode="before")
     @classmethod

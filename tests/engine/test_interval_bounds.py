@@ -66,3 +66,21 @@ def test_an_interval_holds_its_own_point_estimate_when_a_group_has_no_events() -
     for result in document["results"]:
         if result["ci_low"] is not None:
             assert result["ci_low"] <= result["value"] <= result["ci_high"], result["metric"]
+
+
+def test_the_deciding_interval_stays_within_the_range_too() -> None:
+    """The gate's interval (``decision_ci_low/high``, printed beside the status) is cut like the reporting one:
+    with Holm over many results its ends reach further out, past 1 for these small groups far apart."""
+    document = fairgate.audit(_small_groups_far_apart(), fairgate.Policy.from_yaml(POLICY)).to_dict()
+    decided = [
+        (r["metric"], r["decision_ci_low"], r["decision_ci_high"])
+        for r in document["results"]
+        if r["decision_ci_high"] is not None
+    ]
+    assert len(decided) >= 3
+    for metric, low, high in decided:
+        assert 0.0 <= low <= high <= 1.0, (metric, low, high)
+    assert max(high for _, _, high in decided) == 1.0  # the cut is reached
+    for r in document["results"]:  # the cut changes no status: a failing result's deciding end is still beyond
+        if r["status"] == "fail" and r["metric"].endswith("_difference"):
+            assert r["decision_ci_low"] > r["threshold"]

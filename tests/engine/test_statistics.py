@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import fairgate
-from fairgate.engine.stats import benjamini_hochberg, newcombe_interval, wilson_interval, z_value
+from fairgate.engine.stats import PairFamily, benjamini_hochberg, newcombe_interval, wilson_interval, z_value
 
 
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
@@ -151,3 +151,18 @@ def test_bootstrap_interval_of_a_difference_summary_has_sane_coverage(h: Any) ->
     coverage = covered / simulations
     print(f"bootstrap percentile coverage of a selection-rate difference: {coverage:.3f} over {simulations}")
     assert 0.88 <= coverage <= 0.99
+
+
+def test_the_bootstrap_tail_is_a_monte_carlo_p_value_and_its_bound_inverts_it() -> None:
+    """k replicates of B at or beyond t give (k + 1) / (B + 1), not k / B: one replicate beyond in 200 no longer
+    passes Holm's alpha / 9 (0.0056), which made the ranking audit's null false-fail rate 5.0% [3.5, 7.0]."""
+    null = np.sort(np.linspace(0.0, 4.0, 200))
+    family = PairFamily(np.array([0.0]), np.array([1.0]), null, (2,))
+    t = float(null[-1] - 1e-9)  # exactly one replicate at or beyond t
+    assert family._bootstrap_tail(t) == pytest.approx(2 / 201)
+    assert family._bootstrap_tail(float(null[-1] + 1e-9)) == 0.0  # none beyond: the parametric tails decide
+    gap = PairFamily(np.array([t]), np.array([1.0]), null, (2,))
+    assert gap.p_beyond(0.0) >= 2 / 201 > 0.05 / 9
+    for p in (0.05, 0.02, 0.0056):
+        bound = gap.beyond_bound(p)
+        assert gap.p_beyond(bound - 1e-7) <= p < gap.p_beyond(bound + 1e-7)

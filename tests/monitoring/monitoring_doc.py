@@ -15,6 +15,7 @@ from drift_sim import MIN_CHANGE, SIM, changed_monitors
 from scipy import stats
 
 import fairgate
+from fairgate.document.monitoring import MONITORING_SCHEMA_VERSION
 from fairgate.engine.stats import holm
 from fairgate.monitoring.drift import scan
 from fairgate.monitoring.headline import headline
@@ -114,7 +115,7 @@ def monitoring_document() -> dict[str, Any]:
     for window in windows:
         window.pop("failed", None)
     return {
-        "schema_version": "1.1",
+        "schema_version": MONITORING_SCHEMA_VERSION,
         "kind": "monitoring",
         "run_id": "sim-run-1",
         "created_at": "2026-03-01T02:00:00+00:00",

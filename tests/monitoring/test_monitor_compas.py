@@ -163,6 +163,17 @@ def test_the_underpowered_rule_is_named_with_the_volume_it_needs(compas_nights: 
     assert "WEAK RULE Under-powered drift rule" in output
 
 
+def test_the_underpowered_rule_is_named_at_load(compas_nights: dict[str, Any]) -> None:
+    # before any night is computed, at the only volume known (no expected_rows_per_period: the deployment
+    # audit's 5,000 rows a week), the rule is too weak: the baseline's own error blocks it over 52 weeks
+    for run in compas_nights["runs"]:
+        warning = " ".join(run["result"].stderr.split())
+        assert "warning: under-powered drift rule: equal_opportunity_difference on race" in warning
+        assert "the deployment audit's row count" in warning
+        assert "no weekly volume suffices" in warning
+        assert run["result"].stdout.count("warning:") == 0  # stderr only: --json output stays JSON
+
+
 def test_every_status_shows_the_interval_that_decided_it(compas_nights: dict[str, Any]) -> None:
     for run in compas_nights["runs"]:
         for window in run["document"]["windows"]:

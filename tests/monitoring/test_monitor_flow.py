@@ -229,3 +229,23 @@ def test_what_the_night_cannot_do_without_is_refused_before_any_work(
     assert "pass --night DATE" in " ".join(result.output.split())
     assert not (tmp_path / "out").exists()
     assert not (tmp_path / "trail.duckdb").exists()
+
+
+@pytest.mark.parametrize(("gate", "code"), [("", 4), ("  ci_cd_gate: {insufficient: allow}\n", 0)])
+def test_a_night_whose_windows_judge_nothing_exits_as_an_insufficient_audit(
+    tmp_path: Path, nights: ModuleType, runner: Any, prefect_server: str, gate: str, code: int
+) -> None:
+    # 25 people: every group below min_group_size (30) in every window, so no window judges anything; the exit
+    # code is the one an audit with the verdict "insufficient" gives under the policy (fairgate.verdicts)
+    (tmp_path / "policy.yaml").write_text(nights.policy_text(50, gate))
+    nights.record_deployment_audit(tmp_path / "policy.yaml", tmp_path / "trail.duckdb", 2_000, 5, "bench")
+    files = nights.write_inputs(nights.night_people(3, 1, 25, 0.0, None), tmp_path / "tiny", nights.START, 1)
+    result = _run(runner, tmp_path, files)
+    assert result.exit_code == code, result.output
+    (path,) = (tmp_path / "out").glob("monitoring_*.json")
+    document = json.loads(path.read_text())
+    assert {w["verdict"] for w in document["windows"]} == {"insufficient"}
+    assert document["headline"]["windows"] == "insufficient"
+    assert document["headline"]["drift"] == "no_new_alert"
+    assert document["exit_code"] == code
+    assert _run(runner, tmp_path, files, "--exit-on", "alerts").exit_code == 0  # alerts only

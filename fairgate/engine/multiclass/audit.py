@@ -43,6 +43,7 @@ from fairgate.engine.multiclass.slicing import (
 )
 from fairgate.engine.reference import Referenced, attribute_entries, configured_reference, reference_index
 from fairgate.engine.slicing import SlicingResult, compute_slicing, skipped_slicings
+from fairgate.engine.summaries import value_range
 from fairgate.policy.core import MetricRule, Override, Policy
 from fairgate.policy.task import MulticlassOptions
 
@@ -190,6 +191,7 @@ def _class_entries(slicings: list[MulticlassSlicingResult], policy: Policy) -> l
                 "ci_high": value.ci_high,
                 "_family": value.family,
                 "_summary": SUMMARIES[name][1],
+                "_range": value_range(SUMMARIES[name][1], SUMMARIES[name][0]),
                 "n_groups_judged": summary.n_groups_judged,
                 "interval_method": summary.interval_method,
                 "worst_group": worst,
