@@ -4,7 +4,6 @@ that share their code with ``bench/diagnostics_null.py``."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from bench_scripts import load_bench
 from scipy import stats as scipy_stats
 
 import fairgate
@@ -23,12 +23,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "diagnostics_null.py"
 
 @pytest.fixture(scope="module")
 def null() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("diagnostics_null", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("diagnostics_null")
 
 
 # ------------------------------------------------------------------------------------------- Mantel-Haenszel

@@ -6,23 +6,18 @@ equally noisy in every group fire it in at most 5% (checked with the binomial 0.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_scripts import load_bench
 from scipy import stats
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "label_bias.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("label_bias_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("label_bias")
 
 
 @pytest.mark.slow

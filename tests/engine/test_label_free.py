@@ -8,12 +8,12 @@ group is refused with the calibration reason in every run, and no interval is gi
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from bench_scripts import load_bench
 from scipy import stats
 
 from fairgate.engine.label_free import Recalibration, estimable, estimate_group, recalibration
@@ -22,12 +22,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "label_free.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("label_free_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("label_free")
 
 
 @pytest.mark.slow

@@ -8,12 +8,12 @@ disparity in the same setting fails (so the check can fail).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import polars as pl
 import pytest
+from bench_scripts import load_bench
 from scipy import stats
 
 import fairgate
@@ -22,12 +22,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "null_gate.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("null_gate", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("null_gate")
 
 
 def _limit(runs: int) -> int:

@@ -7,13 +7,13 @@ over all its changes: Holm), and a real shift in one group's selection rate must
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from bench_scripts import load_bench
 
 import fairgate
 from fairgate.monitoring import History, PastResult, build_trend
@@ -24,12 +24,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "trend_null.py"
 
 def _bench() -> ModuleType:
     """bench/trend_null.py: the simulated data, policy and the audit-to-history helpers it shares with these tests."""
-    spec = importlib.util.spec_from_file_location("trend_null", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("trend_null")
 
 
 SIM = _bench()

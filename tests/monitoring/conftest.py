@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import email
 import email.policy
-import importlib.util
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +18,7 @@ from typer.testing import CliRunner
 # isort: off
 import cli  # noqa: F401 (first: it sets the Prefect environment defaults Prefect reads when imported)
 from prefect.logging.configuration import setup_logging
+from bench_scripts import load_bench as load_bench_script
 
 # isort: on
 
@@ -28,13 +27,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "monitor_nights.py"
 
 def load_bench() -> ModuleType:
     """bench/monitor_nights.py as a module: the tests simulate the nights the benchmark simulates."""
-    spec = importlib.util.spec_from_file_location("monitor_nights", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("monitor_nights", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("monitor_nights")
 
 
 @pytest.fixture(scope="session")

@@ -6,22 +6,16 @@ The stable monitors are shared by the false-alarm and the unbiasedness tests (on
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
+
+from bench_scripts import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "drift_null.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("drift_null", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["drift_null"] = module  # dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("drift_null")
 
 
 SIM = _bench()

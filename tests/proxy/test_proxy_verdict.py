@@ -7,14 +7,13 @@ passed unfair models; these tests fail on that gate (it failed 1 of 400 audits w
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from bench_scripts import load_bench
 
 import fairgate
 from fairgate.document import AuditDocument
@@ -28,13 +27,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "proxy_verdict.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("proxy_verdict", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["proxy_verdict"] = module  # dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("proxy_verdict")
 
 
 SIM = _bench()
