@@ -14,37 +14,21 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from bench_scripts import load_bench
 from typer.testing import CliRunner
 
 import fairgate
 from cli import app
 from fairgate.engine.sample_size import Scenario, default_target, observed_shares, plan_rows, with_bootstrap_seed
 
-COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
-POLICY = """\
-fairness_checker:
-  sensitive_attributes:
-    - {name: race, reference_group: Caucasian}
-  metrics:
-    - {name: equal_opportunity_difference, threshold: 0.0}
-  statistics: {n_bootstrap: 200, seed: 1}
-"""
-RATES = {"base_rate": 0.45, "tpr": 0.65, "fpr": 0.3}  # COMPAS-like: 45% reoffend, Medium/High flags
+BENCH = load_bench("plan_power")  # the independent simulation bench/plan_power.py runs in full
+POLICY, RATES, people = BENCH.POLICY, BENCH.RATES, BENCH.people
 
 
 def _compas_race() -> pl.DataFrame:
-    frame = pl.from_arrow(duckdb.sql(f"select race from read_csv('{COMPAS_CSV}')").arrow())
+    frame = pl.from_arrow(duckdb.sql(f"select race from read_csv('{BENCH.COMPAS_CSV}')").arrow())
     assert isinstance(frame, pl.DataFrame)
     return frame
-
-
-def _rows(rng: np.random.Generator, rows: int, shares: pl.DataFrame, disparity: float) -> pl.DataFrame:
-    """People drawn independently of the planner's cube route: rows, the target's TPR lowered by the disparity."""
-    race = rng.choice(shares["race"].to_numpy(), size=rows, p=shares["share"].to_numpy())
-    y_true = rng.random(rows) < RATES["base_rate"]
-    tpr = np.where(race == "African-American", RATES["tpr"] - disparity, RATES["tpr"])
-    y_pred = rng.random(rows) < np.where(y_true, tpr, RATES["fpr"])
-    return pl.DataFrame({"race": race, "y_true": y_true.astype(np.int8), "y_pred": y_pred.astype(np.int8)})
 
 
 @pytest.mark.slow
@@ -61,7 +45,9 @@ def test_the_planned_rows_give_the_power_in_an_independent_simulation() -> None:
         rng = np.random.default_rng(2026)  # the rows; each audit bootstraps with its own seed, as the planner does
         runs = 400  # 400 independent audits: at 200 this seed's check read 0.74 at 0.05 (others: 0.81-0.83)
         fails = sum(
-            fairgate.audit(_rows(rng, plan.rows_needed, shares, disparity), with_bootstrap_seed(policy, run)).verdict
+            fairgate.audit(
+                BENCH.people(rng, plan.rows_needed, shares, disparity), with_bootstrap_seed(policy, run)
+            ).verdict
             == "fail"
             for run in range(runs)
         )
@@ -113,7 +99,7 @@ def test_plan_json_and_bad_input(tmp_path: Path) -> None:
 def test_plan_audit_lists_what_each_result_could_detect(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     shares = pl.DataFrame({"race": ["African-American", "Caucasian"], "share": [0.6, 0.4]})
-    document = fairgate.audit(_rows(rng, 2_000, shares, 0.0), fairgate.Policy.from_yaml(POLICY)).to_dict()
+    document = fairgate.audit(BENCH.people(rng, 2_000, shares, 0.0), fairgate.Policy.from_yaml(POLICY)).to_dict()
     (tmp_path / "audit.json").write_text(json.dumps(document))
     result = _invoke("--audit", str(tmp_path / "audit.json"), "--json")
     assert result.exit_code == 0, result.output
