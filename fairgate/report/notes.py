@@ -75,15 +75,12 @@ def _adverse_word(direction: str) -> str:
 def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:
     """Insufficient groups, one row per slicing; a suppressed group's size is never shown.
 
-    It reads "n < k" when the group is small, and "size suppressed" when it is hidden so a small one cannot be
-    derived.
+    It reads "size suppressed" for every group whose size is hidden, whatever the reason (under the minimum, or
+    hidden so that one under it cannot be derived): two labels would tell which hidden groups are not small.
     """
-    k = suppression.min_cell_size
     by_slicing: dict[str, list[str]] = {}
     for item in diagnostics.insufficient_groups:
-        if item.n is None or item.n < k:
-            size = f"n < {k}"
-        elif suppression.hides(item.slicing, item.group):
+        if item.n is None or suppression.hides_size(item.slicing, item.group):
             size = "size suppressed"
         else:
             size = f"n = {fmt_count(item.n)}"
