@@ -93,6 +93,7 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(results, slicing_sections),
         json_note=json_note(json_content(document), min_cell_size),
+        suppression_note=suppression.note(),
         trend=trend_view(document.trend),
         individual=individual_view(
             document.individual_fairness.consistency, document.individual_fairness.counterfactual, suppression
@@ -155,6 +156,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         n_suppressed_total=suppression.n_hidden,
         scorecard=summary.scorecard(results, []),
         json_note=json_note(json_content(document), min_cell_size),
+        suppression_note=suppression.note(),
         trend=trend_view(document.trend),
         task=document.task,
         kind_pages=pages,

@@ -46,7 +46,7 @@ from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
 from fairgate.engine.labels import group_key
-from fairgate.report.bounds import below, upper_bound
+from fairgate.report.bounds import Programme, below
 
 #: A cell: the set of attributes of its slicing (order-free) and its group key. ``(frozenset(), "{}")`` is the
 #: whole population.
@@ -72,6 +72,11 @@ class Line:
 
 #: Counts per group: the size cell's key -> count name -> value (None: not known here).
 Counts = Mapping[CellKey, Mapping[str, float | None]]
+
+
+def group_of(cell: CellKey) -> CellKey:
+    """The size cell of a count cell's group (a size cell is its own)."""
+    return cell[0], cell[1].split("#", 1)[0]
 
 
 def count_cell(cell: CellKey, name: str) -> CellKey:
@@ -316,26 +321,32 @@ def _suppress(tables: Tables, min_cell_size: int) -> Pattern:
     for cell in sorted(primary, key=_order):
         hide(cell)
 
-    def cost(cell: CellKey) -> tuple[bool, float, int, list[str], str]:
-        # A cell of at least k first (a zero widens no bound), then the smallest; on a tie the finest slicing
-        # (it carries the least), then by key: deterministic.
+    def cost(cell: CellKey) -> tuple[bool, bool, bool, float, int, list[str], str]:
+        # What a reader loses: a count of a group already withheld first (its rates are gone already), then a
+        # count of a shown group (its rates go, its size stays), a size last (it takes the counts with it). Then
+        # a cell of at least k (a zero widens no bound), the smallest; on a tie the finest slicing (it carries
+        # the least), then by key: deterministic.
         value = values[cell] or 0.0
-        return (value < k, value, -len(cell[0]), sorted(cell[0]), cell[1])
+        group = group_of(cell)
+        withheld = group in unknown or any(c in unknown for c in tables.counts_of.get(group, ()))
+        return (not withheld, cell == group, value < k, value, -len(cell[0]), sorted(cell[0]), cell[1])
 
     def bounded() -> set[CellKey]:
         # Hidden cells under k (zero counts of hidden groups included) and small virtual margins: their upper bound
         # over the non-negative solutions must reach k.
         return {c for c in unknown & protected if (values[c] or 0.0) < k}
 
-    _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
+    # The exact (linear) part first, pruned of what later complements made redundant; then the bounds, which
+    # only ever add complements (each bound a warm-started programme, so they are solved for once).
+    _grow(tables.lines, unknown, protected, values, hide, cost, lambda: set(), k)
     complements = {c for c in unknown if c in tables.published and c not in primary}
     _prune(tables.lines, unknown, protected, complements, cost)
-    _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)  # publishing again may narrow bounds
+    _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
     suppressed = frozenset(c for c in unknown if c in tables.published)
     return Pattern(suppressed, frozenset(primary))
 
 
-Cost = Callable[[CellKey], tuple[bool, float, int, list[str], str]]
+Cost = Callable[[CellKey], tuple[bool, bool, bool, float, int, list[str], str]]
 
 
 def _grow(
@@ -411,16 +422,14 @@ def _bound_complements(
             continue
         matrix = csr_matrix(_matrix(block_unknown, block_rows))
         rhs = np.array([-_known(line, unknown, values) for line in block_rows])
-        # One solution pushing every target up at once usually clears most of them.
-        first = upper_bound(matrix, rhs, [block_unknown.index(c) for c in targets])
-        safe.update(c for c, x in zip(block_unknown, first.solution, strict=False) if x >= k)
+        programme = Programme(matrix, rhs)
         for cell in targets:
             if cell in safe:
                 continue
-            bound = upper_bound(matrix, rhs, block_unknown.index(cell))
+            bound = programme.upper(block_unknown.index(cell))
             if not below(bound, k):
                 safe.add(cell)
-                safe.update(c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= k)
+                safe.update(c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= k - _TOL)
                 continue
             binding = [block_rows[i] for i in bound.binding] or [r for r in block_rows if cell in r.members]
             candidates = {m for line in binding for m in line.members if m not in unknown and m[0]}

@@ -185,9 +185,7 @@ def _hidden(group: MulticlassGroup, suppression: Suppression) -> bool:
 
 def _size_text(group: MulticlassGroup, suppression: Suppression) -> str:
     """A hidden group's size: printed when the suppression publishes it (only a count of it is hidden)."""
-    if group.n is None or group.suppressed or suppression.hides_size(list(group.slicing), group.group):
-        return "suppressed"
-    return fmt_count(group.n)
+    return suppression.size_text(list(group.slicing), group.group, None if group.suppressed else group.n)
 
 
 def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppression) -> ConfusionView:

@@ -126,9 +126,10 @@ def _group_row(
     if suppressed:
         cells = [Cell(SUPPRESSED) for _ in metric_names]
         n_text = SUPPRESSED if size_hidden else fmt_count(entry.n)
+        values: list[float | None] = list(confusion_counts(entry)) or [None] * len(COUNT_NAMES)  # a read-back JSON
         counts = [
-            SUPPRESSED if suppression.hides_count(slicing, entry.group, name) else fmt_count(value)
-            for name, value in zip(COUNT_NAMES, confusion_counts(entry), strict=True)
+            SUPPRESSED if value is None or suppression.hides_count(slicing, entry.group, name) else fmt_count(value)
+            for name, value in zip(COUNT_NAMES, values, strict=True)
         ]
     else:
         cells = [cell(entry.metrics.get(m)) for m in metric_names]

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.multiclass import MulticlassBlock
-from fairgate.engine.labels import group_key
+from fairgate.engine.labels import WITHHELD, group_key, withheld_label
 from fairgate.report.disclosure import CellKey, Counts, Tables, suppress
+from fairgate.report.format import fmt_count, group_label
+from fairgate.report.model import SUPPRESSED
 
 GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever its attribute order
 SlicingKey = tuple[str, ...]
@@ -144,6 +146,34 @@ class Suppression:
         names = self.counts_hidden.get((tuple(slicing), group_key(group)))
         return names is None or name in names
 
+    def name(self, slicing: Sequence[str], group: Mapping[str, object] | None) -> str:
+        """A group's name wherever a report names it (a failure's worst-off group, a note), marked when hidden.
+
+        A reviewer always learns which group a result is about; only its figures are withheld.
+        """
+        if not group:
+            return "–"
+        label = group_label(group, slicing)
+        return withheld_label(label) if self.hides(slicing, group) else label
+
+    def size_text(self, slicing: Sequence[str], group: Mapping[str, object], n: float | None) -> str:
+        """A group's size as a table prints it: the one label when the size is hidden."""
+        if n is None or self.hides_size(slicing, group):
+            return SUPPRESSED
+        return fmt_count(n)
+
+    def note(self) -> str:
+        """The rule, stated once for every report, e-mail and page that lists groups."""
+        k = self.min_cell_size
+        here = f" ({self.n_hidden} groups here)" if self.n_hidden else ""
+        return (
+            f"Small-cell rule: a group's rates are withheld when a count in it (its size, or how many of it were "
+            f"true or false positives or negatives) is from 1 to {k - 1}, and for as few other groups as needed "
+            f"so that no such count can be worked out, or bounded under {k}, from everything published; a size "
+            f'that would reveal one is withheld too{here}. Every such group is still named, marked "{WITHHELD}", '
+            f"whatever the reason; the full JSON (reporting.json: full) holds its figures for authorised readers."
+        )
+
     def size(self, slicing: Sequence[str], group: Mapping[str, object]) -> float | None:
         """A group's size as the document states it (None when the group is not in the document)."""
         return self.sizes.get((tuple(slicing), group_key(group)))
@@ -157,8 +187,13 @@ def document_counts(document: AuditDocument) -> Counts:
     """
     if document.multiclass is not None:
         return multiclass_counts(document.multiclass)
+    return binary_counts(document.groups)
+
+
+def binary_counts(groups: Iterable[GroupEntry]) -> Counts:
+    """Each binary group's TP, FP, TN, FN (None where its rates are hidden); empty without these rates."""
     out: dict[CellKey, dict[str, float | None]] = {}
-    for g in document.groups:
+    for g in groups:
         if not g.slicing:
             continue
         values = confusion_counts(g)
