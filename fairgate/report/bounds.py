@@ -59,7 +59,7 @@ class Programme:
         lp.a_matrix_.value_ = columns.data.astype(float)
         lp.sense_ = highspy.ObjSense.kMaximize
         # The plain binding: highspy.Highs adds solver callbacks and prints a banner on stdout when created.
-        self._highs = highspy._Highs()
+        self._highs = highspy._Highs()  # type: ignore[attr-defined]  # exported (highspy.__all__), not typed
         self._highs.setOptionValue("output_flag", False)
         self._highs.passModel(lp)
         self._costed: int | None = None

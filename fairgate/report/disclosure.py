@@ -290,16 +290,18 @@ class Pattern:
     primary: frozenset[CellKey]
 
 
-def suppress(tables: Tables, min_cell_size: int) -> Pattern:
+def suppress(tables: Tables, min_cell_size: int, pairs: Iterable[tuple[CellKey, CellKey]] = ()) -> Pattern:
     """The suppression pattern (see :func:`_suppress`), its small dense algebra on one BLAS thread.
 
     The matrices have a few hundred rows: threads only contend (ten times slower on a loaded machine).
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _suppress(tables, min_cell_size)
+        return _suppress(tables, min_cell_size, frozenset(pairs))
 
 
-def _suppress(tables: Tables, min_cell_size: int) -> Pattern:
+def _suppress(
+    tables: Tables, min_cell_size: int, pairs: frozenset[tuple[CellKey, CellKey]] = frozenset()
+) -> Pattern:
     """Primary suppression under ``min_cell_size``, then complementary suppression to a fixed point.
 
     Every suppressed cell and every virtual margin under the minimum is protected: at the end none of them is
@@ -342,8 +344,31 @@ def _suppress(tables: Tables, min_cell_size: int) -> Pattern:
     complements = {c for c in unknown if c in tables.published and c not in primary}
     _prune(tables.lines, unknown, protected, complements, cost)
     _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
+    while partners := _partners(pairs, unknown, tables.counts_of):  # the pattern only grows: no prune here
+        for c in sorted(partners, key=_order):
+            hide(c)
+        _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
     suppressed = frozenset(c for c in unknown if c in tables.published)
     return Pattern(suppressed, frozenset(primary))
+
+
+def _partners(
+    pairs: Iterable[tuple[CellKey, CellKey]], unknown: set[CellKey], counts_of: Mapping[CellKey, tuple[CellKey, ...]]
+) -> set[CellKey]:
+    """The counts still published of each group paired with a withheld one, to protect.
+
+    A judged result's worst-off and best-off groups are a pair: their printed gap with one's rate gives the other's.
+    """
+
+    def withheld(cell: CellKey) -> bool:
+        return cell in unknown or any(c in unknown for c in counts_of.get(cell, ()))
+
+    out: set[CellKey] = set()
+    for a, b in pairs:
+        for side, other in ((a, b), (b, a)):
+            if withheld(other) and not withheld(side):
+                out.update(c for c in counts_of.get(side, ()) if c not in unknown)
+    return out
 
 
 Cost = Callable[[CellKey], tuple[bool, bool, bool, float, int, list[str], str]]
@@ -392,9 +417,9 @@ def _complements(exposed: list[CellKey], unknown: set[CellKey], lines: tuple[Lin
         if candidates:
             chosen.add(min(candidates, key=cost))
     if not chosen:
-        cell = _complement(exposed, unknown, lines, cost)
-        if cell is not None:
-            chosen.add(cell)
+        witnessed = _complement(exposed, unknown, lines, cost)
+        if witnessed is not None:
+            chosen.add(witnessed)
     return chosen
 
 

@@ -69,18 +69,20 @@ class Suppression:
         min_cell_size: int,
         n_rows: float | None = None,
         counts: Counts | None = None,
+        pairs: Iterable[tuple[CellKey, CellKey]] = (),
     ) -> Suppression:
         """The suppression of a document's groups at ``min_cell_size``; ``n_rows`` is the published total.
 
         Without ``n_rows`` the total is taken as the sum of the first slicing's groups (what it is, since rows
         with a missing attribute are left out of every slicing). ``counts`` (see :func:`document_counts`) are
-        suppressed with the sizes; without them only sizes are.
+        suppressed with the sizes; without them only sizes are. Of each of ``pairs`` of groups (cells), when
+        one is withheld the other is too, its counts protected like small ones.
         """
         if n_rows is None:
             first = next(iter(groups_by_slicing(groups).values()), [])
             n_rows = sum(g.n or 0.0 for g in first)
         tables = Tables.of(((g.slicing, g.group, g.n) for g in groups if g.slicing), n_rows, counts)
-        pattern = suppress(tables, min_cell_size)
+        pattern = suppress(tables, min_cell_size, pairs)
         hidden: dict[SlicingKey, set[GroupKey]] = {}
         size_hidden: dict[SlicingKey, set[GroupKey]] = {}
         counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = {}
@@ -104,8 +106,37 @@ class Suppression:
 
     @classmethod
     def of_document(cls, document: AuditDocument, min_cell_size: int) -> Suppression:
-        """The suppression of a document: its group sizes and their confusion counts."""
-        return cls.of(document.groups, min_cell_size, document.n_rows, document_counts(document))
+        """The suppression of a document: its group sizes and their confusion counts, then result partners.
+
+        A result states the gap between its worst-off and best-off groups and names both: with one's rates
+        shown, the other's would follow (rate = shown rate +- gap, and with its size, a count). So the shown
+        one is withheld too (its size stays): only a gap between two withheld rates is then published.
+        """
+        pairs = [
+            ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
+            for r in document.results
+            if r.slicing and r.worst_group and r.best_group
+        ]
+        out = cls.of(document.groups, min_cell_size, document.n_rows, document_counts(document), pairs)
+        changed = True
+        while changed:  # without counts (regression, ranking) the partner's rates are withheld all the same
+            changed = False
+            for result in document.results:
+                sides = [g for g in (result.worst_group, result.best_group) if g]
+                hidden = [out.hides(result.slicing, g) for g in sides]
+                if len(sides) == 2 and any(hidden) and not all(hidden):
+                    out.withhold(result.slicing, sides[hidden.index(False)])
+                    changed = True
+        return out
+
+    def withhold(self, slicing: Sequence[str], group: Mapping[str, object]) -> None:
+        """Withhold a shown group's rates and counts, not its size.
+
+        More unknowns never narrow what an attacker can solve for, so the pattern stays safe.
+        """
+        key = next((s for s in self.hidden if sorted(s) == sorted(slicing)), tuple(slicing))
+        self.hidden.setdefault(key, set()).add(group_key(group))
+        self.counts_hidden.pop((key, group_key(group)), None)  # none listed: every count hidden
 
     @property
     def n_hidden(self) -> int:
@@ -196,7 +227,7 @@ def binary_counts(groups: Iterable[GroupEntry]) -> Counts:
     for g in groups:
         if not g.slicing:
             continue
-        values = confusion_counts(g)
+        values: list[float | None] = list(confusion_counts(g))
         if not values and not any(m in g.metrics for m in _COUNT_RATES):
             return {}  # a document without these rates publishes no counts
         out[(frozenset(g.slicing), group_key(g.group))] = dict(

@@ -298,3 +298,30 @@ def from_rows(
     visible = {cell_of(s, g): float(n) for s, g, n in rows if s and cell_of(s, g) not in hidden}
     visible[POPULATION] = float(n_rows)
     return Publication(groups, visible)
+
+
+#: A judged result's gap as one rate's difference between its worst-off and best-off groups (both named).
+RESULT_RATES = {
+    "demographic_parity_difference": "selection_rate",
+    "equal_opportunity_difference": "true_positive_rate",
+}
+
+
+def with_result_gaps(pub: Publication, document: Any) -> Publication:
+    """The publication plus what the judged results give: a result names its worst-off and best-off groups and
+    prints their gap, so with one side's rate published the other's is that rate plus or minus the gap (the
+    attacker takes the sign the report implies by naming which side is worse)."""
+    exact = {cell_of(g.slicing, g.group): g for g in document.groups}
+    for r in document.results:
+        rate = RESULT_RATES.get(r.metric)
+        if rate is None or not r.worst_group or not r.best_group or r.value is None:
+            continue
+        sides = (cell_of(r.slicing, r.worst_group), cell_of(r.slicing, r.best_group))
+        for known, other in (sides, sides[::-1]):
+            if (known, rate) not in pub.rates or (other, rate) in pub.rates or other not in exact:
+                continue
+            truth = exact[other].metrics[rate].value
+            derived = min((pub.rates[(known, rate)] + s * r.value for s in (1, -1)), key=lambda c: abs(c - truth))
+            if abs(derived - truth) < 1e-9:  # the gap is exactly the two rates' difference
+                pub.rates[(other, rate)] = derived
+    return pub

@@ -34,12 +34,13 @@ from suppression_attacker import (
     linear,
     linear_counts,
     subtraction,
+    with_result_gaps,
 )
 
 import fairgate
 from fairgate.document import AuditDocument
 from fairgate.report import build_view
-from fairgate.report.suppress import Suppression, groups_by_slicing, primary_only
+from fairgate.report.suppress import Suppression, document_counts, groups_by_slicing, primary_only
 
 K = 10
 
@@ -118,7 +119,7 @@ def assert_every_small_group_hidden(doc: AuditDocument, pub: Publication, k: int
 def test_compas_no_suppressed_size_or_count_can_be_recovered(compas_doc: dict[str, Any]) -> None:
     doc, pub = report_publication(compas_doc)
     assert_every_small_group_hidden(doc, pub)
-    assert_nothing_recovered(doc, pub)
+    assert_nothing_recovered(doc, with_result_gaps(pub, doc))  # the failures name their groups and gaps
     # The issue's examples are closed: Asian-under-25 (7) is hidden and not the Asian total minus the two other
     # age groups; Asian-Female (2) is not Asian minus Asian-Male.
     asian_young = cell_of(["race", "age_cat"], {"race": "Asian", "age_cat": "Less than 25"})
@@ -141,6 +142,42 @@ def test_compas_old_count_pattern_leaks_to_the_same_attacker(compas_doc: dict[st
     # "n < 10" beside a hidden group bounds its size under 10: the label alone tells it is small.
     asian_young = cell_of(["race", "age_cat"], {"race": "Asian", "age_cat": "Less than 25"})
     assert asian_young in pub.small
+
+
+def test_compas_gaps_leak_without_withholding_the_partners(compas_doc: dict[str, Any]) -> None:
+    """A failure names its worst-off and best-off groups and prints their gap: with the best-off group's rate
+    shown, the worst-off group's follows. Without withholding such partners the attacker pins hidden counts."""
+    doc = AuditDocument.model_validate(compas_doc)
+    alone = Suppression.of(doc.groups, K, doc.n_rows, document_counts(doc))  # the counts rule, no partners
+    pub = _publication(doc, alone)
+    assert bounded(pub, levels(doc), K) == {}  # the tables alone hold
+    leaks = bounded(with_result_gaps(pub, doc), levels(doc), K)
+    true = {cell_of(g.slicing, g.group): counts_of(g) for g in doc.groups}
+    pinned = {t: lo for t, (lo, hi) in leaks.items() if hi - lo < 1e-6 and 0 < lo < K}
+    assert pinned  # e.g. Hispanic-Female's FN (7)
+    assert all(true[c][OUTCOMES.index(o)] == pytest.approx(v, abs=1e-6) for (c, o), v in pinned.items())
+
+
+def _publication(doc: AuditDocument, suppression: Suppression) -> Publication:
+    """What a report with this suppression prints: shown sizes, printed counts, shown groups' rates."""
+    pub = Publication({}, {POPULATION: float(doc.n_rows)}, {}, {}, True)
+    for g in doc.groups:
+        if not g.slicing:
+            continue
+        c = cell_of(g.slicing, g.group)
+        pub.groups[c] = dict(g.group)
+        if not suppression.hides_size(g.slicing, g.group):
+            pub.visible[c] = float(g.n)
+        for o, v in zip(OUTCOMES, counts_of(g) or [], strict=True):
+            if not suppression.hides_count(g.slicing, g.group, o):
+                pub.counts[(c, o)] = v
+        if not suppression.hides(g.slicing, g.group):
+            shown = {m: g.metrics[m].value for m in RATES if m in g.metrics}
+            pub.rates |= {(c, m): v for m, v in shown.items() if v is not None}
+    first = [g for g in doc.groups if g.slicing == ["race"]]
+    for i, o in enumerate(OUTCOMES):
+        pub.counts[(POPULATION, o)] = sum((counts_of(g) or [0.0] * 4)[i] for g in first)
+    return pub
 
 
 def test_compas_old_rule_leaks_to_the_same_attacker(compas_doc: dict[str, Any]) -> None:
