@@ -299,9 +299,7 @@ def suppress(tables: Tables, min_cell_size: int, pairs: Iterable[tuple[CellKey, 
         return _suppress(tables, min_cell_size, frozenset(pairs))
 
 
-def _suppress(
-    tables: Tables, min_cell_size: int, pairs: frozenset[tuple[CellKey, CellKey]] = frozenset()
-) -> Pattern:
+def _suppress(tables: Tables, min_cell_size: int, pairs: frozenset[tuple[CellKey, CellKey]] = frozenset()) -> Pattern:
     """Primary suppression under ``min_cell_size``, then complementary suppression to a fixed point.
 
     Every suppressed cell and every virtual margin under the minimum is protected: at the end none of them is

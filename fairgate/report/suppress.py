@@ -198,10 +198,11 @@ class Suppression:
         k = self.min_cell_size
         here = f" ({self.n_hidden} groups here)" if self.n_hidden else ""
         return (
-            f"Small-cell rule: a group's rates are withheld when a count in it (its size, or how many of it were "
-            f"true or false positives or negatives) is from 1 to {k - 1}, and for as few other groups as needed "
-            f"so that no such count can be worked out, or bounded under {k}, from everything published; a size "
-            f'that would reveal one is withheld too{here}. Every such group is still named, marked "{WITHHELD}", '
+            f"Small-cell rule: a group's rates are withheld when a count in it (its size, or one of its confusion "
+            f"counts: true or false positives or negatives, a cell of a multiclass matrix) is from 1 to {k - 1}, "
+            f"and for as few other groups as needed so that no such count can be worked out, or bounded under {k}, "
+            f"from everything published, a judged gap included; a size that would reveal one is withheld "
+            f'too{here}. Every such group is still named, marked "{WITHHELD}", '
             f"whatever the reason; the full JSON (reporting.json: full) holds its figures for authorised readers."
         )
 
