@@ -93,7 +93,7 @@ def test_heatmaps_show_one_rate_the_failing_component_with_a_legend(compas_doc: 
     for heatmap in view.heatmaps:
         caption = view.chart_captions[f"heatmap:{heatmap.key}"]
         assert heatmap.metric_label in caption
-        assert "grey ·: suppressed" in caption  # the map prints · in a suppressed cell (charts.heatmap_chart)
+        assert "grey ·: rates withheld" in caption  # the map prints · in a suppressed cell (charts.heatmap_chart)
         assert "grey –: undefined" in caption
         marked = sum(sum(row) for row in heatmap.excluded)
         section = next(s for s in view.sections if s.key == heatmap.key)
