@@ -52,3 +52,18 @@ def reason_label(group: Mapping[str, Any]) -> str:
 def reason_labels(groups: Sequence[Mapping[str, Any]]) -> str:
     """Several groups in a reason: ``race=Black, sex=2; race=Other, sex=1``."""
     return "; ".join(reason_label(g) for g in groups)
+
+
+#: The one mark of a group whose figures a report withholds (small-cell suppression), whatever the reason: a
+#: count of its own from 1 to k-1, or one its figures would reveal through a linked table. Two marks would tell
+#: which hidden groups are small. The group is still named: a name is not a disclosure, its small counts are.
+WITHHELD = "rates withheld"
+
+
+def withheld_label(label: str) -> str:
+    """A hidden group's name with the one mark.
+
+    >>> withheld_label("race=Asian, sex=Male")
+    'race=Asian, sex=Male (rates withheld)'
+    """
+    return f"{label} ({WITHHELD})"

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from fairgate.engine.labels import group_key, slicing_label
+from fairgate.engine.labels import group_key, slicing_label, withheld_label
 from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
 
@@ -184,10 +184,9 @@ def _mitigation(
     slicing = list(result.get("slicing", []))
     worst_n = sizes.get((tuple(slicing), group_key(result.get("worst_group"))))
     worst = _group_label(result.get("worst_group"))
-    if worst_n is not None and worst_n < min_cell_size:
-        worst = "a small group (suppressed in the report)"
-    elif hidden is not None and hidden(slicing, result.get("worst_group")):
-        worst = "a group suppressed in the report"
+    small = worst_n is not None and worst_n < min_cell_size
+    if worst is not None and (small or (hidden is not None and hidden(slicing, result.get("worst_group")))):
+        worst = withheld_label(worst)  # named, with the report's one mark (never "small": that tells a size)
     return {
         "kind": "mitigation",
         "metric": metric,

@@ -67,7 +67,7 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
     pages = kind_of(document.task).report_pages
     if pages is not None:  # a kind with its own pages (the shared ones are built below)
         return _kind_view(document, pages, min_cell_size, use_case)
-    suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
+    suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
     counted = counted_rows(document, results)
@@ -95,6 +95,7 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(counted, slicing_sections),
         json_note=json_note(json_content(document), min_cell_size),
+        suppression_note=suppression.note(),
         trend=trend_view(document.trend),
         individual=individual_view(
             document.individual_fairness.consistency, document.individual_fairness.counterfactual, suppression
@@ -117,7 +118,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
     The frame: verdict and judged results, data quality, trace, the judged metrics' glossary. The binary
     sections (ROC, calibration, slicing tables, mitigation advice) are left empty.
     """
-    suppression = Suppression.of(document.groups, min_cell_size, document.n_rows)
+    suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     adverse = _adverse_words(document)
     results = [_kind_row(result_row(r, suppression, words), adverse) for r in document.results]
@@ -158,6 +159,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         n_suppressed_total=suppression.n_hidden,
         scorecard=summary.scorecard(results, []),
         json_note=json_note(json_content(document), min_cell_size),
+        suppression_note=suppression.note(),
         trend=trend_view(document.trend),
         task=document.task,
         kind_pages=pages,

@@ -18,22 +18,35 @@ cells) and one equation per sum (``total - sum(parts) = 0``, published terms mov
 derivable iff its unit vector lies in the row space of the equations, i.e. iff every vector of the null space
 is zero on it. The null space comes from an SVD per connected block of unknowns.
 
-Choosing which cell to add hides the least: the smallest published cell (by size; the finest slicing first on a
-tie, then by key, so the pattern is deterministic) of an equation that exposes a protected cell. The whole
-population is never suppressed. Every size, count and rate of a group is a sum over the same tables, so one
-pattern on group sizes protects them all: the same null-space vector that hides a size hides each count.
+Counts are cells too. Each group's confusion counts (TP, FP, TN, FN, or a multiclass K x K matrix) form a
+frequency table under its size: a count cell of every group, one table per count (the same margins as the sizes:
+the FN of an attribute's group is the sum of its intersections' FN), and one sum per group (its size is the sum of
+its counts). The threshold rule applies to each count cell as to each size (1 to k-1 is primary-suppressed), a
+hidden size hides its group's counts, and complementary suppression runs over sizes and counts jointly.
+
+Counts are not negative, so linear algebra is not all an attacker has: hidden cells whose sum is published as 0
+are each 0, and a sum under k bounds each part under k. So every hidden cell with a value under k (a zero count
+of a hidden group included) must keep an upper bound of at least k over the non-negative solutions of the sums
+(a linear programme per cell, :mod:`fairgate.report.bounds`); one that does not gets another complement from the
+sums that bind it.
+
+Choosing which cell to add hides the least: the smallest published cell of at least k (a zero or small cell
+widens no bound; by size, the finest slicing first on a tie, then by key, so the pattern is deterministic) of an
+equation that exposes a protected cell. The whole population (its size and counts) is never suppressed.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
 from fairgate.engine.labels import group_key
+from fairgate.report.bounds import Programme, below
 
 #: A cell: the set of attributes of its slicing (order-free) and its group key. ``(frozenset(), "{}")`` is the
 #: whole population.
@@ -57,6 +70,20 @@ class Line:
         return (self.total, *self.parts)
 
 
+#: Counts per group: the size cell's key -> count name -> value (None: not known here).
+Counts = Mapping[CellKey, Mapping[str, float | None]]
+
+
+def group_of(cell: CellKey) -> CellKey:
+    """The size cell of a count cell's group (a size cell is its own)."""
+    return cell[0], cell[1].split("#", 1)[0]
+
+
+def count_cell(cell: CellKey, name: str) -> CellKey:
+    """The cell of one count (``name``: tp, fp, ... or a confusion cell) of a group's cell."""
+    return cell[0], f"{cell[1]}#{name}"
+
+
 @dataclass(frozen=True)
 class Tables:
     """The published cells with their sizes, the virtual margins linking them, and the sums between them."""
@@ -64,10 +91,19 @@ class Tables:
     values: dict[CellKey, float | None]  # None: the size is not known here (read back from a suppressed JSON)
     published: frozenset[CellKey]
     lines: tuple[Line, ...]
+    #: Each published group's count cells (empty without counts): a hidden size hides them with it.
+    counts_of: Mapping[CellKey, tuple[CellKey, ...]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, groups: Iterable[tuple[Iterable[str], Mapping[str, object], float | None]], n_rows: float) -> Tables:
-        """The linked tables of ``(slicing, group, n)`` triples and the population size ``n_rows``.
+    def of(
+        cls,
+        groups: Iterable[tuple[Iterable[str], Mapping[str, object], float | None]],
+        n_rows: float,
+        counts: Counts | None = None,
+    ) -> Tables:
+        """The linked tables of ``(slicing, group, n)`` triples, the population size and the groups' counts.
+
+        ``counts`` is keyed by the group's cell; every group needs the same count names, or none are used.
 
         >>> t = Tables.of([(["a"], {"a": "x"}, 3), (["a"], {"a": "y"}, 40)], 43)
         >>> [(sorted(line.total[0]), len(line.parts)) for line in t.lines]
@@ -90,7 +126,50 @@ class Tables:
             for size in range(len(attributes)):
                 for subset in itertools.combinations(sorted(attributes), size):
                     lines += _margin_lines(frozenset(subset), attributes, members, values)
-        return cls(values, frozenset(published), tuple(lines))
+        size_cells = list(values)  # the published groups, the virtual margins and the population
+        names = _count_names(counts or {}, published - {POPULATION})
+        for name in names:
+            _count_values(name, counts or {}, by_slicing, values, published)
+            for attributes, members in by_slicing.items():
+                for size in range(len(attributes)):
+                    for subset in itertools.combinations(sorted(attributes), size):
+                        lines += _margin_lines(frozenset(subset), attributes, members, values, name)
+        counts_of: dict[CellKey, tuple[CellKey, ...]] = {}
+        for cell in size_cells if names else []:
+            parts = tuple(count_cell(cell, name) for name in names)
+            lines.append(Line(cell, parts))
+            if cell in published and cell != POPULATION:
+                counts_of[cell] = parts
+        return cls(values, frozenset(published), tuple(lines), counts_of)
+
+
+def _count_names(counts: Counts, cells: set[CellKey]) -> list[str]:
+    """The count names every published group carries (none when a group has none or they differ)."""
+    names = [tuple(counts[c]) if c in counts else () for c in sorted(cells, key=_order)]
+    if not names or not names[0] or any(n != names[0] for n in names):
+        return []
+    return list(names[0])
+
+
+def _count_values(
+    name: str,
+    counts: Counts,
+    by_slicing: Mapping[frozenset[str], Mapping[str, Mapping[str, str]]],
+    values: dict[CellKey, float | None],
+    published: set[CellKey],
+) -> None:
+    """The published count cells of one count name, and the population's (the sum over any one slicing)."""
+    total: float | None = 0.0
+    for i, (attributes, members) in enumerate(sorted(by_slicing.items(), key=lambda item: sorted(item[0]))):
+        for key in members:
+            value = counts[(attributes, key)][name]
+            value = None if value is None else round(float(value), 6)
+            values[count_cell((attributes, key), name)] = value
+            published.add(count_cell((attributes, key), name))
+            if i == 0:
+                total = None if total is None or value is None else total + value
+    values[count_cell(POPULATION, name)] = total
+    published.add(count_cell(POPULATION, name))
 
 
 def _margin_lines(
@@ -98,15 +177,20 @@ def _margin_lines(
     attributes: frozenset[str],
     members: Mapping[str, Mapping[str, str]],
     values: dict[CellKey, float | None],
+    name: str | None = None,
 ) -> list[Line]:
-    """The sums that make each cell of ``margin`` the total of its children in the ``attributes`` table."""
+    """The sums that make each cell of ``margin`` the total of its children in the ``attributes`` table.
+
+    Of the sizes, or of the count ``name`` when given.
+    """
     children: dict[str, list[CellKey]] = {}
     for key, group in members.items():
         parent = group_key({a: group[a] for a in margin})
-        children.setdefault(parent, []).append((attributes, key))
+        child = (attributes, key)
+        children.setdefault(parent, []).append(child if name is None else count_cell(child, name))
     lines = []
     for parent, parts in sorted(children.items()):
-        total = (margin, parent)
+        total = (margin, parent) if name is None else count_cell((margin, parent), name)
         if total not in values:  # a virtual margin: its size is the sum of its children where all are known
             sizes = [values[p] for p in parts]
             values[total] = None if any(s is None for s in sizes) else float(sum(s for s in sizes if s is not None))
@@ -206,45 +290,183 @@ class Pattern:
     primary: frozenset[CellKey]
 
 
-def suppress(tables: Tables, min_cell_size: int) -> Pattern:
+def suppress(tables: Tables, min_cell_size: int, pairs: Iterable[tuple[CellKey, CellKey]] = ()) -> Pattern:
     """The suppression pattern (see :func:`_suppress`), its small dense algebra on one BLAS thread.
 
     The matrices have a few hundred rows: threads only contend (ten times slower on a loaded machine).
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _suppress(tables, min_cell_size)
+        return _suppress(tables, min_cell_size, frozenset(pairs))
 
 
-def _suppress(tables: Tables, min_cell_size: int) -> Pattern:
+def _suppress(tables: Tables, min_cell_size: int, pairs: frozenset[tuple[CellKey, CellKey]] = frozenset()) -> Pattern:
     """Primary suppression under ``min_cell_size``, then complementary suppression to a fixed point.
 
     Every suppressed cell and every virtual margin under the minimum is protected: at the end none of them is
-    derivable from the published cells. Cells whose size is unknown (already suppressed in a suppressed JSON)
-    stay suppressed; empty groups (n = 0) are published.
+    derivable from the published cells, and none with a value under the minimum has an upper bound under it.
+    Cells whose value is unknown (already suppressed in a suppressed JSON) stay suppressed; empty groups (n = 0)
+    and zero counts of published groups are published.
     """
-    values = tables.values
-    primary = {c for c in tables.published if c != POPULATION and _small(values[c], min_cell_size, unknown=True)}
+    k, values = min_cell_size, tables.values
+    primary = {c for c in tables.published if c[0] and _small(values[c], k, unknown=True)}
     virtual = set(values) - tables.published
-    protected = set(primary) | {c for c in virtual if _small(values[c], min_cell_size, unknown=False)}
-    unknown = virtual | primary
+    protected = {c for c in virtual if _small(values[c], k, unknown=False)}
+    unknown = set(virtual)
 
     def hide(cell: CellKey) -> None:
-        unknown.add(cell)
-        protected.add(cell)
+        for c in (cell, *tables.counts_of.get(cell, ())):  # a hidden size hides its group's counts
+            unknown.add(c)
+            protected.add(c)
 
-    while True:
-        _close_singletons(tables.lines, unknown, protected, values, hide)
-        exposed = sorted(derivable(unknown, tables.lines) & protected, key=_order)
-        if not exposed:
-            break
-        cell = _complement(exposed, unknown, tables.lines, values)
-        if cell is None:  # nothing left to hide (cannot happen while a sum has a published part)
-            break
+    for cell in sorted(primary, key=_order):
         hide(cell)
+
+    def cost(cell: CellKey) -> tuple[bool, bool, bool, float, int, list[str], str]:
+        # What a reader loses: a count of a group already withheld first (its rates are gone already), then a
+        # count of a shown group (its rates go, its size stays), a size last (it takes the counts with it). Then
+        # a cell of at least k (a zero widens no bound), the smallest; on a tie the finest slicing (it carries
+        # the least), then by key: deterministic.
+        value = values[cell] or 0.0
+        group = group_of(cell)
+        withheld = group in unknown or any(c in unknown for c in tables.counts_of.get(group, ()))
+        return (not withheld, cell == group, value < k, value, -len(cell[0]), sorted(cell[0]), cell[1])
+
+    def bounded() -> set[CellKey]:
+        # Hidden cells under k (zero counts of hidden groups included) and small virtual margins: their upper bound
+        # over the non-negative solutions must reach k.
+        return {c for c in unknown & protected if (values[c] or 0.0) < k}
+
+    # The exact (linear) part first, pruned of what later complements made redundant; then the bounds, which
+    # only ever add complements (each bound a warm-started programme, so they are solved for once).
+    _grow(tables.lines, unknown, protected, values, hide, cost, lambda: set(), k)
     complements = {c for c in unknown if c in tables.published and c not in primary}
-    _prune(tables.lines, unknown, protected, complements, values)
+    _prune(tables.lines, unknown, protected, complements, cost)
+    _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
+    while partners := _partners(pairs, unknown, tables.counts_of):  # the pattern only grows: no prune here
+        for c in sorted(partners, key=_order):
+            hide(c)
+        _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
     suppressed = frozenset(c for c in unknown if c in tables.published)
     return Pattern(suppressed, frozenset(primary))
+
+
+def _partners(
+    pairs: Iterable[tuple[CellKey, CellKey]], unknown: set[CellKey], counts_of: Mapping[CellKey, tuple[CellKey, ...]]
+) -> set[CellKey]:
+    """The counts still published of each group paired with a withheld one, to protect.
+
+    A judged result's worst-off and best-off groups are a pair: their printed gap with one's rate gives the other's.
+    """
+
+    def withheld(cell: CellKey) -> bool:
+        return cell in unknown or any(c in unknown for c in counts_of.get(cell, ()))
+
+    out: set[CellKey] = set()
+    for a, b in pairs:
+        for side, other in ((a, b), (b, a)):
+            if withheld(other) and not withheld(side):
+                out.update(c for c in counts_of.get(side, ()) if c not in unknown)
+    return out
+
+
+Cost = Callable[[CellKey], tuple[bool, bool, bool, float, int, list[str], str]]
+
+
+def _grow(
+    lines: tuple[Line, ...],
+    unknown: set[CellKey],
+    protected: set[CellKey],
+    values: Mapping[CellKey, float | None],
+    hide: Callable[[CellKey], None],
+    cost: Cost,
+    bounded: Callable[[], set[CellKey]],
+    k: int,
+) -> None:
+    """Hide complements until no protected cell is derivable and no small hidden cell is bounded under k."""
+    safe: set[CellKey] = set()
+    while True:
+        _close_singletons(lines, unknown, protected, hide, cost)
+        exposed = sorted(derivable(unknown, lines) & protected, key=_order)
+        if exposed:
+            chosen = _complements(exposed, unknown, lines, cost)
+        else:
+            chosen = _bound_complements(lines, unknown, values, bounded(), k, cost, safe)
+        if not chosen:  # none exposed (or nothing left to hide: cannot happen while a sum has a published part)
+            return
+        for cell in sorted(chosen, key=_order):
+            hide(cell)
+
+
+def _complements(exposed: list[CellKey], unknown: set[CellKey], lines: tuple[Line, ...], cost: Cost) -> set[CellKey]:
+    """A complement for each exposed cell, in one pass: the cheapest published cell of a sum through it.
+
+    One per exposed cell keeps the number of rank tests (an SVD of the whole block each) small; the cells that
+    the batch made redundant are published again by :func:`_prune`. A cell whose sums hold no published cell
+    gets one from the sums an attacker combines to derive it (:func:`_complement`).
+    """
+    through: dict[CellKey, list[Line]] = {}
+    for line in lines:
+        for m in line.members:
+            if m in unknown:
+                through.setdefault(m, []).append(line)
+    chosen: set[CellKey] = set()
+    for cell in exposed:
+        candidates = {m for line in through.get(cell, []) for m in line.members if m not in unknown and m[0]}
+        if candidates:
+            chosen.add(min(candidates, key=cost))
+    if not chosen:
+        witnessed = _complement(exposed, unknown, lines, cost)
+        if witnessed is not None:
+            chosen.add(witnessed)
+    return chosen
+
+
+def _bound_complements(
+    lines: tuple[Line, ...],
+    unknown: set[CellKey],
+    values: Mapping[CellKey, float | None],
+    cells: set[CellKey],
+    k: int,
+    cost: Cost,
+    safe: set[CellKey],
+) -> set[CellKey]:
+    """Published cells to hide so that each small hidden cell's upper bound reaches k (empty: all do).
+
+    Hiding more only widens the non-negative solutions, so a cell found ``safe`` (a solution puts it at k or
+    more) stays safe while the pattern grows: each is solved for until one solution reaches k. A cell bounded
+    under k gets the cheapest published cell of the sums that bind it (non-zero duals).
+    """
+    rows = [line for line in lines if any(m in unknown for m in line.members)]
+    chosen: set[CellKey] = set()
+    for block_unknown, block_rows in _blocks(unknown, rows):
+        targets = [c for c in block_unknown if c in cells and c not in safe]
+        if not targets or not block_rows:
+            safe.update(targets)
+            continue
+        matrix = csr_matrix(_matrix(block_unknown, block_rows))
+        rhs = np.array([-_known(line, unknown, values) for line in block_rows])
+        programme = Programme(matrix, rhs)
+        for cell in targets:
+            if cell in safe:
+                continue
+            bound = programme.upper(block_unknown.index(cell))
+            if not below(bound, k):
+                safe.add(cell)
+                safe.update(c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= k - _TOL)
+                continue
+            binding = [block_rows[i] for i in bound.binding] or [r for r in block_rows if cell in r.members]
+            candidates = {m for line in binding for m in line.members if m not in unknown and m[0]}
+            if not candidates:
+                candidates = {m for r in block_rows for m in r.members if m not in unknown and m[0]}
+            if candidates:
+                chosen.add(min(candidates, key=cost))
+    return chosen
+
+
+def _known(line: Line, unknown: set[CellKey], values: Mapping[CellKey, float | None]) -> float:
+    """The published part of a sum, total minus parts (the unknown part equals minus this)."""
+    total = 0.0 if line.total in unknown else float(values[line.total] or 0.0)
+    return total - sum(float(values[p] or 0.0) for p in line.parts if p not in unknown)
 
 
 def _prune(
@@ -252,7 +474,7 @@ def _prune(
     unknown: set[CellKey],
     protected: set[CellKey],
     complements: set[CellKey],
-    values: Mapping[CellKey, float | None],
+    cost: Cost,
 ) -> None:
     """Publish again each complement (largest first) that the final pattern does not need.
 
@@ -266,7 +488,7 @@ def _prune(
     index = {cell: i for i, cell in enumerate(cells)}
     rows = [line for line in lines if any(m in unknown for m in line.members)]
     null = _null_space(_matrix(cells, rows))
-    for cell in sorted(complements, key=lambda c: _cost(c, values), reverse=True):
+    for cell in sorted(complements, key=cost, reverse=True):
         direction = null[index[cell]]
         norm = float(np.linalg.norm(direction))
         if norm < _TOL:
@@ -303,17 +525,12 @@ def _small(value: float | None, k: int, *, unknown: bool) -> bool:
     return 0 < value < k
 
 
-def _cost(cell: CellKey, values: Mapping[CellKey, float | None]) -> tuple[float, int, list[str], str]:
-    # The smallest cell first; on a tie the finest slicing (it carries the least), then by key: deterministic.
-    return (values[cell] or 0.0, -len(cell[0]), sorted(cell[0]), cell[1])
-
-
 def _close_singletons(
     lines: Iterable[Line],
     unknown: set[CellKey],
     protected: set[CellKey],
-    values: Mapping[CellKey, float | None],
     hide: Callable[[CellKey], None],
+    cost: Cost,
 ) -> None:
     """The cheap part of the fixed point: a sum with a single unknown, protected cell gets a second one."""
     changed = True
@@ -323,9 +540,9 @@ def _close_singletons(
             hidden = [m for m in line.members if m in unknown]
             if len(hidden) != 1 or hidden[0] not in protected:
                 continue
-            candidates = [m for m in line.members if m not in unknown and m != POPULATION]
+            candidates = [m for m in line.members if m not in unknown and m[0]]
             if candidates:
-                hide(min(candidates, key=lambda c: _cost(c, values)))
+                hide(min(candidates, key=cost))
                 changed = True
 
 
@@ -333,16 +550,14 @@ def _complement(
     exposed: list[CellKey],
     unknown: set[CellKey],
     lines: Iterable[Line],
-    values: Mapping[CellKey, float | None],
+    cost: Cost,
 ) -> CellKey | None:
     """The published cell to hide next: the cheapest in the sums an attacker combines to derive an exposed cell."""
     lines = list(lines)
     for cell in exposed:
-        candidates = {
-            m for line in witness(cell, unknown, lines) for m in line.members if m not in unknown and m != POPULATION
-        }
+        candidates = {m for line in witness(cell, unknown, lines) for m in line.members if m not in unknown and m[0]}
         if candidates:
-            return min(candidates, key=lambda c: _cost(c, values))
+            return min(candidates, key=cost)
     # No witness names a published cell (not seen in practice): widen to every sum through an unknown cell, so
     # the pattern still grows until nothing protected is exposed.
     candidates = {
@@ -350,6 +565,6 @@ def _complement(
         for line in lines
         if any(u in unknown for u in line.members)
         for m in line.members
-        if m not in unknown and m != POPULATION
+        if m not in unknown and m[0]
     }
-    return min(candidates, key=lambda c: _cost(c, values)) if candidates else None
+    return min(candidates, key=cost) if candidates else None

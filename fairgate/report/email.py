@@ -38,7 +38,7 @@ def email_summary(view: ReportView, *, top: int = 5) -> str:
             "",
         ]
     lines += _mitigation_lines(view, top)
-    lines.append(f"The full report is attached. Cells with fewer than {view.min_cell_size} people are suppressed.")
+    lines.append(f"The full report is attached. {view.suppression_note}".rstrip())
     return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,7 @@ from fairgate.engine.stats import z_value
 from fairgate.policy.core import Policy
 from fairgate.report.explorer_fit import fitted_thresholds
 from fairgate.report.format import policy_metric_label, rate_label
-from fairgate.report.suppress import Suppression
+from fairgate.report.suppress import Suppression, binary_counts
 
 EXPLORER_BINS = 100  # continuous scores: cells of width 0.01 on the raw score
 MAX_EXACT_SCORES = 200  # at most this many distinct scores in a slicing: one cell per score, every threshold exact
@@ -74,7 +74,7 @@ def explorer_data(
     fitted group thresholds along the accuracy-fairness frontier: ``fairgate/report/explorer_fit.py``).
     """
     entries = [GroupEntry.model_validate(g) if isinstance(g, Mapping) else g for g in groups]
-    suppression = Suppression.of(entries, min_cell_size)
+    suppression = Suppression.of(entries, min_cell_size, counts=binary_counts(entries))  # the report's groups
     by_slicing: dict[tuple[str, ...], list[GroupEntry]] = {}
     for entry in entries:
         if entry.slicing:  # the whole population is not a slicing to move thresholds in

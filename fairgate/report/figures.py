@@ -76,7 +76,9 @@ def _curve_set(
                 sparse.append(f"{label} (n={n:,}): {len(xs)} bin(s) of {k}+ people")
             drawn.append(Curve(label, [round_number(x) or 0.0 for x in xs], [round_number(y) or 0.0 for y in ys], n))
     if hidden:
-        omitted.append(f"{len(hidden)} suppressed group(s) (fewer than {k} people, or hidden with them)")
+        omitted.append(
+            f"{len(hidden)} suppressed group(s) (rates withheld by the small-cell rule stated with the summary)"
+        )
     return CurveSet(slicing_key(slicing), drawn, len(hidden), *axes, sparse=sparse, omitted=omitted)
 
 
@@ -241,7 +243,7 @@ def chart_captions(
         # Maps of more than 60 cells carry no numbers (charts.heatmap_chart): grey cells and red dots then.
         texts = len(heatmap.row_labels) * len(heatmap.col_labels) <= 60
         marks = [
-            f"grey{' ·' if texts else ''}: suppressed (under {min_cell_size} people, or hidden with such a group)",
+            f"grey{' ·' if texts else ''}: rates withheld (the small-cell rule stated with the summary)",
             f"grey{' –' if texts else ''}: undefined (the group has no one the rate counts, e.g. no positives)",
         ]
         if any(any(row) for row in heatmap.excluded):

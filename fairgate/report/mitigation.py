@@ -14,6 +14,7 @@ from fairgate.document.mitigation import MitigationBlock
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import STATUS_MARKS, fmt, fmt_count, interval_text, policy_metric_label, slicing_key
 from fairgate.report.mitigation_model import AccuracyRow, Fact, MitigationResultRow, MitigationView
+from fairgate.report.model import SUPPRESSED
 
 METHOD_TITLES = {
     "thresholds": "Group thresholds (post-processing, Hardt, Price & Srebro 2016)",
@@ -118,7 +119,7 @@ def _points(change: float | None) -> str:
 def _accuracy_row(label: str, change: Any, min_cell_size: int) -> AccuracyRow:
     hidden = change.n is not None and change.n < min_cell_size
     if hidden:
-        return AccuracyRow(label, f"< {min_cell_size}", "suppressed", "suppressed", "–", True)
+        return AccuracyRow(label, SUPPRESSED, SUPPRESSED, SUPPRESSED, "–", True)  # one label, no "< k"
     return AccuracyRow(
         label,
         fmt_count(change.n),
@@ -204,8 +205,8 @@ def _fitted_table(block: MitigationBlock, min_cell_size: int) -> tuple[list[str]
                 [
                     group,
                     str(cell[label]),
-                    f"< {min_cell_size}" if small else fmt_count(cell["rows"]),
-                    f"{cell['weight']:.4f}",
+                    SUPPRESSED if small else fmt_count(cell["rows"]),
+                    SUPPRESSED if small else f"{cell['weight']:.4f}",  # a weight with the margins gives the count
                 ]
             )
         return ["Group", label, "Training rows", "Weight"], rows

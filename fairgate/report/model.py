@@ -367,6 +367,7 @@ class ReportView:
     chart_captions: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)
+    suppression_note: str = ""  # the small-cell rule, stated once (fairgate.report.suppress.Suppression.note)
     trend: TrendView | None = None  # the model's earlier runs from the audit trail (fairgate.report.trend)
     # The kind of model (document ``task``); every kind but binary has its own pages, built by the kind's view
     # model (fairgate/report/<kind>.py) and shown by reports/partials/<kind>.html.j2.

@@ -183,10 +183,15 @@ def _hidden(group: MulticlassGroup, suppression: Suppression) -> bool:
     return bool(group.suppressed) or suppression.hides(list(group.slicing), group.group)
 
 
+def _size_text(group: MulticlassGroup, suppression: Suppression) -> str:
+    """A hidden group's size: printed when the suppression publishes it (only a count of it is hidden)."""
+    return suppression.size_text(list(group.slicing), group.group, None if group.suppressed else group.n)
+
+
 def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppression) -> ConfusionView:
     label = group_label(group.group, list(group.slicing))
     if _hidden(group, suppression) or group.confusion is None:
-        return ConfusionView(label, "suppressed", "–", [], True)
+        return ConfusionView(label, _size_text(group, suppression), "–", [], True)
     rows = []
     peak = max((v or 0.0 for row in group.confusion for v in row), default=0.0) or 1.0
     for i, row in enumerate(group.confusion):
@@ -208,7 +213,7 @@ def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppress
 def _rate_row(group: MulticlassGroup, rate: str, suppression: Suppression) -> RateRow:
     label = group_label(group.group, list(group.slicing))
     if _hidden(group, suppression):
-        return RateRow(label, "suppressed", ["–" for _ in group.rates[rate]], True, group.sufficient)
+        return RateRow(label, _size_text(group, suppression), ["–" for _ in group.rates[rate]], True, group.sufficient)
     cells = []
     for estimate in group.rates[rate]:
         cells.append(estimate_text(estimate.value, estimate.ci_low, estimate.ci_high))

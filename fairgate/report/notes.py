@@ -5,7 +5,7 @@ from __future__ import annotations
 from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, rate_label, slicing_key
-from fairgate.report.model import KeyValue, NoteRow, ResultRow, WorstRow
+from fairgate.report.model import SUPPRESSED, KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
 
 
@@ -46,21 +46,27 @@ def simpson(reversals: list[SimpsonReversal]) -> list[NoteRow]:
 def worst_subgroups(
     diagnostics: Diagnostics, suppression: Suppression, words: Outcomes | None = None
 ) -> list[WorstRow]:
-    """The worst-off subgroup per metric, unless it is suppressed; each rate named by what it counts."""
+    """The worst-off subgroup per metric, each rate named by what it counts.
+
+    A suppressed one is named with the one mark, its value and interval withheld (which group is worst off is
+    not a count; its rate is).
+    """
     words = words or Outcomes()
-    return [
-        WorstRow(
-            slicing_label=slicing_key(item.slicing),
-            group=group_label(item.group, item.slicing),
-            adverse=_adverse_word(item.direction),
-            rate=rate_label(item.metric, words),
-            value_text=fmt(item.value),
-            ci_text=interval_text(item.ci_low, item.ci_high),
-            n_text=fmt_count(item.n),
+    rows = []
+    for item in diagnostics.worst_subgroups:
+        hidden = suppression.hides(item.slicing, item.group)
+        rows.append(
+            WorstRow(
+                slicing_label=slicing_key(item.slicing),
+                group=suppression.name(item.slicing, item.group),
+                adverse=_adverse_word(item.direction),
+                rate=rate_label(item.metric, words),
+                value_text=SUPPRESSED if hidden else fmt(item.value),
+                ci_text="" if hidden else interval_text(item.ci_low, item.ci_high),
+                n_text=suppression.size_text(item.slicing, item.group, item.n),
+            )
         )
-        for item in diagnostics.worst_subgroups
-        if not suppression.hides(item.slicing, item.group)
-    ]
+    return rows
 
 
 def _adverse_word(direction: str) -> str:
@@ -75,15 +81,12 @@ def _adverse_word(direction: str) -> str:
 def insufficient(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyValue]:
     """Insufficient groups, one row per slicing; a suppressed group's size is never shown.
 
-    It reads "n < k" when the group is small, and "size suppressed" when it is hidden so a small one cannot be
-    derived.
+    It reads "size suppressed" for every group whose size is hidden, whatever the reason (under the minimum, or
+    hidden so that one under it cannot be derived): two labels would tell which hidden groups are not small.
     """
-    k = suppression.min_cell_size
     by_slicing: dict[str, list[str]] = {}
     for item in diagnostics.insufficient_groups:
-        if item.n is None or item.n < k:
-            size = f"n < {k}"
-        elif suppression.hides(item.slicing, item.group):
+        if item.n is None or suppression.hides_size(item.slicing, item.group):
             size = "size suppressed"
         else:
             size = f"n = {fmt_count(item.n)}"

@@ -3,11 +3,11 @@
 ``reporting.json`` chooses. ``full`` (the default) keeps every value: the JSON is the machine-readable record
 that CI, the audit trail, later re-rendering and other tools read, and an audit that silently dropped numbers
 from it would break them; it belongs where the model's data may be read. ``suppressed`` applies exactly the
-report's suppression (:class:`fairgate.report.suppress.Suppression`, complementary across every table) to every
-part that states a number about a group: sizes, group metrics, comparisons with the reference, base rates,
-worst-off subgroups, small-group notes and curves become null (curves empty), each entry marked
-``"suppressed": true``. The judged summaries and results (max - min across groups) stay: they are the verdict,
-and they state rates, never a size or count.
+report's suppression (:class:`fairgate.report.suppress.Suppression`, complementary across every table and
+count) to every part that states a number about a group: hidden sizes, group metrics (so counts: a rate with
+the size is a count), comparisons with the reference, base rates, worst-off subgroups, small-group notes and
+curves become null (curves empty), each entry marked ``"suppressed": true``. The judged summaries and results
+(max - min across groups) stay: they are the verdict, and they state rates, never a size or count.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from fairgate.report.suppress import Suppression
 JsonContent = Literal["full", "suppressed"]
 
 METHOD = (
-    "primary suppression under min_cell_size, then complementary suppression across every slicing and the "
-    "population jointly until no hidden size is a linear function of the published ones"
+    "primary suppression of every group size and confusion count under min_cell_size, then complementary "
+    "suppression across every slicing, count and the population jointly until no hidden size or count is a "
+    "linear function of the published ones, nor bounded under min_cell_size by them (counts are non-negative); "
+    "a group with a hidden count has its rates hidden"
 )
 
 
@@ -51,7 +53,7 @@ def json_note(content: JsonContent, min_cell_size: int) -> str:
 def published_document(document: Mapping[str, Any], min_cell_size: int, content: JsonContent) -> dict[str, Any]:
     """The document to write: a copy with its ``suppression`` block, and with hidden numbers null if asked."""
     typed = AuditDocument.model_validate(document)
-    suppression = Suppression.of(typed.groups, min_cell_size, typed.n_rows)
+    suppression = Suppression.of_document(typed, min_cell_size)
     out = copy.deepcopy(dict(document))
     out["suppression"] = {
         "content": content,
@@ -68,10 +70,7 @@ def _hide(out: dict[str, Any], suppression: Suppression) -> None:
     def hidden(item: Mapping[str, Any], group: str = "group") -> bool:
         return suppression.hides(item.get("slicing") or [], item.get(group))
 
-    for entry in out.get("groups", []):
-        if hidden(entry):
-            entry.update(n=None, rows=None, suppressed=True)
-            entry["metrics"] = {name: {"value": None, "ci_low": None, "ci_high": None} for name in entry["metrics"]}
+    _hide_groups(out.get("groups", []), suppression)
     for comparison in out.get("comparisons", []):
         if hidden(comparison) or hidden(comparison, "reference"):
             _hide_comparison(comparison)
@@ -87,6 +86,17 @@ def _hide(out: dict[str, Any], suppression: Suppression) -> None:
         if hidden(item):  # a small group's exposure curve (ranking audits)
             item.update(share_at_position=[], cumulative_exposure_share=[], items=[], suppressed=True)
     _hide_regression(out.get("regression") or {}, suppression)
+
+
+def _hide_groups(groups: list[dict[str, Any]], suppression: Suppression) -> None:
+    """Hidden groups' metrics; their size too unless only a count of theirs is hidden."""
+    for entry in groups:
+        slicing, group = entry.get("slicing") or [], entry.get("group")
+        if suppression.hides(slicing, group):
+            if suppression.hides_size(slicing, group):
+                entry.update(n=None, rows=None)
+            entry.update(suppressed=True)
+            entry["metrics"] = {name: {"value": None, "ci_low": None, "ci_high": None} for name in entry["metrics"]}
 
 
 def _hide_regression(block: Mapping[str, Any], suppression: Suppression) -> None:

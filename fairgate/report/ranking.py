@@ -275,12 +275,8 @@ def _summary_cell(
             notes.append(reason)
         note = notes.index(reason) + 1
 
-    def name(group: dict[str, str] | None) -> str:
-        if not group:
-            return "–"
-        return "a suppressed small group" if suppression.hides(slicing, group) else group_label(group, slicing)
-
-    return SummaryCell(value_text=value, worst=name(summary.worst_group), best=name(summary.best_group), note=note)
+    worst, best = suppression.name(slicing, summary.worst_group), suppression.name(slicing, summary.best_group)
+    return SummaryCell(value_text=value, worst=worst, best=best, note=note)
 
 
 def _glossary(block: RankingBlock) -> list[GlossaryRow]:

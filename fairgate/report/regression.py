@@ -16,7 +16,7 @@ from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.regression import DistanceEntry, RegressionBlock, RegressionGroup
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, round_number, slicing_key
+from fairgate.report.format import estimate_text, fmt, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Cell, GlossaryRow, ResultRow
 from fairgate.report.results import result_row
 from fairgate.report.sections import cell
@@ -177,7 +177,7 @@ def regression_view(
                 metric_label(w.metric.removeprefix("worst_group_")),
                 slicing_key(w.slicing),
                 estimate_text(w.value, w.ci_low, w.ci_high, "()"),
-                "a suppressed small group" if suppression.hides(w.slicing, w.group) else group_label(w.group),
+                suppression.name(w.slicing, w.group),
             )
             for w in block.worst_group_losses
             if w.slicing
@@ -195,7 +195,7 @@ def _group_rows(
         rows.append(
             RegressionRow(
                 label=group_label(g.group, slicing),
-                n_text=fmt_count(g.n) if not hidden else "<" + str(suppression.min_cell_size),
+                n_text=suppression.size_text(slicing, g.group, g.n),
                 suppressed=hidden,
                 sufficient=g.sufficient,
                 is_reference=g.group == reference_group,

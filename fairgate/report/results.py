@@ -6,7 +6,6 @@ import json
 import math
 import re
 
-from fairgate.document.common import Group
 from fairgate.document.results import PolicyResult
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import (
@@ -31,11 +30,6 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
     higher = result.direction == "higher_is_better"
     gap_text, severity = _gap(result.value, result.threshold, higher)
 
-    def name(group: Group | None) -> str:
-        if not group:
-            return "–"
-        return "a suppressed small group" if suppression.hides(slicing, group) else group_label(group, slicing)
-
     return ResultRow(
         metric=result.metric,
         metric_label=policy_metric_label(result.metric, words or Outcomes()),
@@ -54,8 +48,8 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         uncertain=result.uncertain,
         critical=result.critical,
         gap_text=gap_text,
-        worst_group=name(result.worst_group),
-        best_group=name(result.best_group),
+        worst_group=suppression.name(slicing, result.worst_group),
+        best_group=suppression.name(slicing, result.best_group),
         excluded="; ".join(group_label(g, slicing) for g in result.excluded_groups),
         override_reasons=list(result.override_reasons),
         severity=severity,
@@ -120,10 +114,11 @@ def redact(text: str, slicing: list[str], suppression: Suppression) -> str:
         # The label ends where a count, a separator or the sentence follows (not inside a longer value).
         pattern = re.escape(label) + r"(?: \([0-9.eE+-]+\))?(?=[,:;)]| \(|$| and )"
         text = re.sub(pattern, _HIDDEN, text)
-    return re.sub(f"{_HIDDEN}(?:, {_HIDDEN})+", lambda m: f"{m.group(0).count(_HIDDEN)} suppressed small groups", text)
+    return re.sub(f"{_HIDDEN}(?:, {_HIDDEN})+", lambda m: f"{m.group(0).count(_HIDDEN)} {_HIDDEN_MANY}", text)
 
 
-_HIDDEN = "a suppressed small group"
+_HIDDEN = "a group whose rates are withheld"
+_HIDDEN_MANY = "groups whose rates are withheld"
 
 
 def _severity_text(severity: float, threshold: float | None) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from fairgate.document.common import Estimate
@@ -24,7 +23,14 @@ from fairgate.report.format import (
 from fairgate.report.model import PDF_ROW_LIMIT, SUPPRESSED, Cell, GroupRow, ResultRow, SlicingSection
 from fairgate.report.selection import LARGE_SHARE as LARGE_SHARE  # re-exported: the binary tables' rule
 from fairgate.report.selection import failure_labels, select_groups
-from fairgate.report.suppress import GroupKey, SlicingKey, Suppression, groups_by_slicing
+from fairgate.report.suppress import (
+    COUNT_NAMES,
+    GroupKey,
+    SlicingKey,
+    Suppression,
+    confusion_counts,
+    groups_by_slicing,
+)
 
 
 def sections(document: AuditDocument, results: list[ResultRow], suppression: Suppression) -> list[SlicingSection]:
@@ -114,12 +120,17 @@ def _group_row(
     suppression: Suppression,
     reference: GroupKey | None,
 ) -> GroupRow:
-    k = suppression.min_cell_size
-    # Counts follow the rates' suppression exactly: a hidden group hides its counts with its rates.
+    # A hidden group hides its rates and counts together (a rate with the size is a count); its size too unless
+    # the suppression publishes it. One label, whatever the reason: "n < k" would tell which hidden groups are not.
+    size_hidden = suppressed and suppression.hides_size(slicing, entry.group)
     if suppressed:
         cells = [Cell(SUPPRESSED) for _ in metric_names]
-        n_text = f"<{k}" if entry.n is not None and entry.n < k else SUPPRESSED
-        counts = [SUPPRESSED] * len(COUNT_LABELS) if confusion_counts(entry) else []
+        n_text = SUPPRESSED if size_hidden else fmt_count(entry.n)
+        values: list[float | None] = list(confusion_counts(entry)) or [None] * len(COUNT_NAMES)  # a read-back JSON
+        counts = [
+            SUPPRESSED if value is None or suppression.hides_count(slicing, entry.group, name) else fmt_count(value)
+            for name, value in zip(COUNT_NAMES, values, strict=True)
+        ]
     else:
         cells = [cell(entry.metrics.get(m)) for m in metric_names]
         n_text = fmt_count(entry.n)
@@ -127,7 +138,7 @@ def _group_row(
     return GroupRow(
         label=group_label(entry.group, slicing),
         group={str(a): value_label(str(a), v) for a, v in entry.group.items()},
-        n=None if suppressed or entry.n is None else round(entry.n),
+        n=None if size_hidden or entry.n is None else round(entry.n),
         n_text=n_text,
         suppressed=suppressed,
         sufficient=entry.sufficient,
@@ -135,38 +146,6 @@ def _group_row(
         cells=cells,
         counts=counts,
     )
-
-
-def confusion_counts(entry: GroupEntry) -> list[float]:
-    """TP, FP, TN, FN of a group, from its size, base rate, TPR and FPR (empty when one is undefined).
-
-    The document keeps rates; the counts follow exactly: positives = n * base rate, TP = TPR * positives.
-
-    >>> from fairgate.document.common import Estimate
-    >>> rates = {"base_rate": 0.4, "true_positive_rate": 0.75, "false_positive_rate": 0.5}
-    >>> entry = GroupEntry(slicing=["a"], group={"a": "x"}, n=100, sufficient=True,
-    ...     metrics={m: Estimate(value=v, ci_low=None, ci_high=None) for m, v in rates.items()})
-    >>> confusion_counts(entry)
-    [30.0, 30.0, 30.0, 10.0]
-    """
-    if entry.n is None:  # a suppressed JSON's hidden group: its counts are hidden with its size
-        return []
-    values = {m: (entry.metrics[m].value if m in entry.metrics else None) for m in _COUNT_RATES}
-    if any(v is None or not math.isfinite(v) for v in values.values()):
-        # A group without positives has no TPR (or without negatives no FPR): take the count as 0 then.
-        base = values["base_rate"]
-        if base is None or not math.isfinite(base):
-            return []
-        if (values["true_positive_rate"] is None and base > 0) or (values["false_positive_rate"] is None and base < 1):
-            return []
-    positives = entry.n * float(values["base_rate"] or 0.0)
-    negatives = entry.n - positives
-    tp = positives * float(values["true_positive_rate"] or 0.0)
-    fp = negatives * float(values["false_positive_rate"] or 0.0)
-    return [round(x, 6) for x in (tp, fp, negatives - fp, positives - tp)]
-
-
-_COUNT_RATES = ("base_rate", "true_positive_rate", "false_positive_rate")
 
 
 def cell(estimate: Estimate | None) -> Cell:

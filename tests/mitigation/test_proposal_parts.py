@@ -114,7 +114,7 @@ def test_groups_under_the_minimum_cell_size_are_suppressed() -> None:
     rows = {g.label: g for g in view.groups}
     assert rows["A"].change_text == "-1.0 pts"
     assert rows["B"].suppressed
-    assert (rows["B"].n_text, rows["B"].before_text, rows["B"].after_text) == ("< 10", "suppressed", "suppressed")
+    assert (rows["B"].n_text, rows["B"].before_text, rows["B"].after_text) == ("suppressed", "suppressed", "suppressed")
 
 
 def test_a_candidates_audit_completes_the_proposal() -> None:

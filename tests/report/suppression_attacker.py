@@ -1,16 +1,20 @@
 """An attacker on the published group tables, written independently of fairgate.report.disclosure.
 
-It knows what a reader of the report knows: every slicing's group labels (suppressed rows are listed, as
-"suppressed"), each visible group's size, the population size, and that every table is a margin of the same
-people. It tries two attacks on the sizes (a rate with its size is a count, and every count is a sum over the
-same tables, so a size it cannot find is a count it cannot find either):
+It knows what a reader of the report knows: every slicing's group labels (suppressed rows are listed), each
+visible group's size, each printed confusion count (TP, FP, TN, FN), each printed rate of a group (a rate with
+the group's counts is an equation: TPR * (TP + FN) = TP), the population's size and counts, any label that says
+a hidden group is small, and that every table is a margin of the same people. Its attacks:
 
 - ``subtraction``: every parent (a published or already derived cell, or the population) minus any subset of its
   published or derived children in any finer table, and the other way round (a parent as the sum of its
-  children), repeated until nothing new is found;
-- ``linear``: the exact test. People are split into atoms (one per combination of every attribute's values); a
-  published cell is the sum of its atoms; a hidden cell is derivable iff its atom vector lies in the row space
-  of the published cells' vectors (numpy rank).
+  children), repeated until nothing new is found; on the sizes, and on each count's table alike;
+- ``linear``: the exact test. People are split into atoms (one per combination of every attribute's values and,
+  with counts, of the outcome TP/FP/TN/FN); a published size, count or rate is a linear equation over atoms; a
+  hidden cell is derivable iff its atom vector lies in the row space of the published equations (numpy rank);
+- ``bounded``: non-negativity. Atoms are counts of people, so never negative: a hidden cell's range over the
+  non-negative solutions of the published equations (two linear programmes) may be a single point (a sum of
+  hidden cells published as 0 pins each at 0) or lie under k (a sum under k bounds each part under k), which
+  discloses a small cell without solving for it.
 """
 
 from __future__ import annotations
@@ -18,11 +22,29 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from scipy.optimize import linprog
 
 Cell = tuple[frozenset[str], str]  # (attributes, canonical group text)
+OUTCOMES = ("tp", "fp", "tn", "fn")
+SIZE = "n"
+Target = tuple[Cell, str]  # a cell and what of it: SIZE or one of OUTCOMES
+
+#: Each rate a report prints, as (numerator outcomes, denominator outcomes): rate * denominator = numerator.
+RATES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "selection_rate": (("tp", "fp"), OUTCOMES),
+    "base_rate": (("tp", "fn"), OUTCOMES),
+    "true_positive_rate": (("tp",), ("tp", "fn")),
+    "false_positive_rate": (("fp",), ("fp", "tn")),
+    "false_negative_rate": (("fn",), ("tp", "fn")),
+    "true_negative_rate": (("tn",), ("fp", "tn")),
+    "positive_predictive_value": (("tp",), ("tp", "fp")),
+    "negative_predictive_value": (("tn",), ("tn", "fn")),
+    "accuracy": (("tp", "tn"), OUTCOMES),
+}
 
 
 def cell_of(slicing: Sequence[str], group: Mapping[str, str]) -> Cell:
@@ -34,23 +56,52 @@ POPULATION = cell_of([], {})
 
 @dataclass
 class Publication:
-    """What the report publishes: each table's group list, the visible sizes and the population size."""
+    """What the report publishes: each table's group list, the visible sizes, counts and rates."""
 
     groups: dict[Cell, dict[str, str]]  # every listed group (visible or not), with its values
     visible: dict[Cell, float]  # published sizes (the population included)
+    counts: dict[Target, float] = field(default_factory=dict)  # published counts (the population's included)
+    rates: dict[tuple[Cell, str], float] = field(default_factory=dict)  # published rates of groups, by metric
+    with_counts: bool = False  # the tables have count columns (every group has TP, FP, TN, FN)
+    small: set[Cell] = field(default_factory=set)  # hidden groups a label says hold fewer than k
 
     @property
     def hidden(self) -> set[Cell]:
         return set(self.groups) - set(self.visible)
 
+    @property
+    def hidden_counts(self) -> set[Target]:
+        if not self.with_counts:
+            return set()
+        return {(c, o) for c in self.groups for o in OUTCOMES if (c, o) not in self.counts}
+
+    def targets(self) -> set[Target]:
+        return {(c, SIZE) for c in self.hidden} | self.hidden_counts
+
 
 def subtraction(pub: Publication) -> dict[Cell, float]:
-    """Hidden cells found by differences and sums of parents and children, iterated to a fixed point."""
-    known = dict(pub.visible)
+    """Hidden sizes found by differences and sums of parents and children, iterated to a fixed point."""
+    return _subtract(pub.groups, pub.visible, pub.hidden)
+
+
+def count_subtraction(pub: Publication) -> dict[Target, float]:
+    """Hidden counts found the same way, each count's tables on their own (the FN table, the TP table...)."""
+    found: dict[Target, float] = {}
+    if not pub.with_counts:
+        return found
+    for outcome in OUTCOMES:
+        visible = {c: v for (c, o), v in pub.counts.items() if o == outcome}
+        hidden = {c for c, o in pub.hidden_counts if o == outcome}
+        found |= {(c, outcome): v for c, v in _subtract(pub.groups, visible, hidden).items()}
+    return found
+
+
+def _subtract(groups: Mapping[Cell, Mapping[str, str]], visible: Mapping[Cell, float], hidden: set[Cell]) -> dict:
+    known = dict(visible)
     # Every cell the tables are sums of: the listed groups and their margins on fewer attributes, published
     # or not (a margin the report does not print can still be summed up from a finer table, then subtracted).
     cells: dict[Cell, dict[str, str]] = {POPULATION: {}}
-    for group in pub.groups.values():
+    for group in groups.values():
         for size in range(1, len(group) + 1):
             for subset in itertools.combinations(sorted(group), size):
                 margin = {a: group[a] for a in subset}
@@ -76,48 +127,167 @@ def subtraction(pub: Publication) -> dict[Cell, float]:
                 elif parent not in known and children and not unknown:
                     known[parent] = found[parent] = sum(known[c] for c in children)
                     changed = True
-    return {c: v for c, v in found.items() if c in pub.hidden}
+    return {c: v for c, v in found.items() if c in hidden}
+
+
+class _Atoms:
+    """The published equations over atoms (attribute values x outcome)."""
+
+    def __init__(self, pub: Publication, levels: Mapping[str, Sequence[str]]) -> None:
+        self.names = sorted(levels)
+        self.outcomes = OUTCOMES if pub.with_counts else (SIZE,)
+        self.atoms = [
+            (*combo, o) for combo in itertools.product(*(levels[a] for a in self.names)) for o in self.outcomes
+        ]
+        rows: list[np.ndarray] = []
+        rhs: list[float] = []
+        for c, value in sorted(pub.visible.items(), key=str):
+            rows.append(self.vector(c, SIZE))
+            rhs.append(value)
+        for (c, o), value in sorted(pub.counts.items(), key=str):
+            rows.append(self.vector(c, o))
+            rhs.append(value)
+        for (c, metric), rate in sorted(pub.rates.items(), key=str):
+            numerator, denominator = RATES[metric]
+            rows.append(self.vector(c, numerator) - rate * self.vector(c, denominator))
+            rhs.append(0.0)
+        # A combination a table does not list is empty, and the reader knows it: a published zero.
+        for attributes in {c[0] for c in pub.groups}:
+            ordered = sorted(attributes)
+            for combo in itertools.product(*(levels[a] for a in ordered)):
+                cell = cell_of(ordered, dict(zip(ordered, combo, strict=True)))
+                if cell not in pub.groups:
+                    rows.append(self.vector(cell, SIZE))
+                    rhs.append(0.0)
+        self.matrix = np.array(rows)
+        self.rhs = np.array(rhs)
+        # An orthonormal basis of the row space (one SVD): a vector is derivable iff its projection is itself.
+        _, singular, vt = np.linalg.svd(self.matrix, full_matrices=False)
+        tol = max(self.matrix.shape) * singular[0] * np.finfo(float).eps * 10
+        self.basis = vt[singular > tol]
+
+    def vector(self, cell: Cell, what: str | Iterable[str]) -> np.ndarray:
+        values = dict(json.loads(cell[1]))
+        outcomes = set(self.outcomes) if what == SIZE else ({what} if isinstance(what, str) else set(what))
+        return np.array(
+            [
+                atom[-1] in outcomes and all(atom[self.names.index(a)] == v for a, v in values.items())
+                for atom in self.atoms
+            ],
+            dtype=float,
+        )
+
+    def solvable(self, target: Target) -> bool:
+        vector = self.vector(*target)
+        residual = vector - self.basis.T @ (self.basis @ vector)
+        return bool(np.linalg.norm(residual) < 1e-6 * max(1.0, np.linalg.norm(vector)))
+
+    def solve(self, objective: np.ndarray, upper: Mapping[Cell, float]) -> np.ndarray | None:
+        """A non-negative solution minimising ``objective`` (None when unbounded)."""
+        a_ub = np.array([self.vector(c, SIZE) for c in upper]) if upper else None
+        b_ub = np.array(list(upper.values())) if upper else None
+        result = linprog(objective, A_ub=a_ub, b_ub=b_ub, A_eq=self.matrix, b_eq=self.rhs, method="highs")
+        if result.status == 3:
+            return None
+        assert result.status == 0, result.message  # the true counts are a solution
+        return np.asarray(result.x)
 
 
 def linear(pub: Publication, levels: Mapping[str, Sequence[str]], targets: Iterable[Cell] = ()) -> set[Cell]:
-    """Hidden cells (and ``targets``, e.g. margins the report does not print) whose atom vector is in the span
-    of the published cells' vectors."""
-    names = sorted(levels)
-    atoms = list(itertools.product(*(levels[a] for a in names)))
-
-    def vector(cell: Cell) -> np.ndarray:
-        values = dict(json.loads(cell[1]))
-        return np.array([all(atom[names.index(a)] == v for a, v in values.items()) for atom in atoms], dtype=float)
-
-    # A combination a table does not list is empty, and the reader knows it: a published zero.
-    listed = set(pub.groups)
-    zeros = []
-    for attributes in {c[0] for c in pub.groups}:
-        ordered = sorted(attributes)
-        for combo in itertools.product(*(levels[a] for a in ordered)):
-            cell = cell_of(ordered, dict(zip(ordered, combo, strict=True)))
-            if cell not in listed:
-                zeros.append(cell)
-    published = np.array([vector(c) for c in [*sorted(pub.visible, key=str), *zeros]])
-    rank = np.linalg.matrix_rank(published)
-    return {
-        c
-        for c in sorted(pub.hidden | set(targets), key=str)
-        if np.linalg.matrix_rank(np.vstack([published, vector(c)])) == rank
-    }
+    """Hidden sizes (and ``targets``, e.g. margins the report does not print) whose atom vector is in the span
+    of the published equations."""
+    atoms = _Atoms(pub, levels)
+    return {c for c in sorted(pub.hidden | set(targets), key=str) if atoms.solvable((c, SIZE))}
 
 
-def from_view(view: object, n_rows: float) -> Publication:
-    """The publication as the report's view model states it (tables, sizes and the population)."""
+def linear_counts(pub: Publication, levels: Mapping[str, Sequence[str]]) -> set[Target]:
+    """Hidden counts whose atom vector is in the span of the published equations (sizes, counts and rates)."""
+    atoms = _Atoms(pub, levels)
+    return {t for t in sorted(pub.hidden_counts, key=str) if atoms.solvable(t)}
+
+
+def bounded(pub: Publication, levels: Mapping[str, Sequence[str]], k: int) -> dict[Target, tuple[float, float]]:
+    """Hidden sizes and counts that non-negativity pins to one value or bounds under k, with their range.
+
+    Each target's range is the min and max of two linear programmes; solutions found on the way are kept, and
+    a target that some kept solutions already put at k or more and at two different values is not solved for.
+    """
+    atoms = _Atoms(pub, levels)
+    upper = {c: k - 1.0 for c in pub.small}  # "n < k" beside a hidden group
+    targets = sorted(pub.targets(), key=str)
+    vectors = {t: atoms.vector(*t) for t in targets}
+    seen: dict[Target, list[float]] = {t: [] for t in targets}
+    out = {}
+
+    def keep(x: np.ndarray | None) -> None:
+        if x is not None:
+            for t in targets:
+                seen[t].append(float(vectors[t] @ x))
+
+    for target in targets:
+        values = seen[target]
+        if values and max(values) >= k - 1e-6 and max(values) - min(values) > 1e-6:
+            continue
+        high_x = atoms.solve(-vectors[target], upper)
+        low_x = atoms.solve(vectors[target], upper)
+        keep(high_x)
+        keep(low_x)
+        high = np.inf if high_x is None else float(vectors[target] @ high_x)
+        low = float(vectors[target] @ low_x) if low_x is not None else -np.inf
+        if high < k - 1e-6 or high - low < 1e-6:
+            out[target] = (low, high)
+    return out
+
+
+def counts_of(entry: Any) -> list[float] | None:
+    """TP, FP, TN, FN of a document group from its size and rates (the attacker's own arithmetic)."""
+    metrics = entry.metrics
+    if entry.n is None or "base_rate" not in metrics:
+        return None
+    base = metrics["base_rate"].value
+    tpr = metrics["true_positive_rate"].value if "true_positive_rate" in metrics else None
+    fpr = metrics["false_positive_rate"].value if "false_positive_rate" in metrics else None
+    positives = entry.n * base
+    negatives = entry.n - positives
+    tp = positives * (tpr or 0.0)
+    fp = negatives * (fpr or 0.0)
+    return [round(x, 6) for x in (tp, fp, negatives - fp, positives - tp)]
+
+
+def from_view(view: object, n_rows: float, document: Any = None) -> Publication:
+    """The publication as the report's view model states it: tables, sizes, the printed counts and rates.
+
+    With the ``document``, a printed rate is read at its full precision (stronger than the rounded print) and
+    the population's counts are taken as published.
+    """
     groups: dict[Cell, dict[str, str]] = {}
     visible: dict[Cell, float] = {POPULATION: float(n_rows)}
+    counts: dict[Target, float] = {}
+    rates: dict[tuple[Cell, str], float] = {}
+    exact = {cell_of(g.slicing, g.group): g for g in document.groups} if document is not None else {}
+    with_counts = False
     for section in view.sections:  # type: ignore[attr-defined]
         for g in section.groups:
             c = cell_of(section.attributes, g.group)
             groups[c] = dict(g.group)
             if g.n is not None:
                 visible[c] = float(g.n)
-    return Publication(groups, visible)
+            if g.counts and exact:
+                with_counts = True
+                true = counts_of(exact[c]) or []
+                for o, text, value in zip(OUTCOMES, g.counts, true, strict=False):
+                    if any(ch.isdigit() for ch in text):
+                        counts[(c, o)] = value
+            for name, shown in zip(section.metric_names, g.cells, strict=True):
+                if name in RATES and shown.value is not None and c in exact:
+                    rates[(c, name)] = float(exact[c].metrics[name].value)
+    if with_counts:
+        first = next(s for s in view.sections if len(s.attributes) == 1)  # type: ignore[attr-defined]
+        for i, o in enumerate(OUTCOMES):
+            counts[(POPULATION, o)] = sum(
+                (counts_of(exact[cell_of(first.attributes, g.group)]) or [0.0] * 4)[i] for g in first.groups
+            )
+    return Publication(groups, visible, counts, rates, with_counts)
 
 
 def from_rows(
@@ -128,3 +298,30 @@ def from_rows(
     visible = {cell_of(s, g): float(n) for s, g, n in rows if s and cell_of(s, g) not in hidden}
     visible[POPULATION] = float(n_rows)
     return Publication(groups, visible)
+
+
+#: A judged result's gap as one rate's difference between its worst-off and best-off groups (both named).
+RESULT_RATES = {
+    "demographic_parity_difference": "selection_rate",
+    "equal_opportunity_difference": "true_positive_rate",
+}
+
+
+def with_result_gaps(pub: Publication, document: Any) -> Publication:
+    """The publication plus what the judged results give: a result names its worst-off and best-off groups and
+    prints their gap, so with one side's rate published the other's is that rate plus or minus the gap (the
+    attacker takes the sign the report implies by naming which side is worse)."""
+    exact = {cell_of(g.slicing, g.group): g for g in document.groups}
+    for r in document.results:
+        rate = RESULT_RATES.get(r.metric)
+        if rate is None or not r.worst_group or not r.best_group or r.value is None:
+            continue
+        sides = (cell_of(r.slicing, r.worst_group), cell_of(r.slicing, r.best_group))
+        for known, other in (sides, sides[::-1]):
+            if (known, rate) not in pub.rates or (other, rate) in pub.rates or other not in exact:
+                continue
+            truth = exact[other].metrics[rate].value
+            derived = min((pub.rates[(known, rate)] + s * r.value for s in (1, -1)), key=lambda c: abs(c - truth))
+            if abs(derived - truth) < 1e-9:  # the gap is exactly the two rates' difference
+                pub.rates[(other, rate)] = derived
+    return pub

@@ -79,14 +79,16 @@ def test_uncertain_and_impossibility_change_the_reason() -> None:
     assert "Base rates differ" in reason
 
 
-def test_small_worst_group_is_not_named() -> None:
+def test_small_worst_group_is_named_with_the_one_mark_and_no_size() -> None:
     doc = {
         "results": [_result("equal_opportunity_difference", value=0.3, threshold=0.1)],
         "groups": [{"slicing": ["sex"], "group": {"sex": "F"}, "n": 4}],
     }
     reason = recommend(doc, None, min_cell_size=10)[0]["reason"]
-    assert "sex=F" not in reason
-    assert "suppressed" in reason
+    assert "sex=F (rates withheld)" in reason
+    assert "4" not in reason
+    assert "small group" not in reason  # the mark says nothing of the size
+    assert "(rates withheld)" not in recommend(doc, None, min_cell_size=4)[0]["reason"]  # at 4 it is shown
 
 
 def test_use_case_priority_note() -> None:

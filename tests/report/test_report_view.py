@@ -31,7 +31,7 @@ def test_small_groups_are_suppressed_in_tables_curves_and_breakdowns(doc: dict[s
     tiny = next(g for g in race.groups if g.group == {"race": "tiny"})
     assert tiny.suppressed
     assert tiny.n is None
-    assert tiny.n_text == "<10"
+    assert tiny.n_text == "suppressed"  # one label for every hidden group
     assert all(c.value is None and c.text == "suppressed" for c in tiny.cells)
     # Every intersection containing the tiny group is suppressed too (n = 6 there).
     with_tiny = [(s, g) for s in view.sections for g in s.groups if "tiny" in g.group.values()]
@@ -56,10 +56,11 @@ def test_small_groups_are_suppressed_in_tables_curves_and_breakdowns(doc: dict[s
 def test_secondary_suppression_hides_the_next_smallest_group(doc: dict[str, Any]) -> None:
     view = build_view(doc, min_cell_size=10)
     race = next(s for s in view.sections if s.attributes == ["race"])
-    hidden = [g for g in race.groups if g.suppressed]
-    # One primary (tiny) is recoverable as total minus the rest, so one more group is hidden with it.
+    hidden = [g for g in race.groups if g.n is None]
+    # One primary (tiny) is recoverable as total minus the rest, so one more group's size is hidden with it
+    # (other groups may have their rates withheld, a result's partner or a small count, their sizes shown).
     assert len(hidden) == 2
-    visible = [g.n for g in race.groups if not g.suppressed]
+    visible = [g.n for g in race.groups if g.n is not None]  # sizes shown (rates may be withheld)
     secondary = next(g for g in hidden if g.group != {"race": "tiny"})
     n_secondary = next(x["n"] for x in doc["groups"] if x["slicing"] == ["race"] and x["group"] == secondary.group)
     assert n_secondary <= min(v for v in visible if v is not None)
@@ -70,17 +71,23 @@ def test_min_cell_size_is_configurable(doc: dict[str, Any]) -> None:
     strict = build_view(doc, min_cell_size=10**9)
     assert all(g.suppressed for s in strict.sections if s.attributes for g in s.groups)
     loose = build_view(doc, min_cell_size=1)
-    assert not any(g.suppressed for s in loose.sections for g in s.groups)
+    # k = 1 hides no size (the synthetic rates give fractional counts under 1, which the count rule still hides).
+    assert all(g.n is not None for s in loose.sections for g in s.groups)
+    assert sum(g.suppressed for s in loose.sections for g in s.groups) < sum(
+        g.suppressed for s in build_view(doc, min_cell_size=10).sections for g in s.groups
+    )
 
 
-def test_suppressed_worst_group_is_not_named(doc: dict[str, Any]) -> None:
+def test_suppressed_worst_group_is_named_with_the_one_mark_and_no_size(doc: dict[str, Any]) -> None:
     result = next(r for r in doc["results"] if r["slicing"] == ["race"])
     result["worst_group"] = {"race": "tiny"}
     result["status"] = "fail"
     view = build_view(doc, min_cell_size=10)
     row = next(r for r in view.failures if r.slicing == ["race"] and r.metric == result["metric"])
-    assert row.worst_group == "a suppressed small group"
-    assert "tiny" not in " ".join(a.reason for a in view.actions if "race" in a.slicings)
+    assert row.worst_group == "tiny (rates withheld)"  # which group, not its figures
+    reasons = " ".join(a.reason for a in view.actions)
+    tiny = next(g for g in doc["groups"] if g["group"] == {"race": "tiny"})
+    assert f"({tiny['n']:g})" not in reasons
 
 
 def test_numbers_are_rounded_and_undefined_values_stay_undefined(doc: dict[str, Any]) -> None:
@@ -176,10 +183,12 @@ def test_compas_view_from_the_engine_document(compas_doc: dict[str, Any]) -> Non
     assert "favourable outcome is label 0" in view.favorable_note
     race = next(s for s in view.sections if s.attributes == ["race"])
     counts = {g.label: g.n for g in race.groups}
-    # README facts; Native American (18) and Asian (32) are above 10 and stay visible.
+    # README facts. Native American (18) and Asian (32) hold counts under 10 (Native American: 5, 1, 9, 3), so
+    # their rates are withheld and their sizes with them (each would give a small count from the others).
     assert counts["African-American"] == 3696
     assert counts["Caucasian"] == 2454
-    assert counts["Native American"] == 18
+    assert counts["Native American"] is None
+    assert {g.label for g in race.groups if g.suppressed} >= {"Asian", "Native American"}
     triple = next(s for s in view.sections if len(s.attributes) == 3)
     assert any(g.suppressed for g in triple.groups)
     # No group under 10 people shows a size anywhere in the view.
