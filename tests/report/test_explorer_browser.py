@@ -28,7 +28,7 @@ from fairgate.engine.labels import SLICING_SEPARATOR
 from fairgate.engine.stats import wilson_interval, z_value
 from fairgate.report.explorer import explorer_data
 from fairgate.report.format import fmt, interval_text
-from fairgate.report.suppress import Suppression
+from fairgate.report.suppress import Suppression, binary_counts
 from tasks.render.explorer import render_explorer
 from tests.engine.conftest import generate, make_policy
 
@@ -98,7 +98,17 @@ def browser() -> Iterator[Any]:
 def compas_page(
     tmp_path_factory: pytest.TempPathFactory, compas_rows: pl.DataFrame, compas_policy: fairgate.Policy
 ) -> Path:
-    return page_for(compas_rows, compas_policy, tmp_path_factory.mktemp("explorer") / "compas.explorer.html")
+    """Every race group shown (min_cell_size 1): these tests check the page's arithmetic against the engine."""
+    out = tmp_path_factory.mktemp("explorer") / "compas.explorer.html"
+    return page_for(compas_rows, compas_policy, out, min_cell_size=1)
+
+
+@pytest.fixture(scope="module")
+def compas_page_as_published(
+    tmp_path_factory: pytest.TempPathFactory, compas_rows: pl.DataFrame, compas_policy: fairgate.Policy
+) -> Path:
+    """The page as the demo writes it: the report's suppression at min_cell_size 10."""
+    return page_for(compas_rows, compas_policy, tmp_path_factory.mktemp("explorer") / "published.explorer.html")
 
 
 @pytest.mark.parametrize("t", [0.35, 0.65])
@@ -169,16 +179,16 @@ def test_compas_page_moves_with_its_controls_without_errors(browser: Any, compas
 
 
 def test_suppressed_groups_are_absent_from_the_page_data(
-    browser: Any, compas_page: Path, compas_doc: dict[str, Any]
+    browser: Any, compas_page_as_published: Path, compas_doc: dict[str, Any]
 ) -> None:
-    html = compas_page.read_text(encoding="utf-8")
+    html = compas_page_as_published.read_text(encoding="utf-8")
     data = json.loads(re.search(r'id="fairgate-explorer-data">(.*?)</script>', html, re.S).group(1))  # type: ignore[union-attr]
     entries = [GroupEntry.model_validate(g) for g in compas_doc["groups"]]
-    suppression = Suppression.of(entries, 10)
+    suppression = Suppression.of(entries, 10, counts=binary_counts(entries))  # the report's rule
     hidden = [(tuple(e.slicing), e.group) for e in entries if e.slicing and suppression.hides(e.slicing, e.group)]
     assert hidden, "COMPAS at min_cell_size 10 suppresses some intersections"
     page, problems = watched_page(browser)
-    page.goto(compas_page.as_uri())
+    page.goto(compas_page_as_published.as_uri())
     by_label = {s["label"]: s for s in data["slicings"]}
     for slicing, group in hidden:
         name = SLICING_SEPARATOR.join(group[a] for a in slicing)
@@ -221,7 +231,7 @@ def test_many_groups_are_paged_and_a_change_off_the_page_still_counts(browser: A
     policy = make_policy(
         [{"name": "a", "values": levels["a"]}], min_group_size=30, limits={"max_values_per_attribute": 200}
     )
-    out = page_for(frame, policy, tmp_path / "paged.explorer.html")
+    out = page_for(frame, policy, tmp_path / "paged.explorer.html", min_cell_size=1)
     page, problems = watched_page(browser)
     page.goto(out.as_uri())
     groups = page.evaluate("fairgateExplorer.groups('a')")
