@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal
-from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, rate_label, slicing_key
+from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
 
@@ -43,17 +42,14 @@ def simpson(reversals: list[SimpsonReversal]) -> list[NoteRow]:
     return [NoteRow(slicing_key([r.attribute]), r.note) for r in reversals]
 
 
-def worst_subgroups(
-    diagnostics: Diagnostics, suppression: Suppression, words: Outcomes | None = None
-) -> list[WorstRow]:
-    """The worst-off subgroup per metric, unless it is suppressed; each rate named by what it counts."""
-    words = words or Outcomes()
+def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[WorstRow]:
+    """The worst-off subgroup per metric unless suppressed; each rate by its short name (the glossary's)."""
     return [
         WorstRow(
             slicing_label=slicing_key(item.slicing),
             group=group_label(item.group, item.slicing),
             adverse=_adverse_word(item.direction),
-            rate=rate_label(item.metric, words),
+            rate=metric_label(item.metric),
             value_text=fmt(item.value),
             ci_text=interval_text(item.ci_low, item.ci_high),
             n_text=fmt_count(item.n),
