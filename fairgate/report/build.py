@@ -129,6 +129,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         actions=[],
         use_case_note="",
         priority_metrics=[],
+        priority_unjudged=[],
         sections=[],
         base_rates=[],
         impossibility=[],
@@ -301,6 +302,11 @@ def _advice_part(
         "actions": summary.actions(recommendations),
         "use_case_note": str(priority.get("note", "")),
         "priority_metrics": [policy_metric_label(m, words) for m in priority.get("priority_metrics", [])],
+        "priority_unjudged": [
+            policy_metric_label(m, words)
+            for m in priority.get("priority_metrics", [])
+            if m not in {r.metric for r in document.results}
+        ],
     }
 
 

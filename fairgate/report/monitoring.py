@@ -22,6 +22,8 @@ from fairgate.engine.stats import z_value
 from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
 from fairgate.report.format import fmt, metric_label
+from fairgate.report.model import KeyValue
+from fairgate.report.provenance import run_record
 
 MAX_LINES = 6  # series per chart; the tables list the rest
 RATE_SHORT = {**RATE_ABBREVIATIONS, "selection_rate": "selection rate"}  # the policy's table, lower case mid-text
@@ -169,6 +171,7 @@ class MonitoringView:
     skipped: list[str]
     notes: list[str]
     stored: list[str]
+    record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
 
 
 def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
@@ -211,6 +214,7 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         skipped=list(detector.get("skipped") or []),
         notes=list(document.get("notes") or []),
         stored=[_stored_text(p) for p in document.get("stored") or []],
+        record=run_record(document),
     )
 
 

@@ -269,10 +269,20 @@ def _quoted(text: str) -> str:
 
 def trail(document: AuditDocument) -> list[KeyValue]:
     """The audit-trail facts that identify this run."""
+    return run_record(document.model_dump(include={"run_id", "policy_sha256", "schema_version", "fairgate_version",
+                                                   "created_at"}))  # fmt: skip
+
+
+def run_record(document: Mapping[str, Any]) -> list[KeyValue]:
+    """The facts that identify a run of any report type (audit, monitoring, comparison), as its JSON has them.
+
+    >>> [kv.value for kv in run_record({"run_id": "r1", "policy_sha256": "ab", "schema_version": "2.1"})]
+    ['r1', 'ab', '2.1', '–', '–']
+    """
     return [
-        KeyValue("Run id", document.run_id or "–"),
-        KeyValue("Policy SHA-256", document.policy_sha256 or "–"),
-        KeyValue("Schema version", document.schema_version or "–"),
-        KeyValue("fairgate version", document.fairgate_version or "–"),
-        KeyValue("Created at", document.created_at or "–"),
+        KeyValue("Run id", str(document.get("run_id") or "–")),
+        KeyValue("Policy SHA-256", str(document.get("policy_sha256") or "–")),
+        KeyValue("Schema version", str(document.get("schema_version") or "–")),
+        KeyValue("fairgate version", str(document.get("fairgate_version") or "–")),
+        KeyValue("Created at", str(document.get("created_at") or "–")),
     ]
