@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.stats import z_value
+from fairgate.monitoring.contrasts import stream_label
 from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
 from fairgate.report.format import fmt, metric_label
@@ -211,11 +212,21 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         legend=legend,
         method=str(detector.get("method", "")),
         rules=[_rule_text(rule) for rule in detector.get("rules") or []],
-        skipped=list(detector.get("skipped") or []),
+        skipped=[_skipped_text(str(item)) for item in detector.get("skipped") or []],
         notes=list(document.get("notes") or []),
         stored=[_stored_text(p) for p in document.get("stored") or []],
         record=run_record(document),
     )
+
+
+def _skipped_text(item: str) -> str:
+    """A stream left out on a night ("night: stream: why"): its id in words.
+
+    >>> _skipped_text("2014-01-20: disparate_impact_ratio · race · Asian vs White · selection_rate: too few")
+    '2014-01-20: Disparate impact ratio · race · Asian vs White · selection rate: too few'
+    """
+    parts = item.split(": ")
+    return ": ".join(stream_label(part) for part in parts)
 
 
 def window_label(window: str) -> str:
