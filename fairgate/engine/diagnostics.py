@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from fairgate.engine.labels import metric_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import GroupCounts, GroupMetric, Rate
 from fairgate.engine.slicing import SlicingResult
 from fairgate.engine.stats import holm, newcombe_interval, z_value

@@ -22,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from fairgate.engine.labels import group_key, metric_label, slicing_label
+from fairgate.engine.labels import group_key, slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
 
 ADVICE_RESOURCE = ("data", "mitigation_advice.yaml")

@@ -23,7 +23,8 @@ import polars as pl
 
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import as_lazy, build_cube
-from fairgate.engine.labels import metric_label, slicing_label
+from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import Accuracy, GroupCounts, GroupMetric, PolicyMetric, SummaryOf, policy_metric
 from fairgate.engine.slicing import plan_slicings
 from fairgate.errors import DataError, PolicyError

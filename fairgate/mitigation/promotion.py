@@ -22,7 +22,8 @@ import numpy as np
 import polars as pl
 
 from fairgate.engine.audit import audit
-from fairgate.engine.labels import metric_label, slicing_label
+from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.policy.core import Policy
 from fairgate.verdicts import passed
 

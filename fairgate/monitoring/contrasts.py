@@ -29,7 +29,8 @@ import numpy as np
 import polars as pl
 
 from fairgate.engine.cube import PRED, TRUE, WEIGHT, Cube
-from fairgate.engine.labels import metric_label, slicing_label, spelled
+from fairgate.engine.labels import slicing_label, spelled
+from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import GroupCounts, Rate, SummaryOf, count_metrics, policy_metric
 from fairgate.engine.slicing import GROUP, plan_slicings, reference_group_index
 from fairgate.policy.core import Policy

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from fairgate.engine.labels import metric_label
+from fairgate.engine.metric_labels import metric_label
 
 ExitOn = Literal["any", "alerts"]
 EXIT_ON: tuple[str, ...] = ("any", "alerts")

@@ -18,7 +18,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairgate.engine.labels import metric_label, slicing_label
+from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.monitoring import cusum
 from fairgate.monitoring.contrasts import stream_label
 from fairgate.monitoring.drift import TYPICAL_SE_NIGHTS, DriftRule, DriftScan, StreamScan

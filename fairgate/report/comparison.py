@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fairgate.engine.labels import metric_label, slicing_label
+from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.report.model import KeyValue
 from fairgate.report.provenance import run_record
 

@@ -11,9 +11,9 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from types import MappingProxyType
 from typing import Any
 
-from fairgate.engine.labels import METRIC_LABELS as METRIC_LABELS
-from fairgate.engine.labels import metric_label as metric_label
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import METRIC_LABELS as METRIC_LABELS
+from fairgate.engine.metric_labels import metric_label as metric_label
 from fairgate.engine.metrics import policy_metric
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, Outcomes, rate_phrase
 from fairgate.report.model import KeyValue

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fairgate.engine.labels import metric_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import policy_metric
 from fairgate.mitigation.advice import advice_text, priority_note, recommend, resolve_priority_metrics
 from fairgate.policy.outcomes import Outcomes, fill
