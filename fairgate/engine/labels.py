@@ -15,6 +15,15 @@ SLICING_SEPARATOR = " × "
 WHOLE_POPULATION = "whole population"
 
 
+def spelled(name: str) -> str:
+    """A metric's name inside a sentence: its words, lower case (``true_positive_rate`` -> "true positive rate").
+
+    >>> spelled("true_positive_rate")
+    'true positive rate'
+    """
+    return name.replace("_", " ")
+
+
 def slicing_label(slicing: Sequence[str]) -> str:
     """The label of a slicing: its attributes joined with ``×``, or "whole population" for the empty slicing.
 

@@ -21,6 +21,7 @@ import numpy as np
 from fairgate.engine.counts import CONFUSION as _CONFUSION
 from fairgate.engine.counts import GroupCounts as GroupCounts
 from fairgate.engine.counts import effective_size as effective_size
+from fairgate.engine.labels import spelled
 
 Summary = Literal["difference", "ratio"]
 
@@ -377,8 +378,8 @@ class SummaryOf(PolicyMetric):
     def describe(self) -> str:
         """What the summary measures and where parity lies."""
         if self.summary == "difference":
-            return f"the largest gap in {self.bases[0]} between groups (0 is parity)"
-        return f"the smallest over largest {self.bases[0]} across groups (1 is parity)"
+            return f"the largest gap in {spelled(self.bases[0])} between groups (0 is parity)"
+        return f"the smallest over largest {spelled(self.bases[0])} across groups (1 is parity)"
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
         """The difference or ratio of the base metric across groups; NaN with fewer than 2 defined groups."""
@@ -391,7 +392,7 @@ class WorstCaseOf(SummaryOf):
 
     def describe(self) -> str:
         """Which summary is taken and over which group metrics."""
-        joined = " and ".join(self.bases)
+        joined = " and ".join(spelled(b) for b in self.bases)
         return f"the worst {self.summary} between groups over {joined}"
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:

@@ -23,10 +23,19 @@ from typing import Any
 import yaml
 
 from fairgate.engine.labels import group_key, slicing_label, withheld_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
 
 ADVICE_RESOURCE = ("data", "mitigation_advice.yaml")
+#: Remedies whose rules name a group (one decision threshold per group): the sensitive attribute is used when
+#: deciding about each person, so every report places this caveat next to them.
+GROUP_SPECIFIC_METHODS = frozenset({"thresholds"})
+LAWFULNESS_CAVEAT = (
+    "These rules treat people differently by a sensitive attribute at decision time: check that this is lawful "
+    "for the use case before using them (anti-discrimination law often forbids it); otherwise prefer retraining "
+    "under a fairness constraint."
+)
 
 GroupSizes = dict[tuple[tuple[str, ...], str], Any]  # (slicing, group_key) -> n
 #: Whether the report hides a group of a slicing (fairgate.report.suppress.Suppression.hides).
@@ -206,7 +215,7 @@ def _mitigation(
 
 def _reason(result: dict[str, Any], slicing: list[str], why: str, worst: str | None, warn_trade_off: bool) -> str:
     """Why this mitigation: the failure, what it means, who is worst off, and the cautions that apply."""
-    reason = f"{result['metric']} fails on {slicing_label(slicing)}"
+    reason = f"{metric_label(result['metric'])} fails on {slicing_label(slicing)}"
     if result.get("value") is not None and result.get("threshold") is not None:
         reason += f" ({result['value']:.3g} against a threshold of {result['threshold']:.3g})"
     reason += f": {why}."

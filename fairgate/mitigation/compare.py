@@ -24,6 +24,7 @@ import polars as pl
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import as_lazy, build_cube
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import Accuracy, GroupCounts, GroupMetric, PolicyMetric, SummaryOf, policy_metric
 from fairgate.engine.slicing import plan_slicings
 from fairgate.errors import DataError, PolicyError
@@ -471,7 +472,7 @@ def _status(change: _Change, low: float | None, high: float | None, margin: floa
 
 
 def _label(change: _Change) -> str:
-    return f"{change.metric} ({slicing_label(change.slicing)})"
+    return f"{metric_label(change.metric)} ({slicing_label(change.slicing)})"
 
 
 def _candidate(

@@ -23,6 +23,7 @@ import polars as pl
 
 from fairgate.engine.audit import audit
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.policy.core import Policy
 from fairgate.verdicts import passed
 
@@ -57,11 +58,12 @@ def model_audit(rows: Any, policy: Policy, *, source: str = OWN_AUDIT) -> ModelA
 
 
 def _brief(result: Mapping[str, Any]) -> str:
-    """'disparate_impact_ratio (race) 0.601 [0.55, 0.65], limit 0.8' for a failing result."""
+    """'Disparate impact ratio (race) 0.601 [0.55, 0.65], limit 0.8' for a failing result."""
     value, low, high = (result.get(k) for k in ("value", "ci_low", "ci_high"))
     shown = "n/a" if value is None else f"{value:.3f}"
     interval = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
-    return f"{result['metric']} ({slicing_label(result['slicing'])}) {shown}{interval}, limit {result['threshold']:g}"
+    name = f"{metric_label(result['metric'])} ({slicing_label(result['slicing'])})"
+    return f"{name} {shown}{interval}, limit {result['threshold']:g}"
 
 
 def joint_rows(cells: pl.DataFrame, attributes: Sequence[str], policy: Policy, prediction: str) -> pl.DataFrame:
@@ -123,8 +125,8 @@ def _failing_text(verdict: ModelAudit) -> str:
 
 def _evidence(row: Mapping[str, Any]) -> str:
     return (
-        f"{row['metric']} ({slicing_label(row['slicing'])}): change {row['change']:+.3f}, deciding interval "
-        f"[{row['decision_ci_low']:+.3f}, {row['decision_ci_high']:+.3f}]"
+        f"{metric_label(row['metric'])} ({slicing_label(row['slicing'])}): change {row['change']:+.3f}, "
+        f"deciding interval [{row['decision_ci_low']:+.3f}, {row['decision_ci_high']:+.3f}]"
     )
 
 

@@ -29,13 +29,31 @@ import numpy as np
 import polars as pl
 
 from fairgate.engine.cube import PRED, TRUE, WEIGHT, Cube
-from fairgate.engine.labels import slicing_label
+from fairgate.engine.labels import slicing_label, spelled
+from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import GroupCounts, Rate, SummaryOf, count_metrics, policy_metric
 from fairgate.engine.slicing import GROUP, plan_slicings, reference_group_index
 from fairgate.policy.core import Policy
 
 _SQUARES = "__squares"
 MIN_EXPECTED_EVENTS = 5  # expected events of each kind at the baseline rate for the normal approximation
+
+
+#: A stream's id: metric · slicing · group vs reference · component rate (the key of its detector and episodes).
+STREAM_SEPARATOR = " · "
+
+
+def stream_label(stream: str) -> str:
+    """A stream's id in words, for reports and sentences (the id itself stays the key).
+
+    >>> stream_label("equal_opportunity_difference · race · Black vs White · true_positive_rate")
+    'Equal opportunity difference · race · Black vs White · true positive rate'
+    """
+    parts = stream.split(STREAM_SEPARATOR)
+    if len(parts) != 4:
+        return stream
+    metric, slicing, groups, rate = parts
+    return STREAM_SEPARATOR.join([metric_label(metric), slicing, groups, spelled(rate)])
 
 
 @dataclass(frozen=True)
@@ -158,7 +176,8 @@ def night_contrasts(night_cube: Cube, baseline: Cube | BaselineRates, policy: Po
                 for g, result in enumerate(contrasts):
                     if g == ref or sizes[g] < min_size:
                         continue  # below min_group_size in the baseline: never audited, never watched
-                    stream = f"{name} · {slicing_label(slicing)} · {labels[g]} vs {labels[ref]} · {base}"
+                    parts = (name, slicing_label(slicing), f"{labels[g]} vs {labels[ref]}", base)
+                    stream = STREAM_SEPARATOR.join(parts)
                     if isinstance(result, str):
                         skipped.append(f"{stream}: {result}")
                         continue
@@ -274,13 +293,13 @@ def _problem(
     for who, i in (("the group", g), ("the reference group", ref)):
         p = p_base[i]
         if not np.isfinite(p) or p <= 0.0 or p >= 1.0:
-            return f"{who}'s baseline {rate.name} is {p:.3g}: no variation to compare against"
+            return f"{who}'s baseline {spelled(rate.name)} is {p:.3g}: no variation to compare against"
         j = night_of[i]
         trials = 0.0 if j is None else float(n_trials[j])
         needed = max(float(min_events), MIN_EXPECTED_EVENTS / min(p, 1 - p))
         if trials < needed:
             return (
-                f"{who} has {trials:.0f} people tonight for {rate.name} (needs {math.ceil(needed)}: at least "
+                f"{who} has {trials:.0f} people tonight for {spelled(rate.name)} (needs {math.ceil(needed)}: at least "
                 f"{MIN_EXPECTED_EVENTS} expected events of each kind at the baseline rate {p:.3f})"
             )
     return None

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from fairgate.engine.labels import slicing_label
+from fairgate.engine.labels import slicing_label, spelled
 from fairgate.monitoring import cusum
 from fairgate.monitoring.contrasts import (
     MIN_EXPECTED_EVENTS,
@@ -399,6 +399,7 @@ def _detail(first: Observation, direction: str, change: float, nights: int, stat
     verb = "rose" if direction == "up" else "fell"
     reference = f" vs {first.reference}" if first.reference else ""
     return (
-        f"{first.component} gap of {first.group}{reference} ({first.slicing}) {verb} by {abs(change):.3f} against "
-        f"the baseline, on average over the last {nights} night(s); CUSUM {statistic:.2f} >= threshold {h:.2f}"
+        f"{spelled(str(first.component))} gap of {first.group}{reference} ({first.slicing}) {verb} by "
+        f"{abs(change):.3f} against the baseline, on average over the last {nights} night(s); "
+        f"CUSUM {statistic:.2f} >= threshold {h:.2f}"
     )

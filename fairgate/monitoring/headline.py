@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from fairgate.report.format import metric_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.verdicts import EXIT_FAIL, EXIT_PASS, InsufficientRule, exit_code_for
 
 ExitOn = Literal["any", "alerts"]
@@ -129,7 +129,7 @@ def _drift_text(drift: str, alerts: Sequence[Mapping[str, Any]]) -> str:
         return "not watched (no alert rules, or no baseline)"
     if drift == "no_new_alert":
         return "no new alert"
-    names = sorted({f"{a['metric']} by {a['slicing']} ({a['group']})" for a in alerts})
+    names = sorted({f"{metric_label(str(a['metric'])).lower()} by {a['slicing']} ({a['group']})" for a in alerts})
     return f"{len(alerts)} new alert{'s' if len(alerts) != 1 else ''} ({'; '.join(names)})"
 
 

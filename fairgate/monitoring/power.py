@@ -27,7 +27,10 @@ from datetime import date
 import polars as pl
 
 from fairgate.engine.cube import Cube
+from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
 from fairgate.monitoring import cusum
+from fairgate.monitoring.contrasts import stream_label
 from fairgate.monitoring.drift import (
     TYPICAL_SE_NIGHTS,
     DriftRule,
@@ -68,7 +71,8 @@ class RulePower:
 
     def sentence(self, rows_per_period: float, period: str) -> str:
         """The rule named with the volume it needs (``rows_per_period``: the labelled rows a period observed)."""
-        where = f"{self.metric} on {' × '.join(self.slicing)}" if self.slicing else f"{self.metric} (every slicing)"
+        name = metric_label(self.metric)
+        where = f"{name} on {slicing_label(self.slicing)}" if self.slicing else f"{name} (every slicing)"
         if not self.stream:
             return (
                 f"Under-powered drift rule: {where} watches no stream yet: on every {period} so far each of its "
@@ -80,7 +84,8 @@ class RulePower:
         head = (
             f"Under-powered drift rule: {where} cannot be expected to catch a change of {self.min_change:g} within "
             f"{self.horizon_nights} {period}s at about {rows_per_period:,.0f} labelled rows a {period} (weakest "
-            f"stream {self.stream}: threshold {self.threshold:.1f}, statistic so far at most {self.peak:.1f}, "
+            f"stream {stream_label(self.stream)}: threshold {self.threshold:.1f}, statistic so far at most "
+            f"{self.peak:.1f}, "
             f"predicted delay {delay}, {self.detection_probability:.0%} chance to detect within the horizon)"
         )
         if self.volume_factor is None:

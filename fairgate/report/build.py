@@ -133,6 +133,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         actions=[],
         use_case_note="",
         priority_metrics=[],
+        priority_unjudged=[],
         sections=[],
         base_rates=[],
         impossibility=[],
@@ -306,6 +307,11 @@ def _advice_part(
         "actions": summary.actions(recommendations),
         "use_case_note": str(priority.get("note", "")),
         "priority_metrics": [policy_metric_label(m, words) for m in priority.get("priority_metrics", [])],
+        "priority_unjudged": [
+            policy_metric_label(m, words)
+            for m in priority.get("priority_metrics", [])
+            if m not in {r.metric for r in document.results}
+        ],
     }
 
 
@@ -315,7 +321,7 @@ def _notes_part(document: AuditDocument, suppression: Suppression, words: Outcom
         "base_rates": notes.base_rates(diagnostics, suppression),
         "impossibility": notes.impossibility(diagnostics),
         "simpson": notes.simpson(diagnostics.simpson),
-        "worst_subgroups": notes.worst_subgroups(diagnostics, suppression, words),
+        "worst_subgroups": notes.worst_subgroups(diagnostics, suppression),
         "insufficient": notes.insufficient(diagnostics, suppression),
         "individual_fairness": notes.individual_fairness(document.individual_fairness),
     }
@@ -354,7 +360,7 @@ def _policy_text(document: AuditDocument) -> str:
     The model card's words are shown in the report's Model card section, so here they are one line.
     """
     policy = dict(document.policy)
-    card = " # shown in the Model card section" if policy.pop("model_card", None) else ""
+    card = " # shown in the Model card section" if policy.get("model_card") and policy.pop("model_card") else ""
     used = document.output_dir
     reporting = dict(policy.get("reporting") or {})
     if not used or reporting.get("output_dir") == used:

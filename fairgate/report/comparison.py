@@ -15,6 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import metric_label
+from fairgate.report.model import KeyValue
+from fairgate.report.provenance import run_record
 
 _RULES = {
     "no_worse_fairness": "a candidate is not promoted when any judged fairness metric is worse than the baseline's",
@@ -121,6 +124,7 @@ class ComparisonView:
     plane_metric: str | None
     plane_direction: str | None
     plane: list[PlanePoint]
+    record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
 
 
 def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
@@ -174,13 +178,14 @@ def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
         candidates=[
             _candidate(e, document.get("chosen"), by_name.get(e["name"]), rule["rule"]) for e in document["candidates"]
         ],
-        not_compared=[f"{item['metric']}: {item['reason']}" for item in document["not_compared"]],
-        plane_metric=plane["metric"],
+        not_compared=[f"{metric_label(item['metric'])}: {item['reason']}" for item in document["not_compared"]],
+        plane_metric=metric_label(plane["metric"]) if plane["metric"] else None,
         plane_direction=plane["direction"],
         plane=[
             PlanePoint(p["name"], p["role"], float(p["x"]), float(p["y"]), bool(p["pareto"]), p["decision"])
             for p in plane["points"]
         ],
+        record=run_record(document),
     )
 
 
@@ -227,7 +232,7 @@ def _candidate(
 
 def _row(row: Mapping[str, Any]) -> ChangeRow:
     return ChangeRow(
-        metric=str(row["metric"]),
+        metric=metric_label(str(row["metric"])),
         slicing=slicing_label(row["slicing"]),
         direction=str(row["direction"]).replace("_", " "),
         baseline=plain(row["baseline"]),

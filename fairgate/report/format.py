@@ -12,6 +12,8 @@ from types import MappingProxyType
 from typing import Any
 
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.metric_labels import METRIC_LABELS as METRIC_LABELS
+from fairgate.engine.metric_labels import metric_label as metric_label
 from fairgate.engine.metrics import policy_metric
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, Outcomes, rate_phrase
 from fairgate.report.model import KeyValue
@@ -28,32 +30,6 @@ TABLE_METRICS: tuple[str, ...] = (
     "roc_auc",
     "expected_calibration_error",
 )
-METRIC_LABELS: dict[str, str] = {
-    **RATE_ABBREVIATIONS,  # the rates' short names, one table (fairgate.policy.outcomes)
-    "accuracy": "Accuracy",
-    "roc_auc": "AUC",
-    "expected_calibration_error": "ECE",
-    "demographic_parity_difference": "Demographic parity difference",
-    "label_disagreement_difference": "Label disagreement difference",
-    "demographic_parity_ratio": "Demographic parity ratio",
-    "disparate_impact_ratio": "Disparate impact ratio",
-    "equal_opportunity_difference": "Equal opportunity difference",
-    "equal_opportunity_ratio": "Equal opportunity ratio",
-    "equalized_odds_difference": "Equalized odds difference",
-    "equalized_odds_ratio": "Equalized odds ratio",
-    "predictive_parity_difference": "Predictive parity difference",
-    "calibration_difference": "Calibration difference",
-    "auc_difference": "AUC difference",
-    "theil_index": "Theil index",
-    "generalized_entropy_index": "Generalized entropy index",
-    # task: regression (fairgate.engine.regression.catalogue): the names that do not read well spelled out.
-    "ks_distance": "KS distance, worst group vs the rest",
-    "ks_distance_vs_reference": "KS distance, worst group vs the reference",
-    "wasserstein_distance": "Wasserstein distance, worst group vs the rest",
-    "wasserstein_distance_vs_reference": "Wasserstein distance, worst group vs the reference",
-    "r2_score": "R²",
-    "r2_score_difference": "R² difference",
-}
 #: The badge text of each result status; statuses that are neither pass nor fail get their own badge.
 STATUS_MARKS: dict[str, str] = {
     "pass": "PASS",
@@ -63,15 +39,6 @@ STATUS_MARKS: dict[str, str] = {
 }
 #: Results that were not judged pass or fail (shown with their reason).
 UNDECIDED_STATUSES = ("inconclusive", "insufficient_data")
-
-
-def metric_label(name: str) -> str:
-    """Human name of a metric.
-
-    >>> metric_label("false_positive_rate_difference")
-    'False positive rate difference'
-    """
-    return METRIC_LABELS.get(name) or name.replace("_", " ").capitalize()
 
 
 def rate_label(name: str, words: Outcomes) -> str:

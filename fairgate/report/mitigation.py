@@ -11,8 +11,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from fairgate.document.mitigation import MitigationBlock
+from fairgate.mitigation.advice import GROUP_SPECIFIC_METHODS, LAWFULNESS_CAVEAT
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import STATUS_MARKS, fmt, fmt_count, interval_text, policy_metric_label, slicing_key
+from fairgate.report.format import (
+    STATUS_MARKS,
+    fmt,
+    fmt_count,
+    interval_text,
+    metric_label,
+    policy_metric_label,
+    slicing_key,
+)
 from fairgate.report.mitigation_model import AccuracyRow, Fact, MitigationResultRow, MitigationView
 from fairgate.report.model import SUPPRESSED
 
@@ -55,6 +64,7 @@ def mitigation_view(
         results=results,
         n_pdf_results=sum(r.focus or r.changed for r in results),
         headline=_headline(results, block.measured.rows_measured),
+        lawfulness=LAWFULNESS_CAVEAT if block.method in GROUP_SPECIFIC_METHODS else "",
         n_fixed=sum(r.fixed for r in results),
         n_broken=sum(r.broken for r in results),
         measure_label=(accuracy.measure if accuracy else "accuracy").replace("_", " "),
@@ -135,7 +145,7 @@ def _fitted_facts(block: MitigationBlock) -> list[Fact]:
     facts: list[Fact] = []
     if block.method == "thresholds" and fitted:
         facts += [
-            Fact("metric bounded", f"{fitted['metric']} ({fitted['constraint'].replace('_', ' ')})"),
+            Fact("metric bounded", f"{metric_label(fitted['metric'])} ({fitted['constraint'].replace('_', ' ')})"),
             Fact("tolerance", f"{fitted['tolerance']:g}"),
             Fact("objective", str(fitted["objective"])),
             Fact("groups", " × ".join(fitted["attributes"])),
@@ -150,7 +160,8 @@ def _fitted_facts(block: MitigationBlock) -> list[Fact]:
         facts += [
             Fact("estimator", str(fitted["estimator"])),
             Fact(
-                "constraint", f"{constraint['family'].replace('_', ' ')} (from {constraint['metric']}, bound {bound})"
+                "constraint",
+                f"{constraint['family'].replace('_', ' ')} (from {metric_label(constraint['metric'])}, bound {bound})",
             ),
             Fact("trained on", f"{fitted['training']} ({fmt_count(fitted['rows_trained'])} rows)"),
             Fact("features", ", ".join(fitted["features"])),

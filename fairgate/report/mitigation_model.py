@@ -69,6 +69,7 @@ class MitigationView:
     results: list[MitigationResultRow]  # the targeted result first, then those whose status changed
     n_pdf_results: int  # the PDF lists the first n (targeted or changed); the HTML and JSON all
     headline: str  # the targeted result before and after, and what an inconclusive "after" means
+    lawfulness: str  # the caveat beside group-specific rules ("" for a remedy without them)
     n_fixed: int
     n_broken: int
     measure_label: str

@@ -324,6 +324,7 @@ class ReportView:
     recommendations: list[Recommendation]
     use_case_note: str
     priority_metrics: list[str]
+    priority_unjudged: list[str]  # of the priority metrics, those the policy does not judge
     sections: list[SlicingSection]
     base_rates: list[KeyValue]
     impossibility: list[NoteRow]

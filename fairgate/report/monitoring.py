@@ -19,9 +19,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.stats import z_value
+from fairgate.monitoring.contrasts import stream_label
 from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
 from fairgate.report.format import fmt, metric_label
+from fairgate.report.model import KeyValue
+from fairgate.report.provenance import run_record
 
 MAX_LINES = 6  # series per chart; the tables list the rest
 RATE_SHORT = {**RATE_ABBREVIATIONS, "selection_rate": "selection rate"}  # the policy's table, lower case mid-text
@@ -169,6 +172,7 @@ class MonitoringView:
     skipped: list[str]
     notes: list[str]
     stored: list[str]
+    record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
 
 
 def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
@@ -208,10 +212,21 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         legend=legend,
         method=str(detector.get("method", "")),
         rules=[_rule_text(rule) for rule in detector.get("rules") or []],
-        skipped=list(detector.get("skipped") or []),
+        skipped=[_skipped_text(str(item)) for item in detector.get("skipped") or []],
         notes=list(document.get("notes") or []),
         stored=[_stored_text(p) for p in document.get("stored") or []],
+        record=run_record(document),
     )
+
+
+def _skipped_text(item: str) -> str:
+    """A stream left out on a night ("night: stream: why"): its id in words.
+
+    >>> _skipped_text("2014-01-20: disparate_impact_ratio · race · Asian vs White · selection_rate: too few")
+    '2014-01-20: Disparate impact ratio · race · Asian vs White · selection rate: too few'
+    """
+    parts = item.split(": ")
+    return ": ".join(stream_label(part) for part in parts)
 
 
 def window_label(window: str) -> str:

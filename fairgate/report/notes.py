@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal
-from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, rate_label, slicing_key
+from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import SUPPRESSED, KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
 
@@ -43,15 +42,12 @@ def simpson(reversals: list[SimpsonReversal]) -> list[NoteRow]:
     return [NoteRow(slicing_key([r.attribute]), r.note) for r in reversals]
 
 
-def worst_subgroups(
-    diagnostics: Diagnostics, suppression: Suppression, words: Outcomes | None = None
-) -> list[WorstRow]:
-    """The worst-off subgroup per metric, each rate named by what it counts.
+def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[WorstRow]:
+    """The worst-off subgroup per metric, each rate by its short name (the glossary's).
 
     A suppressed one is named with the one mark, its value and interval withheld (which group is worst off is
     not a count; its rate is).
     """
-    words = words or Outcomes()
     rows = []
     for item in diagnostics.worst_subgroups:
         hidden = suppression.hides(item.slicing, item.group)
@@ -60,7 +56,7 @@ def worst_subgroups(
                 slicing_label=slicing_key(item.slicing),
                 group=suppression.name(item.slicing, item.group),
                 adverse=_adverse_word(item.direction),
-                rate=rate_label(item.metric, words),
+                rate=metric_label(item.metric),
                 value_text=SUPPRESSED if hidden else fmt(item.value),
                 ci_text="" if hidden else interval_text(item.ci_low, item.ci_high),
                 n_text=suppression.size_text(item.slicing, item.group, item.n),

@@ -118,20 +118,25 @@ def proxy_attenuation(proxy: Mapping[str, Any] | None) -> tuple[str, list[Attenu
 def policy_text(policy: Mapping[str, Any]) -> str:
     """The policy as applied, as compact YAML under its top-level key (JSON if it cannot be dumped as YAML).
 
-    Every list or mapping of plain values sits on one line (a metric is one line), so it fits an appendix.
+    Every list or mapping of plain values sits on one line (a metric is one line), so it fits an appendix; the
+    sections the policy leaves unset (null) are named together on the last line.
 
-    >>> print(policy_text({"metrics": [{"name": "x", "threshold": 0.1}], "statistics": {"seed": 0}}))
+    >>> print(policy_text({"metrics": [{"name": "x", "threshold": 0.1}], "statistics": {"seed": 0}, "proxy": None}))
     fairness_checker:
       metrics:
         - {name: x, threshold: 0.1}
       statistics: {seed: 0}
+      # not set (null): proxy
     """
     attributes = policy.get("sensitive_attributes")
     if isinstance(attributes, list):  # an attribute without labels: (most) shows no "labels: null"
         attrs = [{k: v for k, v in a.items() if not (k == "labels" and v is None)} for a in attributes]
         policy = {**policy, "sensitive_attributes": attrs}
+    unset = [key for key, value in policy.items() if value is None]
+    shown = {key: value for key, value in policy.items() if value is not None}
     try:
-        return "\n".join(["fairness_checker:", *_compact_lines(policy, "  ")])
+        lines = ["fairness_checker:", *_compact_lines(shown, "  ")]
+        return "\n".join(lines + ([f"  # not set (null): {', '.join(unset)}"] if unset else []))
     except yaml.YAMLError:
         return json.dumps(policy, indent=2, default=str)
 
@@ -172,12 +177,19 @@ _KEY_WORDS = {
 
 
 def join_facts(alignment: Mapping[str, Any] | None) -> list[KeyValue]:
-    """The join summary in words; one line per attribute for its missing values, only where there were any."""
+    """The join summary in words: a line per attribute with missing values, one naming those without any.
+
+    >>> [(kv.key, kv.value) for kv in join_facts({"missing_attribute_values": {
+    ...     "race": {"count": 0}, "sex": {"count": 0}, "age": {"count": 3, "handling": "exclude"}}})]
+    [('Missing age', '3 rows, left out'), ('No missing values', 'race, sex')]
+    """
     rows = []
     for key, value in (alignment or {}).items():
         if key == "missing_attribute_values" and isinstance(value, Mapping):
-            for attribute, info in value.items():
-                rows.append(KeyValue(f"Missing {attribute}", _missing_text(info)))
+            texts = {attribute: _missing_text(info) for attribute, info in value.items()}
+            rows += [KeyValue(f"Missing {a}", text) for a, text in texts.items() if text != "none"]
+            if complete := [a for a, text in texts.items() if text == "none"]:
+                rows.append(KeyValue("No missing values", ", ".join(complete)))
         elif not isinstance(value, Mapping | list):
             rows.append(KeyValue(_KEY_WORDS.get(key, key.replace("_", " ").capitalize()), _plain(value)))
     return rows
@@ -261,10 +273,20 @@ def _quoted(text: str) -> str:
 
 def trail(document: AuditDocument) -> list[KeyValue]:
     """The audit-trail facts that identify this run."""
+    return run_record(document.model_dump(include={"run_id", "policy_sha256", "schema_version", "fairgate_version",
+                                                   "created_at"}))  # fmt: skip
+
+
+def run_record(document: Mapping[str, Any]) -> list[KeyValue]:
+    """The facts that identify a run of any report type (audit, monitoring, comparison), as its JSON has them.
+
+    >>> [kv.value for kv in run_record({"run_id": "r1", "policy_sha256": "ab", "schema_version": "2.1"})]
+    ['r1', 'ab', '2.1', '–', '–']
+    """
     return [
-        KeyValue("Run id", document.run_id or "–"),
-        KeyValue("Policy SHA-256", document.policy_sha256 or "–"),
-        KeyValue("Schema version", document.schema_version or "–"),
-        KeyValue("fairgate version", document.fairgate_version or "–"),
-        KeyValue("Created at", document.created_at or "–"),
+        KeyValue("Run id", str(document.get("run_id") or "–")),
+        KeyValue("Policy SHA-256", str(document.get("policy_sha256") or "–")),
+        KeyValue("Schema version", str(document.get("schema_version") or "–")),
+        KeyValue("fairgate version", str(document.get("fairgate_version") or "–")),
+        KeyValue("Created at", str(document.get("created_at") or "–")),
     ]

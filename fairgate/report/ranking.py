@@ -128,7 +128,7 @@ def ranking_pages(document: AuditDocument, suppression: Suppression) -> RankingP
     cutoffs = ", ".join(str(k) for k in block.top_k)
     settings = (
         f"{fmt_count(document.n_rows)} ranked items in {fmt_count(block.n_lists)} lists. Exposure of a position: "
-        f"{_discount_text(block)}. Top-k cut-offs: {cutoffs}; the top_k_rate rules judge k = {block.judged_k}. "
+        f"{_discount_text(block)}. Top-k cut-offs: {cutoffs}; the top-k rate rules judge k = {block.judged_k}. "
         f"Intervals: cluster bootstrap of whole lists ({block.bootstrap_buckets} clusters)."
     )
     pages = [_page(document, block, list(s), suppression) for s in document.slicings if s]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fairgate.report.format import metric_label
 from tasks.render.charts import FAIL, INK, MUTED, PALETTE, PASS, chart_figure, set_margins, set_wrapped_title, to_svg
 
 FRONTIER_SIZE = (4.6, 2.8)
@@ -49,10 +50,11 @@ def frontier_chart(document: Mapping[str, Any], *, threshold: float | None = Non
         )
         if threshold is not None:
             ax.axvline(threshold, color=INK, linestyle=":", linewidth=0.8, label=f"policy threshold {threshold:g}")
-        ax.set_xlabel(f"{metric} (lower is fairer)", fontsize=6.5)
+        ax.set_xlabel(f"{metric_label(metric)} (lower is fairer)", fontsize=6.5)
         ax.set_ylabel("accuracy", fontsize=6.5)
         ax.set_xlim(left=0)
-        top = set_wrapped_title(ax, f"Fairness-accuracy frontier of group thresholds ({metric})", FRONTIER_SIZE[0])
+        title = f"Fairness-accuracy frontier of group thresholds ({metric_label(metric)})"
+        top = set_wrapped_title(ax, title, FRONTIER_SIZE[0])
         ax.legend(loc="best")  # lower right hid the audited model on COMPAS
         set_margins(fig, left=0.55, bottom=0.4, top=top)
         return to_svg(fig)

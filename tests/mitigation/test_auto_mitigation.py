@@ -13,6 +13,7 @@ import email
 import email.policy
 import hashlib
 import json
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 import yaml
 from aiosmtpd.controller import Controller
 from mitigation_helpers import FEATURES, POLICY, InProcessRunner
+from pdf_words import code_form_metric_names
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -198,6 +200,8 @@ def test_one_pdf_carries_the_section_with_the_documents_numbers(auto_run: dict) 
     (pdf,) = out.glob("*.pdf")  # one report: the proposal is in the audit's own, not a second one
     text = " ".join(_pdf_text(pdf).split())
     assert "Proposed mitigation: Group thresholds" in text
+    assert code_form_metric_names(_pdf_text(pdf)) == []  # the fitted facts and the frontier chart name it in words
+    assert not re.search(r"[a-z]\.[A-Z]", text.replace("e.g.", "")), "two sentences run together"
     assert "never deployed" in text
     assert "from FAIL to PASS" in text
     (race,) = [r for r in block["results"] if r["slicing"] == ["race"]]
@@ -213,6 +217,26 @@ def test_one_pdf_carries_the_section_with_the_documents_numbers(auto_run: dict) 
         assert f"{group} {change['n']:,} {change['before']:.3f} {change['after']:.3f}" in text
     assert "Fairness-accuracy frontier" in text
     assert Path(block["files"]["thresholds"]).name in text
+
+
+def test_page_one_names_the_proposal_and_the_caveat_stands_beside_the_group_rules(auto_run: dict) -> None:
+    """Page 1 of a mitigation.auto audit names the remedy and its held-out effect; the rules that name a race
+    carry the lawfulness caveat on their own page, right after their table."""
+    out, block = auto_run["out"], auto_run["document"]["mitigation"]
+    (pdf,) = out.glob("*.pdf")
+    page_one = " ".join(subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(pdf), "-"], check=True,
+                                       capture_output=True, text=True).stdout.split())  # fmt: skip
+    (race,) = [r for r in block["results"] if r["slicing"] == ["race"]]
+    assert "Proposed, not deployed:" in page_one
+    assert "On the held-out rows:" in page_one
+    for stage in ("before", "after"):
+        assert f"{race[stage]['value']:.3f}" in page_one
+    assert "lawful" in page_one
+    text = " ".join(_pdf_text(pdf).split())
+    rules = text.index("RULE ON THE FAVOURABLE SCORE")
+    caveat = text.index("check that this is lawful", rules)
+    assert "Verdict before and after" in text[caveat:], "the caveat comes before the results, next to the rules"
+    assert "Verdict before and after" not in text[rules:caveat]
 
 
 def test_the_email_carries_the_proposal_and_the_same_pdf(auto_run: dict) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 from mitigation_helpers import InProcessRunner
+from pdf_words import code_form_metric_names
 
 import fairgate
 from fairgate.errors import DataError
@@ -99,8 +100,8 @@ def test_the_compas_example_promotes_no_candidate_that_fails_the_policy(several:
             "fail",
         )
     cut6 = result["candidates"][1]
-    assert "disparate_impact_ratio (race) 0.601" in cut6["audit"]["failed"][0]
-    assert result["reasons"][1].startswith("cut6: its own audit fails the policy: disparate_impact_ratio (race) 0.601")
+    assert "Disparate impact ratio (race) 0.601" in cut6["audit"]["failed"][0]
+    assert result["reasons"][1].startswith("cut6: its own audit fails the policy: Disparate impact ratio (race) 0.601")
 
 
 def _entry(name: str, accuracy: str, change: float, passes: bool = True) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def test_no_promotable_candidate_exits_1_and_names_each_reason(several: dict[str
     policy, joints = several["policy"], several["joints"]
     result = compare_candidates({"race_dependent_cut": joints["race_dependent_cut"]}, policy)
     assert (result["decision"], result["exit_code"], result["chosen"]) == ("do_not_promote", 1, None)
-    assert any("disparate_impact_ratio (race) is worse" in r for r in result["reasons"])
+    assert any("Disparate impact ratio (race) is worse" in r for r in result["reasons"])
 
 
 def test_the_deciding_intervals_hold_jointly_over_every_candidates_changes(several: dict[str, Any]) -> None:
@@ -215,6 +216,7 @@ def test_the_report_holds_the_decision_and_the_numbers_of_the_json(several: dict
     assert not list(tmp_path.glob(".*.tmp"))
     written = json.loads(json_path.read_text())
     text = _pdf_text(Path(files["pdf"]))
+    assert code_form_metric_names(text) == []
     html = Path(files["html"]).read_text()
     assert "PROMOTE" in text
     assert "Chosen candidate: higher_cut" in text
@@ -351,7 +353,7 @@ def test_cli_several_candidates_exit_0_naming_the_chosen_one_with_a_report(
     assert "decision: PROMOTE: higher_cut (it still FAILS the policy)" in done.stdout
     assert "race_dependent_cut - baseline (paired bootstrap): do not promote" in done.stdout
     assert "its own audit against the policy: does not pass (verdict fail)" in done.stdout
-    assert "fails: disparate_impact_ratio (race) 0.679" in done.stdout
+    assert "fails: Disparate impact ratio (race) 0.679" in done.stdout
     (json_path,) = out.glob("comparison_*.json")
     document = json.loads(json_path.read_text())
     assert (document["chosen"], document["chosen_fails_policy"]) == ("higher_cut", True)

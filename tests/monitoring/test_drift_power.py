@@ -49,7 +49,7 @@ def test_a_weak_rule_is_named_with_the_volume_it_needs() -> None:
     assert _detection(0.4, stream.baseline_share, power.volume_factor, stream.alpha) >= 0.5
     assert _detection(0.4, stream.baseline_share, power.volume_factor / GRID_STEP, stream.alpha) < 0.5
     text = power.sentence(90, "night")
-    assert text.startswith("Under-powered drift rule: equal_opportunity_difference (every slicing) cannot be expected")
+    assert text.startswith("Under-powered drift rule: Equal opportunity difference (every slicing) cannot be expected")
     assert f"it needs about {math.ceil(power.volume_factor * 90):,} labelled rows a night" in text
     assert "threshold" in text
 

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 import pytest
+from pdf_words import code_form_metric_names, pdf_text
 
 import fairgate
 from cli import app
@@ -143,6 +144,8 @@ def test_page_one_of_the_pdf_says_the_windows_fail(compas_nights: dict[str, Any]
     assert "Windows: FAIL" in text
     assert "NO DRIFT" not in text
     assert "PASS" not in text.split("Windows:")[0]  # the badge above the headline is not a green all-clear
+    assert code_form_metric_names(pdf_text(pdf)) == []  # `fairgate monitor run`'s PDF names metrics in words
+    assert "Sign-off" in pdf_text(pdf)
 
 
 def test_the_underpowered_rule_is_named_with_the_volume_it_needs(compas_nights: dict[str, Any]) -> None:
@@ -151,7 +154,7 @@ def test_the_underpowered_rule_is_named_with_the_volume_it_needs(compas_nights: 
         assert rule["metric"] == "equal_opportunity_difference"
         assert rule["slicing"] == ["race"]
         assert rule["detection_probability"] < 0.5
-        assert "Under-powered drift rule: equal_opportunity_difference on race" in rule["detail"]
+        assert "Under-powered drift rule: Equal opportunity difference on race" in rule["detail"]
         assert "rows a week" in rule["detail"]
         assert rule["rows_needed"] is None or rule["rows_needed"] > rule["rows_per_period"]
     first, last = compas_nights["runs"][0]["document"], compas_nights["runs"][-1]["document"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from monitoring_doc import monitoring_document
+from pdf_words import code_form_metric_names, pdf_text
 
 from fairgate.report.monitoring import build_monitoring_view
 from tasks.render.monitor_report import monitoring_charts, render_monitoring_html, render_monitoring_report
@@ -115,6 +116,7 @@ def test_report_files_render_offline(document: dict[str, Any], tmp_path: Path) -
     paths = render_monitoring_report(document, tmp_path, ["html", "pdf"])
     assert set(paths) == {"html", "pdf"}
     assert paths["pdf"].read_bytes().startswith(b"%PDF")
+    assert code_form_metric_names(pdf_text(paths["pdf"])) == []  # alerts, episodes and tables name metrics in words
     page = paths["html"].read_text()
     assert "data:image/svg+xml;base64," in page
     assert "http://" not in page.replace("http://www.w3.org", "")

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import policy_metric
 from fairgate.mitigation.advice import advice_text, priority_note, recommend, resolve_priority_metrics
 from fairgate.policy.outcomes import Outcomes, fill
@@ -51,7 +52,7 @@ def test_technique_fits_the_metric(metric: str, technique: str) -> None:
     recs = recommend({"results": [_result(metric, value=0.3, threshold=0.1)]}, None)
     mitigation = [r for r in recs if r["kind"] == "mitigation"]
     assert [r["technique"] for r in mitigation] == [technique]
-    assert metric in mitigation[0]["reason"]
+    assert metric_label(metric) in mitigation[0]["reason"]  # the metric named in words
     assert "sex=F" in mitigation[0]["reason"]
     assert mitigation[0]["how"]
     assert mitigation[0]["summary"].endswith(".")

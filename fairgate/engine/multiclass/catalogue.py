@@ -12,6 +12,7 @@ metric that needs no scores may be judged on it under the name ``adverse.<binary
 
 from __future__ import annotations
 
+from fairgate.engine.labels import spelled
 from fairgate.engine.metrics import GroupMetric, known_policy_metrics, policy_metric
 from fairgate.engine.multiclass.slicing import SUMMARIES
 from fairgate.engine.tasks import TaskMetric, from_policy_metric
@@ -21,7 +22,7 @@ ADVERSE_PREFIX = "adverse."
 
 
 def _summary_metric(name: str, bases: tuple[str, ...], kind: str) -> TaskMetric:
-    over = " and ".join(bases)
+    over = " and ".join(spelled(b) for b in bases)
     if kind == "difference":
         text = f"the largest gap between groups in a class's one-vs-rest {over}, worst class (0 is parity)"
         return TaskMetric(name, "lower_is_better", (0.0, 1.0), 0.1, "difference", text)
