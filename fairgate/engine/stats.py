@@ -433,7 +433,8 @@ def studentized_range_sfs(q: float, sizes: Sequence[int]) -> float:
 
 def _within(q: float) -> np.ndarray:
     # special.ndtr is what norm.cdf computes, without its per-call argument checks (most of the tail's time)
-    return np.clip(_GRID_CDF - special.ndtr(_GRID - q), 0.0, 1.0)
+    within: np.ndarray = np.clip(_GRID_CDF - special.ndtr(_GRID - q), 0.0, 1.0)
+    return within
 
 
 def _range_sf(within: np.ndarray, groups: int) -> float:
