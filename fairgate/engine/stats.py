@@ -130,8 +130,25 @@ def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
     adjusted = np.full(p_values.shape, np.nan)
     defined = np.isfinite(p_values)
     if defined.any():
-        adjusted[defined] = _scipy_stats.false_discovery_control(p_values[defined], method="bh")
+        adjusted[defined] = _step_up_bh(p_values[defined])
     return adjusted
+
+
+def _step_up_bh(p_values: np.ndarray) -> np.ndarray:
+    """``scipy.stats.false_discovery_control(p, method="bh")`` for one 1-D array, with the same values.
+
+    Step by step as scipy computes it, without its per-call input handling, which cost more than the step-up
+    itself: an audit adjusts one family per metric and slicing (114 on the 1M-row bench).
+    """
+    if p_values.size <= 1 or p_values.min() < 0.0 or p_values.max() > 1.0:  # scipy's own answer, or its error
+        return np.asarray(_scipy_stats.false_discovery_control(p_values, method="bh"), dtype=float)
+    m = p_values.size
+    order = np.argsort(p_values, kind="stable")
+    ordered = p_values[order] * (m / np.arange(1, m + 1, dtype=float))
+    np.minimum.accumulate(ordered[::-1], out=ordered[::-1])
+    adjusted = np.empty_like(ordered)
+    adjusted[order] = ordered
+    return np.asarray(np.clip(adjusted, 0.0, 1.0))
 
 
 def replicate_se(replicates: np.ndarray) -> np.ndarray:
