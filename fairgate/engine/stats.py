@@ -353,7 +353,7 @@ class PairFamily:
         """
         if self.counts is None or self.log is None:
             return 0.0
-        small = {i for i, c in enumerate(self.counts) if np.isfinite(c).all() and needs_exact(*c)}
+        small = self._exact_pairs
         if not small:
             return 0.0
         large = np.array([i not in small for i in range(self.gap.size)])
@@ -364,6 +364,16 @@ class PairFamily:
             x1, n1, x2, n2 = (float(c) for c in self.counts[i])
             total += exact_pair_tail(x1, n1, x2, n2, t, threshold, log=bool(self.log[i]))
         return min(1.0, total)
+
+    @functools.cached_property
+    def _exact_pairs(self) -> frozenset[int]:
+        """The pairs of rates with few trials that :meth:`exact_tail` tests exactly.
+
+        Found once per family: the gate asks for the tail of one family several times.
+        """
+        if self.counts is None:
+            return frozenset()
+        return frozenset(i for i, c in enumerate(self.counts) if np.isfinite(c).all() and needs_exact(*c))
 
     def beyond_bound(self, p: float) -> float:
         """The largest threshold whose :meth:`p_beyond` is at most ``p``: the lower bound the gate's test inverts.
