@@ -74,3 +74,47 @@ def test_beyond_bound_equals_the_root_search_it_replaces(seed: int) -> None:
     for p in [0.2, 0.05, 0.01, 0.0013, 1e-5]:
         assert family.beyond_bound(p) == pytest.approx(_beyond_bound_by_search(family, p), abs=1e-9)
         assert family.beyond_bound(p) == pytest.approx(_beyond_bound_by_search(family, p), abs=1e-9)  # cached
+
+
+def test_each_slicing_is_counted_once_per_cube(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan_slicings and skipped_slicings share one count per slicing of the same cube."""
+    import collections
+
+    import polars as pl
+
+    import fairgate
+    from fairgate.engine import planning
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    frame = pl.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "z"], n),
+            "b": rng.choice(["u", "v"], n),
+            "c": rng.choice(["p", "q", "r", "s"], n),
+            "y_true": rng.integers(0, 2, n),
+            "y_pred": rng.integers(0, 2, n),
+        }
+    )
+    policy = fairgate.Policy.model_validate(
+        {
+            "sensitive_attributes": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            "metrics": [{"name": "demographic_parity_difference", "threshold": 0.1}],
+            "intersectional_analysis": {"min_group_size": 30, "include_triples": True},
+            "limits": {"max_groups_per_slicing": 10},
+            "statistics": {"n_bootstrap": 50},
+        }
+    )
+    calls: collections.Counter[tuple[str, ...]] = collections.Counter()
+    counted = planning.slicing_group_count
+
+    def counting(cube: object, slicing: tuple[str, ...], policy: object) -> int:
+        calls[slicing] += 1
+        return counted(cube, slicing, policy)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(planning, "slicing_group_count", counting)
+    document = fairgate.audit(frame, policy).to_dict()
+    assert calls, "the planner counted no slicing"
+    assert set(calls.values()) == {1}
+    skipped = document["diagnostics"]["skipped_slicings"]
+    assert [(s["slicing"], s["groups"]) for s in skipped] == [(["a", "c"], 12), (["a", "b", "c"], 24)]
