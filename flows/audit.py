@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, unmapped
+from prefect import get_run_logger, unmapped
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
@@ -31,6 +31,7 @@ from fairgate.monitoring import trend_of
 from fairgate.proxy import judged_on_correction, with_weight_column
 from fairgate.verdicts import verdict_word
 from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_execution
+from flows.plain_flow import plain_flow
 from flows.runtime import (
     INVALID_INPUT,
     TASK_RUNNER,
@@ -64,7 +65,7 @@ from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_o
 from tasks.validation.validate import validate_aligned, validate_inputs
 
 
-@flow(name="fairness-audit", task_runner=TASK_RUNNER)
+@plain_flow(name="fairness-audit", task_runner=TASK_RUNNER)
 def fairness_audit(
     policy: str,
     predictions: str,

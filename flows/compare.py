@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
@@ -22,6 +22,7 @@ import fairgate
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.mitigation.plane import accuracy_fairness_plane
+from flows.plain_flow import plain_flow
 from flows.runtime import INVALID_INPUT, Inputs, persisted
 from tasks.audit import read_policy
 from tasks.compare import (
@@ -43,7 +44,7 @@ from tasks.task_kinds import require_capability
 from tasks.validation.validate import validate_aligned, validate_inputs
 
 
-@flow(name="fairgate-compare")
+@plain_flow(name="fairgate-compare")
 def fairgate_compare(
     policy: str,
     baseline: str,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
@@ -26,6 +26,7 @@ from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
 from flows.audit import fairness_audit
 from flows.grid_frontier import fit_frontier_grid, write_frontier
+from flows.plain_flow import plain_flow
 from flows.runtime import INVALID_INPUT, Inputs, persisted, read_inputs
 from tasks.audit import read_policy
 from tasks.mitigation.thresholds import fit_thresholds_task
@@ -58,7 +59,7 @@ from tasks.store import default_trail_path, show_run
 from tasks.task_kinds import require_capability
 
 
-@flow(name="fairgate-reweigh")
+@plain_flow(name="fairgate-reweigh")
 def fairgate_reweigh(
     policy: str,
     training: str,
@@ -124,7 +125,7 @@ def _reweigh(
     return summary
 
 
-@flow(name="fairgate-retrain")
+@plain_flow(name="fairgate-retrain")
 def fairgate_retrain(
     policy: str,
     training: str,
@@ -213,7 +214,7 @@ def _plan(
     }
 
 
-@flow(name="fairgate-thresholds")
+@plain_flow(name="fairgate-thresholds")
 def fairgate_thresholds(
     policy: str,
     predictions: str,

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, unmapped
+from prefect import get_run_logger, unmapped
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
@@ -29,6 +29,7 @@ from fairgate.monitoring.drift import TYPICAL_SE_NIGHTS
 from fairgate.monitoring.headline import EXIT_ON, exit_code, headline
 from fairgate.monitoring.windowed import coinciding
 from fairgate.monitoring.windows import PeriodCube, check_nights
+from flows.plain_flow import plain_flow
 from flows.runtime import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
 from tasks.audit import read_policy
 from tasks.inputs.align import align_inputs, release, stage_inputs
@@ -66,7 +67,7 @@ from tasks.validation.validate import validate_aligned, validate_inputs
 ALERT = "DriftDetected"
 
 
-@flow(name="fairness-monitor", task_runner=TASK_RUNNER)
+@plain_flow(name="fairness-monitor", task_runner=TASK_RUNNER)
 def fairness_monitor(
     policy: str,
     predictions: str,

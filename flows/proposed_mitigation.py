@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 
 import fairgate
 from fairgate.errors import FairgateError
 from fairgate.mitigation.proposal import NOT_DEPLOYED, paired_results, verdict_sentence
 from fairgate.mitigation.retraining import accuracy_cost
 from fairgate.policy.core import Policy
+from flows.plain_flow import plain_flow
 from tasks.audit import read_policy
 from tasks.inputs.align import align_inputs, release, stage_inputs
 from tasks.mitigation.proposed_mitigation import (
@@ -76,7 +77,7 @@ def propose_mitigation(
         raise
 
 
-@flow(name="fairgate-proposed-mitigation")
+@plain_flow(name="fairgate-proposed-mitigation")
 def fairgate_proposed_mitigation(
     policy: str,
     predictions: str,

@@ -14,12 +14,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from fairgate.errors import FairgateError
 from flows.audit import fairness_audit
+from flows.plain_flow import plain_flow
 from tasks.audit import read_policy
 from tasks.outbound.registration import (
     Defaults,
@@ -39,7 +40,7 @@ _REJECTED_PREFIX = "registration rejected: "
 # flow-run logger in flows/audit.py (imported here) drops it for every deliberate Failed state.
 
 
-@flow(name="fairgate-registration")
+@plain_flow(name="fairgate-registration")
 def fairgate_registration(
     event: dict[str, Any],
     policy: str | None = None,

@@ -12,11 +12,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
 from fairgate.errors import FairgateError
+from flows.plain_flow import plain_flow
 from tasks.outbound.registry import emit_registrations, find_new_versions, mark_registered, mark_skipped
 
 INVALID_INPUT = "InvalidInput"  # the same state name as the audit flow's bad input
@@ -24,7 +24,7 @@ WATCH_DEPLOYMENT = "registry-watch"
 WATCH_CRON = "* * * * *"
 
 
-@flow(name="fairgate-registry-watch")
+@plain_flow(name="fairgate-registry-watch")
 def registry_watch(
     tracking_uri: str | None = None,
     models: list[str] | None = None,

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 from prefect.states import Completed, Failed
 
 from fairgate.errors import FairgateError
+from flows.plain_flow import plain_flow
 from tasks.outbound.registry import DEFAULT_ALIAS, mlflow_target, write_verdict
 
 INVALID_INPUT = "InvalidInput"
@@ -23,7 +23,7 @@ WRITEBACK_DEPLOYMENT = "registry-writeback"
 COMPLETED_EVENT = "fairgate.audit.completed"
 
 
-@flow(name="fairgate-registry-writeback")
+@plain_flow(name="fairgate-registry-writeback")
 def registry_writeback(payload: dict[str, Any], alias: str = DEFAULT_ALIAS, tracking_uri: str | None = None) -> State:
     """Write the verdict of a ``fairgate.audit.completed`` ``payload`` to its model version: tags
     ``fairgate.verdict``, ``fairgate.run_id``, ``fairgate.failed_metrics``, ``fairgate.report``, and the model card

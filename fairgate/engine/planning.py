@@ -7,6 +7,7 @@ cube's counter is here too (``plan_slicings``).
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,8 +42,25 @@ def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
     return skipped
 
 
+# Per cube (by id, dropped with the cube): the group count of each slicing, as its declared values extend it.
+# plan_slicings and skipped_slicings both count every candidate; each count is a pass over the cube's cells.
+_GROUP_COUNTS: dict[int, dict[tuple[Slicing, tuple[str, ...] | None], int]] = {}
+
+
 def _counter(cube: Cube, policy: Policy) -> Callable[[Slicing], int]:
-    return lambda slicing: slicing_group_count(cube, slicing, policy)
+    counts = _GROUP_COUNTS.get(id(cube))
+    if counts is None:
+        counts = _GROUP_COUNTS.setdefault(id(cube), {})
+        weakref.finalize(cube, _GROUP_COUNTS.pop, id(cube), None)
+
+    def count(slicing: Slicing) -> int:
+        declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+        key = (slicing, None if declared is None else tuple(declared))
+        if key not in counts:
+            counts[key] = slicing_group_count(cube, slicing, policy)
+        return counts[key]
+
+    return count
 
 
 def within_group_limit(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 from scipy import stats as _scipy_stats
 
 from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, needs_exact, normal_pair_tail
@@ -130,8 +130,25 @@ def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
     adjusted = np.full(p_values.shape, np.nan)
     defined = np.isfinite(p_values)
     if defined.any():
-        adjusted[defined] = _scipy_stats.false_discovery_control(p_values[defined], method="bh")
+        adjusted[defined] = _step_up_bh(p_values[defined])
     return adjusted
+
+
+def _step_up_bh(p_values: np.ndarray) -> np.ndarray:
+    """``scipy.stats.false_discovery_control(p, method="bh")`` for one 1-D array, with the same values.
+
+    Step by step as scipy computes it, without its per-call input handling, which cost more than the step-up
+    itself: an audit adjusts one family per metric and slicing (114 on the 1M-row bench).
+    """
+    if p_values.size <= 1 or p_values.min() < 0.0 or p_values.max() > 1.0:  # scipy's own answer, or its error
+        return np.asarray(_scipy_stats.false_discovery_control(p_values, method="bh"), dtype=float)
+    m = p_values.size
+    order = np.argsort(p_values, kind="stable")
+    ordered = p_values[order] * (m / np.arange(1, m + 1, dtype=float))
+    np.minimum.accumulate(ordered[::-1], out=ordered[::-1])
+    adjusted = np.empty_like(ordered)
+    adjusted[order] = ordered
+    return np.asarray(np.clip(adjusted, 0.0, 1.0))
 
 
 def replicate_se(replicates: np.ndarray) -> np.ndarray:
@@ -324,9 +341,9 @@ class PairFamily:
         if t <= 0:
             return 1.0
         z = self._on_normal_scale(t)
-        bound = sum(studentized_range_sf(z * np.sqrt(2.0), g) for g in self.sizes)
+        bound = studentized_range_sfs(z * np.sqrt(2.0), self.sizes)
         boot = self._bootstrap_tail(t)
-        p = min(1.0, max(bound, boot, 2.0 * float(_scipy_stats.norm.sf(z))))
+        p = min(1.0, max(bound, boot, 2.0 * float(special.ndtr(-z))))  # the normal sf, as norm.sf computes it
         return p if p >= EXACT_WHEN_BELOW else min(1.0, max(p, self.exact_tail(t, threshold)))
 
     def _bootstrap_tail(self, t: float) -> float:
@@ -349,7 +366,7 @@ class PairFamily:
         """
         if self.counts is None or self.log is None:
             return 0.0
-        small = {i for i, c in enumerate(self.counts) if np.isfinite(c).all() and needs_exact(*c)}
+        small = self._exact_pairs
         if not small:
             return 0.0
         large = np.array([i not in small for i in range(self.gap.size)])
@@ -360,6 +377,16 @@ class PairFamily:
             x1, n1, x2, n2 = (float(c) for c in self.counts[i])
             total += exact_pair_tail(x1, n1, x2, n2, t, threshold, log=bool(self.log[i]))
         return min(1.0, total)
+
+    @functools.cached_property
+    def _exact_pairs(self) -> frozenset[int]:
+        """The pairs of rates with few trials that :meth:`exact_tail` tests exactly.
+
+        Found once per family: the gate asks for the tail of one family several times.
+        """
+        if self.counts is None:
+            return frozenset()
+        return frozenset(i for i, c in enumerate(self.counts) if np.isfinite(c).all() and needs_exact(*c))
 
     def beyond_bound(self, p: float) -> float:
         """The largest threshold whose :meth:`p_beyond` is at most ``p``: the lower bound the gate's test inverts.
@@ -376,21 +403,13 @@ class PairFamily:
         """
         if not 0.0 < p < 1.0:
             return 0.0 if p <= 0.0 else float(np.max(self.gap))
-        t = float(_scipy_stats.norm.isf(p / 2.0))
+        t = float(-special.ndtri(p / 2.0))  # the normal isf, as norm.isf computes it
         if self.null is not None and self.null.size >= 20:
             # replicates allowed at or beyond t: k with (k + 1) / (B + 1) <= p (or none; _bootstrap_tail)
             allowed = max(0, int(np.floor(p * (self.null.size + 1) - 1.0 + 1e-9)))
             if allowed < self.null.size:
                 t = max(t, float(np.nextafter(self.null[self.null.size - allowed - 1], np.inf)))
-
-        def excess(x: float) -> float:
-            return sum(studentized_range_sf(x * np.sqrt(2.0), g) for g in self.sizes) - p
-
-        if excess(t) > 0:
-            high = 2.0 * t
-            while excess(high) > 0 and high < 1e3:
-                high *= 2.0
-            t = float(optimize.brentq(excess, t, high, xtol=1e-9))
+        t = max(t, _studentized_range_root(tuple(int(g) for g in self.sizes), p))
         return max(0.0, float(np.max(self.gap - t * self.se)))
 
     def exact_beyond_bound(self, bound: float, p: float, threshold: float, fails: bool) -> float:
@@ -438,9 +457,55 @@ def studentized_range_sf(q: float, groups: int) -> float:
     """
     if groups < 2 or q <= 0:
         return 1.0
-    inside = np.clip(_GRID_CDF - _scipy_stats.norm.cdf(_GRID - q), 0.0, 1.0)
-    cdf = groups * np.trapezoid(_GRID_DENSITY * inside ** (groups - 1), _GRID)
+    return _range_sf(_within(q), groups)
+
+
+def studentized_range_sfs(q: float, sizes: Sequence[int]) -> float:
+    """The sum over ``sizes`` of :func:`studentized_range_sf` (q, g), term by term the same values.
+
+    The integrand's Phi(z) - Phi(z - q) is computed once for all of them.
+
+    >>> studentized_range_sfs(3.0, (3, 4, 3)) == sum(studentized_range_sf(3.0, g) for g in (3, 4, 3))
+    True
+    """
+    within = _within(q) if q > 0 else None
+    return sum(1.0 if g < 2 or within is None else _range_sf(within, g) for g in sizes)
+
+
+def _within(q: float) -> np.ndarray:
+    # special.ndtr is what norm.cdf computes, without its per-call argument checks (most of the tail's time)
+    within: np.ndarray = np.clip(_GRID_CDF - special.ndtr(_GRID - q), 0.0, 1.0)
+    return within
+
+
+def _range_sf(within: np.ndarray, groups: int) -> float:
+    cdf = groups * np.trapezoid(_GRID_DENSITY * within ** (groups - 1), _GRID)
     return float(min(1.0, max(0.0, 1.0 - cdf)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _studentized_range_root(sizes: tuple[int, ...], p: float) -> float:
+    """The t whose union of studentized-range tails, sum over ``sizes`` of P(range > t sqrt 2), is ``p`` (to 1e-9).
+
+    Depends on the family's sizes and ``p`` only, so an audit's results that share both (every metric of one
+    slicing at one Holm step) find it once. The normal tail's own t when the range's tails are already within
+    ``p`` there (a family of one group).
+
+    >>> t = _studentized_range_root((3,), 0.05)
+    >>> round(float(t * np.sqrt(2.0)), 3), round(studentized_range_sf(t * np.sqrt(2.0), 3), 4)
+    (3.314, 0.05)
+    """
+
+    def excess(x: float) -> float:
+        return studentized_range_sfs(x * np.sqrt(2.0), sizes) - p
+
+    low = float(-special.ndtri(p / 2.0))  # the normal tail's t: never beyond the range's (one pair, two sides)
+    if excess(low) <= 0:
+        return low
+    high = 2.0 * low
+    while excess(high) > 0 and high < 1e3:
+        high *= 2.0
+    return float(optimize.brentq(excess, low, high, xtol=1e-9))
 
 
 @functools.lru_cache(maxsize=1024)

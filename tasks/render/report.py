@@ -8,6 +8,7 @@ everything but inline ``data:`` URLs, so rendering never touches the network.
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -16,8 +17,6 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from weasyprint import HTML
-from weasyprint.urls import URLFetcher
 
 from fairgate.report import ReportView, build_view, email_summary
 from tasks.outputs import output_stem, write_atomic
@@ -94,26 +93,44 @@ def render_html(
     )
 
 
-class OfflineURLFetcher(URLFetcher):  # type: ignore[misc]  # weasyprint ships no type hints
-    """WeasyPrint URL fetcher for inline ``data:`` URLs only: anything else stops the rendering.
+@functools.cache
+def _offline_url_fetcher() -> type:
+    """The class of :data:`OfflineURLFetcher`, built on first use: WeasyPrint (about 1 s to import) is loaded only
+    when a PDF is rendered, not for an HTML-only report."""
+    from weasyprint.urls import URLFetcher
 
-    ``requested`` lists every URL the document asked for (tests check that none leaves the document).
-    """
+    class OfflineURLFetcher(URLFetcher):  # type: ignore[misc]  # weasyprint ships no type hints
+        """WeasyPrint URL fetcher for inline ``data:`` URLs only: anything else stops the rendering.
 
-    def __init__(self) -> None:
-        super().__init__(allowed_protocols={"data"}, fail_on_errors=True, allow_redirects=False)
-        self.requested: list[str] = []
+        ``requested`` lists every URL the document asked for (tests check that none leaves the document).
+        """
 
-    def fetch(self, url: str, headers: Any = None) -> Any:
-        self.requested.append(url)
-        if not url.startswith("data:"):
-            raise OfflineFetchError(f"report tried to fetch {url!r}; reports must be self-contained")
-        return super().fetch(url, headers)
+        def __init__(self) -> None:
+            super().__init__(allowed_protocols={"data"}, fail_on_errors=True, allow_redirects=False)
+            self.requested: list[str] = []
+
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            self.requested.append(url)
+            if not url.startswith("data:"):
+                raise OfflineFetchError(f"report tried to fetch {url!r}; reports must be self-contained")
+            return super().fetch(url, headers)
+
+    return OfflineURLFetcher
 
 
-def html_to_pdf(html: str, fetcher: OfflineURLFetcher | None = None) -> bytes:
+def __getattr__(name: str) -> Any:
+    """``OfflineURLFetcher``: the offline fetcher class, WeasyPrint imported when it is first asked for."""
+    if name == "OfflineURLFetcher":
+        return _offline_url_fetcher()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def html_to_pdf(html: str, fetcher: Any = None) -> bytes:
+    """The PDF of a self-contained HTML page (WeasyPrint, offline: only inline ``data:`` URLs are fetched)."""
+    from weasyprint import HTML  # imported here: an HTML-only report never loads WeasyPrint
+
     # base_url=None: relative links cannot resolve to local files either.
-    document = HTML(string=html, base_url=None, url_fetcher=fetcher or OfflineURLFetcher())
+    document = HTML(string=html, base_url=None, url_fetcher=fetcher or _offline_url_fetcher()())
     return document.write_pdf(pdf_identifier=b"fairgate") or b""
 
 

@@ -1,0 +1,120 @@
+"""The engine's fast paths give what the slower formulations they replace give (fairgate/engine/stats.py):
+Benjamini-Hochberg without scipy's per-call handling, the normal tails by ``special.ndtr``, the studentized-range
+tails of a family's components from one integrand, and the deciding interval's root found once per (sizes, p)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import optimize
+from scipy import stats as scipy_stats
+
+from fairgate.engine import stats
+from fairgate.engine.stats import PairFamily, benjamini_hochberg, studentized_range_sf, studentized_range_sfs
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 40, 300])
+def test_benjamini_hochberg_equals_scipys(size: int) -> None:
+    rng = np.random.default_rng(size)
+    for _ in range(50):
+        p = rng.random(size)
+        if size > 2:
+            p[: size // 2] = p[0]  # ties
+            p[-1] = 1.0
+            p[1] = 0.0
+        expected = scipy_stats.false_discovery_control(p, method="bh")
+        assert np.array_equal(benjamini_hochberg(p), expected)
+    with_nan = benjamini_hochberg(np.array([0.01, np.nan, 0.04, 0.03]))
+    assert np.array_equal(with_nan, [0.03, np.nan, 0.04, 0.04], equal_nan=True)
+
+
+def test_benjamini_hochberg_refuses_what_scipy_refuses() -> None:
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        benjamini_hochberg(np.array([0.2, 1.5, 0.1]))
+
+
+def test_range_tails_of_components_equal_one_by_one() -> None:
+    for q in [0.0, 0.3, 1.7, 3.314, 6.0, 12.0]:
+        for sizes in [(2,), (3, 3), (4, 5, 20), (1, 6)]:
+            assert studentized_range_sfs(q, sizes) == sum(studentized_range_sf(q, g) for g in sizes)
+    grid = np.linspace(-9.0, 9.0, 3601)
+    q = 2.5
+    inside = np.clip(scipy_stats.norm.cdf(grid) - scipy_stats.norm.cdf(grid - q), 0.0, 1.0)
+    by_scipy = 1.0 - 4 * np.trapezoid(scipy_stats.norm.pdf(grid) * inside**3, grid)
+    assert studentized_range_sf(q, 4) == by_scipy
+
+
+def _beyond_bound_by_search(family: PairFamily, p: float) -> float:
+    """The deciding bound as it was computed before (a root search from each family's own start)."""
+    t = float(scipy_stats.norm.isf(p / 2.0))
+    if family.null is not None and family.null.size >= 20:
+        allowed = int(np.floor(p * family.null.size + 1e-9))
+        if allowed < family.null.size:
+            t = max(t, float(np.nextafter(family.null[family.null.size - allowed - 1], np.inf)))
+
+    def excess(x: float) -> float:
+        return sum(studentized_range_sf(x * np.sqrt(2.0), g) for g in family.sizes) - p
+
+    if excess(t) > 0:
+        high = 2.0 * t
+        while excess(high) > 0 and high < 1e3:
+            high *= 2.0
+        t = float(optimize.brentq(excess, t, high, xtol=1e-9))
+    return max(0.0, float(np.max(family.gap - t * family.se)))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_beyond_bound_equals_the_root_search_it_replaces(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = tuple(int(g) for g in rng.integers(2, 9, rng.integers(1, 4)))
+    n_pairs = sum(g * (g - 1) // 2 for g in sizes)
+    null = np.sort(np.abs(rng.normal(0.0, 1.6, 1000))) if seed % 2 else None
+    family = PairFamily(rng.uniform(0.0, 0.4, n_pairs), rng.uniform(0.01, 0.08, n_pairs), null, sizes)
+    stats._studentized_range_root.cache_clear()
+    for p in [0.2, 0.05, 0.01, 0.0013, 1e-5]:
+        assert family.beyond_bound(p) == pytest.approx(_beyond_bound_by_search(family, p), abs=1e-9)
+        assert family.beyond_bound(p) == pytest.approx(_beyond_bound_by_search(family, p), abs=1e-9)  # cached
+
+
+def test_each_slicing_is_counted_once_per_cube(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan_slicings and skipped_slicings share one count per slicing of the same cube."""
+    import collections
+
+    import polars as pl
+
+    import fairgate
+    from fairgate.engine import planning
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    frame = pl.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "z"], n),
+            "b": rng.choice(["u", "v"], n),
+            "c": rng.choice(["p", "q", "r", "s"], n),
+            "y_true": rng.integers(0, 2, n),
+            "y_pred": rng.integers(0, 2, n),
+        }
+    )
+    policy = fairgate.Policy.model_validate(
+        {
+            "sensitive_attributes": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            "metrics": [{"name": "demographic_parity_difference", "threshold": 0.1}],
+            "intersectional_analysis": {"min_group_size": 30, "include_triples": True},
+            "limits": {"max_groups_per_slicing": 10},
+            "statistics": {"n_bootstrap": 50},
+        }
+    )
+    calls: collections.Counter[tuple[str, ...]] = collections.Counter()
+    counted = planning.slicing_group_count
+
+    def counting(cube: object, slicing: tuple[str, ...], policy: object) -> int:
+        calls[slicing] += 1
+        return counted(cube, slicing, policy)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(planning, "slicing_group_count", counting)
+    document = fairgate.audit(frame, policy).to_dict()
+    assert calls, "the planner counted no slicing"
+    assert set(calls.values()) == {1}
+    skipped = document["diagnostics"]["skipped_slicings"]
+    assert [(s["slicing"], s["groups"]) for s in skipped] == [(["a", "c"], 12), (["a", "b", "c"], 24)]
