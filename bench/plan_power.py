@@ -17,7 +17,6 @@ import os
 import time
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import polars as pl
 
@@ -54,7 +53,7 @@ def main() -> None:
     parser.add_argument("--disparities", type=float, nargs="+", default=[0.10, 0.05])
     args = parser.parse_args()
     policy = fairgate.Policy.from_yaml(POLICY)
-    frame = pl.from_arrow(duckdb.sql(f"select race from read_csv('{COMPAS_CSV}')").arrow())
+    frame = pl.read_csv(COMPAS_CSV, columns=["race"])
     assert isinstance(frame, pl.DataFrame)
     shares = observed_shares(frame, ["race"])
     target = default_target(policy, shares)
