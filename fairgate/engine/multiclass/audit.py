@@ -44,7 +44,8 @@ from fairgate.engine.multiclass.slicing import (
 from fairgate.engine.reference import Referenced, attribute_entries, configured_reference, reference_index
 from fairgate.engine.slicing import SlicingResult, compute_slicing, skipped_slicings
 from fairgate.engine.summaries import value_range
-from fairgate.policy.core import MetricRule, Override, Policy
+from fairgate.policy.core import MetricRule, Policy
+from fairgate.policy.sections import Override
 from fairgate.policy.task import MulticlassOptions
 
 #: The per-class rates each group carries in the document, in report order (accuracy is per group).
