@@ -48,7 +48,8 @@ def _beyond_bound_by_search(family: PairFamily, p: float) -> float:
     """The deciding bound as it was computed before (a root search from each family's own start)."""
     t = float(scipy_stats.norm.isf(p / 2.0))
     if family.null is not None and family.null.size >= 20:
-        allowed = int(np.floor(p * family.null.size + 1e-9))
+        # replicates allowed at or beyond t under the Monte Carlo p-value (k + 1) / (B + 1)
+        allowed = max(0, int(np.floor(p * (family.null.size + 1) - 1.0 + 1e-9)))
         if allowed < family.null.size:
             t = max(t, float(np.nextafter(family.null[family.null.size - allowed - 1], np.inf)))
 
