@@ -93,7 +93,8 @@ COMMANDS = {
     ),
     "plan": Command(
         "cli.plan_cmd:plan",
-        "Rows needed for the gate to fail on a disparity (simulated audits), or what an audit could detect.",
+        "Rows needed for the gate to fail on a disparity (simulated audits), or, with --audit, what an audit could"
+        " detect per result.",
     ),
 }
 

@@ -57,7 +57,10 @@ def plan(
     as_json: options.Json = False,
 ) -> None:
     """Rows needed for the gate to fail on a disparity (simulated audits), or, with --audit, what an audit could
-    detect per result. Exit 0, or 2 on invalid input."""
+    detect per result.
+
+    Exit 0, or 2 on invalid input.
+    """
     if audit is not None:
         return _audit_table(audit, as_json)
     with refusing():

@@ -105,12 +105,13 @@ def test_help_reads_as_documented() -> None:
 # --- --json on every command that prints a table or a result --------------------------------------------------
 
 ALWAYS_JSON = {"trail show"}  # prints the recorded run as JSON, always
+SERVES = {"explore"}  # a web app: it prints no result, its pages are the output
 
 
 @pytest.mark.parametrize(("path", "command"), LEAVES, ids=[path for path, _ in LEAVES])
 def test_every_command_that_prints_a_result_has_json(path: str, command: Any) -> None:
     flags = {flag for p in command.params for flag in getattr(p, "opts", [])}
-    assert path in ALWAYS_JSON or "--json" in flags, f"fairgate {path} has no --json"
+    assert path in ALWAYS_JSON | SERVES or "--json" in flags, f"fairgate {path} has no --json"
 
 
 # --- piped into a CI log: plain, full width, nothing cut ----------------------------------------------------
