@@ -305,12 +305,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
     _out.print(f"verdict: [bold {colour}]{verdict.upper()}[/]")
     if verdict == "insufficient":
         _out.print(insufficient_sentence(document["verdict_detail"].get("insufficient") or "block"))
-    for kind, path in summary["outputs"].items():
+    from tasks.outputs import written_files  # the flow has run: Prefect is loaded
+
+    for kind, path in written_files(summary).items():  # the files a notebook's AuditResult links, in that order
         _out.print(f"{kind}: {path}", highlight=False)
-    report = summary.get("report") or {}
-    for kind in ("html", "pdf", "explorer"):
-        if report.get(kind):
-            _out.print(f"{kind}: {report[kind]}", highlight=False)
     _out.print(f"audit trail: {summary['trail']['trail']} (run {summary['trail']['seq']})", highlight=False)
     if proposed := summary.get("mitigation"):  # policy mitigation.auto: proposed, never deployed
         _out.print(f"proposed mitigation ({proposed['method']}): {proposed['summary']}", highlight=False)

@@ -38,6 +38,8 @@ from fairgate.verdicts import insufficient_sentence
 if TYPE_CHECKING:  # polars is imported where a CSV is written: `fairgate trail` needs none of it
     import polars as pl
 
+    from fairgate.document.result import AuditResult
+
 
 def output_stem(document: Mapping[str, Any]) -> str:
     """File name stem carrying model, version and run id (same rule as the report's file names).
@@ -376,3 +378,26 @@ def discard_open_staging() -> None:
     """Remove the staging folders of runs still in progress (the process is being interrupted)."""
     for staging in list(_OPEN_STAGING):
         discard_staging(staging)
+
+
+# ------------------------------------------------------------------------------ a run's result, for Python callers
+#: The report's files in the run summary's ``report`` block, in the order they are listed.
+REPORT_FILE_KINDS = ("html", "pdf", "explorer")
+
+
+def written_files(summary: Mapping[str, Any]) -> dict[str, str]:
+    """Every file an audit run wrote, by kind: its outputs (``json``, ``junit``, the model card) then its report
+    (``html``, ``pdf``, ``explorer``), as the run summary (flows/audit.py ``run_summary``) records them."""
+    files = {str(kind): str(path) for kind, path in (summary.get("outputs") or {}).items() if path}
+    report = summary.get("report") or {}
+    files.update({kind: str(report[kind]) for kind in REPORT_FILE_KINDS if report.get(kind)})
+    return files
+
+
+def audit_result(summary: Mapping[str, Any]) -> AuditResult:
+    """The run's :class:`fairgate.AuditResult`: its JSON document read back, with the files the run wrote, so a
+    notebook links them (``AuditResult._repr_html_``)."""
+    from fairgate.document.result import AuditResult  # the document's models load pydantic: only when asked
+
+    document = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
+    return AuditResult(document, files=written_files(summary))

@@ -94,6 +94,8 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(counted, slicing_sections),
+        detectable=summary.detectable(counted, slicing_sections),
+        detectable_note=summary.detectable_note(_decision(document)),
         json_note=json_note(json_content(document), min_cell_size),
         suppression_note=suppression.note(),
         trend=trend_view(document.trend),
@@ -159,6 +161,8 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         breakdowns=[],
         n_suppressed_total=suppression.n_hidden,
         scorecard=summary.scorecard(results, []),
+        detectable=summary.detectable(results, []),
+        detectable_note=summary.detectable_note(_decision(document)),
         json_note=json_note(json_content(document), min_cell_size),
         suppression_note=suppression.note(),
         trend=trend_view(document.trend),
@@ -166,6 +170,11 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         kind_pages=pages,
         kind_weighted_note=KIND_WEIGHTED_NOTE if document.weighted else "",
     )
+
+
+def _decision(document: AuditDocument) -> str:
+    """The policy's ``ci_cd_gate.decision`` as the document records it (the default when it does not)."""
+    return str((document.policy.get("ci_cd_gate") or {}).get("decision") or "evidence_of_violation")
 
 
 def _kind_row(row: ResultRow, adverse: Outcomes | None) -> ResultRow:

@@ -78,6 +78,8 @@ class ResultRow:
     counted: bool = (
         True  # counts in the verdict (False: an estimated result under labels.estimated_results report_only)
     )
+    # The disparity the result would have caught with 80% power, in words ("0.159 or more"; "" without one).
+    detectable_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,15 @@ class ScoreRow:
     slicing_label: str
     anchor: str
     cells: list[ScoreCell]
+
+
+@dataclass(frozen=True)
+class DetectableLine:
+    """Page 1: what the passes of one slicing could have detected (80% power)."""
+
+    slicing_label: str
+    anchor: str
+    results: list[ResultRow]  # passes carrying a detectable disparity, in policy order
 
 
 @dataclass(frozen=True)
@@ -321,6 +332,8 @@ class ReportView:
     actions: list[Action]
     watch: list[ResultRow]  # passes whose CI crosses the threshold
     undecided: list[ResultRow]  # inconclusive or insufficient data: neither pass nor fail
+    detectable: list[DetectableLine]  # per slicing: what its passes could have missed
+    detectable_note: str  # what those figures mean under the policy's decision rule
     recommendations: list[Recommendation]
     use_case_note: str
     priority_metrics: list[str]

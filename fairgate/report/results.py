@@ -56,7 +56,21 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         severity_text=_severity_text(severity, threshold),
         judged_note=estimated_note(result) or judged_note(result),
         estimated=bool(result.estimated),
+        detectable_text=detectable_text(result.detectable_disparity, higher),
     )
+
+
+def detectable_text(detectable: float | None, higher_is_better: bool) -> str:
+    """The disparity a result would have caught with 80% power, in words.
+
+    A violation lies below a threshold that higher values pass, above one that lower values pass.
+
+    >>> detectable_text(0.15882, False), detectable_text(0.72110, True), detectable_text(None, False)
+    ('0.159 or more', '0.721 or less', '')
+    """
+    if detectable is None or not math.isfinite(detectable):
+        return ""
+    return f"{fmt(detectable)} or {'less' if higher_is_better else 'more'}"
 
 
 def estimated_note(result: PolicyResult) -> str:

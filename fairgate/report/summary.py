@@ -7,7 +7,16 @@ from typing import Any
 
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import policy_metric_label, slicing_key
-from fairgate.report.model import Action, Recommendation, ResultRow, ScoreCard, ScoreCell, ScoreRow, SlicingSection
+from fairgate.report.model import (
+    Action,
+    DetectableLine,
+    Recommendation,
+    ResultRow,
+    ScoreCard,
+    ScoreCell,
+    ScoreRow,
+    SlicingSection,
+)
 from fairgate.verdicts import insufficient_sentence, passed
 
 
@@ -75,6 +84,40 @@ def scorecard(results: list[ResultRow], sections: list[SlicingSection]) -> Score
         [first[m].threshold_text for m in metrics],
         [any(r.critical for r in results if r.metric == m) for m in metrics],
         rows,
+    )
+
+
+def detectable(results: list[ResultRow], sections: list[SlicingSection]) -> list[DetectableLine]:
+    """Per slicing, in the score card's order: what its passes could have detected.
+
+    A pass says the disparity is within the threshold; how large a true disparity it would have caught (80%
+    power, at the audit's Holm level) says how much that pass is worth. Slicings without a pass carrying the
+    figure are left out (an inconclusive result's figure is said beside it in the list of results not judged).
+    """
+    shown = [r for r in results if r.status == "pass" and r.detectable_text]
+    slicings = sorted(dict.fromkeys(tuple(r.slicing) for r in shown), key=len)
+    anchors = {tuple(s.attributes): s.anchor for s in sections}
+    return [
+        DetectableLine(
+            slicing_key(slicing), anchors.get(slicing, ""), [r for r in shown if tuple(r.slicing) == slicing]
+        )
+        for slicing in slicings
+    ]
+
+
+def detectable_note(decision: str) -> str:
+    """What the figures of :func:`detectable` mean under the policy's ``ci_cd_gate.decision``.
+
+    Under the point-estimate rule a pass is a point within the threshold, so a smaller violation can pass; under
+    the interval rules a pass needs its whole interval within the threshold, so a violation below the figure more
+    likely comes out inconclusive than passes or fails.
+    """
+    figure = "with 80% power the audit would have failed a true disparity of the size shown"
+    if decision == "point_estimate":
+        return f"{figure}; a pass here is by the point estimate, so a smaller violation could pass unseen."
+    return (
+        f"{figure}. A pass rests on its interval lying within the threshold; a true violation smaller than the "
+        "figure would more likely come out inconclusive than fail."
     )
 
 

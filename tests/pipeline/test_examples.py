@@ -87,4 +87,9 @@ def test_the_notebook_runs_as_a_script(tmp_path: Path) -> None:
     done = _run([sys.executable, str(notebook)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "<AuditResult FAIL model=compas" in done.stdout
-    assert "verdict fail" in done.stdout
+    written = {kind: Path(tmp_path / path) for kind, path in re.findall(r"^(json|html|pdf): (\S+)$", done.stdout, re.M)}
+    assert set(written) == {"json", "html", "pdf"}, done.stdout
+    assert all(path.is_file() for path in written.values())
+    linked = re.search(r"verdict fail, (\d+) files written, (\d+) linked", done.stdout)
+    assert linked is not None, done.stdout
+    assert int(linked.group(1)) == int(linked.group(2)) >= 3  # every file the run wrote is linked

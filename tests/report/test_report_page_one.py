@@ -65,6 +65,8 @@ def _allowed_numbers(doc: dict[str, Any]) -> set[str]:
         if r["value"] is not None:
             allowed |= set(_gap(r))
         allowed |= set(NUMBER.findall(r.get("reason") or ""))  # the engine's reason, printed as recorded
+        if r["status"] in ("pass", "inconclusive") and r.get("detectable_disparity") is not None:
+            allowed.add(_f3(r["detectable_disparity"]))  # what a pass (or an inconclusive result) could detect
     for attribute in doc["attributes"]:
         for value in attribute["values"]:
             allowed |= set(NUMBER.findall(str(value)))  # group labels such as "25 - 45"
@@ -151,6 +153,37 @@ def test_headline_rows_and_verdict_sentence_match_the_json(
         gap, multiple = _gap(top)
         assert f"{_f3(top['value'])} {_low3(top['ci_low'])}–{_high3(top['ci_high'])}" in text, metric
         assert f"the threshold by {gap} ({multiple} × the threshold)" in text, metric
+
+
+def _detectable_words(result: dict[str, Any]) -> str:
+    """The disparity a result would have caught with 80% power, as page 1 words it."""
+    side = "less" if result["direction"] == "higher_is_better" else "more"
+    return f"{_f3(result['detectable_disparity'])} or {side}"
+
+
+def test_what_each_pass_could_have_missed_matches_the_json(
+    compas_report: dict[str, Path], compas_doc: dict[str, Any]
+) -> None:
+    """Each pass's detectable disparity, one sentence per slicing; each inconclusive one's beside it."""
+    text = " ".join(_page_text(compas_report["pdf"], 1, layout=False).split())
+    passes = [r for r in compas_doc["results"] if r["status"] == "pass" and r["detectable_disparity"] is not None]
+    assert passes, "the COMPAS demo has passes (on sex): the test needs one"
+    block = re.search(r"What this audit could detect: with 80% power (.*?) What to do", text)
+    assert block is not None, "page 1 says nothing about what the audit could detect"
+    for slicing in dict.fromkeys(tuple(r["slicing"]) for r in passes):
+        sentence = re.search(rf"On {re.escape(slicing_label(list(slicing)))}: (.*?)\.(?: On |$)", block.group(1))
+        assert sentence is not None, slicing
+        items = sentence.group(1).split("; ")
+        expected = [r for r in passes if tuple(r["slicing"]) == slicing]
+        assert len(items) == len(expected), (slicing, items)
+        for item, result in zip(items, expected, strict=True):
+            assert item.endswith(" " + _detectable_words(result)), (item, result["metric"])
+    for r in compas_doc["results"]:
+        if r["status"] == "inconclusive" and r["detectable_disparity"] is not None:
+            label = slicing_label(r["slicing"])
+            assert re.search(
+                rf"on {re.escape(label)} INCONCLUSIVE \(would catch {re.escape(_detectable_words(r))}\)", text
+            ), (r["metric"], label)
 
 
 INTERVAL = re.compile(r"(−?\d+\.\d+)(?:–| to )(−?\d+\.\d+)")
