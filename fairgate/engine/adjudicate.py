@@ -24,6 +24,7 @@ from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm, holm_mul
 from fairgate.engine.summaries import within_range
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
+from fairgate.report.format import fmt, interval_text
 from fairgate.verdicts import exit_code_for
 
 if TYPE_CHECKING:  # the individual engine loads scikit-learn: only audits with features import it
@@ -429,7 +430,8 @@ def _status(
 ) -> tuple[str, str]:
     """Status and its reason from the interval (or, for ``point_estimate``, the point) against the threshold."""
     alpha = policy.statistics.alpha
-    shown = f"{result['value']:.4g} (interval [{result['ci_low']:.4g}, {result['ci_high']:.4g}])"
+    # Numbers as every report prints them (the one formatter: rounded once, interval ends outward).
+    shown = f"{fmt(result['value'])} (interval {interval_text(result['ci_low'], result['ci_high'])})"
     if policy.ci_cd_gate.decision == "point_estimate":
         higher = result["direction"] == "higher_is_better"
         value, limit = result["value"], result["threshold"]
@@ -451,7 +453,7 @@ def _status(
         )
     return "inconclusive", (
         f"{shown}: the data can neither show a disparity beyond the threshold {result['threshold']:g} nor rule "
-        f"one out (Holm-adjusted p = {p_adjusted:.3g}); a disparity of {result['detectable_disparity']:.3g} "
+        f"one out (Holm-adjusted p = {p_adjusted:.3g}); a disparity of {fmt(result['detectable_disparity'])} "
         "would be detected with 80% power"
     )
 
