@@ -338,6 +338,7 @@ def _provenance_part(document: AuditDocument) -> dict[str, Any]:
         "validation_line": provenance.validation_line(checks),
         "validation_failures": [c for c in checks if not c.passed],
         "reproduce_command": command,
+        "reproduce_recorded": bool(document.command_line),
         "reproduce": reproduce,
         "validation_warnings": provenance.validation_warnings(validation),
         "proxy": flatten(provenance.proxy_facts(document.proxy)),
