@@ -31,7 +31,8 @@ from fairgate.document.trend import Trend
 # 1.9: late and contested labels: results estimated without labels (``estimated``, the ``label_free`` block) and
 #      the audit's labels against external labels (``label_bias``, result label_disagreement_difference); a labelled
 #      audit of people estimated before checks the estimates (``label_free_check``)
-# 1.10: ``command_line``: the command that ran the audit (the report's "How to reproduce" prints it)
+# 1.10: ``command_line``: the command that ran the audit (the report's "How to reproduce" prints it); a multiclass
+#       audit's base rates per class against the rest (diagnostics.base_rates[].outcome_class)
 SCHEMA_VERSION = "1.10"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (

@@ -132,8 +132,8 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         **facts,
         **_advice_part(document, use_case, min_cell_size, adverse or words, suppression),  # binary's advice
         sections=[],
-        base_rates=[],
-        impossibility=[],
+        base_rates=notes.base_rates(document.diagnostics, suppression),  # the kinds whose engine states them
+        impossibility=notes.impossibility(document.diagnostics),
         simpson=[],
         worst_subgroups=[],
         insufficient=notes.insufficient(document.diagnostics, suppression),
