@@ -190,3 +190,38 @@ def test_every_kind_says_what_to_do_for_each_failed_metric(rendered: dict[str, A
     page_one = " ".join(_page_text(rendered["pdf"], 1).split())
     assert "What to do" in page_one
     assert view.actions[0].title in page_one
+
+
+#: The group value standing for the base rate of each kind without a 0/1 outcome.
+OUTCOME_LEVELS = {"regression": "mean_label", "ranking": "mean_relevance"}
+
+
+def test_every_kind_states_its_base_rates_and_what_they_imply(rendered: dict[str, Any]) -> None:
+    """Multiclass: per class against the rest (tested); regression and ranking: the outcome's level per group
+    (its mean outcome, its mean relevance; not tested), with the independence-versus-sufficiency note."""
+    kind, document = rendered["kind"], rendered["document"]
+    entries = document["diagnostics"]["base_rates"]
+    singles = sorted(s[0] for s in document["slicings"] if len(s) == 1)
+    assert sorted({e["slicing"][0] for e in entries}) == singles
+    view = build_view(document, min_cell_size=MIN_CELL)
+    assert view.base_rates
+    assert view.impossibility
+    if kind == "multiclass":
+        assert {e["outcome_class"] for e in entries} == set(document["multiclass"]["classes"])
+        return
+    level = OUTCOME_LEVELS[kind]
+    groups = {(tuple(g["slicing"]), tuple(g["group"].items())): g for g in document["groups"]}
+    for entry in entries:
+        assert entry["differ"] is None  # stated, not tested
+        assert entry["groups"]  # the demos' attributes have at least two sufficient groups
+        for g in entry["groups"]:
+            assert (
+                g["base_rate"]
+                == groups[(tuple(entry["slicing"]), tuple(g["group"].items()))]["metrics"][level]["value"]
+            )
+        assert "cannot both hold" in entry["impossibility"]
+    text = " ".join(note.text for note in view.impossibility)
+    assert "independence" in text
+    assert "sufficiency" in text
+    pdf = " ".join(pdf_text(rendered["pdf"]).split())
+    assert "Base rates and what they imply" in pdf
