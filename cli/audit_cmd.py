@@ -24,6 +24,7 @@ import fairgate
 from cli import console, options
 from cli.checks import check_audit_arguments
 from cli.exits import fail, refusing, run_flow
+from cli.invocation import command_line
 from cli.signals import audit_guard
 from fairgate.engine.labels import slicing_label
 from fairgate.verdicts import insufficient_sentence, passed
@@ -33,6 +34,7 @@ _err = console.stderr()
 
 
 def audit(
+    context: typer.Context,
     policy: options.Policy,
     predictions: options.Predictions,
     attributes: options.Attributes,
@@ -66,6 +68,7 @@ def audit(
     With --features (and --counterfactual), the policy's individual_fairness section is checked too.
     """
     _run_audit(
+        command=command_line(context),
         policy=policy,
         predictions=predictions,
         labels=labels,
@@ -85,6 +88,7 @@ def audit(
 
 
 def demo(
+    context: typer.Context,
     out: options.OutFolder = Path("fairness_reports"),
     as_json: options.Json = False,
     quiet: options.Quiet = False,
@@ -105,6 +109,7 @@ def demo(
         if not (quiet or as_json):
             _err.print(f"demo: {chosen.data} split into {', '.join(p.name for p in files.values())}")
         _run_audit(
+            command=command_line(context),  # the demo's own command, not its temporary files
             policy=chosen.policy,
             predictions=str(files["predictions"]),
             labels=str(files["labels"]),
@@ -174,6 +179,7 @@ def _on_dask(policy: fairgate.Policy, where: tuple[str | None, str | None]) -> b
 
 def _run_audit(
     *,
+    command: str | None,
     policy: Path,
     predictions: str,
     labels: str | None,
@@ -213,6 +219,7 @@ def _run_audit(
         "features": features,
         "counterfactual": counterfactual,
         "external_labels": external_labels,
+        "command_line": command,
     }
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _run_flow(parameters, show_progress=not (quiet or as_json))

@@ -83,6 +83,7 @@ def fairness_audit(
     features: str | None = None,
     counterfactual: str | None = None,
     external_labels: str | None = None,
+    command_line: str | None = None,
 ) -> State:
     """Audit one model's predictions against a fairness policy; the state's result is the run summary.
 
@@ -98,6 +99,7 @@ def fairness_audit(
     flipped) feed the policy's ``individual_fairness`` checks (tasks/inputs/individual.py). ``labels`` None: the
     label-dependent results are estimated from the scores, calibrated on the model's last labelled audit in the
     trail; ``external_labels``: independent labels for the same people, compared with ``labels`` (tasks/labels.py).
+    ``command_line``: the command that started the run (the CLI passes it); the document records it.
     """
     request = AuditRequest(
         policy,
@@ -115,6 +117,7 @@ def fairness_audit(
         features=features,
         counterfactual=counterfactual,
         external_labels=external_labels,
+        command_line=command_line,
     )
     try:
         summary, gate = _audit(request)
@@ -143,6 +146,8 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
         "output_dir": str(output),
         "execution": execution_record(inputs, cube),
     }
+    if request.command_line:
+        context["command_line"] = request.command_line
     trail_path = Path(request.trail) if request.trail else default_trail_path(policy, output)
     labels = _label_evidence(request, policy, cube, trail_path, model.name)
     document = _adjudicated(cube, parts, policy, model, run_id, context, individual, labels)

@@ -101,7 +101,7 @@ def _compare(
     document = comparison_document(result, run_id, policy, models[0], models[1:])
     publish_comparison(document)
     path = write_comparison(document, output)
-    report = write_comparison_report(document, output, list(policy.reporting.format))
+    report = write_comparison_report(document, output, list(policy.reporting.format), policy.reporting.min_cell_size)
     get_run_logger().info(f"decision {document['decision']}: {path}")
     return {
         "decision": document["decision"],

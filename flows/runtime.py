@@ -144,6 +144,7 @@ class AuditRequest:
     features: str | None = None
     counterfactual: str | None = None
     external_labels: str | None = None  # independent labels for the same people (label-bias finding)
+    command_line: str | None = None  # the command that started the audit (recorded, shown in "How to reproduce")
 
     @property
     def sources(self) -> tuple[str, str | None, str]:

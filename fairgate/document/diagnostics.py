@@ -33,6 +33,10 @@ class BaseRates(Part):
     test: str | None = Field(default=None, description="The test of equal base rates across the groups.")
     p_value: float | None = None
     p_value_adjusted: float | None = Field(default=None, description="Holm-adjusted across attributes.")
+    outcome_class: str | None = Field(
+        default=None,
+        description="task: multiclass: the class whose base rates these are, against the rest (schema 1.10).",
+    )
 
 
 class WorstSubgroup(Part):

@@ -31,7 +31,9 @@ from fairgate.document.trend import Trend
 # 1.9: late and contested labels: results estimated without labels (``estimated``, the ``label_free`` block) and
 #      the audit's labels against external labels (``label_bias``, result label_disagreement_difference); a labelled
 #      audit of people estimated before checks the estimates (``label_free_check``)
-SCHEMA_VERSION = "1.9"
+# 1.10: ``command_line``: the command that ran the audit (the report's "How to reproduce" prints it); a multiclass
+#       audit's base rates per class against the rest (diagnostics.base_rates[].outcome_class)
+SCHEMA_VERSION = "1.10"
 SCHEMA_ID = f"https://fairgate.dev/schema/audit_result/{SCHEMA_VERSION}.json"
 DESCRIPTION = (
     "The public contract of a fairgate audit (schema_version 1.x). Undefined values are null; group values are "
@@ -159,6 +161,11 @@ class AuditDocument(Part):
         default=None,
         description="How the audit ran (schema 1.3): path (in_memory or streaming), auc_method (exact, histogram or "
         "null), auc_bins, memory_limit of DuckDB on the streaming path.",
+    )
+    command_line: str | None = Field(
+        default=None,
+        description="The command that ran this audit, shell-quoted, the program named fairgate (1.10); null when "
+        "the audit was not started from the command line (a deployment, the registry, the Python API).",
     )
     predictions_provenance: list[dict[str, Any]] | None = Field(
         default=None, description="Model and time span of the predictions, per model version."

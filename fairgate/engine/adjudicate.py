@@ -15,6 +15,7 @@ import numpy as np
 from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.engine import diagnostics
 from fairgate.engine.cube import Cube
+from fairgate.engine.kinds import kind_of
 from fairgate.engine.label_checks import LabelEvidence, without_label_numbers
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupMetric, policy_metric
@@ -119,10 +120,12 @@ def without_binary_extras() -> dict[str, Any]:
 def kind_diagnostics(
     parts: Sequence[Any], policy: Policy, *, excluded_missing: dict[str, int], skipped: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """The ``diagnostics`` of a task without base rates, worst subgroups or Simpson checks (regression, ranking).
+    """The ``diagnostics`` of a task without worst subgroups or Simpson checks (regression, ranking).
 
-    The groups under ``min_group_size``, the rows left out for a missing attribute, the slicings left out.
+    The outcome's level per group in place of base rates (the kind's ``outcome_level``), the groups under
+    ``min_group_size``, the rows left out for a missing attribute, the slicings left out.
     """
+    level = kind_of(policy.task).outcome_level
     minimum = policy.intersectional_analysis.min_group_size
     insufficient = [
         {"slicing": list(p.slicing), "group": group, "n": p.n[g], "min_group_size": minimum}
@@ -132,7 +135,7 @@ def kind_diagnostics(
         if not p.sufficient[g]
     ]
     return {
-        "base_rates": [],
+        "base_rates": [] if level is None else diagnostics.outcome_levels(parts, *level),
         "worst_subgroups": [],
         "simpson": [],
         "insufficient_groups": insufficient,

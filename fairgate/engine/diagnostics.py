@@ -6,7 +6,7 @@ too small to judge.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +155,53 @@ def _impossibility_note(
             "trade off against each other: decide which one the use case must prioritise."
         )
     return " ".join(lines)
+
+
+def outcome_levels(parts: Sequence[Any], metric: str, what: str) -> list[dict[str, Any]]:
+    """Per single attribute, each sufficient group's outcome level in the base rates' shape (``base_rate``).
+
+    For a kind whose outcome is not a 0/1 label: a regression's mean outcome, a ranking's mean relevance
+    (``metric``, a group value with its interval; ``what`` names it). No test is made (``differ`` is null);
+    the note says what follows where the outcome differs between groups.
+    """
+    out = []
+    for part in parts:
+        if len(part.slicing) != 1 or metric not in part.metrics:
+            continue
+        values = part.metrics[metric]
+        rows = zip(
+            part.groups, values["value"], values["ci_low"], values["ci_high"], part.n, part.sufficient, strict=True
+        )
+        groups = [
+            {"group": g, "base_rate": v, "ci_low": low, "ci_high": high, "n": n}
+            for g, v, low, high, n, ok in rows
+            if ok
+        ]
+        defined: list[float] = [g["base_rate"] for g in groups if g["base_rate"] is not None]
+        out.append(
+            {
+                "slicing": list(part.slicing),
+                "groups": groups,
+                "min": min(defined) if defined else None,
+                "max": max(defined) if defined else None,
+                "differ": None,
+                "impossibility": _independence_sufficiency_note(part.slicing[0], defined, what),
+            }
+        )
+    return out
+
+
+def _independence_sufficiency_note(attribute: str, levels: list[float], what: str) -> str:
+    """What a difference in the outcome between groups implies for a model whose outcome is not a 0/1 label."""
+    if len(levels) < 2:
+        return f"Fewer than two groups of {attribute!r} are large enough to compare their {what}: no conclusion."
+    return (
+        f"The {what} of {attribute!r} ranges from {min(levels):.3g} to {max(levels):.3g} across its groups (not "
+        "tested here). Where the outcome is distributed differently in different groups, independence (the "
+        "predictions distributed alike in every group, as the distance and parity metrics ask) and sufficiency "
+        "(the outcome independent of the group given the prediction: calibration by group) cannot both hold, "
+        "whatever the model (Barocas, Hardt and Narayanan 2023): a policy judging both trades one against the other."
+    )
 
 
 # ------------------------------------------------------------------------------------------ worst-off subgroup

@@ -99,6 +99,9 @@ class Kind:
     # "module:function" building the kind's own report pages from (document, suppression), rendered by
     # reports/partials/<kind>.html.j2; None: the shared (binary) pages.
     report_pages: str | None = None
+    # The group value standing for the base rate in the base-rate note, and its words, for a kind whose outcome
+    # is not a 0/1 label (the binary kinds use the base rate itself; multiclass, one class against the rest).
+    outcome_level: tuple[str, str] | None = None
 
     def can(self, capability: Capability) -> bool:
         """Whether the kind supports ``capability``."""
@@ -130,12 +133,18 @@ KINDS: dict[str, Kind] = {
             options_required="declaring the classes, e.g. multiclass: {classes: [low, medium, high]}",
             report_pages="fairgate.report.multiclass:multiclass_pages",
         ),
-        _kind("regression", "fairgate.engine.regression", report_pages="fairgate.report.regression:regression_pages"),
+        _kind(
+            "regression",
+            "fairgate.engine.regression",
+            report_pages="fairgate.report.regression:regression_pages",
+            outcome_level=("mean_label", "mean outcome"),
+        ),
         _kind(
             "ranking",
             "fairgate.engine.ranking",
             ranked_lists=True,
             report_pages="fairgate.report.ranking:ranking_pages",
+            outcome_level=("mean_relevance", "mean relevance"),
         ),
     )
 }

@@ -24,6 +24,7 @@ import yaml
 
 from fairgate.engine.labels import group_key, slicing_label, withheld_label
 from fairgate.engine.metric_labels import metric_label
+from fairgate.engine.multiclass.catalogue import adverse_label, binary_name
 from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
 
@@ -169,8 +170,11 @@ def _base_rates_differ(result_doc: dict[str, Any]) -> bool:
 
 
 def _metric_advice(metric: str, words: Outcomes) -> tuple[str, str, str]:
-    """(technique, constraint, why) for a metric; the general remedy for metrics without their own advice."""
-    known = advice_text()["metrics"].get(metric)
+    """(technique, constraint, why) for a metric; the general remedy for metrics without their own advice.
+
+    A multiclass ``adverse.<metric>`` rule judges a binary decision: it gets that metric's advice.
+    """
+    known = advice_text()["metrics"].get(metric) or advice_text()["metrics"].get(binary_name(metric) or "")
     if known is not None:
         return known["technique"], known["constraint"], fill(known["why"], words)
     other = advice_text()["other_metric"]
@@ -215,7 +219,9 @@ def _mitigation(
 
 def _reason(result: dict[str, Any], slicing: list[str], why: str, worst: str | None, warn_trade_off: bool) -> str:
     """Why this mitigation: the failure, what it means, who is worst off, and the cautions that apply."""
-    reason = f"{metric_label(result['metric'])} fails on {slicing_label(slicing)}"
+    inner = binary_name(result["metric"])
+    label = metric_label(result["metric"]) if inner is None else adverse_label(metric_label(inner))
+    reason = f"{label} fails on {slicing_label(slicing)}"
     if result.get("value") is not None and result.get("threshold") is not None:
         reason += f" ({result['value']:.3g} against a threshold of {result['threshold']:.3g})"
     reason += f": {why}."

@@ -297,9 +297,10 @@ def _problem(
         j = night_of[i]
         trials = 0.0 if j is None else float(n_trials[j])
         needed = max(float(min_events), MIN_EXPECTED_EVENTS / min(p, 1 - p))
-        if trials < needed:
+        if trials < needed:  # the count itself is not printed: the reports' small-count rule (1 to k-1) holds
+            few = "no people" if trials == 0 else "too few people"
             return (
-                f"{who} has {trials:.0f} people tonight for {spelled(rate.name)} (needs {math.ceil(needed)}: at least "
+                f"{who} has {few} tonight for {spelled(rate.name)} (needs {math.ceil(needed)}: at least "
                 f"{MIN_EXPECTED_EVENTS} expected events of each kind at the baseline rate {p:.3f})"
             )
     return None

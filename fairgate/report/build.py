@@ -9,6 +9,7 @@ from typing import Any
 
 from fairgate.document.document import AuditDocument
 from fairgate.engine.kinds import kind_of
+from fairgate.engine.multiclass.catalogue import adverse_label, binary_name
 from fairgate.engine.tasks import metric_catalogue
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
@@ -117,8 +118,8 @@ KIND_WEIGHTED_NOTE = (
 def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_case: str | None) -> ReportView:
     """The common frame of a non-binary report around the kind's own pages.
 
-    The frame: verdict and judged results, data quality, trace, the judged metrics' glossary. The binary
-    sections (ROC, calibration, slicing tables, mitigation advice) are left empty.
+    The frame: verdict and judged results, what to do (the recommendations of every kind), data quality, trace,
+    the judged metrics' glossary. The binary sections (ROC, calibration, slicing tables) are left empty.
     """
     suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
@@ -131,14 +132,10 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
     return ReportView(
         **_verdict_part(document, results),
         **facts,
-        recommendations=[],
-        actions=[],
-        use_case_note="",
-        priority_metrics=[],
-        priority_unjudged=[],
+        **_advice_part(document, use_case, min_cell_size, adverse or words, suppression),  # binary's advice
         sections=[],
-        base_rates=[],
-        impossibility=[],
+        base_rates=notes.base_rates(document.diagnostics, suppression),  # the kinds whose engine states them
+        impossibility=notes.impossibility(document.diagnostics),
         simpson=[],
         worst_subgroups=[],
         insufficient=notes.insufficient(document.diagnostics, suppression),
@@ -182,9 +179,9 @@ def _kind_row(row: ResultRow, adverse: Outcomes | None) -> ResultRow:
 
     Such a rule is the binary metric of the decision "adverse class or not".
     """
-    if row.metric.startswith("adverse.") and adverse is not None:
-        inner = policy_metric_label(row.metric.removeprefix("adverse."), adverse)
-        return replace(row, metric_label=f"{inner}, adverse or not")
+    inner = binary_name(row.metric)
+    if inner is not None and adverse is not None:
+        return replace(row, metric_label=adverse_label(policy_metric_label(inner, adverse)))
     return row
 
 
@@ -347,6 +344,7 @@ def _provenance_part(document: AuditDocument) -> dict[str, Any]:
         "validation_line": provenance.validation_line(checks),
         "validation_failures": [c for c in checks if not c.passed],
         "reproduce_command": command,
+        "reproduce_recorded": bool(document.command_line),
         "reproduce": reproduce,
         "validation_warnings": provenance.validation_warnings(validation),
         "proxy": flatten(provenance.proxy_facts(document.proxy)),

@@ -16,8 +16,10 @@ from typing import Any
 
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metric_labels import metric_label
-from fairgate.report.model import KeyValue
+from fairgate.report.format import fmt_count
+from fairgate.report.model import SUPPRESSED, KeyValue
 from fairgate.report.provenance import run_record
+from fairgate.report.suppress import small_count
 
 _RULES = {
     "no_worse_fairness": "a candidate is not promoted when any judged fairness metric is worse than the baseline's",
@@ -127,8 +129,8 @@ class ComparisonView:
     record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
 
 
-def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
-    """The view model of a comparison document."""
+def comparison_view(document: Mapping[str, Any], min_cell_size: int = 10) -> ComparisonView:
+    """The view model of a comparison document; ``min_cell_size``: the policy's small-cell rule for its counts."""
     plane = document.get("plane") or {"metric": None, "direction": None, "points": []}
     by_name = {p["name"]: p for p in plane["points"] if p["role"] == "candidate"}
     statistics, rule = document["statistics"], document["rule"]
@@ -146,37 +148,14 @@ def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
         chosen_fails_policy=bool(document.get("chosen_fails_policy")),
         reasons=list(document["reasons"]),
         rule_text=_RULES[rule["rule"]],
-        rule_details=[
-            ("rule", str(rule["rule"])),
-            ("fairness margin", f"{rule['margin']:g} (a worsening up to this is tolerated)"),
-            ("accuracy margin", f"{rule['accuracy_margin']:g}"),
-            (
-                "promotable",
-                "its own audit passes the policy (the gate's decision rule) and no fairness metric is worse",
-            ),
-            (
-                "failing candidates",
-                "may be promoted when significantly better than the baseline (promote_failing_if_better)"
-                if rule.get("promote_failing_if_better")
-                else "never promoted (promote_failing_if_better: false)",
-            ),
-            ("worse means", "the deciding interval of the change lies wholly beyond the margin on the worse side"),
-            ("intervals", f"{statistics['method']}, {statistics['n_bootstrap']} replicates, seed {statistics['seed']}"),
-            ("shown interval level", f"{statistics['confidence_level']:g}"),
-            ("deciding interval level", f"{statistics['decision_level']:.6g}"),
-            ("multiplicity", str(statistics["multiplicity"])),
-            (
-                "several candidates",
-                "promote when at least one candidate may be (exit 0), none: exit 1; the chosen one has a significant "
-                "accuracy gain (the largest), else it is the first promotable one given",
-            ),
-        ],
+        rule_details=_rule_details(rule, statistics),
         n_rows=int(document["n_rows"]),
         favourable_note=f"favourable outcome: label {document['favorable_label']} (selection rates count it)",
         baseline_name=_name(baseline),
         baseline_inputs=_inputs(baseline),
         candidates=[
-            _candidate(e, document.get("chosen"), by_name.get(e["name"]), rule["rule"]) for e in document["candidates"]
+            _candidate(e, document.get("chosen"), by_name.get(e["name"]), rule["rule"], min_cell_size)
+            for e in document["candidates"]
         ],
         not_compared=[f"{metric_label(item['metric'])}: {item['reason']}" for item in document["not_compared"]],
         plane_metric=metric_label(plane["metric"]) if plane["metric"] else None,
@@ -189,6 +168,35 @@ def comparison_view(document: Mapping[str, Any]) -> ComparisonView:
     )
 
 
+def _rule_details(rule: Mapping[str, Any], statistics: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The promotion rule and the statistics behind it, as the report's key-value table."""
+    return [
+        ("rule", str(rule["rule"])),
+        ("fairness margin", f"{rule['margin']:g} (a worsening up to this is tolerated)"),
+        ("accuracy margin", f"{rule['accuracy_margin']:g}"),
+        (
+            "promotable",
+            "its own audit passes the policy (the gate's decision rule) and no fairness metric is worse",
+        ),
+        (
+            "failing candidates",
+            "may be promoted when significantly better than the baseline (promote_failing_if_better)"
+            if rule.get("promote_failing_if_better")
+            else "never promoted (promote_failing_if_better: false)",
+        ),
+        ("worse means", "the deciding interval of the change lies wholly beyond the margin on the worse side"),
+        ("intervals", f"{statistics['method']}, {statistics['n_bootstrap']} replicates, seed {statistics['seed']}"),
+        ("shown interval level", f"{statistics['confidence_level']:g}"),
+        ("deciding interval level", f"{statistics['decision_level']:.6g}"),
+        ("multiplicity", str(statistics["multiplicity"])),
+        (
+            "several candidates",
+            "promote when at least one candidate may be (exit 0), none: exit 1; the chosen one has a significant "
+            "accuracy gain (the largest), else it is the first promotable one given",
+        ),
+    ]
+
+
 def _name(model: Mapping[str, Any]) -> str:
     name = model.get("name") or "baseline"
     return f"{name} {model['version']}" if model.get("version") else str(name)
@@ -199,8 +207,30 @@ def _inputs(model: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return [(role, str(i["source"]), str(i["sha256"])[:12]) for role, i in model["inputs"].items()]
 
 
+def agreement_text(agreement: Mapping[str, Any], n_rows: int, min_cell_size: int) -> str:
+    """How many people the two models decide alike, and differently each way, under the small-cell rule.
+
+    A count of 1 to k-1 people decided differently is never printed; nor then the people decided alike, from
+    which the two together would follow.
+
+    >>> counts = {"same_decision": 95, "favourable_only_baseline": 3, "favourable_only_candidate": 2}
+    >>> agreement_text(counts, 100, 10)
+    '100 people compared; the counts decided alike and differently are suppressed (small-cell rule)'
+    >>> agreement_text(counts, 100, 2)
+    '95 of 100 people decided alike; favourable only for the baseline: 3, only for the candidate: 2'
+    """
+    differ = (agreement["favourable_only_baseline"], agreement["favourable_only_candidate"])
+    if any(small_count(n, min_cell_size) for n in differ):
+        rule = f"the counts decided alike and differently are {SUPPRESSED} (small-cell rule)"
+        return f"{fmt_count(n_rows)} people compared; {rule}"
+    return (
+        f"{agreement['same_decision']} of {n_rows} people decided alike; favourable only for the "
+        f"baseline: {differ[0]}, only for the candidate: {differ[1]}"
+    )
+
+
 def _candidate(
-    entry: Mapping[str, Any], chosen: str | None, point: Mapping[str, Any] | None, rule: str
+    entry: Mapping[str, Any], chosen: str | None, point: Mapping[str, Any] | None, rule: str, min_cell_size: int
 ) -> CandidateView:
     rows = [_row(r) for r in entry["changes"]]
     accuracy = _row(entry["accuracy"])
@@ -219,11 +249,7 @@ def _candidate(
         own_audit="pass" if entry["passes_policy"] else str(entry["audit"]["verdict"]).upper(),
         passes_policy=bool(entry["passes_policy"]),
         failed=list(entry["audit"]["failed"]),
-        agreement=(
-            f"{agreement['same_decision']} of {entry['n_rows']} people decided alike; favourable only for the "
-            f"baseline: {agreement['favourable_only_baseline']}, only for the candidate: "
-            f"{agreement['favourable_only_candidate']}"
-        ),
+        agreement=agreement_text(agreement, int(entry["n_rows"]), min_cell_size),
         predictions=str(entry["model"]["inputs"]["predictions"]["source"]),
         plane_x="n/a" if point is None else plain(point["x"]),
         pareto=bool(point and point["pareto"]),

@@ -24,6 +24,7 @@ from fairgate.report.format import (
 )
 from fairgate.report.mitigation_model import AccuracyRow, Fact, MitigationResultRow, MitigationView
 from fairgate.report.model import SUPPRESSED
+from fairgate.report.suppress import count_text
 
 METHOD_TITLES = {
     "thresholds": "Group thresholds (post-processing, Hardt, Price & Srebro 2016)",
@@ -57,7 +58,7 @@ def mitigation_view(
         measured_note=block.measured.note,
         verdict_before=(block.verdict_before or "–").upper(),
         verdict_after=(block.verdict_after or "–").upper(),
-        fitted_facts=_fitted_facts(block),
+        fitted_facts=_fitted_facts(block, min_cell_size),
         fitted_headers=headers,
         fitted_rows=rows[:MAX_FITTED_ROWS],
         n_fitted_hidden=max(0, len(rows) - MAX_FITTED_ROWS),
@@ -140,7 +141,7 @@ def _accuracy_row(label: str, change: Any, min_cell_size: int) -> AccuracyRow:
     )
 
 
-def _fitted_facts(block: MitigationBlock) -> list[Fact]:
+def _fitted_facts(block: MitigationBlock, min_cell_size: int) -> list[Fact]:
     fitted = block.fitted
     facts: list[Fact] = []
     if block.method == "thresholds" and fitted:
@@ -151,7 +152,10 @@ def _fitted_facts(block: MitigationBlock) -> list[Fact]:
             Fact("groups", " × ".join(fitted["attributes"])),
             Fact("scores", str(fitted["score_scale"])),
         ]
-        left = ", ".join(f"{_group_text(g['group'])} (n={g['n']})" for g in fitted.get("unchanged_groups", []))
+        left = ", ".join(  # their sizes under the one small-count rule: 1 to k-1 never printed
+            f"{_group_text(g['group'])} (n = {count_text(g['n'], min_cell_size)})"
+            for g in fitted.get("unchanged_groups", [])
+        )
         if left:
             facts.append(Fact("kept as audited (under min_group_size)", left))
     elif block.method == "retrain" and fitted:
@@ -211,12 +215,12 @@ def _fitted_table(block: MitigationBlock, min_cell_size: int) -> tuple[list[str]
         rows = []
         for cell in fitted["cells"]:
             group = ", ".join(str(cell[a]) for a in fitted["attributes"])
-            small = cell["rows"] < min_cell_size
+            small = cell["rows"] < min_cell_size  # an empty cell has no weight either
             rows.append(
                 [
                     group,
                     str(cell[label]),
-                    SUPPRESSED if small else fmt_count(cell["rows"]),
+                    count_text(cell["rows"], min_cell_size),
                     SUPPRESSED if small else f"{cell['weight']:.4f}",  # a weight with the margins gives the count
                 ]
             )

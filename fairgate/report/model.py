@@ -375,6 +375,7 @@ class ReportView:
     validation_line: str = ""  # "16/16 checks passed" (the failures are listed beneath)
     validation_failures: list[CheckRow] = field(default_factory=list)
     reproduce_command: str = ""
+    reproduce_recorded: bool = False  # the command actually run (document command_line), not a reconstruction
     reproduce: list[KeyValue] = field(default_factory=list)
     # The remedy a failing audit proposes (policy mitigation.auto); None when the document has none.
     mitigation: MitigationView | None = None

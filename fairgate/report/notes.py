@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairgate.document.diagnostics import Diagnostics, IndividualFairness, SimpsonReversal
+from fairgate.document.diagnostics import BaseRates, Diagnostics, IndividualFairness, SimpsonReversal
 from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import SUPPRESSED, KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
@@ -18,23 +18,29 @@ def base_rates(diagnostics: Diagnostics, suppression: Suppression) -> list[KeyVa
         text = "; ".join(parts) + (f"; {hidden} suppressed" if hidden else "")
         if item.differ is not None:
             text += " (differ significantly)" if item.differ else " (no significant difference)"
-        out.append(KeyValue(slicing_key(item.slicing), text))
+        out.append(KeyValue(_key(item), text))
     return out
+
+
+def _key(item: BaseRates) -> str:
+    """The row of one attribute's base rates; a multiclass audit's per class ("race, class High vs rest")."""
+    key = slicing_key(item.slicing)
+    return key if item.outcome_class is None else f"{key}, class {item.outcome_class} vs rest"
 
 
 def impossibility(diagnostics: Diagnostics) -> list[NoteRow]:
     """Impossibility notes: the engine's per-slicing texts, with their shared explanation stated once."""
-    texts = [(item.slicing, item.impossibility) for item in diagnostics.base_rates if item.impossibility]
+    texts = [(item, item.impossibility) for item in diagnostics.base_rates if item.impossibility]
     if not texts:
         return []
     heads, tails = [], []
-    for slicing, text in texts:
+    for item, text in texts:
         head, _, tail = text.partition(". ")
-        heads.append(NoteRow(slicing_key(slicing), head + "."))
+        heads.append(NoteRow(_key(item), head + "."))
         tails.append(tail)
     if len(set(tails)) == 1 and tails[0]:
         return [*heads, NoteRow("", tails[0])]
-    return [NoteRow(slicing_key(slicing), text) for slicing, text in texts]
+    return [NoteRow(_key(item), text) for item, text in texts]
 
 
 def simpson(reversals: list[SimpsonReversal]) -> list[NoteRow]:

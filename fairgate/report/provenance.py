@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -239,6 +240,9 @@ def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
 
     The report shows these after :func:`trail` (run id, policy SHA-256, versions).
     """
+    facts = _input_facts(document)
+    if document.command_line:  # the command actually run (schema 1.10), one option a line
+        return _broken(document.command_line), facts
     inputs = document.inputs or {}
     args = ["fairgate audit --policy POLICY.yaml"]
     for role in ("predictions", "labels", "attributes"):
@@ -252,8 +256,33 @@ def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
         if isinstance(inputs.get(role), Mapping) and inputs[role].get("source"):
             args.append(f"--{role} {_quoted(str(inputs[role]['source']))}")
     args.append(f"--model {_quoted(document.model.name)} --model-version {_quoted(document.model.version)}")
+    return " \\\n    ".join(args), facts
+
+
+def _broken(command: str) -> str:
+    r"""A recorded command line with each option on a line of its own (a shell reads it as the same command).
+
+    >>> print(_broken("fairgate demo --task 'multi class' --quiet"))
+    fairgate demo \
+        --task 'multi class' \
+        --quiet
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not a shell line (hand-edited JSON): shown as recorded
+        return command
+    lines: list[list[str]] = [[]]
+    for word in words:
+        if word.startswith("-") and lines[-1]:
+            lines.append([])
+        lines[-1].append(shlex.quote(word))
+    return " \\\n    ".join(" ".join(line) for line in lines)
+
+
+def _input_facts(document: AuditDocument) -> list[KeyValue]:
+    """The inputs' hashes, the data window and the seed: what pins a re-run to the same numbers."""
     facts = []  # the policy's SHA-256 is in the trail facts shown with these
-    for role, info in inputs.items():
+    for role, info in (document.inputs or {}).items():
         if isinstance(info, Mapping) and info.get("sha256"):
             rows = f" ({fmt_count(info['rows'])} rows)" if info.get("rows") is not None else ""
             facts.append(KeyValue(f"{str(role).capitalize()} SHA-256", f"{info['sha256']}{rows}"))
@@ -264,7 +293,7 @@ def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
         KeyValue("Data window", window),
         KeyValue("Seed and resamples", f"seed {document.seed}, {fmt_count(document.n_bootstrap)} bootstrap replicates"),
     ]
-    return " \\\n    ".join(args), facts
+    return facts
 
 
 def _quoted(text: str) -> str:

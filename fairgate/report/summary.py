@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fairgate.engine.multiclass.catalogue import adverse_label, binary_name
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import policy_metric_label, slicing_key
 from fairgate.report.model import (
@@ -131,7 +132,7 @@ def recommendation_rows(advice: Sequence[Mapping[str, Any]], words: Outcomes | N
     """The mitigation advice as report rows (the use-case priority note is shown elsewhere)."""
     return [
         Recommendation(
-            metric_label=policy_metric_label(r["metric"], words or Outcomes()),
+            metric_label=_metric_label(r["metric"], words or Outcomes()),
             slicing_label=slicing_key(r.get("slicing", [])),
             title=r["title"],
             stage=r.get("stage", ""),
@@ -144,6 +145,12 @@ def recommendation_rows(advice: Sequence[Mapping[str, Any]], words: Outcomes | N
         for r in advice
         if r.get("kind", "mitigation") == "mitigation"
     ]
+
+
+def _metric_label(metric: str, words: Outcomes) -> str:
+    """A recommended metric's label; a multiclass ``adverse.<metric>`` rule as its results table names it."""
+    inner = binary_name(metric)
+    return policy_metric_label(metric, words) if inner is None else adverse_label(policy_metric_label(inner, words))
 
 
 def actions(recommendations: list[Recommendation]) -> list[Action]:

@@ -28,6 +28,26 @@ GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever 
 SlicingKey = tuple[str, ...]
 
 
+def small_count(n: float | None, min_cell_size: int) -> bool:
+    """The primary rule for a count printed outside the group tables: 1 to k-1 people is never printed.
+
+    >>> [small_count(n, 10) for n in (None, 0, 1, 9, 10)]
+    [False, False, True, True, False]
+    """
+    return n is not None and 0 < n < min_cell_size
+
+
+def count_text(n: float | None, min_cell_size: int) -> str:
+    """A count outside the group tables (a mitigation's groups, a training cell): the one label when small.
+
+    >>> count_text(18, 20), count_text(18, 10), count_text(0, 10)
+    ('suppressed', '18', '0')
+    """
+    if n is None:
+        return "–"
+    return SUPPRESSED if small_count(n, min_cell_size) else fmt_count(n)
+
+
 def groups_by_slicing(groups: Iterable[GroupEntry]) -> dict[SlicingKey, list[GroupEntry]]:
     """The document's groups, per slicing, in document order."""
     out: dict[SlicingKey, list[GroupEntry]] = {}

@@ -171,7 +171,9 @@ def _compare_pareto(
     document = comparison_document(result, f"{files['run_id']}-frontier", policy, baseline, candidates)
     path = write_comparison.fn(document, output)
     # The HTML always (the frontier's reader needs it, it is cheap); the PDF when the policy asks for reports in PDF.
-    report = comparison_report_files(document, output, ["html", *policy.reporting.format])
+    report = comparison_report_files(
+        document, output, ["html", *policy.reporting.format], policy.reporting.min_cell_size
+    )
     return {"json": path, **report, "decision": document["decision"], "chosen": document["chosen"]}
 
 

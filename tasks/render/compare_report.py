@@ -56,12 +56,15 @@ def render_comparison_html(view: ComparisonView, chart: str | None) -> str:
     return template.render(view=view, plane_chart=None if chart is None else svg_data_uri(chart))
 
 
-def comparison_report_files(document: Mapping[str, Any], out_dir: Path, formats: Sequence[str]) -> dict[str, str]:
-    """Render the requested formats (``html``, ``pdf``) and write them beside the comparison JSON."""
+def comparison_report_files(
+    document: Mapping[str, Any], out_dir: Path, formats: Sequence[str], min_cell_size: int = 10
+) -> dict[str, str]:
+    """Render the requested formats (``html``, ``pdf``) and write them beside the comparison JSON
+    (``min_cell_size``: the policy's ``reporting.min_cell_size``)."""
     wanted = [f for f in ("html", "pdf") if f in formats]
     if not wanted:
         return {}
-    view = comparison_view(document)
+    view = comparison_view(document, min_cell_size)
     html = render_comparison_html(view, plane_chart(view))
     rendered = {"html": html.encode("utf-8")} if "html" in wanted else {}
     if "pdf" in wanted:
@@ -71,6 +74,8 @@ def comparison_report_files(document: Mapping[str, Any], out_dir: Path, formats:
 
 
 @task(name="write comparison report", cache_policy=NO_CACHE)
-def write_comparison_report(document: dict[str, Any], out_dir: Path, formats: list[str]) -> dict[str, str]:
+def write_comparison_report(
+    document: dict[str, Any], out_dir: Path, formats: list[str], min_cell_size: int = 10
+) -> dict[str, str]:
     """Prefect task: the comparison report's files (no retries: rendering is deterministic)."""
-    return comparison_report_files(document, out_dir, formats)
+    return comparison_report_files(document, out_dir, formats, min_cell_size)

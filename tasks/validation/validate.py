@@ -240,9 +240,11 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
         }
     )
     for _, row in small.head(_MAX_GROUP_WARNINGS).iterrows():
+        # No count: the reports print these lines, and a size may be one the small-cell rule hides (the groups'
+        # tables show each size under that rule; the JSON's diagnostics.insufficient_groups has them all).
         validation.warnings.append(
-            f"group {row['attribute']}={row['group']!r} has {int(row['n'])} rows, fewer than min_group_size "
-            f"{minimum}: it is reported but left out of the judgement"
+            f"group {row['attribute']}={row['group']!r} has fewer than min_group_size {minimum} rows: it is "
+            "reported but left out of the judgement"
         )
     if len(small) > _MAX_GROUP_WARNINGS:
         # One line per group floods stderr when an attribute has thousands of small groups; the JSON has them all.

@@ -510,3 +510,19 @@ def test_candidates_no_different_from_the_baseline_are_refused_at_most_alpha_of_
         assert result["statistics"]["n_candidates"] == 3
     assert refused_any / replications <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / replications), refused_any
     assert promoted_all == replications - refused_any
+
+
+def test_the_agreement_prints_no_small_count_of_people_decided_differently(several: dict[str, Any]) -> None:
+    """The small-cell rule in the comparison report: a count 1..k-1 of people decided differently is never shown."""
+    from fairgate.report.comparison import comparison_view
+
+    document = _document(several["result"], several["policy"])
+    entry = document["candidates"][0]
+    counts = entry["agreement"]
+    differ = (counts["favourable_only_baseline"], counts["favourable_only_candidate"])
+    shown = next(c for c in comparison_view(document, min_cell_size=1).candidates if c.name == entry["name"])
+    assert f"only for the candidate: {differ[1]}" in shown.agreement  # every count at k = 1
+    k = max(differ) + 1  # both counts under k: suppressed, and the alike count with them
+    hidden = next(c for c in comparison_view(document, min_cell_size=k).candidates if c.name == entry["name"])
+    rule = "the counts decided alike and differently are suppressed (small-cell rule)"
+    assert hidden.agreement == f"{entry['n_rows']:,} people compared; {rule}"

@@ -117,6 +117,18 @@ def test_groups_under_the_minimum_cell_size_are_suppressed() -> None:
     assert (rows["B"].n_text, rows["B"].before_text, rows["B"].after_text) == ("suppressed", "suppressed", "suppressed")
 
 
+def test_groups_kept_as_audited_print_no_small_size() -> None:
+    fitted = _block()["fitted"] | {
+        "unchanged_groups": [{"group": {"race": "C"}, "n": 18}, {"group": {"race": "D"}, "n": 40}]
+    }
+    view = mitigation_view(_block(fitted=fitted), Outcomes(), min_cell_size=20)
+    assert view is not None
+    (kept,) = [f.value for f in view.fitted_facts if f.key.startswith("kept as audited")]
+    assert "18" not in kept  # 1 to k-1 people: the one label, as in every table
+    assert "C (n = suppressed)" in kept
+    assert "D (n = 40)" in kept
+
+
 def test_a_candidates_audit_completes_the_proposal() -> None:
     before = {"verdict": "fail", "results": [_result(["race"], 0.3, 0.2, 0.4, "fail")]}
     document = {"verdict": "pass", "results": [_result(["race"], 0.01, 0.0, 0.08, "pass")]}

@@ -6,6 +6,7 @@ The standard errors are checked against the engine's own cube bootstrap; the cou
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import date, timedelta
 
 import numpy as np
@@ -130,7 +131,9 @@ def test_a_thin_night_skips_streams_with_reasons_never_infinite_z(monitor: objec
     thin = fairgate.build_cube(SIM.rows(rng, 150), SIM.POLICY)  # r3 (5%) has a handful of people
     result = night_contrasts(thin, monitor.baseline, SIM.POLICY, NIGHT)  # type: ignore[attr-defined]
     assert result.skipped
-    assert any("r3" in reason and "people tonight" in reason for reason in result.skipped)
+    assert any("r3" in reason and "too few people tonight" in reason for reason in result.skipped)
+    # No night's count of people is printed (the small-count rule): "has 4 people" would disclose one.
+    assert not any(re.search(r"has [0-9]+ people", reason) for reason in result.skipped)
     assert all(np.isfinite(o.z) for o in result.observations)
     skipped_streams = {reason.split(": ")[0] for reason in result.skipped}
     assert not skipped_streams & {o.stream for o in result.observations}

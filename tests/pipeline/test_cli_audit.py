@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -49,6 +50,10 @@ def test_failing_policy_exits_1_and_writes_json_junit_and_trail(failing_run: tup
     assert ("labels.csv", "two_year_recid", "expect_column_values_to_be_in_set") in checked
     assert ("attributes.csv", "race", "expect_column_values_to_be_in_set") in checked
     assert all("statistics" in r for r in validation["results"])  # GE's own result documents
+    # The small groups' warnings (printed by every report) name them without their sizes (the small-cell rule).
+    small = [w for w in validation["warnings"] if "fewer than min_group_size" in w]
+    assert any("'Native American'" in w for w in small)
+    assert not any(re.search(r"\b(18|32)\b", w) for w in small), small
     assert {r["sha256"] for r in document["inputs"].values()}
     assert len(document["inputs"]) == 3
     # JUnit: one failure per failed result.

@@ -34,6 +34,7 @@ def test_demo_runs_the_full_audit_and_fails_compas(
     assert document["n_rows"] == 7214
     assert document["model"] == {"name": "compas", "version": "northpointe-2013"}
     assert document["favorable_label"] == 0
+    assert document["command_line"] == "fairgate demo --quiet"  # the demo's command, not its temporary files
     # ProPublica's finding: Black defendants are flagged far more often than white ones (DI well under 0.8).
     race_di = next(
         r for r in document["results"] if r["metric"] == "disparate_impact_ratio" and r["slicing"] == ["race"]

@@ -176,7 +176,7 @@ def test_a_sampled_audit_says_it_is_an_estimate(
     result = runner.invoke(app, inputs.args("--features", str(features), "--json"))
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
-    assert document["schema_version"] == "1.9"
+    assert document["schema_version"] == "1.10"
     jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
     block = document["individual_fairness"]["consistency"]
     assert block["sampled"] == {"people_sampled": 3000, "people": 7214, "seed": 4}

@@ -38,7 +38,7 @@ def test_an_audit_without_labels_estimates_from_the_last_labelled_audit(
     result = runner.invoke(app, [*_without_labels(inputs.args("--quiet", "--trail", str(trail)), later)])
     assert result.exit_code in (0, 1), result.output
     document = _document(later)
-    assert document["schema_version"] == "1.9"
+    assert document["schema_version"] == "1.10"
     assert document["label_free"]["reference_run_id"] == reference["run_id"]
     assert document["label_free"]["estimated_results"] == "report_only"
     assert document["inputs"]["labels"]["rows"] == 0

@@ -88,7 +88,7 @@ def test_tiers_fail_with_exit_1_and_a_multiclass_document(tier_run: tuple[Inputs
     assert result.exit_code == 1, (result.stdout, result.stderr)
     document = _document(inputs.out)
     assert document["task"] == "multiclass"
-    assert document["schema_version"] == "1.9"
+    assert document["schema_version"] == "1.10"
     assert document["n_rows"] == 7214
     jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
     block = document["multiclass"]
@@ -249,6 +249,7 @@ def test_multiclass_demo_writes_every_output(runner: InProcessRunner, tmp_path: 
     out = tmp_path / "fairness_reports"
     document = _document(out)
     assert document["model"] == {"name": "compas-tiers", "version": "northpointe-2013"}
+    assert document["command_line"] == "fairgate demo --quiet --task multiclass"  # rebuilt in-process
     suffixes = {p.name.split(".", 1)[1] for p in out.glob("fairness_*")}
     assert {"json", "junit.xml", "html", "pdf"} <= suffixes
 

@@ -101,3 +101,29 @@ def test_pdf_renders_offline_and_reads_as_a_multiclass_report(document: dict[str
     pages = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     n_pages = int(next(line.split()[-1] for line in pages.splitlines() if line.startswith("Pages:")))
     assert 4 <= n_pages <= 10
+
+
+def test_each_class_has_its_base_rates_against_the_rest_and_the_impossibility_note(document: dict[str, Any]) -> None:
+    """The binary audit's base-rate test and note, per class (one against the rest) of each single attribute."""
+    classes = document["multiclass"]["classes"]
+    entries = document["diagnostics"]["base_rates"]
+    assert sorted((e["outcome_class"], e["slicing"][0]) for e in entries) == sorted(
+        (c, a) for c in classes for a in ("race", "sex")
+    )
+    # Each group's base rate of class c is the multiclass block's own one-vs-rest base rate of c.
+    own = {
+        (tuple(g["slicing"]), tuple(sorted(g["group"].items())), c): g["rates"]["base_rate"][i]["value"]
+        for g in document["multiclass"]["groups"]
+        for i, c in enumerate(classes)
+    }
+    for entry in entries:
+        for g in entry["groups"]:
+            key = (tuple(entry["slicing"]), tuple(sorted(g["group"].items())), entry["outcome_class"])
+            assert g["base_rate"] == pytest.approx(own[key])
+    # COMPAS: the tiers' base rates differ by race, so the impossibility note applies, per class.
+    race_high = next(e for e in entries if e["slicing"] == ["race"] and e["outcome_class"] == "High")
+    assert race_high["differ"]
+    assert "cannot all hold" in race_high["impossibility"]
+    view = build_view(document, min_cell_size=1)
+    assert "race, class High vs rest" in {kv.key for kv in view.base_rates}
+    assert any(note.slicing_label == "race, class High vs rest" for note in view.impossibility)

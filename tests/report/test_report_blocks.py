@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,19 @@ def test_the_reproduce_block_pins_inputs_policy_and_window(compas_doc: dict[str,
     assert (
         facts["Seed and resamples"] == f"seed {compas_doc['seed']}, {compas_doc['n_bootstrap']:,} bootstrap replicates"
     )
+
+
+def test_the_report_prints_the_recorded_command_else_the_reconstruction(compas_doc: dict[str, Any]) -> None:
+    reconstructed = build_view(compas_doc)
+    assert reconstructed.reproduce_command.startswith("fairgate audit --policy POLICY.yaml")
+    assert not reconstructed.reproduce_recorded
+    ran = "fairgate audit --policy p.yaml --predictions 'my preds.csv' --attributes a.csv --quiet"
+    recorded = build_view(compas_doc | {"command_line": ran})
+    assert recorded.reproduce_recorded
+    assert recorded.reproduce_command.splitlines()[0] == "fairgate audit \\"
+    assert "    --predictions 'my preds.csv' \\" in recorded.reproduce_command.splitlines()
+    assert shlex.split(recorded.reproduce_command.replace("\\\n", " ")) == shlex.split(ran)
+    assert recorded.reproduce == reconstructed.reproduce  # hashes, window and seed pin the inputs either way
 
 
 def test_html_has_a_contents_list_whose_links_all_resolve_and_sortable_tables(compas_report: dict[str, Path]) -> None:

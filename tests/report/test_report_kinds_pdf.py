@@ -27,6 +27,7 @@ from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multic
 from fairgate.engine.ranking.audit import adjudicate_ranking, count_ranking, slicings_ranking
 from fairgate.engine.regression.audit import adjudicate_regression, count_regression, slicings_regression
 from fairgate.policy.core import Policy
+from fairgate.report import build_view
 from tasks.inputs.demo_law import fit_and_predict, law_rows
 from tasks.inputs.demo_ranking import write_ranking_demo_inputs
 from tasks.render.report import build_report_files
@@ -118,13 +119,19 @@ def _without_known_context(text: str, pdf: Path, document: dict[str, Any]) -> st
     level = round(document["confidence_level"] * 100)
     text = re.sub(rf"\(({level}% CI|confidence intervals at {level}%)\)", "", text)
     text = re.sub(rf"{level}% simultaneous intervals", "", text)
-    rule = (
-        f"is from 1 to {MIN_CELL - 1}, and for as few other groups as needed so that no such count can be worked "
-        f"out, or bounded under {MIN_CELL}"
-    )
-    if rule in text:  # the small-cell rule (Suppression.note), stated on page 1 when a group is withheld
-        text = text.replace(rule, "")
-    text = re.sub(r"\((\d+) groups? here\)", "", text)  # the withheld count: checked by the suppression tests
+    # The small-cell rule as the suppression note states it ("... is from 1 to 9, ... bounded under 10 ..."),
+    # when page 1 reaches it (a long "What to do" moves it to page 2).
+    text = text.replace(f"is from 1 to {MIN_CELL - 1}", "").replace(f"bounded under {MIN_CELL}", "")
+    # What to do: at most three numbered actions, then how many more the Recommendations list.
+    ordinals = [int(n) for n in re.findall(r"(?:^| )(\d)\. (?=[A-Z])", text)]
+    assert ordinals == list(range(1, len(ordinals) + 1))
+    assert len(ordinals) <= 3
+    text = re.sub(r"(?:^| )\d\. (?=[A-Z])", " ", text)
+    actions = build_view(document, min_cell_size=MIN_CELL).actions
+    more = re.findall(r"(\d+) more action\(s\) are listed", text)
+    assert all(n == str(len(actions) - 3) for n in more)  # when page 1 reaches it
+    text = re.sub(r"\d+ more action\(s\) are listed", "", text)
+    text = re.sub(r"\((\d+) groups? here\)", "", text)  # the suppressed count: checked by the suppression tests
     undecided = [r for r in document["results"] if r["status"] in ("inconclusive", "insufficient_data")]
     found = re.findall(r"(\d+) result\(s\) are neither pass nor fail", text)
     assert found == ([str(len(undecided))] if undecided else [])
@@ -157,3 +164,64 @@ def test_the_check_reads_the_page_it_is_given(rendered: dict[str, Any]) -> None:
 def test_the_binary_pdf_names_every_metric_in_words(compas_report: dict[str, Path]) -> None:
     """Recommendations, the impossibility note and every table of the binary report name metrics in words."""
     assert code_form_metric_names(pdf_text(compas_report["pdf"])) == []
+
+
+#: The technique each kind's demo failures get: its own metrics' advice, not the general remedy of an unknown metric.
+KIND_TECHNIQUES = {
+    "multiclass": {
+        "Reweigh the training data",
+        "Use group-specific decision thresholds",
+        "Retrain under a fairness constraint",
+    },
+    "regression": {"Retrain under a fairness constraint"},
+    "ranking": {"Re-rank under an exposure or representation constraint"},
+}
+
+
+def test_every_kind_says_what_to_do_for_each_failed_metric(rendered: dict[str, Any]) -> None:
+    """The binary report's advice for every kind: one action per failed metric, named as its results table names it."""
+    kind, document = rendered["kind"], rendered["document"]
+    view = build_view(document, min_cell_size=MIN_CELL)
+    failed = {r.metric_label for r in view.failures}
+    assert failed, f"{kind}: the demo fails its policy"
+    assert {a.metric_label for a in view.actions} == failed
+    assert {a.title for a in view.actions} <= KIND_TECHNIQUES[kind]
+    assert all("general remedy" not in a.summary for a in view.actions)
+    page_one = " ".join(_page_text(rendered["pdf"], 1).split())
+    assert "What to do" in page_one
+    assert view.actions[0].title in page_one
+
+
+#: The group value standing for the base rate of each kind without a 0/1 outcome.
+OUTCOME_LEVELS = {"regression": "mean_label", "ranking": "mean_relevance"}
+
+
+def test_every_kind_states_its_base_rates_and_what_they_imply(rendered: dict[str, Any]) -> None:
+    """Multiclass: per class against the rest (tested); regression and ranking: the outcome's level per group
+    (its mean outcome, its mean relevance; not tested), with the independence-versus-sufficiency note."""
+    kind, document = rendered["kind"], rendered["document"]
+    entries = document["diagnostics"]["base_rates"]
+    singles = sorted(s[0] for s in document["slicings"] if len(s) == 1)
+    assert sorted({e["slicing"][0] for e in entries}) == singles
+    view = build_view(document, min_cell_size=MIN_CELL)
+    assert view.base_rates
+    assert view.impossibility
+    if kind == "multiclass":
+        assert {e["outcome_class"] for e in entries} == set(document["multiclass"]["classes"])
+        return
+    level = OUTCOME_LEVELS[kind]
+    groups = {(tuple(g["slicing"]), tuple(g["group"].items())): g for g in document["groups"]}
+    for entry in entries:
+        assert entry["differ"] is None  # stated, not tested
+        assert entry["groups"]  # the demos' attributes have at least two sufficient groups
+        for g in entry["groups"]:
+            assert (
+                g["base_rate"]
+                == groups[(tuple(entry["slicing"]), tuple(g["group"].items()))]["metrics"][level]["value"]
+            )
+        assert "cannot both hold" in entry["impossibility"]
+    text = " ".join(note.text for note in view.impossibility)
+    assert "independence" in text
+    assert "sufficiency" in text
+    pdf = " ".join(pdf_text(rendered["pdf"]).split())
+    assert "Base rates and what they imply" in pdf

@@ -353,13 +353,45 @@ def _diagnostics(cube: MulticlassCube, slicings: list[MulticlassSlicingResult], 
     # The binary marginal has the same attribute cells: it counts the groups of each candidate slicing.
     marginal = to_binary_cube(cube, [cube.classes[-1]])
     return {
-        "base_rates": [],
+        "base_rates": class_base_rates(cube, [p.slicing for p in slicings if len(p.slicing) == 1], policy),
         "worst_subgroups": [],
         "simpson": [],
         "insufficient_groups": insufficient,
         "excluded_missing": dict(cube.excluded_missing),
         "skipped_slicings": skipped_slicings(marginal, policy),
     }
+
+
+def class_base_rates(cube: MulticlassCube, singles: list[Any], policy: Policy) -> list[dict[str, Any]]:
+    """Each class's base rates against the rest, per single attribute, with the binary audit's test and note.
+
+    The share of each group whose true class is ``c`` is the base rate of the binary decision "class c or not";
+    its test of equal base rates and the impossibility note are the binary audit's own
+    (:func:`fairgate.engine.diagnostics.base_rates`), read per class (``outcome_class``).
+    """
+    from fairgate.engine import diagnostics  # the binary diagnostics, shared
+
+    out = []
+    for klass in cube.classes:
+        binary = to_binary_cube(cube, [c for c in cube.classes if c != klass])  # favourable: class ``klass``
+        one = _one_vs_rest_policy(policy)
+        parts = [compute_slicing(binary, slicing, one) for slicing in singles]
+        out += [entry | {"outcome_class": klass} for entry in diagnostics.base_rates(parts, [], one)]
+    return out
+
+
+def _one_vs_rest_policy(policy: Policy) -> Policy:
+    """The binary policy a class's one-vs-rest base rates are computed under (no rule of its own is judged)."""
+    return policy.model_copy(
+        update={
+            "task": "binary",
+            "multiclass": None,
+            "favorable_label": 1,
+            "metrics": [MetricRule(name="demographic_parity_difference", threshold=1.0)],
+            "overrides": [],
+            "ci_cd_gate": policy.ci_cd_gate.model_copy(update={"critical_metrics": []}),
+        }
+    )
 
 
 #: The kind registry's entry point (fairgate/engine/kinds.py).

@@ -58,6 +58,15 @@ CATALOGUE: dict[str, TaskMetric] = {
 }
 
 
+def adverse_label(label: str) -> str:
+    """The label of an ``adverse.<metric>`` rule from its binary metric's label (one wording for every page).
+
+    >>> adverse_label("Disparate impact ratio")
+    'Disparate impact ratio, adverse or not'
+    """
+    return f"{label}, adverse or not"
+
+
 def binary_name(name: str) -> str | None:
     """The binary metric an ``adverse.`` rule judges, or None for a per-class summary.
 
