@@ -135,7 +135,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         **_advice_part(document, use_case, min_cell_size, adverse or words, suppression),  # binary's advice
         sections=[],
         base_rates=notes.base_rates(document.diagnostics, suppression),  # the kinds whose engine states them
-        impossibility=notes.impossibility(document.diagnostics),
+        impossibility=notes.impossibility(document.diagnostics, suppression),
         simpson=[],
         worst_subgroups=[],
         insufficient=notes.insufficient(document.diagnostics, suppression),
@@ -325,7 +325,7 @@ def _notes_part(document: AuditDocument, suppression: Suppression, words: Outcom
     diagnostics = document.diagnostics
     return {
         "base_rates": notes.base_rates(diagnostics, suppression),
-        "impossibility": notes.impossibility(diagnostics),
+        "impossibility": notes.impossibility(diagnostics, suppression),
         "simpson": notes.simpson(diagnostics.simpson),
         "worst_subgroups": notes.worst_subgroups(diagnostics, suppression),
         "insufficient": notes.insufficient(diagnostics, suppression),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fairgate.document.diagnostics import BaseRates, Diagnostics, IndividualFairness, SimpsonReversal
 from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import SUPPRESSED, KeyValue, NoteRow, ResultRow, WorstRow
@@ -28,9 +30,27 @@ def _key(item: BaseRates) -> str:
     return key if item.outcome_class is None else f"{key}, class {item.outcome_class} vs rest"
 
 
-def impossibility(diagnostics: Diagnostics) -> list[NoteRow]:
+_SPAN = re.compile(r"from \d+(?:\.\d+)?% to \d+(?:\.\d+)?%")
+
+
+def _visible_span(item: BaseRates, text: str, suppression: Suppression) -> str:
+    """The note's base-rate range over the groups shown: the engine's spans every group, withheld ones included."""
+    if not any(suppression.hides(item.slicing, g.group) for g in item.groups):
+        return text
+    visible = [
+        g.base_rate for g in item.groups if g.base_rate is not None and not suppression.hides(item.slicing, g.group)
+    ]
+    shown = f"from {min(visible):.1%} to {max(visible):.1%} among the groups shown" if visible else "rates withheld"
+    return _SPAN.sub(shown, text)
+
+
+def impossibility(diagnostics: Diagnostics, suppression: Suppression) -> list[NoteRow]:
     """Impossibility notes: the engine's per-slicing texts, with their shared explanation stated once."""
-    texts = [(item, item.impossibility) for item in diagnostics.base_rates if item.impossibility]
+    texts = [
+        (item, _visible_span(item, item.impossibility, suppression))
+        for item in diagnostics.base_rates
+        if item.impossibility
+    ]
     if not texts:
         return []
     heads, tails = [], []
