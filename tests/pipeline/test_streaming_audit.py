@@ -42,6 +42,7 @@ RUN_SPECIFIC = {
     "inputs",
     "validation",
     "trend",
+    "command_line",  # the command names each run's own input folder
 }
 
 
