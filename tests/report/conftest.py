@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +77,12 @@ def compas_report(tmp_path_factory: pytest.TempPathFactory, compas_doc: dict[str
     assert paths["html"] is not None
     assert paths["pdf"] is not None
     return {"html": paths["html"], "pdf": paths["pdf"], "dir": out}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium through Playwright, one per test module (the explorer and explore-app browser tests)."""
+    from explorer_browser import chromium
+
+    with chromium() as b:
+        yield b

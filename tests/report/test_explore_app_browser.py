@@ -18,7 +18,6 @@ from typing import Any
 import polars as pl
 import pytest
 from explore_server import ServedTrail, compas_trail, serving, watched
-from explorer_browser import chromium
 
 import fairgate
 from fairgate.engine.labels import slicing_label
@@ -28,12 +27,6 @@ from tasks.serve.explore_app import explore_app
 
 TOKEN = "a-token-of-thirty-two-characters"
 SCREENSHOTS_ENV = "FAIRGATE_SCREENSHOTS"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,13 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
-from explorer_browser import chromium, watched_page
+from explorer_browser import watched_page
 
 import fairgate
 from fairgate.document.groups import GroupEntry
@@ -86,12 +85,6 @@ def assert_same(page: dict[str, Any], engine: dict[str, Any], t: float) -> None:
         if result["metric"] in page["summaries"]:
             got = page["summaries"][result["metric"]]["value"]
             assert got == pytest.approx(result["value"], abs=TOL) if result["value"] is not None else got is None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
