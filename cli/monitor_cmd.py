@@ -58,8 +58,8 @@ ExitOnOption = Annotated[
 def run(
     policy: options.Policy,
     predictions: options.Predictions,
-    labels: options.Labels,
     attributes: options.Attributes,
+    labels: options.MonitorLabels = None,
     model_name: Annotated[str | None, typer.Option("--model-name", "--model", help="The monitored model.")] = None,
     model_version: options.ModelVersion = None,
     night: Annotated[
@@ -75,13 +75,14 @@ def run(
 
     Exit 1 when a window fails the policy or a new drift alert fires (--exit-on alerts: alerts only); exit 4 when
     no window could judge anything and ci_cd_gate.insufficient is block. The policy needs a monitoring: section;
-    the labels may include late labels of earlier periods.
+    the labels may include late labels of earlier periods. Without --labels, the night's label-dependent metrics
+    are estimated from the scores and shown apart (policy labels.estimated_results decides whether they count).
     """
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
     names = {"model-name": model_name, "model-version": model_version}
     with refusing():
-        check_audit_arguments(policy, inputs, out, trail, names)
-        parsed = _precheck(policy, predictions, night)
+        check_audit_arguments(policy, {k: v for k, v in inputs.items() if v is not None}, out, trail, names)
+        parsed = _precheck(policy, predictions, night, labels)
         cells = _precheck_baseline(parsed, out, trail, model_name)
         _warn_weak_rules(parsed, cells, quiet)
     parameters: dict[str, Any] = {
@@ -114,17 +115,20 @@ def run(
     raise typer.Exit(summary["exit_code"])
 
 
-def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Policy:
-    """Refused before Prefect starts: an invalid policy, one without a monitoring section, and (without --night)
-    predictions with no timestamp column to give the rows their period."""
+def _precheck(policy: Path, predictions: str, night: str | None, labels: str | None) -> fairgate.Policy:
+    """Refused before Prefect starts: an invalid policy, one without a monitoring section, a night without labels
+    of a kind that cannot estimate, and (without --night) predictions with no timestamp column to give the rows
+    their period."""
     import duckdb
 
     from tasks.audit import read_policy
     from tasks.inputs.io import parse_source, register_source
+    from tasks.labels import check_label_request
     from tasks.monitor import monitoring_of
 
     parsed, _ = read_policy.fn(policy)
     column = monitoring_of(parsed, str(policy)).timestamp
+    check_label_request(parsed, "local", labels, None)
     source = parse_source("predictions", predictions)
     if night is None and source.kind != "sqlite":  # reading a header is cheap; a database table is checked later
         with duckdb.connect() as con:
