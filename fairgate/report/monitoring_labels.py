@@ -1,5 +1,7 @@
-"""The monitoring report's labels section: windows over rows without labels yet (estimated results marked apart)
-and earlier estimates checked against their labels with the running coverage.
+"""The monitoring report's labels section: rows without labels yet, and earlier estimates against their labels.
+
+Windows over rows without labels yet (estimated results marked apart) and earlier estimates checked against their
+labels with the running coverage.
 
 Built from the monitoring document's ``estimated_windows``, ``label_free`` and ``estimate_checks``; rendered by
 ``reports/partials/monitoring_labels.html.j2`` after the monitoring section.
@@ -100,7 +102,7 @@ def _row(window: Mapping[str, Any], result: Mapping[str, Any]) -> EstimatedRow:
     estimated = bool(result.get("estimated"))
     status = str(result.get("status") or "–")
     reasons = result.get("estimate_reasons") or {}
-    note = "; ".join(f"{group}: {why}" for group, why in reasons.items())
+    note = "; ".join(why if group in why else f"{group}: {why}" for group, why in reasons.items())
     if result.get("value") is None and not note:
         note = str(result.get("status_reason") or result.get("reason") or "")
     return EstimatedRow(
