@@ -1,4 +1,4 @@
-"""Monitoring before labels arrive (fairgate/monitoring/estimates.py): a seeded, bounded ``bench/monitor_label_free.py``.
+"""Monitoring before labels arrive (fairgate/monitoring/estimates.py): bench/monitor_label_free.py, seeded, bounded.
 
 Over nights of a calibrated model, each night estimated without labels and checked once its labels are drawn, the
 estimate intervals (95%) cover the measured values at about the stated rate: no more misses than
