@@ -81,6 +81,8 @@ def run(seed: int, nights: int, rows: int, broken: bool = False) -> dict[str, An
 
 
 def _rate(hits: int, runs: int) -> str:
+    if not runs:
+        return "none"
     low, high = wilson_interval(np.array([hits]), np.array([runs]), 1.959964)
     share = hits / runs if runs else float("nan")
     return f"{hits}/{runs} = {share:.3f} [{float(low[0]):.3f}, {float(high[0]):.3f}]"
