@@ -47,3 +47,30 @@ def test_coverage_counts_every_check() -> None:
     assert (total["n_compared"], total["n_covered"]) == (5, 4)
     assert total["ci_low"] < 0.8 < total["ci_high"]
     assert coverage([], 0.95)["rate"] is None
+
+
+@pytest.mark.parametrize("rule", ["report_only", "judge"])
+def test_the_policy_decides_whether_estimates_count(rule: str) -> None:
+    """A disparity the estimate shows beyond a tight threshold: it fails the window under judge only."""
+    import numpy as np
+
+    from fairgate.engine.cube import build_cube
+    from fairgate.monitoring.estimates import counted, estimated_results
+    from fairgate.monitoring.windowed import window_verdict
+
+    bench = _bench()
+    document = {
+        "sensitive_attributes": [{"name": "g"}],
+        "metrics": [{"name": "equal_opportunity_difference", "threshold": 0.01}],
+        "statistics": {"n_bootstrap": 20, "seed": 0},
+        "labels": {"estimated_results": rule},
+    }
+    policy = bench.fairgate.Policy.from_mapping({"fairness_checker": document}, source="test")
+    rng = np.random.default_rng(5)
+    reference = bench.reference_of(bench.people(rng, 20_000, False), policy)
+    night = bench.people(rng, 20_000, False).with_columns(bench.pl.lit(0).cast(bench.pl.Int8).alias("y_true"))
+    results = estimated_results(build_cube(night, policy, exact_auc=False), reference, policy)
+    (estimate,) = [r for r in results if r["estimated"]]
+    assert estimate["status"] == "fail"  # Beta(2, 3) against Beta(3, 2) scores: TPRs far apart
+    verdict = window_verdict(counted(results, policy), policy)
+    assert verdict["verdict"] == ("fail" if rule == "judge" else "insufficient")
