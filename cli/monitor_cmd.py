@@ -82,7 +82,7 @@ def run(
     names = {"model-name": model_name, "model-version": model_version}
     with refusing():
         check_audit_arguments(policy, {k: v for k, v in inputs.items() if v is not None}, out, trail, names)
-        parsed = _precheck(policy, predictions, night, labels)
+        parsed = _precheck(policy, predictions, night)
         cells = _precheck_baseline(parsed, out, trail, model_name)
         _warn_weak_rules(parsed, cells, quiet)
     parameters: dict[str, Any] = {
@@ -115,20 +115,18 @@ def run(
     raise typer.Exit(summary["exit_code"])
 
 
-def _precheck(policy: Path, predictions: str, night: str | None, labels: str | None) -> fairgate.Policy:
-    """Refused before Prefect starts: an invalid policy, one without a monitoring section, a night without labels
-    of a kind that cannot estimate, and (without --night) predictions with no timestamp column to give the rows
-    their period."""
+def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Policy:
+    """Refused before Prefect starts: an invalid policy, one without a monitoring section (binary kinds only, so a
+    night without labels can always estimate), and (without --night) predictions with no timestamp column to give
+    the rows their period."""
     import duckdb
 
     from tasks.audit import read_policy
     from tasks.inputs.io import parse_source, register_source
-    from tasks.labels import check_label_request
     from tasks.monitor import monitoring_of
 
     parsed, _ = read_policy.fn(policy)
     column = monitoring_of(parsed, str(policy)).timestamp
-    check_label_request(parsed, "local", labels, None)
     source = parse_source("predictions", predictions)
     if night is None and source.kind != "sqlite":  # reading a header is cheap; a database table is checked later
         with duckdb.connect() as con:

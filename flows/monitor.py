@@ -35,7 +35,6 @@ from flows.runtime import INVALID_INPUT, NO_LABELS, TASK_RUNNER, model_info, per
 from tasks.audit import read_policy
 from tasks.inputs.align import align_inputs, release, stage_inputs
 from tasks.inputs.monitor_inputs import cube_periods, night_of, row_periods
-from tasks.labels import check_label_request
 from tasks.monitor import (
     alert_records,
     baseline,
@@ -124,7 +123,6 @@ def _monitor(
     """The recipe: each line one step of a monitoring night."""
     run_id = run_id or uuid.uuid4().hex[:12]
     policy, monitoring, output, trail_path = _checked_setup(policy_path, out_dir, trail, model_name)
-    check_label_request(policy, "local", sources[1], None)  # a night without labels: binary kinds only
     new, night, staged_summary, model = _read_night(policy, sources, _night(night_text), model_name, model_version)
     stored = stored_periods(trail_path, model.name)
     to_store, unchanged, all_periods, kept_notes = _periods(stored, new, labels_given=sources[1] is not None)

@@ -9,6 +9,8 @@ Each table is an append-only chain like ``deliveries`` (``prev_hash``/``row_hash
 * ``monitor_nights``: per monitoring run and night, the windows' results and the night's observations (the
   detector's input; a night re-observed after late labels: its latest row counts).
 * ``drift_alerts``: one row per alert raised.
+* ``label_estimates``: per period stored without labels, the estimates a night made (kind ``estimate``), and
+  once its labels arrived, those estimates against the measured values (kind ``check``, once per period).
 
 A run records all its rows in one transaction under the trail's write lock: a night is stored whole or not at
 all. Readers: :func:`current_period_cubes` (the windows' inputs: never rows), :func:`night_observations_history`
