@@ -128,7 +128,8 @@ def estimate_records(
     for period in unlabelled_periods(periods):
         results = estimated_results(period.cube, reference[0], policy, reference[1])
         run = None if reference[0] is None else reference[0].run_id
-        content = {"period_start": period.start.isoformat(), "results": period_estimates(results)}
+        content = {"period_start": period.start.isoformat(), "rows": period.cube.n_rows}
+        content["results"] = period_estimates(results)
         out.append(
             {"period_start": period.start.isoformat(), "kind": "estimate", "reference_run_id": run}
             | {"content": content}
@@ -141,7 +142,8 @@ def check_records(
     trail_path: Path, model_name: str, periods: Sequence[PeriodCube], policy: fairgate.Policy
 ) -> list[dict[str, Any]]:
     """Each newly labelled period estimated before and not checked yet: its latest estimates against the values
-    its labels give, as trail rows (kind ``check``)."""
+    its labels give, as trail rows (kind ``check``). A period is checked once, when the labels of as many rows as
+    were estimated have arrived (before that, the measured value would be of other people)."""
     rows = label_estimate_rows(trail_path, model_name)
     checked = {r["period_start"] for r in rows if r["kind"] == "check"}
     latest = {r["period_start"]: r for r in rows if r["kind"] == "estimate"}
@@ -151,6 +153,8 @@ def check_records(
         estimate = latest.get(start)
         if not has_labels(period) or estimate is None or start in checked:
             continue
+        if period.cube.n_rows < int(estimate["content"].get("rows") or 0):
+            continue  # some of the estimated people's labels are still to come: checked once all have arrived
         check = checked_estimates(
             estimate["content"]["results"], judged_results(period.cube, policy), estimate["run_id"]
         )

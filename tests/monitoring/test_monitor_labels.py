@@ -107,6 +107,13 @@ def weeks(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server:
         result = runner.invoke(app, [*base, *_write(night, folder / f"week{week + 1}", False)], env={"COLUMNS": "220"})
         (path,) = (folder / "out").glob(f"monitoring_*_{first.date().isoformat()}.json")
         runs.append({"result": result, "document": json.loads(path.read_text())})
+    week_one = rows.filter((pl.col("timestamp") >= start) & (pl.col("timestamp") < start + timedelta(days=7)))
+    partial = _write(week_one, folder / "partial", True)
+    week_one.head(week_one.height // 2).select("id", "y_true").write_parquet(folder / "partial" / "labels.parquet")
+    before = set((folder / "out").glob("monitoring_*.json"))
+    result = runner.invoke(app, [*base, *partial, "--night", FIRST_NIGHT.isoformat()], env={"COLUMNS": "220"})
+    (path,) = set((folder / "out").glob("monitoring_*.json")) - before
+    half = {"result": result, "document": json.loads(path.read_text())}
     late = rows.filter((pl.col("timestamp") >= start) & (pl.col("timestamp") < start + timedelta(days=7 * WEEKS)))
     args = [
         *_write(late, folder / "late", True),
@@ -117,7 +124,14 @@ def weeks(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server:
     result = runner.invoke(app, [*base, *args], env={"COLUMNS": "220"})
     (path,) = set((folder / "out").glob("monitoring_*.json")) - before
     labelled = {"result": result, "document": json.loads(path.read_text()), "json": path}
-    return {"folder": folder, "trail": trail, "runs": runs, "labelled": labelled, "deployment": deployment}
+    return {
+        "folder": folder,
+        "trail": trail,
+        "runs": runs,
+        "half": half,
+        "labelled": labelled,
+        "deployment": deployment,
+    }
 
 
 def test_nights_without_labels_estimate_each_window_apart(weeks: dict[str, Any]) -> None:
@@ -165,7 +179,7 @@ def test_late_labels_check_every_estimate_and_keep_the_coverage(weeks: dict[str,
     labelled = weeks["labelled"]
     assert labelled["result"].exit_code in (0, 1), labelled["result"].output
     document = labelled["document"]
-    assert [p["supersedes"] for p in document["stored"]] == [1] * WEEKS  # each week rebuilt with its labels
+    assert [p["supersedes"] for p in document["stored"]] == [2] + [1] * (WEEKS - 1)  # each week with its labels
     checks = document["estimate_checks"]
     assert len(checks["checks"]) == WEEKS
     assert checks["n_checks"] == WEEKS
@@ -183,6 +197,14 @@ def test_late_labels_check_every_estimate_and_keep_the_coverage(weeks: dict[str,
     assert verify(weeks["trail"])["ok"]
     output = " ".join(labelled["result"].output.split())
     assert f"running coverage of the estimates: {cover['n_covered']}/{cover['n_compared']}" in output
+
+
+def test_a_period_with_half_its_labels_waits_for_the_rest(weeks: dict[str, Any]) -> None:
+    half = weeks["half"]
+    assert half["result"].exit_code in (0, 1), half["result"].output
+    (stored,) = half["document"]["stored"]
+    assert stored["labelled_rows"] < stored["rows"]  # half the week's people have their label
+    assert half["document"]["estimate_checks"] is None  # not checked against other people's values
 
 
 def test_the_pdf_shows_estimated_results_and_the_coverage(weeks: dict[str, Any]) -> None:
