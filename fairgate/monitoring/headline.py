@@ -106,17 +106,20 @@ def window_key(window: Mapping[str, Any]) -> str:
 def estimates_note(estimated_windows: Sequence[Mapping[str, Any]], judged: bool) -> str | None:
     """How the night's estimated results count, in words; None when there are none.
 
-    >>> estimates_note([{"results": [{"estimated": True, "value": 0.1}]}], False)
-    '1 label-dependent result estimated from the scores (rows without labels yet), shown apart, not counted'
+    >>> note = estimates_note([{"results": [{"estimated": True, "value": 0.1}, {"estimated": True}]}], False)
+    >>> note.split(", shown")[0]
+    '1 label-dependent result estimated from the scores (rows without labels yet; 1 could not be)'
     """
     results = [r for w in estimated_windows for r in w.get("results", []) if r.get("estimated")]
     if not results:
         return None
-    noun = "result" if len(results) == 1 else "results"
+    valued = sum(r.get("value") is not None for r in results)
+    noun = "result" if valued == 1 else "results"
+    missing = f"; {len(results) - valued} could not be" if valued < len(results) else ""
     counts = (
         "counted in the windows' verdict (labels.estimated_results: judge)" if judged else "shown apart, not counted"
     )
-    return f"{len(results)} label-dependent {noun} estimated from the scores (rows without labels yet), {counts}"
+    return f"{valued} label-dependent {noun} estimated from the scores (rows without labels yet{missing}), {counts}"
 
 
 def episode_text(episode: Mapping[str, Any]) -> str:
