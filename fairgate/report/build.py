@@ -323,11 +323,13 @@ def _advice_part(
 
 def _notes_part(document: AuditDocument, suppression: Suppression, words: Outcomes) -> dict[str, Any]:
     diagnostics = document.diagnostics
+    worst = notes.worst_subgroups(diagnostics, suppression)
     return {
         "base_rates": notes.base_rates(diagnostics, suppression),
         "impossibility": notes.impossibility(diagnostics, suppression),
         "simpson": notes.simpson(diagnostics.simpson),
-        "worst_subgroups": notes.worst_subgroups(diagnostics, suppression),
+        "worst_subgroups": worst,
+        "worst_table": notes.worst_table(worst),
         "insufficient": notes.insufficient(diagnostics, suppression),
         "individual_fairness": notes.individual_fairness(document.individual_fairness),
     }

@@ -114,8 +114,9 @@ def status_reason(result: PolicyResult) -> str:
 def redact(text: str, slicing: list[str], suppression: Suppression) -> str:
     """``text`` (an engine reason) with every suppressed group of the slicing, and its count, unnamed.
 
-    The engine names groups as ``a=x, b=y`` followed by a count in brackets ("rests on fewer than min_events=10
-    people in race=Asian, sex=Female (2)"): a report must not print either for a group it suppresses.
+    The engine names groups by the one group name, through the policy's value labels, followed by a count in
+    brackets ("rests on fewer than min_events=10 people in Asian · Female (2)"): a report must not print either
+    for a group it suppresses.
     """
     key = tuple(slicing)
     for (where, group_key), _ in suppression.sizes.items():
@@ -124,11 +125,11 @@ def redact(text: str, slicing: list[str], suppression: Suppression) -> str:
         group = json.loads(group_key)
         if not suppression.hides(slicing, group):
             continue
-        label = ", ".join(f"{a}={group[a]}" for a in slicing if a in group)
+        label = group_label(group, slicing)
         # The label ends where a count, a separator or the sentence follows (not inside a longer value).
-        pattern = re.escape(label) + r"(?: \([0-9.eE+-]+\))?(?=[,:;)]| \(|$| and )"
+        pattern = r"(?<![^\s;,(])" + re.escape(label) + r"(?: \([0-9.,eE+-]+\))?(?=[,:;).]| \(|$| and | in )"
         text = re.sub(pattern, _HIDDEN, text)
-    return re.sub(f"{_HIDDEN}(?:, {_HIDDEN})+", lambda m: f"{m.group(0).count(_HIDDEN)} {_HIDDEN_MANY}", text)
+    return re.sub(f"{_HIDDEN}(?:[,;] {_HIDDEN})+", lambda m: f"{m.group(0).count(_HIDDEN)} {_HIDDEN_MANY}", text)
 
 
 _HIDDEN = "a group whose rates are withheld"
