@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from fairgate.document.document import AuditDocument
-from fairgate.engine.kinds import kind_of
+from fairgate.engine.kinds import Kind, kind_of
 from fairgate.engine.multiclass.catalogue import adverse_label, binary_name
 from fairgate.engine.tasks import metric_catalogue
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
@@ -164,9 +164,22 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         suppression_note=suppression.note(),
         trend=trend_view(document.trend),
         task=document.task,
+        levels_heading=levels_heading(kind_of(document.task)),
+        levels_differ=kind_of(document.task).levels_differ.lower(),
         kind_pages=pages,
         kind_weighted_note=KIND_WEIGHTED_NOTE if document.weighted else "",
     )
+
+
+def levels_heading(kind: Kind) -> str:
+    """The heading of the outcome levels and the impossibility note, in the kind's words.
+
+    >>> levels_heading(kind_of("binary")), levels_heading(kind_of("regression"))
+    ('Base rates and what they imply', 'Mean outcome by group and what it implies')
+    """
+    if kind.outcome_level is None:
+        return "Base rates and what they imply"
+    return f"{kind.level_words.capitalize()} by group and what it implies"
 
 
 def _decision(document: AuditDocument) -> str:

@@ -390,6 +390,9 @@ class ReportView:
     # The kind of model (document ``task``); every kind but binary has its own pages, built by the kind's view
     # model (fairgate/report/<kind>.py) and shown by reports/partials/<kind>.html.j2.
     task: str = "binary"
+    # The outcome levels' heading and "base rates differ" in the kind's words (kinds registry, outcome_level).
+    levels_heading: str = "Base rates and what they imply"
+    levels_differ: str = "base rates differ"
     kind_pages: Any = None
     # Said above a non-binary kind's pages when rows carry weights: their counts are weighted sums, n is Kish's.
     kind_weighted_note: str = ""
