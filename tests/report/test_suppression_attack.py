@@ -490,7 +490,7 @@ def test_recommendations_do_not_name_a_complementary_suppressed_group() -> None:
     }
     named = recommend(doc, None, min_cell_size=K)[0]["reason"]
     hidden = recommend(doc, None, min_cell_size=K, hidden=suppression.hides)[0]["reason"]
-    assert "race=Asian, sex=Male." in named  # without the report's suppression: no mark (the test can fail)
-    assert "race=Asian, sex=Male (rates withheld)." in hidden  # the reviewer learns which group it is about
+    assert "Asian · Male." in named  # without the report's suppression: no mark (the test can fail)
+    assert "Asian · Male (rates withheld)." in hidden  # the reviewer learns which group it is about
     assert "30" not in hidden
     assert "small" not in hidden
