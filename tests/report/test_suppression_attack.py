@@ -484,7 +484,7 @@ def test_recommendations_do_not_name_a_complementary_suppressed_group() -> None:
     doc = {
         "groups": [g.model_dump() for g in groups],
         "results": [
-            {"metric": "demographic_parity_difference", "slicing": ["race", "sex"], "status": "fail", "value": 0.3}
+            {"metric": "demographic_parity_difference", "slicing": ["race", "sex"], "status": "fail", "value": 0.25}
             | {"threshold": 0.1, "worst_group": worst, "critical": False}
         ],
     }
