@@ -31,7 +31,7 @@ from fairgate.report.mitigation import mitigation_view
 from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportView, ResultRow
 from fairgate.report.model_card import model_card_view
 from fairgate.report.published import json_content, json_note
-from fairgate.report.results import result_row
+from fairgate.report.results import result_row, with_units
 from fairgate.report.sections import sections
 from fairgate.report.suppress import Suppression
 from fairgate.report.trend import trend_view
@@ -124,7 +124,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
     suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     adverse = _adverse_words(document)
-    results = [_kind_row(result_row(r, suppression, words), adverse) for r in document.results]
+    results = with_units([_kind_row(result_row(r, suppression, words), adverse) for r in document.results], document)
     module, function = pages_of.split(":")
     pages = getattr(importlib.import_module(module), function)(document, suppression)
     facts = _facts_part(document, min_cell_size, use_case, words)

@@ -121,6 +121,17 @@ def round_number(value: Any, digits: int = 4) -> float | None:
     return round(float(value), digits)
 
 
+def unit_text(power: int, unit: str) -> str:
+    """A unit as printed after a number: none, the unit, or its square.
+
+    >>> unit_text(0, "rupees"), unit_text(1, "SD of ZFYA"), unit_text(2, "SD of ZFYA")
+    ('', 'SD of ZFYA', '(SD of ZFYA)²')
+    """
+    if power <= 0:
+        return ""
+    return unit if power == 1 else f"({unit})²"
+
+
 def slicing_key(slicing: Sequence[str]) -> str:
     """The label of a slicing.
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 
+from fairgate.document.document import AuditDocument
 from fairgate.document.results import PolicyResult
+from fairgate.engine.tasks import metric_catalogue
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import (
     STATUS_MARKS,
@@ -16,6 +20,7 @@ from fairgate.report.format import (
     policy_metric_label,
     round_number,
     slicing_key,
+    unit_text,
 )
 from fairgate.report.model import ResultRow
 from fairgate.report.suppress import Suppression
@@ -96,6 +101,25 @@ def judged_note(result: PolicyResult) -> str:
     if result.judged == "corrected":
         return f"judged: attenuation-corrected; as measured (attenuated): {measured}"
     return "judged: as measured (attenuated, no correction): it can fail, never pass"
+
+
+def with_units(rows: list[ResultRow], document: AuditDocument) -> list[ResultRow]:
+    """The rows with the unit each threshold and gap is in (none for a rate, a share or a ratio).
+
+    The kind's catalogue says which power of the outcome's unit a metric is in (``TaskMetric.unit_power``); the
+    policy's options section of the kind names the unit (``regression.outcome_unit``), else "outcome units".
+    """
+    options = document.policy.get(document.task) if isinstance(document.policy, Mapping) else None
+    unit = str((options or {}).get("outcome_unit") or "outcome units")
+    units = {name: unit_text(m.unit_power, unit) for name, m in metric_catalogue(document.task).items()}
+    out = []
+    for row in rows:
+        suffix = units.get(row.metric)
+        if suffix and row.threshold is not None:
+            gap = row.gap_text and f"{row.gap_text} {suffix}"
+            row = replace(row, threshold_text=f"{row.threshold_text} {suffix}", gap_text=gap)
+        out.append(row)
+    return out
 
 
 def status_reason(result: PolicyResult) -> str:
