@@ -23,7 +23,7 @@ from fairgate.engine.reference import attribute_entries
 from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm, holm_multipliers
 from fairgate.engine.summaries import within_range
-from fairgate.engine.text import fmt, fmt_p, interval_text, policy_labels
+from fairgate.engine.text import fmt, interval_text, p_is, policy_labels
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
 from fairgate.verdicts import exit_code_for
@@ -469,7 +469,7 @@ def _p_reading(p_adjusted: float, alpha: float) -> str:
     >>> _p_reading(1.0, 0.05)
     'Holm-adjusted p = 1.000; under 0.05 would show the disparity beyond the threshold'
     """
-    return f"Holm-adjusted p = {fmt_p(p_adjusted)}; under {alpha:g} would show the disparity beyond the threshold"
+    return f"Holm-adjusted {p_is(p_adjusted)}; under {alpha:g} would show the disparity beyond the threshold"
 
 
 def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:

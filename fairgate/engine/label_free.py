@@ -36,7 +36,7 @@ from fairgate.engine.metrics import SummaryOf, policy_metric
 from fairgate.engine.slicing import slicing_groups
 from fairgate.engine.stats import Component, pair_family
 from fairgate.engine.summaries import as_number, summary_bounds
-from fairgate.engine.text import fmt, fmt_count, fmt_p, policy_labels
+from fairgate.engine.text import fmt, fmt_count, p_is, policy_labels
 from fairgate.policy.core import Policy
 from fairgate.policy.labels import DEFAULT_LABEL_RULES
 
@@ -109,7 +109,7 @@ def recalibration(bins: Sequence[Mapping[str, Any]], alpha: float, min_events: i
             df=df,
             p_value=p_value,
             reason=f"the scores of {what} are not calibrated (Hosmer-Lemeshow chi-square {fmt(chi_square, 1)} on "
-            f"{df} bins, p = {fmt_p(p_value)} < {alpha:g}; observed {fmt_count(positives)} favourable truths, scores "
+            f"{df} bins, {p_is(p_value)} < {alpha:g}; observed {fmt_count(positives)} favourable truths, scores "
             f"expected {fmt_count(expected)}): its label-dependent rates cannot be estimated from the scores",
         )
     offset, slope, centre, covariance = _residual_line(n, rate, mean)

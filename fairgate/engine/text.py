@@ -57,6 +57,16 @@ def fmt_p(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else fmt(p)
 
 
+def p_is(p: float | None) -> str:
+    """A p-value as a sentence says it: "p = 0.041", or "p < 0.001" for a tiny one (never "p = < 0.001").
+
+    >>> p_is(0.0412), p_is(1e-53)
+    ('p = 0.041', 'p < 0.001')
+    """
+    text = fmt_p(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
 def fmt_share(share: float | None, digits: int = 0) -> str:
     """A share as a percentage, rounded by the one rule (``0.4567`` -> ``46%``).
 
