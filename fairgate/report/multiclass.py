@@ -235,6 +235,11 @@ def _rate_row(group: MulticlassGroup, rate: str, suppression: Suppression) -> Ra
 def _chart(
     key: str, slicing: list[str], groups: list[MulticlassGroup], classes: list[str], suppression: Suppression
 ) -> RateChart:
+    """The per-class rate bars of the groups whose rates are shown.
+
+    A withheld group has no bars, nor a legend entry: the tables list it with its rates "–".
+    """
+    groups = [g for g in groups if not _hidden(g, suppression)]
     values = []
     for rate in SHOWN_RATES:
         per_group = []

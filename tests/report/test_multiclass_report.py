@@ -148,3 +148,13 @@ def test_an_intersection_table_keeps_the_withheld_groups_a_failure_names_and_the
         (g for g in document["multiclass"]["groups"] if g["slicing"] == ["race", "sex"]), key=lambda g: g["n"]
     )
     assert f"{largest['group']['race']} · {largest['group']['sex']}" in shown
+
+
+def test_the_rate_charts_legend_names_only_the_groups_drawn(document: dict[str, Any]) -> None:
+    """A withheld group has no bars: the legend does not list it as if it had."""
+    view = build_view(document, min_cell_size=10)
+    race = next(p for p in view.kind_pages.pages if p.key == "race")
+    withheld = [row.group_label for row in race.tables[0].rows if row.suppressed]
+    assert withheld  # at k = 10 some race groups' rates are withheld (the test can fail)
+    assert not set(withheld) & set(race.chart.groups)
+    assert all(v is not None for per_group in race.chart.values[0] for v in per_group[:1])
