@@ -18,9 +18,8 @@ from fairgate.report.model import GlossaryRow
 _CELLS = {(True, True): "TP", (True, False): "FP", (False, True): "FN", (False, False): "TN"}
 
 REFERENCE_NOTE = (
-    "The judged summaries compare every group with every other (highest minus lowest, lowest over highest), so no "
-    "group is the standard. The reference group ('ref' in the tables) serves only the JSON's per-group comparisons "
-    "and the base-rate notes; it never changes a verdict."
+    "The judged summaries compare all groups with one another (highest minus lowest, lowest over highest); the "
+    "reference group ('ref') serves only the JSON's per-group comparisons and the base-rate notes, never a verdict."
 )
 
 
