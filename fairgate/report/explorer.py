@@ -205,6 +205,8 @@ def small_cells(table: np.ndarray, min_cell_size: int) -> np.ndarray:
     >>> small_cells(np.array([[[10, 0, 20, 0], [10, 0, 0, 3]]]), 10).tolist()
     [0]
     """
+    if min_cell_size <= 1:  # no head count is from 1 to 0: every score keeps its cell (weights may be fractional)
+        return np.arange(table.shape[-1], dtype=np.int64)
     starts: list[int] = []
     start, running = 0, np.zeros(table.shape[:-1])
     for j in range(table.shape[-1]):
