@@ -96,7 +96,7 @@ def run(seed: int, broken: bool = False, rows: int = ROWS) -> dict[str, Any]:
         for name, e in entries.items()
     }
     estimated = entry["value"] is not None and entry["ci_low"] is not None
-    reason = entry["estimate_reasons"].get("g=b") or ""
+    reason = entry["estimate_reasons"].get("b") or ""  # keyed by the one group name
     return {
         "estimated": estimated,
         "covered": covers[METRIC],

@@ -23,9 +23,9 @@ from fairgate.engine.reference import attribute_entries
 from fairgate.engine.slicing import SlicingResult, skipped_slicings
 from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm, holm_multipliers
 from fairgate.engine.summaries import within_range
+from fairgate.engine.text import fmt, interval_text, p_is, policy_labels
 from fairgate.mitigation import advice as mitigation
 from fairgate.policy.core import Policy
-from fairgate.report.format import fmt, interval_text
 from fairgate.verdicts import exit_code_for
 
 if TYPE_CHECKING:  # the individual engine loads scikit-learn: only audits with features import it
@@ -249,8 +249,10 @@ def _diagnostics(
 ) -> dict[str, Any]:
     return {
         "base_rates": diagnostics.base_rates(parts, comparisons, policy),
-        "worst_subgroups": diagnostics.worst_subgroups(parts),
-        "simpson": diagnostics.simpson_reversals(parts, alpha=policy.statistics.significance_level),
+        "worst_subgroups": diagnostics.worst_subgroups(parts, policy_labels(policy)),
+        "simpson": diagnostics.simpson_reversals(
+            parts, alpha=policy.statistics.significance_level, labels=policy_labels(policy)
+        ),
         "insufficient_groups": diagnostics.insufficient_groups(parts, policy),
         "excluded_missing": dict(cube.excluded_missing),
         "skipped_slicings": skipped_slicings(cube, policy),
@@ -441,13 +443,13 @@ def _status(
         passed = value >= limit - _TOLERANCE if higher else value <= limit + _TOLERANCE
         word = "within" if passed else "beyond"
         return ("pass" if passed else "fail"), (
-            f"point estimate {value:.4g} is {word} the threshold {limit:g} (decision: point_estimate, which "
+            f"point estimate {fmt(value)} is {word} the threshold {limit:g} (decision: point_estimate, which "
             "fails fair models more often the more groups are compared)"
         )
     if p_adjusted <= alpha:
         return "fail", (
             f"{shown}: the disparity is beyond the threshold {result['threshold']:g} with audit-wide "
-            f"confidence {1 - alpha:g} (Holm-adjusted p = {p_adjusted:.3g})"
+            f"confidence {1 - alpha:g} ({_p_reading(p_adjusted, alpha)})"
         )
     _, upper = family.bounds(family.critical(1.0 - alpha))
     if upper <= threshold + _TOLERANCE:
@@ -456,9 +458,18 @@ def _status(
         )
     return "inconclusive", (
         f"{shown}: the data can neither show a disparity beyond the threshold {result['threshold']:g} nor rule "
-        f"one out (Holm-adjusted p = {p_adjusted:.3g}); a disparity of {fmt(result['detectable_disparity'])} "
+        f"one out ({_p_reading(p_adjusted, alpha)}); a disparity of {fmt(result['detectable_disparity'])} "
         "would be detected with 80% power"
     )
+
+
+def _p_reading(p_adjusted: float, alpha: float) -> str:
+    """The adjusted p-value with its reading (a bare "Holm-adjusted p = 1" tells a reader nothing).
+
+    >>> _p_reading(1.0, 0.05)
+    'Holm-adjusted p = 1.000; under 0.05 would show the disparity beyond the threshold'
+    """
+    return f"Holm-adjusted {p_is(p_adjusted)}; under {alpha:g} would show the disparity beyond the threshold"
 
 
 def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:

@@ -13,10 +13,21 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
+from fairgate.engine.labels import spelled
 from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import GroupCounts, GroupMetric, Rate
 from fairgate.engine.slicing import SlicingResult
 from fairgate.engine.stats import holm, newcombe_interval, z_value
+from fairgate.engine.text import (
+    ValueLabels,
+    fmt,
+    fmt_count,
+    fmt_share,
+    fmt_signed,
+    group_name,
+    interval_text,
+    value_name,
+)
 from fairgate.policy.core import Policy
 
 # Criteria that cannot all hold when base rates differ and the classifier is imperfect.
@@ -123,7 +134,7 @@ def _impossibility_note(
     """What the base rates imply for the fairness criteria: a claim only where the data shows a difference."""
     if not rates or p_value is None:
         return f"Fewer than two groups of {attribute!r} are large enough to compare base rates: no conclusion."
-    span = f"from {min(rates):.1%} to {max(rates):.1%}"
+    span = f"from {fmt_share(min(rates), 1)} to {fmt_share(max(rates), 1)}"
     if not differ:
         return (
             f"Base rates of {attribute!r} range {span}; the difference is not statistically significant. This is "
@@ -196,7 +207,7 @@ def _independence_sufficiency_note(attribute: str, levels: list[float], what: st
     if len(levels) < 2:
         return f"Fewer than two groups of {attribute!r} are large enough to compare their {what}: no conclusion."
     return (
-        f"The {what} of {attribute!r} ranges from {min(levels):.3g} to {max(levels):.3g} across its groups (not "
+        f"The {what} of {attribute!r} ranges from {fmt(min(levels))} to {fmt(max(levels))} across its groups (not "
         "tested here). Where the outcome is distributed differently in different groups, independence (the "
         "predictions distributed alike in every group, as the distance and parity metrics ask) and sufficiency "
         "(the outcome independent of the group given the prediction: calibration by group) cannot both hold, "
@@ -205,13 +216,14 @@ def _independence_sufficiency_note(attribute: str, levels: list[float], what: st
 
 
 # ------------------------------------------------------------------------------------------ worst-off subgroup
-def worst_subgroups(parts: list[SlicingResult]) -> list[dict[str, Any]]:
+def worst_subgroups(parts: list[SlicingResult], labels: ValueLabels | None = None) -> list[dict[str, Any]]:
     """Per metric with a direction, the worst-off sufficient intersectional subgroup, ranked by a confidence bound.
 
     The point estimate would pick the noisiest (smallest) subgroup (the winner's curse). The worst-off subgroup
     is the one whose bound in the favourable direction is the most adverse: for a metric where higher is
     better, the lowest upper bound ("even at best, its rate is at most ..."); for one where lower is better,
-    the highest lower bound. It is reported with its estimate, interval and size.
+    the highest lower bound. It is reported with its estimate, interval and size; ``labels``: the policy's value
+    labels, for its name.
     """
     population = next((p for p in parts if not p.slicing), None)
     out = []
@@ -230,24 +242,31 @@ def worst_subgroups(parts: list[SlicingResult]) -> list[dict[str, Any]]:
             continue
         sign = 1.0 if cls.higher_is_better else -1.0
         part, i = min(candidates, key=lambda c: sign * float(c[0].metrics[name][bound][c[1]] or 0.0))
-        out.append(_worst_entry(name, cls.higher_is_better, part, i, len(candidates), population))
+        out.append(_worst_entry(name, cls.higher_is_better, part, i, len(candidates), population, labels))
     return out
 
 
 def _worst_entry(
-    name: str, higher_is_better: bool, part: SlicingResult, i: int, n_candidates: int, population: Any
+    name: str,
+    higher_is_better: bool,
+    part: SlicingResult,
+    i: int,
+    n_candidates: int,
+    population: Any,
+    labels: ValueLabels | None = None,
 ) -> dict[str, Any]:
     values = part.metrics[name]
     bound = "ci_high" if higher_is_better else "ci_low"
     overall = population.metrics[name]["value"][0] if population is not None and name in population.metrics else None
-    label = ", ".join(f"{k}={v}" for k, v in part.groups[i].items())
+    label = group_name(part.groups[i], part.slicing, labels)
     side = "upper" if higher_is_better else "lower"
     extreme = "lowest" if higher_is_better else "highest"
     value, low, high = values["value"][i], values["ci_low"][i], values["ci_high"][i]
     note = (
-        f"{label}: {name} {_fmt(value)} (interval {_fmt(low)} to {_fmt(high)}, n = {part.n[i]:g}), the {extreme} "
+        f"{label}: {spelled(name)} {fmt(value)} (interval {interval_text(low, high) or 'undefined'}, n = "
+        f"{fmt_count(part.n[i])}), the {extreme} "
         f"{side} confidence bound among {n_candidates} intersectional subgroups"
-        + (f"; the whole population has {_fmt(overall)}" if overall is not None else "")
+        + (f"; the whole population has {fmt(overall)}" if overall is not None else "")
         + ". The interval is not adjusted for choosing this subgroup among the others."
     )
     return {
@@ -264,10 +283,6 @@ def _worst_entry(
         "population_value": overall,
         "note": note,
     }
-
-
-def _fmt(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.3f}"
 
 
 # ------------------------------------------------------------------------------------------ Simpson's paradox
@@ -293,6 +308,7 @@ def simpson_reversals(
     parts: list[SlicingResult],
     metrics: tuple[str, ...] = ("selection_rate", "true_positive_rate"),
     alpha: float = 0.05,
+    labels: ValueLabels | None = None,
 ) -> list[dict[str, Any]]:
     """Disparities whose direction reverses once another attribute is held fixed, with evidence both ways.
 
@@ -317,7 +333,7 @@ def simpson_reversals(
         low, high = stratified - z * se, stratified + z * se
         reversed_with_evidence = (crude_low > 0 and high < 0) or (crude_high < 0 and low > 0)
         if reversed_with_evidence:
-            out.append(_simpson_entry(contrast, crude, (crude_low, crude_high), stratified, (low, high), level))
+            out.append(_simpson_entry(contrast, crude, (crude_low, crude_high), stratified, (low, high), level, labels))
     return out
 
 
@@ -403,6 +419,7 @@ def _simpson_entry(
     stratified: float,
     interval: tuple[float, float],
     level: float,
+    labels: ValueLabels | None = None,
 ) -> dict[str, Any]:
     x_a, n_a, x_b, n_b = contrast.cells
     present = (n_a > 0) & (n_b > 0)
@@ -413,9 +430,10 @@ def _simpson_entry(
     a, b = contrast.groups
     attribute, stratifier, metric = contrast.attribute, contrast.stratifier, contrast.metric
     note = (
-        f"{metric} of {attribute}={a} minus {attribute}={b} is {crude:+.3f} overall "
-        f"({level:.2%} interval {crude_interval[0]:+.3f} to {crude_interval[1]:+.3f}) but {stratified:+.3f} "
-        f"({interval[0]:+.3f} to {interval[1]:+.3f}) when {stratifier} is held fixed (Mantel-Haenszel over "
+        f"{spelled(metric)} of {value_name(attribute, a, labels)} minus {value_name(attribute, b, labels)} "
+        f"({attribute}) is {fmt_signed(crude)} overall ({fmt_share(level, 2)} interval "
+        f"{interval_text(*crude_interval)}) but {fmt_signed(stratified)} ({interval_text(*interval)}) when "
+        f"{stratifier} is held fixed (Mantel-Haenszel over "
         f"{int(present.sum())} strata with both groups; the within-stratum difference has the opposite sign in "
         f"{opposite} of them). The overall disparity reflects how {stratifier} is distributed across the groups."
     )

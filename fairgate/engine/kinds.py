@@ -103,6 +103,23 @@ class Kind:
     # is not a 0/1 label (the binary kinds use the base rate itself; multiclass, one class against the rest).
     outcome_level: tuple[str, str] | None = None
 
+    @property
+    def level_words(self) -> str:
+        """What a group's outcome level is called in the reports' words.
+
+        "base rates" for a kind with 0/1 labels (multiclass: each class against the rest), else the kind's
+        ``outcome_level`` ("mean outcome").
+
+        >>> kind_of("binary").level_words, kind_of("ranking").level_words
+        ('base rates', 'mean relevance')
+        """
+        return "base rates" if self.outcome_level is None else self.outcome_level[1]
+
+    @property
+    def levels_differ(self) -> str:
+        """The sentence start saying the level differs between groups ("Base rates differ", "The mean ... differs")."""
+        return "Base rates differ" if self.outcome_level is None else f"The {self.outcome_level[1]} differs"
+
     def can(self, capability: Capability) -> bool:
         """Whether the kind supports ``capability``."""
         return capability in self.capabilities

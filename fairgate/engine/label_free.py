@@ -36,6 +36,7 @@ from fairgate.engine.metrics import SummaryOf, policy_metric
 from fairgate.engine.slicing import slicing_groups
 from fairgate.engine.stats import Component, pair_family
 from fairgate.engine.summaries import as_number, summary_bounds
+from fairgate.engine.text import fmt, fmt_count, p_is, policy_labels
 from fairgate.policy.core import Policy
 from fairgate.policy.labels import DEFAULT_LABEL_RULES
 
@@ -97,8 +98,8 @@ def recalibration(bins: Sequence[Mapping[str, Any]], alpha: float, min_events: i
     positives, expected = float((n * rate).sum()), float((n * mean).sum())
     if min(positives, n.sum() - positives) < min_events:
         return Recalibration(
-            reason=f"{what} has {positives:g} favourable and {n.sum() - positives:g} unfavourable truths "
-            f"(fewer than min_events={min_events}): its calibration cannot be checked"
+            reason=f"{what} has {fmt_count(positives)} favourable and {fmt_count(n.sum() - positives)} unfavourable "
+            f"truths (fewer than min_events={min_events}): its calibration cannot be checked"
         )
     chi_square, df = _hosmer_lemeshow(n, n * rate, n * mean)
     p_value = float(_scipy_stats.chi2.sf(chi_square, df))
@@ -107,9 +108,9 @@ def recalibration(bins: Sequence[Mapping[str, Any]], alpha: float, min_events: i
             chi_square=chi_square,
             df=df,
             p_value=p_value,
-            reason=f"the scores of {what} are not calibrated (Hosmer-Lemeshow chi-square {chi_square:.1f} on "
-            f"{df} bins, p = {p_value:.2g} < {alpha:g}; observed {positives:g} favourable truths, scores "
-            f"expected {expected:.0f}): its label-dependent rates cannot be estimated from the scores",
+            reason=f"the scores of {what} are not calibrated (Hosmer-Lemeshow chi-square {fmt(chi_square, 1)} on "
+            f"{df} bins, {p_is(p_value)} < {alpha:g}; observed {fmt_count(positives)} favourable truths, scores "
+            f"expected {fmt_count(expected)}): its label-dependent rates cannot be estimated from the scores",
         )
     offset, slope, centre, covariance = _residual_line(n, rate, mean)
     return Recalibration(offset, slope, centre, covariance, chi_square, df, p_value)
@@ -216,7 +217,7 @@ class Reference:
         """The group's recalibration, or the reason there is none (no bins, suppressed bins, failed test)."""
         if self.missing:
             return Recalibration(reason=self.missing)
-        what = f"{reason_label(group)} in the reference audit {self.run_id}"
+        what = f"{reason_label(group, policy_labels(policy))} in the reference audit {self.run_id}"
         curve = self.curves.get((slicing_label(slicing), group_key(group)))
         if curve is None:
             return Recalibration(reason=f"the reference audit {self.run_id} has no reliability bins for {what}")
@@ -266,11 +267,12 @@ def _entry(
     assert isinstance(metric, SummaryOf)
     rows = [ESTIMATED_RATES.index(b) for b in metric.bases]
     reasons = {}
+    labels = policy_labels(policy)
     usable: list[tuple[dict[str, str], GroupEstimate]] = []
     for group, calibration, estimate in groups:
         short = _short_events(estimate, rows, policy.statistics.min_events)
         if calibration.reason or short or estimate is None:
-            reasons[reason_label(group)] = calibration.reason or short or "no estimate"
+            reasons[reason_label(group, labels)] = calibration.reason or short or "no estimate"
         else:
             usable.append((group, estimate))
     entry: dict[str, Any] = {
@@ -280,7 +282,7 @@ def _entry(
         "estimate_method": METHOD,
         "reference_run_id": None if reference.missing else reference.run_id,
         "n_groups_judged": len(usable),
-        "insufficient_groups": [g for g, c, e in groups if reason_label(g) in reasons],
+        "insufficient_groups": [g for g, c, e in groups if reason_label(g, labels) in reasons],
         "estimate_reasons": reasons,
         "value": None,
         "ci_low": None,
@@ -325,5 +327,5 @@ def _short_events(estimate: GroupEstimate | None, rows: list[int], min_events: i
     names = ("expected favourable truths", "expected unfavourable truths", "people selected")
     for r in rows:
         if not (math.isfinite(float(estimate.value[r])) and estimate.events[r] >= min_events):
-            return f"{estimate.events[r]:.1f} {names[r]} (fewer than min_events={min_events})"
+            return f"{fmt_count(estimate.events[r])} {names[r]} (fewer than min_events={min_events})"
     return None

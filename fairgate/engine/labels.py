@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fairgate.engine.text import ValueLabels, group_name
+
 SLICING_SEPARATOR = " × "
 WHOLE_POPULATION = "whole population"
 
@@ -49,18 +51,21 @@ def group_key(group: Mapping[str, Any] | None) -> str:
     return json.dumps(dict(pairs), ensure_ascii=False)
 
 
-def reason_label(group: Mapping[str, Any]) -> str:
-    """A group as the engine's reasons name it: ``race=Black, sex=2`` (the report unnames suppressed ones by it).
+def reason_label(group: Mapping[str, Any], labels: ValueLabels | None = None) -> str:
+    """A group as the engine's reasons name it: the one group name (:func:`fairgate.engine.text.group_name`).
 
-    >>> reason_label({"race": "Black", "sex": "2"}), reason_label({})
-    ('race=Black, sex=2', 'the population')
+    ``labels``: the policy's value labels (:func:`fairgate.engine.text.policy_labels`); the report unnames a
+    suppressed group by the same name.
+
+    >>> reason_label({"race": "Black", "sex": "2"}, {"sex": {"2": "Female"}}), reason_label({})
+    ('Black · Female', 'the population')
     """
-    return ", ".join(f"{k}={v}" for k, v in group.items()) or "the population"
+    return group_name(group, labels=labels, empty="the population")
 
 
-def reason_labels(groups: Sequence[Mapping[str, Any]]) -> str:
-    """Several groups in a reason: ``race=Black, sex=2; race=Other, sex=1``."""
-    return "; ".join(reason_label(g) for g in groups)
+def reason_labels(groups: Sequence[Mapping[str, Any]], labels: ValueLabels | None = None) -> str:
+    """Several groups in a reason: ``Black · Female; Other · Male``."""
+    return "; ".join(reason_label(g, labels) for g in groups)
 
 
 #: The one mark of a group whose figures a report withholds (small-cell suppression), whatever the reason: a
@@ -72,7 +77,7 @@ WITHHELD = "rates withheld"
 def withheld_label(label: str) -> str:
     """A hidden group's name with the one mark.
 
-    >>> withheld_label("race=Asian, sex=Male")
-    'race=Asian, sex=Male (rates withheld)'
+    >>> withheld_label("Asian · Male")
+    'Asian · Male (rates withheld)'
     """
     return f"{label} ({WITHHELD})"

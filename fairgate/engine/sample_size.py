@@ -37,6 +37,7 @@ from fairgate.engine.cube import Cube, build_cube
 from fairgate.engine.kinds import kind_of, refusal
 from fairgate.engine.metrics import SummaryOf, policy_metric
 from fairgate.engine.slicing import compute_slicing, plan_slicings
+from fairgate.engine.text import fmt
 from fairgate.errors import FairgateError
 from fairgate.policy.core import Policy
 
@@ -426,6 +427,6 @@ def _detectable_sentence(result: Mapping[str, Any]) -> str:
     ratio = str(result["metric"]).endswith("_ratio")
     direction = "down to" if ratio else "of"
     return (
-        f"with 80% power this audit would fail a true {'ratio' if ratio else 'gap'} {direction} {detectable:.3g} "
+        f"with 80% power this audit would fail a true {'ratio' if ratio else 'gap'} {direction} {fmt(detectable)} "
         f"(threshold {threshold:g}); a smaller violation could pass unnoticed"
     )

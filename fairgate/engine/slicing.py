@@ -45,6 +45,7 @@ from fairgate.engine.stats import (
     z_value,
 )
 from fairgate.engine.summaries import MetricValues, as_number, group_summaries, policy_results
+from fairgate.engine.text import policy_labels
 from fairgate.policy.core import Policy
 
 __all__ = [
@@ -123,7 +124,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
             for name, v in values.items()
         },
         comparisons=_comparisons(slicing, groups, values, point, reference_index, eligible, z, level),
-        summaries=group_summaries(slicing, groups, values, eligible, level, stats.min_events),
+        summaries=group_summaries(slicing, groups, values, eligible, level, stats.min_events, policy_labels(policy)),
         results=policy_results(slicing, groups, values, eligible, policy, level),
         counts={k: getattr(point, k).tolist() for k in ("tp", "fp", "tn", "fn")},
         roc=roc_curves,

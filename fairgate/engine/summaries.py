@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from fairgate.engine.exact import log_rate, log_rate_variance, rate_variance
-from fairgate.engine.labels import reason_label
+from fairgate.engine.labels import reason_label, spelled
 from fairgate.engine.metrics import (
     PolicyMetric,
     PopulationIndex,
@@ -28,6 +28,7 @@ from fairgate.engine.stats import (
     PairFamily,
     pair_family,
 )
+from fairgate.engine.text import ValueLabels, fmt_count, policy_labels
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
@@ -56,6 +57,7 @@ def group_summaries(
     eligible: np.ndarray,
     level: float,
     min_events: int,
+    labels: ValueLabels | None = None,
 ) -> list[dict[str, Any]]:
     """Difference (max - min) and ratio (min / max) of every group metric over eligible groups.
 
@@ -69,7 +71,7 @@ def group_summaries(
         entry: dict[str, Any] = {"metric": name, "slicing": list(slicing)}
         masked = eligible_only(v.value, eligible)
         use = eligible & np.isfinite(v.value)
-        reason = interval_obstacle(groups, {name: v}, use, min_events)
+        reason = interval_obstacle(groups, {name: v}, use, min_events, labels)
         for summary in ("difference", "ratio"):
             point = (difference if summary == "difference" else ratio)(masked)
             low = high = None
@@ -100,9 +102,16 @@ def _method(family: PairFamily | None) -> str:
 
 
 def interval_obstacle(
-    groups: list[Group], values: dict[str, MetricValues], use: np.ndarray, min_events: int
+    groups: list[Group],
+    values: dict[str, MetricValues],
+    use: np.ndarray,
+    min_events: int,
+    labels: ValueLabels | None = None,
 ) -> str | None:
-    """Why no valid interval can be given over the groups in ``use`` (None when one can)."""
+    """Why no valid interval can be given over the groups in ``use`` (None when one can).
+
+    Groups named by the one group name through the policy's value ``labels``, counts by the one count rule.
+    """
     if int(use.sum()) < 2:
         return f"fewer than 2 groups can be compared ({int(use.sum())} judged)"
     for name, v in values.items():
@@ -110,20 +119,16 @@ def interval_obstacle(
             continue
         short = [i for i in np.flatnonzero(use) if v.events[i] < min_events]
         if short:
-            listed = ", ".join(f"{_label(groups[i])} ({v.events[i]:g})" for i in short[:5])
+            listed = ", ".join(f"{reason_label(groups[i], labels)} ({fmt_count(v.events[i])})" for i in short[:5])
             more = f" and {len(short) - 5} more" if len(short) > 5 else ""
             return (
-                f"{name} rests on fewer than min_events={min_events} people in {listed}{more}: "
+                f"{spelled(name)} rests on fewer than min_events={min_events} people in {listed}{more}: "
                 "its interval would be unreliable"
             )
         undefined = [i for i in np.flatnonzero(use) if not np.isfinite(v.value[i])]
         if undefined:
-            return f"{name} is undefined in {_label(groups[undefined[0]])}"
+            return f"{spelled(name)} is undefined in {reason_label(groups[undefined[0]], labels)}"
     return None
-
-
-def _label(group: Group) -> str:
-    return reason_label(group)
 
 
 def summary_pair_family(
@@ -296,7 +301,7 @@ def _attach_interval(
         reason = None if family is not None else "the bootstrap replicates are degenerate"
     else:
         summary = metric.summary if isinstance(metric, SummaryOf) else "difference"
-        reason = interval_obstacle(groups, components, use, policy.statistics.min_events)
+        reason = interval_obstacle(groups, components, use, policy.statistics.min_events, policy_labels(policy))
         if reason is None and entry["value"] is None:
             reason = _undefined_reason(metric, summary)
         family = summary_pair_family(list(components.values()), use, summary) if reason is None else None

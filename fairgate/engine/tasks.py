@@ -38,6 +38,9 @@ class TaskMetric:
     example_threshold: float
     summary: SummaryKind
     text: str
+    # The power of the outcome's unit the metric (and its threshold) is in: 0 none (rates, ratios, shares, R²),
+    # 1 the outcome's own (a gap in mean outcome, an absolute error), 2 its square (a squared error).
+    unit_power: int = 0
 
     def describe(self) -> str:
         """The plain-language description (as ``PolicyMetric.describe``)."""

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 import yaml
 
+from fairgate.engine.kinds import DEFAULT_KIND, Kind, kind_of
 from fairgate.engine.labels import group_key, slicing_label, withheld_label
 from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.multiclass.catalogue import adverse_label, binary_name
+from fairgate.engine.text import ValueLabels, fmt, group_name, policy_labels
 from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
 
@@ -55,10 +58,26 @@ def advice_text() -> dict[str, Any]:
     return loaded
 
 
-def _group_label(group: dict[str, str] | None) -> str | None:
-    if not group:
-        return None
-    return ", ".join(f"{k}={v}" for k, v in group.items())
+def _group_label(group: dict[str, str] | None, labels: ValueLabels | None = None) -> str | None:
+    """A group by the one group name (the policy's value labels), None for none."""
+    return group_name(group, labels=labels) if group else None
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every recommendation of one document reads: its outcome words, value labels and kind."""
+
+    words: Outcomes
+    labels: ValueLabels
+    kind: Kind
+
+
+def _kind_of_doc(result_doc: dict[str, Any]) -> Kind:
+    """The document's kind (binary when it names none or one not registered)."""
+    try:
+        return kind_of(str(result_doc.get("task") or DEFAULT_KIND))
+    except ValueError:
+        return kind_of(DEFAULT_KIND)
 
 
 def _known_use_case(use_case: str | None) -> str | None:
@@ -139,8 +158,9 @@ def recommend(
     sizes: GroupSizes = {
         (tuple(g.get("slicing", [])), group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
     }
+    context = _Context(words, policy_labels(result_doc.get("policy") or {}), _kind_of_doc(result_doc))
     recs = [
-        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, words, hidden)
+        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, context, hidden)
         for result in result_doc.get("results", [])
         if result.get("status") == "fail" and _advised(result, result_doc)
     ]
@@ -187,16 +207,17 @@ def _mitigation(
     base_rates_differ: bool,
     prioritised: set[str],
     min_cell_size: int,
-    words: Outcomes,
+    context: _Context,
     hidden: Hidden | None = None,
 ) -> dict[str, Any]:
     """The recommendation for one failed result (with a ``_severity`` key for sorting)."""
     metric = result["metric"]
-    technique, constraint, why = _metric_advice(metric, words)
+    technique, constraint, why = _metric_advice(metric, context.words)
+    levels_differ = context.kind.levels_differ if base_rates_differ else ""
     info = advice_text()["techniques"][technique]
     slicing = list(result.get("slicing", []))
     worst_n = sizes.get((tuple(slicing), group_key(result.get("worst_group"))))
-    worst = _group_label(result.get("worst_group"))
+    worst = _group_label(result.get("worst_group"), context.labels)
     small = worst_n is not None and worst_n < min_cell_size
     if worst is not None and (small or (hidden is not None and hidden(slicing, result.get("worst_group")))):
         worst = withheld_label(worst)  # named, with the report's one mark (never "small": that tells a size)
@@ -209,7 +230,7 @@ def _mitigation(
         "title": info["title"],
         "constraint": constraint,
         "summary": why[0].upper() + why[1:] + ".",
-        "reason": _reason(result, slicing, why, worst, base_rates_differ and technique != "reweighing"),
+        "reason": _reason(result, slicing, why, worst, levels_differ if technique != "reweighing" else ""),
         "how": info["how"],
         "critical": bool(result.get("critical")),
         "prioritised_for_use_case": metric in prioritised,
@@ -217,21 +238,24 @@ def _mitigation(
     }
 
 
-def _reason(result: dict[str, Any], slicing: list[str], why: str, worst: str | None, warn_trade_off: bool) -> str:
-    """Why this mitigation: the failure, what it means, who is worst off, and the cautions that apply."""
+def _reason(result: dict[str, Any], slicing: list[str], why: str, worst: str | None, levels_differ: str) -> str:
+    """Why this mitigation: the failure, what it means, who is worst off, and the cautions that apply.
+
+    ``levels_differ``: "" when no trade-off warning applies, else the kind's words ("Base rates differ").
+    """
     inner = binary_name(result["metric"])
     label = metric_label(result["metric"]) if inner is None else adverse_label(metric_label(inner))
     reason = f"{label} fails on {slicing_label(slicing)}"
     if result.get("value") is not None and result.get("threshold") is not None:
-        reason += f" ({result['value']:.3g} against a threshold of {result['threshold']:.3g})"
+        reason += f" ({fmt(result['value'])} against a threshold of {result['threshold']:g})"
     reason += f": {why}."
     if worst:
         reason += f" The worst-off group is {worst}."
     if result.get("uncertain"):
         reason += " The confidence interval crosses the threshold: confirm on more data before changing the model."
-    if warn_trade_off:
+    if levels_differ:
         reason += (
-            " Base rates differ between groups here, so equalising this metric will move others "
+            f" {levels_differ} between groups here, so equalising this metric will move others "
             "(see the impossibility note): re-audit after mitigating."
         )
     return reason

@@ -510,12 +510,18 @@ def _explain(exc: ValidationError, source: str) -> str:
 
 
 def _drop_later_defaults(dumped: dict[str, Any]) -> None:
-    """Keys added later (proxy's, ci_cd_gate.insufficient, labels), at their defaults, left out: same hashes."""
+    """Keys added later, at their defaults, left out: same hashes.
+
+    Proxy's, ci_cd_gate.insufficient, labels, regression.outcome_unit.
+    """
     for attribute in dumped["sensitive_attributes"]:
         if attribute.get("labels") is None:
             attribute.pop("labels", None)
     if dumped["ci_cd_gate"].get("insufficient") == "block":
         del dumped["ci_cd_gate"]["insufficient"]
+    regression = dumped.get("regression")
+    if regression is not None and regression.get("outcome_unit") is None:
+        regression.pop("outcome_unit", None)
     proxy = dumped.get("proxy")
     if proxy is not None and proxy.get("calibrated") is True:
         del proxy["calibrated"]

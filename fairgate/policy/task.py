@@ -100,6 +100,9 @@ class RegressionOptions(_Strict):
     unbounded)."""
     bootstrap_buckets: int = Field(default=100, ge=16, le=1000)
     """Rows are hashed into this many sub-cells per group; the bootstrap redraws them."""
+    outcome_unit: str | None = Field(default=None, min_length=1, max_length=60)
+    """The outcome's unit as the reports name it beside thresholds and gaps in it (`standard deviations of ZFYA`,
+    `rupees`); default: "outcome units". Not used in any computation."""
 
     @model_validator(mode="after")
     def _range_is_increasing(self) -> RegressionOptions:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from fairgate.document.document import AuditDocument
-from fairgate.engine.kinds import kind_of
+from fairgate.engine.kinds import Kind, kind_of
 from fairgate.engine.multiclass.catalogue import adverse_label, binary_name
 from fairgate.engine.tasks import metric_catalogue
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
@@ -31,7 +31,7 @@ from fairgate.report.mitigation import mitigation_view
 from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportView, ResultRow
 from fairgate.report.model_card import model_card_view
 from fairgate.report.published import json_content, json_note
-from fairgate.report.results import result_row
+from fairgate.report.results import result_row, with_units
 from fairgate.report.sections import sections
 from fairgate.report.suppress import Suppression
 from fairgate.report.trend import trend_view
@@ -124,7 +124,7 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
     suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     adverse = _adverse_words(document)
-    results = [_kind_row(result_row(r, suppression, words), adverse) for r in document.results]
+    results = with_units([_kind_row(result_row(r, suppression, words), adverse) for r in document.results], document)
     module, function = pages_of.split(":")
     pages = getattr(importlib.import_module(module), function)(document, suppression)
     facts = _facts_part(document, min_cell_size, use_case, words)
@@ -164,9 +164,22 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         suppression_note=suppression.note(),
         trend=trend_view(document.trend),
         task=document.task,
+        levels_heading=levels_heading(kind_of(document.task)),
+        levels_differ=kind_of(document.task).levels_differ.lower(),
         kind_pages=pages,
         kind_weighted_note=KIND_WEIGHTED_NOTE if document.weighted else "",
     )
+
+
+def levels_heading(kind: Kind) -> str:
+    """The heading of the outcome levels and the impossibility note, in the kind's words.
+
+    >>> levels_heading(kind_of("binary")), levels_heading(kind_of("regression"))
+    ('Base rates and what they imply', 'Mean outcome by group and what it implies')
+    """
+    if kind.outcome_level is None:
+        return "Base rates and what they imply"
+    return f"{kind.level_words.capitalize()} by group and what it implies"
 
 
 def _decision(document: AuditDocument) -> str:
@@ -323,11 +336,13 @@ def _advice_part(
 
 def _notes_part(document: AuditDocument, suppression: Suppression, words: Outcomes) -> dict[str, Any]:
     diagnostics = document.diagnostics
+    worst = notes.worst_subgroups(diagnostics, suppression)
     return {
         "base_rates": notes.base_rates(diagnostics, suppression),
         "impossibility": notes.impossibility(diagnostics, suppression),
         "simpson": notes.simpson(diagnostics.simpson),
-        "worst_subgroups": notes.worst_subgroups(diagnostics, suppression),
+        "worst_subgroups": worst,
+        "worst_table": notes.worst_table(worst),
         "insufficient": notes.insufficient(diagnostics, suppression),
         "individual_fairness": notes.individual_fairness(document.individual_fairness),
     }

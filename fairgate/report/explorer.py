@@ -31,7 +31,7 @@ from fairgate.engine.stats import z_value
 from fairgate.policy.core import Policy
 from fairgate.report.explorer_fit import fitted_thresholds
 from fairgate.report.format import policy_metric_label, rate_label
-from fairgate.report.suppress import Suppression, binary_counts
+from fairgate.report.suppress import Suppression, binary_counts, small_count
 
 EXPLORER_BINS = 100  # continuous scores: cells of width 0.01 on the raw score
 MAX_EXACT_SCORES = 200  # at most this many distinct scores in a slicing: one cell per score, every threshold exact
@@ -86,7 +86,7 @@ def explorer_data(
         shown = [e for e in members if not suppression.hides(slicing, e.group) and (e.n or 0) > 0]
         if shown:
             squares = cube.squares_column(slicing) if cells.weighted else None
-            data = _slicing_data(cells, slicing, shown, squares)
+            data = _slicing_data(cells, slicing, shown, squares, min_cell_size)
             slicings.append(data | {"fitted": fitted_thresholds(data, policy)})
     return {
         "favorable_label": policy.favorable_label,
@@ -131,11 +131,12 @@ def page_summaries(policy: Policy) -> list[dict[str, Any]]:
 
 
 def _slicing_data(
-    cells: ScoreCells, slicing: tuple[str, ...], shown: list[GroupEntry], squares: str | None
+    cells: ScoreCells, slicing: tuple[str, ...], shown: list[GroupEntry], squares: str | None, min_cell_size: int
 ) -> dict[str, Any]:
     """One slicing's score grid and, per shown group, the weight of each label at each grid score.
 
     Weighted, also the sum of squared weights: the page's intervals use Kish's effective sizes, as the engine's do.
+    Adjacent grid scores are merged until no group has 1 to k-1 people of a label at one (:func:`small_cells`).
     """
     sums = [pl.col(WEIGHT).sum()] + ([pl.col(squares).sum().alias(WEIGHT_SQ)] if squares else [])
     counted = cells.frame.group_by([*slicing, _CELL, TRUE]).agg(sums)
@@ -154,6 +155,9 @@ def _slicing_data(
     np.add.at(tables[0], where, counted[WEIGHT].to_numpy()[kept])
     if squares:
         np.add.at(tables[1], where, counted[WEIGHT_SQ].to_numpy()[kept])
+    starts = small_cells(tables[0], min_cell_size)
+    merged = starts.size < grid.size
+    grid, tables = grid[starts], np.add.reduceat(tables, starts, axis=-1) if grid.size else tables
     numbers = [_numbers(t) for t in tables]
     groups = []
     for i, (key, entry) in enumerate(zip(keys, shown, strict=True)):
@@ -171,10 +175,53 @@ def _slicing_data(
         "label": slicing_label(slicing),
         "attributes": list(slicing),
         "scores": [float(v) for v in grid],
-        "exact": cells.exact,
-        "resolution": cells.resolution,
+        "exact": cells.exact and not merged,
+        "resolution": cells.resolution + (MERGED_NOTE.format(k_minus=min_cell_size - 1) if merged else ""),
         "groups": groups,
     }
+
+
+#: Said with a slicing's resolution when its grid was merged for the small-cell rule.
+MERGED_NOTE = (
+    "; neighbouring scores merged where a group had 1 to {k_minus} people of one outcome at a score, so that no count "
+    "the page shows, at any threshold, is from 1 to {k_minus} (the small-cell rule)"
+)
+
+
+def small_cells(table: np.ndarray, min_cell_size: int) -> np.ndarray:
+    """The first grid index of each merged cell: adjacent scores joined until no count in the cell is small.
+
+    A cell closes when every group's count of each label in it is 0 or at least ``min_cell_size``
+    (``suppress.small_count``, the one rule).
+
+    ``table``: (groups, 2 labels, grid) weights. Every count the page derives at a threshold (a group's TP, FP,
+    TN, FN, and their differences between two thresholds) is a sum of whole cells, so it is 0 or at least k too.
+    A tail that never reaches k joins the cell before it.
+
+    >>> small_cells(np.array([[[3, 0, 12, 5, 5], [0, 0, 0, 0, 0]]]), 10).tolist()
+    [0, 3]
+    >>> small_cells(np.array([[[10, 0, 20], [0, 0, 0]]]), 10).tolist()
+    [0, 1, 2]
+    >>> small_cells(np.array([[[10, 0, 20, 0], [10, 0, 0, 3]]]), 10).tolist()
+    [0]
+    """
+    if min_cell_size <= 1:  # no head count is from 1 to 0: every score keeps its cell (weights may be fractional)
+        return np.arange(table.shape[-1], dtype=np.int64)
+    starts: list[int] = []
+    start, running = 0, np.zeros(table.shape[:-1])
+    for j in range(table.shape[-1]):
+        running = running + table[..., j]
+        if not _has_small(running, min_cell_size):
+            starts.append(start)
+            start, running = j + 1, np.zeros(table.shape[:-1])
+    # A pending tail holds a small count: it joins the cells before it until their sums are not small either.
+    while len(starts) > 1 and _has_small(table[..., starts[-1] :].sum(axis=-1), min_cell_size):
+        starts.pop()
+    return np.array(starts or [0], dtype=np.int64)
+
+
+def _has_small(counts: np.ndarray, min_cell_size: int) -> bool:
+    return any(small_count(float(v), min_cell_size) for v in counts.ravel())
 
 
 def _numbers(values: np.ndarray) -> list[Any]:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from types import MappingProxyType
 from typing import Any
 
@@ -15,6 +13,17 @@ from fairgate.engine.labels import slicing_label
 from fairgate.engine.metric_labels import METRIC_LABELS as METRIC_LABELS
 from fairgate.engine.metric_labels import metric_label as metric_label
 from fairgate.engine.metrics import policy_metric
+from fairgate.engine.text import MINUS as MINUS
+from fairgate.engine.text import estimate_text as estimate_text
+from fairgate.engine.text import fmt as fmt
+from fairgate.engine.text import fmt_bound as fmt_bound
+from fairgate.engine.text import fmt_count as fmt_count
+from fairgate.engine.text import fmt_p as fmt_p
+from fairgate.engine.text import fmt_share as fmt_share
+from fairgate.engine.text import fmt_signed as fmt_signed
+from fairgate.engine.text import group_name, policy_labels, value_name
+from fairgate.engine.text import interval_text as interval_text
+from fairgate.engine.text import visible_text as visible_text
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, Outcomes, rate_phrase
 from fairgate.report.model import KeyValue
 
@@ -101,78 +110,6 @@ def base_metrics(name: str) -> tuple[str, ...]:
         return ()
 
 
-def fmt(value: float | None, digits: int = 3) -> str:
-    """A number for a table, rounded once from the document's value (the one number formatter of the reports).
-
-    Fixed digits, halves rounded away from zero as the JSON's number reads (0.1235 -> 0.124), a true minus sign
-    for negatives (never "-0.000"), an en dash when undefined.
-
-    >>> fmt(0.123456), fmt(None), fmt(float("nan")), fmt(-0.3312, 2), fmt(-0.0001), fmt(0.1235)
-    ('0.123', '–', '–', '−0.33', '0.000', '0.124')
-    """
-    if value is None or not math.isfinite(value):
-        return "–"
-    return _signed(Decimal(repr(float(value))).quantize(_unit(digits), rounding=ROUND_HALF_UP), digits)
-
-
-def fmt_bound(value: float, digits: int, *, upper: bool) -> str:
-    """An interval end rounded outward (a lower end down, an upper end up).
-
-    So the printed interval always contains the document's.
-
-    >>> fmt_bound(0.42252, 3, upper=False), fmt_bound(0.89801, 3, upper=True), fmt_bound(-0.2801, 2, upper=True)
-    ('0.422', '0.899', '−0.28')
-    """
-    rounding = ROUND_CEILING if upper else ROUND_FLOOR
-    return _signed(Decimal(repr(float(value))).quantize(_unit(digits), rounding=rounding), digits)
-
-
-def interval_text(low: float | None, high: float | None, digits: int | None = 3) -> str:
-    """An interval with its ends rounded outward, "" when an end is undefined.
-
-    ``digits`` None: the decimals its width needs, two or up to four for narrow ones. Ends joined by an en dash,
-    or by "to" when an end is negative (a dash beside a minus sign misreads).
-
-    >>> interval_text(0.42252, 0.8989), interval_text(-0.3312, -0.2801, 2), interval_text(None, 1.0)
-    ('0.422–0.899', '−0.34 to −0.28', '')
-    >>> interval_text(0.004, 0.0121, None), interval_text(0.21, 0.35, None)
-    ('0.004–0.013', '0.21–0.35')
-    """
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return ""
-    if digits is None:
-        width = abs(high - low)
-        digits = 2 if width <= 0 else max(2, min(4, -math.floor(math.log10(width))))
-    lo, hi = fmt_bound(low, digits, upper=False), fmt_bound(high, digits, upper=True)
-    joint = " to " if MINUS in lo + hi else "–"
-    return f"{lo}{joint}{hi}"
-
-
-def estimate_text(value: float | None, low: float | None, high: float | None, brackets: str = "[]") -> str:
-    """A value with its interval beside it, as a table cell prints it ("undefined" without a value).
-
-    >>> estimate_text(0.5, 0.42252, 0.61), estimate_text(-0.3, -0.33, -0.28, "()"), estimate_text(None, 0, 1)
-    ('0.500 [0.422–0.610]', '−0.300 (−0.330 to −0.280)', 'undefined')
-    """
-    if value is None or not math.isfinite(value):
-        return "undefined"
-    ci = interval_text(low, high)
-    return f"{fmt(value)} {brackets[0]}{ci}{brackets[1]}" if ci else fmt(value)
-
-
-#: The minus sign of every printed negative number (U+2212: the width of a digit, unlike a hyphen).
-MINUS = "\u2212"
-
-
-def _unit(digits: int) -> Decimal:
-    return Decimal(1).scaleb(-digits)
-
-
-def _signed(number: Decimal, digits: int) -> str:
-    text = f"{abs(number):.{digits}f}"
-    return MINUS + text if number < 0 else text
-
-
 def round_number(value: Any, digits: int = 4) -> float | None:
     """A finite number rounded for the view, None for anything undefined.
 
@@ -184,15 +121,15 @@ def round_number(value: Any, digits: int = 4) -> float | None:
     return round(float(value), digits)
 
 
-def fmt_count(n: float | None) -> str:
-    """A head count with thousands separators.
+def unit_text(power: int, unit: str) -> str:
+    """A unit as printed after a number: none, the unit, or its square.
 
-    >>> fmt_count(7214.0), fmt_count(None)
-    ('7,214', '–')
+    >>> unit_text(0, "rupees"), unit_text(1, "SD of ZFYA"), unit_text(2, "SD of ZFYA")
+    ('', 'SD of ZFYA', '(SD of ZFYA)²')
     """
-    if n is None:
-        return "–"
-    return f"{round(n):,}"
+    if power <= 0:
+        return ""
+    return unit if power == 1 else f"({unit})²"
 
 
 def slicing_key(slicing: Sequence[str]) -> str:
@@ -202,30 +139,6 @@ def slicing_key(slicing: Sequence[str]) -> str:
     ('race × sex', 'whole population')
     """
     return slicing_label(slicing)
-
-
-def visible_text(text: str) -> str:
-    r"""``text`` with invisible or reordering characters shown as escapes.
-
-    Control characters (NUL, line breaks), bidirectional overrides and isolates (U+202E turns the rest of a
-    line around), zero-width and other format characters: a group name from the data cannot then hide or
-    disguise what a report says.
-
-    >>> visible_text("Caucasian\u202e\x00")
-    'Caucasian\\u202e\\x00'
-    >>> visible_text("Native American · Zürich")
-    'Native American · Zürich'
-    """
-    return "".join(_escaped(c) if unicodedata.category(c) in _HIDDEN_CATEGORIES else c for c in text)
-
-
-# Cc: control characters; Cf: format characters (bidi controls, zero-width); Zl/Zp: line/paragraph separators.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
-
-
-def _escaped(character: str) -> str:
-    code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 #: The policy's ``labels:`` per attribute (coded value -> its reading), in force while a view is built.
@@ -249,11 +162,7 @@ def value_labels(labels: Mapping[str, Mapping[str, str]]) -> Iterator[None]:
 
 def labels_of(policy: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     """The ``labels:`` maps of a policy echo's sensitive attributes (attributes without one are left out)."""
-    out: dict[str, dict[str, str]] = {}
-    for attribute in policy.get("sensitive_attributes") or []:
-        if isinstance(attribute, Mapping) and attribute.get("labels"):
-            out[str(attribute["name"])] = {str(k): str(v) for k, v in attribute["labels"].items()}
-    return out
+    return policy_labels(policy)
 
 
 def value_label(attribute: str, value: Any) -> str:
@@ -263,20 +172,16 @@ def value_label(attribute: str, value: Any) -> str:
     ...     value_label("sex", 1), value_label("sex", "2"), value_label("race", "1")
     ('Female (1)', '2', '1')
     """
-    text = str(value)
-    return visible_text(_VALUE_LABELS.get().get(attribute, {}).get(text, text))
+    return value_name(attribute, value, _VALUE_LABELS.get())
 
 
 def group_label(group: Mapping[str, Any] | None, slicing: Sequence[str] | None = None) -> str:
     """``{"sex": "Female", "race": "Black"}`` -> ``"Female · Black"`` (values only: the columns say which).
 
-    Hidden characters in the values are shown escaped (:func:`visible_text`); coded values read through the
-    policy's ``labels:`` (:func:`value_labels`).
+    The core's one group name (:func:`fairgate.engine.text.group_name`): hidden characters shown escaped, coded
+    values read through the policy's ``labels:`` in force (:func:`value_labels`).
     """
-    if not group:
-        return "all"
-    keys = list(slicing) if slicing else list(group)
-    return " · ".join(value_label(k, group.get(k, "")) for k in keys)
+    return group_name(group, slicing, _VALUE_LABELS.get())
 
 
 def short(value: Any) -> str:

@@ -18,11 +18,8 @@ from fairgate.report.model import GlossaryRow
 _CELLS = {(True, True): "TP", (True, False): "FP", (False, True): "FN", (False, False): "TN"}
 
 REFERENCE_NOTE = (
-    "The judged summaries compare every group with every other: a difference is the highest group value minus "
-    "the lowest, a ratio the lowest over the highest, so no group has to be chosen as the standard. The reference "
-    "group (marked 'ref' in the tables) is used only for the per-group comparisons in the JSON document (each "
-    "group's difference and ratio to the reference, with its test) and the base-rate notes; it does not change "
-    "a verdict."
+    "The judged summaries compare all groups with one another (highest minus lowest, lowest over highest); the "
+    "reference group ('ref') serves only the JSON's per-group comparisons and the base-rate notes, never a verdict."
 )
 
 

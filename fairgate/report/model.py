@@ -258,6 +258,9 @@ class WorstRow:
     value_text: str
     ci_text: str  # "" when the engine gave no interval
     n_text: str
+    # Further (adverse, rate) pairs whose worst-off subgroup is the same withheld group: the table's one row for them
+    # (fairgate.report.notes.worst_table).
+    also: tuple[tuple[str, str], ...] = ()
 
     @property
     def text(self) -> str:
@@ -342,7 +345,7 @@ class ReportView:
     base_rates: list[KeyValue]
     impossibility: list[NoteRow]
     simpson: list[NoteRow]
-    worst_subgroups: list[WorstRow]
+    worst_subgroups: list[WorstRow]  # one per rate
     insufficient: list[KeyValue]
     individual_fairness: list[KeyValue]
     alignment: list[KeyValue]
@@ -387,6 +390,9 @@ class ReportView:
     # The kind of model (document ``task``); every kind but binary has its own pages, built by the kind's view
     # model (fairgate/report/<kind>.py) and shown by reports/partials/<kind>.html.j2.
     task: str = "binary"
+    # The outcome levels' heading and "base rates differ" in the kind's words (kinds registry, outcome_level).
+    levels_heading: str = "Base rates and what they imply"
+    levels_differ: str = "base rates differ"
     kind_pages: Any = None
     # Said above a non-binary kind's pages when rows carry weights: their counts are weighted sums, n is Kish's.
     kind_weighted_note: str = ""
@@ -396,3 +402,5 @@ class ReportView:
     model_card: ModelCardView | None = None
     # Estimated results (no labels) and the label-bias finding (external labels); None without (report/labels.py).
     labels: Any = None
+    # The worst-off table's rows: one per rate, but one for all the rates of a withheld group (notes.worst_table).
+    worst_table: list[WorstRow] = field(default_factory=list)

@@ -154,7 +154,15 @@ def _page(block: MulticlassBlock, slicing: list[str], suppression: Suppression, 
             hidden=lambda g: _hidden(g, suppression),
             named=named,
         )
-        shown = [g for g in groups if any(g is kept for kept in chosen)]
+        # A withheld group named in a failure, or among the largest, keeps its row (its rates "–", as the
+        # single-attribute tables show it): the table never leaves out the group a failure is about.
+        largest = sorted(groups, key=lambda g: -(g.n or 0.0))[:LARGEST_KEPT]
+        kept = [
+            g
+            for g in groups
+            if _hidden(g, suppression) and (group_label(g.group, slicing) in named or any(g is x for x in largest))
+        ]
+        shown = [g for g in groups if any(g is x for x in (*chosen, *kept))]
     confusions = [] if intersection else [_confusion(g, block.classes, suppression) for g in groups]
     tables = [
         RateTable(
@@ -177,6 +185,10 @@ def _page(block: MulticlassBlock, slicing: list[str], suppression: Suppression, 
         n_groups=len(groups),
         n_hidden_in_pdf=len(groups) - len(shown),
     )
+
+
+#: An intersection's largest groups the PDF lists even when their rates are withheld.
+LARGEST_KEPT = 3
 
 
 def _hidden(group: MulticlassGroup, suppression: Suppression) -> bool:
@@ -223,6 +235,11 @@ def _rate_row(group: MulticlassGroup, rate: str, suppression: Suppression) -> Ra
 def _chart(
     key: str, slicing: list[str], groups: list[MulticlassGroup], classes: list[str], suppression: Suppression
 ) -> RateChart:
+    """The per-class rate bars of the groups whose rates are shown.
+
+    A withheld group has no bars, nor a legend entry: the tables list it with its rates "–".
+    """
+    groups = [g for g in groups if not _hidden(g, suppression)]
     values = []
     for rate in SHOWN_RATES:
         per_group = []

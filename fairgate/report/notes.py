@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from fairgate.document.diagnostics import BaseRates, Diagnostics, IndividualFairness, SimpsonReversal
-from fairgate.report.format import fmt, fmt_count, group_label, interval_text, metric_label, slicing_key
+from fairgate.report.format import fmt, fmt_count, fmt_share, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import SUPPRESSED, KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
 
@@ -40,7 +41,10 @@ def _visible_span(item: BaseRates, text: str, suppression: Suppression) -> str:
     visible = [
         g.base_rate for g in item.groups if g.base_rate is not None and not suppression.hides(item.slicing, g.group)
     ]
-    shown = f"from {min(visible):.1%} to {max(visible):.1%} among the groups shown" if visible else "rates withheld"
+    if len(visible) > 1:
+        shown = f"from {fmt_share(min(visible), 1)} to {fmt_share(max(visible), 1)} among the groups shown"
+    else:  # one group shown has no range ("from 63.6% to 63.6%" reads as if every group had it)
+        shown = f"{fmt_share(visible[0], 1)} in the one group shown" if visible else "rates withheld"
     return _SPAN.sub(shown, text)
 
 
@@ -89,6 +93,27 @@ def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[
             )
         )
     return rows
+
+
+def worst_table(rows: list[WorstRow]) -> list[WorstRow]:
+    """The worst-off table's rows: a withheld group that is worst off on several rates takes one row for them all.
+
+    Its rows would repeat the group's name beside "suppressed" once a rate (13 rows for one group in the demo);
+    a group whose figures are shown keeps a row per rate.
+    """
+    out: list[WorstRow] = []
+    merged: dict[tuple[str, str], int] = {}
+    for row in rows:
+        key = (row.slicing_label, row.group)
+        if row.value_text != SUPPRESSED:
+            out.append(row)
+        elif key in merged:
+            first = out[merged[key]]
+            out[merged[key]] = replace(first, also=(*first.also, (row.adverse, row.rate)))
+        else:
+            merged[key] = len(out)
+            out.append(row)
+    return out
 
 
 def _adverse_word(direction: str) -> str:

@@ -18,7 +18,7 @@ from fairgate.document.regression import DistanceEntry, RegressionBlock, Regress
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import estimate_text, fmt, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Cell, GlossaryRow, ResultRow
-from fairgate.report.results import result_row
+from fairgate.report.results import result_row, with_units
 from fairgate.report.sections import cell
 from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
@@ -56,6 +56,9 @@ GLOSSARY = [
 ]
 #: Series per plot: more are unreadable (the tables carry every group).
 MAX_SERIES = 8
+#: Up to this many groups the residual chart draws each one's interval as a band; more would overprint each other
+#: (the table gives every group's interval).
+BANDED_SERIES = 3
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class RegressionSection:
     n_suppressed: int
     n_insufficient: int
     omitted: list[str]  # visible groups not drawn (beyond MAX_SERIES)
+    banded: bool = True  # the residual chart draws interval bands (at most BANDED_SERIES groups)
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,11 @@ def regression_view(
     block = document.regression
     if block is None:
         return None
-    rows = list(results) if results is not None else [result_row(r, suppression, words) for r in document.results]
+    rows = (
+        list(results)
+        if results is not None
+        else with_units([result_row(r, suppression, words) for r in document.results], document)
+    )
     sections = [
         _section(document, block, list(slicing), rows, suppression)
         for slicing in document.slicings
@@ -269,6 +277,7 @@ def _section(
         n_suppressed=sum(r.suppressed for r in rows),
         n_insufficient=sum(not r.sufficient and not r.suppressed for r in rows),
         omitted=[group_label(g.group, slicing) for g in visible if not any(g is d for d in drawn)],
+        banded=sum(s is not None for s in residuals) <= BANDED_SERIES,
     )
 
 

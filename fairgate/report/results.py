@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 
+from fairgate.document.document import AuditDocument
 from fairgate.document.results import PolicyResult
+from fairgate.engine.tasks import metric_catalogue
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import (
     STATUS_MARKS,
@@ -16,6 +20,7 @@ from fairgate.report.format import (
     policy_metric_label,
     round_number,
     slicing_key,
+    unit_text,
 )
 from fairgate.report.model import ResultRow
 from fairgate.report.suppress import Suppression
@@ -98,6 +103,25 @@ def judged_note(result: PolicyResult) -> str:
     return "judged: as measured (attenuated, no correction): it can fail, never pass"
 
 
+def with_units(rows: list[ResultRow], document: AuditDocument) -> list[ResultRow]:
+    """The rows with the unit each threshold and gap is in (none for a rate, a share or a ratio).
+
+    The kind's catalogue says which power of the outcome's unit a metric is in (``TaskMetric.unit_power``); the
+    policy's options section of the kind names the unit (``regression.outcome_unit``), else "outcome units".
+    """
+    options = document.policy.get(document.task) if isinstance(document.policy, Mapping) else None
+    unit = str((options or {}).get("outcome_unit") or "outcome units")
+    units = {name: unit_text(m.unit_power, unit) for name, m in metric_catalogue(document.task).items()}
+    out = []
+    for row in rows:
+        suffix = units.get(row.metric)
+        if suffix and row.threshold is not None:
+            gap = row.gap_text and f"{row.gap_text} {suffix}"
+            row = replace(row, threshold_text=f"{row.threshold_text} {suffix}", gap_text=gap)
+        out.append(row)
+    return out
+
+
 def status_reason(result: PolicyResult) -> str:
     """Why a result is neither pass nor fail: the engine's reason, else what it could not compute."""
     if result.status in ("pass", "fail"):
@@ -114,8 +138,9 @@ def status_reason(result: PolicyResult) -> str:
 def redact(text: str, slicing: list[str], suppression: Suppression) -> str:
     """``text`` (an engine reason) with every suppressed group of the slicing, and its count, unnamed.
 
-    The engine names groups as ``a=x, b=y`` followed by a count in brackets ("rests on fewer than min_events=10
-    people in race=Asian, sex=Female (2)"): a report must not print either for a group it suppresses.
+    The engine names groups by the one group name, through the policy's value labels, followed by a count in
+    brackets ("rests on fewer than min_events=10 people in Asian · Female (2)"): a report must not print either
+    for a group it suppresses.
     """
     key = tuple(slicing)
     for (where, group_key), _ in suppression.sizes.items():
@@ -124,11 +149,11 @@ def redact(text: str, slicing: list[str], suppression: Suppression) -> str:
         group = json.loads(group_key)
         if not suppression.hides(slicing, group):
             continue
-        label = ", ".join(f"{a}={group[a]}" for a in slicing if a in group)
+        label = group_label(group, slicing)
         # The label ends where a count, a separator or the sentence follows (not inside a longer value).
-        pattern = re.escape(label) + r"(?: \([0-9.eE+-]+\))?(?=[,:;)]| \(|$| and )"
+        pattern = r"(?<![^\s;,(])" + re.escape(label) + r"(?: \([0-9.,eE+-]+\))?(?=[,:;).]| \(|$| and | in )"
         text = re.sub(pattern, _HIDDEN, text)
-    return re.sub(f"{_HIDDEN}(?:, {_HIDDEN})+", lambda m: f"{m.group(0).count(_HIDDEN)} {_HIDDEN_MANY}", text)
+    return re.sub(f"{_HIDDEN}(?:[,;] {_HIDDEN})+", lambda m: f"{m.group(0).count(_HIDDEN)} {_HIDDEN_MANY}", text)
 
 
 _HIDDEN = "a group whose rates are withheld"

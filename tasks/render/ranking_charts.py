@@ -49,8 +49,11 @@ def exposure_chart(chart: ExposureChart) -> str | None:
         exposure_ax.set_title("Cumulative share of all exposure")
         exposure_ax.set_xlabel("rank position (dotted: share of all items)")
         exposure_ax.set_ylim(0, 1)
-        share_ax.legend(loc="upper right", fontsize=6, ncols=1 if len(chart.groups) <= 4 else 2)
-        set_margins(fig, left=0.4, bottom=0.45, top=0.3, wspace=0.25)
+        # Beneath both charts, never over the curves (the largest group's runs along the top).
+        ncols = min(4, len(chart.groups))
+        rows = -(-len(chart.groups) // ncols)
+        fig.legend(loc="lower center", fontsize=6, ncols=ncols, frameon=False)
+        set_margins(fig, left=0.4, bottom=0.45 + 0.13 * rows, top=0.3, wspace=0.25)
         return to_svg(fig)
 
 
@@ -69,9 +72,10 @@ def share_chart(chart: ShareChart) -> str | None:
             heights = [np.nan if v is None else v for v in values]
             colour = MUTED if s == 0 else series_colour(s - 1)
             ax.bar(x - 0.4 + bar * (s + 0.5), heights, bar * 0.92, color=colour, label=label)
-        ax.set_xticks(x, [shorten(g, 16) for g in chart.groups])
+        # An intersection's name a line per attribute: side by side, "White · Male (2)" ran into its neighbour.
+        ax.set_xticks(x, [shorten(g, 30).replace(" · ", "\n") for g in chart.groups], fontsize=6)
         ax.set_ylabel("share")
         ax.set_title("Each group's share of all items and of the top positions")
-        ax.legend(loc="upper right", fontsize=6)
-        set_margins(fig, left=0.5, bottom=0.35, top=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6, frameon=False)  # beside the bars
+        set_margins(fig, left=0.5, bottom=0.45, top=0.3, right=0.9)
         return to_svg(fig)

@@ -29,7 +29,8 @@ def residual_chart(section: RegressionSection) -> str | None:
         ax.axhline(0.0, color=MUTED, linestyle=":", linewidth=0.8)
         for i, series in enumerate(section.residuals):
             colour = series_colour(i)
-            ax.fill_between(series.x, series.low, series.high, color=colour, alpha=0.08, linewidth=0)
+            if section.banded:  # more bands than a few overprint each other: the table has the intervals
+                ax.fill_between(series.x, series.low, series.high, color=colour, alpha=0.08, linewidth=0)
             ax.plot(
                 series.x,
                 series.y,
@@ -42,8 +43,12 @@ def residual_chart(section: RegressionSection) -> str | None:
         ax.set_xlabel("Mean prediction in the decile", fontsize=6.5)
         ax.set_ylabel("Mean residual (prediction − outcome)", fontsize=6.5)
         top = set_wrapped_title(ax, f"Residual by prediction decile, {section.key}", SIZE[0])
-        ax.legend(loc="best", fontsize=5.4)
-        set_margins(fig, left=0.5, bottom=0.4, top=top)
+        if section.banded:
+            ax.legend(loc="best", fontsize=5.4)
+            set_margins(fig, left=0.5, bottom=0.4, top=top)
+        else:  # many groups: the legend beside the axes, never over the lines
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=5.0, frameon=False)
+            set_margins(fig, left=0.5, bottom=0.4, top=top, right=1.25)
         return to_svg(fig)
 
 

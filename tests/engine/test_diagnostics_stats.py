@@ -153,7 +153,7 @@ def test_worst_subgroup_is_ranked_by_its_upper_bound_not_its_point_estimate(h: A
     assert (entry["ci_low"], entry["ci_high"]) == (pytest.approx(low), pytest.approx(high))
     assert entry["ranked_by"] == "ci_high"
     assert entry["n_candidates"] == 4
-    assert "n = 1000" in entry["note"]
+    assert "n = 1,000" in entry["note"]  # the one count rule: thousands separated
     assert "not adjusted" in entry["note"]
 
 

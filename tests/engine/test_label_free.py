@@ -46,7 +46,7 @@ def test_broken_calibration_is_refused_with_the_reason() -> None:
         assert entry["value"] is None
         assert entry["ci_low"] is None
         assert entry["insufficient_groups"] == [{"g": "b"}]
-        assert "Hosmer-Lemeshow" in entry["estimate_reasons"]["g=b"]
+        assert "Hosmer-Lemeshow" in entry["estimate_reasons"]["b"]
 
 
 def test_a_perfectly_calibrated_reference_needs_no_correction() -> None:

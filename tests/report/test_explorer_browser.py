@@ -198,7 +198,8 @@ def test_binned_scores_match_the_engine_on_the_grid(browser: Any, tmp_path: Path
     frame = generate(seed=11 + favorable, n=3000)
     assert frame["score"].n_unique() > 200
     policy = make_policy(["a", "b"], favorable_label=favorable, min_group_size=30)
-    out = page_for(frame, policy, tmp_path / "generated.explorer.html")
+    # The arithmetic on the unmerged grid (k = 1); at k = 10 neighbouring cells merge (test_explorer_data.py).
+    out = page_for(frame, policy, tmp_path / "generated.explorer.html", min_cell_size=1)
     page, problems = watched_page(browser)
     page.goto(out.as_uri())
     for t in (0.3, 0.62):
@@ -259,7 +260,7 @@ def test_weighted_intervals_follow_the_engines_kish_convention(
     frame = frame.with_columns(pl.Series("w", weights))
     policy = make_policy(["a", "b"], favorable_label=favorable, min_group_size=30)
     policy = policy.model_copy(update={"columns": policy.columns.model_copy(update={"weight": "w"})})
-    out = page_for(frame, policy, tmp_path / "weighted.explorer.html")
+    out = page_for(frame, policy, tmp_path / "weighted.explorer.html", min_cell_size=1)  # the unmerged grid
     page, problems = watched_page(browser)
     page.goto(out.as_uri())
     for t in thresholds:

@@ -66,12 +66,40 @@ def test_cells_from_the_cubes_bins_count_the_rows(favorable: int, source: str) -
     if source == "histogram":
         cube = add_score_histogram(cube, frame, policy, 1024)
     bins = 128 if source == "histogram" else policy.statistics.calibration_bins
-    data = explorer_data(cube, document_groups(frame), policy, min_cell_size=10)
+    data = explorer_data(cube, document_groups(frame), policy, min_cell_size=1)  # k = 1: no cell is small
     (slicing,) = data["slicings"]
     assert not slicing["exact"]
     assert f"1/{bins}" in slicing["resolution"]
     for group in ("x", "y", "z"):
         assert page_cells(slicing, group) == expected_cells(frame, group, bins, favorable)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_no_score_cell_holds_a_small_count(exact: bool) -> None:
+    """A group's count of one outcome at one score (or between two thresholds) is never 1 to k-1 on the page.
+
+    Neighbouring scores are merged until each cell holds 0 or at least k people of each outcome in every group;
+    the totals stay the rows' own, and the page says the grid was merged.
+    """
+    frame = rows(5)
+    policy = make_policy(["a"])
+    cube = build_cube(frame, policy, exact_auc=exact)
+    if not exact:
+        cube = add_score_histogram(cube, frame, policy, 1024)
+    (slicing,) = explorer_data(cube, document_groups(frame), policy, min_cell_size=10)["slicings"]
+    seen = 0
+    for entry in slicing["groups"]:
+        for key in ("positive", "negative"):
+            assert all(c == 0 or c >= 10 for c in entry[key]), (entry["name"], key)
+            seen += sum(entry[key])
+        mine = frame.filter(pl.col("a") == entry["name"])
+        assert sum(entry["positive"]) == int((mine["y_true"] == 1).sum())
+    assert seen == frame.height
+    assert not slicing["exact"]
+    assert "merged" in slicing["resolution"]
+    # Unmerged (k = 1), the same data has cells of 1 to 9 people: the test can fail.
+    (raw,) = explorer_data(cube, document_groups(frame), policy, min_cell_size=1)["slicings"]
+    assert any(0 < c < 10 for entry in raw["groups"] for c in entry["positive"] + entry["negative"])
 
 
 def test_a_suppressed_group_leaves_no_trace_in_the_data() -> None:

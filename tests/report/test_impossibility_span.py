@@ -40,3 +40,10 @@ def test_a_withheld_groups_base_rate_is_not_in_the_range() -> None:
 def test_with_nothing_withheld_the_engines_text_stands() -> None:
     (row, *_rest) = notes.impossibility(_diagnostics(), _Hiding())  # type: ignore[arg-type]
     assert "from 30.0% to 48.6%" in row.text
+
+
+def test_one_group_shown_reads_as_one_rate_not_a_range() -> None:
+    """ "from 30.0% to 30.0%" would read as if every group had that rate."""
+    (row, *_rest) = notes.impossibility(_diagnostics(), _Hiding("B", "C"))  # type: ignore[arg-type]
+    assert "30.0% in the one group shown" in row.text
+    assert "to 30.0%" not in row.text

@@ -127,3 +127,34 @@ def test_each_class_has_its_base_rates_against_the_rest_and_the_impossibility_no
     view = build_view(document, min_cell_size=1)
     assert "race, class High vs rest" in {kv.key for kv in view.base_rates}
     assert any(note.slicing_label == "race, class High vs rest" for note in view.impossibility)
+
+
+def test_an_intersection_table_keeps_the_withheld_groups_a_failure_names_and_the_largest(
+    document: dict[str, Any],
+) -> None:
+    """At k = 10 every race × sex group's rates are withheld: the PDF's tables still list the groups the failures
+    name and the largest (their rates "–"), never an empty table under its headings."""
+    view = build_view(document, min_cell_size=10)
+    page = next(p for p in view.kind_pages.pages if p.key == "race × sex")
+    shown = [row.group_label for row in page.tables[0].pdf_rows]
+    named = {
+        f"{r['worst_group']['race']} · {r['worst_group']['sex']}"
+        for r in document["results"]
+        if r["slicing"] == ["race", "sex"] and r["status"] == "fail" and r.get("worst_group")
+    }
+    assert named
+    assert named <= set(shown)
+    largest = max(
+        (g for g in document["multiclass"]["groups"] if g["slicing"] == ["race", "sex"]), key=lambda g: g["n"]
+    )
+    assert f"{largest['group']['race']} · {largest['group']['sex']}" in shown
+
+
+def test_the_rate_charts_legend_names_only_the_groups_drawn(document: dict[str, Any]) -> None:
+    """A withheld group has no bars: the legend does not list it as if it had."""
+    view = build_view(document, min_cell_size=10)
+    race = next(p for p in view.kind_pages.pages if p.key == "race")
+    withheld = [row.group_label for row in race.tables[0].rows if row.suppressed]
+    assert withheld  # at k = 10 some race groups' rates are withheld (the test can fail)
+    assert not set(withheld) & set(race.chart.groups)
+    assert all(v is not None for per_group in race.chart.values[0] for v in per_group[:1])

@@ -147,3 +147,31 @@ def test_every_interval_on_page_one_contains_the_json_interval(document: dict[st
         digits = len(a.split(".")[1])
         assert any(low <= x and y <= high and x - low < 10**-digits and high - y < 10**-digits for x, y in ends), (a, b)
     assert re.search(r"−\d+\.\d+ to −\d+\.\d+", pages[1]), "the group table prints a negative interval with 'to'"
+
+
+def test_thresholds_and_gaps_carry_the_outcomes_unit_where_the_metric_is_in_it(document: dict[str, Any]) -> None:
+    """A gap in mean residual is in the outcome's unit (the policy names it), a KS distance in none."""
+    typed, suppression = _suppression(document, 10)
+    view = regression_view(typed, suppression)
+    assert view is not None
+    rows = {r.metric: r for r in view.sections[0].results}
+    assert rows["mean_residual_difference"].threshold_text == "≤ 0.200 SD of ZFYA"
+    assert rows["mean_residual_difference"].gap_text.endswith(" SD of ZFYA")
+    assert rows["worst_group_root_mean_squared_error"].threshold_text == "≤ 1.000 SD of ZFYA"
+    assert rows["ks_distance"].threshold_text == "≤ 0.200"  # a share of the distribution: no unit
+    unnamed = {**document, "policy": {**document["policy"], "regression": None}}
+    typed, suppression = _suppression(unnamed, 10)
+    plain = regression_view(typed, suppression)
+    assert plain is not None
+    assert plain.sections[0].results[0].threshold_text.endswith(" outcome units")
+
+
+def test_the_residual_chart_draws_bands_only_for_a_few_groups(document: dict[str, Any]) -> None:
+    """Eight bands under one legend overprint each other: with more than three groups the lines go without."""
+    typed, suppression = _suppression(document, 10)
+    view = regression_view(typed, suppression)
+    assert view is not None
+    race, sex = view.sections[0], view.sections[1]
+    assert len(race.residuals) > 3
+    assert not race.banded
+    assert sex.banded

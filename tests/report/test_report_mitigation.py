@@ -55,7 +55,7 @@ def test_technique_fits_the_metric(metric: str, technique: str) -> None:
     mitigation = [r for r in recs if r["kind"] == "mitigation"]
     assert [r["technique"] for r in mitigation] == [technique]
     assert metric_label(metric) in mitigation[0]["reason"]  # the metric named in words
-    assert "sex=F" in mitigation[0]["reason"]
+    assert "The worst-off group is F." in mitigation[0]["reason"]  # by the one group name
     assert mitigation[0]["how"]
     assert mitigation[0]["summary"].endswith(".")
 
@@ -88,7 +88,7 @@ def test_small_worst_group_is_named_with_the_one_mark_and_no_size() -> None:
         "groups": [{"slicing": ["sex"], "group": {"sex": "F"}, "n": 4}],
     }
     reason = recommend(doc, None, min_cell_size=10)[0]["reason"]
-    assert "sex=F (rates withheld)" in reason
+    assert "The worst-off group is F (rates withheld)." in reason
     assert "4" not in reason
     assert "small group" not in reason  # the mark says nothing of the size
     assert "(rates withheld)" not in recommend(doc, None, min_cell_size=4)[0]["reason"]  # at 4 it is shown

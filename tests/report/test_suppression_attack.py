@@ -484,13 +484,13 @@ def test_recommendations_do_not_name_a_complementary_suppressed_group() -> None:
     doc = {
         "groups": [g.model_dump() for g in groups],
         "results": [
-            {"metric": "demographic_parity_difference", "slicing": ["race", "sex"], "status": "fail", "value": 0.3}
+            {"metric": "demographic_parity_difference", "slicing": ["race", "sex"], "status": "fail", "value": 0.25}
             | {"threshold": 0.1, "worst_group": worst, "critical": False}
         ],
     }
     named = recommend(doc, None, min_cell_size=K)[0]["reason"]
     hidden = recommend(doc, None, min_cell_size=K, hidden=suppression.hides)[0]["reason"]
-    assert "race=Asian, sex=Male." in named  # without the report's suppression: no mark (the test can fail)
-    assert "race=Asian, sex=Male (rates withheld)." in hidden  # the reviewer learns which group it is about
+    assert "Asian · Male." in named  # without the report's suppression: no mark (the test can fail)
+    assert "Asian · Male (rates withheld)." in hidden  # the reviewer learns which group it is about
     assert "30" not in hidden
     assert "small" not in hidden

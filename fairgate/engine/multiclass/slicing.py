@@ -31,6 +31,7 @@ from fairgate.engine.stats import PairFamily, wilson_interval, z_value
 
 # The binary engine's interval machinery, so that multiclass summaries get the very same statistics.
 from fairgate.engine.summaries import MetricValues, interval_obstacle, summary_bounds, summary_pair_family
+from fairgate.engine.text import policy_labels
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
@@ -257,7 +258,7 @@ def _judged(
     each = np.array([float(summarise(np.where(use, v.value, np.nan))) for v in components.values()])
     value = float(each.max() if kind == "difference" else each.min())  # NaN when any component is NaN
     extremes = _extremes(next(iter(components.values())), groups, use)
-    reason = interval_obstacle(groups, components, use, policy.statistics.min_events)
+    reason = interval_obstacle(groups, components, use, policy.statistics.min_events, policy_labels(policy))
     if reason is None and not np.isfinite(value):
         reason = f"{metric} is undefined: fewer than 2 judged groups have a value (or the largest is 0)"
     if reason is not None:

@@ -36,6 +36,7 @@ from fairgate.engine.ranking.cube import RankingCube, build_ranking_cube
 from fairgate.engine.ranking.metrics import metric_names, top_rate
 from fairgate.engine.ranking.slicing import SUMMARIES, RankingSlicing, Slicing, ranking_slicing
 from fairgate.engine.reference import attribute_entries, configured_reference
+from fairgate.engine.text import policy_labels
 from fairgate.policy.core import Policy
 from fairgate.policy.ranking import RankingOptions
 
@@ -107,6 +108,7 @@ def compute_ranking_slicing(cube: RankingCube, slicing: Slicing, policy: Policy)
         reference=configured_reference(slicing, policy),
         min_group_size=policy.intersectional_analysis.min_group_size,
         declared=declared,
+        labels=policy_labels(policy),
     )
 
 

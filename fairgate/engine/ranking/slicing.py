@@ -34,6 +34,7 @@ from fairgate.engine.stats import (
     percentile_interval,
     replicate_se,
 )
+from fairgate.engine.text import ValueLabels
 from fairgate.policy.ranking import RankingOptions
 
 Slicing = tuple[str, ...]
@@ -91,12 +92,14 @@ def ranking_slicing(
     reference: Group | None = None,
     min_group_size: float = 30,
     declared: list[str] | None = None,
+    labels: ValueLabels | None = None,
 ) -> RankingSlicing:
     """All ranking metrics of one slicing, with ``n_bootstrap`` replicates at ``confidence_level``.
 
     ``reference`` is the reference group (absent or not present: the largest group). Groups under
     ``min_group_size`` (effective size) are reported but left out of comparisons and summaries. ``declared``
-    (one-attribute slicings) adds declared values without rows as groups of size 0.
+    (one-attribute slicings) adds declared values without rows as groups of size 0. ``labels``: the policy's value
+    labels, for the groups a reason names.
 
     >>> from fairgate.engine.ranking.cube import build_ranking_cube
     >>> frame = pl.DataFrame({"q": [1, 1, 2, 2], "r": [1, 2, 1, 2], "y": [1.0, 1, 1, 1], "g": ["a", "b", "a", "b"]})
@@ -132,7 +135,9 @@ def ranking_slicing(
         reference=groups[ref] if with_groups else None,
         metrics=metrics,
         comparisons=_comparisons(groups, values, reps, ref, eligible, confidence_level, options) if with_groups else [],
-        summaries=_summaries(groups, values, reps, eligible & resamplable, confidence_level, options, group_buckets)
+        summaries=_summaries(
+            groups, values, reps, eligible & resamplable, confidence_level, options, group_buckets, labels
+        )
         if with_groups
         else [],
         curves=_curves(cube, slicing, groups),
@@ -214,6 +219,7 @@ def _summaries(
     level: float,
     options: Any,
     units: np.ndarray,
+    labels: ValueLabels | None = None,
 ) -> list[dict[str, Any]]:
     """Range and ratio of the top-k rate (each k), mean exposure and exposure per relevance over eligible groups."""
     out: list[dict[str, Any]] = []
@@ -221,7 +227,7 @@ def _summaries(
         cutoffs: list[int | None] = list(options.top_k) if base == "top_k_rate" else [None]
         for k in cutoffs:
             column = top_rate(k) if k is not None else base
-            entry = _summary(name, kind, values[column], reps[column], eligible, groups, level, units)
+            entry = _summary(name, kind, values[column], reps[column], eligible, groups, level, units, labels)
             if k is not None:
                 entry["k"] = k
             out.append(entry)
@@ -255,7 +261,12 @@ def _metric_intervals(
 
 
 def _left_out_entry(
-    value: np.ndarray, eligible: np.ndarray, left_out: list[int], groups: list[Group], kind: SummaryKind
+    value: np.ndarray,
+    eligible: np.ndarray,
+    left_out: list[int],
+    groups: list[Group],
+    kind: SummaryKind,
+    labels: ValueLabels | None = None,
 ) -> dict[str, Any]:
     """What a summary reports when eligible groups have no usable value.
 
@@ -268,12 +279,12 @@ def _left_out_entry(
             "value": 0.0,
             "worst_group": groups[zero[0]],
             "best_group": groups[int(np.flatnonzero(eligible)[np.nanargmax(value[eligible])])],
-            "reason": f"the value is 0 for {reason_labels([groups[g] for g in zero])}: the ratio is 0, but it has "
-            "no interval (the simultaneous intervals of a ratio are built on the log scale); judge the difference "
-            "instead",
+            "reason": f"the value is 0 for {reason_labels([groups[g] for g in zero], labels)}: the ratio is 0, but "
+            "it has no interval (the simultaneous intervals of a ratio are built on the log scale); judge the "
+            "difference instead",
         }
     return {
-        "reason": f"the metric is undefined for group(s) {reason_labels([groups[g] for g in left_out])} (no "
+        "reason": f"the metric is undefined for group(s) {reason_labels([groups[g] for g in left_out], labels)} (no "
         "relevance or no items in the data); a summary over the other groups would hide them"
     }
 
@@ -287,6 +298,7 @@ def _summary(
     groups: list[Group],
     level: float,
     units: np.ndarray,
+    labels: ValueLabels | None = None,
 ) -> dict[str, Any]:
     """One summary over the eligible groups with a defined value: point, simultaneous interval, family.
 
@@ -310,7 +322,7 @@ def _summary(
     }
     left_out = sorted(set(np.flatnonzero(eligible).tolist()) - set(chosen.tolist()))
     if left_out:
-        entry.update(_left_out_entry(value, eligible, left_out, groups, kind))
+        entry.update(_left_out_entry(value, eligible, left_out, groups, kind, labels))
         return entry
     if chosen.size < 2:
         entry["reason"] = "fewer than two groups reach min_group_size in enough lists; nothing to compare"

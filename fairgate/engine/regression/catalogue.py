@@ -39,11 +39,16 @@ DISTANCES = ("ks_distance", "wasserstein_distance")
 AGAINST = {"": "rest", "_vs_reference": "reference"}
 
 
+#: The power of the outcome's unit each group metric is in (R² has none; a squared error the square).
+UNIT_POWER = {"r2_score": 0, "mean_squared_error": 2}
+
+
 def _difference(name: str) -> TaskMetric:
     words = METRIC_WORDS[name]
     text = f"the largest gap in {words} between groups, in its units (0 is parity)"
     example = _EXAMPLE_DIFFERENCE.get(name, 0.2)
-    return TaskMetric(f"{name}_difference", "lower_is_better", _UNBOUNDED, example, "difference", text)
+    power = UNIT_POWER.get(name, 1)
+    return TaskMetric(f"{name}_difference", "lower_is_better", _UNBOUNDED, example, "difference", text, power)
 
 
 def _ratio(name: str) -> TaskMetric:
@@ -54,7 +59,8 @@ def _ratio(name: str) -> TaskMetric:
 def _worst_group(loss: str) -> TaskMetric:
     text = f"the largest {METRIC_WORDS[loss]} of any group: bounded group loss, the threshold an absolute limit"
     example = 1.0 if loss == "mean_squared_error" else 0.9
-    return TaskMetric(f"worst_group_{loss}", "lower_is_better", _UNBOUNDED, example, "difference", text)
+    power = UNIT_POWER.get(loss, 1)
+    return TaskMetric(f"worst_group_{loss}", "lower_is_better", _UNBOUNDED, example, "difference", text, power)
 
 
 def _distance(name: str, suffix: str) -> TaskMetric:
@@ -63,7 +69,7 @@ def _distance(name: str, suffix: str) -> TaskMetric:
         text = f"the largest Kolmogorov-Smirnov distance between a group's predictions and {other} (0 to 1)"
         return TaskMetric(name + suffix, "lower_is_better", (0.0, 1.0), 0.1, "difference", text)
     text = f"the largest Wasserstein-1 distance between a group's predictions and {other}, in prediction units"
-    return TaskMetric(name + suffix, "lower_is_better", _UNBOUNDED, 0.2, "difference", text)
+    return TaskMetric(name + suffix, "lower_is_better", _UNBOUNDED, 0.2, "difference", text, 1)
 
 
 CATALOGUE: dict[str, TaskMetric] = {
