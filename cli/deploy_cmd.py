@@ -231,13 +231,15 @@ def _settings(
 
 
 def _check_nightly(sources: dict[str, str | None], model: str | None, demo: bool) -> None:
-    """The nightly audit (--predictions) needs its join sources and a model name."""
+    """The nightly audit (--predictions) needs the attributes it joins them with and a model name; the labels
+    may come later (without them, the nightly runs estimate their label-dependent results from the scores)."""
     if sources["predictions"] is None:
         return
-    if not demo and (sources["labels"] is None or sources["attributes"] is None):
+    if not demo and sources["attributes"] is None:
         raise FairgateError(
-            "--predictions sets up the nightly audit, which also needs --labels and --attributes (the sources it "
-            "joins the predictions with); give both, or leave --predictions out for no nightly deployment"
+            "--predictions sets up the nightly audit, which also needs --attributes (the source it joins the "
+            "predictions with; --labels too when the labels arrive with them); give it, or leave --predictions "
+            "out for no nightly deployment"
         )
     if not model:
         raise FairgateError(
@@ -338,9 +340,10 @@ def _report(
     else:
         version = settings.model_version or "the predictions' model_version column, else 'unversioned'"
         lines.append(f"nightly model: {settings.model_name or '-'}, version {version}")
+    no_labels = "- (nightly runs estimate the label-dependent results; give late labels to a run: labels=SRC)"
     lines += [
         f"defaults for what a run or an event does not give: policy {settings.policy}",
-        f"  labels {settings.labels or '-'}",
+        f"  labels {settings.labels or (no_labels if settings.predictions else '-')}",
         f"  attributes {settings.attributes or '-'}",
         f"outputs: {settings.out_dir}",
         f"trail: {settings.trail}",
