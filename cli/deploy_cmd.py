@@ -40,7 +40,11 @@ def deploy(
         typer.Option("--policy", help="The fairness policy (YAML) of every deployment (default with --demo: COMPAS)."),
     ] = None,
     labels: Annotated[
-        str | None, typer.Option(help=f"Ground-truth labels, the default of every deployment: {options.SOURCE}.")
+        str | None,
+        typer.Option(
+            help=f"Ground-truth labels, the default of every deployment: {options.SOURCE}. Without them (labels "
+            "that arrive late), the nightly runs estimate the label-dependent results from the scores."
+        ),
     ] = None,
     attributes: Annotated[
         str | None, typer.Option(help=f"Sensitive attributes, the default of every deployment: {options.SOURCE}.")
