@@ -29,6 +29,14 @@ _out = console.stdout()
 ListOption = Annotated[
     bool, typer.Option("--list", help="List fairgate's deployments on the server and exit (registers nothing).")
 ]
+LabelsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--labels",
+        help=f"Ground-truth labels, the default of every deployment: {options.SOURCE}. Without them (labels that "
+        "arrive late), the nightly runs estimate the label-dependent results from the scores.",
+    ),
+]
 RemoveOption = Annotated[
     bool, typer.Option("--remove", help="Remove fairgate's deployments, their triggers and scheduled runs.")
 ]
@@ -39,13 +47,7 @@ def deploy(
         Path | None,
         typer.Option("--policy", help="The fairness policy (YAML) of every deployment (default with --demo: COMPAS)."),
     ] = None,
-    labels: Annotated[
-        str | None,
-        typer.Option(
-            help=f"Ground-truth labels, the default of every deployment: {options.SOURCE}. Without them (labels "
-            "that arrive late), the nightly runs estimate the label-dependent results from the scores."
-        ),
-    ] = None,
+    labels: LabelsOption = None,
     attributes: Annotated[
         str | None, typer.Option(help=f"Sensitive attributes, the default of every deployment: {options.SOURCE}.")
     ] = None,
