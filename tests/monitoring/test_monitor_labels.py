@@ -201,6 +201,13 @@ def test_the_explore_nights_page_marks_the_estimated_windows(weeks: dict[str, An
         "predictive_parity_difference",
     }
     assert any(r["metric"] == "demographic_parity_difference" and not r["estimated"] for r in estimated)
+    from tasks.serve.explore_app import _environment
+
+    html = (
+        _environment().get_template("nights.html.j2").render(trail="trail", **nights_context(weeks["trail"], "compas"))
+    )
+    assert "28 (no labels yet)" in html
+    assert " (estimated)</td>" in html
 
 
 def test_report_only_estimates_never_decide_the_night(weeks: dict[str, Any]) -> None:
