@@ -29,6 +29,14 @@ _out = console.stdout()
 ListOption = Annotated[
     bool, typer.Option("--list", help="List fairgate's deployments on the server and exit (registers nothing).")
 ]
+LabelsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--labels",
+        help=f"Ground-truth labels, the default of every deployment: {options.SOURCE}. Without them (labels that "
+        "arrive late), the nightly runs estimate the label-dependent results from the scores.",
+    ),
+]
 RemoveOption = Annotated[
     bool, typer.Option("--remove", help="Remove fairgate's deployments, their triggers and scheduled runs.")
 ]
@@ -39,9 +47,7 @@ def deploy(
         Path | None,
         typer.Option("--policy", help="The fairness policy (YAML) of every deployment (default with --demo: COMPAS)."),
     ] = None,
-    labels: Annotated[
-        str | None, typer.Option(help=f"Ground-truth labels, the default of every deployment: {options.SOURCE}.")
-    ] = None,
+    labels: LabelsOption = None,
     attributes: Annotated[
         str | None, typer.Option(help=f"Sensitive attributes, the default of every deployment: {options.SOURCE}.")
     ] = None,
@@ -231,13 +237,15 @@ def _settings(
 
 
 def _check_nightly(sources: dict[str, str | None], model: str | None, demo: bool) -> None:
-    """The nightly audit (--predictions) needs its join sources and a model name."""
+    """The nightly audit (--predictions) needs the attributes it joins them with and a model name; the labels
+    may come later (without them, the nightly runs estimate their label-dependent results from the scores)."""
     if sources["predictions"] is None:
         return
-    if not demo and (sources["labels"] is None or sources["attributes"] is None):
+    if not demo and sources["attributes"] is None:
         raise FairgateError(
-            "--predictions sets up the nightly audit, which also needs --labels and --attributes (the sources it "
-            "joins the predictions with); give both, or leave --predictions out for no nightly deployment"
+            "--predictions sets up the nightly audit, which also needs --attributes (the source it joins the "
+            "predictions with; --labels too when the labels arrive with them); give it, or leave --predictions "
+            "out for no nightly deployment"
         )
     if not model:
         raise FairgateError(
@@ -338,9 +346,10 @@ def _report(
     else:
         version = settings.model_version or "the predictions' model_version column, else 'unversioned'"
         lines.append(f"nightly model: {settings.model_name or '-'}, version {version}")
+    no_labels = "- (nightly runs estimate the label-dependent results; give late labels to a run: labels=SRC)"
     lines += [
         f"defaults for what a run or an event does not give: policy {settings.policy}",
-        f"  labels {settings.labels or '-'}",
+        f"  labels {settings.labels or (no_labels if settings.predictions else '-')}",
         f"  attributes {settings.attributes or '-'}",
         f"outputs: {settings.out_dir}",
         f"trail: {settings.trail}",

@@ -287,7 +287,7 @@ def show(
         alerts[(alert["night"], alert["metric"], alert["slicing"])].append(alert)
     series = _series(shown, window, metric)
     if not series:
-        known = sorted({w["window"] for n in shown for w in n["windows"]})
+        known = sorted({w["window"] for n in shown for w in n["windows"] if w.get("results")})
         fail(f"no results for window {window!r}{f' and metric {metric!r}' if metric else ''}; windows: {known}")
     listed = [a for a in history["alerts"] if metric is None or a["metric"] == metric]
     if as_json:
@@ -304,16 +304,18 @@ def show(
 def _series(
     nights: list[dict[str, Any]], window: str, metric: str | None
 ) -> dict[tuple[str, str], list[tuple[str, dict[str, Any]]]]:
-    """(metric, slicing) -> [(night, result of the window)], in night order."""
+    """(metric, slicing) -> [(night, result of the window)], in night order; a night's window over rows without
+    labels yet (estimated) follows its measured one, each of its results marked ``estimated_window``."""
     out: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
     for night in nights:
-        for summary in night["windows"]:
+        for summary in sorted(night["windows"], key=lambda w: bool(w.get("estimated"))):
             if summary["window"] != window:
                 continue
             for r in summary["results"]:
                 if metric is None or r["metric"] == metric:
                     key = (r["metric"], slicing_label(r["slicing"]))
-                    out.setdefault(key, []).append((night["night"], r))
+                    point = r | {"estimated_window": bool(summary.get("estimated"))}
+                    out.setdefault(key, []).append((night["night"], point))
     return out
 
 
@@ -348,19 +350,20 @@ def _series_table(
         alert = ", ".join(f"[bold red]ALERT[/] {escape(str(a['group']))}" for a in raised)
         mark = " [bold red]*[/]" if r.get("significant") else ""
         table.add_row(
-            night,
+            f"{night} [yellow]no labels yet[/]" if r["estimated_window"] else night,
             _num(r.get("value")),
             _band(r),
             _band(r, "decision_"),
             _num(r.get("threshold")),
             _num(r.get("baseline_value")),
             (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
-            str(r.get("status") or ""),
+            _status(r),
             alert,
         )
     table.caption = (
         "band: the audit's reporting interval; decided on: the gate's interval the status rests on; * change "
-        "against the baseline significant (Holm)"
+        "against the baseline significant (Holm); no labels yet: the window over the rows whose labels have not "
+        "arrived, its label-dependent results estimated from the scores (estimated)"
     )
     return table
 

@@ -10,7 +10,9 @@ process worker runs each flow run in a temporary folder of its own.
   goes to the ``fairgate-registration`` flow (flows/registration.py), which checks it against the contract.
 - ``fairness-audit/on-demand``: every input passed per run (UI, ``prefect deployment run``, a CI job).
 - ``fairness-monitor/nightly``: the monitoring night (flows/monitor.py) of the same nightly sources, on the same
-  cron, registered when the policy has a ``monitoring:`` section and the nightly sources are given.
+  cron, registered when the policy has a ``monitoring:`` section and the nightly sources are given. Labels are
+  optional for both nightlies (``labels`` None: labels that arrive late; the label-dependent results are then
+  estimated from the scores, and a run given ``labels`` checks those estimates).
 
 Registering again updates the deployments in place (their schedule and trigger are replaced, not added).
 """
@@ -77,9 +79,12 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
     if settings.trail:
         common["trail"] = settings.trail
     sources = {k: v for k, v in (("labels", settings.labels), ("attributes", settings.attributes)) if v}
+    # The nightly sources: without labels (late ones), the nightly runs estimate their label-dependent results;
+    # a run given ``labels`` (the late labels of earlier nights) measures them and checks the estimates.
+    nightly_sources = {"labels": None, **sources, "predictions": settings.predictions}
     deployments = []
     if settings.predictions:
-        nightly = {**common, **sources, "predictions": settings.predictions}
+        nightly = {**common, **nightly_sources}
         nightly |= _model(settings)
         deployments.append(
             _deployment(
@@ -99,7 +104,7 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
                 name="nightly",
                 description="Nightly fairness monitoring: the night's rows cubed, windows, baseline, drift alerts.",
                 schedules=[Cron(settings.cron, timezone=settings.timezone)],
-                parameters={**common, **sources, "predictions": settings.predictions} | _model(settings),
+                parameters={**common, **nightly_sources} | _model(settings),
             )
         )
     deployments.append(

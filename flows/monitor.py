@@ -152,7 +152,7 @@ def _monitor(
         model_name=model.name,
         input_sha256={role: str(entry["sha256"]) for role, entry in staged_summary.items()},
         periods=to_store,
-        nights=_night_rows(night, windows, observed),
+        nights=_night_rows(night, windows + document["estimated_windows"], observed),
         alerts=alerts,
         estimates=label_rows,
     )
@@ -366,7 +366,8 @@ def _judged_night(document: dict[str, Any], policy: fairgate.Policy, exit_on: st
 
 
 def _night_rows(night: date, windows: list[dict[str, Any]], observed: dict[str, Any]) -> list[dict[str, Any]]:
-    """Tonight's row (windows and observations) and one row per re-observed earlier period (observations)."""
+    """Tonight's row (windows, the estimated ones marked ``estimated``, and observations) and one row per
+    re-observed earlier period (observations)."""
     key = night.isoformat()
     rows = [{"night": key, "windows": windows, "observations": observed.get(key, [])}]
     rows += [{"night": n, "windows": [], "observations": obs} for n, obs in observed.items() if n != key]

@@ -137,8 +137,10 @@ def nights_context(trail: Path, model: str) -> dict[str, Any]:
     for night in history["nights"][::-1]:
         rows = []
         for window in night["windows"]:
+            label = f"{window.get('window')} (no labels yet)" if window.get("estimated") else window.get("window")
             for result in window.get("results", []):
                 change = result.get("change")
-                rows.append(result_row(result) | {"window": window.get("window"), "change": fmt(change)})
+                estimated = bool(result.get("estimated"))
+                rows.append(result_row(result) | {"window": label, "change": fmt(change), "estimated": estimated})
         nights.append({"night": night["night"], "run_id": night["run_id"], "rows": rows})
     return {"model": model, "nights": nights, "alerts": history["alerts"]}

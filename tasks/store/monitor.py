@@ -6,8 +6,9 @@ Each table is an append-only chain like ``deliveries`` (``prev_hash``/``row_hash
 * ``period_cubes``: one row per model x period x version. A period rebuilt from late labels gets version
   n + 1 (``supersedes`` n); the older row stays in the chain, marked ``superseded`` with ``superseded_by``
   (those two columns follow from the later rows, so they are not hashed; verify checks them).
-* ``monitor_nights``: per monitoring run and night, the windows' results and the night's observations (the
-  detector's input; a night re-observed after late labels: its latest row counts).
+* ``monitor_nights``: per monitoring run and night, the windows' results (a window over rows without labels yet
+  marked ``estimated``) and the night's observations (the detector's input; a night re-observed after late
+  labels: its latest row counts).
 * ``drift_alerts``: one row per alert raised.
 * ``label_estimates``: per period stored without labels, the estimates a night made (kind ``estimate``), and
   once its labels arrived, those estimates against the measured values (kind ``check``, once per period).
@@ -235,17 +236,22 @@ def night_observations_history(trail_path: Path, model_name: str) -> dict[str, l
     return {str(night): json.loads(observations) for night, observations in rows}
 
 
+_REFERENCE = "a labelled audit is also the reference the estimates of nights without labels are calibrated on"
+
+
 def baseline_audit_cells(trail_path: Path, model_name: str, run_id: str | None) -> tuple[str, list[dict[str, Any]]]:
     """The cube cells the trail recorded with audit run ``run_id`` (default: the model's first recorded audit).
 
-    Raises TrailError (exit 2) when there is no such audit: the fix is to audit the model first, or to name
+    Raises TrailError (exit 2) when there is no such audit: the fix is to audit the model first (with labels:
+    the audit is also the reference the estimates of nights without labels are calibrated on), or to name
     another baseline.
     """
     where = f"in {trail_path}"
     if not _readable(trail_path):
         raise TrailError(
             f"no audit trail at {trail_path}, so no deployment audit to compare with; run `fairgate audit` for "
-            "the model first (same trail), or set monitoring.baseline to a reference_window"
+            f"the model first (same trail, with --labels: {_REFERENCE}), or set monitoring.baseline to a "
+            "reference_window"
         )
     with locked_trail(Path(trail_path), write=False) as con:
         if run_id is None:
@@ -262,8 +268,8 @@ def baseline_audit_cells(trail_path: Path, model_name: str, run_id: str | None) 
             missing = f"monitoring.baseline.run_id {run_id!r} is not an audit recorded {where}"
     if not found:
         raise TrailError(
-            f"{missing}; run `fairgate audit` for the model first (same trail), name a recorded run "
-            "(`fairgate trail list`), or set monitoring.baseline to a reference_window"
+            f"{missing}; run `fairgate audit` for the model first (same trail, with --labels: {_REFERENCE}), name "
+            "a recorded run (`fairgate trail list`), or set monitoring.baseline to a reference_window"
         )
     return str(found[0][0]), json.loads(found[0][1])
 

@@ -221,6 +221,13 @@ def test_what_the_night_cannot_do_without_is_refused_before_any_work(
     no_audit = _run(runner, tmp_path, files)  # no deployment audit recorded to compare with
     assert no_audit.exit_code == 2
     assert "so no deployment audit to compare with; run `fairgate audit`" in " ".join(no_audit.output.split())
+    args = ["monitor", "run", "--policy", str(tmp_path / "policy.yaml"), "--model-name", "bench", "--quiet"]
+    args += ["--trail", str(tmp_path / "trail.duckdb"), "--out", str(tmp_path / "out")]
+    late = runner.invoke(app, [*args, "--predictions", files["predictions"], "--attributes", files["attributes"]])
+    assert late.exit_code == 2  # without labels the deployment audit is needed all the more: it calibrates
+    assert "a labelled audit is also the reference the estimates of nights without labels" in " ".join(
+        late.output.split()
+    )
     untimed = dict(files, predictions=str(tmp_path / "untimed.parquet"))
     pl.read_parquet(files["predictions"]).drop("timestamp").write_parquet(untimed["predictions"])
     result = _run(runner, tmp_path, untimed)

@@ -107,6 +107,8 @@ def weeks(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server:
         result = runner.invoke(app, [*base, *_write(night, folder / f"week{week + 1}", False)], env={"COLUMNS": "220"})
         (path,) = (folder / "out").glob(f"monitoring_*_{first.date().isoformat()}.json")
         runs.append({"result": result, "document": json.loads(path.read_text())})
+    show = ["monitor", "show", "--model", "compas", "--trail", str(trail), "--window", "28"]
+    shown = {"text": runner.invoke(app, show, env={"COLUMNS": "220"}), "json": runner.invoke(app, [*show, "--json"])}
     week_one = rows.filter((pl.col("timestamp") >= start) & (pl.col("timestamp") < start + timedelta(days=7)))
     partial = _write(week_one, folder / "partial", True)
     week_one.head(week_one.height // 2).select("id", "y_true").write_parquet(folder / "partial" / "labels.parquet")
@@ -131,6 +133,7 @@ def weeks(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server:
         "half": half,
         "labelled": labelled,
         "deployment": deployment,
+        "shown": shown,
     }
 
 
@@ -165,6 +168,46 @@ def test_nights_without_labels_estimate_each_window_apart(weeks: dict[str, Any])
     assert "window 28 without labels yet (estimated)" in output
     assert "(estimated) " in output
     assert "shown apart, not counted" in output
+
+
+def test_monitor_show_lists_the_estimated_windows_of_nights_without_labels(weeks: dict[str, Any]) -> None:
+    """After label-free nights only, ``monitor show`` shows each night's estimated window, marked so."""
+    text, as_json = weeks["shown"]["text"], weeks["shown"]["json"]
+    assert text.exit_code == 0, text.output
+    assert as_json.exit_code == 0, as_json.output
+    series = {(s["metric"], s["slicing"]): s["nights"] for s in json.loads(as_json.output)["series"]}
+    nights = series[("equal_opportunity_difference", "race")]
+    assert [n["night"] for n in nights] == [(FIRST_NIGHT + timedelta(days=7 * w)).isoformat() for w in range(WEEKS)]
+    assert all(n["estimated_window"] and n["estimated"] for n in nights)
+    last = weeks["runs"][-1]["document"]
+    month = next(w for w in last["estimated_windows"] if w["window"] == "28")
+    recorded = next(r for r in month["results"] if r["metric"] == "equal_opportunity_difference")
+    assert nights[-1]["value"] == recorded["value"]  # the window the night's document holds
+    parity = series[("demographic_parity_difference", "race")]
+    assert all(n["estimated_window"] and not n["estimated"] for n in parity)  # measured, on rows without labels
+    output = " ".join(text.output.split())
+    assert "no labels yet" in output
+    assert "(estimated)" in output
+
+
+def test_the_explore_nights_page_marks_the_estimated_windows(weeks: dict[str, Any]) -> None:
+    from tasks.serve.pages import nights_context
+
+    nights = {n["night"]: n["rows"] for n in nights_context(weeks["trail"], "compas")["nights"]}
+    second = nights[(FIRST_NIGHT + timedelta(days=7)).isoformat()]  # never re-run with labels
+    estimated = [r for r in second if r["window"] == "28 (no labels yet)"]
+    assert {r["metric"] for r in estimated if r["estimated"]} == {
+        "equal_opportunity_difference",
+        "predictive_parity_difference",
+    }
+    assert any(r["metric"] == "demographic_parity_difference" and not r["estimated"] for r in estimated)
+    from tasks.serve.explore_app import _environment
+
+    html = (
+        _environment().get_template("nights.html.j2").render(trail="trail", **nights_context(weeks["trail"], "compas"))
+    )
+    assert "28 (no labels yet)" in html
+    assert " (estimated)</td>" in html
 
 
 def test_report_only_estimates_never_decide_the_night(weeks: dict[str, Any]) -> None:
