@@ -19,7 +19,8 @@ from fairgate.document.common import Direction, Part, Slicing, Status
 # 1.1: the headline (windows' verdict, new alerts, open episodes), exit_on, open episodes, under-powered rules,
 # each window's verdict and coincidence, each result's deciding interval and status reason
 # 1.2: exit_code 4, a night whose windows judged nothing under ci_cd_gate.insufficient: block
-MONITORING_SCHEMA_VERSION = "1.2"
+# 1.3: each window's group sizes (small-cell suppressed), the command line run, the policy's model card section
+MONITORING_SCHEMA_VERSION = "1.3"
 MONITORING_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "monitoring.schema.json"
 
 
@@ -82,6 +83,14 @@ class WindowResult(Part):
     reason: str | None = Field(default=None, description="Why a value or the change is missing.")
 
 
+class WindowGroup(Part):
+    """One group's size in a window: the people of the window's periods in it (a count 1..k-1 never published)."""
+
+    slicing: list[str]
+    group: dict[str, str]
+    n: int | None = Field(description="People of the window in the group; null when withheld (small-cell rule).")
+
+
 class WindowSummary(Part):
     """One window: the stored periods it sums and its results."""
 
@@ -102,6 +111,11 @@ class WindowSummary(Part):
         default=None, description="An earlier-listed window summing the same periods: the same numbers, not new."
     )
     results: list[WindowResult]
+    groups: list[WindowGroup] = Field(
+        default_factory=list,
+        description="Each judged slicing's groups and their sizes in the window, after small-cell suppression "
+        "(reporting.min_cell_size, complementary over the slicings and the window's total).",
+    )
 
 
 class StreamPath(Part):
@@ -191,7 +205,7 @@ class Detector(Part):
 class MonitoringDocument(Part):
     """The ``fairgate monitor run`` result of one night."""
 
-    schema_version: Literal["1.2"]
+    schema_version: Literal["1.3"]
     kind: Literal["monitoring"]
     run_id: str
     created_at: str
@@ -219,6 +233,13 @@ class MonitoringDocument(Part):
         "when (exit_on any) no window could judge anything and ci_cd_gate.insufficient is block."
     )
     notes: list[str] = Field(default_factory=list)
+    command_line: str | None = Field(
+        default=None, description="The command that ran this night (the report's reproduce block prints it)."
+    )
+    model_card: dict[str, Any] | None = Field(
+        default=None, description="The policy's model_card section as applied; null when the policy has none."
+    )
+    min_cell_size: int = Field(default=10, description="The small-cell rule's k (reporting.min_cell_size).")
 
 
 def monitoring_json_schema() -> dict[str, Any]:

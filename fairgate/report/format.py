@@ -160,6 +160,27 @@ def estimate_text(value: float | None, low: float | None, high: float | None, br
     return f"{fmt(value)} {brackets[0]}{ci}{brackets[1]}" if ci else fmt(value)
 
 
+def fmt_signed(value: float | None, digits: int = 3) -> str:
+    """A change with its sign, rounded once as :func:`fmt` rounds ("+" for a gain, a true minus for a loss).
+
+    >>> fmt_signed(0.38712), fmt_signed(-0.1049), fmt_signed(0.0), fmt_signed(None)
+    ('+0.387', '−0.105', '0.000', '–')
+    """
+    text = fmt(value, digits)
+    return text if text == "–" or text.startswith(MINUS) or float(text) == 0 else f"+{text}"
+
+
+def fmt_p(value: float | None) -> str:
+    """A p-value with three significant digits, small ones in powers of ten ("2.06 × 10⁻⁵" reads as "2.06e−05").
+
+    >>> fmt_p(0.33512), fmt_p(2.0571e-05), fmt_p(1.0), fmt_p(None)
+    ('0.335', '2.06e−05', '1', '–')
+    """
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{float(value):.3g}".replace("-", MINUS)
+
+
 #: The minus sign of every printed negative number (U+2212: the width of a digit, unlike a hyphen).
 MINUS = "\u2212"
 
