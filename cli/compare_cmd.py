@@ -22,6 +22,7 @@ from rich.table import Table
 from cli import console, options
 from cli.checks import check_path_name, check_writing
 from cli.exits import refusing, run_flow
+from cli.invocation import command_line
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -37,6 +38,7 @@ CompareTrail = Annotated[
 
 
 def compare(
+    context: typer.Context,
     policy: options.Policy,
     baseline: Annotated[
         str,
@@ -87,6 +89,7 @@ def compare(
         "out_dir": str(out) if out else None,
         "trail": str(trail) if trail else None,
         "plane_metric": plane_metric,
+        "command_line": command_line(context),  # recorded in the document, printed in its reproduce block
     }
     summary = _run_flow(parameters, show_progress=not (quiet or as_json))
     document = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))

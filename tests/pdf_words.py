@@ -61,7 +61,9 @@ def test_the_check_finds_a_name_in_code_form_and_skips_the_appendix() -> None:
 # rounding: fairgate.report.format), so a wrong number on the page, or a page that no longer matches its
 # document, fails.
 
-NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e-?\d+)?")
+NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,]*\d)?(?:\.\d+)?(?:e-?\d+)?")
+#: A hash prefix as the reports print it ("sha256 a15e87be063b…"): an identifier, not a number.
+HASH = re.compile(r"(?i)sha-?256:? [0-9a-f]{6,}…?")
 
 
 def page_text(pdf: Path, page: int = 1, *, layout: bool = False) -> str:
@@ -83,7 +85,7 @@ def _number_texts(value: float) -> set[str]:
     from zero; interval ends outward), as a count, as a p-value, as a percentage of a share."""
     from fairgate.report.format import fmt, fmt_bound, fmt_count, fmt_p
 
-    texts = {fmt(value), fmt(value, 2), fmt_p(value)}
+    texts = {fmt(value), fmt(value, 2), fmt(value, 4), fmt_p(value)}
     texts |= {fmt_bound(value, d, upper=u) for d in (2, 3) for u in (False, True)}
     if float(value).is_integer():
         texts |= {str(int(value)), fmt_count(value)}
@@ -115,4 +117,4 @@ def document_numbers(document: Any) -> set[str]:
 def unexplained_numbers(text: str, document: Any) -> list[str]:
     """The numbers of ``text`` (a page from :func:`page_text`) that ``document`` does not account for."""
     allowed = document_numbers(document)
-    return [n for n in NUMBER.findall(text) if n not in allowed]
+    return [n for n in NUMBER.findall(HASH.sub("", text)) if n not in allowed]
