@@ -72,14 +72,8 @@ def compare(
 
     The policy's comparison: rule decides; run ids are looked up in the audit trail.
     """
-    _precheck(
-        policy,
-        {"labels": labels, "attributes": attributes},
-        [("baseline", baseline)] + [("candidate", c) for c in candidate],
-        out,
-        trail,
-        plane_metric,
-    )
+    models = [("baseline", baseline)] + [("candidate", c) for c in candidate]
+    _precheck(policy, {"labels": labels, "attributes": attributes}, models, out, trail, plane_metric)
     parameters: dict[str, Any] = {
         "policy": str(policy),
         "baseline": baseline,
@@ -89,8 +83,8 @@ def compare(
         "out_dir": str(out) if out else None,
         "trail": str(trail) if trail else None,
         "plane_metric": plane_metric,
-        "command_line": command_line(context),  # recorded in the document, printed in its reproduce block
     }
+    parameters["command_line"] = command_line(context)  # the document records it for its reproduce block
     summary = _run_flow(parameters, show_progress=not (quiet or as_json))
     document = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))
     if as_json:
