@@ -604,7 +604,7 @@ def test_the_agreement_prints_no_small_count_of_people_decided_differently(sever
     counts = entry["agreement"]
     differ = (counts["favourable_only_baseline"], counts["favourable_only_candidate"])
     shown = next(c for c in comparison_view(document, min_cell_size=1).candidates if c.name == entry["name"])
-    assert f"only for the candidate: {differ[1]}" in shown.agreement  # every count at k = 1
+    assert f"only for the candidate: {differ[1]:,}" in shown.agreement  # every count at k = 1 (as a count: 1,322)
     k = max(differ) + 1  # both counts under k: suppressed, and the alike count with them
     hidden = next(c for c in comparison_view(document, min_cell_size=k).candidates if c.name == entry["name"])
     rule = "the counts decided alike and differently are suppressed (small-cell rule)"
