@@ -346,3 +346,13 @@ def test_group_sizes_under_k_are_never_printed_and_none_follows_from_the_others(
                 assert not any(n is not None and 0 < n < k for n in sizes), (window["window"], slicing)
                 assert sizes.count(None) != 1, (window["window"], slicing)  # one hidden = rows minus the rest
     assert any(g["n"] is None for r in compas_nights["runs"] for w in r["document"]["windows"] for g in w["groups"])
+
+
+def test_the_night_records_the_command_that_ran_it_and_the_report_prints_it(compas_nights: dict[str, Any]) -> None:
+    pdf, document = _last_pdf(compas_nights)
+    command = document["command_line"]
+    assert command.startswith("fairgate monitor run --policy ")
+    assert f"--trail {compas_nights['folder'] / 'trail.duckdb'}" in command
+    assert "fairgate monitor run \\" in pdf_text(pdf)  # the reproduce block, one option a line
+    assert document["model_card"] is None  # the policy has no model_card section: the report names what is missing
+    assert "The policy has no model_card section" in pdf_text(pdf)
