@@ -174,7 +174,7 @@ def fairgate_retrain(
         return Failed(name=INVALID_INPUT, message=refused)
     summary = retrain_summary(plan, files, audits)
     if grid is not None:
-        summary["frontier"] = write_frontier(plan, fitted, grid, files)
+        summary["frontier"] = write_frontier(plan | {"command_line": command_line}, fitted, grid, files)
     summary["outputs"]["json"] = str(write_json(summary, output / f"retrain_{files['run_id']}.json"))
     record_mitigation_run(_trail_path(trail, plan["policy"], output), summary)  # after the files: with their sha256
     get_run_logger().info(f"retrained: verdict {audits['before']['verdict']} -> {audits['after']['verdict']}")
