@@ -60,8 +60,8 @@ def run(
     context: typer.Context,
     policy: options.Policy,
     predictions: options.Predictions,
-    labels: options.Labels,
     attributes: options.Attributes,
+    labels: options.MonitorLabels = None,
     model_name: Annotated[str | None, typer.Option("--model-name", "--model", help="The monitored model.")] = None,
     model_version: options.ModelVersion = None,
     night: Annotated[
@@ -77,12 +77,13 @@ def run(
 
     Exit 1 when a window fails the policy or a new drift alert fires (--exit-on alerts: alerts only); exit 4 when
     no window could judge anything and ci_cd_gate.insufficient is block. The policy needs a monitoring: section;
-    the labels may include late labels of earlier periods.
+    the labels may include late labels of earlier periods. Without --labels, the night's label-dependent metrics
+    are estimated from the scores and shown apart (policy labels.estimated_results decides whether they count).
     """
     inputs = {"predictions": predictions, "labels": labels, "attributes": attributes}
     names = {"model-name": model_name, "model-version": model_version}
     with refusing():
-        check_audit_arguments(policy, inputs, out, trail, names)
+        check_audit_arguments(policy, {k: v for k, v in inputs.items() if v is not None}, out, trail, names)
         parsed = _precheck(policy, predictions, night)
         cells = _precheck_baseline(parsed, out, trail, model_name)
         _warn_weak_rules(parsed, cells, quiet)
@@ -118,8 +119,9 @@ def run(
 
 
 def _precheck(policy: Path, predictions: str, night: str | None) -> fairgate.Policy:
-    """Refused before Prefect starts: an invalid policy, one without a monitoring section, and (without --night)
-    predictions with no timestamp column to give the rows their period."""
+    """Refused before Prefect starts: an invalid policy, one without a monitoring section (binary kinds only, so a
+    night without labels can always estimate), and (without --night) predictions with no timestamp column to give
+    the rows their period."""
     import duckdb
 
     from tasks.audit import read_policy
@@ -188,6 +190,9 @@ def _print_night(document: dict[str, Any], summary: dict[str, Any]) -> None:
     _out.print(f"baseline: {base.get('label', 'none')}", highlight=False)
     for window in document["windows"]:
         _out.print(_window_table(window))
+    for window in document.get("estimated_windows") or []:
+        _out.print(_window_table(window))
+    _print_estimates(document)
     for alert in document["alerts"]:
         _out.print(f"[bold red]DRIFT[/] {escape(alert['detail'])}", highlight=False)
     for rule in document.get("underpowered") or []:
@@ -199,10 +204,41 @@ def _print_night(document: dict[str, Any], summary: dict[str, Any]) -> None:
     _out.print(f"json: {summary['outputs']['json']}", highlight=False)
 
 
+def _print_estimates(document: dict[str, Any]) -> None:
+    """How the night's estimated results count, and the earlier estimates checked against their labels."""
+    label_free = document.get("label_free")
+    if label_free:
+        counted = label_free["estimated_results"] == "judge"
+        rule = "counted in the verdict" if counted else "shown apart, not counted"
+        reference = label_free.get("reference_run_id") or label_free.get("reference_note")
+        _out.print(
+            f"[bold yellow](estimated)[/] {label_free['n_estimated']} result(s) estimated from the scores, {rule} "
+            f"(labels.estimated_results: {label_free['estimated_results']}); reference: {escape(str(reference))}",
+            highlight=False,
+        )
+    checks = document.get("estimate_checks")
+    if not checks:
+        return
+    for check in checks["checks"]:
+        _out.print(
+            f"estimates of period {check['period_start']} checked against its labels: {check['n_covered']} of "
+            f"{check['n_compared']} intervals held the measured value",
+            highlight=False,
+        )
+    cover = checks["coverage"]
+    if cover["n_compared"]:
+        _out.print(
+            f"running coverage of the estimates: {cover['n_covered']}/{cover['n_compared']} = {cover['rate']:.3f} "
+            f"[{cover['ci_low']:.3f}, {cover['ci_high']:.3f}] over {checks['n_checks']} period(s)",
+            highlight=False,
+        )
+
+
 def _window_table(window: dict[str, Any]) -> Table:
     same = f"; the same periods as {window['same_as']}" if window.get("same_as") else ""
     verdict = f"; {str(window['verdict']).upper()}" if window.get("verdict") else ""
-    title = f"window {window['window']} ({window['periods']} periods, {window['rows']} rows{same}{verdict})"
+    kind = " without labels yet (estimated)" if window.get("estimated") else ""
+    title = f"window {window['window']}{kind} ({window['periods']} periods, {window['rows']} rows{same}{verdict})"
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("metric", "slicing", "value", "band", "decided on", "limit", "baseline", "change", "status"):
         justify: Literal["left", "right"] = "left" if column in ("metric", "slicing", "status") else "right"
@@ -218,7 +254,7 @@ def _window_table(window: dict[str, Any]) -> Table:
             _num(r.get("threshold")),
             _num(r.get("baseline_value")),
             (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
-            str(r.get("status") or ""),
+            _status(r),
         )
     table.caption = (
         "band: the reporting interval; decided on: the gate's interval the status rests on (Holm over the window's "
@@ -330,6 +366,12 @@ def _series_table(
         "against the baseline significant (Holm)"
     )
     return table
+
+
+def _status(result: dict[str, Any]) -> str:
+    """A window result's status; an estimated one is marked so it is never read as measured."""
+    status = str(result.get("status") or "")
+    return f"{status} (estimated)" if result.get("estimated") else status
 
 
 def _num(value: Any, *, signed: bool = False) -> str:

@@ -27,6 +27,15 @@ LabelsIfAny = Annotated[
         "calibrated on the model's last labelled audit in the trail.",
     ),
 ]
+# fairgate monitor run: a night whose labels have not arrived estimates its label-dependent metrics.
+MonitorLabels = Annotated[
+    str | None,
+    typer.Option(
+        "--labels",
+        help=f"Ground-truth labels: {SOURCE}; may hold late labels of earlier periods. Without them, the night's "
+        "label-dependent metrics are estimated from the scores, calibrated on the deployment's labelled audit.",
+    ),
+]
 ExternalLabels = Annotated[
     str | None,
     typer.Option(

@@ -179,7 +179,12 @@ def trail_verify(
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     elif report["ok"]:
         registrations = f", {report['registrations']} registrations" if report.get("registrations") else ""
-        for table in ("period_cubes", "monitor_nights", "drift_alerts"):  # monitoring chains, when present
+        for table in (
+            "period_cubes",
+            "monitor_nights",
+            "drift_alerts",
+            "label_estimates",
+        ):  # monitoring chains, when present
             registrations += f", {report[table]} {table.replace('_', ' ')}" if report.get(table) else ""
         registrations += f", {report['mitigations']} mitigations" if report.get("mitigations") else ""
         _out.print(

@@ -26,11 +26,12 @@ from fairgate.document.result import fairgate_version
 from fairgate.engine.cube import check_cardinality
 from fairgate.errors import FairgateError
 from fairgate.monitoring.drift import TYPICAL_SE_NIGHTS
-from fairgate.monitoring.headline import EXIT_ON, exit_code, headline
+from fairgate.monitoring.estimates import estimates_judged, labelled_periods, unlabelled_periods
+from fairgate.monitoring.headline import EXIT_ON, estimates_note, exit_code, headline
 from fairgate.monitoring.windowed import coinciding
 from fairgate.monitoring.windows import PeriodCube, check_nights
 from flows.plain_flow import plain_flow
-from flows.runtime import INVALID_INPUT, TASK_RUNNER, model_info, persisted, signals_held
+from flows.runtime import INVALID_INPUT, NO_LABELS, TASK_RUNNER, model_info, persisted, signals_held
 from tasks.audit import read_policy
 from tasks.inputs.align import align_inputs, release, stage_inputs
 from tasks.inputs.monitor_inputs import cube_periods, night_of, row_periods
@@ -52,6 +53,15 @@ from tasks.monitor import (
     window_summary,
     write_document,
 )
+from tasks.monitor_estimates import (
+    check_records,
+    estimate_checks,
+    estimate_records,
+    estimate_reference,
+    estimated_window,
+    label_free_section,
+    without_labels,
+)
 from tasks.outbound.events import emit_drift_detected
 from tasks.outputs import discard_staging, promote_outputs, staging_dir
 from tasks.store import check_trail, default_trail_path
@@ -71,7 +81,7 @@ ALERT = "DriftDetected"
 def fairness_monitor(
     policy: str,
     predictions: str,
-    labels: str,
+    labels: str | None,
     attributes: str,
     out_dir: str | None = None,
     model_name: str | None = None,
@@ -85,8 +95,9 @@ def fairness_monitor(
     """Monitor one night of a model's predictions; the state's result is the run summary.
 
     Its exit code is 1 when a new drift alert fires or (``exit_on`` "any", the default) a window fails the policy;
-    ``exit_on`` "alerts": new alerts only. ``command_line``: the command that started the run (the document
-    records it for the report's reproduce block).
+    ``exit_on`` "alerts": new alerts only. ``labels`` None: a night whose labels have not arrived; its windows'
+    label-dependent metrics are estimated from the scores (tasks/monitor_estimates.py).
+    ``command_line``: the command that started the run (recorded for the report's reproduce block).
     """
     version = None if model_version is None else str(model_version)
     try:
@@ -102,7 +113,7 @@ def fairness_monitor(
 
 def _monitor(
     policy_path: str,
-    sources: tuple[str, str, str],
+    sources: tuple[str, str | None, str],
     out_dir: str | None,
     model_name: str | None,
     model_version: str | None,
@@ -117,28 +128,28 @@ def _monitor(
     policy, monitoring, output, trail_path = _checked_setup(policy_path, out_dir, trail, model_name)
     new, night, staged_summary, model = _read_night(policy, sources, _night(night_text), model_name, model_version)
     stored = stored_periods(trail_path, model.name)
-    to_store, unchanged = changed_periods(stored, new)
-    all_periods = merged_periods(stored, new)
-    if not (new or all_periods):
-        raise FairgateError("no period of the model has labelled rows yet; pass predictions that have labels")
-    template = (new or all_periods)[0]
-    base = baseline(trail_path, policy, model.name, all_periods, template.cube)
+    to_store, unchanged, all_periods, kept_notes = _periods(stored, new, labels_given=sources[1] is not None)
+    measured = labelled_periods(all_periods)
+    base = baseline(trail_path, policy, model.name, measured, all_periods[0].cube)
     windows = window_summary.map(
-        monitoring.windows, unmapped(all_periods), unmapped(night), unmapped(base["results"]), unmapped(policy)
+        monitoring.windows, unmapped(measured), unmapped(night), unmapped(base["results"]), unmapped(policy)
     ).result()
     coinciding(windows)
-    tonight = [p for p in all_periods if p.start == night]
-    observed, skipped = observe(_observed(to_store, tonight), base["cube"], policy) if monitoring.alerts else ({}, [])
+    tonight = [p for p in measured if p.start == night]
+    watched = _observed(labelled_periods(to_store), tonight)
+    observed, skipped = observe(watched, base["cube"], policy) if monitoring.alerts else ({}, [])
     history = night_observations_history(trail_path, model.name) | observed
     result = drift_scan(history, policy) if monitoring.alerts else None
     recorded = monitoring_history(trail_path, model.name)["alerts"] if trail_path.exists() else []
     alerts = alert_records(result, list(observed), recorded) if result is not None else []
     document = _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
+    document["notes"] += kept_notes
     document |= _record(policy, command_line)
     if result is not None:
         document["detector"] = detector_section(result, skipped)
         document["episodes"] = episode_records(result)
-        document["underpowered"] = power_records(result, _rows_per_period(all_periods), monitoring.period)
+        document["underpowered"] = power_records(result, _rows_per_period(measured), monitoring.period)
+    label_rows = _estimates(document, policy, trail_path, base, (all_periods, to_store), night, sources[1] is not None)
     document = validated(_judged_night(document, policy, exit_on))
     record_of_night = MonitoringRecord(
         run_id=run_id,
@@ -147,6 +158,7 @@ def _monitor(
         periods=to_store,
         nights=_night_rows(night, windows, observed),
         alerts=alerts,
+        estimates=label_rows,
     )
     written, record = _publish(document, policy, record_of_night, trail_path, output)
     delivery = deliver_alert(document, policy, trail_path, output, written)
@@ -195,7 +207,7 @@ def _checked_setup(
 
 def _read_night(
     policy: fairgate.Policy,
-    sources: tuple[str, str, str],
+    sources: tuple[str, str | None, str],
     night: date | None,
     model_name: str | None,
     model_version: str | None,
@@ -215,6 +227,8 @@ def _read_night(
         role: {"source": source.label, "sha256": staged.sha256[role], "rows": staged.row_counts[role]}
         for role, source in staged.sources.items()
     }
+    if staged.labels_absent:  # the predictions stood in for the labels (tasks/inputs/align.py)
+        summary["labels"] = {"source": NO_LABELS, "sha256": staged.sha256["labels"], "rows": 0}
     new = cube_periods(aligned.table, periods, policy)
     return new, night_of(periods, night, policy), summary, model_info(staged, model_name, model_version)
 
@@ -238,6 +252,80 @@ def _publish(
     finally:
         discard_staging(staging)
     return {kind: moved.get(path, path) for kind, path in written.items()}, record
+
+
+def _periods(
+    stored: list[PeriodCube], new: list[PeriodCube], *, labels_given: bool
+) -> tuple[list[PeriodCube], list[date], list[PeriodCube], list[str]]:
+    """Tonight's cubes against the stored ones: those to store, the periods unchanged, every current period
+    (oldest first) and notes. A night without labels stores its cubes as unlabelled, never over labelled ones."""
+    new, notes = (new, []) if labels_given else without_labels(new, stored)
+    to_store, unchanged = changed_periods(stored, new)
+    all_periods = merged_periods(stored, new)
+    if not all_periods:
+        raise FairgateError(
+            "no period of the model has labelled rows yet; pass predictions that have labels, or leave --labels "
+            "out to estimate the label-dependent metrics from the scores"
+        )
+    return to_store, unchanged, all_periods, notes
+
+
+def _estimates(
+    document: dict[str, Any],
+    policy: fairgate.Policy,
+    trail_path: Path,
+    base: dict[str, Any],
+    periods: tuple[list[PeriodCube], list[PeriodCube]],
+    night: date,
+    labels_given: bool,
+) -> list[dict[str, Any]]:
+    """The night's estimated windows, their method and reference, and the estimates checked against labels now
+    arrived, into the document; the trail rows of the periods estimated and checked tonight."""
+    all_periods, to_store = periods
+    model = document["model"]["name"]
+    reference = estimate_reference(trail_path, model, base.get("run_id"))
+    windows = monitoring_of(policy, "the policy").windows
+    estimated = _estimated_windows(windows, all_periods, night, reference, base["results"], policy)
+    label_rows = estimate_records(to_store, reference, policy) + check_records(trail_path, model, to_store, policy)
+    _with_estimates(document, labels_given, estimated, reference, policy, trail_path, label_rows)
+    return label_rows
+
+
+def _estimated_windows(
+    windows: list[Any],
+    periods: list[PeriodCube],
+    night: date,
+    reference: Any,
+    base: Any,
+    policy: fairgate.Policy,
+) -> list[dict[str, Any]]:
+    """The windows over periods without labels yet (none when every period has its labels)."""
+    if not unlabelled_periods(periods):
+        return []
+    found = estimated_window.map(
+        windows, unmapped(periods), unmapped(night), unmapped(reference), unmapped(base), unmapped(policy)
+    ).result()
+    summaries = [w for w in found if w is not None]
+    coinciding(summaries)
+    return summaries
+
+
+def _with_estimates(
+    document: dict[str, Any],
+    labels_given: bool,
+    estimated: list[dict[str, Any]],
+    reference: Any,
+    policy: fairgate.Policy,
+    trail_path: Path,
+    label_rows: list[dict[str, Any]],
+) -> None:
+    """The night's estimated windows, their method and reference, and the estimates checked against labels."""
+    document["labels_given"] = labels_given
+    document["estimated_windows"] = estimated
+    document["label_free"] = label_free_section(reference, policy, estimated) if estimated else None
+    checks = [r for r in label_rows if r["kind"] == "check"]
+    model = document["model"]["name"]
+    document["estimate_checks"] = estimate_checks(trail_path, model, checks, policy.reporting.confidence_level)
 
 
 def _night(text: str | date | None) -> date | None:
@@ -265,10 +353,18 @@ def _rows_per_period(periods: list[PeriodCube]) -> float:
 
 
 def _judged_night(document: dict[str, Any], policy: fairgate.Policy, exit_on: str) -> dict[str, Any]:
-    """The night's headline (windows' verdict, new alerts, open episodes) and its exit code."""
+    """The night's headline (windows' verdict, new alerts, open episodes) and its exit code.
+
+    Windows over rows without labels yet join the verdict with the results their policy rule counts (measured
+    ones; estimated ones too under ``labels.estimated_results: judge``), and the headline says how estimates count.
+    """
     gate = policy.ci_cd_gate.enabled
     watching = document["detector"] is not None
-    head = headline(document["windows"], document["alerts"], document["episodes"], watching=watching, gate_enabled=gate)
+    windows = document["windows"] + document["estimated_windows"]
+    estimates = estimates_note(document["estimated_windows"], estimates_judged(policy))
+    head = headline(
+        windows, document["alerts"], document["episodes"], watching=watching, gate_enabled=gate, estimates=estimates
+    )
     code = exit_code(head, exit_on, gate_enabled=gate, insufficient=policy.ci_cd_gate.insufficient)
     return document | {"headline": head, "exit_on": exit_on, "exit_code": code}
 
@@ -344,4 +440,8 @@ def _document(
         "underpowered": [],
         "exit_code": 1 if alerts else 0,  # set with the headline (_judged_night)
         "notes": notes,
+        "labels_given": True,
+        "estimated_windows": [],
+        "label_free": None,
+        "estimate_checks": None,
     }

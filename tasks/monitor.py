@@ -80,6 +80,7 @@ def baseline(
         run_id, cells = baseline_audit_cells(trail_path, model_name, setting.run_id)
         cube, label = audit_cube(cells, template), f"audit run {run_id}"
     else:
+        run_id = None
         assert setting.start is not None
         assert setting.end is not None
         inside = [p.cube for p in periods if setting.start <= p.start <= setting.end]
@@ -91,7 +92,15 @@ def baseline(
             )
         cube, label = summed, f"periods {setting.start} to {setting.end} ({len(inside)} stored)"
     results = judged_results(cube, policy)
-    return {"kind": setting.kind, "label": label, "rows": cube.n_rows, "cube": cube, "results": by_key(results)}
+    run = run_id if setting.kind == "deployment_audit" else None
+    return {
+        "kind": setting.kind,
+        "label": label,
+        "run_id": run,
+        "rows": cube.n_rows,
+        "cube": cube,
+        "results": by_key(results),
+    }
 
 
 @task(name="window", task_run_name="window {window}", cache_policy=NO_CACHE)

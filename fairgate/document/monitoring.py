@@ -15,12 +15,15 @@ from typing import Any, Literal
 from pydantic import Field
 
 from fairgate.document.common import Direction, Part, Slicing, Status
+from fairgate.document.labels import EstimateCheck, LabelFree
 
 # 1.1: the headline (windows' verdict, new alerts, open episodes), exit_on, open episodes, under-powered rules,
 # each window's verdict and coincidence, each result's deciding interval and status reason
 # 1.2: exit_code 4, a night whose windows judged nothing under ci_cd_gate.insufficient: block
-# 1.3: each window's group sizes (small-cell suppressed), the command line run, the policy's model card section
-MONITORING_SCHEMA_VERSION = "1.3"
+# 1.3: nights without labels (labels_given, estimated_windows, label_free, each result's estimated mark) and the
+# estimates checked when the labels arrive (estimate_checks with the running coverage)
+# 1.4: each window's group sizes (small-cell suppressed), the command line run, the policy's model card section
+MONITORING_SCHEMA_VERSION = "1.4"
 MONITORING_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "monitoring.schema.json"
 
 
@@ -81,6 +84,12 @@ class WindowResult(Part):
     p_value: float | None = Field(description="Two-sided, not adjusted.")
     significant: bool | None = Field(description="Holm-adjusted p-value over the window's changes <= alpha.")
     reason: str | None = Field(default=None, description="Why a value or the change is missing.")
+    estimated: bool = Field(
+        default=False, description="Estimated from the scores (rows without labels yet), not measured."
+    )
+    estimate_reasons: dict[str, str] | None = Field(
+        default=None, description="Groups left out of an estimate (calibration refused, too few events), and why."
+    )
 
 
 class WindowGroup(Part):
@@ -116,6 +125,39 @@ class WindowSummary(Part):
         description="Each judged slicing's groups and their sizes in the window, after small-cell suppression "
         "(reporting.min_cell_size, complementary over the slicings and the window's total).",
     )
+    estimated: bool = Field(
+        default=False,
+        description="The window's periods without labels yet: label-free results measured, label-dependent ones "
+        "estimated from the scores.",
+    )
+
+
+class PeriodCheck(Part):
+    """A period estimated before its labels arrived: each estimate against the value its labels give."""
+
+    period_start: str = Field(description="First day of the period (ISO date).")
+    estimate_run_id: str = Field(description="The monitoring run whose estimates are checked.")
+    results: list[EstimateCheck]
+    n_compared: int = Field(ge=0)
+    n_covered: int = Field(ge=0, description="Estimates whose interval holds the measured value.")
+
+
+class Coverage(Part):
+    """The running coverage of the estimates' intervals over every check recorded so far."""
+
+    n_compared: int = Field(ge=0)
+    n_covered: int = Field(ge=0)
+    rate: float | None = Field(description="n_covered / n_compared; null before any comparison.")
+    ci_low: float | None = Field(description="Wilson interval at the report's confidence level.")
+    ci_high: float | None
+
+
+class EstimateChecks(Part):
+    """Estimates of earlier periods against their labels: tonight's checks and the running coverage."""
+
+    checks: list[PeriodCheck] = Field(description="The periods whose labels arrived tonight.")
+    coverage: Coverage
+    n_checks: int = Field(ge=0, description="Periods checked so far (the trail's and tonight's).")
 
 
 class StreamPath(Part):
@@ -205,7 +247,7 @@ class Detector(Part):
 class MonitoringDocument(Part):
     """The ``fairgate monitor run`` result of one night."""
 
-    schema_version: Literal["1.3"]
+    schema_version: Literal["1.4"]
     kind: Literal["monitoring"]
     run_id: str
     created_at: str
@@ -233,6 +275,16 @@ class MonitoringDocument(Part):
         "when (exit_on any) no window could judge anything and ci_cd_gate.insufficient is block."
     )
     notes: list[str] = Field(default_factory=list)
+    labels_given: bool = Field(default=True, description="False: a night without labels (--labels left out).")
+    estimated_windows: list[WindowSummary] = Field(
+        default_factory=list, description="The windows over periods without labels yet (estimated), shown apart."
+    )
+    label_free: LabelFree | None = Field(
+        default=None, description="How the estimated windows' label-dependent results were estimated; null: none."
+    )
+    estimate_checks: EstimateChecks | None = Field(
+        default=None, description="Earlier estimates against their labels, once arrived; null: none checked yet."
+    )
     command_line: str | None = Field(
         default=None, description="The command that ran this night (the report's reproduce block prints it)."
     )

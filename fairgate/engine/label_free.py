@@ -168,8 +168,9 @@ def estimate_group(weight: np.ndarray, score_sum: np.ndarray, calibration: Recal
     expected = weight * q
     grad = np.stack([weight, weight * (mean - calibration.centre)])  # d expected / d (offset, slope)
     noise = weight * q * (1.0 - q)  # the labels to come: binomial per cell
-    a, p = float(expected[1].sum()), float(expected.sum())
-    selected, total = float(weight[1].sum()), float(weight.sum())
+    # numpy scalars: a group with no one selected (or no expected event) gives nan, not ZeroDivisionError
+    a, p = np.float64(expected[1].sum()), np.float64(expected.sum())
+    selected, total = np.float64(weight[1].sum()), np.float64(weight.sum())
     g_a, g_p = grad[:, 1].sum(axis=1), grad.sum(axis=(1, 2))
     v_sel, v_unsel = float(noise[1].sum()), float(noise[0].sum())
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -179,7 +180,8 @@ def estimate_group(weight: np.ndarray, score_sum: np.ndarray, calibration: Recal
             [[(1 - tpr) / p, -tpr / p], [-(1 - fpr) / (total - p), fpr / (total - p)], [1 / selected, 0.0]]
         )
     covariance = calibration.covariance if calibration.covariance is not None else np.zeros((2, 2))
-    cov = gradient @ covariance @ gradient.T + labels @ np.diag([v_sel, v_unsel]) @ labels.T
+    with np.errstate(invalid="ignore"):  # an undefined rate's row stays nan (refused by _short_events)
+        cov = gradient @ covariance @ gradient.T + labels @ np.diag([v_sel, v_unsel]) @ labels.T
     return GroupEstimate(np.array([tpr, fpr, ppv]), cov, np.array([p, total - p, selected]))
 
 

@@ -32,11 +32,13 @@ def headline(
     *,
     watching: bool,
     gate_enabled: bool = True,
+    estimates: str | None = None,
 ) -> dict[str, Any]:
     """The night's headline, the one line the CLI, the e-mail and page 1 print (``text``), and its parts.
 
     ``windows`` (fail, pass, insufficient), ``drift`` (new_alert, no_new_alert, off), the open episodes' names
-    (``ongoing``) and the report's ``badge`` word.
+    (``ongoing``) and the report's ``badge`` word. A window marked ``estimated`` sums periods without labels yet;
+    ``estimates`` (:func:`estimates_note`) says whether its estimated results count.
     """
     verdicts = [str(w.get("verdict")) for w in windows if w.get("verdict")]
     # A window summing the same periods as an earlier one holds the same numbers: counted once, under the first.
@@ -44,13 +46,16 @@ def headline(
     aliases: dict[str, list[str]] = {}
     for w in windows:
         if w.get("same_as"):
-            aliases.setdefault(str(w["same_as"]), []).append(window_words(str(w["window"])))
+            same = {"window": w["same_as"], "estimated": w.get("estimated")}
+            aliases.setdefault(window_key(same), []).append(window_words(str(w["window"])))
     state = "fail" if failing else ("pass" if "pass" in verdicts else "insufficient")
     n_failed = sum(int(w.get("n_failed") or 0) for w in failing)
     drift = "off" if not watching else ("new_alert" if alerts else "no_new_alert")
     ongoing = [episode_text(e) for e in episodes]
     undecided = sum(int(w.get("n_inconclusive") or 0) for w in windows if not w.get("same_as"))
     parts = [f"Windows: {_windows_text(state, failing, n_failed, gate_enabled, aliases, undecided)}"]
+    if estimates:
+        parts.append(f"Estimates: {estimates}")
     parts.append(f"Drift: {_drift_text(drift, alerts)}")
     if ongoing:
         named = "; ".join(ongoing[:MAX_ONGOING_NAMED])
@@ -90,6 +95,33 @@ def exit_code(
     return exit_code_for(str(head["windows"]), gate_enabled=gate_enabled, insufficient=insufficient)
 
 
+UNLABELLED = " without labels yet"
+
+
+def window_key(window: Mapping[str, Any]) -> str:
+    """A window's name among the night's: its label, set apart when it sums periods without labels yet."""
+    return f"{window['window']}{UNLABELLED}" if window.get("estimated") else str(window["window"])
+
+
+def estimates_note(estimated_windows: Sequence[Mapping[str, Any]], judged: bool) -> str | None:
+    """How the night's estimated results count, in words; None when there are none.
+
+    >>> note = estimates_note([{"results": [{"estimated": True, "value": 0.1}, {"estimated": True}]}], False)
+    >>> note.split(", shown")[0]
+    '1 label-dependent result estimated from the scores (rows without labels yet; 1 could not be)'
+    """
+    results = [r for w in estimated_windows for r in w.get("results", []) if r.get("estimated")]
+    if not results:
+        return None
+    valued = sum(r.get("value") is not None for r in results)
+    noun = "result" if valued == 1 else "results"
+    missing = f"; {len(results) - valued} could not be" if valued < len(results) else ""
+    counts = (
+        "counted in the windows' verdict (labels.estimated_results: judge)" if judged else "shown apart, not counted"
+    )
+    return f"{valued} label-dependent {noun} estimated from the scores (rows without labels yet{missing}), {counts}"
+
+
 def episode_text(episode: Mapping[str, Any]) -> str:
     """An open episode in words: metric on slicing, group (rate), direction, since its alert's night."""
     verb = "up" if episode.get("direction") == "up" else "down"
@@ -115,8 +147,8 @@ def _windows_text(
         return "insufficient data (nothing could be judged)"
 
     def name(window: Mapping[str, Any]) -> str:
-        label = str(window["window"])
-        return " = ".join([window_words(label), *aliases.get(label, [])])
+        words = " = ".join([window_words(str(window["window"])), *aliases.get(window_key(window), [])])
+        return f"{words}{UNLABELLED}" if window.get("estimated") else words
 
     where = ", ".join(f"{int(w.get('n_failed') or 0)} in {name(w)}" for w in failing)
     noun = "result" if n_failed == 1 else "results"

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fairgate.report.monitoring import MonitoringView, NightPanel, WindowPanel, build_monitoring_view
+from fairgate.report.monitoring_labels import LabelsView, build_labels_view
 from tasks.outputs import output_stem, write_atomic
 from tasks.render.charts import FAIL, INK, PALETTE, to_svg
 from tasks.render.report import html_to_pdf, svg_data_uri, template_environment, write_text_atomic
@@ -127,10 +128,14 @@ def _night_chart(panel: NightPanel, what: str, values: Any, reference: float) ->
             plt.close(fig)
 
 
-def render_monitoring_html(view: MonitoringView, charts: Mapping[str, str], *, full_tables: bool = True) -> str:
-    """The monitoring report as one self-contained HTML page (charts as data URIs)."""
+def render_monitoring_html(
+    view: MonitoringView, charts: Mapping[str, str], *, full_tables: bool = True, labels: LabelsView | None = None
+) -> str:
+    """The monitoring report as one self-contained HTML page (charts as data URIs); ``labels``: the section on
+    rows without labels yet and earlier estimates checked (fairgate/report/monitoring_labels.py)."""
     template = template_environment().get_template("monitoring.html.j2")
-    return template.render(view=view, charts=dict(charts), full_tables=full_tables)
+    labels = labels or build_labels_view({})
+    return template.render(view=view, charts=dict(charts), full_tables=full_tables, labels=labels)
 
 
 def render_monitoring_report(document: dict[str, Any], out_dir: Path, formats: Iterable[str]) -> dict[str, Path]:
@@ -143,8 +148,11 @@ def render_monitoring_report(document: dict[str, Any], out_dir: Path, formats: I
         return {}
     view = build_monitoring_view(document)
     charts = {key: svg_data_uri(svg) for key, svg in monitoring_charts(view).items()}
-    html = render_monitoring_html(view, charts) if "html" in wanted else ""
-    pdf = html_to_pdf(render_monitoring_html(view, charts, full_tables=False)) if "pdf" in wanted else None
+    labels = build_labels_view(document)
+    html = render_monitoring_html(view, charts, labels=labels) if "html" in wanted else ""
+    pdf = (
+        html_to_pdf(render_monitoring_html(view, charts, full_tables=False, labels=labels)) if "pdf" in wanted else None
+    )
     stem = _stem(document)
     out: dict[str, Path] = {}
     if "html" in wanted:

@@ -78,7 +78,24 @@ ALERT_COLUMNS = [
     "detail",
     "chain",
 ]
-MONITOR_CHAINS = {"period_cubes": PERIOD_CUBE_COLUMNS, "monitor_nights": NIGHT_COLUMNS, "drift_alerts": ALERT_COLUMNS}
+# Estimates of periods without labels ("estimate") and, once their labels arrived, the check ("check").
+ESTIMATE_COLUMNS = [
+    "seq",
+    "recorded_at",
+    "run_id",
+    "model_name",
+    "period_start",
+    "kind",
+    "reference_run_id",
+    "content",
+    "chain",
+]
+MONITOR_CHAINS = {
+    "period_cubes": PERIOD_CUBE_COLUMNS,
+    "monitor_nights": NIGHT_COLUMNS,
+    "drift_alerts": ALERT_COLUMNS,
+    "label_estimates": ESTIMATE_COLUMNS,
+}
 # One row per mitigation run (a failing audit's proposal, or `fairgate mitigate`), pointing to the audit it answers.
 MITIGATION_COLUMNS = [
     "seq",

@@ -159,6 +159,16 @@ def last_labelled_document(trail_path: Path, model_name: str, *, look_back: int 
     return None
 
 
+def reference_document(trail_path: Path, model_name: str, run_id: str | None) -> dict[str, Any] | None:
+    """The labelled audit ``run_id`` of the model when it kept its reliability bins, else the newest such audit
+    (:func:`last_labelled_document`): a monitoring night's reference for estimates before labels arrive."""
+    for document in _recent_documents(trail_path, model_name, 200) if run_id else []:
+        labelled = not document.get("label_free") and (document.get("curves") or {}).get("calibration")
+        if document.get("run_id") == run_id and labelled:
+            return document
+    return last_labelled_document(trail_path, model_name)
+
+
 def last_estimated_document(
     trail_path: Path, model_name: str, predictions_sha256: str, *, look_back: int = 50
 ) -> dict[str, Any] | None:

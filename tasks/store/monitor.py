@@ -9,6 +9,8 @@ Each table is an append-only chain like ``deliveries`` (``prev_hash``/``row_hash
 * ``monitor_nights``: per monitoring run and night, the windows' results and the night's observations (the
   detector's input; a night re-observed after late labels: its latest row counts).
 * ``drift_alerts``: one row per alert raised.
+* ``label_estimates``: per period stored without labels, the estimates a night made (kind ``estimate``), and
+  once its labels arrived, those estimates against the measured values (kind ``check``, once per period).
 
 A run records all its rows in one transaction under the trail's write lock: a night is stored whole or not at
 all. Readers: :func:`current_period_cubes` (the windows' inputs: never rows), :func:`night_observations_history`
@@ -29,6 +31,7 @@ import duckdb
 from fairgate.monitoring.windows import PeriodCube, cube_from_record, cube_record
 from tasks.store import (
     ALERT_COLUMNS,
+    ESTIMATE_COLUMNS,
     KEYED,
     NIGHT_COLUMNS,
     PERIOD_CUBE_COLUMNS,
@@ -54,6 +57,8 @@ class MonitoringRecord:
     periods: list[PeriodCube] = field(default_factory=list)
     nights: list[dict[str, Any]] = field(default_factory=list)  # {"night", "windows", "observations"}
     alerts: list[dict[str, Any]] = field(default_factory=list)  # ALERT_COLUMNS[5:-1] keys and "night"
+    # {"period_start", "kind" (estimate or check), "reference_run_id", "content"}: see label_estimate_rows
+    estimates: list[dict[str, Any]] = field(default_factory=list)
 
 
 def record_monitoring(trail_path: Path, record: MonitoringRecord) -> dict[str, Any]:
@@ -85,6 +90,12 @@ def record_monitoring(trail_path: Path, record: MonitoringRecord) -> dict[str, A
             values += [float(alert["statistic"]), float(alert["threshold"]), float(alert["change"]), alert["detail"]]
             content = [recorded_at, record.run_id, record.model_name, str(alert["night"]), *values, label]
             append_chained_row(con, key, "drift_alerts", ALERT_COLUMNS, content)
+        for row in record.estimates:
+            if row["kind"] == "check" and _checked(con, record.model_name, str(row["period_start"])):
+                continue  # a period's estimates are checked once, when its labels first arrive
+            estimate: list[Any] = [recorded_at, record.run_id, record.model_name, str(row["period_start"])]
+            estimate += [row["kind"], row.get("reference_run_id"), canonical(row["content"]), label]
+            append_chained_row(con, key, "label_estimates", ESTIMATE_COLUMNS, estimate)
     return {"trail": str(path), "periods": stored, "nights": len(record.nights), "alerts": len(record.alerts)}
 
 
@@ -108,6 +119,35 @@ def _night_stored(con: duckdb.DuckDBPyConnection, content: list[str]) -> bool:
         content[:2],
     ).fetchall()
     return bool(latest) and list(latest[0]) == content[2:]
+
+
+def _checked(con: duckdb.DuckDBPyConnection, model_name: str, period_start: str) -> bool:
+    """Whether the trail holds a check of the period's estimates already."""
+    if not has_table(con, "label_estimates"):
+        return False
+    found = con.execute(
+        "select 1 from label_estimates where model_name = ? and period_start = ? and kind = 'check'",
+        [model_name, period_start],
+    ).fetchall()
+    return bool(found)
+
+
+def label_estimate_rows(trail_path: Path, model_name: str) -> list[dict[str, Any]]:
+    """The model's estimate and check rows, oldest first: ``period_start``, ``kind``, ``run_id``,
+    ``reference_run_id``, ``content`` (the period's estimated results; or the check: estimates against the
+    measured values, covered or not)."""
+    if not _readable(trail_path):
+        return []
+    with locked_trail(Path(trail_path), write=False) as con:
+        if not has_table(con, "label_estimates"):
+            return []
+        rows = con.execute(
+            "select period_start, kind, run_id, reference_run_id, content from label_estimates "
+            "where model_name = ? order by seq",
+            [model_name],
+        ).fetchall()
+    names = ("period_start", "kind", "run_id", "reference_run_id")
+    return [dict(zip(names, row[:4], strict=True)) | {"content": json.loads(row[4])} for row in rows]
 
 
 def _alert_stored(con: duckdb.DuckDBPyConnection, model_name: str, alert: dict[str, Any]) -> bool:

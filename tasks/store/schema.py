@@ -22,7 +22,7 @@ from tasks.store.columns import TRAIL_VERSION
 from tasks.store.errors import TrailDamaged, TrailError
 
 _CORE_TABLES = ("runs", "metric_results", "cubes", "deliveries")
-MONITOR_TABLES = ("period_cubes", "monitor_nights", "drift_alerts")
+MONITOR_TABLES = ("period_cubes", "monitor_nights", "drift_alerts", "label_estimates")
 # In the order they are created (sql/store/<table>.sql).
 _TABLES = (*_CORE_TABLES, "registrations", "trail_meta", *MONITOR_TABLES, "mitigations")
 _ALL_TABLES = frozenset(_TABLES)

@@ -1,0 +1,120 @@
+"""Monitoring before labels arrive: coverage of the nightly estimates once each night's labels are drawn.
+
+Not a timed test. Each run draws a labelled deployment audit (the reference: 20,000 people) and then ``--nights``
+nights of ``--rows`` people from the same calibrated model, without labels. Each night's period is estimated as
+``fairgate monitor run`` without ``--labels`` estimates it (``fairgate.monitoring.estimates.estimated_results``);
+then its labels are drawn and the estimates are checked against the measured values
+(``checked_estimates``, as a night with late labels does). Coverage is counted over every estimate with an interval
+(equal opportunity, equalized odds and predictive parity differences), per run and over all runs.
+
+Setting (run ``i`` draws with seed ``i``): group a (60%) with favourable scores Beta(2, 3), group b (40%) with
+Beta(3, 2); the decision is score >= 0.5; the truth is Bernoulli(score) in both groups (calibrated) or, with
+calibration broken in group b, Bernoulli(score - 0.08) there (reference and nights alike: then group b must be
+refused every night). 95% intervals; ``labels.calibration_alpha`` 0.01.
+
+    .venv/bin/python bench/monitor_label_free.py                 # 200 runs of 5 nights of 5,000 people
+    .venv/bin/python bench/monitor_label_free.py --runs 20 --nights 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import fairgate
+from fairgate.engine.cube import build_cube
+from fairgate.engine.label_free import Reference
+from fairgate.engine.slicing import compute_slicing
+from fairgate.engine.stats import wilson_interval
+from fairgate.monitoring.estimates import checked_estimates, coverage, estimated_results, period_estimates
+from fairgate.monitoring.windowed import judged_results
+
+REFERENCE_ROWS = 20_000
+BREAK = 0.08
+METRICS = ("equal_opportunity_difference", "equalized_odds_difference", "predictive_parity_difference")
+
+
+def policy(seed: int = 0) -> fairgate.Policy:
+    """Two groups, the label-dependent differences judged; a light bootstrap."""
+    document = {
+        "sensitive_attributes": [{"name": "g"}],
+        "metrics": [{"name": name, "threshold": 0.1} for name in METRICS],
+        "statistics": {"n_bootstrap": 20, "seed": seed},
+    }
+    return fairgate.Policy.from_mapping({"fairness_checker": document}, source="monitor_label_free bench")
+
+
+def people(rng: np.random.Generator, rows: int, broken: bool) -> pl.DataFrame:
+    """Scores, decisions and drawn truths of ``rows`` people in groups a and b."""
+    group = np.where(rng.random(rows) < 0.6, "a", "b")
+    score = np.where(group == "a", rng.beta(2.0, 3.0, rows), rng.beta(3.0, 2.0, rows))
+    truth_p = np.where(group == "b", np.clip(score - BREAK, 0.0, 1.0) if broken else score, score)
+    y_true = (rng.random(rows) < truth_p).astype(np.int8)
+    return pl.DataFrame({"g": group, "score": score, "y_pred": (score >= 0.5).astype(np.int8), "y_true": y_true})
+
+
+def reference_of(frame: pl.DataFrame, chosen: fairgate.Policy) -> Reference:
+    """The labelled deployment audit's reliability bins per group (its document's ``curves.calibration``)."""
+    part = compute_slicing(build_cube(frame, chosen, exact_auc=False), ("g",), chosen)
+    return Reference.of({"run_id": "deployment", "curves": {"calibration": part.calibration}})
+
+
+def run(seed: int, nights: int, rows: int, broken: bool = False) -> dict[str, Any]:
+    """One deployment and its nights: each night's check (compared, covered) and whether group b was refused."""
+    rng = np.random.default_rng(seed)
+    chosen = policy(seed)
+    reference = reference_of(people(rng, REFERENCE_ROWS, broken), chosen)
+    checks, refused = [], 0
+    for night in range(nights):
+        drawn = people(rng, rows, broken)
+        unlabelled = build_cube(drawn.with_columns(pl.lit(0).cast(pl.Int8).alias("y_true")), chosen, exact_auc=False)
+        results = estimated_results(unlabelled, reference, chosen)
+        reasons = [r.get("estimate_reasons") or {} for r in results if r.get("estimated")]
+        refused += any("not calibrated" in (found.get("g=b") or "") for found in reasons)
+        measured = judged_results(build_cube(drawn, chosen, exact_auc=False), chosen)
+        checks.append(checked_estimates(period_estimates(results), measured, f"night {night}"))
+    return {"checks": checks, "refused_nights": refused, "nights": nights}
+
+
+def _rate(hits: int, runs: int) -> str:
+    if not runs:
+        return "none"
+    low, high = wilson_interval(np.array([hits]), np.array([runs]), 1.959964)
+    share = hits / runs if runs else float("nan")
+    return f"{hits}/{runs} = {share:.3f} [{float(low[0]):.3f}, {float(high[0]):.3f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--nights", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=5_000)
+    args = parser.parse_args()
+    for broken in (False, True):
+        started = time.perf_counter()
+        outcomes = [run(seed, args.nights, args.rows, broken) for seed in range(args.runs)]
+        checks = [c for o in outcomes for c in o["checks"]]
+        total = coverage(checks, 0.95)
+        name = "calibration broken in group b" if broken else "calibrated"
+        print(
+            f"{name} ({args.runs} runs x {args.nights} nights of {args.rows:,} people, "
+            f"{time.perf_counter() - started:.0f} s)"
+        )
+        print(
+            f"  estimates checked, interval covers the measured value: {_rate(total['n_covered'], total['n_compared'])}"
+        )
+        for metric in METRICS:
+            rows = [r for c in checks for r in c["results"] if r["metric"] == metric]
+            print(f"    {metric}: {_rate(sum(r['covered'] for r in rows), len(rows))}")
+        nights = sum(o["nights"] for o in outcomes)
+        print(
+            f"  nights with group b refused (calibration): {_rate(sum(o['refused_nights'] for o in outcomes), nights)}"
+        )
+
+
+if __name__ == "__main__":
+    main()
