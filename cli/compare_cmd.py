@@ -22,6 +22,7 @@ from rich.table import Table
 from cli import console, options
 from cli.checks import check_path_name, check_writing
 from cli.exits import refusing, run_flow
+from cli.invocation import command_line
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -37,6 +38,7 @@ CompareTrail = Annotated[
 
 
 def compare(
+    context: typer.Context,
     policy: options.Policy,
     baseline: Annotated[
         str,
@@ -70,14 +72,8 @@ def compare(
 
     The policy's comparison: rule decides; run ids are looked up in the audit trail.
     """
-    _precheck(
-        policy,
-        {"labels": labels, "attributes": attributes},
-        [("baseline", baseline)] + [("candidate", c) for c in candidate],
-        out,
-        trail,
-        plane_metric,
-    )
+    models = [("baseline", baseline)] + [("candidate", c) for c in candidate]
+    _precheck(policy, {"labels": labels, "attributes": attributes}, models, out, trail, plane_metric)
     parameters: dict[str, Any] = {
         "policy": str(policy),
         "baseline": baseline,
@@ -88,6 +84,7 @@ def compare(
         "trail": str(trail) if trail else None,
         "plane_metric": plane_metric,
     }
+    parameters["command_line"] = command_line(context)  # the document records it for its reproduce block
     summary = _run_flow(parameters, show_progress=not (quiet or as_json))
     document = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))
     if as_json:

@@ -20,6 +20,7 @@ import typer
 
 from cli import console, options
 from cli.exits import debug_hint, fail, refusing, run_flow
+from cli.invocation import command_line
 
 _out = console.stdout()
 
@@ -95,6 +96,7 @@ Frontier = Annotated[
 
 
 def mitigate(
+    context: typer.Context,
     method: MethodOption,
     policy: options.Policy,
     training: Training = None,
@@ -120,12 +122,8 @@ def mitigate(
 ) -> None:
     """Mitigate: reweigh the training data, retrain under the policy's constraint or fit group thresholds; the
     last two are audited before and after."""
-    common: dict[str, Any] = {
-        "policy": str(policy),
-        "out_dir": str(out) if out else None,
-        "answers": answers,
-        "trail": str(trail) if trail else None,
-    }
+    common: dict[str, Any] = {"policy": str(policy), "out_dir": str(out) if out else None, "answers": answers}
+    common |= {"trail": str(trail) if trail else None}
     if frontier is not None and method is not Method.retrain:
         fail("--frontier is for --method retrain (a GridSearch under the retrained model's constraint)")
     sources = {"training": training, "evaluation": evaluation, "predictions": predictions, "labels": labels}
@@ -135,7 +133,7 @@ def mitigate(
         _precheck_thresholds(inputs, tolerance)
         settings: dict[str, Any] = {"metric": metric, "tolerance": tolerance, "groups": attribute or None}
         settings |= {"objective": objective.value if objective else None, "model_name": model}
-        _finish(run_thresholds(common | inputs | settings), as_json)
+        _finish(run_thresholds(common | inputs | settings | {"command_line": command_line(context)}), as_json)
     if training is None:
         fail(f"--method {method.value} needs --training (the training data: a CSV/Parquet file or DB::TABLE)")
     if method is Method.retrain:
@@ -153,7 +151,7 @@ def mitigate(
         "model_name": model,
         "frontier": frontier,
     }
-    _finish(_run(fairgate_retrain, parameters | retrain), as_json)
+    _finish(_run(fairgate_retrain, parameters | retrain | {"command_line": command_line(context)}), as_json)
 
 
 def run_thresholds(parameters: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from rich.table import Table
 from cli import console, options
 from cli.checks import check_audit_arguments
 from cli.exits import debug_hint, fail, print_error, refusing, run_flow
+from cli.invocation import command_line
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import FairgateError
 
@@ -56,6 +57,7 @@ ExitOnOption = Annotated[
 
 @monitor_app.command("run")
 def run(
+    context: typer.Context,
     policy: options.Policy,
     predictions: options.Predictions,
     attributes: options.Attributes,
@@ -94,6 +96,7 @@ def run(
         "trail": str(trail) if trail else None,
         "night": night,
         "exit_on": exit_on.value,
+        "command_line": command_line(context),  # recorded in the document, printed in its reproduce block
     }
     from cli.signals import audit_guard
     from flows.monitor import fairness_monitor

@@ -55,14 +55,17 @@ def fairgate_compare(
     run_id: str | None = None,
     trail: str | None = None,
     plane_metric: str | None = None,
+    command_line: str | None = None,
 ) -> State:
     """Compare candidate models with the baseline on the same people; the state's result is the summary.
 
     ``baseline`` and each of ``candidates`` is a predictions file (or ``DB::TABLE``) or an audit run (id or seq)
-    recorded in ``trail``; ``labels``/``attributes`` default to the baseline run's.
+    recorded in ``trail``; ``labels``/``attributes`` default to the baseline run's. ``command_line``: the command
+    that started the run (the document records it for the report's reproduce block).
     """
     try:
-        summary = _compare(policy, baseline, candidates, labels, attributes, out_dir, run_id, trail, plane_metric)
+        settings = {"plane_metric": plane_metric, "command_line": command_line}
+        summary = _compare(policy, baseline, candidates, labels, attributes, out_dir, run_id, trail, settings)
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
     return persisted(Completed(message=f"decision: {summary['decision']}", data=summary))
@@ -77,7 +80,7 @@ def _compare(
     out_dir: str | None,
     run_id: str | None,
     trail: str | None,
-    plane_metric: str | None,
+    settings: dict[str, Any],
 ) -> dict[str, Any]:
     """The recipe: each line one step of the comparison."""
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -96,9 +99,10 @@ def _compare(
     }
     audits = {name: audit_candidate(inputs.aligned.table, policy) for name, inputs in zip(names, read[1:], strict=True)}
     result = compare_models(joints, policy, audits)
-    result["plane"] = accuracy_fairness_plane(result, plane_metric)
+    result["plane"] = accuracy_fairness_plane(result, settings["plane_metric"])
     models = [_model(inputs, model) for inputs, model in zip(read, [baseline, *candidates], strict=True)]
-    document = comparison_document(result, run_id, policy, models[0], models[1:])
+    joint = next(iter(joints.values()), None)  # every candidate is compared on the same people
+    document = comparison_document(result, run_id, policy, models[0], models[1:], joint, settings["command_line"])
     publish_comparison(document)
     path = write_comparison(document, output)
     report = write_comparison_report(document, output, list(policy.reporting.format), policy.reporting.min_cell_size)

@@ -33,6 +33,7 @@ from prefect.types.entrypoint import EntrypointType
 
 from fairgate.errors import FairgateError
 from flows.audit import fairness_audit
+from flows.commands import equivalent_command
 from flows.monitor import fairness_monitor
 from flows.registration import fairgate_registration
 from tasks.inputs.io import first_line
@@ -86,6 +87,7 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
     if settings.predictions:
         nightly = {**common, **nightly_sources}
         nightly |= _model(settings)
+        nightly["command_line"] = equivalent_command("audit", nightly)  # what reproduces a night's audit
         deployments.append(
             _deployment(
                 fairness_audit,
@@ -104,7 +106,7 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
                 name="nightly",
                 description="Nightly fairness monitoring: the night's rows cubed, windows, baseline, drift alerts.",
                 schedules=[Cron(settings.cron, timezone=settings.timezone)],
-                parameters={**common, **nightly_sources} | _model(settings),
+                parameters=_monitored({**common, **nightly_sources} | _model(settings)),
             )
         )
     deployments.append(
@@ -129,6 +131,11 @@ def build_deployments(settings: DeploySettings) -> list[RunnerDeployment]:
     if settings.mlflow_tracking_uri:
         deployments += _mlflow_deployments(settings)
     return deployments
+
+
+def _monitored(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The nightly monitor's parameters with the equivalent ``fairgate monitor run`` command."""
+    return parameters | {"command_line": equivalent_command("monitor run", parameters)}
 
 
 def _model(settings: DeploySettings) -> dict[str, str]:

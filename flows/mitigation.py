@@ -140,13 +140,14 @@ def fairgate_retrain(
     max_iter: int = 50,
     answers: str | None = None,
     frontier: int | None = None,
+    command_line: str | None = None,
 ) -> State:
     """Retrain under the policy's constraint (Fairlearn ExponentiatedGradient) and audit before and after.
 
     The "before" is the estimator refitted on the same training data without the constraint, so the two audits
     differ only by the constraint. The state's result is the summary; its exit code is the re-audit's.
     ``frontier`` (a grid size) adds Fairlearn's GridSearch frontier and its Pareto models' comparison
-    (flows/grid_frontier.py) to the summary.
+    (flows/grid_frontier.py) to the summary. ``command_line``: the command run (the audits' documents record it).
     """
     try:
         plan = _plan(policy, training, evaluation, estimator, attributes, features, constraint)
@@ -165,15 +166,15 @@ def fairgate_retrain(
         "before": (files["predictions_before"], "unconstrained"),
         "after": (files["predictions_after"], f"exponentiated-gradient-{files['run_id']}"),
     }
-    audits, refused = _audit_before_and_after(
-        runs, policy=policy, labels=files["labels"], attributes=files["attributes"], out=output, name=name, trail=trail
-    )
+    where: dict[str, Any] = {"labels": files["labels"], "attributes": files["attributes"], "out": output}
+    where |= {"name": name, "trail": trail}
+    audits, refused = _audit_before_and_after(runs, policy=policy, command_line=command_line, **where)
     if refused is not None:
         _discard(files)
         return Failed(name=INVALID_INPUT, message=refused)
     summary = retrain_summary(plan, files, audits)
     if grid is not None:
-        summary["frontier"] = write_frontier(plan, fitted, grid, files)
+        summary["frontier"] = write_frontier(plan | {"command_line": command_line}, fitted, grid, files)
     summary["outputs"]["json"] = str(write_json(summary, output / f"retrain_{files['run_id']}.json"))
     record_mitigation_run(_trail_path(trail, plan["policy"], output), summary)  # after the files: with their sha256
     get_run_logger().info(f"retrained: verdict {audits['before']['verdict']} -> {audits['after']['verdict']}")
@@ -228,13 +229,15 @@ def fairgate_thresholds(
     model_name: str | None = None,
     trail: str | None = None,
     answers: str | None = None,
+    command_line: str | None = None,
 ) -> State:
     """Group thresholds (Hardt et al. 2016) on the audited scores, then the audit before and after.
 
     Thresholds fitted on the aligned rows (settings: :func:`_threshold_settings`) are written with the
     mitigated predictions and the frontier; ``fairness-audit`` judges those, and the audited ones unless
     ``answers`` names the recorded audit of these inputs under this policy (its verdict is the "before"). The
-    run is recorded in the trail's ``mitigations`` table; the state's result is the summary (the re-audit's exit).
+    run is recorded in the trail's ``mitigations`` table; the state's result is the summary (the re-audit's exit);
+    the audits' documents record ``command_line``.
     """
     try:
         rules, _ = read_policy(Path(policy))
@@ -256,16 +259,14 @@ def fairgate_thresholds(
     name = model_name or named or Path(predictions).stem  # both audits under one name: the model's
     proposal = thresholds_proposal(mitigation, files, small, answered_before, rules)
     before_document = None if answered is None else show_run(Path(answered["trail"]), answered["run_id"])["document"]
+    where: dict[str, Any] = {"labels": labels, "attributes": attributes, "out": output, "name": name, "trail": trail}
     audits, refused = _audit_before_and_after(
         _runs_to_audit(files, predictions, answered_before),
         policy=policy,
-        labels=labels,
-        attributes=attributes,
-        out=output,
-        name=name,
-        trail=trail,
         proposal=proposal,
         before_document=before_document,
+        command_line=command_line,
+        **where,
     )
     if refused is not None:
         discard_thresholds(files)
@@ -393,6 +394,7 @@ def _audit_before_and_after(
     trail: str | None,
     proposal: dict[str, Any] | None = None,
     before_document: dict[str, Any] | None = None,
+    command_line: str | None = None,
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The ``fairness-audit`` subflow on each stage's predictions (``stage -> (predictions, model version)``):
     the run summaries by stage, or the message of the first audit that refused its input.
@@ -416,6 +418,7 @@ def _audit_before_and_after(
             model_version=version,
             trail=trail,
             proposed=proposed,
+            command_line=command_line,  # the mitigation's command: what reproduces this audit
             return_state=True,
         )
         if state.name == INVALID_INPUT:

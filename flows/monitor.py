@@ -90,19 +90,21 @@ def fairness_monitor(
     night: str | None = None,
     run_id: str | None = None,
     exit_on: str = "any",
+    command_line: str | None = None,
 ) -> State:
     """Monitor one night of a model's predictions; the state's result is the run summary.
 
     Its exit code is 1 when a new drift alert fires or (``exit_on`` "any", the default) a window fails the policy;
     ``exit_on`` "alerts": new alerts only. ``labels`` None: a night whose labels have not arrived; its windows'
     label-dependent metrics are estimated from the scores (tasks/monitor_estimates.py).
+    ``command_line``: the command that started the run (recorded for the report's reproduce block).
     """
     version = None if model_version is None else str(model_version)
     try:
         if exit_on not in EXIT_ON:
             raise FairgateError(f"exit_on {exit_on!r} is not one of {list(EXIT_ON)}; write any or alerts")
         sources = (predictions, labels, attributes)
-        summary = _monitor(policy, sources, out_dir, model_name, version, trail, night, run_id, exit_on)
+        summary = _monitor(policy, sources, out_dir, model_name, version, trail, night, run_id, exit_on, command_line)
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
     name = ALERT if summary["alerts"] else "Completed"
@@ -119,6 +121,7 @@ def _monitor(
     night_text: str | None,
     run_id: str | None,
     exit_on: str,
+    command_line: str | None = None,
 ) -> dict[str, Any]:
     """The recipe: each line one step of a monitoring night."""
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -141,6 +144,7 @@ def _monitor(
     alerts = alert_records(result, list(observed), recorded) if result is not None else []
     document = _document(run_id, night, policy, model, staged_summary, to_store, unchanged, base, windows, alerts)
     document["notes"] += kept_notes
+    document |= _record(policy, command_line)
     if result is not None:
         document["detector"] = detector_section(result, skipped)
         document["episodes"] = episode_records(result)
@@ -372,6 +376,16 @@ def _night_rows(night: date, windows: list[dict[str, Any]], observed: dict[str, 
     rows = [{"night": key, "windows": windows, "observations": observed.get(key, [])}]
     rows += [{"night": n, "windows": [], "observations": obs} for n, obs in observed.items() if n != key]
     return rows
+
+
+def _record(policy: fairgate.Policy, command_line: str | None) -> dict[str, Any]:
+    """What the report's frame shows besides the numbers: the command run, the model card, the small-cell rule."""
+    card = policy.model_card
+    return {
+        "command_line": command_line,
+        "model_card": None if card is None else card.model_dump(mode="json"),
+        "min_cell_size": policy.reporting.min_cell_size,
+    }
 
 
 def _document(

@@ -20,6 +20,7 @@ from prefect.states import Failed
 
 from fairgate.errors import FairgateError
 from flows.audit import fairness_audit
+from flows.commands import equivalent_command
 from flows.plain_flow import plain_flow
 from tasks.audit import read_policy
 from tasks.outbound.registration import (
@@ -71,6 +72,7 @@ def fairgate_registration(
         trail=str(trail_path),
         run_id=run_id,
         registry=registration.registry,
+        command_line=_command(registration, out_dir, str(trail_path)),
         return_state=True,
     )
     return mirrored(audit, f"{name} {version}, audit {run_id}")
@@ -114,3 +116,10 @@ def registration_trail(policy: str | None, out_dir: str | None, trail: str | Non
     if parsed is None:
         return Path(out_dir or "fairness_reports") / "audit_trail.duckdb"
     return default_trail_path(parsed[0], Path(out_dir or parsed[0].reporting.output_dir))
+
+
+def _command(registration: Any, out_dir: str | None, trail: str) -> str:
+    """The ``fairgate audit`` command equivalent to this registration's audit (its report's reproduce block)."""
+    named = {"model_name": registration.model_name, "model_version": registration.model_version}
+    given = {"policy": registration.policy, **registration.sources, "out_dir": out_dir, "trail": trail}
+    return equivalent_command("audit", given | named)

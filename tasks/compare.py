@@ -20,8 +20,9 @@ from fairgate.document.comparison import COMPARISON_SCHEMA_VERSION, ComparisonDo
 from fairgate.document.result import fairgate_version
 from fairgate.engine.labels import slicing_label
 from fairgate.errors import DataError, FairgateError
-from fairgate.mitigation.compare import JointCube, compare_candidates, joint_cube
+from fairgate.mitigation.compare import JointCube, compare_candidates, group_sizes, joint_cube
 from fairgate.mitigation.promotion import ModelAudit, model_audit
+from fairgate.report.sizes import published_sizes
 from tasks.audit import artifact_slug
 from tasks.inputs.io import parse_source, sha256_of
 from tasks.outputs import write_atomic
@@ -166,12 +167,18 @@ def comparison_document(
     policy: fairgate.Policy,
     baseline: dict[str, Any],
     candidates: list[dict[str, Any]],
+    joint: JointCube | None = None,
+    command_line: str | None = None,
 ) -> dict[str, Any]:
     """The comparison document: run metadata, the baseline's and each candidate's model entry, the result.
 
     ``baseline`` and ``candidates`` are ``ComparedModel`` entries (name, version, run, inputs, alignment), the
-    candidates in the order of ``result["candidates"]``.
+    candidates in the order of ``result["candidates"]``. ``joint``: a pairing of the compared people, whose
+    group sizes the document publishes (small-cell suppressed); ``command_line``: the command that ran it.
     """
+    k = policy.reporting.min_cell_size
+    groups = [] if joint is None else published_sizes(group_sizes(joint), joint.n_rows, k)
+    card = policy.model_card
     for entry, model in zip(result["candidates"], candidates, strict=True):
         entry["model"] = model
     return {
@@ -183,6 +190,10 @@ def comparison_document(
         "policy_sha256": policy.sha256(),
         "baseline": baseline,
         **result,
+        "groups": groups,
+        "command_line": command_line,
+        "model_card": None if card is None else card.model_dump(mode="json"),
+        "min_cell_size": k,
     }
 
 

@@ -23,9 +23,10 @@ from fairgate.document.monitoring import MonitoringDocument
 from fairgate.errors import DataError
 from fairgate.monitoring.drift import DriftScan, Observation, drift_rules, night_contrasts, scan
 from fairgate.monitoring.power import rule_powers, underpowered
-from fairgate.monitoring.windowed import by_key, compare_with_baseline, judged_results, window_verdict
+from fairgate.monitoring.windowed import by_key, compare_with_baseline, group_sizes, judged_results, window_verdict
 from fairgate.monitoring.windows import PeriodCube, audit_cube, sum_cubes, window_label, window_periods
 from fairgate.policy.monitoring import Monitoring, Window
+from fairgate.report.sizes import published_sizes
 from tasks.outbound.deliver import deliver_report
 from tasks.outputs import write_atomic
 from tasks.store.monitor import baseline_audit_cells, current_period_cubes
@@ -115,6 +116,7 @@ def window_summary(
     cube = sum_cubes(p.cube for p in inside)
     results = [] if cube is None else judged_results(cube, policy)
     alpha = policy.statistics.significance_level
+    k = policy.reporting.min_cell_size
     none = {"verdict": None, "n_judged": 0, "n_failed": 0, "n_inconclusive": 0}
     verdict = window_verdict(results, policy) if results else none
     return {
@@ -129,6 +131,7 @@ def window_summary(
         "n_inconclusive": verdict["n_inconclusive"],
         "same_as": None,
         "results": compare_with_baseline(results, dict(base) if base is not None else None, alpha),
+        "groups": [] if cube is None else published_sizes(group_sizes(cube, policy), cube.n_rows, k),
     }
 
 

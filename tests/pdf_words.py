@@ -12,6 +12,7 @@ import functools
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from fairgate.engine.kinds import KINDS
 from fairgate.engine.metrics import GroupMetric
@@ -54,3 +55,66 @@ def test_the_check_finds_a_name_in_code_form_and_skips_the_appendix() -> None:
     assert code_form_metric_names("Disparate impact ratio 0.5") == []
     quoted = f"Decision\n{APPENDIX}\n- {{name: disparate_impact_ratio}}\nGlossary\nDisparate impact ratio"
     assert code_form_metric_names(quoted) == []
+
+
+# Page 1 of every report type: each number printed is accounted for by the JSON document (the one formatter's
+# rounding: fairgate.report.format), so a wrong number on the page, or a page that no longer matches its
+# document, fails.
+
+NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,]*\d)?(?:\.\d+)?(?:e-?\d+)?")
+#: A hash prefix as the reports print it ("sha256 a15e87be063b…"): an identifier, not a number.
+HASH = re.compile(r"(?i)sha-?256:? [0-9a-f]{6,}…?")
+
+
+def page_text(pdf: Path, page: int = 1, *, layout: bool = False) -> str:
+    """One page's words, whitespace collapsed, true minus signs as hyphens (so "−0.105" reads as -0.105)."""
+    args = ["pdftotext", "-f", str(page), "-l", str(page), *(["-layout"] if layout else []), str(pdf), "-"]
+    text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return " ".join(text.replace("\u2212", "-").split())
+
+
+def page_count(pdf: Path) -> int:
+    info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout
+    match = re.search(r"^Pages:\s+(\d+)", info, re.M)
+    assert match is not None
+    return int(match.group(1))
+
+
+def _number_texts(value: float) -> set[str]:
+    """The texts the one formatter may print for a document's number: rounded once (3 or 2 digits, halves away
+    from zero; interval ends outward), as a count, as a p-value, as a percentage of a share."""
+    from fairgate.report.format import fmt, fmt_bound, fmt_count, fmt_p
+
+    texts = {fmt(value), fmt(value, 2), fmt(value, 4), fmt_p(value)}
+    texts |= {fmt_bound(value, d, upper=u) for d in (2, 3) for u in (False, True)}
+    if float(value).is_integer():
+        texts |= {str(int(value)), fmt_count(value)}
+    if 0 < value <= 1:
+        texts.add(f"{value:.0%}".rstrip("%"))
+    return {t.replace("\u2212", "-").lstrip("-") for t in texts}
+
+
+def document_numbers(document: Any) -> set[str]:
+    """Every number text a page may print from ``document`` (a JSON value): its numbers as the one formatter
+    prints them, and the numbers written inside its texts (dates, reasons, details)."""
+    found: set[str] = set()
+    stack = [document]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int | float):
+            found |= _number_texts(float(item))
+        elif isinstance(item, str):
+            found |= set(NUMBER.findall(item.replace("\u2212", "-")))
+    return found
+
+
+def unexplained_numbers(text: str, document: Any) -> list[str]:
+    """The numbers of ``text`` (a page from :func:`page_text`) that ``document`` does not account for."""
+    allowed = document_numbers(document)
+    return [n for n in NUMBER.findall(HASH.sub("", text)) if n not in allowed]

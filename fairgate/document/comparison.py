@@ -17,7 +17,8 @@ from fairgate.document.common import Direction, Part, Slicing
 # 2.0: several candidates (``candidates``), the chosen one, the accuracy-fairness plane, ``baseline``.
 # 2.1: each candidate's own audit (``audit``, ``passes_policy``, ``promoted_failing``), ``chosen_fails_policy``,
 # ``rule.promote_failing_if_better``; gap and ratio changes' intervals from a joint simultaneous family.
-COMPARISON_SCHEMA_VERSION = "2.1"
+# 2.2: the evaluation set's group sizes (small-cell suppressed), the command run, the policy's model card section.
+COMPARISON_SCHEMA_VERSION = "2.2"
 COMPARISON_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "comparison.schema.json"
 
 ChangeStatus = Literal["worse", "better", "no_evidence_of_change", "undefined", "insufficient_data"]
@@ -137,10 +138,18 @@ class Plane(Part):
     points: list[PlanePoint]
 
 
+class ComparedGroup(Part):
+    """One group's size in the evaluation set (a count 1..k-1 never published)."""
+
+    slicing: list[str]
+    group: dict[str, str]
+    n: int | None = Field(description="People compared in the group; null when withheld (small-cell rule).")
+
+
 class ComparisonDocument(Part):
     """The ``fairgate compare`` result: a decision per candidate, the overall decision and the chosen one."""
 
-    schema_version: Literal["2.1"]
+    schema_version: Literal["2.2"]
     kind: Literal["comparison"]
     run_id: str
     created_at: str
@@ -161,6 +170,16 @@ class ComparisonDocument(Part):
     candidates: list[CandidateComparison]
     not_compared: list[NotCompared]
     plane: Plane | None
+    groups: list[ComparedGroup] = Field(
+        default_factory=list,
+        description="Each compared slicing's groups and their sizes in the evaluation set, after small-cell "
+        "suppression (reporting.min_cell_size, complementary over the slicings and the total).",
+    )
+    command_line: str | None = Field(default=None, description="The command that ran the comparison.")
+    model_card: dict[str, Any] | None = Field(
+        default=None, description="The policy's model_card section as applied; null when the policy has none."
+    )
+    min_cell_size: int = Field(default=10, description="The small-cell rule's k (reporting.min_cell_size).")
 
 
 def comparison_json_schema() -> dict[str, Any]:

@@ -22,7 +22,8 @@ from fairgate.document.labels import EstimateCheck, LabelFree
 # 1.2: exit_code 4, a night whose windows judged nothing under ci_cd_gate.insufficient: block
 # 1.3: nights without labels (labels_given, estimated_windows, label_free, each result's estimated mark) and the
 # estimates checked when the labels arrive (estimate_checks with the running coverage)
-MONITORING_SCHEMA_VERSION = "1.3"
+# 1.4: each window's group sizes (small-cell suppressed), the command line run, the policy's model card section
+MONITORING_SCHEMA_VERSION = "1.4"
 MONITORING_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "monitoring.schema.json"
 
 
@@ -91,6 +92,14 @@ class WindowResult(Part):
     )
 
 
+class WindowGroup(Part):
+    """One group's size in a window: the people of the window's periods in it (a count 1..k-1 never published)."""
+
+    slicing: list[str]
+    group: dict[str, str]
+    n: int | None = Field(description="People of the window in the group; null when withheld (small-cell rule).")
+
+
 class WindowSummary(Part):
     """One window: the stored periods it sums and its results."""
 
@@ -111,6 +120,11 @@ class WindowSummary(Part):
         default=None, description="An earlier-listed window summing the same periods: the same numbers, not new."
     )
     results: list[WindowResult]
+    groups: list[WindowGroup] = Field(
+        default_factory=list,
+        description="Each judged slicing's groups and their sizes in the window, after small-cell suppression "
+        "(reporting.min_cell_size, complementary over the slicings and the window's total).",
+    )
     estimated: bool = Field(
         default=False,
         description="The window's periods without labels yet: label-free results measured, label-dependent ones "
@@ -233,7 +247,7 @@ class Detector(Part):
 class MonitoringDocument(Part):
     """The ``fairgate monitor run`` result of one night."""
 
-    schema_version: Literal["1.3"]
+    schema_version: Literal["1.4"]
     kind: Literal["monitoring"]
     run_id: str
     created_at: str
@@ -271,6 +285,13 @@ class MonitoringDocument(Part):
     estimate_checks: EstimateChecks | None = Field(
         default=None, description="Earlier estimates against their labels, once arrived; null: none checked yet."
     )
+    command_line: str | None = Field(
+        default=None, description="The command that ran this night (the report's reproduce block prints it)."
+    )
+    model_card: dict[str, Any] | None = Field(
+        default=None, description="The policy's model_card section as applied; null when the policy has none."
+    )
+    min_cell_size: int = Field(default=10, description="The small-cell rule's k (reporting.min_cell_size).")
 
 
 def monitoring_json_schema() -> dict[str, Any]:

@@ -64,6 +64,18 @@ class JointCube:
         return int(self.cells[_ROWS].sum())
 
 
+def group_sizes(joint: JointCube) -> list[tuple[list[str], dict[str, str], float]]:
+    """The people compared in each group of every compared slicing (the whole population is ``n_rows``)."""
+    sizes = []
+    for slicing in joint.slicings:
+        if not slicing:
+            continue
+        keys = list(slicing)
+        table = joint.cells.group_by(keys).agg(pl.col(_ROWS).sum()).sort(keys)
+        sizes += [(keys, {a: str(row[a]) for a in keys}, float(row[_ROWS])) for row in table.iter_rows(named=True)]
+    return sizes
+
+
 def joint_cube(baseline: Any, candidate: Any, policy: Policy, *, id_column: str | None = None) -> JointCube:
     """Pair two models' aligned rows on the policy's id column and count them into a joint cube.
 

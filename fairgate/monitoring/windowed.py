@@ -15,8 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from fairgate.engine.adjudicate import adjudicate, verdict_of
+from fairgate.engine.columns import ROWS
 from fairgate.engine.cube import Cube
 from fairgate.engine.slicing import compute_slicing, plan_slicings
 from fairgate.engine.stats import holm
@@ -30,6 +32,19 @@ def judged_results(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
     """The policy's judged results on a cube, as the audit document lists them."""
     parts = [compute_slicing(cube, slicing, policy) for slicing in plan_slicings(cube, policy)]
     return list(adjudicate(cube, parts, policy).to_dict()["results"])
+
+
+def group_sizes(cube: Cube, policy: Policy) -> list[tuple[list[str], dict[str, str], float]]:
+    """The people of each group of every judged slicing (the whole population left out: it is the window's rows)."""
+    sizes = []
+    for slicing in plan_slicings(cube, policy):
+        if not slicing:
+            continue
+        keys = list(slicing)
+        table = cube.cells.group_by(keys).agg(pl.col(ROWS).sum()).sort(keys)
+        for row in table.iter_rows(named=True):
+            sizes.append((keys, {a: str(row[a]) for a in keys}, float(row[ROWS])))
+    return sizes
 
 
 def window_verdict(results: list[dict[str, Any]], policy: Policy) -> dict[str, Any]:

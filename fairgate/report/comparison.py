@@ -1,11 +1,12 @@
 """The comparison report's view model: the ``fairgate compare`` document as plain, rounded, template-ready data.
 
 Pure: reads the comparison document (``fairgate/document/comparison.py``), returns dataclasses whose numbers are
-already formatted (3 decimals, signed changes), so the template only places them. The chart of the
-accuracy-fairness plane is drawn in ``tasks/render/compare_report.py`` from ``ComparisonView.plane``.
+already formatted by the reports' one formatter (``fairgate.report.format``: rounded once, signed changes,
+interval ends outward), so the template only places them. The chart of the accuracy-fairness plane is drawn in
+``tasks/render/compare_report.py`` from ``ComparisonView.plane``.
 
->>> signed(0.01234), signed(None), interval(-0.02, 0.0049)
-('+0.012', 'n/a', '[-0.020, +0.005]')
+>>> plain(0.12345), signed(0.01234), signed(None), interval(-0.02, 0.0049)
+('0.123', '+0.012', 'n/a', '[−0.020 to 0.005]')
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metric_labels import metric_label
-from fairgate.report.format import fmt_count
+from fairgate.report.comparison_frame import ComparisonFrame, comparison_frame
+from fairgate.report.format import fmt, fmt_count, fmt_signed, interval_text
 from fairgate.report.model import SUPPRESSED, KeyValue
 from fairgate.report.provenance import run_record
 from fairgate.report.suppress import small_count
@@ -38,18 +40,19 @@ _STATUS = {
 
 
 def plain(value: float | None) -> str:
-    """A value with 3 decimals, ``n/a`` when undefined."""
-    return "n/a" if value is None else f"{value:.3f}"
+    """A value with 3 decimals (the one formatter), ``n/a`` when undefined."""
+    return "n/a" if value is None else fmt(value)
 
 
 def signed(value: float | None) -> str:
-    """A change with its sign and 3 decimals, ``n/a`` when undefined."""
-    return "n/a" if value is None else f"{value:+.3f}"
+    """A change with its sign and 3 decimals (the one formatter), ``n/a`` when undefined."""
+    return "n/a" if value is None else fmt_signed(value)
 
 
 def interval(low: float | None, high: float | None) -> str:
-    """A change's interval, ``n/a`` when it could not be computed."""
-    return "n/a" if low is None or high is None else f"[{signed(low)}, {signed(high)}]"
+    """A change's interval, its ends rounded outward (the one formatter), ``n/a`` when it could not be computed."""
+    text = interval_text(low, high)
+    return f"[{text}]" if text else "n/a"
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,9 @@ class ComparisonView:
     plane_direction: str | None
     plane: list[PlanePoint]
     record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
+    n_rows_text: str = ""  # the people compared, as a count
+    baseline_x: str = ""  # the baseline's worst value of the plane's metric
+    frame: ComparisonFrame | None = None  # what to do, not judged, group sizes, model card, command, glossary
 
 
 def comparison_view(document: Mapping[str, Any], min_cell_size: int = 10) -> ComparisonView:
@@ -165,6 +171,9 @@ def comparison_view(document: Mapping[str, Any], min_cell_size: int = 10) -> Com
             for p in plane["points"]
         ],
         record=run_record(document),
+        n_rows_text=fmt_count(document["n_rows"]),
+        baseline_x=next((plain(p["x"]) for p in plane["points"] if p["role"] == "baseline"), "n/a"),
+        frame=comparison_frame(document),
     )
 
 
@@ -187,7 +196,7 @@ def _rule_details(rule: Mapping[str, Any], statistics: Mapping[str, Any]) -> lis
         ("worse means", "the deciding interval of the change lies wholly beyond the margin on the worse side"),
         ("intervals", f"{statistics['method']}, {statistics['n_bootstrap']} replicates, seed {statistics['seed']}"),
         ("shown interval level", f"{statistics['confidence_level']:g}"),
-        ("deciding interval level", f"{statistics['decision_level']:.6g}"),
+        ("deciding interval level", fmt(statistics["decision_level"], 4)),
         ("multiplicity", str(statistics["multiplicity"])),
         (
             "several candidates",
@@ -224,8 +233,8 @@ def agreement_text(agreement: Mapping[str, Any], n_rows: int, min_cell_size: int
         rule = f"the counts decided alike and differently are {SUPPRESSED} (small-cell rule)"
         return f"{fmt_count(n_rows)} people compared; {rule}"
     return (
-        f"{agreement['same_decision']} of {n_rows} people decided alike; favourable only for the "
-        f"baseline: {differ[0]}, only for the candidate: {differ[1]}"
+        f"{fmt_count(agreement['same_decision'])} of {fmt_count(n_rows)} people decided alike; favourable only for "
+        f"the baseline: {fmt_count(differ[0])}, only for the candidate: {fmt_count(differ[1])}"
     )
 
 

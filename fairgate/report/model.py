@@ -303,6 +303,7 @@ class ModelCardView:
     missing_note: str  # one sentence naming them, "" when every field is given
     facts: list[KeyValue]
     facts_line: str = ""  # the facts in one line for the page ("evaluation window ... · 7,214 rows · ...")
+    facts_source: str = "the audit"  # whose facts they are: "the audit", "this monitoring run", "this comparison"
 
 
 @dataclass(frozen=True)

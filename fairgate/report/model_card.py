@@ -12,6 +12,7 @@ Only totals and aggregate results are stated: no group size, so nothing here esc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fairgate.document.document import AuditDocument
@@ -40,7 +41,23 @@ def _text(value: str | list[str] | None) -> str:
 
 def model_card_view(document: AuditDocument) -> ModelCardView:
     """The "Model card" block of the report: stated fields in card order, then what is missing and the facts."""
-    card = policy_card(document)
+    window = evaluation_window(document) or "not stated (no timestamp)"
+    line = (
+        f"evaluation window {window} · {fmt_count(document.n_rows)} rows · policy "
+        f"{document.policy_sha256[:16]}… · verdict {document.verdict.upper()}"
+    )
+    return card_block(document.policy.get("model_card"), audit_facts(document), line)
+
+
+def card_block(
+    section: Mapping[str, Any] | None, facts: list[KeyValue], facts_line: str, source: str = "the audit"
+) -> ModelCardView:
+    """The model card block of any report type.
+
+    The policy's ``model_card`` section (None: it has none), what it leaves out, and the facts the run knows
+    (``facts_line``: them in one line for the page; ``source``: whose facts they are).
+    """
+    card = None if section is None else ModelCard.model_validate(section)
     stated = [] if card is None else [KeyValue(CARD_FIELDS[n], _text(getattr(card, n))) for n in _given(card)]
     missing = list(CARD_FIELDS.values()) if card is None else card.missing()
     if card is None:
@@ -49,12 +66,7 @@ def model_card_view(document: AuditDocument) -> ModelCardView:
         note = f"Not stated in the policy's model_card section: {', '.join(missing)}."
     else:
         note = ""
-    window = evaluation_window(document) or "not stated (no timestamp)"
-    line = (
-        f"evaluation window {window} · {fmt_count(document.n_rows)} rows · policy "
-        f"{document.policy_sha256[:16]}… · verdict {document.verdict.upper()}"
-    )
-    return ModelCardView(stated, missing, note, audit_facts(document), line)
+    return ModelCardView(stated, missing, note, facts, facts_line, source)
 
 
 def _given(card: ModelCard) -> list[str]:

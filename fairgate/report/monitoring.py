@@ -22,8 +22,9 @@ from fairgate.engine.stats import z_value
 from fairgate.monitoring.contrasts import stream_label
 from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
-from fairgate.report.format import fmt, metric_label
+from fairgate.report.format import fmt, fmt_count, fmt_p, fmt_signed, interval_text, metric_label
 from fairgate.report.model import KeyValue
+from fairgate.report.monitoring_frame import MonitoringFrame, monitoring_frame
 from fairgate.report.provenance import run_record
 
 MAX_LINES = 6  # series per chart; the tables list the rest
@@ -173,6 +174,7 @@ class MonitoringView:
     notes: list[str]
     stored: list[str]
     record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
+    frame: MonitoringFrame | None = None  # what to do, not judged, group sizes, model card, command, glossary
 
 
 def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
@@ -216,6 +218,7 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         notes=list(document.get("notes") or []),
         stored=[_stored_text(p) for p in document.get("stored") or []],
         record=run_record(document),
+        frame=monitoring_frame(document, [window_label(str(w.get("window"))) for w in windows]),
     )
 
 
@@ -239,7 +242,7 @@ def _episode_text(episode: Mapping[str, Any]) -> str:
     rate = RATE_SHORT.get(str(episode.get("component")), str(episode.get("component") or ""))
     return (
         f"{metric_label(str(episode['metric']))} on {episode['slicing']}: {episode['group']}'s {rate} gap {verb} by "
-        f"{abs(float(episode['change'])):.3f}; alerted on {episode['since']}, still open on {episode['last_night']} "
+        f"{fmt(abs(float(episode['change'])))}; alerted on {episode['since']}, still open on {episode['last_night']} "
         f"({int(episode.get('confirmations') or 0)} confirming alarm(s) since)"
     )
 
@@ -248,7 +251,7 @@ def _baseline_text(baseline: Mapping[str, Any] | None) -> str:
     if not baseline:
         return "No baseline yet: the windows are shown without a change against it."
     kind = "the deployment audit" if baseline.get("kind") == "deployment_audit" else "the reference window"
-    return f"Baseline: {kind} {baseline.get('label', '')} ({int(baseline.get('rows') or 0):,} rows)."
+    return f"Baseline: {kind} ({baseline.get('label', '')}, {fmt_count(baseline.get('rows') or 0)} rows)."
 
 
 def _slicings(windows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -322,7 +325,7 @@ def _window_title(window: Mapping[str, Any]) -> str:
 
 
 def _interval(low: Any, high: Any) -> str:
-    return f"{fmt(low)} – {fmt(high)}" if low is not None and high is not None else "–"
+    return interval_text(low, high) or "–"
 
 
 def _window_row(window: Mapping[str, Any], result: Mapping[str, Any]) -> WindowRow:
@@ -338,7 +341,7 @@ def _window_row(window: Mapping[str, Any], result: Mapping[str, Any]) -> WindowR
         decision_text=_interval(result.get("decision_ci_low"), result.get("decision_ci_high")),
         baseline_text=fmt(result.get("baseline_value")),
         change_text=_signed(change),
-        p_text="–" if p is None else f"{p:.3g}",
+        p_text=fmt_p(p),
         significant=bool(result.get("significant")),
         status=str(result.get("status") or "–"),
         reason=str(result.get("reason") or ""),
@@ -467,6 +470,4 @@ def _stored_text(period: Mapping[str, Any]) -> str:
 
 
 def _signed(value: Any) -> str:
-    if value is None:
-        return "–"
-    return f"{float(value):+.3f}"
+    return fmt_signed(None if value is None else float(value))

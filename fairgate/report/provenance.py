@@ -242,7 +242,7 @@ def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
     """
     facts = _input_facts(document)
     if document.command_line:  # the command actually run (schema 1.10), one option a line
-        return _broken(document.command_line), facts
+        return command_text(document.command_line), facts
     inputs = document.inputs or {}
     args = ["fairgate audit --policy POLICY.yaml"]
     for role in ("predictions", "labels", "attributes"):
@@ -259,10 +259,10 @@ def reproduce(document: AuditDocument) -> tuple[str, list[KeyValue]]:
     return " \\\n    ".join(args), facts
 
 
-def _broken(command: str) -> str:
+def command_text(command: str) -> str:
     r"""A recorded command line with each option on a line of its own (a shell reads it as the same command).
 
-    >>> print(_broken("fairgate demo --task 'multi class' --quiet"))
+    >>> print(command_text("fairgate demo --task 'multi class' --quiet"))
     fairgate demo \
         --task 'multi class' \
         --quiet

@@ -168,7 +168,9 @@ def _compare_pareto(
     shared = {role: _input(files[role]) for role in ("labels", "attributes")}
     baseline = _model(ORIGINAL, {"predictions": _input(files["predictions_before"]), **shared})
     candidates = [_model(name, {"predictions": _input(str(written[name])), **shared}) for name in joints]
-    document = comparison_document(result, f"{files['run_id']}-frontier", policy, baseline, candidates)
+    joint = next(iter(joints.values()), None)  # the same evaluation people for every Pareto model
+    command = plan.get("command_line")  # the fairgate mitigate command that ran the frontier
+    document = comparison_document(result, f"{files['run_id']}-frontier", policy, baseline, candidates, joint, command)
     path = write_comparison.fn(document, output)
     # The HTML always (the frontier's reader needs it, it is cheap); the PDF when the policy asks for reports in PDF.
     report = comparison_report_files(

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -43,10 +44,12 @@ def plane_chart(view: ComparisonView) -> str | None:
         ax.set_xlabel(f"{view.plane_metric}, worst slicing ({better} is fairer)", fontsize=6.5)
         ax.set_ylabel("accuracy", fontsize=6.5)
         ax.grid(color=MUTED, alpha=0.2, linewidth=0.5)
-        ax.margins(x=0.15, y=0.12)  # room for the points' names
+        ax.margins(x=0.25, y=0.12)  # room for the points' names
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 5, 10]))  # ticks exact at 3 decimals
+        ax.yaxis.set_major_formatter(StrMethodFormatter("{x:.3f}"))  # 3 decimals, as the tables print accuracy
         top = set_wrapped_title(ax, "Accuracy-fairness plane of the compared models", PLANE_SIZE[0])
         ax.legend(loc="best")
-        set_margins(fig, left=0.55, bottom=0.4, top=top)
+        set_margins(fig, left=0.7, bottom=0.4, top=top)  # room for the ticks and the axis label
         return to_svg(fig)
 
 

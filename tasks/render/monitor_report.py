@@ -105,7 +105,10 @@ def _night_chart(panel: NightPanel, what: str, values: Any, reference: float) ->
                 x = np.arange(len(y))
                 if low is not None:
                     ax.fill_between(x, low, high, color=colour, alpha=0.12, linewidth=0, zorder=1)
-                ax.plot(x, y, color=colour, linewidth=0.8, label=series.group, zorder=3)
+                marker = "o" if len(y) < 3 else None  # a night or two: a line alone would not show
+                ax.plot(x, y, color=colour, linewidth=0.8, marker=marker, markersize=3, label=series.group, zorder=3)
+                if low is not None and len(y) < 3:
+                    ax.vlines(x, low, high, color=colour, linewidth=0.8, zorder=2)
                 if series.alert_nights:
                     hit = series.alert_nights
                     ax.scatter(

@@ -25,13 +25,13 @@ import pytest
 import yaml
 from aiosmtpd.controller import Controller
 from mitigation_helpers import FEATURES, POLICY, InProcessRunner
-from pdf_words import code_form_metric_names
+from pdf_words import code_form_metric_names, document_numbers, page_count, page_text, unexplained_numbers
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from cli import DEMO_DATA, app
-from fairgate.report.format import interval_text
+from fairgate.report.format import fmt, interval_text
 from tasks.inputs.io import write_demo_inputs
 from tasks.store import list_mitigations, show_run, verify
 
@@ -237,6 +237,29 @@ def test_page_one_names_the_proposal_and_the_caveat_stands_beside_the_group_rule
     caveat = text.index("check that this is lawful", rules)
     assert "Verdict before and after" in text[caveat:], "the caveat comes before the results, next to the rules"
     assert "Verdict before and after" not in text[rules:caveat]
+
+
+def test_every_number_on_page_one_of_the_proposal_comes_from_the_json(auto_run: dict) -> None:
+    """Page 1 of a mitigation.auto audit (the verdict, the proposal and its held-out effect): every number is the
+    document's, rounded by the one formatter; the check fails when the proposal's held-out result is altered."""
+    (pdf,) = auto_run["out"].glob("*.pdf")
+    document = auto_run["document"]
+    text = page_text(pdf)
+    pages = page_count(pdf)
+    assert f"Page 1 of {pages}" in text
+    text = text.replace(f"Page 1 of {pages}", "")
+    assert unexplained_numbers(text, document) == []
+    caught = []
+    for stage in ("before", "after"):
+        altered = json.loads(json.dumps(document))
+        (race,) = [r for r in altered["mitigation"]["results"] if r["slicing"] == ["race"]]
+        printed = fmt(race[stage]["value"])
+        race[stage]["value"] += 0.0707
+        assert printed in text
+        if printed not in document_numbers(altered):  # not printed from another of the document's numbers too
+            assert printed in unexplained_numbers(text, altered), stage
+            caught.append(stage)
+    assert caught, "no alteration of the proposal's held-out result could be told from the page"
 
 
 def test_the_email_carries_the_proposal_and_the_same_pdf(auto_run: dict) -> None:

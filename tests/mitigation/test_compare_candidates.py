@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import numpy as np
 import polars as pl
 import pytest
 from mitigation_helpers import InProcessRunner
-from pdf_words import code_form_metric_names
+from pdf_words import code_form_metric_names, document_numbers, page_count, page_text, pdf_text, unexplained_numbers
 
 import fairgate
 from fairgate.errors import DataError
@@ -188,7 +189,9 @@ def test_an_unknown_plane_metric_is_refused(several: dict[str, Any]) -> None:
         accuracy_fairness_plane(several["result"], "roc_auc_difference")
 
 
-def _document(result: dict[str, Any], policy: fairgate.Policy) -> dict[str, Any]:
+def _document(
+    result: dict[str, Any], policy: fairgate.Policy, joint: Any = None, command: str | None = None
+) -> dict[str, Any]:
     from tasks.compare import comparison_document
 
     def model(name: str) -> dict[str, Any]:
@@ -197,7 +200,8 @@ def _document(result: dict[str, Any], policy: fairgate.Policy) -> dict[str, Any]
 
     result = {**result, "plane": accuracy_fairness_plane(result)}
     names = [e["name"] for e in result["candidates"]]
-    return comparison_document(result, "report-test", policy, model("baseline"), [model(n) for n in names])
+    candidates = [model(n) for n in names]
+    return comparison_document(result, "report-test", policy, model("baseline"), candidates, joint, command)
 
 
 def _pdf_text(path: Path) -> str:
@@ -235,6 +239,85 @@ def test_the_report_holds_the_decision_and_the_numbers_of_the_json(several: dict
     assert "data:image/svg+xml;base64," in html  # the plane, inline
     assert "http://" not in html.replace("http://www.w3.org", "")
     assert "https://" not in html
+
+
+COMMAND = "fairgate compare --policy policy.yaml --baseline baseline.csv --candidate higher_cut.csv"
+
+
+@pytest.fixture(scope="module")
+def compared_pdf(several: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The comparison report of the COMPAS candidates, with the evaluation set's group sizes and the command."""
+    from tasks.render.compare_report import comparison_report_files
+
+    folder = tmp_path_factory.mktemp("compared")
+    joint = several["joints"]["higher_cut"]
+    document = _document(several["result"], several["policy"], joint, COMMAND)
+    document = json.loads(json.dumps(document))
+    files = comparison_report_files(document, folder, ["pdf"], several["policy"].reporting.min_cell_size)
+    return Path(files["pdf"]), document
+
+
+def _page_one(pdf: Path) -> str:
+    text = page_text(pdf)
+    text = re.sub(r"Accuracy-fairness plane of the compared models.*?x: ", "x: ", text)  # the chart's axes
+    pages = page_count(pdf)
+    assert f"Page 1 of {pages}" in text
+    return text.replace(f"Page 1 of {pages}", "")
+
+
+def test_every_number_on_page_one_of_the_comparison_comes_from_the_json(
+    compared_pdf: tuple[Path, dict[str, Any]],
+) -> None:
+    pdf, document = compared_pdf
+    text = _page_one(pdf)
+    assert unexplained_numbers(text, document) == [], "numbers on page 1 not found in the JSON document"
+    assert "What to do:" in text
+    first_two = text + " " + page_text(pdf, 2)
+    for words in ("Who was compared", "Model card"):  # the frame on pages 1-2, as the audit report has it
+        assert words in first_two, words
+    chosen = next(e for e in document["candidates"] if e["name"] == document["chosen"])
+    accuracy = chosen["accuracy"]
+    shown = interval(accuracy["ci_low"], accuracy["ci_high"])
+    row = f"{plain(accuracy['candidate'])} {signed(accuracy['change'])} {shown}"
+    assert row.replace("\u2212", "-") in text  # the chosen candidate's accuracy, change and interval
+    # The group sizes: every one printed as the document has it, none from 1 to k-1, the rule stated.
+    k = document["min_cell_size"]
+    table = page_text(pdf, layout=True) + " " + page_text(pdf, 2, layout=True)
+    assert document["groups"], "the document publishes the evaluation set's group sizes"
+    for group in document["groups"]:
+        assert group["n"] is None or not 0 < group["n"] < k
+        label = " · ".join(group["group"][a] for a in group["slicing"])
+        shown = "suppressed" if group["n"] is None else f"{group['n']:,}"
+        assert re.search(rf"{re.escape(label)}\s+{shown}(?!\d)", table), label
+    if any(g["n"] is None for g in document["groups"]):
+        assert "Small-cell rule" in text  # the suppression note on page 1 when it withholds anything
+    closing = pdf_text(pdf)
+    assert "fairgate compare \\" in closing  # the command run, one option a line
+    assert "--candidate higher_cut.csv" in closing
+    assert "Glossary" in closing
+
+
+def test_the_comparison_page_one_check_fails_on_a_wrong_number(compared_pdf: tuple[Path, dict[str, Any]]) -> None:
+    """The check can fail: the same page against the document with the chosen candidate's accuracy altered."""
+    pdf, document = compared_pdf
+    text = _page_one(pdf)
+    altered = json.loads(json.dumps(document))
+    chosen = next(e for e in altered["candidates"] if e["name"] == document["chosen"])
+    printed = plain(chosen["accuracy"]["candidate"])
+    chosen["accuracy"]["candidate"] += 0.0707
+    for point in altered["plane"]["points"]:
+        if point["name"] == document["chosen"]:
+            point["y"] += 0.0707
+    assert printed not in document_numbers(altered)
+    assert printed in unexplained_numbers(text, altered)
+    sized = json.loads(json.dumps(document))
+    table = page_text(pdf) + " " + page_text(pdf, 2)  # the sizes follow the candidates
+    printed_sizes = [f"{g['n']:,}" for g in sized["groups"] if g["n"] is not None]
+    group = next(g for g in sized["groups"] if g["n"] is not None and printed_sizes.count(f"{g['n']:,}") == 1)
+    printed = f"{group['n']:,}"
+    group["n"] += 100000
+    assert printed not in document_numbers(sized)
+    assert printed in unexplained_numbers(table, sized)
 
 
 def test_only_the_requested_formats_are_rendered(several: dict[str, Any], tmp_path: Path) -> None:
@@ -521,7 +604,7 @@ def test_the_agreement_prints_no_small_count_of_people_decided_differently(sever
     counts = entry["agreement"]
     differ = (counts["favourable_only_baseline"], counts["favourable_only_candidate"])
     shown = next(c for c in comparison_view(document, min_cell_size=1).candidates if c.name == entry["name"])
-    assert f"only for the candidate: {differ[1]}" in shown.agreement  # every count at k = 1
+    assert f"only for the candidate: {differ[1]:,}" in shown.agreement  # every count at k = 1 (as a count: 1,322)
     k = max(differ) + 1  # both counts under k: suppressed, and the alike count with them
     hidden = next(c for c in comparison_view(document, min_cell_size=k).candidates if c.name == entry["name"])
     rule = "the counts decided alike and differently are suppressed (small-cell rule)"

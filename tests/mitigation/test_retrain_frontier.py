@@ -132,6 +132,9 @@ def test_pareto_models_are_written_and_compared_with_the_original(
         assert entry["accuracy"]["ci_low"] is not None  # paired intervals, not just points
     assert (document["decision"], document["chosen"]) == (comparison["decision"], comparison["chosen"])
     assert Path(comparison["html"]).exists()
+    assert document["command_line"].startswith("fairgate mitigate --method retrain")  # the run to reproduce
+    assert document["groups"], "the evaluation set's group sizes (small-cell suppressed)"
+    assert all(g["n"] is None or g["n"] >= document["min_cell_size"] or g["n"] == 0 for g in document["groups"])
 
 
 def test_frontier_is_refused_for_another_method(runner: InProcessRunner, compas_files: dict[str, Path]) -> None:

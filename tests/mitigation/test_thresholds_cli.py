@@ -100,6 +100,8 @@ def test_thresholds_close_the_gap_and_the_audit_judges_it(
     before = json.loads(Path(audits["before"]["outputs"]["json"]).read_text())
     after = json.loads(Path(audits["after"]["outputs"]["json"]).read_text())
     assert after["model"]["version"] == f"thresholds-{run}"
+    for document in (before, after):  # what a reviewer types to reproduce both audits: the mitigation itself
+        assert document["command_line"].startswith("fairgate mitigate --method thresholds"), document["command_line"]
     eod_before = _race(before, "equal_opportunity_difference")
     eod_after = _race(after, "equal_opportunity_difference")
     assert eod_before["status"] == "fail"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import date, datetime, timedelta
@@ -16,7 +17,14 @@ from typing import Any
 import duckdb
 import polars as pl
 import pytest
-from pdf_words import code_form_metric_names, pdf_text
+from pdf_words import (
+    code_form_metric_names,
+    document_numbers,
+    page_count,
+    page_text,
+    pdf_text,
+    unexplained_numbers,
+)
 
 import fairgate
 from cli import app
@@ -252,3 +260,99 @@ def test_monitor_show_piped_shows_every_night_and_the_alert_column(
     series = json.loads(shown.stdout)["series"]
     assert {s["metric"] for s in series} >= set(METRICS)
     assert all([n["night"] for n in s["nights"]] == nights for s in series)
+
+
+def _last_pdf(compas_nights: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    document = compas_nights["runs"][-1]["document"]
+    (pdf,) = (compas_nights["folder"] / "out").glob(f"monitoring_*_{document['run_id']}_{document['night']}.pdf")
+    return pdf, document
+
+
+def _page_one_numbers(pdf: Path, document: dict[str, Any]) -> tuple[str, list[str]]:
+    """Page 1's text with the counts that are not data checked in context and removed, and the numbers left
+    that the document does not account for."""
+    text = page_text(pdf)
+    text = re.sub(r"The windows' values, charted.*?Each point is a window's value", "", text)  # chart axes
+    pages = page_count(pdf)
+    assert f"Page 1 of {pages}" in text
+    text = text.replace(f"Page 1 of {pages}", "")
+    withheld = sum(g["n"] is None for w in document["windows"] if not w["same_as"] for g in w["groups"])
+    if withheld:
+        assert f'{withheld} size(s) here are marked "suppressed"' in text
+        text = text.replace(f"{withheld} size(s)", "")
+    for window in document["windows"]:
+        undecided = [r for r in window["results"] if r["status"] in ("inconclusive", "insufficient_data")]
+        if undecided and not window["same_as"]:
+            label = "since deployment" if window["window"] == "since_deployment" else f"{window['window']} days"
+            assert f"{label}: {len(undecided)} result(s) neither pass nor fail" in text, label
+            text = text.replace(f"{label}: {len(undecided)} result(s)", "")
+    skipped = len(document["detector"]["skipped"])
+    assert f"left out {skipped} stream(s)" in text
+    text = text.replace(f"left out {skipped} stream(s)", "")
+    results = [r for w in document["windows"] for r in w["results"]]
+    listed = [r for r in results if r["significant"] or r["status"] == "fail"]
+    if m := re.search(r"This PDF lists the (\d+) window results .*? all (\d+) are in", text):
+        assert (int(m.group(1)), int(m.group(2))) == (len(listed), len(results))
+        text = text.replace(m.group(0), "")
+    return text, unexplained_numbers(text, document)
+
+
+def test_every_number_on_page_one_of_the_monitoring_report_comes_from_the_json(compas_nights: dict[str, Any]) -> None:
+    pdf, document = _last_pdf(compas_nights)
+    text, unexplained = _page_one_numbers(pdf, document)
+    assert unexplained == [], f"numbers on page 1 not found in the JSON document: {unexplained}"
+    # The frame: what to do, what was not judged, the group sizes and the model card are on page 1.
+    for words in ("What to do:", "Not judged:", "group sizes per window", "Model card", "Small-cell rule"):
+        assert words in text, words
+    week = next(w for w in document["windows"] if w["window"] == "7")
+    table = page_text(pdf, layout=True)  # a table row's cells on one line
+    for group in week["groups"]:
+        name = group["group"]["race" if group["slicing"] == ["race"] else "sex"]
+        row = re.search(rf"(?:race|sex) {re.escape(name)} (\S+)", table)
+        assert row is not None, name
+        assert row.group(1) == ("suppressed" if group["n"] is None else f"{group['n']:,}"), name
+
+
+def test_the_page_one_check_fails_on_a_wrong_number(compas_nights: dict[str, Any]) -> None:
+    """The check can fail: the same page against the document with one size or one value altered names it."""
+    pdf, document = _last_pdf(compas_nights)
+    caught = []
+    for window in document["windows"]:
+        for key, items, field in (("groups", window["groups"], "n"), ("results", window["results"], "value")):
+            for i, item in enumerate(items):
+                if item[field] is None:
+                    continue
+                printed = f"{item[field]:,}" if field == "n" else f"{item[field]:.3f}"
+                altered = json.loads(json.dumps(document))
+                for other in altered["windows"]:  # a window marked same_as repeats the numbers: altered alike
+                    if other["window"] == window["window"] or other["same_as"] == window["window"]:
+                        other[key][i][field] = item[field] + (1000 if field == "n" else 0.0707)
+                        other[key][i].pop("status_reason", None)  # the gate's words repeat the value
+                if printed in document_numbers(altered) or printed not in page_text(pdf):
+                    continue  # the same text is printed from another number too, or not on page 1
+                _, unexplained = _page_one_numbers(pdf, altered)
+                assert printed in unexplained, (key, item)
+                caught.append(key)
+    assert {"groups", "results"} <= set(caught), caught
+
+
+def test_group_sizes_under_k_are_never_printed_and_none_follows_from_the_others(compas_nights: dict[str, Any]) -> None:
+    """Every window's published sizes: none from 1 to k-1, and a withheld one is not the total minus the rest."""
+    k = compas_nights["runs"][-1]["document"]["min_cell_size"]
+    for run in compas_nights["runs"]:
+        for window in run["document"]["windows"]:
+            for slicing in {tuple(g["slicing"]) for g in window["groups"]}:
+                sizes = [g["n"] for g in window["groups"] if tuple(g["slicing"]) == slicing]
+                assert not any(n is not None and 0 < n < k for n in sizes), (window["window"], slicing)
+                assert sizes.count(None) != 1, (window["window"], slicing)  # one hidden = rows minus the rest
+    assert any(g["n"] is None for r in compas_nights["runs"] for w in r["document"]["windows"] for g in w["groups"])
+
+
+def test_the_night_records_the_command_that_ran_it_and_the_report_prints_it(compas_nights: dict[str, Any]) -> None:
+    pdf, document = _last_pdf(compas_nights)
+    command = document["command_line"]
+    assert command.startswith("fairgate monitor run --policy ")
+    assert f"--trail {compas_nights['folder'] / 'trail.duckdb'}" in command
+    assert "fairgate monitor run \\" in pdf_text(pdf)  # the reproduce block, one option a line
+    assert document["model_card"] is None  # the policy has no model_card section: the report names what is missing
+    assert "The policy has no model_card section" in pdf_text(pdf)

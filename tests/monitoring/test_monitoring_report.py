@@ -15,6 +15,7 @@ import pytest
 from monitoring_doc import monitoring_document
 from pdf_words import code_form_metric_names, pdf_text
 
+from fairgate.report.format import fmt, fmt_p, fmt_signed
 from fairgate.report.monitoring import build_monitoring_view
 from tasks.render.monitor_report import monitoring_charts, render_monitoring_html, render_monitoring_report
 
@@ -38,7 +39,7 @@ def test_view_carries_the_alert_and_the_documents_numbers(document: dict[str, An
     assert len(document["alerts"]) >= 1
     alert = document["alerts"][0]
     assert view.alerts[0].group == alert["group"]
-    assert view.alerts[0].change_text == f"{alert['change']:+.3f}"
+    assert view.alerts[0].change_text == fmt_signed(alert["change"])  # the reports' one formatter
     panel = next(p for p in view.night_panels if p.key == f"{alert['metric']}:{alert['slicing']}")
     assert panel.alerted
     assert view.night_panels[0] is panel  # alerted panels first
@@ -53,8 +54,8 @@ def test_view_carries_the_alert_and_the_documents_numbers(document: dict[str, An
     results = [(w, r) for w in document["windows"] for r in w["results"]]
     assert len(view.window_rows) == len(results)
     for row, (_, r) in zip(view.window_rows, results, strict=True):
-        assert row.value_text == ("–" if r["value"] is None else f"{r['value']:.3f}")
-        assert row.p_text == ("–" if r["p_value"] is None else f"{r['p_value']:.3g}")
+        assert row.value_text == fmt(r["value"])
+        assert row.p_text == fmt_p(r["p_value"])
         assert row.significant == bool(r["significant"])
     assert any(r["p_value"] is not None for _, r in results)
     charts = monitoring_charts(view)

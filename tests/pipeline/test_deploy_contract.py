@@ -70,6 +70,28 @@ def test_a_valid_event_takes_the_payload_and_fills_in_the_deployment_defaults(fi
     assert (detail["run_id"], detail["event_id"]) == ("run42", "0190-event")
 
 
+def test_a_registry_triggered_audit_records_the_equivalent_audit_command(files: dict[str, str]) -> None:
+    """What a reviewer types to reproduce the audit the registration started: ``fairgate audit`` with its inputs."""
+    import shlex
+
+    from flows.registration import _command
+
+    registration = check_registration(_event(files), _defaults(files))
+    words = shlex.split(_command(registration, "/reports", "/reports/trail.duckdb"))
+    assert words[:2] == ["fairgate", "audit"]
+    options = dict(zip(words[2::2], words[3::2], strict=True))
+    assert options == {
+        "--policy": files["policy"],
+        "--predictions": files["predictions"],
+        "--labels": files["labels"],
+        "--attributes": files["attributes"],
+        "--out": "/reports",
+        "--trail": "/reports/trail.duckdb",
+        "--model": "credit",
+        "--model-version": "9",
+    }
+
+
 def test_the_payload_overrides_the_defaults(files: dict[str, str], tmp_path: Path) -> None:
     other_labels = tmp_path / "labels-v2.csv"
     other_labels.write_bytes(Path(files["labels"]).read_bytes())

@@ -88,6 +88,23 @@ def test_an_mlflow_registry_adds_the_watch_and_the_write_back(tmp_path: Path) ->
         assert deployment.work_pool_name == "fairgate"
 
 
+def test_the_nightly_runs_record_the_command_that_reproduces_them(tmp_path: Path) -> None:
+    """A nightly audit's and monitoring night's document names the equivalent fairgate command (no one typed it)."""
+    import shlex
+
+    deployments = {d.full_name: d for d in build_deployments(_settings(tmp_path, monitor=True))}  # type: ignore[arg-type]
+    for full_name, command in (("fairness-audit/nightly", "audit"), ("fairness-monitor/nightly", "monitor run")):
+        parameters = deployments[full_name].parameters
+        words = shlex.split(parameters["command_line"])
+        assert words[: 1 + len(command.split())] == ["fairgate", *command.split()], full_name
+        options = dict(zip(words[1 + len(command.split()) :: 2], words[2 + len(command.split()) :: 2], strict=True))
+        assert options["--policy"] == parameters["policy"]
+        assert options["--predictions"] == parameters["predictions"]
+        assert options["--attributes"] == parameters["attributes"]  # FILE::TABLE, as given
+        assert options["--out"] == parameters["out_dir"]
+        assert options["--model" if command == "audit" else "--model-name"] == "credit"
+
+
 def test_every_path_a_deployment_carries_is_absolute(tmp_path: Path) -> None:
     for deployment in build_deployments(_settings(tmp_path)):
         for name, value in deployment.parameters.items():

@@ -1,0 +1,39 @@
+"""The command a reviewer types to reproduce a run that no command line started.
+
+A nightly deployment, a monitoring night or a registry-triggered audit runs from its parameters; its document's
+``command_line`` is the equivalent ``fairgate audit`` (or ``fairgate monitor run``) command, so the report's
+reproduce block names what to type, as it does for a run started from the command line.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+#: The flow parameter -> its command-line option, in the order the commands declare them.
+AUDIT_OPTIONS = {
+    "policy": "--policy",
+    "predictions": "--predictions",
+    "labels": "--labels",
+    "attributes": "--attributes",
+    "out_dir": "--out",
+    "trail": "--trail",
+    "model_name": "--model",
+    "model_version": "--model-version",
+}
+MONITOR_OPTIONS = {**AUDIT_OPTIONS, "model_name": "--model-name"}
+
+
+def equivalent_command(command: str, parameters: Mapping[str, Any]) -> str:
+    """``fairgate <command>`` with the parameters given as its options (unset ones left out).
+
+    >>> equivalent_command("audit", {"policy": "/p.yaml", "predictions": "/d/p.csv", "model_name": "m 1"})
+    "fairgate audit --policy /p.yaml --predictions /d/p.csv --model 'm 1'"
+    """
+    options = MONITOR_OPTIONS if command == "monitor run" else AUDIT_OPTIONS
+    words = ["fairgate", *command.split()]
+    for name, option in options.items():
+        if parameters.get(name) is not None:
+            words += [option, str(parameters[name])]
+    return shlex.join(words)
