@@ -59,15 +59,25 @@ _TOL = 1e-7
 
 @dataclass(frozen=True)
 class Line:
-    """One published sum: ``total`` equals the sum of ``parts``."""
+    """One published equation: ``total`` equals the sum of ``parts``.
+
+    With ``weights`` (one per member, the total first) it is the weighted equation ``sum(w * cell) = 0``
+    instead: a rate known to full precision, ``rate * denominator - numerator = 0`` over a group's counts.
+    """
 
     total: CellKey
     parts: tuple[CellKey, ...]
+    weights: tuple[float, ...] = ()
 
     @property
     def members(self) -> tuple[CellKey, ...]:
-        """Every cell of the sum, its total first."""
+        """Every cell of the equation, its total first."""
         return (self.total, *self.parts)
+
+    @property
+    def coefficients(self) -> tuple[float, ...]:
+        """Each member's coefficient: +1 for the total and -1 for each part of a sum."""
+        return self.weights or (1.0, *(-1.0 for _ in self.parts))
 
 
 #: Counts per group: the size cell's key -> count name -> value (None: not known here).
@@ -225,11 +235,9 @@ def _matrix(unknown: list[CellKey], rows: list[Line]) -> np.ndarray:
     column = {cell: j for j, cell in enumerate(unknown)}
     matrix = np.zeros((len(rows), len(unknown)))
     for i, line in enumerate(rows):
-        if line.total in column:
-            matrix[i, column[line.total]] += 1.0
-        for part in line.parts:
-            if part in column:
-                matrix[i, column[part]] -= 1.0
+        for member, weight in zip(line.members, line.coefficients, strict=True):
+            if member in column:
+                matrix[i, column[member]] += weight
     return matrix
 
 
@@ -290,16 +298,52 @@ class Pattern:
     primary: frozenset[CellKey]
 
 
-def suppress(tables: Tables, min_cell_size: int, pairs: Iterable[tuple[CellKey, CellKey]] = ()) -> Pattern:
+@dataclass(frozen=True)
+class Gap:
+    """A judged result's two sides and one rate it compares, as counts: with one side's rate shown and the gap
+    printed, the other side's rate is known to full precision (``rate * denominator = numerator``)."""
+
+    sides: tuple[CellKey, CellKey]
+    numerator: tuple[str, ...]  # count names (tp, fp, ...)
+    denominator: tuple[str, ...]
+    rates: tuple[float | None, float | None]  # each side's rate
+
+    def line(self, side: int) -> Line | None:
+        """The equation one side's revealed rate adds over its counts (None: its rate is undefined)."""
+        rate = self.rates[side]
+        if rate is None or not np.isfinite(rate):
+            return None
+        names = tuple(dict.fromkeys((*self.denominator, *self.numerator)))
+        cells = [count_cell(self.sides[side], name) for name in names]
+        weights = tuple(rate * (n in self.denominator) - (n in self.numerator) for n in names)
+        return Line(cells[0], tuple(cells[1:]), weights)
+
+    def degenerate(self, side: int) -> bool:
+        """A rate of 0 or 1 pins counts at 0 whatever the denominator: no complement can hide them."""
+        rate = self.rates[side]
+        return rate is not None and (abs(rate) < _TOL or abs(rate - 1.0) < _TOL)
+
+
+def suppress(
+    tables: Tables,
+    min_cell_size: int,
+    pairs: Iterable[tuple[CellKey, CellKey]] = (),
+    gaps: Iterable[Gap] = (),
+) -> Pattern:
     """The suppression pattern (see :func:`_suppress`), its small dense algebra on one BLAS thread.
 
     The matrices have a few hundred rows: threads only contend (ten times slower on a loaded machine).
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _suppress(tables, min_cell_size, frozenset(pairs))
+        return _suppress(tables, min_cell_size, frozenset(pairs), tuple(gaps))
 
 
-def _suppress(tables: Tables, min_cell_size: int, pairs: frozenset[tuple[CellKey, CellKey]] = frozenset()) -> Pattern:
+def _suppress(
+    tables: Tables,
+    min_cell_size: int,
+    pairs: frozenset[tuple[CellKey, CellKey]] = frozenset(),
+    gaps: tuple[Gap, ...] = (),
+) -> Pattern:
     """Primary suppression under ``min_cell_size``, then complementary suppression to a fixed point.
 
     Every suppressed cell and every virtual margin under the minimum is protected: at the end none of them is
@@ -321,33 +365,77 @@ def _suppress(tables: Tables, min_cell_size: int, pairs: frozenset[tuple[CellKey
     for cell in sorted(primary, key=_order):
         hide(cell)
 
-    def cost(cell: CellKey) -> tuple[bool, bool, bool, float, int, list[str], str]:
+    def cost(cell: CellKey) -> tuple[bool, bool, bool, float, float, int, list[str], str]:
         # What a reader loses: a count of a group already withheld first (its rates are gone already), then a
         # count of a shown group (its rates go, its size stays), a size last (it takes the counts with it). Then
-        # a cell of at least k (a zero widens no bound), the smallest; on a tie the finest slicing (it carries
-        # the least), then by key: deterministic.
+        # a cell of at least k (a zero widens no bound); of a shown group, the smallest group (a large group keeps
+        # its rates while a smaller one does the job); then the smallest cell; on a tie the finest slicing (it
+        # carries the least), then by key: deterministic.
         value = values[cell] or 0.0
         group = group_of(cell)
-        withheld = group in unknown or any(c in unknown for c in tables.counts_of.get(group, ()))
-        return (not withheld, cell == group, value < k, value, -len(cell[0]), sorted(cell[0]), cell[1])
+        withheld = _withheld(group, unknown, tables.counts_of)
+        size = 0.0 if withheld else values.get(group) or 0.0
+        return (not withheld, cell == group and not withheld, value < k, size, value, -len(cell[0]), sorted(cell[0]), cell[1])
 
     def bounded() -> set[CellKey]:
         # Hidden cells under k (zero counts of hidden groups included) and small virtual margins: their upper bound
         # over the non-negative solutions must reach k.
         return {c for c in unknown & protected if (values[c] or 0.0) < k}
 
-    # The exact (linear) part first, pruned of what later complements made redundant; then the bounds, which
-    # only ever add complements (each bound a warm-started programme, so they are solved for once).
+    # The exact (linear) part of the tables first, pruned of what later complements made redundant; then the
+    # bounds and the judged gaps' rates, which only ever add complements (each bound a warm-started programme).
+    lines = list(tables.lines)
+    revealed: set[tuple[int, int]] = set()
+
+    def reveal() -> bool:
+        # A judged gap with one side withheld and the other shown publishes the withheld side's rate: one more
+        # equation over its counts. A rate no complement can protect (0 or 1) withholds the shown side instead.
+        partners = _partners(pairs, unknown, tables.counts_of)
+        added = _revealed(gaps, unknown, tables.counts_of, revealed)
+        for i, side in added:
+            revealed.add((i, side))
+            line = gaps[i].line(side)
+            if line is not None and gaps[i].degenerate(side):
+                partners |= _partners([gaps[i].sides], unknown, tables.counts_of)
+            elif line is not None:
+                lines.append(line)
+        for c in sorted(partners, key=_order):
+            hide(c)
+        return bool(partners or added)
+
+    def grow(bounds: Callable[[], set[CellKey]]) -> None:
+        _grow(tuple(lines), unknown, protected, values, hide, cost, bounds, k)
+        while reveal():  # the pattern only grows here
+            _grow(tuple(lines), unknown, protected, values, hide, cost, bounds, k)
+
     _grow(tables.lines, unknown, protected, values, hide, cost, lambda: set(), k)
     complements = {c for c in unknown if c in tables.published and c not in primary}
     _prune(tables.lines, unknown, protected, complements, cost)
-    _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
-    while partners := _partners(pairs, unknown, tables.counts_of):  # the pattern only grows: no prune here
-        for c in sorted(partners, key=_order):
-            hide(c)
-        _grow(tables.lines, unknown, protected, values, hide, cost, bounded, k)
+    grow(bounded)
     suppressed = frozenset(c for c in unknown if c in tables.published)
     return Pattern(suppressed, frozenset(primary))
+
+
+def _withheld(cell: CellKey, unknown: set[CellKey], counts_of: Mapping[CellKey, tuple[CellKey, ...]]) -> bool:
+    """Whether a group's rates are withheld: its size or one of its counts is hidden."""
+    return cell in unknown or any(c in unknown for c in counts_of.get(cell, ()))
+
+
+def _revealed(
+    gaps: tuple[Gap, ...],
+    unknown: set[CellKey],
+    counts_of: Mapping[CellKey, tuple[CellKey, ...]],
+    done: set[tuple[int, int]],
+) -> list[tuple[int, int]]:
+    """The gaps (index, side) whose side is withheld and whose other side shows its rate, not seen before."""
+    return [
+        (i, side)
+        for i, gap in enumerate(gaps)
+        for side in (0, 1)
+        if (i, side) not in done
+        and _withheld(gap.sides[side], unknown, counts_of)
+        and not _withheld(gap.sides[1 - side], unknown, counts_of)
+    ]
 
 
 def _partners(
@@ -358,18 +446,15 @@ def _partners(
     A judged result's worst-off and best-off groups are a pair: their printed gap with one's rate gives the other's.
     """
 
-    def withheld(cell: CellKey) -> bool:
-        return cell in unknown or any(c in unknown for c in counts_of.get(cell, ()))
-
     out: set[CellKey] = set()
     for a, b in pairs:
         for side, other in ((a, b), (b, a)):
-            if withheld(other) and not withheld(side):
+            if _withheld(other, unknown, counts_of) and not _withheld(side, unknown, counts_of):
                 out.update(c for c in counts_of.get(side, ()) if c not in unknown)
     return out
 
 
-Cost = Callable[[CellKey], tuple[bool, bool, bool, float, int, list[str], str]]
+Cost = Callable[[CellKey], tuple[bool, bool, bool, float, float, int, list[str], str]]
 
 
 def _grow(
@@ -464,9 +549,10 @@ def _bound_complements(
 
 
 def _known(line: Line, unknown: set[CellKey], values: Mapping[CellKey, float | None]) -> float:
-    """The published part of a sum, total minus parts (the unknown part equals minus this)."""
-    total = 0.0 if line.total in unknown else float(values[line.total] or 0.0)
-    return total - sum(float(values[p] or 0.0) for p in line.parts if p not in unknown)
+    """The published part of an equation, total minus parts (the unknown part equals minus this)."""
+    return sum(
+        w * float(values[m] or 0.0) for m, w in zip(line.members, line.coefficients, strict=True) if m not in unknown
+    )
 
 
 def _prune(
