@@ -38,6 +38,7 @@ equation that exposes a protected cell. The whole population (its size and count
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -308,20 +309,50 @@ class Gap:
     denominator: tuple[str, ...]
     rates: tuple[float | None, float | None]  # each side's rate
 
-    def line(self, side: int) -> Line | None:
-        """The equation one side's revealed rate adds over its counts (None: its rate is undefined)."""
+    def lines(
+        self, side: int, tag: int, values: Mapping[CellKey, float | None], k: int
+    ) -> tuple[CellKey, float, tuple[Line, Line]] | None:
+        """What one side's revealed rate adds (None: its rate is undefined): a cell for its denominator (the
+        sum of its denominator's counts), and ``rate * denominator - numerator = 0``; with the denominator's
+        threshold: the counts are whole, so the rate p/q in lowest terms leaves the denominator m * q and the
+        numerator m * p for whole m. Its range must hold a second m, and one putting the numerator and the
+        denominator's rest at k or more (as the true counts are a candidate, that is a larger m).
+        """
         rate = self.rates[side]
         if rate is None or not np.isfinite(rate):
             return None
-        names = tuple(dict.fromkeys((*self.denominator, *self.numerator)))
-        cells = [count_cell(self.sides[side], name) for name in names]
-        weights = tuple(rate * (n in self.denominator) - (n in self.numerator) for n in names)
-        return Line(cells[0], tuple(cells[1:]), weights)
+        cell = self.sides[side]
+        denominator = (cell[0], f"{cell[1]}#rate{tag}")
+        parts = tuple(count_cell(cell, name) for name in self.denominator)
+        numerator = tuple(count_cell(cell, name) for name in self.numerator)
+        line = Line(denominator, numerator, (rate, *(-1.0 for _ in numerator)))
+        return denominator, _multiple(numerator, parts, values, k), (Line(denominator, parts), line)
 
     def degenerate(self, side: int) -> bool:
         """A rate of 0 or 1 pins counts at 0 whatever the denominator: no complement can hide them."""
         rate = self.rates[side]
         return rate is not None and (abs(rate) < _TOL or abs(rate - 1.0) < _TOL)
+
+
+def _multiple(
+    numerator: tuple[CellKey, ...], denominator: tuple[CellKey, ...], values: Mapping[CellKey, float | None], k: int
+) -> float:
+    """The value a revealed rate's denominator must be able to reach: (m + 1) * q at least, with m * q the true
+    denominator, and enough that the numerator m * p and the rest m * (q - p) can each reach k.
+
+    >>> cells = [(frozenset("a"), f"x#{n}") for n in ("tp", "fn")]
+    >>> _multiple((cells[0],), tuple(cells), {cells[0]: 63.0, cells[1]: 7.0}, 10)  # 63/70 = 9/10: m = 7
+    100.0
+    """
+    num = sum(float(values[c] or 0.0) for c in numerator)
+    den = sum(float(values[c] or 0.0) for c in denominator)
+    if any(values[c] is None for c in denominator) or den <= 0 or not float(den).is_integer():
+        return float(k)  # weighted counts or a read-back JSON: the threshold of a small cell
+    p, q = int(round(num)), int(round(den))
+    divisor = math.gcd(p, q)
+    p, q = p // divisor, q // divisor
+    m = max(divisor + 1, *(math.ceil(k / share) for share in (p, q - p) if share > 0))
+    return float(m * q)
 
 
 def suppress(
@@ -351,7 +382,8 @@ def _suppress(
     Cells whose value is unknown (already suppressed in a suppressed JSON) stay suppressed; empty groups (n = 0)
     and zero counts of published groups are published.
     """
-    k, values = min_cell_size, tables.values
+    k, values = min_cell_size, dict(tables.values)
+    thresholds: dict[CellKey, float] = {}
     primary = {c for c in tables.published if c[0] and _small(values[c], k, unknown=True)}
     virtual = set(values) - tables.published
     protected = {c for c in virtual if _small(values[c], k, unknown=False)}
@@ -377,10 +409,11 @@ def _suppress(
         size = 0.0 if withheld else values.get(group) or 0.0
         return (not withheld, cell == group and not withheld, value < k, size, value, -len(cell[0]), sorted(cell[0]), cell[1])
 
-    def bounded() -> set[CellKey]:
+    def bounded() -> dict[CellKey, float]:
         # Hidden cells under k (zero counts of hidden groups included) and small virtual margins: their upper bound
-        # over the non-negative solutions must reach k.
-        return {c for c in unknown & protected if (values[c] or 0.0) < k}
+        # over the non-negative solutions must reach k. A revealed rate's denominator: its own threshold.
+        small = {c: float(k) for c in unknown & protected if (values[c] or 0.0) < k}
+        return small | thresholds
 
     # The exact (linear) part of the tables first, pruned of what later complements made redundant; then the
     # bounds and the judged gaps' rates, which only ever add complements (each bound a warm-started programme).
@@ -394,21 +427,26 @@ def _suppress(
         added = _revealed(gaps, unknown, tables.counts_of, revealed)
         for i, side in added:
             revealed.add((i, side))
-            line = gaps[i].line(side)
-            if line is not None and gaps[i].degenerate(side):
-                partners |= _partners([gaps[i].sides], unknown, tables.counts_of)
-            elif line is not None:
-                lines.append(line)
+            gap = gaps[i]
+            if gap.rates[side] is not None and gap.degenerate(side):
+                partners |= _partners([gap.sides], unknown, tables.counts_of)
+            elif (found := gap.lines(side, len(lines), values, k)) is not None:
+                denominator, threshold, new = found
+                values[denominator] = sum(float(values[c] or 0.0) for c in new[0].parts)
+                unknown.add(denominator)
+                protected.add(denominator)
+                thresholds[denominator] = threshold
+                lines.extend(new)
         for c in sorted(partners, key=_order):
             hide(c)
         return bool(partners or added)
 
-    def grow(bounds: Callable[[], set[CellKey]]) -> None:
+    def grow(bounds: Callable[[], Mapping[CellKey, float]]) -> None:
         _grow(tuple(lines), unknown, protected, values, hide, cost, bounds, k)
         while reveal():  # the pattern only grows here
             _grow(tuple(lines), unknown, protected, values, hide, cost, bounds, k)
 
-    _grow(tables.lines, unknown, protected, values, hide, cost, lambda: set(), k)
+    _grow(tables.lines, unknown, protected, values, hide, cost, dict, k)
     complements = {c for c in unknown if c in tables.published and c not in primary}
     _prune(tables.lines, unknown, protected, complements, cost)
     grow(bounded)
@@ -464,7 +502,7 @@ def _grow(
     values: Mapping[CellKey, float | None],
     hide: Callable[[CellKey], None],
     cost: Cost,
-    bounded: Callable[[], set[CellKey]],
+    bounded: Callable[[], Mapping[CellKey, float]],
     k: int,
 ) -> None:
     """Hide complements until no protected cell is derivable and no small hidden cell is bounded under k."""
@@ -510,12 +548,13 @@ def _bound_complements(
     lines: tuple[Line, ...],
     unknown: set[CellKey],
     values: Mapping[CellKey, float | None],
-    cells: set[CellKey],
+    cells: Mapping[CellKey, float],
     k: int,
     cost: Cost,
     safe: set[CellKey],
 ) -> set[CellKey]:
-    """Published cells to hide so that each small hidden cell's upper bound reaches k (empty: all do).
+    """Published cells to hide so that each small hidden cell's upper bound reaches k, or each cell of
+    ``cells`` its own threshold (empty: all do).
 
     Hiding more only widens the non-negative solutions, so a cell found ``safe`` (a solution puts it at k or
     more) stays safe while the pattern grows: each is solved for until one solution reaches k. A cell bounded
@@ -535,9 +574,11 @@ def _bound_complements(
             if cell in safe:
                 continue
             bound = programme.upper(block_unknown.index(cell))
-            if not below(bound, k):
+            if not below(bound, cells[cell]):
                 safe.add(cell)
-                safe.update(c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= k - _TOL)
+                safe.update(
+                    c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= cells.get(c, k) - _TOL
+                )
                 continue
             binding = [block_rows[i] for i in bound.binding] or [r for r in block_rows if cell in r.members]
             candidates = {m for line in binding for m in line.members if m not in unknown and m[0]}

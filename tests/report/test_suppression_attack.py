@@ -31,6 +31,7 @@ from suppression_attacker import (
     counts_of,
     from_rows,
     from_view,
+    integer,
     linear,
     linear_counts,
     subtraction,
@@ -75,6 +76,7 @@ def assert_nothing_recovered(doc: AuditDocument, pub: Publication, k: int = K) -
     assert linear(pub, lv) == set()
     assert linear_counts(pub, lv) == set()
     assert bounded(pub, lv, k) == {}
+    assert integer(pub, lv, k) == {}
 
 
 def old_counts_publication(doc: AuditDocument, k: int = K) -> Publication:
