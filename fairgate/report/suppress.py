@@ -340,6 +340,8 @@ def _states(gap: Gap, value: float) -> bool:
 def _rate(entry: GroupEntry, rate: str) -> float | None:
     estimate = entry.metrics.get(rate)
     return None if estimate is None else estimate.value
+
+
 _COUNT_RATES = ("base_rate", "true_positive_rate", "false_positive_rate")
 
 

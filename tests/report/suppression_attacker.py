@@ -26,9 +26,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from fractions import Fraction
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -270,7 +270,7 @@ def integer(pub: Publication, levels: Mapping[str, Sequence[str]], k: int) -> di
         rest = tuple(o for o in denominator if o not in numerator)
         parts = [(p, numerator), (q - p, rest)]
         small = [
-            0 < share and candidates and candidates[-1] * share < k and any((c, o) in hidden for o in outcomes)
+            share > 0 and candidates and candidates[-1] * share < k and any((c, o) in hidden for o in outcomes)
             for share, outcomes in parts
         ]
         if len(candidates) == 1 or any(small):
