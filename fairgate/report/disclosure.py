@@ -189,6 +189,8 @@ class _Run:
         self.unknown = set(virtual)
         self.lines = list(tables.lines)
         self.revealed: set[tuple[int, int]] = set()
+        #: The sides of judged results: withholding one reveals or withholds the other (hidden last).
+        self.sides = {side for pair in pairs for side in pair} | {side for gap in gaps for side in gap.sides}
         for cell in sorted(self.primary, key=order):
             self.hide(cell)
 
@@ -197,7 +199,7 @@ class _Run:
             self.unknown.add(c)
             self.protected.add(c)
 
-    def cost(self, cell: CellKey) -> tuple[bool, bool, bool, float, float, int, list[str], str]:
+    def cost(self, cell: CellKey) -> tuple[bool, bool, bool, bool, float, float, int, list[str], str]:
         """What a reader loses by hiding a published cell (the cheapest is hidden first).
 
         A cell of a group already withheld first (its rates are gone already), then a count of a shown group (its
@@ -211,7 +213,8 @@ class _Run:
         withheld = _withheld(group, self.unknown, self.tables.counts_of)
         size = 0.0 if withheld else self.values.get(group) or 0.0
         shown_size = cell == group and not withheld
-        return (not withheld, shown_size, value < self.k, size, value, -len(cell[0]), sorted(cell[0]), cell[1])
+        judged = not withheld and group in self.sides
+        return (not withheld, judged, shown_size, value < self.k, size, value, -len(cell[0]), sorted(cell[0]), cell[1])
 
     def bounded(self) -> dict[CellKey, float]:
         """The hidden cells whose upper bound must reach a threshold, with it.
@@ -277,13 +280,10 @@ class _Run:
 
 def _largest_withheld(tables: Tables, unknown: set[CellKey], before: set[CellKey]) -> float:
     """The size of the largest group withheld now that was not with ``before`` hidden."""
-    return max(
-        (
-            float(tables.values[g] or 0.0)
-            for g in tables.counts_of
-            if _withheld(g, unknown, tables.counts_of) and not _withheld(g, before, tables.counts_of)
-        ),
-        default=0.0,
+    return sum(
+        float(tables.values[g] or 0.0)
+        for g in tables.counts_of
+        if _withheld(g, unknown, tables.counts_of) and not _withheld(g, before, tables.counts_of)
     )
 
 
@@ -324,7 +324,7 @@ def _partners(
     return out
 
 
-Cost = Callable[[CellKey], tuple[bool, bool, bool, float, float, int, list[str], str]]
+Cost = Callable[[CellKey], tuple[bool, bool, bool, bool, float, float, int, list[str], str]]
 
 
 def _grow(

@@ -70,6 +70,18 @@ def primary_only(rows: Sequence[GroupEntry], k: int) -> set[GroupKey]:
     return primary
 
 
+def partners_withheld(document: AuditDocument, min_cell_size: int) -> Suppression:
+    """The previous rule for judged gaps, kept to show what it costs (bench, tests): when one side of a judged
+    result is withheld, the other side's rates are withheld too. :meth:`Suppression.of_document` does not use it.
+    """
+    pairs = [
+        ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
+        for r in document.results
+        if r.slicing and r.worst_group and r.best_group
+    ]
+    return Suppression.of(document.groups, min_cell_size, document.n_rows, document_counts(document), pairs)
+
+
 @dataclass(frozen=True)
 class Suppression:
     """Which groups a report hides: ``hides(slicing, group)`` is asked by every table, note and chart."""

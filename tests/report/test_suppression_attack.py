@@ -496,3 +496,19 @@ def test_recommendations_do_not_name_a_complementary_suppressed_group() -> None:
     assert "race=Asian, sex=Male (rates withheld)." in hidden  # the reviewer learns which group it is about
     assert "30" not in hidden
     assert "small" not in hidden
+
+
+def test_integer_attack_pins_a_rate_whose_denominator_has_one_whole_candidate() -> None:
+    """A hidden group of 7 whose selection rate 3/7 is read at full precision, its parent 20 and a sibling 9 shown
+    (so it holds at most 11): its size is a multiple of 7, so 7, and its favourable decisions 3. Linear algebra
+    and the bounds cannot tell (the size ranges over 0 to 11); whole numbers can. With a parent of 40 the size
+    could be 7, 14, 21 or 28 and the attack finds nothing."""
+    parent = cell_of(["a"], {"a": "p"})
+    x, y, z = (cell_of(["a", "b"], {"a": "p", "b": b}) for b in "xyz")
+    groups = {parent: {"a": "p"}} | {c: {"a": "p", "b": b} for c, b in zip((x, y, z), "xyz", strict=True)}
+    levels = {"a": ["p"], "b": ["x", "y", "z"]}
+    pub = Publication(groups, {POPULATION: 20.0, parent: 20.0, y: 9.0}, {}, {(x, "selection_rate"): 3 / 7}, True)
+    assert linear(pub, levels) == set()
+    assert integer(pub, levels, K) == {(x, "selection_rate"): [1]}
+    pub.visible |= {POPULATION: 40.0, parent: 40.0}
+    assert integer(pub, levels, K) == {}
