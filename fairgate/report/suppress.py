@@ -71,8 +71,10 @@ def primary_only(rows: Sequence[GroupEntry], k: int) -> set[GroupKey]:
 
 
 def partners_withheld(document: AuditDocument, min_cell_size: int) -> Suppression:
-    """The previous rule for judged gaps, kept to show what it costs (bench, tests): when one side of a judged
-    result is withheld, the other side's rates are withheld too. :meth:`Suppression.of_document` does not use it.
+    """The previous rule for judged gaps, kept to show what it costs (bench, tests).
+
+    When one side of a judged result is withheld, the other side's rates are withheld too (and the complements
+    are chosen as :meth:`Suppression.of_document` chooses them). :meth:`Suppression.of_document` does not use it.
     """
     pairs = [
         ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
