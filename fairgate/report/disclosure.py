@@ -30,9 +30,16 @@ of a hidden group included) must keep an upper bound of at least k over the non-
 (a linear programme per cell, :mod:`fairgate.report.bounds`); one that does not gets another complement from the
 sums that bind it.
 
-Choosing which cell to add hides the least: the smallest published cell of at least k (a zero or small cell
-widens no bound; by size, the finest slicing first on a tie, then by key, so the pattern is deterministic) of an
-equation that exposes a protected cell. The whole population (its size and counts) is never suppressed.
+A judged result prints the gap between two named groups: with one side withheld and the other shown, the
+withheld side's rate is known to full precision, one more (weighted) equation over its counts (:class:`Gap`).
+Either the complements protect its counts with it in the equations (and, counts being whole, its denominator
+keeps a second multiple of the rate's reduced denominator in range), or the shown side is withheld too,
+whichever withholds fewer people.
+
+Choosing which cell to add hides the least (:meth:`_Run.cost`): a cell of a group already withheld, then a count
+of a shown group that is no side of a judged result, the smallest group and then the smallest cell of at least k
+first (a zero or small cell widens no bound; the finest slicing first on a tie, then by key, so the pattern is
+deterministic), of an equation that exposes a protected cell. The whole population is never suppressed.
 """
 
 from __future__ import annotations
