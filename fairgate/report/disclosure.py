@@ -278,20 +278,22 @@ class _Run:
         self.thresholds[denominator] = threshold
         self.lines.extend(new)
         self.grow_once(self.lines, bounds)
-        if _largest_withheld(self.tables, self.unknown, before[0]) <= (self.values.get(gap.sides[1 - side]) or 0.0):
+        if _newly_withheld(self.tables, self.unknown, before[0]) <= (self.values.get(gap.sides[1 - side]) or 0.0):
             return True
         self.unknown, self.protected, self.thresholds = before[0], before[1], before[2]
         del self.lines[before[3] :]
         return False
 
 
-def _largest_withheld(tables: Tables, unknown: set[CellKey], before: set[CellKey]) -> float:
-    """The size of the largest group withheld now that was not with ``before`` hidden."""
-    return sum(
-        float(tables.values[g] or 0.0)
-        for g in tables.counts_of
-        if _withheld(g, unknown, tables.counts_of) and not _withheld(g, before, tables.counts_of)
-    )
+def _newly_withheld(tables: Tables, unknown: set[CellKey], before: set[CellKey]) -> float:
+    """How many people's figures are newly withheld.
+
+    The sizes of the groups whose rates now are, and again of those whose size now is (a second loss).
+    """
+    groups = [g for g in tables.counts_of if not _withheld(g, before, tables.counts_of)]
+    rates = sum(float(tables.values[g] or 0.0) for g in groups if _withheld(g, unknown, tables.counts_of))
+    sizes = sum(float(tables.values[g] or 0.0) for g in tables.counts_of if g in unknown and g not in before)
+    return rates + sizes
 
 
 def _withheld(cell: CellKey, unknown: set[CellKey], counts_of: Mapping[CellKey, tuple[CellKey, ...]]) -> bool:
