@@ -1,14 +1,20 @@
-"""Bench: complementary small-cell suppression on the COMPAS demo audit and on the report bench's document.
+"""Bench: complementary small-cell suppression on the demos' audits and on a census-like generated audit.
 
-COMPAS (7,214 people; race, sex, age_cat, their pairs and the triple: 75 groups) is what ``fairgate demo``
-reports: the suppression there runs over the sizes and each group's TP, FP, TN, FN jointly (exact rank tests by
-SVD, then one non-negativity bound per small hidden cell on a warm-started HiGHS model). It prints the CPU and
-wall time of the sizes alone and of sizes with counts (what every report builds), and how many groups each hides.
+For each audit it prints, per rule, how many groups have their rates withheld by size (under 100 people, 100 to
+999, 1,000 or more, naming the last), how many sizes are withheld, and the CPU and wall time:
 
-The synthetic document (461 groups, 10 x 6 x 5 values, bench/report_render.py's) has sizes only and its tables
-are not sums of one another, so it times the rank tests alone: fewer stated rows make more small cells.
+- ``sizes only``: the sizes' complementary suppression, no counts (the rule before counts were protected);
+- ``partners withheld``: sizes and confusion counts, and when one side of a judged gap is withheld the other
+  side's rates too (the previous rule);
+- ``gaps' rates protected``: what every report uses: the withheld side's rate, which a judged gap reveals, is
+  one more equation whose counts the complements protect (whole-number candidates included), unless that
+  withholds a group larger than the shown side.
 
-    .venv/bin/python bench/suppression.py [--repeat 5]
+COMPAS (7,214 people; race, sex, age_cat, pairs and the triple: 75 groups) is ``fairgate demo``'s audit; the
+multiclass demo (``fairgate demo --task multiclass``, COMPAS's three tiers) has 3 x 3 confusion matrices; the
+census-like audit is tests/report/test_suppression_attack.py's (3,000 seeded rows, skewed race and age).
+
+    .venv/bin/python bench/suppression.py [--repeat 3] [--audits COMPAS,multiclass,census]
 """
 
 from __future__ import annotations
@@ -22,22 +28,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "report"))
 
-from conftest import compas_frame, demo_policy  # noqa: E402
-from report_docgen import synthetic_document  # noqa: E402
+from conftest import COMPAS_CSV, compas_frame, demo_policy  # noqa: E402
+from test_suppression_attack import CENSUS, _audit, _frame  # noqa: E402
 
 import fairgate  # noqa: E402
 from fairgate.document import AuditDocument  # noqa: E402
-from fairgate.report.suppress import Suppression  # noqa: E402
-
-ATTRIBUTES = {
-    "race": [f"race_{i}" for i in range(10)],
-    "age_band": [f"age_{i}" for i in range(6)],
-    "region": [f"region_{i}" for i in range(5)],
-}
+from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
+from fairgate.report.format import group_label  # noqa: E402
+from fairgate.report.suppress import Suppression, partners_withheld  # noqa: E402
 
 
 def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, list[float], list[float]]:
@@ -52,50 +57,87 @@ def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, lis
     return out, cpu, wall
 
 
-def compas(repeat: int, k: int) -> None:
+def compas() -> AuditDocument:
     model = fairgate.ModelInfo(name="compas", version="bench")
     result = fairgate.audit(compas_frame(), demo_policy(), model=model, run_id="bench")
-    doc = AuditDocument.model_validate(json.loads(result.to_json()))
-    n_groups = sum(1 for g in doc.groups if g.slicing)
+    return AuditDocument.model_validate(json.loads(result.to_json()))
+
+
+def multiclass() -> AuditDocument:
+    con = duckdb.connect()
+    con.read_csv(str(COMPAS_CSV), header=True, sep=",").create_view("compas_raw")
+    for role in ("predictions", "labels", "attributes"):
+        con.sql((ROOT / "sql" / f"demo_multiclass_{role}.sql").read_text()).create_view(role)
+    rows = con.sql("select * from predictions join labels using (id) join attributes using (id)").pl()
+    con.close()
+    text = (ROOT / "fairgate" / "policies" / "compas_multiclass.yaml").read_text()
+    policy = fairgate.Policy.from_yaml(text.replace("n_bootstrap: 1000", "n_bootstrap: 50"))
+    cube = count_multiclass(rows, policy)
+    return AuditDocument.model_validate(
+        adjudicate_multiclass(cube, slicings_multiclass(cube, policy), policy).to_dict()
+    )
+
+
+def census() -> AuditDocument:
+    frame = _frame(np.random.default_rng(11), 3000, CENSUS)
+    return AuditDocument.model_validate(_audit(frame, {a: v for a, (v, _) in CENSUS.items()}, "null", 30))
+
+
+def withheld_by_size(doc: AuditDocument, s: Suppression) -> str:
+    """Groups with rates withheld: under 100, 100-999, 1,000 or more (named)."""
+    classes = [0, 0, 0]
+    large = []
+    groups = doc.multiclass.groups if doc.multiclass is not None else doc.groups
+    for g in groups:
+        if g.slicing and s.hides(g.slicing, g.group):
+            n = g.n or 0.0
+            classes[(n >= 100) + (n >= 1000)] += 1
+            if n >= 1000:
+                large.append(f"{group_label(g.group, g.slicing)} ({n:,.0f})")
+    text = f"{sum(classes):>2} withheld (<100: {classes[0]}, 100-999: {classes[1]}, >=1000: {classes[2]})"
+    return text + (f" [{'; '.join(large)}]" if large else "")
+
+
+def bench(name: str, doc: AuditDocument, repeat: int, k: int) -> None:
+    groups = doc.multiclass.groups if doc.multiclass is not None else doc.groups
+    n_groups = sum(1 for g in groups if g.slicing)
+    own = sum(1 for g in groups if g.slicing and _small_own(g, k))
+    print(f"{name}: {n_groups} groups, {own} holding a count from 1 to {k - 1} of their own")
     runs = {
-        "sizes only      ": lambda: Suppression.of(doc.groups, k, doc.n_rows),
-        "sizes and counts": lambda: Suppression.of_document(doc, k),
+        "sizes only           ": lambda: Suppression.of(doc.groups, k, doc.n_rows),
+        "partners withheld    ": lambda: partners_withheld(doc, k),
+        "gaps' rates protected": lambda: Suppression.of_document(doc, k),
     }
     for label, run in runs.items():
         s, cpu, wall = timed(run, repeat)
         n_size = sum(len(v) for v in s.size_hidden.values())
         print(
-            f"COMPAS {label}: {n_groups} groups, {s.n_hidden:>2} with rates withheld ({n_size} sizes); "
-            f"CPU median {statistics.median(cpu):.3f} s (min {min(cpu):.3f}), "
-            f"wall median {statistics.median(wall):.3f} s, n={repeat}"
+            f"  {label}: {withheld_by_size(doc, s)}; {n_size} sizes; "
+            f"CPU median {statistics.median(cpu):.3f} s, wall median {statistics.median(wall):.3f} s, n={repeat}"
         )
 
 
-def synthetic(repeat: int, k: int) -> None:
-    for n_rows in (10_000_000, 20_000, 3_000):
-        doc = synthetic_document(ATTRIBUTES, pairs=True, triples=True, n_rows=n_rows, seed=7)
-        small = sum(1 for g in doc.groups if g.n is not None and 0 < g.n < k)
+def _small_own(g: Any, k: int) -> bool:
+    from fairgate.report.suppress import confusion_counts
 
-        def run(doc: Any = doc) -> Suppression:
-            return Suppression.of(doc.groups, k, doc.n_rows)
-
-        s, cpu, wall = timed(run, repeat)
-        print(
-            f"synthetic n_rows={n_rows:>10,}: {len(doc.groups)} groups, {small:>3} under {k}, "
-            f"{s.n_hidden:>3} suppressed; CPU median {statistics.median(cpu):.3f} s, "
-            f"wall median {statistics.median(wall):.3f} s"
-        )
+    cells = [v for row in g.confusion or [] for v in row] if hasattr(g, "confusion") else confusion_counts(g)
+    return any(v is not None and 0 < v < k for v in [g.n, *cells])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--min-cell-size", type=int, default=10)
+    parser.add_argument("--audits", default="COMPAS,multiclass,census", help="which audits, comma-separated")
     args = parser.parse_args()
     with open("/proc/loadavg") as f:
         print(f"load average: {' '.join(f.read().split()[:3])}")
-    compas(args.repeat, args.min_cell_size)
-    synthetic(args.repeat, args.min_cell_size)
+    wanted = args.audits.split(",")
+    for name, make in (("COMPAS", compas), ("multiclass", multiclass), ("census", census)):
+        if name in wanted:
+            bench(name, make(), args.repeat, args.min_cell_size)
+    with open("/proc/loadavg") as f:
+        print(f"load average: {' '.join(f.read().split()[:3])}")
 
 
 if __name__ == "__main__":

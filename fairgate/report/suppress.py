@@ -20,8 +20,9 @@ from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.multiclass import MulticlassBlock
 from fairgate.engine.labels import WITHHELD, group_key, withheld_label
-from fairgate.report.disclosure import CellKey, Counts, Tables, suppress
-from fairgate.report.format import fmt_count, group_label
+from fairgate.policy.outcomes import RATE_DEFINITIONS
+from fairgate.report.disclosure import CellKey, Counts, Gap, Tables, suppress
+from fairgate.report.format import base_metrics, fmt_count, group_label
 from fairgate.report.model import SUPPRESSED
 
 GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever its attribute order
@@ -69,6 +70,20 @@ def primary_only(rows: Sequence[GroupEntry], k: int) -> set[GroupKey]:
     return primary
 
 
+def partners_withheld(document: AuditDocument, min_cell_size: int) -> Suppression:
+    """The previous rule for judged gaps, kept to show what it costs (bench, tests).
+
+    When one side of a judged result is withheld, the other side's rates are withheld too (and the complements
+    are chosen as :meth:`Suppression.of_document` chooses them). :meth:`Suppression.of_document` does not use it.
+    """
+    pairs = [
+        ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
+        for r in document.results
+        if r.slicing and r.worst_group and r.best_group
+    ]
+    return Suppression.of(document.groups, min_cell_size, document.n_rows, document_counts(document), pairs)
+
+
 @dataclass(frozen=True)
 class Suppression:
     """Which groups a report hides: ``hides(slicing, group)`` is asked by every table, note and chart."""
@@ -90,19 +105,21 @@ class Suppression:
         n_rows: float | None = None,
         counts: Counts | None = None,
         pairs: Iterable[tuple[CellKey, CellKey]] = (),
+        gaps: Iterable[Gap] = (),
     ) -> Suppression:
         """The suppression of a document's groups at ``min_cell_size``; ``n_rows`` is the published total.
 
         Without ``n_rows`` the total is taken as the sum of the first slicing's groups (what it is, since rows
         with a missing attribute are left out of every slicing). ``counts`` (see :func:`document_counts`) are
         suppressed with the sizes; without them only sizes are. Of each of ``pairs`` of groups (cells), when
-        one is withheld the other is too, its counts protected like small ones.
+        one is withheld the other is too, its counts protected like small ones. Of each of ``gaps``, when one
+        side is withheld and the other shown, the withheld side's rate is taken as published.
         """
         if n_rows is None:
             first = next(iter(groups_by_slicing(groups).values()), [])
             n_rows = sum(g.n or 0.0 for g in first)
         tables = Tables.of(((g.slicing, g.group, g.n) for g in groups if g.slicing), n_rows, counts)
-        pattern = suppress(tables, min_cell_size, pairs)
+        pattern = suppress(tables, min_cell_size, pairs, gaps)
         hidden: dict[SlicingKey, set[GroupKey]] = {}
         size_hidden: dict[SlicingKey, set[GroupKey]] = {}
         counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = {}
@@ -128,23 +145,27 @@ class Suppression:
     def of_document(cls, document: AuditDocument, min_cell_size: int) -> Suppression:
         """The suppression of a document: its group sizes and their confusion counts, then result partners.
 
-        A result states the gap between its worst-off and best-off groups and names both: with one's rates
-        shown, the other's would follow (rate = shown rate +- gap, and with its size, a count). So the shown
-        one is withheld too (its size stays): only a gap between two withheld rates is then published.
+        A result states the gap between its worst-off and best-off groups and names both: with one's rate
+        shown, the other's follows to full precision. For a rate of confusion counts (binary) that rate is
+        taken as published, and the counts are protected with it among the equations: the shown side keeps its
+        rates. Otherwise (a multiclass or regression result, a rate of 0 or 1) the shown side is withheld too.
         """
+        counts = document_counts(document)
+        gaps = result_gaps(document) if counts and document.multiclass is None else []
+        covered = {id(r) for r, _ in gaps}
         pairs = [
             ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
             for r in document.results
-            if r.slicing and r.worst_group and r.best_group
+            if r.slicing and r.worst_group and r.best_group and id(r) not in covered
         ]
-        out = cls.of(document.groups, min_cell_size, document.n_rows, document_counts(document), pairs)
+        out = cls.of(document.groups, min_cell_size, document.n_rows, counts, pairs, [g for _, g in gaps])
         changed = True
         while changed:  # without counts (regression, ranking) the partner's rates are withheld all the same
             changed = False
             for result in document.results:
                 sides = [g for g in (result.worst_group, result.best_group) if g]
                 hidden = [out.hides(result.slicing, g) for g in sides]
-                if len(sides) == 2 and any(hidden) and not all(hidden):
+                if id(result) not in covered and len(sides) == 2 and any(hidden) and not all(hidden):
                     out.withhold(result.slicing, sides[hidden.index(False)])
                     changed = True
         return out
@@ -271,6 +292,70 @@ def multiclass_counts(block: MulticlassBlock) -> Counts:
 
 #: The confusion counts of a binary group, favourable outcome = positive.
 COUNT_NAMES = ("tp", "fp", "tn", "fn")
+#: What each count is: the decision (favourable = positive) and the truth.
+_COUNT_KINDS = {
+    "tp": {"decision": True, "truth": True},
+    "fp": {"decision": True, "truth": False},
+    "tn": {"decision": False, "truth": False},
+    "fn": {"decision": False, "truth": True},
+}
+
+
+def rate_counts(rate: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """A group rate as counts, (numerator, denominator), from its one definition; None for another metric.
+
+    >>> rate_counts("true_positive_rate"), rate_counts("selection_rate")
+    ((('tp',), ('tp', 'fn')), (('tp', 'fp'), ('tp', 'fp', 'tn', 'fn')))
+    """
+    if rate not in RATE_DEFINITIONS:
+        return None
+    counted, favourable, given, given_favourable = RATE_DEFINITIONS[rate]
+    denominator = tuple(n for n in COUNT_NAMES if given is None or _COUNT_KINDS[n][given] == given_favourable)
+    return tuple(n for n in denominator if _COUNT_KINDS[n][counted] == favourable), denominator
+
+
+def result_gaps(document: AuditDocument) -> list[tuple[object, Gap]]:
+    """Each judged result's gap per rate it compares (both of equalized odds'), with the result it is of.
+
+    A result none of whose rates is a rate of confusion counts has none (its partners are withheld instead).
+    """
+    entries = {(frozenset(g.slicing), group_key(g.group)): g for g in document.groups if g.slicing}
+    out: list[tuple[object, Gap]] = []
+    for r in document.results:
+        if not (r.slicing and r.worst_group and r.best_group):
+            continue
+        sides = ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
+        bases = [(b, rate_counts(b)) for b in base_metrics(r.metric)]
+        if not bases or any(c is None or any(s not in entries for s in sides) for _, c in bases):
+            continue
+        gaps = []
+        for base, definition in bases:
+            assert definition is not None
+            rates = tuple(_rate(entries[s], base) for s in sides)
+            gaps.append(Gap(sides, definition[0], definition[1], (rates[0], rates[1])))
+        # A result over several rates (equalized odds: the larger of two gaps) states the gap of the rate it
+        # equals; every rate when none matches (taken as known all the same: more protection, never less).
+        stated = [g for g in gaps if r.value is not None and _states(g, r.value)]
+        out += [(r, g) for g in stated or gaps]
+    return out
+
+
+def _states(gap: Gap, value: float) -> bool:
+    """Whether a result's value is this gap's difference or ratio of the two sides' rates."""
+    a, b = gap.rates
+    if a is None or b is None:
+        return False
+    ratio = min(a, b) / max(a, b) if max(a, b) > 0 else None
+    return math.isclose(abs(a - b), abs(value), abs_tol=1e-9) or (
+        ratio is not None and math.isclose(ratio, value, abs_tol=1e-9)
+    )
+
+
+def _rate(entry: GroupEntry, rate: str) -> float | None:
+    estimate = entry.metrics.get(rate)
+    return None if estimate is None else estimate.value
+
+
 _COUNT_RATES = ("base_rate", "true_positive_rate", "false_positive_rate")
 
 

@@ -11,6 +11,10 @@ a hidden group is small, and that every table is a margin of the same people. It
 - ``linear``: the exact test. People are split into atoms (one per combination of every attribute's values and,
   with counts, of the outcome TP/FP/TN/FN); a published size, count or rate is a linear equation over atoms; a
   hidden cell is derivable iff its atom vector lies in the row space of the published equations (numpy rank);
+- ``integer``: counts are whole numbers. A rate read at full precision is a fraction p/q in lowest terms, so
+  its denominator is a multiple m*q of q within the range the published equations leave it (two linear
+  programmes) and its numerator m*p: a rate whose hidden counts have one candidate left, or only candidates
+  under k, discloses them;
 - ``bounded``: non-negativity. Atoms are counts of people, so never negative: a hidden cell's range over the
   non-negative solutions of the published equations (two linear programmes) may be a single point (a sum of
   hidden cells published as 0 pins each at 0) or lie under k (a sum under k bounds each part under k), which
@@ -21,8 +25,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -236,6 +242,39 @@ def bounded(pub: Publication, levels: Mapping[str, Sequence[str]], k: int) -> di
         low = float(vectors[target] @ low_x) if low_x is not None else -np.inf
         if high < k - 1e-6 or high - low < 1e-6:
             out[target] = (low, high)
+    return out
+
+
+def integer(pub: Publication, levels: Mapping[str, Sequence[str]], k: int) -> dict[tuple[Cell, str], list[int]]:
+    """Rates of groups with hidden counts whose whole-number candidates disclose a count, with the candidates
+    (the multipliers m: denominator m*q, numerator m*p).
+
+    Disclosed: one candidate left (the rate's counts are pinned), or every candidate puts the numerator (or the
+    denominator minus it) from 1 to k-1 while a hidden count is part of it.
+    """
+    atoms = _Atoms(pub, levels)
+    hidden = pub.hidden_counts | {(c, o) for c in pub.hidden for o in OUTCOMES}
+    out: dict[tuple[Cell, str], list[int]] = {}
+    for (c, metric), rate in sorted(pub.rates.items(), key=str):
+        numerator, denominator = RATES[metric]
+        if not any((c, o) in hidden for o in denominator) or not math.isfinite(rate):
+            continue
+        fraction = Fraction(rate).limit_denominator(1_000_000)
+        p, q = fraction.numerator, fraction.denominator
+        vector = atoms.vector(c, denominator)
+        high_x, low_x = atoms.solve(-vector, {}), atoms.solve(vector, {})
+        high = math.inf if high_x is None else float(vector @ high_x)
+        low = 0.0 if low_x is None else float(vector @ low_x)
+        top = 10**6 if math.isinf(high) else math.floor(high / q + 1e-6)
+        candidates = list(range(max(1, math.ceil(low / q - 1e-6)), top + 1))
+        rest = tuple(o for o in denominator if o not in numerator)
+        parts = [(p, numerator), (q - p, rest)]
+        small = [
+            share > 0 and candidates and candidates[-1] * share < k and any((c, o) in hidden for o in outcomes)
+            for share, outcomes in parts
+        ]
+        if len(candidates) == 1 or any(small):
+            out[(c, metric)] = candidates[:10]
     return out
 
 

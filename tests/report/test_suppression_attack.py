@@ -31,6 +31,7 @@ from suppression_attacker import (
     counts_of,
     from_rows,
     from_view,
+    integer,
     linear,
     linear_counts,
     subtraction,
@@ -75,6 +76,7 @@ def assert_nothing_recovered(doc: AuditDocument, pub: Publication, k: int = K) -
     assert linear(pub, lv) == set()
     assert linear_counts(pub, lv) == set()
     assert bounded(pub, lv, k) == {}
+    assert integer(pub, lv, k) == {}
 
 
 def old_counts_publication(doc: AuditDocument, k: int = K) -> Publication:
@@ -129,6 +131,9 @@ def test_compas_no_suppressed_size_or_count_can_be_recovered(compas_doc: dict[st
     assert len(shown) >= 15  # and the large groups keep their rates: both sexes, every age band
     assert {cell_of(["sex"], {"sex": s}) for s in ("Female", "Male")} <= shown
     assert {cell_of(["age_cat"], {"age_cat": a}) for a in ("25 - 45", "Greater than 45", "Less than 25")} <= shown
+    # The two largest race groups are sides of judged gaps with a withheld group (Other, complementary): they keep
+    # their rates (complements avoid the sides of judged results).
+    assert {cell_of(["race"], {"race": r}) for r in ("African-American", "Caucasian")} <= shown
 
 
 def test_compas_old_count_pattern_leaks_to_the_same_attacker(compas_doc: dict[str, Any]) -> None:
@@ -494,3 +499,19 @@ def test_recommendations_do_not_name_a_complementary_suppressed_group() -> None:
     assert "Asian · Male (rates withheld)." in hidden  # the reviewer learns which group it is about
     assert "30" not in hidden
     assert "small" not in hidden
+
+
+def test_integer_attack_pins_a_rate_whose_denominator_has_one_whole_candidate() -> None:
+    """A hidden group of 7 whose selection rate 3/7 is read at full precision, its parent 20 and a sibling 9 shown
+    (so it holds at most 11): its size is a multiple of 7, so 7, and its favourable decisions 3. Linear algebra
+    and the bounds cannot tell (the size ranges over 0 to 11); whole numbers can. With a parent of 40 the size
+    could be 7, 14, 21 or 28 and the attack finds nothing."""
+    parent = cell_of(["a"], {"a": "p"})
+    x, y, z = (cell_of(["a", "b"], {"a": "p", "b": b}) for b in "xyz")
+    groups = {parent: {"a": "p"}} | {c: {"a": "p", "b": b} for c, b in zip((x, y, z), "xyz", strict=True)}
+    levels = {"a": ["p"], "b": ["x", "y", "z"]}
+    pub = Publication(groups, {POPULATION: 20.0, parent: 20.0, y: 9.0}, {}, {(x, "selection_rate"): 3 / 7}, True)
+    assert linear(pub, levels) == set()
+    assert integer(pub, levels, K) == {(x, "selection_rate"): [1]}
+    pub.visible |= {POPULATION: 40.0, parent: 40.0}
+    assert integer(pub, levels, K) == {}
