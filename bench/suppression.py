@@ -4,9 +4,9 @@ For each audit it prints, per rule, how many groups have their rates withheld by
 999, 1,000 or more, naming the last), how many sizes are withheld, and the CPU and wall time:
 
 - ``sizes only``: the sizes' complementary suppression, no counts (the rule before counts were protected);
-- ``partners withheld``: sizes and confusion counts, and when one side of a judged gap is withheld the other
-  side's rates too (the previous rule);
-- ``gaps' rates protected``: what every report uses: the withheld side's rate, which a judged gap reveals, is
+- ``partners withheld``: what every report uses: sizes and confusion counts, and when one side of a judged gap is
+  withheld the other side's rates too;
+- ``gaps' rates protected``: the alternative: the withheld side's rate, which a judged gap reveals, is
   one more equation whose counts the complements protect (whole-number candidates included), unless that
   withholds a group larger than the shown side.
 
@@ -42,7 +42,7 @@ import fairgate  # noqa: E402
 from fairgate.document import AuditDocument  # noqa: E402
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
-from fairgate.report.suppress import Suppression, partners_withheld  # noqa: E402
+from fairgate.report.suppress import Suppression, gap_rates_protected  # noqa: E402
 
 
 def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, list[float], list[float]]:
@@ -105,8 +105,8 @@ def bench(name: str, doc: AuditDocument, repeat: int, k: int) -> None:
     print(f"{name}: {n_groups} groups, {own} holding a count from 1 to {k - 1} of their own")
     runs = {
         "sizes only           ": lambda: Suppression.of(doc.groups, k, doc.n_rows),
-        "partners withheld    ": lambda: partners_withheld(doc, k),
-        "gaps' rates protected": lambda: Suppression.of_document(doc, k),
+        "partners withheld    ": lambda: Suppression.of_document(doc, k),
+        "gaps' rates protected": lambda: gap_rates_protected(doc, k),
     }
     for label, run in runs.items():
         s, cpu, wall = timed(run, repeat)
