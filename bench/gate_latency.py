@@ -1,6 +1,6 @@
 """Benchmark: ``fairgate audit --json`` as a CI gate on COMPAS against the same gate written with Fairlearn.
 
-    .venv/bin/python bench/gate_latency.py [--runs 5] [--out DIR]
+    .venv/bin/python bench/gate_latency.py [--runs 5] [--out DIR] [--baseline CHECKOUT] [--demo]
 
 Both sides run in fresh processes on the same three Parquet files (the COMPAS split of ``fairgate demo``:
 predictions, labels, attributes; 7,214 rows), alternating run by run so that both see the same load:
@@ -12,6 +12,11 @@ predictions, labels, attributes; 7,214 rows), alternating run by run so that bot
 * Fairlearn: the script ``FAIRLEARN_GATE`` below (pandas reads and joins the files, one ``MetricFrame`` per
   attribute and attribute pair, the same 5 metrics as point estimates against the same thresholds, the result
   as JSON on stdout, exit code 1 when a metric fails).
+
+``--baseline CHECKOUT``: a third side, the same ``fairgate audit --json`` run by another checkout's
+``.venv/bin/fairgate`` (e.g. main), alternating with the other two. ``--demo``: also ``fairgate demo --json``
+(JSON, JUnit, HTML, PDF, model card, trail) of this checkout, and of the baseline's with ``--baseline``, each in
+its own output folder.
 
 Prints the median wall and CPU time (user + system of the process and its children) of each side, their ratio
 and the load average before and after; the machine is shared, so quote the figures with the load.
@@ -109,6 +114,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each side (alternating)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the inputs (default: a temporary one)")
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout to alternate with (its .venv)")
+    parser.add_argument("--demo", action="store_true", help="also time `fairgate demo --json` (with its PDF)")
     args = parser.parse_args()
 
     from cli.demos import DEMOS
@@ -124,13 +131,21 @@ def main() -> None:
             "--out", str(folder / "reports"), "--json",
         ]  # fmt: skip
         fairlearn_cmd = [sys.executable, "-c", FAIRLEARN_GATE, str(folder)]
+        sides = {"fairgate": fairgate_cmd, "fairlearn": fairlearn_cmd}
+        baseline = [str(args.baseline / ".venv" / "bin" / "fairgate")] if args.baseline else None
+        if baseline:
+            sides["baseline"] = [*baseline, *fairgate_cmd[1:]]
+        if args.demo:
+            sides["demo"] = [*FAIRGATE, "demo", "--json", "--out", str(folder / "demo")]
+            if baseline:
+                sides["baseline demo"] = [*baseline, "demo", "--json", "--out", str(folder / "baseline-demo")]
         with prefect_server(Path(tmp)) as api_url:
             env = {**os.environ, "PREFECT_API_URL": api_url}
             print(f"start: load average {_load()}")
             timed(fairgate_cmd, env, folder)  # warm-up: the server's first flow run, the page cache
-            times: dict[str, list[tuple[float, float]]] = {"fairgate": [], "fairlearn": []}
+            times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
             for run in range(args.runs):
-                for side, command in (("fairgate", fairgate_cmd), ("fairlearn", fairlearn_cmd)):
+                for side, command in sides.items():
                     wall, cpu, code = timed(command, env, folder)
                     times[side].append((wall, cpu))
                     print(f"run {run + 1} {side}: {wall:.2f} s wall, {cpu:.2f} s CPU, exit {code}", flush=True)
@@ -141,9 +156,11 @@ def main() -> None:
     }
     for side, (wall, cpu) in medians.items():
         print(f"{side}: median {wall:.2f} s wall, {cpu:.2f} s CPU ({args.runs} runs)")
-    wall_ratio = medians["fairgate"][0] / medians["fairlearn"][0]
-    cpu_ratio = medians["fairgate"][1] / medians["fairlearn"][1]
-    print(f"ratio fairgate / fairlearn: {wall_ratio:.2f}x wall, {cpu_ratio:.2f}x CPU")
+    for side in ("fairgate", "baseline"):
+        if side in medians:
+            wall_ratio = medians[side][0] / medians["fairlearn"][0]
+            cpu_ratio = medians[side][1] / medians["fairlearn"][1]
+            print(f"ratio {side} / fairlearn: {wall_ratio:.2f}x wall, {cpu_ratio:.2f}x CPU")
 
 
 if __name__ == "__main__":
