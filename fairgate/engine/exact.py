@@ -96,7 +96,8 @@ def needs_exact_pairs(counts: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         pooled = (x1 + x2) / (n1 + n2)
         expected = smaller * np.minimum(pooled, 1.0 - pooled)
-    return finite & (smaller > 0) & (expected < EXACT_BELOW_EXPECTED)
+    needs: np.ndarray = finite & (smaller > 0) & (expected < EXACT_BELOW_EXPECTED)
+    return needs
 
 
 def exact_pair_tail(
