@@ -101,6 +101,16 @@ class Cube:
         """The attribute's values present in the data, sorted; score-table codes index into this list."""
         return _levels(self.cells, attribute)
 
+    @cached_property
+    def cell_codes(self) -> dict[str, tuple[list[str], np.ndarray]]:
+        """Per attribute: its :meth:`levels` and each cell's index into them (computed once per cube)."""
+        coded = {}
+        for attribute in self.attributes:
+            levels = self.levels(attribute)
+            codes = self.cells[attribute].cast(pl.Enum(levels)).to_physical().to_numpy().astype(np.int64)
+            coded[attribute] = (levels, codes)
+        return coded
+
     @property
     def auc_method(self) -> str | None:
         """How AUC is computed: ``exact`` from the score table, ``histogram`` from the score histogram, or None."""

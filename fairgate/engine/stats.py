@@ -369,8 +369,7 @@ class PairFamily:
         small = self._exact_pairs
         if not small:
             return 0.0
-        large = np.ones(self.gap.size, dtype=bool)
-        large[sorted(small)] = False
+        large = ~np.isin(np.arange(self.gap.size), sorted(small))
         total = float(normal_pair_tail(t, threshold, self.se[large]).sum())
         for i in sorted(small):
             if total >= 1.0:
