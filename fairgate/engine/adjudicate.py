@@ -14,6 +14,7 @@ import numpy as np
 
 from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.engine import diagnostics
+from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import Cube
 from fairgate.engine.kinds import kind_of
 from fairgate.engine.label_checks import LabelEvidence, without_label_numbers
@@ -42,6 +43,7 @@ class ModelInfo:
     version: str = "unversioned"
 
 
+@paused_collection
 def adjudicate(
     cube: Cube,
     parts: list[SlicingResult],

@@ -7,12 +7,14 @@ from typing import Any
 
 from fairgate.document.result import AuditResult
 from fairgate.engine.adjudicate import ModelInfo, adjudicate
+from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import Cube, add_score_table, as_lazy, build_cube
 from fairgate.engine.kinds import KindSteps, kind_of
 from fairgate.engine.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
 from fairgate.policy.core import Policy
 
 
+@paused_collection
 def audit(
     data: Any,
     policy: Policy,

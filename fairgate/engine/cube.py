@@ -36,6 +36,7 @@ from fairgate.engine.columns import SCORE_SUM as SCORE_SUM
 from fairgate.engine.columns import TRUE as TRUE
 from fairgate.engine.columns import WEIGHT as WEIGHT
 from fairgate.engine.columns import WEIGHT_SQ as WEIGHT_SQ
+from fairgate.engine.packing import packed_keys
 from fairgate.errors import BAD_SCORE, EMPTY_DATA, MISSING_COLUMN, NOT_BINARY, TOO_MANY_VALUES, DataError
 from fairgate.policy.core import Policy
 
@@ -99,6 +100,16 @@ class Cube:
     def levels(self, attribute: str) -> list[str]:
         """The attribute's values present in the data, sorted; score-table codes index into this list."""
         return _levels(self.cells, attribute)
+
+    @cached_property
+    def cell_codes(self) -> dict[str, tuple[list[str], np.ndarray]]:
+        """Per attribute: its :meth:`levels` and each cell's index into them (computed once per cube)."""
+        coded = {}
+        for attribute in self.attributes:
+            levels = self.levels(attribute)
+            codes = self.cells[attribute].cast(pl.Enum(levels)).to_physical().to_numpy().astype(np.int64)
+            coded[attribute] = (levels, codes)
+        return coded
 
     @property
     def auc_method(self) -> str | None:
@@ -237,24 +248,47 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
         exact_auc = policy.statistics.exact_auc
     data = as_lazy(data)  # once: converting an Arrow table or pandas frame copies it
     rows, has_scores, bins = _rows(data, policy, source)
-    attributes = tuple(policy.attribute_names)
-    keys = [*attributes, _RAW_TRUE, _RAW_PRED, BIN]
-    raw_cells = (
-        rows.group_by(keys)
-        .agg(
-            pl.len().cast(pl.Int64).alias(ROWS),
-            pl.col(WEIGHT).sum(),
-            (pl.col(WEIGHT) * pl.col(WEIGHT)).sum().alias(WEIGHT_SQ),
-            (pl.col(WEIGHT) * pl.col(PERSON_WEIGHT)).sum().alias(PERSON_SQ),
-            (pl.col(SCORE) * pl.col(WEIGHT)).sum().alias(SCORE_SUM),
-            pl.col(_BAD_SCORES).sum(),
-            pl.col(_BAD_SCORE_EXAMPLE).filter(pl.col(_BAD_SCORES)).first(),
-            (pl.col(WEIGHT).is_null() | ~pl.col(WEIGHT).is_finite() | (pl.col(WEIGHT) < 0)).sum().alias(_BAD_WEIGHTS),
-        )
-        .collect()
-    )
+    keys = [*policy.attribute_names, _RAW_TRUE, _RAW_PRED, BIN]
+    weighted = bool(policy.columns.weight) or PERSON_WEIGHT in data.collect_schema().names()
+    raw_cells = rows.group_by(keys).agg(_cell_sums(weighted)).collect()
+    raw_cells = raw_cells if weighted else _unit_weight_sums(raw_cells)
     cube = cube_from_raw_cells(raw_cells, policy, source=source, has_scores=has_scores, bins=bins)
     return add_score_table(cube, data, policy, source=source) if exact_auc and has_scores else cube
+
+
+def _cell_sums(weighted: bool) -> list[pl.Expr]:
+    """The raw cell's sums: rows, score sums, bad scores (with an example), and with weights their sums.
+
+    Without weights (every weight 1) the weight sums are not computed: they follow from the rows
+    (:func:`_unit_weight_sums`). The example (an order-dependent ``first``) also keeps the group-by on the path
+    whose float sums do not depend on the run, so unit weights give bit for bit the counts of no weights.
+    """
+    weight = pl.col(WEIGHT)
+    sums = [
+        pl.len().cast(pl.Int64).alias(ROWS),
+        (pl.col(SCORE) * weight).sum().alias(SCORE_SUM),
+        pl.col(_BAD_SCORES).sum(),
+        pl.col(_BAD_SCORE_EXAMPLE).filter(pl.col(_BAD_SCORES)).first(),
+    ]
+    if weighted:
+        sums += [
+            weight.sum(),
+            (weight * weight).sum().alias(WEIGHT_SQ),
+            (weight * pl.col(PERSON_WEIGHT)).sum().alias(PERSON_SQ),
+            (weight.is_null() | ~weight.is_finite() | (weight < 0)).sum().alias(_BAD_WEIGHTS),
+        ]
+    return sums
+
+
+def _unit_weight_sums(raw_cells: pl.DataFrame) -> pl.DataFrame:
+    """Raw cells summed without weights, with the weight sums every weight 1 gives (each the cell's rows)."""
+    weight = pl.col(ROWS).cast(pl.Float64)
+    return raw_cells.with_columns(
+        weight.alias(WEIGHT),
+        weight.alias(WEIGHT_SQ),
+        weight.alias(PERSON_SQ),
+        pl.lit(0, dtype=pl.UInt32).alias(_BAD_WEIGHTS),
+    )
 
 
 def cube_from_raw_cells(raw_cells: pl.DataFrame, policy: Policy, *, source: str, has_scores: bool, bins: int) -> Cube:
@@ -362,7 +396,7 @@ def _histogram_sum(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     text keys took longer than building them, and AUC sorts the histogram by bin anyway
     (``histogram_score_table``).
     """
-    packed = _packed_keys(frame, keys)
+    packed = packed_keys(frame, keys)
     if packed is None:
         return frame.group_by(keys).agg(pl.col(WEIGHT).sum())
     codes, digits_of = packed
@@ -373,52 +407,6 @@ def _histogram_sum(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         cells, digit = np.divmod(cells, digits.radix)
         columns[key] = digits.decode(key, digit)
     return pl.DataFrame([columns[key] for key in keys]).with_columns(pl.Series(WEIGHT, weights, dtype=pl.Float64))
-
-
-@dataclass(frozen=True)
-class _Digits:
-    """One key's place in a packed key.
-
-    ``radix`` values: a text key's sorted ``levels``, or an integer key's values from ``low`` (of ``dtype``).
-    """
-
-    radix: int
-    levels: pl.Series | None
-    low: int
-    dtype: Any
-
-    def decode(self, name: str, digits: np.ndarray) -> pl.Series:
-        if self.levels is not None:
-            return self.levels.gather(digits).alias(name)
-        return pl.Series(name, digits + self.low).cast(self.dtype)
-
-
-def _packed_keys(frame: pl.DataFrame, keys: list[str]) -> tuple[np.ndarray, list[_Digits]] | None:
-    """Each row's keys as one int64 in mixed radix, and each key's place; None for null keys or an overflow.
-
-    A text key's digit is its value's index among its sorted values, an integer key's its offset from its minimum.
-    """
-    codes = np.zeros(frame.height, dtype=np.int64)
-    places: list[_Digits] = []
-    span = 1
-    for key in keys:
-        column = frame[key]
-        if column.null_count() or not (column.dtype == pl.String or column.dtype.is_integer()):
-            return None
-        if column.dtype == pl.String:
-            levels = column.unique().sort()
-            digits = column.cast(pl.Enum(levels.to_list())).to_physical().to_numpy().astype(np.int64)
-            place = _Digits(len(levels), levels, 0, column.dtype)
-        else:
-            low = int(column.min()) if frame.height else 0  # type: ignore[arg-type]
-            digits = column.to_numpy().astype(np.int64) - low
-            place = _Digits(int(digits.max()) + 1 if frame.height else 1, None, low, column.dtype)
-        span *= max(place.radix, 1)
-        if span >= 2**62:
-            return None
-        codes = codes * place.radix + digits
-        places.append(place)
-    return codes, places
 
 
 def _rows(data: Any, policy: Policy, source: str) -> tuple[pl.LazyFrame, bool, int]:

@@ -77,11 +77,27 @@ def log_rate_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------- the exact tail
 def needs_exact(x1: float, n1: float, x2: float, n2: float) -> bool:
     """The switch rule: whether a pair (x1 of n1, x2 of n2) is tested exactly (see the module's docstring)."""
-    n1, n2 = round(n1), round(n2)
-    if min(n1, n2) <= 0:
-        return False
-    pooled = (x1 + x2) / (n1 + n2)
-    return min(n1, n2) * min(pooled, 1.0 - pooled) < EXACT_BELOW_EXPECTED
+    return bool(needs_exact_pairs(np.array([[x1, n1, x2, n2]], dtype=float))[0])
+
+
+def needs_exact_pairs(counts: np.ndarray) -> np.ndarray:
+    """:func:`needs_exact` for every row ``(x1, n1, x2, n2)`` of ``counts`` at once (False where one is not finite).
+
+    Trials are rounded half to even, as Python's ``round``; a family of a triple's groups has thousands of pairs.
+
+    >>> needs_exact_pairs(np.array([[0, 60, 130, 2000], [100, 400, 500, 2000], [np.nan, 1, 2, 3]])).tolist()
+    [True, False, False]
+    """
+    counts = np.asarray(counts, dtype=float).reshape(-1, 4)
+    finite = np.isfinite(counts).all(axis=1)
+    x1, n1, x2, n2 = np.where(finite[:, None], counts, 0.0).T
+    n1, n2 = np.rint(n1), np.rint(n2)
+    smaller = np.minimum(n1, n2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pooled = (x1 + x2) / (n1 + n2)
+        expected = smaller * np.minimum(pooled, 1.0 - pooled)
+    needs: np.ndarray = finite & (smaller > 0) & (expected < EXACT_BELOW_EXPECTED)
+    return needs
 
 
 def exact_pair_tail(

@@ -19,6 +19,7 @@ from scipy import sparse
 from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
+from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
 from fairgate.engine.metrics import (
     GroupCounts,
@@ -87,6 +88,7 @@ class SlicingResult:
     calibration: list[dict[str, Any]] = field(default_factory=list)
 
 
+@paused_collection
 def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResult:
     """All metrics of one slicing from the cube, with ``statistics.n_bootstrap`` bootstrap replicates."""
     stats = policy.statistics
@@ -193,16 +195,36 @@ def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = No
     """The groups of a slicing (sorted) and, per cube cell, the index of its group.
 
     A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
+    The groups are found from the cells' attribute codes (``Cube.cell_codes``) packed into one integer per cell.
     """
     if not slicing:
         return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
     keys = list(slicing)
-    present = cube.cells.select(keys).unique()
-    if declared is not None:
-        present = pl.concat([present, pl.DataFrame({keys[0]: declared}, schema=present.schema)]).unique()
-    groups = present.sort(keys).with_row_index(GROUP)
-    index = cube.cells.select(keys).join(groups, on=keys, how="left", maintain_order="left")[GROUP]
-    return groups, index.to_numpy().astype(np.int64)
+    coded = [cube.cell_codes[key] for key in keys]
+    if declared is not None:  # one attribute: its values in the data and the declared ones
+        levels, codes = coded[0]
+        values = sorted(set(levels) | set(declared))
+        position = {value: i for i, value in enumerate(values)}
+        groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
+        return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
+    if int(np.prod([float(len(levels)) for levels, _ in coded])) < 2**62:
+        packed = np.zeros(cube.cells.height, dtype=np.int64)
+        for levels, codes in coded:
+            packed = packed * len(levels) + codes
+        present, index = np.unique(packed, return_inverse=True)
+        digits = []
+        for levels, _ in reversed(coded):
+            present, digit = np.divmod(present, len(levels))
+            digits.append(digit)
+        digits.reverse()
+    else:  # too many combinations to pack: the code rows themselves, in the same (lexicographic) order
+        rows, index = np.unique(np.column_stack([codes for _, codes in coded]), axis=0, return_inverse=True)
+        digits = list(rows.T)
+    columns = [
+        pl.Series(key, levels, dtype=pl.String).gather(digit)
+        for key, (levels, _), digit in zip(keys, coded, digits, strict=True)
+    ]
+    return pl.DataFrame(columns).with_row_index(GROUP), index.reshape(-1).astype(np.int64)
 
 
 def bootstrap_group_counts(
@@ -438,4 +460,10 @@ def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCount
 
 
 def _list(values: np.ndarray) -> list[float | None]:
-    return [float(v) if np.isfinite(v) else None for v in values]
+    """The values as Python floats, None where not finite (checked once for the whole array)."""
+    values = np.asarray(values, dtype=float)
+    listed: list[float | None] = values.tolist()
+    finite = np.isfinite(values)
+    if finite.all():
+        return listed
+    return [v if ok else None for v, ok in zip(listed, finite.tolist(), strict=True)]

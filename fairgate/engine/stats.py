@@ -16,7 +16,7 @@ import numpy as np
 from scipy import optimize, special
 from scipy import stats as _scipy_stats
 
-from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, needs_exact, normal_pair_tail
+from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, needs_exact_pairs, normal_pair_tail
 
 
 @functools.lru_cache(maxsize=256)
@@ -369,7 +369,7 @@ class PairFamily:
         small = self._exact_pairs
         if not small:
             return 0.0
-        large = np.array([i not in small for i in range(self.gap.size)])
+        large = ~np.isin(np.arange(self.gap.size), sorted(small))
         total = float(normal_pair_tail(t, threshold, self.se[large]).sum())
         for i in sorted(small):
             if total >= 1.0:
@@ -386,7 +386,7 @@ class PairFamily:
         """
         if self.counts is None:
             return frozenset()
-        return frozenset(i for i, c in enumerate(self.counts) if np.isfinite(c).all() and needs_exact(*c))
+        return frozenset(np.flatnonzero(needs_exact_pairs(self.counts)).tolist())
 
     def beyond_bound(self, p: float) -> float:
         """The largest threshold whose :meth:`p_beyond` is at most ``p``: the lower bound the gate's test inverts.

@@ -128,3 +128,27 @@ def test_switch_rule_reads_expected_counts() -> None:
     assert exact.needs_exact(30, 100, 600, 2000)  # 100 x 0.3 = 30 < 50
     assert not exact.needs_exact(100, 400, 500, 2000)  # 400 x 0.25 = 100
     assert not exact.needs_exact(0, 0, 5, 10)  # no trials: no test
+
+
+def test_switch_rule_over_pairs_equals_the_rule_pair_by_pair() -> None:
+    """needs_exact_pairs (one array operation per family) against the documented rule written pair by pair."""
+
+    def rule(x1: float, n1: float, x2: float, n2: float) -> bool:
+        if not all(np.isfinite([x1, n1, x2, n2])):
+            return False
+        n1, n2 = round(n1), round(n2)  # half to even, as Python rounds
+        if min(n1, n2) <= 0:
+            return False
+        pooled = (x1 + x2) / (n1 + n2)
+        return min(n1, n2) * min(pooled, 1.0 - pooled) < exact.EXACT_BELOW_EXPECTED
+
+    rng = np.random.default_rng(8)
+    trials = np.concatenate([rng.integers(0, 400, 3000).astype(float), rng.integers(0, 400, 500) + 0.5])
+    trials = rng.permutation(np.concatenate([trials, [0.4, 0.5, 1.5, 2.5, np.nan, np.inf]]))
+    n1, n2 = trials, rng.permutation(trials)
+    x1 = np.floor(rng.random(n1.size) * np.nan_to_num(n1, posinf=5.0))
+    x2 = np.floor(rng.random(n2.size) * np.nan_to_num(n2, posinf=5.0))
+    counts = np.column_stack([x1, n1, x2, n2])
+    expected = [rule(*row) for row in counts.tolist()]
+    assert exact.needs_exact_pairs(counts).tolist() == expected
+    assert 0 < sum(expected) < len(expected)

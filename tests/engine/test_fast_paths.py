@@ -119,3 +119,50 @@ def test_each_slicing_is_counted_once_per_cube(monkeypatch: pytest.MonkeyPatch) 
     assert set(calls.values()) == {1}
     skipped = document["diagnostics"]["skipped_slicings"]
     assert [(s["slicing"], s["groups"]) for s in skipped] == [(["a", "c"], 12), (["a", "b", "c"], 24)]
+
+
+def test_slicing_groups_equal_the_polars_join_they_replace() -> None:
+    """Groups from packed attribute codes: the same sorted groups and cell indices as a Polars unique + join."""
+    import itertools
+
+    import polars as pl
+
+    import fairgate
+    from fairgate.engine.cube import build_cube
+    from fairgate.engine.slicing import GROUP, slicing_groups
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    frame = pl.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "Z", "é"], n),
+            "b": rng.choice(["u", "v"], n),
+            "c": rng.choice(["p10", "p2", "q", "r", "s"], n),
+            "y_true": rng.integers(0, 2, n),
+            "y_pred": rng.integers(0, 2, n),
+        }
+    )
+    policy = fairgate.Policy.model_validate(
+        {
+            "sensitive_attributes": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            "metrics": [{"name": "demographic_parity_difference", "threshold": 0.1}],
+        }
+    )
+    cube = build_cube(frame.filter(~((pl.col("a") == "x") & (pl.col("c") == "q"))), policy)
+
+    def joined(slicing: tuple[str, ...], declared: list[str] | None) -> tuple[pl.DataFrame, np.ndarray]:
+        keys = list(slicing)
+        present = cube.cells.select(keys).unique()
+        if declared is not None:
+            present = pl.concat([present, pl.DataFrame({keys[0]: declared}, schema=present.schema)]).unique()
+        groups = present.sort(keys).with_row_index(GROUP)
+        index = cube.cells.select(keys).join(groups, on=keys, how="left", maintain_order="left")[GROUP]
+        return groups, index.to_numpy().astype(np.int64)
+
+    cases: list[tuple[tuple[str, ...], list[str] | None]] = [(("a",), ["w", "y", "zz"]), (("c",), ["p1"])]
+    cases += [(s, None) for k in (1, 2, 3) for s in itertools.combinations(["a", "b", "c"], k)]
+    for slicing, declared in cases:
+        groups, index = slicing_groups(cube, slicing, declared)
+        expected_groups, expected_index = joined(slicing, declared)
+        assert groups.equals(expected_groups), slicing
+        assert np.array_equal(index, expected_index), slicing
