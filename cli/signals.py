@@ -162,10 +162,26 @@ def _watchdog(signum: int) -> None:
     threading.Timer(GRACE_SECONDS, _Guard.exit_now, args=(signum,)).start()
 
 
+def _silence_logs() -> None:
+    """Drop every log record from now on: the run's reports of its own unwinding are noise, not news.
+
+    A signal that arrives while DuckDB runs a query is raised inside DuckDB's signal check, which turns it into
+    ``RuntimeError('Query interrupted')``; Prefect would log that as a failed task with its traceback. The CLI
+    says itself that the run was interrupted (:meth:`_Guard.exit_now`, written to stderr, not logged).
+    """
+    import logging
+
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            handler.addFilter(lambda record: False)
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _Guard.signum is not None:  # a second signal: no more waiting
         _Guard.exit_now(signum)
     _Guard.signum = signum
+    _silence_logs()
     _watchdog(signum)
     raise AuditInterrupted(signum)
 
