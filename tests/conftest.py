@@ -61,6 +61,60 @@ class _Server:
             stop_process_group(cls.process, timeout=10)
 
 
+# Parallel runs (pytest-xdist; addopts: ``-n auto --dist loadgroup``). Each worker is a process of its own: it
+# imports this file, so it has its own Prefect home and its own server (and its own MLflow server, SMTP servers and
+# session fixtures). The unit of work sent to a worker is a test file, so a module-scoped fixture runs once; tests
+# marked ``xdist_group(NAME)`` in several files form one unit instead (a session fixture they share runs once).
+MAX_WORKERS = 4  # each worker starts a Prefect server (and its session fixtures): more costs more than it saves
+
+
+def _names_only_files(config: pytest.Config) -> bool:
+    """Whether the command line names test files or tests only (no folder): a targeted run, one process."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False
+    return all(Path(arg.split("::", 1)[0]).is_file() for arg in config.args)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per usable core (at most ``MAX_WORKERS``); none (this process runs the tests, with
+    no second Prefect server) when the command line names files or tests only. ``-n N`` on the command line wins."""
+    if "PYTEST_XDIST_AUTO_NUM_WORKERS" in os.environ:
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    if _names_only_files(config):
+        return 0
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup``: a test file is one unit of work, the tests of an ``xdist_group`` one unit together;
+    units are handed out in the workers' collection order (see ``pytest_collection_modifyitems``)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):  # xdist appends @GROUP to the ids of grouped tests
+                return nodeid.rsplit("@", 1)[1]
+            return nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False  # not by test count: the long files first, as collected below
+    return FileOrGroupScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker: the files holding a ``slow`` test, and ``xdist_group`` units, first (longest
+    first: the other worker fills in with the many short files, and no long file starts last). Each file's tests
+    stay together and in their order; a run without workers keeps the plain collection order."""
+    if not hasattr(config, "workerinput"):
+        return
+    early = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("xdist_group")}
+    items.sort(key=lambda item: item.path not in early)  # stable: the order within each file is kept
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Launch the server as soon as the run is known to need it, so it starts while other tests run."""
     if session.config.option.collectonly:
