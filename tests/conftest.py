@@ -61,11 +61,16 @@ class _Server:
             stop_process_group(cls.process, timeout=10)
 
 
-# Parallel runs (pytest-xdist; addopts: ``-n auto --dist loadgroup``). Each worker is a process of its own: it
+# Parallel runs (pytest-xdist; addopts: ``-n auto --dist loadfile``). Each worker is a process of its own: it
 # imports this file, so it has its own Prefect home and its own server (and its own MLflow server, SMTP servers and
-# session fixtures). The unit of work sent to a worker is a test file, so a module-scoped fixture runs once; tests
-# marked ``xdist_group(NAME)`` in several files form one unit instead (a session fixture they share runs once).
+# session fixtures). The unit of work sent to a worker is a test file, so a module-scoped fixture runs once.
 MAX_WORKERS = 4  # each worker starts a Prefect server (and its session fixtures): more costs more than it saves
+# Test files that read one costly session fixture: each tuple is one unit of work (one worker), so the fixture runs
+# once. (Not xdist_group marks: pytest-xdist's loadgroup does not tag the tests' ids under pytest 9.2.)
+SHARED_UNITS = (
+    ("tests/report/test_report_layout.py", "tests/report/test_trend_demo.py"),  # two_demo_runs
+)
+_UNIT_OF_FILE = {path: unit[0] for unit in SHARED_UNITS for path in unit}
 
 
 def _names_only_files(config: pytest.Config) -> bool:
@@ -88,30 +93,31 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """``--dist loadgroup``: a test file is one unit of work, the tests of an ``xdist_group`` one unit together;
-    units are handed out in the workers' collection order (see ``pytest_collection_modifyitems``)."""
-    if config.getvalue("dist") != "loadgroup":
+    """``--dist loadfile``: a test file is one unit of work, the files of a ``SHARED_UNITS`` entry one unit
+    together; units are handed out in the workers' collection order (see ``pytest_collection_modifyitems``)."""
+    if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class FileOrGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.rfind("@") > nodeid.rfind("]"):  # xdist appends @GROUP to the ids of grouped tests
-                return nodeid.rsplit("@", 1)[1]
-            return nodeid.split("::", 1)[0]
+            path = nodeid.split("::", 1)[0]
+            return _UNIT_OF_FILE.get(path, path)
 
     config.option.loadscopereorder = False  # not by test count: the long files first, as collected below
-    return FileOrGroupScheduling(config, log)
+    return FileScheduling(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In a pytest-xdist worker: the files holding a ``slow`` test, and ``xdist_group`` units, first (longest
-    first: the other worker fills in with the many short files, and no long file starts last). Each file's tests
-    stay together and in their order; a run without workers keeps the plain collection order."""
+    """In a pytest-xdist worker: the files holding a ``slow`` test, and the ``SHARED_UNITS``, first (the long
+    units first: the other worker fills in with the many short files, and no long file starts last). Each file's
+    tests stay together and in their order; a run without workers keeps the plain collection order."""
     if not hasattr(config, "workerinput"):
         return
-    early = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("xdist_group")}
+    root = config.rootpath
+    early = {item.path for item in items if item.get_closest_marker("slow")}
+    early |= {item.path for item in items if item.path.relative_to(root).as_posix() in _UNIT_OF_FILE}
     items.sort(key=lambda item: item.path not in early)  # stable: the order within each file is kept
 
 

@@ -113,8 +113,8 @@ def _demo(out: Path) -> subprocess.CompletedProcess[str]:
 def two_demo_runs(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> DemoRuns:
     """``fairgate demo --out DIR --quiet`` twice into one folder, as a user runs it (a subprocess on the session's
     Prefect server, an unkeyed trail): the second run's report has the trend of the two. Run once for the tests
-    that read them (the demo's PDF layout, the trend; their modules are one ``xdist_group``, so one worker runs
-    them); those tests check the exit codes."""
+    that read them (the demo's PDF layout, the trend; their files are one unit of work for pytest-xdist,
+    tests/conftest.py's SHARED_UNITS); those tests check the exit codes."""
     out = tmp_path_factory.mktemp("demo")
     first = _demo(out)
     first_files = frozenset(out.iterdir())

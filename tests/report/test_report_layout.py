@@ -20,8 +20,6 @@ from PIL import Image
 
 from tasks.render.report import html_to_pdf
 
-pytestmark = pytest.mark.xdist_group("report-demo-folder")  # with test_trend_demo.py: the demo runs once
-
 REPO = Path(__file__).resolve().parents[2]
 DPI = 40
 MM = DPI / 25.4  # pixels per millimetre

@@ -12,8 +12,9 @@ import pytest
 
 from tasks.store import list_runs, verify
 
-# The session's Prefect server (tests/conftest.py); the two demo runs are shared with test_report_layout.py.
-pytestmark = [pytest.mark.usefixtures("prefect_server"), pytest.mark.xdist_group("report-demo-folder")]
+# The session's Prefect server (tests/conftest.py); the two demo runs are shared with test_report_layout.py (one
+# unit of work for pytest-xdist: tests/conftest.py, SHARED_UNITS).
+pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
 def _section(html: str) -> str:
