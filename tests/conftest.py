@@ -65,12 +65,21 @@ class _Server:
 # imports this file, so it has its own Prefect home and its own server (and its own MLflow server, SMTP servers and
 # session fixtures). The unit of work sent to a worker is a test file, so a module-scoped fixture runs once.
 MAX_WORKERS = 4  # each worker starts a Prefect server (and its session fixtures): more costs more than it saves
-# Test files that read one costly session fixture: each tuple is one unit of work (one worker), so the fixture runs
-# once. (Not xdist_group marks: pytest-xdist's loadgroup does not tag the tests' ids under pytest 9.2.)
+# Test files that read one costly session fixture: each tuple (of files, or of folders ending in "/") is one unit
+# of work (one worker), so the fixture runs once. (Not xdist_group marks: pytest-xdist's loadgroup does not tag
+# the tests' ids under pytest 9.2.)
 SHARED_UNITS = (
     ("tests/report/test_report_layout.py", "tests/report/test_trend_demo.py"),  # two_demo_runs
+    ("tests/registry/",),  # mlflow_server (tests/registry/conftest.py): one MLflow server for the run
 )
-_UNIT_OF_FILE = {path: unit[0] for unit in SHARED_UNITS for path in unit}
+
+
+def _unit_of(path: str) -> str | None:
+    """The ``SHARED_UNITS`` entry a test file (a path relative to the repository) belongs to, by its first name."""
+    for unit in SHARED_UNITS:
+        if any(path == name or (name.endswith("/") and path.startswith(name)) for name in unit):
+            return unit[0]
+    return None
 
 
 def _names_only_files(config: pytest.Config) -> bool:
@@ -102,7 +111,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return _UNIT_OF_FILE.get(path, path)
+            return _unit_of(path) or path
 
     config.option.loadscopereorder = False  # not by test count: the long files first, as collected below
     return FileScheduling(config, log)
@@ -117,7 +126,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     root = config.rootpath
     early = {item.path for item in items if item.get_closest_marker("slow")}
-    early |= {item.path for item in items if item.path.relative_to(root).as_posix() in _UNIT_OF_FILE}
+    early |= {item.path for item in items if _unit_of(item.path.relative_to(root).as_posix())}
     items.sort(key=lambda item: item.path not in early)  # stable: the order within each file is kept
 
 
