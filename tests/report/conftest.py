@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / ".." / "shared" / "data"
 COMPAS_CSV = DATA / "compas" / "compas-scores-two-years.csv"
 DEMO_POLICY = REPO / "fairgate" / "policies" / "compas_demo.yaml"
+FAIRGATE = Path(sys.executable).with_name("fairgate")
 
 
 def compas_frame() -> pl.DataFrame:
@@ -86,3 +91,31 @@ def browser() -> Iterator[Any]:
 
     with chromium() as b:
         yield b
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoRuns:
+    """Two ``fairgate demo`` runs into one folder: the folder, each run's process, the files the first one wrote."""
+
+    out: Path
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+    first_files: frozenset[Path]
+
+
+def _demo(out: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FAIRGATE_TRAIL_KEY": ""}  # an unkeyed trail, whatever the caller's environment
+    command = [str(FAIRGATE), "demo", "--out", str(out), "--quiet"]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=out, timeout=900, check=False)
+
+
+@pytest.fixture(scope="session")
+def two_demo_runs(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> DemoRuns:
+    """``fairgate demo --out DIR --quiet`` twice into one folder, as a user runs it (a subprocess on the session's
+    Prefect server, an unkeyed trail): the second run's report has the trend of the two. Run once for the tests
+    that read them (the demo's PDF layout, the trend; their files are one unit of work for pytest-xdist,
+    tests/conftest.py's SHARED_UNITS); those tests check the exit codes."""
+    out = tmp_path_factory.mktemp("demo")
+    first = _demo(out)
+    first_files = frozenset(out.iterdir())
+    return DemoRuns(out, first, _demo(out), first_files)

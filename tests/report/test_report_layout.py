@@ -10,11 +10,11 @@ footer in the bottom margin does not count), as a share of the content box's hei
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -22,7 +22,6 @@ from PIL import Image
 from tasks.render.report import html_to_pdf
 
 REPO = Path(__file__).resolve().parents[2]
-FAIRGATE = Path(sys.executable).parent / "fairgate"
 DPI = 40
 MM = DPI / 25.4  # pixels per millimetre
 # The @page margins of reports/report.css: content runs from 13 mm below the top to 15 mm above the bottom.
@@ -52,32 +51,22 @@ def page_fills(pdf: Path, work: Path) -> list[float]:
     return fills
 
 
-def _demo(out: Path, api_url: str) -> None:
-    env = {**os.environ, "PREFECT_API_URL": api_url}
-    result = subprocess.run(
-        [str(FAIRGATE), "demo", "--out", str(out), "--quiet"], env=env, capture_output=True, text=True, cwd=out
-    )
-    assert result.returncode == 1, result.stderr[-3000:]  # COMPAS fails its policy
-
-
-@pytest.fixture(scope="module")
-def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("demo")
-
-
-@pytest.fixture(scope="module")
-def demo_pdf(prefect_server: str, demo_out: Path) -> Path:
-    _demo(demo_out, prefect_server)
-    (pdf,) = demo_out.glob("*.pdf")
+def _demo_pdf(run: subprocess.CompletedProcess[str], files: Iterable[Path]) -> Path:
+    assert run.returncode == 1, run.stderr[-3000:]  # COMPAS fails its policy
+    (pdf,) = [p for p in files if p.suffix == ".pdf"]
     return pdf
 
 
 @pytest.fixture(scope="module")
-def second_demo_pdf(prefect_server: str, demo_out: Path, demo_pdf: Path) -> Path:
+def demo_pdf(two_demo_runs: Any) -> Path:
+    """The first demo run's PDF (``two_demo_runs``, tests/report/conftest.py: shared with the trend's test)."""
+    return _demo_pdf(two_demo_runs.first, two_demo_runs.first_files)
+
+
+@pytest.fixture(scope="module")
+def second_demo_pdf(two_demo_runs: Any) -> Path:
     """The same demo again into the same folder: the trail now holds the first run, so the trend is drawn."""
-    _demo(demo_out, prefect_server)
-    (pdf,) = [p for p in demo_out.glob("*.pdf") if p != demo_pdf]
-    return pdf
+    return _demo_pdf(two_demo_runs.second, set(two_demo_runs.out.iterdir()) - two_demo_runs.first_files)
 
 
 def _assert_fits(pdf: Path, work: Path, max_pages: int) -> None:

@@ -5,30 +5,16 @@ them."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tasks.store import list_runs, verify
 
-pytestmark = pytest.mark.usefixtures("prefect_server")  # the session's Prefect server (tests/conftest.py)
-
-FAIRGATE = Path(sys.executable).with_name("fairgate")
-
-
-def _demo(out: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FAIRGATE_TRAIL_KEY": ""}  # an unkeyed trail, whatever the caller's environment
-    return subprocess.run(
-        [str(FAIRGATE), "demo", "--out", str(out), "--quiet"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
-    )
+# The session's Prefect server (tests/conftest.py); the two demo runs are shared with test_report_layout.py (one
+# unit of work for pytest-xdist: tests/conftest.py, SHARED_UNITS).
+pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
 def _section(html: str) -> str:
@@ -37,15 +23,15 @@ def _section(html: str) -> str:
 
 
 @pytest.mark.slow
-def test_a_second_demo_run_into_the_same_folder_shows_the_trend_and_the_change(tmp_path: Path) -> None:
-    out = tmp_path / "reports"
-    first = _demo(out)
+def test_a_second_demo_run_into_the_same_folder_shows_the_trend_and_the_change(two_demo_runs: Any) -> None:
+    out, first, second = two_demo_runs.out, two_demo_runs.first, two_demo_runs.second
     assert first.returncode == 1, first.stderr  # COMPAS fails its policy
-    (first_html,) = [p for p in out.glob("*.html") if not p.name.endswith(".explorer.html")]
+    (first_html,) = [
+        p for p in two_demo_runs.first_files if p.suffix == ".html" and not p.name.endswith(".explorer.html")
+    ]
     assert "first audit of model compas in this trail" in _section(first_html.read_text())
     assert "data:image" not in _section(first_html.read_text())  # no empty chart for one run
 
-    second = _demo(out)
     assert second.returncode == 1, second.stderr
     runs = list_runs(out / "audit_trail.duckdb")
     assert len(runs) == 2
