@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fairgate.document.diagnostics import CalibrationCurve, RocCurve
+from fairgate.engine.metric_labels import in_sentence, metric_words
 from fairgate.report.format import base_metrics, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Breakdown, Curve, CurveSet, GroupRow, Heatmap, ResultRow, SlicingSection
 from fairgate.report.selection import failure_labels, select_groups
@@ -138,10 +139,10 @@ def _component_note(base: str, worst: ResultRow | None) -> str:
     if worst is None:
         return f"{metric_label(base)}: no intersectional metric is judged, so the selection rate is shown."
     bases = base_metrics(worst.metric)
-    why = f", the component that sets {worst.metric_label.lower()}" if len(bases) > 1 else ""
+    why = f", the component that sets {in_sentence(worst.metric_label)}" if len(bases) > 1 else ""
     status = "fails" if worst.status == "fail" else "is the worst result"
     return (
-        f"Every intersection shows {metric_label(base)}{why} ({worst.metric_label.lower()} {status} on "
+        f"Every intersection shows {metric_words(base)}{why} ({in_sentence(worst.metric_label)} {status} on "
         f"{worst.slicing_label}), on one 0–1 colour scale."
     )
 
