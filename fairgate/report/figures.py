@@ -224,6 +224,31 @@ def breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
     return out
 
 
+def curves_notes(roc: list[CurveSet], calibration: list[CurveSet], min_cell_size: int) -> list[str]:
+    """The notes of the PDF's curves block, across the page under its two rows: what the charts leave out.
+
+    A caption per chart, a third of the page wide, squeezes them into a narrow column. The score-bin rule is
+    said once; a group left out of both an attribute's ROC and calibration charts, once.
+    """
+    out = (
+        [f"Calibration charts: score bins with fewer than {min_cell_size} people are not drawn."] if calibration else []
+    )
+    keys = list(dict.fromkeys(c.key for c in (*roc, *calibration)))
+    for key in keys:
+        parts: list[str] = []
+        for kind, sets in (("ROC", roc), ("calibration", calibration)):
+            for curves in (c for c in sets if c.key == key):
+                if curves.sparse:
+                    parts.append(
+                        f"drawn as dots on the {kind} chart (too few people for a curve): " + "; ".join(curves.sparse)
+                    )
+                if curves.omitted:
+                    parts.append("not drawn: " + "; ".join(curves.omitted))
+        if parts:
+            out.append(f"{key}: " + "; ".join(dict.fromkeys(parts)) + ".")
+    return out
+
+
 def chart_captions(
     roc: list[CurveSet], calibration: list[CurveSet], maps: list[Heatmap], min_cell_size: int
 ) -> dict[str, str]:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from fairgate.document.diagnostics import BaseRates, Diagnostics, IndividualFairness, SimpsonReversal
 from fairgate.engine.labels import WITHHELD
+from fairgate.engine.metric_labels import in_sentence
 from fairgate.report.format import fmt, fmt_count, fmt_share, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import SUPPRESSED, KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
@@ -101,7 +102,7 @@ def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[
                 slicing_label=slicing_key(item.slicing),
                 group=suppression.name(item.slicing, item.group),
                 adverse=_adverse_word(item.direction),
-                rate=metric_label(item.metric),
+                rate=in_sentence(metric_label(item.metric)),  # after its adverse word: "lowest selection rate"
                 value_text=SUPPRESSED if hidden else fmt(item.value),
                 ci_text="" if hidden else interval_text(item.ci_low, item.ci_high),
                 n_text=suppression.size_text(item.slicing, item.group, item.n),
