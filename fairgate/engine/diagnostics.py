@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from fairgate.engine.labels import spelled
-from fairgate.engine.metric_labels import metric_label
+from fairgate.engine.metric_labels import metric_words
 from fairgate.engine.metrics import GroupCounts, GroupMetric, Rate
 from fairgate.engine.slicing import SlicingResult
 from fairgate.engine.stats import holm, newcombe_interval, z_value
@@ -160,7 +160,7 @@ def _impossibility_note(
     ]
     families = {family for _, family in chosen}
     if len(families) >= 2:
-        listed = ", ".join(f"{metric_label(name)} ({family})" for name, family in chosen)
+        listed = ", ".join(f"{metric_words(name)} ({family})" for name, family in chosen)
         lines.append(
             f"This policy asks for criteria from {len(families)} families at once: {listed}. On this data they "
             "trade off against each other: decide which one the use case must prioritise."

@@ -45,3 +45,25 @@ def metric_label(name: str) -> str:
     'Equal opportunity difference'
     """
     return METRIC_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def in_sentence(label: str) -> str:
+    """A metric's label inside a sentence: its first word in lower case, unless it is an abbreviation.
+
+    >>> in_sentence("Disparate impact ratio"), in_sentence("FPR difference"), in_sentence("R² difference")
+    ('disparate impact ratio', 'FPR difference', 'R² difference')
+    >>> in_sentence("KS distance, worst group vs the rest"), in_sentence("")
+    ('KS distance, worst group vs the rest', '')
+    """
+    if len(label) > 1 and label[0].isupper() and label[1].islower():
+        return label[0].lower() + label[1:]
+    return label
+
+
+def metric_words(name: str) -> str:
+    """A metric's name in words inside a sentence (:func:`metric_label`, lower case unless an abbreviation).
+
+    >>> metric_words("disparate_impact_ratio"), metric_words("true_positive_rate"), metric_words("selection_rate")
+    ('disparate impact ratio', 'TPR', 'selection rate')
+    """
+    return in_sentence(metric_label(name))

@@ -23,10 +23,11 @@ import polars as pl
 
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.cube import as_lazy, build_cube
-from fairgate.engine.labels import slicing_label
-from fairgate.engine.metric_labels import metric_label
+from fairgate.engine.labels import reason_label, slicing_label, spelled
+from fairgate.engine.metric_labels import metric_label, metric_words
 from fairgate.engine.metrics import Accuracy, GroupCounts, GroupMetric, PolicyMetric, SummaryOf, policy_metric
 from fairgate.engine.slicing import plan_slicings
+from fairgate.engine.text import ValueLabels, policy_labels
 from fairgate.errors import DataError, PolicyError
 from fairgate.mitigation.change_family import ChangeFamily, change_family
 from fairgate.mitigation.promotion import DECISIONS_ONLY, ModelAudit, choose, gate, joint_rows, model_audit
@@ -401,7 +402,7 @@ def _metric_changes(
         if isinstance(metric, SummaryOf) and slicing and n_bootstrap > 0:
             points = (change.baseline, change.candidate)
             change = replace(change, family=change_family(by_model, metric.bases, metric.summary, judged, points))
-        short = _too_few_events(metric, by_model, judged, groups, policy.statistics.min_events)
+        short = _too_few_events(metric, by_model, judged, groups, policy.statistics.min_events, policy_labels(policy))
         changes.append(change if short is None else replace(change, insufficient=short))
     return changes
 
@@ -412,19 +413,21 @@ def _too_few_events(
     judged: np.ndarray,
     groups: list[dict[str, str]],
     minimum: int,
+    labels: ValueLabels | None = None,
 ) -> str | None:
     """Why a change cannot be judged, or None when every judged group's rates rest on enough people.
 
     A rate of either model resting on fewer than ``statistics.min_events`` people makes the change
-    insufficient_data, as the audit judges such a result.
+    insufficient_data, as the audit judges such a result. Groups are named as the audit's reasons name them (``labels``:
+    the policy's value labels), the rate in its words.
     """
     for role, counts in by_model.items():
         for base in metric.bases:
             events = GroupMetric.registry[base]().events(counts)[0]
             short = [i for i in np.flatnonzero(judged) if events[i] < minimum]
             if short:
-                named = ", ".join(" & ".join(f"{k}={v}" for k, v in groups[i].items()) or "all" for i in short[:3])
-                return f"{base} of the {role} rests on fewer than min_events={minimum} people in {named}"
+                named = ", ".join(reason_label(groups[i], labels) for i in short[:3])
+                return f"the {role}'s {spelled(base)} rests on fewer than min_events={minimum} people in {named}"
     return None
 
 
@@ -468,7 +471,7 @@ def _interval(change: _Change, level: float) -> tuple[float | None, float | None
 def _status(change: _Change, low: float | None, high: float | None, margin: float) -> tuple[Status, str]:
     point = change.candidate - change.baseline
     if change.insufficient is not None and np.isfinite(point):
-        return "insufficient_data", f"{_label(change)} is not judged: {change.insufficient}"
+        return "insufficient_data", f"{_label(change, start=True)} is not judged: {change.insufficient}"
     if not np.isfinite(point) or low is None or high is None:
         return "undefined", "undefined for one of the models, or in too many resamples (groups too small)"
     lower_is_better = change.direction == "lower_is_better"
@@ -483,8 +486,10 @@ def _status(change: _Change, low: float | None, high: float | None, margin: floa
     )
 
 
-def _label(change: _Change) -> str:
-    return f"{metric_label(change.metric)} ({slicing_label(change.slicing)})"
+def _label(change: _Change, *, start: bool = False) -> str:
+    """The metric and its slicing as a reason names them: in lower case inside a sentence."""
+    name = metric_label(change.metric) if start else metric_words(change.metric)
+    return f"{name} ({slicing_label(change.slicing)})"
 
 
 def _candidate(

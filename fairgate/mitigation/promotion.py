@@ -23,7 +23,7 @@ import polars as pl
 
 from fairgate.engine.audit import audit
 from fairgate.engine.labels import slicing_label
-from fairgate.engine.metric_labels import metric_label
+from fairgate.engine.metric_labels import in_sentence, metric_label, metric_words
 from fairgate.policy.core import Policy
 from fairgate.verdicts import passed
 
@@ -119,13 +119,14 @@ def gate(entry: dict[str, Any], verdict: ModelAudit, allow_failing: bool) -> Non
 def _failing_text(verdict: ModelAudit) -> str:
     if verdict.verdict != "fail":
         return f"its own audit's verdict is {verdict.verdict!r}, not 'pass'"
-    shown = "; ".join(verdict.failed[:3]) + (f"; and {len(verdict.failed) - 3} more" if len(verdict.failed) > 3 else "")
+    more = f"; and {len(verdict.failed) - 3} more" if len(verdict.failed) > 3 else ""
+    shown = "; ".join(in_sentence(failed) for failed in verdict.failed[:3]) + more
     return f"its own audit fails the policy: {shown or 'nothing could be judged'}"
 
 
 def _evidence(row: Mapping[str, Any]) -> str:
     return (
-        f"{metric_label(row['metric'])} ({slicing_label(row['slicing'])}): change {row['change']:+.3f}, "
+        f"{metric_words(row['metric'])} ({slicing_label(row['slicing'])}): change {row['change']:+.3f}, "
         f"deciding interval [{row['decision_ci_low']:+.3f}, {row['decision_ci_high']:+.3f}]"
     )
 

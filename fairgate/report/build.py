@@ -14,7 +14,7 @@ from fairgate.engine.tasks import metric_catalogue
 from fairgate.mitigation.advice import outcome_words, priority_note, recommend
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase
 from fairgate.report import glossary, notes, provenance, summary
-from fairgate.report.figures import breakdowns, chart_captions, curve_sets, heatmaps
+from fairgate.report.figures import breakdowns, chart_captions, curve_sets, curves_notes, heatmaps
 from fairgate.report.format import (
     UNDECIDED_STATUSES,
     calibration_axes,
@@ -92,6 +92,7 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
         calibration=calibration,
         heatmaps=maps,
         chart_captions=chart_captions(roc, calibration, maps, min_cell_size),
+        curves_notes=curves_notes(roc, calibration, min_cell_size),
         breakdowns=breakdowns(slicing_sections),
         n_suppressed_total=sum(s.n_suppressed for s in slicing_sections),
         scorecard=summary.scorecard(counted, slicing_sections),

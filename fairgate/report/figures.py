@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fairgate.document.diagnostics import CalibrationCurve, RocCurve
+from fairgate.engine.metric_labels import in_sentence, metric_words
 from fairgate.report.format import base_metrics, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Breakdown, Curve, CurveSet, GroupRow, Heatmap, ResultRow, SlicingSection
 from fairgate.report.selection import failure_labels, select_groups
@@ -138,10 +139,10 @@ def _component_note(base: str, worst: ResultRow | None) -> str:
     if worst is None:
         return f"{metric_label(base)}: no intersectional metric is judged, so the selection rate is shown."
     bases = base_metrics(worst.metric)
-    why = f", the component that sets {worst.metric_label.lower()}" if len(bases) > 1 else ""
+    why = f", the component that sets {in_sentence(worst.metric_label)}" if len(bases) > 1 else ""
     status = "fails" if worst.status == "fail" else "is the worst result"
     return (
-        f"Every intersection shows {metric_label(base)}{why} ({worst.metric_label.lower()} {status} on "
+        f"Every intersection shows {metric_words(base)}{why} ({in_sentence(worst.metric_label)} {status} on "
         f"{worst.slicing_label}), on one 0–1 colour scale."
     )
 
@@ -220,6 +221,31 @@ def breakdowns(sections: list[SlicingSection]) -> list[Breakdown]:
                 [None if g.n is None else round(g.n / total, 4) for g in section.groups],
             )
         )
+    return out
+
+
+def curves_notes(roc: list[CurveSet], calibration: list[CurveSet], min_cell_size: int) -> list[str]:
+    """The notes of the PDF's curves block, across the page under its two rows: what the charts leave out.
+
+    A caption per chart, a third of the page wide, squeezes them into a narrow column. The score-bin rule is
+    said once; a group left out of both an attribute's ROC and calibration charts, once.
+    """
+    out = (
+        [f"Calibration charts: score bins with fewer than {min_cell_size} people are not drawn."] if calibration else []
+    )
+    keys = list(dict.fromkeys(c.key for c in (*roc, *calibration)))
+    for key in keys:
+        parts: list[str] = []
+        for kind, sets in (("ROC", roc), ("calibration", calibration)):
+            for curves in (c for c in sets if c.key == key):
+                if curves.sparse:
+                    parts.append(
+                        f"drawn as dots on the {kind} chart (too few people for a curve): " + "; ".join(curves.sparse)
+                    )
+                if curves.omitted:
+                    parts.append("not drawn: " + "; ".join(curves.omitted))
+        if parts:
+            out.append(f"{key}: " + "; ".join(dict.fromkeys(parts)) + ".")
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fairgate.engine.metric_labels import in_sentence
 from fairgate.engine.metrics import PolicyMetric, SummaryOf, WorstCaseOf, policy_metric
 from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, RATE_DEFINITIONS, Outcomes, rate_phrase, rate_text
@@ -86,8 +87,9 @@ def policy_metrics(names: Iterable[str], words: Outcomes) -> list[GlossaryRow]:
 
 
 def _summary(metric: PolicyMetric, words: Outcomes) -> tuple[str, str]:
-    bases = [rate_text(b, words) if b in RATE_DEFINITIONS else metric_label(b) for b in metric.bases]
-    short = [RATE_ABBREVIATIONS.get(b, metric_label(b)) for b in metric.bases]
+    # Inside a sentence: "max − min of selection rate", "the lowest group's TPR" (an abbreviation stays).
+    bases = [in_sentence(rate_text(b, words) if b in RATE_DEFINITIONS else metric_label(b)) for b in metric.bases]
+    short = [in_sentence(RATE_ABBREVIATIONS.get(b, metric_label(b))) for b in metric.bases]
     if isinstance(metric, WorstCaseOf):
         if metric.summary == "difference":
             formula = "max(" + ", ".join(f"max − min of {s}" for s in short) + ")"

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fairgate.document.mitigation import MitigationBlock
+from fairgate.engine.metric_labels import metric_words
 from fairgate.mitigation.advice import GROUP_SPECIFIC_METHODS, LAWFULNESS_CAVEAT
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import (
@@ -165,7 +166,7 @@ def _fitted_facts(block: MitigationBlock, min_cell_size: int) -> list[Fact]:
             Fact("estimator", str(fitted["estimator"])),
             Fact(
                 "constraint",
-                f"{constraint['family'].replace('_', ' ')} (from {metric_label(constraint['metric'])}, bound {bound})",
+                f"{constraint['family'].replace('_', ' ')} (from {metric_words(constraint['metric'])}, bound {bound})",
             ),
             Fact("trained on", f"{fitted['training']} ({fmt_count(fitted['rows_trained'])} rows)"),
             Fact("features", ", ".join(fitted["features"])),

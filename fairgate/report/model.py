@@ -384,6 +384,7 @@ class ReportView:
     # The remedy a failing audit proposes (policy mitigation.auto); None when the document has none.
     mitigation: MitigationView | None = None
     chart_captions: dict[str, str] = field(default_factory=dict)
+    curves_notes: list[str] = field(default_factory=list)  # the PDF's curves block, under both rows (figures)
     extra: dict[str, Any] = field(default_factory=dict)
     json_note: str = ""  # which JSON was written beside the report (fairgate.report.published.json_note)
     suppression_note: str = ""  # the small-cell rule, stated once (fairgate.report.suppress.Suppression.note)

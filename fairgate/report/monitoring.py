@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fairgate.engine.stats import z_value
-from fairgate.monitoring.contrasts import stream_label
 from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
 from fairgate.report.format import fmt, fmt_count, fmt_p, fmt_signed, interval_text, metric_label
 from fairgate.report.model import KeyValue
 from fairgate.report.monitoring_frame import MonitoringFrame, monitoring_frame
+from fairgate.report.monitoring_skipped import SkippedStreams, skipped_streams
 from fairgate.report.provenance import run_record
 
 MAX_LINES = 6  # series per chart; the tables list the rest
@@ -170,7 +170,7 @@ class MonitoringView:
     legend: list[str]  # slicings in colour order, for the window charts
     method: str
     rules: list[str]
-    skipped: list[str]
+    skipped: SkippedStreams  # the streams left out tonight, one line per reason
     notes: list[str]
     stored: list[str]
     record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
@@ -214,22 +214,12 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         legend=legend,
         method=str(detector.get("method", "")),
         rules=[_rule_text(rule) for rule in detector.get("rules") or []],
-        skipped=[_skipped_text(str(item)) for item in detector.get("skipped") or []],
+        skipped=skipped_streams([str(item) for item in detector.get("skipped") or []]),
         notes=list(document.get("notes") or []),
         stored=[_stored_text(p) for p in document.get("stored") or []],
         record=run_record(document),
         frame=monitoring_frame(document, [window_label(str(w.get("window"))) for w in windows]),
     )
-
-
-def _skipped_text(item: str) -> str:
-    """A stream left out on a night ("night: stream: why"): its id in words.
-
-    >>> _skipped_text("2014-01-20: disparate_impact_ratio · race · Asian vs White · selection_rate: too few")
-    '2014-01-20: Disparate impact ratio · race · Asian vs White · selection rate: too few'
-    """
-    parts = item.split(": ")
-    return ": ".join(stream_label(part) for part in parts)
 
 
 def window_label(window: str) -> str:

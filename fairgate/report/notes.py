@@ -6,6 +6,8 @@ import re
 from dataclasses import replace
 
 from fairgate.document.diagnostics import BaseRates, Diagnostics, IndividualFairness, SimpsonReversal
+from fairgate.engine.labels import WITHHELD
+from fairgate.engine.metric_labels import in_sentence
 from fairgate.report.format import fmt, fmt_count, fmt_share, group_label, interval_text, metric_label, slicing_key
 from fairgate.report.model import SUPPRESSED, KeyValue, NoteRow, ResultRow, WorstRow
 from fairgate.report.suppress import Suppression
@@ -31,21 +33,35 @@ def _key(item: BaseRates) -> str:
     return key if item.outcome_class is None else f"{key}, class {item.outcome_class} vs rest"
 
 
-_SPAN = re.compile(r"from \d+(?:\.\d+)?% to \d+(?:\.\d+)?%")
+# The engine's range in its notes: a binary base rate's as shares ("from 30.0% to 48.6%"), a regression's or
+# ranking's mean outcome as numbers ("from −0.33 to 1.20 across its groups").
+_NUMBER = r"[−-]?\d+(?:\.\d+)?%?"
+_SPAN = re.compile(rf"(?:(ranges?) )?from {_NUMBER} to {_NUMBER}(?: across its groups)?")
 
 
 def _visible_span(item: BaseRates, text: str, suppression: Suppression) -> str:
-    """The note's base-rate range over the groups shown: the engine's spans every group, withheld ones included."""
+    """The note's range over the groups shown: the engine's spans every group, withheld ones included.
+
+    One rule for every kind: a binary audit's base rates (shares) and a regression's or ranking's mean outcome
+    (numbers, as the engine wrote them); a withheld group's value must not be readable from the range's ends.
+    """
     if not any(suppression.hides(item.slicing, g.group) for g in item.groups):
         return text
+    found = _SPAN.search(text)
+    if found is None:
+        return text
+    shown_as = (lambda v: fmt_share(v, 1)) if "%" in found.group(0) else fmt
     visible = [
         g.base_rate for g in item.groups if g.base_rate is not None and not suppression.hides(item.slicing, g.group)
     ]
+    verb = found.group(1)
     if len(visible) > 1:
-        shown = f"from {fmt_share(min(visible), 1)} to {fmt_share(max(visible), 1)} among the groups shown"
+        shown = f"from {shown_as(min(visible))} to {shown_as(max(visible))} among the groups shown"
+        shown = f"{verb} {shown}" if verb else shown
     else:  # one group shown has no range ("from 63.6% to 63.6%" reads as if every group had it)
-        shown = f"{fmt_share(visible[0], 1)} in the one group shown" if visible else "rates withheld"
-    return _SPAN.sub(shown, text)
+        shown = f"{shown_as(visible[0])} in the one group shown" if visible else WITHHELD
+        shown = f"{'is' if verb == 'ranges' else 'are'} {shown}" if verb else shown
+    return _SPAN.sub(shown, text, count=1)
 
 
 def impossibility(diagnostics: Diagnostics, suppression: Suppression) -> list[NoteRow]:
@@ -86,7 +102,7 @@ def worst_subgroups(diagnostics: Diagnostics, suppression: Suppression) -> list[
                 slicing_label=slicing_key(item.slicing),
                 group=suppression.name(item.slicing, item.group),
                 adverse=_adverse_word(item.direction),
-                rate=metric_label(item.metric),
+                rate=in_sentence(metric_label(item.metric)),  # after its adverse word: "lowest selection rate"
                 value_text=SUPPRESSED if hidden else fmt(item.value),
                 ci_text="" if hidden else interval_text(item.ci_low, item.ci_high),
                 n_text=suppression.size_text(item.slicing, item.group, item.n),

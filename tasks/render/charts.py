@@ -125,6 +125,16 @@ CURVE_SIZE = (3.4, 2.35)
 #: line), in up to three lines, with the left margin to hold them: a longer title was clipped at both ends.
 Y_LABEL_WIDTH = 40
 Y_LABEL_MARGIN = 0.68
+#: The x-axis titles wrap to the axes' width (3.4 in less the margins, at 6.5 pt): centred under the axes, a
+#: wider line ran past the figure's right edge and was clipped ("... among those who reoffen").
+X_LABEL_WIDTH = int((CURVE_SIZE[0] - Y_LABEL_MARGIN - 0.12) * 72 / (6.5 * 0.6)) - 4
+
+
+def _x_label(ax: Axes, label: str, default: str) -> float:
+    """Set a curve chart's x-axis title wrapped to the axes' width; returns the bottom margin it needs (inches)."""
+    text = _axis(label, default, X_LABEL_WIDTH)
+    ax.set_xlabel(text, fontsize=6.5)
+    return 0.28 + 0.12 * (text.count("\n") + 1)
 
 
 def roc_chart(curves: CurveSet) -> str | None:
@@ -138,11 +148,11 @@ def roc_chart(curves: CurveSet) -> str | None:
                 curve.x, curve.y, color=series_colour(i), linewidth=1.3, label=f"{shorten(curve.label)} (n={curve.n:,})"
             )
         ax.set(xlim=(0, 1), ylim=(0, 1.01))
-        ax.set_xlabel(_axis(curves.x_label, "False positive rate"), fontsize=6.5)
+        bottom = _x_label(ax, curves.x_label, "False positive rate")
         ax.set_ylabel(_axis(curves.y_label, "True positive rate", Y_LABEL_WIDTH), fontsize=6.5)
         top = set_wrapped_title(ax, f"ROC by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="lower right")
-        set_margins(fig, left=Y_LABEL_MARGIN, bottom=0.4, top=top)
+        set_margins(fig, left=Y_LABEL_MARGIN, bottom=bottom, top=top)
         return to_svg(fig)
 
 
@@ -164,11 +174,11 @@ def calibration_chart(curves: CurveSet) -> str | None:
         for i, curve in enumerate(curves.curves[:MAX_SERIES]):
             _reliability_line(ax, curve, series_colour(i))
         ax.set(xlim=(0, 1), ylim=(0, 1.01))
-        ax.set_xlabel(_axis(curves.x_label, "Mean score of the favourable outcome"), fontsize=6.5)
+        bottom = _x_label(ax, curves.x_label, "Mean score of the favourable outcome")
         ax.set_ylabel(_axis(curves.y_label, "Observed fraction favourable", Y_LABEL_WIDTH), fontsize=6.5)
         top = set_wrapped_title(ax, f"Calibration by {curves.key}", CURVE_SIZE[0])
         ax.legend(loc="upper left")
-        set_margins(fig, left=Y_LABEL_MARGIN, bottom=0.4, top=top)
+        set_margins(fig, left=Y_LABEL_MARGIN, bottom=bottom, top=top)
         return to_svg(fig)
 
 

@@ -26,6 +26,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.kinds import kind_of
+from fairgate.engine.text import ValueLabels, group_name, policy_labels
 from fairgate.errors import VALIDATION_FAILED, DataError
 from tasks.inputs.sql import quote_identifier, render_sql
 from tasks.inputs.staged import Aligned, Staged
@@ -239,13 +240,9 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
             "example": None if small.empty else f"{small.iloc[0]['attribute']}={small.iloc[0]['group']}",
         }
     )
+    labels = policy_labels(staged.policy)
     for _, row in small.head(_MAX_GROUP_WARNINGS).iterrows():
-        # No count: the reports print these lines, and a size may be one the small-cell rule hides (the groups'
-        # tables show each size under that rule; the JSON's diagnostics.insufficient_groups has them all).
-        validation.warnings.append(
-            f"group {row['attribute']}={row['group']!r} has fewer than min_group_size {minimum} rows: it is "
-            "reported but left out of the judgement"
-        )
+        validation.warnings.append(small_group_warning(str(row["attribute"]), row["group"], minimum, labels))
     if len(small) > _MAX_GROUP_WARNINGS:
         # One line per group floods stderr when an attribute has thousands of small groups; the JSON has them all.
         validation.warnings.append(
@@ -253,6 +250,24 @@ def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -
             "(listed in the JSON document's diagnostics.insufficient_groups)"
         )
     return validation
+
+
+def small_group_warning(attribute: str, value: Any, minimum: int, labels: ValueLabels | None = None) -> str:
+    """The warning for a group under min_group_size, in words: the group by its one name (the policy's labels).
+
+    No count: the reports print these lines, and a size may be one the small-cell rule hides (the groups' tables
+    show each size under that rule; the JSON's diagnostics.insufficient_groups has them all).
+
+    >>> small_group_warning("race", "Asian", 30)
+    'race group Asian has fewer than min_group_size 30 rows: it is reported but left out of the judgement'
+    >>> small_group_warning("sex", 2, 30, {"sex": {"2": "Female"}})[:20]
+    'sex group Female has'
+    """
+    name = group_name({attribute: value}, labels=labels)
+    return (
+        f"{attribute} group {name} has fewer than min_group_size {minimum} rows: it is reported but left out of the "
+        "judgement"
+    )
 
 
 def violation_sample(staged: Staged, sql: str) -> pd.DataFrame:

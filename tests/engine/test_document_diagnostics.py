@@ -232,8 +232,8 @@ def test_impossibility_note_when_base_rates_differ(h: Any) -> None:
     assert "30.0%" in note
     assert "60.0%" in note
     assert "cannot" in note
-    assert "Demographic parity difference" in note  # metric names in words, as every report prints them
-    assert "Equalized odds difference" in note
+    assert "demographic parity difference (independence)" in note  # in words, lower case inside the sentence
+    assert "equalized odds difference (separation)" in note
 
 
 def test_no_impossibility_claim_when_base_rates_are_equal(h: Any) -> None:

@@ -122,3 +122,27 @@ def test_report_files_render_offline(document: dict[str, Any], tmp_path: Path) -
     assert "data:image/svg+xml;base64," in page
     assert "http://" not in page.replace("http://www.w3.org", "")
     assert render_monitoring_report(document, tmp_path / "none", ["json"]) == {}
+
+
+def test_left_out_streams_are_grouped_by_reason_with_the_date_once(document: dict[str, Any]) -> None:
+    """One line per reason, the groups listed on it, the night said once (not repeated on every stream)."""
+    why = (
+        "the group has too few people tonight for true positive rate (needs {n}: at least 5 expected events of each "
+        "kind at the baseline rate 0.{n})"
+    )
+    groups = ["Asian", "Native American", "Other", "Hispanic"]
+    skipped = [
+        f"2014-01-20: equal_opportunity_difference · race · {g} vs White · true_positive_rate: {why.format(n=40 + i)}"
+        for i, g in enumerate(groups)
+    ]
+    skipped.append("2014-01-20: disparate_impact_ratio · race · Asian vs White · selection_rate: " + why[:40])
+    night = {**document, "detector": {**(document.get("detector") or {}), "skipped": skipped}}
+    view = build_monitoring_view(night)
+    assert view.skipped.n_streams == 5
+    assert len(view.skipped.lines) == 2  # two reasons
+    text = _text(render_monitoring_html(view, {}))
+    section = text[text.index("Left out on 2014-01-20 (5 stream(s))") :]
+    assert section.count("2014-01-20") == 1
+    assert section.count("too few people tonight for true positive rate (") == 1
+    for i, group in enumerate(groups):
+        assert f"Equal opportunity difference · race · {group} vs White (needs {40 + i})" in section

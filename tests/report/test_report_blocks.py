@@ -127,6 +127,19 @@ def test_no_group_silently_disappears_from_the_curves(compas_doc: dict[str, Any]
     assert "suppressed group(s) (rates withheld" in caption
 
 
+def test_the_pdf_curves_block_notes_run_across_the_page_once_per_attribute(compas_doc: dict[str, Any]) -> None:
+    """Under the ROC and calibration rows, not in a third-of-a-page caption per chart: each left-out group once
+    (both charts leave it out), the score-bin rule once for all the calibration charts."""
+    view = build_view(compas_doc, min_cell_size=10)
+    notes = " ".join(view.curves_notes)
+    assert notes.count("score bins with fewer than 10 people are not drawn") == 1
+    race = next(c for c in view.calibration if c.key == "race")
+    assert race.omitted
+    for text in race.omitted:
+        assert notes.count(text) == 1, notes
+    assert any(line.startswith("race: ") for line in view.curves_notes)
+
+
 def test_the_reproduce_block_pins_inputs_policy_and_window(compas_doc: dict[str, Any]) -> None:
     view = build_view(compas_doc)
     assert view.reproduce_command.startswith("fairgate audit --policy POLICY.yaml")

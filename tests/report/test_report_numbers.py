@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cli.audit_cmd import _estimate_texts
+from fairgate.engine.metric_labels import in_sentence
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report import build_view
@@ -128,7 +129,8 @@ def test_every_page_names_the_worst_off_group_by_the_cores_one_definition(compas
     for headline in view.headline_failures:  # page 1 names the same group as the slicing's results table
         same = next(r for r in rows if (r.metric, r.slicing) == (headline.metric, headline.slicing))
         assert headline.worst_group == same.worst_group
-    rates = {rate_label(name, Outcomes()).split(" – ")[0]: name for name in GroupMetric.registry}
+    # The worst-off table names a rate after its adverse word, in lower case ("lowest selection rate").
+    rates = {in_sentence(rate_label(name, Outcomes()).split(" – ")[0]): name for name in GroupMetric.registry}
     for worst in view.worst_subgroups:
         name = rates[worst.rate.split(" – ")[0]]
         assert worst.adverse == ("lowest" if GroupMetric.registry[name].higher_is_better else "highest"), name
