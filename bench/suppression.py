@@ -41,6 +41,7 @@ from test_suppression_attack import CENSUS, _audit, _frame  # noqa: E402
 import fairgate  # noqa: E402
 from fairgate.document import AuditDocument  # noqa: E402
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
+from fairgate.report.disclosure import clear_patterns  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
 from fairgate.report.suppress import Suppression, gap_rates_protected  # noqa: E402
 
@@ -49,6 +50,7 @@ def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, lis
     """The last suppression, and the CPU and wall seconds of each run."""
     cpu, wall, out = [], [], None
     for _ in range(repeat):
+        clear_patterns()  # a fresh computation each run, not the pattern kept from the last
         c, w = time.process_time(), time.perf_counter()
         out = run()
         cpu.append(time.process_time() - c)

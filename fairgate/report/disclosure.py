@@ -45,6 +45,7 @@ deterministic), of an equation that exposes a protected cell. The whole populati
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -70,7 +71,18 @@ from fairgate.report.tables import (
     witness,
 )
 
-__all__ = ["POPULATION", "CellKey", "Counts", "Gap", "Line", "Pattern", "Tables", "derivable", "suppress"]
+__all__ = [
+    "POPULATION",
+    "CellKey",
+    "Counts",
+    "Gap",
+    "Line",
+    "Pattern",
+    "Tables",
+    "clear_patterns",
+    "derivable",
+    "suppress",
+]
 
 
 @dataclass(frozen=True)
@@ -152,9 +164,37 @@ def suppress(
     """The suppression pattern (see :func:`_suppress`), its small dense algebra on one BLAS thread.
 
     The matrices have a few hundred rows: threads only contend (ten times slower on a loaded machine).
+    A run asks for the same pattern more than once (the JSON document and the report each suppress the
+    document's groups): the last few patterns are kept by their full input, so the second ask is free.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _suppress(tables, min_cell_size, frozenset(pairs), tuple(gaps))
+    frozen_pairs, gap_list = frozenset(pairs), tuple(gaps)
+    key = (*_tables_key(tables), min_cell_size, frozen_pairs, gap_list)
+    with _PATTERNS_LOCK:
+        pattern = _PATTERNS.get(key)
+    if pattern is None:
+        with threadpool_limits(limits=1, user_api="blas"):
+            pattern = _suppress(tables, min_cell_size, frozen_pairs, gap_list)
+        with _PATTERNS_LOCK:
+            _PATTERNS[key] = pattern
+            while len(_PATTERNS) > _KEPT_PATTERNS:
+                del _PATTERNS[next(iter(_PATTERNS))]
+    return pattern
+
+
+#: The patterns last computed, by their full input (a :class:`Pattern` is immutable, so it can be shared).
+_PATTERNS: dict[tuple[object, ...], Pattern] = {}
+_KEPT_PATTERNS = 8
+_PATTERNS_LOCK = threading.Lock()  # a run's tasks may suppress from several threads
+
+
+def _tables_key(tables: Tables) -> tuple[object, ...]:
+    """Everything of ``tables`` a pattern depends on, hashable (the dicts as their items, in their order)."""
+    return tuple(tables.values.items()), tables.published, tables.lines, tuple(tables.counts_of.items())
+
+
+def clear_patterns() -> None:
+    """Forget the patterns kept by :func:`suppress` (benches time a fresh computation)."""
+    _PATTERNS.clear()
 
 
 def _suppress(
