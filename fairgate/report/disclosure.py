@@ -37,9 +37,10 @@ keeps a second multiple of the rate's reduced denominator in range), or the show
 whichever withholds fewer people.
 
 Choosing which cell to add hides the least (:meth:`_Run.cost`): a cell of a group already withheld, then a count
-of a shown group that is no side of a judged result, the smallest group and then the smallest cell of at least k
-first (a zero or small cell widens no bound; the finest slicing first on a tie, then by key, so the pattern is
-deterministic), of an equation that exposes a protected cell. The whole population is never suppressed.
+of a shown group, the fewest people whose rates go (the group's, and a judged side's shown partners') and then
+the smallest cell of at least k first (a zero or small cell widens no bound; the finest slicing first on a
+tie, then by key, so the pattern is deterministic), of an equation that exposes a protected cell. The whole
+population is never suppressed.
 """
 
 from __future__ import annotations
@@ -238,6 +239,10 @@ class _Run:
         self.revealed: set[tuple[int, int]] = set()
         #: The sides of judged results: withholding one reveals or withholds the other (hidden last).
         self.sides = {side for pair in pairs for side in pair} | {side for gap in gaps for side in gap.sides}
+        self.partners: dict[CellKey, set[CellKey]] = {}
+        for a, b in pairs:
+            self.partners.setdefault(a, set()).add(b)
+            self.partners.setdefault(b, set()).add(a)
         for cell in sorted(self.primary, key=order):
             self.hide(cell)
 
@@ -246,22 +251,27 @@ class _Run:
             self.unknown.add(c)
             self.protected.add(c)
 
-    def cost(self, cell: CellKey) -> tuple[bool, bool, bool, bool, float, float, int, list[str], str]:
+    def cost(self, cell: CellKey) -> tuple[bool, bool, bool, float, float, int, list[str], str]:
         """What a reader loses by hiding a published cell (the cheapest is hidden first).
 
         A cell of a group already withheld first (its rates are gone already), then a count of a shown group (its
         rates go, its size stays), a shown group's size last (it takes the counts with it). Then a cell of at
-        least k (a zero widens no bound); of a shown group, the smallest group (a large group keeps its rates
-        while a smaller one does the job); then the smallest cell; on a tie the finest slicing (it carries the
-        least), then by key: deterministic.
+        least k (a zero widens no bound); of a shown group, the fewest people whose rates go: the group's own and,
+        for a side of a judged result, its shown partners' (withheld with it);
+        then the smallest cell; on a tie the finest slicing (it carries the least), then by key: deterministic.
         """
         value = self.values[cell] or 0.0
         group = group_of(cell)
         withheld = _withheld(group, self.unknown, self.tables.counts_of)
         size = 0.0 if withheld else self.values.get(group) or 0.0
         shown_size = cell == group and not withheld
-        judged = not withheld and group in self.sides
-        return (not withheld, judged, shown_size, value < self.k, size, value, -len(cell[0]), sorted(cell[0]), cell[1])
+        # People whose rates go: the group's, and a judged side's shown partners' (withheld with it).
+        people = size + sum(
+            self.values.get(p) or 0.0
+            for p in self.partners.get(group, ())
+            if not withheld and not _withheld(p, self.unknown, self.tables.counts_of)
+        )
+        return (not withheld, shown_size, value < self.k, people, value, -len(cell[0]), sorted(cell[0]), cell[1])
 
     def bounded(self) -> dict[CellKey, float]:
         """The hidden cells whose upper bound must reach a threshold, with it.
@@ -373,7 +383,7 @@ def _partners(
     return out
 
 
-Cost = Callable[[CellKey], tuple[bool, bool, bool, bool, float, float, int, list[str], str]]
+Cost = Callable[[CellKey], tuple[bool, bool, bool, float, float, int, list[str], str]]
 
 
 def _grow(

@@ -63,7 +63,11 @@ class ScoreCells:
 
 
 def explorer_data(
-    cube: Cube, groups: Sequence[Mapping[str, Any]], policy: Policy, min_cell_size: int
+    cube: Cube,
+    groups: Sequence[Mapping[str, Any]],
+    policy: Policy,
+    min_cell_size: int,
+    suppression: Suppression | None = None,
 ) -> dict[str, Any]:
     """The explorer page's data: every slicing of ``groups`` (the document's group entries) with its shown groups.
 
@@ -72,9 +76,12 @@ def explorer_data(
     ``labels`` (the rates and summaries in words, as the report names them),
     ``fi_thresholds`` and ``slicings`` (label, attributes, score grid, resolution, groups with cell counts, the
     fitted group thresholds along the accuracy-fairness frontier: ``fairgate/report/explorer_fit.py``).
+    ``suppression`` is the report's (:meth:`Suppression.of_document`), so the page shows exactly the groups the
+    report shows.
     """
     entries = [GroupEntry.model_validate(g) if isinstance(g, Mapping) else g for g in groups]
-    suppression = Suppression.of(entries, min_cell_size, counts=binary_counts(entries))  # the report's groups
+    if suppression is None:  # no document's rule given (its judged results' partners): the groups' own
+        suppression = Suppression.of(entries, min_cell_size, counts=binary_counts(entries))
     by_slicing: dict[tuple[str, ...], list[GroupEntry]] = {}
     for entry in entries:
         if entry.slicing:  # the whole population is not a slicing to move thresholds in

@@ -18,7 +18,9 @@ from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.engine.labels import slicing_label
+from fairgate.report.build import as_document
 from fairgate.report.explorer import explorer_data
+from fairgate.report.suppress import Suppression
 from tasks.outputs import output_stem, write_atomic
 from tasks.render.report import TEMPLATE_DIR, template_environment
 
@@ -54,7 +56,8 @@ def build_explorer_file(
         return None
     if document.get("label_free"):  # an audit without labels: its cube's labels are placeholders
         return None
-    data = explorer_data(cube, document["groups"], policy, min_cell_size)
+    suppression = Suppression.of_document(as_document(document), min_cell_size)  # the report's
+    data = explorer_data(cube, document["groups"], policy, min_cell_size, suppression)
     if not data["slicings"]:
         return None
     path = write_atomic(

@@ -8,11 +8,16 @@ import numpy as np
 import polars as pl
 import pytest
 
+import fairgate
 from fairgate.engine.columns import WEIGHT_SQ
 from fairgate.engine.cube import add_score_histogram, build_cube, score_squares
+from fairgate.engine.labels import SLICING_SEPARATOR
+from fairgate.report.build import as_document
 from fairgate.report.explorer import explorer_data
 from fairgate.report.explorer_fit import page_threshold
+from fairgate.report.suppress import Suppression
 from tests.engine.conftest import make_policy
+from tests.report.conftest import compas_frame
 
 
 def rows(seed: int) -> pl.DataFrame:
@@ -144,3 +149,25 @@ def test_a_fitted_rule_becomes_the_page_threshold_with_the_same_decisions(favora
         page = page_threshold(grid, float(rule), favorable == 1)
         decided = grid >= page if favorable == 1 else grid < page
         assert decided.tolist() == (favourable_scores > rule).tolist()
+
+
+def test_the_page_shows_exactly_the_groups_the_report_shows(
+    compas_doc: dict[str, Any], compas_policy: fairgate.Policy
+) -> None:
+    """The explorer file is built with the report's rule (judged results' partners included), not the groups' own:
+    on COMPAS the groups' own rule shows groups the report withholds (Hispanic among them)."""
+    cube = build_cube(compas_frame(), compas_policy, exact_auc=True)
+    suppression = Suppression.of_document(as_document(compas_doc), 10)
+    own = explorer_data(cube, compas_doc["groups"], compas_policy, 10)
+    page = explorer_data(cube, compas_doc["groups"], compas_policy, 10, suppression)
+
+    def shown(data: dict[str, Any]) -> set[tuple[tuple[str, ...], str]]:
+        return {(tuple(s["attributes"]), g["name"]) for s in data["slicings"] for g in s["groups"]}
+
+    report = {
+        (tuple(g["slicing"]), SLICING_SEPARATOR.join(str(g["group"][a]) for a in g["slicing"]))
+        for g in compas_doc["groups"]
+        if g["slicing"] and (g["n"] or 0) > 0 and not suppression.hides(g["slicing"], g["group"])
+    }
+    assert shown(page) == report
+    assert shown(own) != report  # the test can fail: the groups' own rule differs on COMPAS
