@@ -134,7 +134,7 @@ class Suppression:
         A result states the gap between its worst-off and best-off groups and names both: with one's rate
         shown, the other's follows to full precision. So when one side is withheld, the other is too (its size
         stays printed). :func:`gap_rates_protected`, which instead takes the withheld side's rate as published
-        and protects its counts, kept the same groups' rates on COMPAS at ten times the CPU
+        and protects its counts, withholds more groups on COMPAS at ten times the CPU
         (``bench/suppression.py``), so reports use this rule.
         """
         pairs = [
