@@ -74,7 +74,7 @@ def run(seed: int, nights: int, rows: int, broken: bool = False) -> dict[str, An
         unlabelled = build_cube(drawn.with_columns(pl.lit(0).cast(pl.Int8).alias("y_true")), chosen, exact_auc=False)
         results = estimated_results(unlabelled, reference, chosen)
         reasons = [r.get("estimate_reasons") or {} for r in results if r.get("estimated")]
-        refused += any("not calibrated" in (found.get("g=b") or "") for found in reasons)
+        refused += any("not calibrated" in (found.get("b") or "") for found in reasons)
         measured = judged_results(build_cube(drawn, chosen, exact_auc=False), chosen)
         checks.append(checked_estimates(period_estimates(results), measured, f"night {night}"))
     return {"checks": checks, "refused_nights": refused, "nights": nights}
