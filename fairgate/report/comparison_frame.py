@@ -14,7 +14,7 @@ from fairgate.engine.labels import slicing_label
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt_count, metric_label
 from fairgate.report.glossary import policy_metrics
-from fairgate.report.model import SUPPRESSED, GlossaryRow, ModelCardView
+from fairgate.report.model import SUPPRESSED, SUPPRESSED_ROW, GlossaryRow, ModelCardView
 from fairgate.report.model_card import card_block
 from fairgate.report.provenance import command_text
 from fairgate.report.sizes import size_note, withheld
@@ -38,7 +38,7 @@ TERMS = [
         "no model both fairer and more accurate",
         "the models no other compared model beats on one of fairness and accuracy without losing on the other",
     ),
-    GlossaryRow(SUPPRESSED.capitalize(), "1 to k − 1 people", "a group size withheld by the small-cell rule"),
+    SUPPRESSED_ROW,
 ]
 
 

@@ -140,6 +140,15 @@ class GlossaryRow:
     meaning: str
 
 
+#: The glossary's word for a withheld size: one definition for every report type. It does not say "1 to k − 1":
+#: a size is also withheld when it would reveal a small one, and the mark must not tell the two apart.
+SUPPRESSED_ROW = GlossaryRow(
+    SUPPRESSED.capitalize(),
+    "withheld",
+    "a group size withheld by the small-cell rule: a small count, or one from which a small count would follow",
+)
+
+
 @dataclass(frozen=True)
 class Recommendation:
     """One mitigation for one failed (metric, slicing)."""

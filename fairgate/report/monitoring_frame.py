@@ -17,7 +17,7 @@ from fairgate.engine.labels import group_key, slicing_label
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt_count, metric_label
 from fairgate.report.glossary import policy_metrics
-from fairgate.report.model import SUPPRESSED, GlossaryRow, ModelCardView
+from fairgate.report.model import SUPPRESSED, SUPPRESSED_ROW, GlossaryRow, ModelCardView
 from fairgate.report.model_card import card_block
 from fairgate.report.provenance import command_text
 from fairgate.report.sizes import size_note
@@ -42,7 +42,7 @@ TERMS = [
         "adds up each night's change of a group's gap to the "
         "reference group, and alerts when the sum passes a threshold set for few false alarms",
     ),
-    GlossaryRow(SUPPRESSED.capitalize(), "1 to k − 1 people", "a group size withheld by the small-cell rule"),
+    SUPPRESSED_ROW,
 ]
 
 
