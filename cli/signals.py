@@ -177,7 +177,23 @@ def _silence_logs() -> None:
             handler.addFilter(lambda record: False)
 
 
+def _in_finalizer(frame: FrameType | None) -> bool:
+    """Whether Python is running a finalizer here (a weakref callback, ``__del__``): an exception raised in one
+    is printed as "Exception ignored" and dropped, so the run would go on as if no signal came."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or code.co_filename.endswith(("weakref.py", "_weakrefset.py")):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _in_finalizer(frame):  # raise it again a moment later, outside the finalizer
+        main = threading.main_thread().ident
+        if main is not None:
+            threading.Timer(0.01, signal.pthread_kill, args=(main, signum)).start()
+            return
     if _Guard.signum is not None:  # a second signal: no more waiting
         _Guard.exit_now(signum)
     _Guard.signum = signum
@@ -207,6 +223,12 @@ def audit_guard() -> Iterator[None]:
     and events are delivered.
     """
     previous = {signum: signal.signal(signum, _on_signal) for signum in EXIT_CODES}
+    # During a flow run Prefect installs its own SIGTERM handler (raising TerminationSignal, which a finalizer
+    # drops as above); the module name it installs is pointed at this one, so SIGTERM ends the run as SIGINT does.
+    from prefect.utilities import engine as prefect_engine
+
+    prefect_handler = prefect_engine._prefect_sigterm_handler
+    prefect_engine._prefect_sigterm_handler = _on_signal  # type: ignore[assignment]
     try:
         _Guard.start_server()
         yield
@@ -216,6 +238,7 @@ def audit_guard() -> Iterator[None]:
         if _Guard.signum is not None:  # interrupted, but the exception was swallowed on the way out
             _Guard.exit_now(_Guard.signum)
         _Guard.stop_in_order()
+        prefect_engine._prefect_sigterm_handler = prefect_handler
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
