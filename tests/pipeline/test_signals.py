@@ -131,11 +131,10 @@ def prefect_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.kill(pid, signal.SIGKILL)
 
 
-# Known race, not fixed yet: a signal that lands while Python runs a finalizer (a weakref callback, __del__) raises
-# its exception there, where Python prints "Exception ignored" and drops it; the run then goes on and commits its
-# outputs (SIGINT: our handler's watchdog still exits 130 four seconds later; SIGTERM: Prefect's own handler, which
-# owns SIGTERM during a flow run, raised it, and the run ends as if no signal came). Seen in 2 of 3 runs of this
-# test beside another test worker, never alone. Rerun up to twice: the suite reports the race when it is not rare.
+# A signal that lands while Python runs a finalizer (a weakref callback, __del__) would have its exception dropped
+# ("Exception ignored") and the run would go on: the CLI's handler raises it again outside the finalizer, and owns
+# SIGTERM during the flow run too (cli/signals.py). That failed 3 runs of 3 for SIGTERM beside another test worker
+# before the fix; the reruns stay as a guard while the fix has few runs behind it.
 @pytest.mark.slow
 @pytest.mark.flaky(reruns=2)
 @pytest.mark.parametrize(
