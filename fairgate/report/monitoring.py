@@ -21,7 +21,7 @@ from typing import Any
 from fairgate.engine.stats import z_value
 from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
-from fairgate.report.format import fmt, fmt_count, fmt_p, fmt_signed, interval_text, metric_label
+from fairgate.report.format import fmt, fmt_count, fmt_p, fmt_share, fmt_signed, interval_text, metric_label
 from fairgate.report.model import KeyValue
 from fairgate.report.monitoring_frame import MonitoringFrame, monitoring_frame
 from fairgate.report.monitoring_skipped import SkippedStreams, skipped_streams
@@ -409,9 +409,9 @@ def _stream_rows(streams: Sequence[Mapping[str, Any]], alerted: set[str]) -> lis
                 metric_label=metric_label(stream["metric"]),
                 slicing_label=str(stream["slicing"]),
                 group=_group_text(stream),
-                threshold_text=f"{threshold:.2f}",
+                threshold_text=fmt(threshold, 2),
                 peak=peak,
-                peak_text=f"{peak:.0%}",
+                peak_text=fmt_share(peak),
                 delay_text="beyond the horizon" if delay is None else f"{float(delay):.0f} nights",
                 alerted=stream["stream"] in alerted,
             )
@@ -434,7 +434,7 @@ def _alert_row(alert: Mapping[str, Any]) -> AlertRow:
         slicing_label=str(alert["slicing"]),
         group=str(alert["group"]),
         change_text=_signed(alert.get("change")),
-        statistic_text=f"{float(alert['statistic']):.2f} ≥ {float(alert['threshold']):.2f}",
+        statistic_text=f"{fmt(float(alert['statistic']), 2)} ≥ {fmt(float(alert['threshold']), 2)}",
         detail=str(alert.get("detail", "")),
     )
 

@@ -168,7 +168,7 @@ def _severity_text(severity: float, threshold: float | None) -> str:
     """
     if severity <= 0 or not threshold:
         return ""
-    return f"{severity:.2f} × the threshold"
+    return f"{fmt(severity, 2)} × the threshold"
 
 
 def _gap(value: float | None, threshold: float | None, higher: bool) -> tuple[str, float]:
