@@ -81,7 +81,7 @@ class RulePower:
                 f"so it cannot alert at about {rows_per_period:,.0f} labelled rows a {period}. Monitor more rows a "
                 f"{period} (a longer period), or watch a slicing with larger groups."
             )
-        delay = "beyond the horizon" if not math.isfinite(self.predicted_delay) else f"{self.predicted_delay:.0f}"
+        delay = "beyond the horizon" if not math.isfinite(self.predicted_delay) else fmt(self.predicted_delay, 0)
         head = (
             f"Under-powered drift rule: {where} cannot be expected to catch a change of {self.min_change:g} within "
             f"{self.horizon_nights} {period}s at about {rows_per_period:,.0f} labelled rows a {period} (weakest "

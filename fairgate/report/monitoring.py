@@ -412,7 +412,7 @@ def _stream_rows(streams: Sequence[Mapping[str, Any]], alerted: set[str]) -> lis
                 threshold_text=fmt(threshold, 2),
                 peak=peak,
                 peak_text=fmt_share(peak),
-                delay_text="beyond the horizon" if delay is None else f"{float(delay):.0f} nights",
+                delay_text="beyond the horizon" if delay is None else f"{fmt(float(delay), 0)} nights",
                 alerted=stream["stream"] in alerted,
             )
         )
