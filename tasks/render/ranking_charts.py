@@ -109,7 +109,7 @@ def share_chart(chart: ShareChart) -> str | None:
             bar = 0.8 / len(series)
             x = np.arange(len(members))
             for s, (label, values) in enumerate(series):
-                heights = [np.nan if values[g] is None else values[g] for g in members]
+                heights = np.array([np.nan if values[g] is None else values[g] for g in members], dtype=float)
                 colour = MUTED if s == 0 else series_colour(s - 1)
                 ax.bar(x - 0.4 + bar * (s + 0.5), heights, bar * 0.92, color=colour, label=label if p == 0 else None)
             # An intersection's name a line per attribute: side by side, "White · Male (2)" ran into its neighbour.
