@@ -171,3 +171,24 @@ def test_summary_notes_name_groups_in_words_and_never_a_suppressed_one(document:
     cells = [c for row in hidden.summaries for c in row.cells]
     named = [name for c in cells for name in (c.worst, c.best) if "Puertorican" in name]
     assert all(name.endswith("(rates withheld)") for name in named), named  # named, its figures withheld
+
+
+def test_a_failed_warning_check_is_badged_as_a_warning_not_a_failure(document: dict[str, Any]) -> None:
+    """A check of warning severity that did not pass (groups under min_group_size) must not read FAIL beside
+    the verdict; a critical one still does."""
+    import dataclasses
+
+    from fairgate.report.model import CheckRow
+
+    warning = CheckRow(
+        "aligned rows", "sensitive attribute groups", "column values to be between", "warning", False, ""
+    )
+    critical = dataclasses.replace(warning, column="id", expectation="column values to be unique", severity="critical")
+    view = dataclasses.replace(build_view(document), validation_failures=[warning, critical])
+    html = render_html(view)
+    rows = html[html.index('<table class="checks') :].split("</tr>")
+    (warned,) = [r for r in rows if "sensitive attribute groups" in r]
+    (failed,) = [r for r in rows if "to be unique" in r]
+    assert "WARNING</span>" in warned
+    assert "FAIL</span>" not in warned
+    assert "FAIL</span>" in failed
