@@ -67,7 +67,8 @@ def exposure_chart(chart: ExposureChart) -> str | None:
             exposure_ax.set_title(SMALL_TITLE if row else "Cumulative share of all exposure")
             share_ax.set_ylim(0, tops[0])
             exposure_ax.set_ylim(0, tops[1])
-        axes[-2].set_xlabel(f"rank position (last point: {chart.pooled_from} and later)")
+        pooled = any(shares[-1] is not None for shares in chart.share_at_position)  # no list that long: no point
+        axes[-2].set_xlabel(f"rank position (last point: {chart.pooled_from} and later)" if pooled else "rank position")
         axes[-1].set_xlabel("rank position (dotted: share of all items)")
         # Beneath the charts, never over the curves (the largest group's runs along the top).
         ncols = min(4, len(chart.groups))
