@@ -177,3 +177,20 @@ def test_a_promotion_reason_and_the_cli_use_the_cores_interval() -> None:
     assert "[0.422, 0.899]" in brief  # not 0.423: the lower end rounded down, as interval_text does
     assert bracket_text(low, high) == f"[{interval_text(low, high).replace('–', ', ')}]"
     assert number(-0.0342, signed=True) == f"{MINUS}0.034"
+
+
+def test_intervals_sit_beneath_their_values_when_the_counts_take_four_columns(compas_doc: dict[str, Any]) -> None:
+    """The HTML gives TP, FP, TN and FN a column each: an interval printed beside its value there ran into the
+    next column ("0.666 0.64–0.70.788"). The PDF, with the counts in one column, keeps intervals beside values."""
+    from tasks.render.report import render_html
+
+    view = build_view(compas_doc)
+    for full_tables in (True, False):
+        html = render_html(view, {}, full_tables=full_tables)
+        tables = re.findall(r'<table class="(groups[^"]*)">(.*?)</table>', html, flags=re.S)
+        counted = [(cls, body) for cls, body in tables if "Caucasian · Male" in body and "TP" in body]
+        assert counted, full_tables
+        for cls, body in counted:
+            four_columns = all(f'class="num count">{c}</th>' in body for c in ("TP", "FP", "TN", "FN"))
+            assert four_columns == full_tables
+            assert ("inline-ci" in cls) != full_tables, (full_tables, cls)
