@@ -104,7 +104,7 @@ def judged_note(result: PolicyResult) -> str:
 
 
 def with_units(rows: list[ResultRow], document: AuditDocument) -> list[ResultRow]:
-    """The rows with the unit each threshold and gap is in (none for a rate, a share or a ratio).
+    """The rows with the unit each threshold, gap and detectable disparity is in (none for a rate, share or ratio).
 
     The kind's catalogue says which power of the outcome's unit a metric is in (``TaskMetric.unit_power``); the
     policy's options section of the kind names the unit (``regression.outcome_unit``), else "outcome units".
@@ -117,7 +117,10 @@ def with_units(rows: list[ResultRow], document: AuditDocument) -> list[ResultRow
         suffix = units.get(row.metric)
         if suffix and row.threshold is not None:
             gap = row.gap_text and f"{row.gap_text} {suffix}"
-            row = replace(row, threshold_text=f"{row.threshold_text} {suffix}", gap_text=gap)
+            detectable = row.detectable_text.replace(" or ", f" {suffix} or ", 1)  # "1.733 SD of ZFYA or more"
+            row = replace(
+                row, threshold_text=f"{row.threshold_text} {suffix}", gap_text=gap, detectable_text=detectable
+            )
         out.append(row)
     return out
 

@@ -174,6 +174,12 @@ def test_thresholds_and_gaps_carry_the_outcomes_unit_where_the_metric_is_in_it(d
     plain = regression_view(typed, suppression)
     assert plain is not None
     assert plain.sections[0].results[0].threshold_text.endswith(" outcome units")
+    # Page 1's "would catch ... or more" and "what this audit could detect" figures are in the same unit.
+    from fairgate.report import build_view
+
+    page_one = {r.metric: r for r in build_view(document, min_cell_size=10).undecided}
+    wrmse = page_one["worst_group_root_mean_squared_error"].detectable_text
+    assert re.fullmatch(r"\d+\.\d{3} SD of ZFYA or more", wrmse), wrmse
 
 
 def test_the_residual_chart_draws_bands_only_for_a_few_groups(document: dict[str, Any]) -> None:
