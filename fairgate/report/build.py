@@ -43,7 +43,11 @@ def as_document(doc: AuditDocument | Mapping[str, Any]) -> AuditDocument:
 
 
 def build_view(
-    doc: AuditDocument | Mapping[str, Any], *, min_cell_size: int = 10, use_case: str | None = None
+    doc: AuditDocument | Mapping[str, Any],
+    *,
+    min_cell_size: int = 10,
+    use_case: str | None = None,
+    suppression: Suppression | None = None,
 ) -> ReportView:
     """The view model of one audit result document.
 
@@ -56,19 +60,23 @@ def build_view(
     use_case
         Overrides the document's use case for the advice; recommendations come from
         :func:`fairgate.mitigation.advice.recommend` with this ``min_cell_size``.
+    suppression
+        The document's suppression at ``min_cell_size`` when the caller already has it (the what-if explorer
+        written beside the report withholds the same groups); computed here otherwise.
     """
     document = as_document(doc)
+    if suppression is None:
+        suppression = Suppression.of_document(document, min_cell_size)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
     with value_labels(labels_of(document.policy)):  # coded group values read as the policy's labels: say
-        return _build(document, min_cell_size, use_case)
+        return _build(document, min_cell_size, use_case, suppression)
 
 
-def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) -> ReportView:
+def _build(document: AuditDocument, min_cell_size: int, use_case: str | None, suppression: Suppression) -> ReportView:
     pages = kind_of(document.task).report_pages
     if pages is not None:  # a kind with its own pages (the shared ones are built below)
-        return _kind_view(document, pages, min_cell_size, use_case)
-    suppression = Suppression.of_document(document, min_cell_size)
+        return _kind_view(document, pages, min_cell_size, use_case, suppression)
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
     counted = counted_rows(document, results)
@@ -116,13 +124,14 @@ KIND_WEIGHTED_NOTE = (
 )
 
 
-def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_case: str | None) -> ReportView:
+def _kind_view(
+    document: AuditDocument, pages_of: str, min_cell_size: int, use_case: str | None, suppression: Suppression
+) -> ReportView:
     """The common frame of a non-binary report around the kind's own pages.
 
     The frame: verdict and judged results, what to do (the recommendations of every kind), data quality, trace,
     the judged metrics' glossary. The binary sections (ROC, calibration, slicing tables) are left empty.
     """
-    suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     adverse = _adverse_words(document)
     results = with_units([_kind_row(result_row(r, suppression, words), adverse) for r in document.results], document)
