@@ -30,12 +30,11 @@ import polars as pl
 
 import fairgate
 from fairgate.engine.cube import build_cube
-from fairgate.engine.stats import wilson_interval
 from fairgate.monitoring.estimates import checked_estimates, coverage, estimated_results, period_estimates
 from fairgate.monitoring.windowed import judged_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from label_free import people, reference_of
+from label_free import people, rate_text, reference_of
 
 REFERENCE_ROWS = 20_000
 METRICS = ("equal_opportunity_difference", "equalized_odds_difference", "predictive_parity_difference")
@@ -68,14 +67,6 @@ def run(seed: int, nights: int, rows: int, broken: bool = False) -> dict[str, An
     return {"checks": checks, "refused_nights": refused, "nights": nights}
 
 
-def _rate(hits: int, runs: int) -> str:
-    if not runs:
-        return "none"
-    low, high = wilson_interval(np.array([hits]), np.array([runs]), 1.959964)
-    share = hits / runs if runs else float("nan")
-    return f"{hits}/{runs} = {share:.3f} [{float(low[0]):.3f}, {float(high[0]):.3f}]"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -92,16 +83,14 @@ def main() -> None:
             f"{name} ({args.runs} runs x {args.nights} nights of {args.rows:,} people, "
             f"{time.perf_counter() - started:.0f} s)"
         )
-        print(
-            f"  estimates checked, interval covers the measured value: {_rate(total['n_covered'], total['n_compared'])}"
-        )
+        covered = rate_text(total["n_covered"], total["n_compared"])
+        print(f"  estimates checked, interval covers the measured value: {covered}")
         for metric in METRICS:
             rows = [r for c in checks for r in c["results"] if r["metric"] == metric]
-            print(f"    {metric}: {_rate(sum(r['covered'] for r in rows), len(rows))}")
+            print(f"    {metric}: {rate_text(sum(r['covered'] for r in rows), len(rows))}")
         nights = sum(o["nights"] for o in outcomes)
-        print(
-            f"  nights with group b refused (calibration): {_rate(sum(o['refused_nights'] for o in outcomes), nights)}"
-        )
+        refused = rate_text(sum(o["refused_nights"] for o in outcomes), nights)
+        print(f"  nights with group b refused (calibration): {refused}")
 
 
 if __name__ == "__main__":
