@@ -16,7 +16,15 @@ from typing import Any
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt_count
 from fairgate.report.glossary import policy_metrics
-from fairgate.report.model import SUPPRESSED, SUPPRESSED_ROW, GlossaryRow, ReportFrame, SizeRow
+from fairgate.report.model import (
+    SUPPRESSED,
+    SUPPRESSED_ROW,
+    Action,
+    GlossaryRow,
+    ModelCardView,
+    ReportFrame,
+    SizeRow,
+)
 from fairgate.report.model_card import card_block
 from fairgate.report.provenance import command_text
 from fairgate.report.sizes import size_note
@@ -86,4 +94,42 @@ def report_frame(
         command=command_text(str(command)) if command else "",
         glossary=[*policy_metrics(metrics, Outcomes()), *terms, SUPPRESSED_ROW],
         run_id=str(document.get("run_id", "")),
+    )
+
+
+#: What to do after an audit that judged nothing, and after one that needs no mitigation.
+NOTHING_JUDGED = (
+    "Nothing was judged, so there is nothing to mitigate yet: collect more people (or events) per group and audit "
+    "again."
+)
+NOTHING_TO_DO = "No mitigation is needed for this run. Keep the policy's monitoring schedule."
+
+
+def audit_frame(
+    verdict: Mapping[str, Any], actions: Sequence[Action], card: ModelCardView, command: str, run_id: str
+) -> ReportFrame:
+    """The frame of an audit (every kind), from the view's verdict part and actions.
+
+    The audit's page 1 shows more than the frame (the score card, each action with its reason, the results not
+    judged with their marks); the frame holds the same decision in the words every report type uses, and the
+    model card, the command and the run its closing pages name. Its group sizes are the slicing tables'.
+    """
+    undecided = [f"{r.metric_label} on {r.slicing_label}" for r in verdict["undecided"]]
+    if actions:
+        steps = [f"{a.title} for {a.metric_label}" for a in actions]
+        what_to_do = "What to do: " + "; ".join(steps) + "."
+    else:
+        what_to_do = NOTHING_JUDGED if verdict["verdict"] == "insufficient" else NOTHING_TO_DO
+    return ReportFrame(
+        decision=verdict["verdict_text"],
+        why=[verdict["verdict_sentence"]],
+        what_to_do=what_to_do,
+        not_judged=not_judged_text(undecided, "Every result was judged."),
+        size_columns=[],
+        size_rows=[],
+        size_note="",
+        model_card=card,
+        command=command,
+        glossary=[],
+        run_id=run_id,
     )

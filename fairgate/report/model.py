@@ -442,8 +442,9 @@ class ReportView:
     kind_weighted_note: str = ""
     # Consistency and counterfactual flips (a features input); None without (fairgate.report.individual).
     individual: IndividualView | None = None
-    # The model card: the policy's model_card fields, the missing ones, the audit's facts (report/model_card.py).
-    model_card: ModelCardView | None = None
+    # What every report type shows (fairgate/report/frame.py): the decision in its words, the model card (the
+    # policy's model_card fields, the missing ones, the audit's facts), the command and the run signed off.
+    frame: ReportFrame | None = None
     # Estimated results (no labels) and the label-bias finding (external labels); None without (report/labels.py).
     labels: Any = None
     # The worst-off table's rows: one per rate, but one for all the rates of a withheld group (notes.worst_table).
