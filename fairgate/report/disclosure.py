@@ -243,6 +243,15 @@ class _Run:
         for a, b in pairs:
             self.partners.setdefault(a, set()).add(b)
             self.partners.setdefault(b, set()).add(a)
+        #: Sizes whose group has a rate published whatever is withheld (a judged gap's, see
+        #: ``suppress.revealed_rates``): withheld last, and then with a second whole-number candidate in range.
+        self.rated = {line.total for line in tables.lines if line.weights and line.total in tables.counts_of}
+        for line in tables.lines:
+            if line.total in self.rated:
+                rest = tuple(c for c in tables.counts_of[line.total] if c not in line.parts)
+                self.thresholds[line.total] = max(
+                    self.thresholds.get(line.total, 0.0), _multiple(line.parts, (*line.parts, *rest), self.values, k)
+                )
         for cell in sorted(self.primary, key=order):
             self.hide(cell)
 

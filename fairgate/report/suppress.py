@@ -12,6 +12,7 @@ same label, whatever the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ from fairgate.document.groups import GroupEntry
 from fairgate.document.multiclass import MulticlassBlock
 from fairgate.engine.labels import WITHHELD, group_key, withheld_label
 from fairgate.policy.outcomes import RATE_DEFINITIONS
-from fairgate.report.disclosure import CellKey, Counts, Gap, Tables, suppress
+from fairgate.report.disclosure import CellKey, Counts, Gap, Line, Tables, suppress
 from fairgate.report.format import base_metrics, fmt_count, group_label
 from fairgate.report.model import SUPPRESSED
+from fairgate.report.tables import count_cell
 
 GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever its attribute order
 SlicingKey = tuple[str, ...]
@@ -92,6 +94,7 @@ class Suppression:
         counts: Counts | None = None,
         pairs: Iterable[tuple[CellKey, CellKey]] = (),
         gaps: Iterable[Gap] = (),
+        revealed: Iterable[Line] = (),
     ) -> Suppression:
         """The suppression of a document's groups at ``min_cell_size``; ``n_rows`` is the published total.
 
@@ -99,12 +102,16 @@ class Suppression:
         with a missing attribute are left out of every slicing). ``counts`` (see :func:`document_counts`) are
         suppressed with the sizes; without them only sizes are. Of each of ``pairs`` of groups (cells), when
         one is withheld the other is too, its counts protected like small ones. Of each of ``gaps``, when one
-        side is withheld and the other shown, the withheld side's rate is taken as published.
+        side is withheld and the other shown, the withheld side's rate is taken as published. ``revealed`` are
+        more equations known whatever is withheld (:func:`revealed_rates`).
         """
         if n_rows is None:
             first = next(iter(groups_by_slicing(groups).values()), [])
             n_rows = sum(g.n or 0.0 for g in first)
         tables = Tables.of(((g.slicing, g.group, g.n) for g in groups if g.slicing), n_rows, counts)
+        extra = tuple(line for line in revealed if all(m in tables.values for m in line.members))
+        if extra:
+            tables = dataclasses.replace(tables, lines=tables.lines + extra)
         pattern = suppress(tables, min_cell_size, pairs, gaps)
         hidden: dict[SlicingKey, set[GroupKey]] = {}
         size_hidden: dict[SlicingKey, set[GroupKey]] = {}
@@ -142,7 +149,9 @@ class Suppression:
             for r in document.results
             if r.slicing and r.worst_group and r.best_group
         ]
-        out = cls.of(document.groups, min_cell_size, document.n_rows, document_counts(document), pairs)
+        counts = document_counts(document)
+        revealed = revealed_rates(document) if counts and document.multiclass is None else []
+        out = cls.of(document.groups, min_cell_size, document.n_rows, counts, pairs, revealed=revealed)
         out.withhold_partners(document, covered=set())
         return out
 
@@ -324,6 +333,34 @@ def gap_rates_protected(document: AuditDocument, min_cell_size: int) -> Suppress
     out = Suppression.of(document.groups, min_cell_size, document.n_rows, counts, pairs, [g for _, g in gaps])
     out.withhold_partners(document, covered)
     return out
+
+
+def revealed_rates(document: AuditDocument) -> list[Line]:
+    """The rates a judged result reveals whatever is withheld, as equations over counts.
+
+    A result over a rate of the whole group (the selection rate: favourable decisions over the size) prints
+    the gap between its two named sides. With both sides' rates withheld and both sizes printed, the gap is
+    one linear equation between their counts (``a / n_a - b / n_b = gap``); a difference and a ratio of the
+    same two rates (demographic parity and disparate impact) give both rates outright, and whole numbers
+    often leave one pair of counts for a single gap. So each side's rate is taken as published:
+    ``rate * size - numerator = 0``, one line per side (redundant for a group whose counts are printed).
+    """
+    entries = {(frozenset(g.slicing), group_key(g.group)): g for g in document.groups if g.slicing}
+    lines: dict[tuple[CellKey, str], Line] = {}
+    for r in document.results:
+        if not (r.slicing and r.worst_group and r.best_group):
+            continue
+        for base in base_metrics(r.metric):
+            definition = rate_counts(base)
+            if definition is None or definition[1] != COUNT_NAMES:
+                continue  # a rate over part of the group: its denominator is not a printed size
+            for group in (r.worst_group, r.best_group):
+                cell = (frozenset(r.slicing), group_key(group))
+                rate = _rate(entries[cell], base) if cell in entries else None
+                if rate is not None and math.isfinite(rate):
+                    parts = tuple(count_cell(cell, n) for n in definition[0])
+                    lines[(cell, base)] = Line(cell, parts, (rate, *(-1.0 for _ in parts)))
+    return [lines[key] for key in sorted(lines, key=lambda key: (sorted(key[0][0]), key[0][1], key[1]))]
 
 
 def result_gaps(document: AuditDocument) -> list[tuple[object, Gap]]:
