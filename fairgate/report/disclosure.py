@@ -229,7 +229,8 @@ class _Run:
 
         A cell of a shown group a failing result names (or of its shown partners) last of all. Then a cell of a
         group already withheld first (its rates are gone already), then a count of a shown group (its
-        rates go, its size stays), a shown group's size last (it takes the counts with it). Then a cell of at
+        rates go, its size stays); within each, a size after the counts (a reader keeps a printed size, and a
+        shown group's takes its counts with it). Then a cell of at
         least k (a zero widens no bound); of a shown group, the fewest people whose rates go: the group's own and,
         for a side of a judged result, its shown partners' (withheld with it);
         then the smallest cell; on a tie the finest slicing (it carries the least), then by key: deterministic.
@@ -238,7 +239,7 @@ class _Run:
         group = group_of(cell)
         withheld = _withheld(group, self.unknown, self.tables.counts_of)
         size = 0.0 if withheld else self.values.get(group) or 0.0
-        shown_size = cell == group and not withheld
+        is_size = cell == group
         # People whose rates go: the group's, and a judged side's shown partners' (withheld with it).
         people = size + sum(
             self.values.get(p) or 0.0
@@ -247,7 +248,7 @@ class _Run:
         )
         partners = {p for p in self.partners.get(group, ()) if not _withheld(p, self.unknown, self.tables.counts_of)}
         named = not withheld and bool({group, *partners} & self.named)
-        key = (named, not withheld, shown_size, value < self.k, people, value, -len(cell[0]), sorted(cell[0]))
+        key = (named, not withheld, is_size, value < self.k, people, value, -len(cell[0]), sorted(cell[0]))
         return (*key, cell[1])
 
     def bounded(self) -> dict[CellKey, float]:

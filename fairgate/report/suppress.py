@@ -235,6 +235,18 @@ class Suppression:
         label = group_label(group, slicing)
         return withheld_label(label) if self.hides(slicing, group) else label
 
+    def why_withheld(
+        self, slicing: Sequence[str], group: Mapping[str, object] | None, partner: Mapping[str, object] | None
+    ) -> str:
+        """Why a result's named group shows no rates, when its partner's are withheld too ("" otherwise).
+
+        The printed gap with the group's rates would give its partner's: rule 3 withholds them whatever else
+        holds, so the words tell nothing about the group's own counts (every such pair reads the same).
+        """
+        if not group or not partner or not self.hides(slicing, group) or not self.hides(slicing, partner):
+            return ""
+        return f"withheld: its rates with the printed gap would reveal {group_label(partner, slicing)}'s counts"
+
     def size_text(self, slicing: Sequence[str], group: Mapping[str, object], n: float | None) -> str:
         """A group's size as a table prints it: the one label when the size is hidden."""
         if n is None or self.hides_size(slicing, group):
