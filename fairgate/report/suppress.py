@@ -245,7 +245,7 @@ class Suppression:
         """
         if not group or not partner or not self.hides(slicing, group) or not self.hides(slicing, partner):
             return ""
-        return f"withheld: its rates with the printed gap would reveal {group_label(partner, slicing)}'s counts"
+        return f"withheld: with the gap, its rates would reveal {group_label(partner, slicing)}'s counts"
 
     def size_text(self, slicing: Sequence[str], group: Mapping[str, object], n: float | None) -> str:
         """A group's size as a table prints it: the one label when the size is hidden."""
