@@ -150,6 +150,19 @@ def test_compas_no_suppressed_size_or_count_can_be_recovered(compas_doc: dict[st
     assert {cell_of(["race"], {"race": r}) for r in ("African-American", "Caucasian")} <= shown
 
 
+def test_compas_failure_says_why_its_worst_off_group_is_withheld(compas_doc: dict[str, Any]) -> None:
+    """African-American · Male (3,044) is withheld with Hispanic · Female, the other side of the race x sex
+    failures: each failing row says why in words; a failure whose groups show their rates says nothing."""
+    doc = AuditDocument.model_validate(compas_doc)
+    rows = [r for s in build_view(doc, min_cell_size=K).sections for r in s.results if r.status == "fail"]
+    race_sex = [r for r in rows if r.slicing == ["race", "sex"]]
+    assert race_sex
+    assert all("(rates withheld)" in r.worst_group for r in race_sex)
+    why = "withheld: with the gap, its rates would reveal Hispanic · Female's counts"
+    assert {r.withheld_why for r in race_sex} == {why}
+    assert {r.withheld_why for r in rows if r.slicing == ["race"]} == {""}
+
+
 def test_compas_old_count_pattern_leaks_to_the_same_attacker(compas_doc: dict[str, Any]) -> None:
     """Sizes-only suppression with the counts printed: hidden cells' counts are pinned by non-negativity (the
     hidden cells' FN in a row sum to what the published ones leave), and small counts are printed outright."""
