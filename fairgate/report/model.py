@@ -80,6 +80,8 @@ class ResultRow:
     )
     # The disparity the result would have caught with 80% power, in words ("0.159 or more"; "" without one).
     detectable_text: str = ""
+    # A failure whose worst-off group's rates are withheld: why, in words ("" otherwise).
+    withheld_why: str = ""
 
 
 @dataclass(frozen=True)
