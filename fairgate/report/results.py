@@ -62,6 +62,9 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         judged_note=estimated_note(result) or judged_note(result),
         estimated=bool(result.estimated),
         detectable_text=detectable_text(result.detectable_disparity, higher),
+        withheld_why=suppression.why_withheld(slicing, result.worst_group, result.best_group)
+        if result.status == "fail"
+        else "",
     )
 
 

@@ -1,0 +1,135 @@
+"""The frame every report type shows: its words, defined once.
+
+A report type (audit, monitoring night, comparison) builds a :class:`~fairgate.report.model.ReportFrame` from its
+own document with :func:`report_frame`: decision and why, what to do, what was not judged, the groups' sizes under
+the small-cell rule, the model card, the command that ran it, the glossary in words and the run the sign-off
+names. What is the same in every type is here: a size's text, a group's label, the size note, the command block,
+the "Not judged" sentence and the glossary's closing rows. The templates show the frame through
+``reports/partials/frame.html.j2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fairgate.policy.outcomes import Outcomes
+from fairgate.report.format import fmt_count
+from fairgate.report.glossary import policy_metrics
+from fairgate.report.model import (
+    SUPPRESSED,
+    SUPPRESSED_ROW,
+    Action,
+    GlossaryRow,
+    ModelCardView,
+    ReportFrame,
+    SizeRow,
+)
+from fairgate.report.model_card import card_block
+from fairgate.report.provenance import command_text
+from fairgate.report.sizes import size_note
+
+#: A size column where the group is absent (e.g. a window in which nobody of the group was labelled).
+ABSENT = "–"
+
+
+def size_text(n: Any) -> str:
+    """A published size as the frame prints it: the count, or the one word for a withheld size.
+
+    >>> size_text(3696), size_text(None)
+    ('3,696', 'suppressed')
+    """
+    return SUPPRESSED if n is None else fmt_count(n)
+
+
+def group_text(slicing: Sequence[str], group: Mapping[str, Any]) -> str:
+    """A group's label: its values in the slicing's order.
+
+    >>> group_text(["race", "sex"], {"sex": "Female", "race": "Asian"})
+    'Asian · Female'
+    """
+    return " · ".join(str(group[a]) for a in slicing)
+
+
+def not_judged_text(parts: Sequence[str], nothing: str) -> str:
+    """The "Not judged" sentence from its parts; ``nothing`` when every result was judged.
+
+    >>> not_judged_text(["7 days: 2 result(s) neither pass nor fail"], "Every result was judged.")
+    'Not judged: 7 days: 2 result(s) neither pass nor fail.'
+    """
+    return ("Not judged: " + "; ".join(parts) + ".") if parts else nothing
+
+
+def report_frame(
+    document: Mapping[str, Any],
+    *,
+    decision: str,
+    why: Sequence[str],
+    what_to_do: str,
+    not_judged: str,
+    sizes: tuple[Sequence[str], Sequence[SizeRow], int],
+    card: tuple[str, str],
+    metrics: Iterable[str],
+    terms: Sequence[GlossaryRow],
+) -> ReportFrame:
+    """The frame of one report from the parts its type words itself.
+
+    ``sizes``: the size table's columns, its rows and how many sizes it withholds (the note then states the
+    small-cell rule at the document's ``min_cell_size``); ``card``: the facts line of the model card and whose
+    facts they are ("this monitoring run"); ``metrics``: the judged metrics the glossary explains before the
+    type's own ``terms``, the glossary ending on the one word for a withheld size. The model card's fields and
+    the command come from the document (``model_card``, ``command_line``), the sign-off's run from ``run_id``.
+    """
+    columns, rows, withheld = sizes
+    command = document.get("command_line")
+    return ReportFrame(
+        decision=decision,
+        why=list(why),
+        what_to_do=what_to_do,
+        not_judged=not_judged,
+        size_columns=list(columns),
+        size_rows=list(rows),
+        size_note=size_note(int(document.get("min_cell_size") or 10), withheld) if withheld else "",
+        model_card=card_block(document.get("model_card"), [], *card),
+        command=command_text(str(command)) if command else "",
+        glossary=[*policy_metrics(metrics, Outcomes()), *terms, SUPPRESSED_ROW],
+        run_id=str(document.get("run_id", "")),
+    )
+
+
+#: What to do after an audit that judged nothing, and after one that needs no mitigation.
+NOTHING_JUDGED = (
+    "Nothing was judged, so there is nothing to mitigate yet: collect more people (or events) per group and audit "
+    "again."
+)
+NOTHING_TO_DO = "No mitigation is needed for this run. Keep the policy's monitoring schedule."
+
+
+def audit_frame(
+    verdict: Mapping[str, Any], actions: Sequence[Action], card: ModelCardView, command: str, run_id: str
+) -> ReportFrame:
+    """The frame of an audit (every kind), from the view's verdict part and actions.
+
+    The audit's page 1 shows more than the frame (the score card, each action with its reason, the results not
+    judged with their marks); the frame holds the same decision in the words every report type uses, and the
+    model card, the command and the run its closing pages name. Its group sizes are the slicing tables'.
+    """
+    undecided = [f"{r.metric_label} on {r.slicing_label}" for r in verdict["undecided"]]
+    if actions:
+        steps = [f"{a.title} for {a.metric_label}" for a in actions]
+        what_to_do = "What to do: " + "; ".join(steps) + "."
+    else:
+        what_to_do = NOTHING_JUDGED if verdict["verdict"] == "insufficient" else NOTHING_TO_DO
+    return ReportFrame(
+        decision=verdict["verdict_text"],
+        why=[verdict["verdict_sentence"]],
+        what_to_do=what_to_do,
+        not_judged=not_judged_text(undecided, "Every result was judged."),
+        size_columns=[],
+        size_rows=[],
+        size_note="",
+        model_card=card,
+        command=command,
+        glossary=[],
+        run_id=run_id,
+    )

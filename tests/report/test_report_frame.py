@@ -1,0 +1,38 @@
+"""The frame every report type shows (fairgate/report/frame.py), as an audit builds it: the same decision and
+reasons as page 1, a "what to do" naming each first-page action, the model card, the command and the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fairgate.report.build import build_view
+from fairgate.report.frame import NOTHING_JUDGED, NOTHING_TO_DO, audit_frame
+from fairgate.report.model import ReportFrame
+
+
+def test_an_audit_builds_the_frame_every_report_type_shows(compas_doc: dict[str, Any]) -> None:
+    view = build_view(compas_doc)
+    frame = view.frame
+    assert isinstance(frame, ReportFrame)
+    assert (frame.decision, frame.why) == (view.verdict_text, [view.verdict_sentence])
+    assert view.actions, "the COMPAS audit fails and proposes actions"
+    assert frame.what_to_do.startswith("What to do: ")
+    for action in view.actions:
+        assert f"{action.title} for {action.metric_label}" in frame.what_to_do
+    assert frame.command == view.reproduce_command
+    assert frame.run_id == view.run_id == compas_doc["run_id"]
+    assert frame.model_card is not None
+    assert len(frame.why) == 1
+
+
+def test_without_actions_the_frame_says_what_the_page_says(compas_doc: dict[str, Any]) -> None:
+    """No action: a pass keeps the monitoring schedule, an audit that judged nothing collects more people."""
+    view = build_view(compas_doc)
+    assert view.frame is not None
+    card = view.frame.model_card
+    assert card is not None
+    passed = {"verdict": "pass", "verdict_text": "PASS", "verdict_sentence": "All passed.", "undecided": []}
+    assert audit_frame(passed, [], card, "", "r").what_to_do == NOTHING_TO_DO
+    nothing = {**passed, "verdict": "insufficient", "verdict_text": "INSUFFICIENT"}
+    assert audit_frame(nothing, [], card, "", "r").what_to_do == NOTHING_JUDGED
+    assert audit_frame(passed, [], card, "", "r").not_judged == "Every result was judged."
