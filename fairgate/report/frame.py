@@ -145,8 +145,10 @@ def audit_what_to_do(verdict: str, actions: Sequence[Action]) -> str:
     >>> audit_what_to_do("pass", []) == NOTHING_TO_DO
     True
     """
+    if len(actions) == 1:
+        return "What to do: 1 mitigation for the failed metric."
     if actions:
-        return f"What to do: {len(actions)} mitigation(s) for the failed metrics, critical and prioritised ones first."
+        return f"What to do: {len(actions)} mitigations for the failed metrics, critical and prioritised ones first."
     return NOTHING_JUDGED if verdict == "insufficient" else NOTHING_TO_DO
 
 

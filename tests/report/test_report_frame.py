@@ -16,9 +16,13 @@ def test_an_audit_builds_the_frame_every_report_type_shows(compas_doc: dict[str,
     assert isinstance(frame, ReportFrame)
     assert (frame.decision, frame.why) == (view.verdict_text, [view.verdict_sentence])
     assert view.actions, "the COMPAS audit fails and proposes actions"
+    assert len(view.actions) > 1
     assert frame.what_to_do == (
-        f"What to do: {len(view.actions)} mitigation(s) for the failed metrics, critical and prioritised ones first."
+        f"What to do: {len(view.actions)} mitigations for the failed metrics, critical and prioritised ones first."
     )
+    assert audit_frame(
+        view.__dict__ | {"verdict": "fail"}, view.actions[:1], frame.model_card, ("", "r")
+    ).what_to_do == ("What to do: 1 mitigation for the failed metric.")
     undecided = view.undecided
     assert undecided, "the COMPAS audit leaves results undecided"
     assert frame.not_judged.startswith(f"Not judged: {len(undecided)} result(s) are neither pass nor fail: ")

@@ -106,8 +106,8 @@ def test_every_number_on_page_one_comes_from_the_json(
     assert re.findall(r"(\d+) result\(s\) are neither pass nor fail", text) == [str(len(undecided))]
     text = re.sub(r"\d+ result\(s\) are neither", "", text)
     actions = {(r["metric"], r["title"]) for r in compas_doc["recommendations"] if r["kind"] == "mitigation"}
-    assert re.findall(r"(\d+) mitigation\(s\) for the failed metrics", text) == [str(len(actions))]
-    text = re.sub(r"\d+ mitigation\(s\) for the failed", "", text)
+    assert re.findall(r"(\d+) mitigations? for the failed metrics?", text) == [str(len(actions))]
+    text = re.sub(r"\d+ mitigations? for the failed", "", text)
     text = text.replace("80% power", "")  # the engine's power statement in the recorded reasons
     ordinals = [int(n) for n in re.findall(r"(?:^| )(\d)\. (?=[A-Z])", text)]
     assert ordinals == list(range(1, len(ordinals) + 1))
