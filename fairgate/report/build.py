@@ -29,7 +29,15 @@ from fairgate.report.frame import audit_frame
 from fairgate.report.individual import individual_view
 from fairgate.report.labels import counted_rows, labels_view
 from fairgate.report.mitigation import mitigation_view
-from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportFrame, ReportView, ResultRow
+from fairgate.report.model import (
+    PDF_ROW_LIMIT,
+    SUPPRESSED_ROW,
+    GlossaryRow,
+    KeyValue,
+    ReportFrame,
+    ReportView,
+    ResultRow,
+)
 from fairgate.report.model_card import model_card_view
 from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row, with_units
@@ -145,11 +153,12 @@ def _kind_view(
     facts["favorable_note"] = ""
     verdict, trace = _verdict_part(document, results), _provenance_part(document)
     advice = _advice_part(document, use_case, min_cell_size, adverse or words, suppression)  # binary's advice
+    terms = [*_kind_glossary(document.task, results), *getattr(pages, "glossary", []), SUPPRESSED_ROW]
     return ReportView(
         **verdict,
         **facts,
         **advice,
-        frame=_frame(document, verdict, advice, trace),
+        frame=_frame(document, verdict, advice, trace, terms),
         sections=[],
         base_rates=notes.base_rates(document.diagnostics, suppression),  # the kinds whose engine states them
         impossibility=notes.impossibility(document.diagnostics, suppression),
@@ -165,8 +174,8 @@ def _kind_view(
         rate_phrases={},
         rate_abbreviations={},
         glossary_cells=[],
-        glossary_rates=getattr(pages, "glossary", []),
-        glossary_metrics=_kind_glossary(document.task, results),
+        glossary_rates=[],  # the kind's glossary is the frame's
+        glossary_metrics=[],
         reference_note="",
         output_dir=document.output_dir or "",
         roc=[],
@@ -189,11 +198,19 @@ def _kind_view(
 
 
 def _frame(
-    document: AuditDocument, verdict: Mapping[str, Any], advice: Mapping[str, Any], trace: Mapping[str, Any]
+    document: AuditDocument,
+    verdict: Mapping[str, Any],
+    advice: Mapping[str, Any],
+    trace: Mapping[str, Any],
+    terms: list[GlossaryRow] | None = None,
 ) -> ReportFrame:
-    """The frame every report type shows, for this audit (fairgate/report/frame.py)."""
+    """The frame every report type shows, for this audit (fairgate/report/frame.py).
+
+    ``terms``: the glossary in the frame's words (a kind with its own pages); the binary report has its own.
+    """
     card = model_card_view(document)
-    return audit_frame(verdict, advice["actions"], card, trace["reproduce_command"], document.run_id)
+    command = trace["reproduce_command"] if trace["reproduce_recorded"] else ""  # a rebuilt one is not "the" command
+    return audit_frame(verdict, advice["actions"], card, (command, document.run_id), terms or [])
 
 
 def levels_heading(kind: Kind) -> str:

@@ -23,6 +23,7 @@ from fairgate.report.model import (
     GlossaryRow,
     ModelCardView,
     ReportFrame,
+    ResultRow,
     SizeRow,
 )
 from fairgate.report.model_card import card_block
@@ -105,31 +106,78 @@ NOTHING_JUDGED = (
 NOTHING_TO_DO = "No mitigation is needed for this run. Keep the policy's monitoring schedule."
 
 
+#: How many of an audit's results neither pass nor fail page 1 names; the rest are counted.
+NAMED_UNDECIDED = 6
+
+#: Where an audit's undecided result's reason is, and how to read its Holm-adjusted p-value.
+UNDECIDED_READING = (
+    "Each one's reason (its interval and Holm-adjusted p-value) is under its slicing's results table; a "
+    "Holm-adjusted p-value close to one means no evidence of a breach once the number of results tested is allowed "
+    "for, not evidence that there is none."
+)
+
+
+def audit_not_judged(undecided: Sequence[ResultRow]) -> str:
+    """An audit's "Not judged" sentence: its results that neither pass nor fail, each with its mark.
+
+    >>> audit_not_judged([])
+    'Every result was judged.'
+    """
+    if not undecided:
+        return not_judged_text([], "Every result was judged.")
+    named = [
+        f"{r.metric_label} on {r.slicing_label} {r.mark}"
+        + (f" (would catch {r.detectable_text})" if r.status == "inconclusive" and r.detectable_text else "")
+        for r in undecided[:NAMED_UNDECIDED]
+    ]
+    if len(undecided) > NAMED_UNDECIDED:
+        named.append(f"and {len(undecided) - NAMED_UNDECIDED} more")
+    head = f"{len(undecided)} result(s) are neither pass nor fail: " + "; ".join(named)
+    return f"{not_judged_text([head], '')} {UNDECIDED_READING}"
+
+
+def audit_what_to_do(verdict: str, actions: Sequence[Action]) -> str:
+    """An audit's "What to do": how many mitigations the page lists and in what order, or why there is none.
+
+    Page 1 lists the actions (each with its reason) under this sentence, in the order of the recommendations:
+    the critical metrics' first, then the use case's priority metrics', then by severity.
+
+    >>> audit_what_to_do("pass", []) == NOTHING_TO_DO
+    True
+    """
+    if len(actions) == 1:
+        return "What to do: 1 mitigation for the failed metric."
+    if actions:
+        return f"What to do: {len(actions)} mitigations for the failed metrics, critical and prioritised ones first."
+    return NOTHING_JUDGED if verdict == "insufficient" else NOTHING_TO_DO
+
+
 def audit_frame(
-    verdict: Mapping[str, Any], actions: Sequence[Action], card: ModelCardView, command: str, run_id: str
+    verdict: Mapping[str, Any],
+    actions: Sequence[Action],
+    card: ModelCardView,
+    run: tuple[str, str],
+    glossary: Sequence[GlossaryRow] = (),
 ) -> ReportFrame:
     """The frame of an audit (every kind), from the view's verdict part and actions.
 
-    The audit's page 1 shows more than the frame (the score card, each action with its reason, the results not
-    judged with their marks); the frame holds the same decision in the words every report type uses, and the
-    model card, the command and the run its closing pages name. Its group sizes are the slicing tables'.
+    ``run``: the command that ran it ("" when not recorded) and the run id; ``glossary``: the terms of a kind
+    whose closing glossary is the frame's.
+
+    Page 1 shows the frame's decision and why, what to do (with each action and its reason under it) and what
+    was not judged, and the model card; the closing pages its command and run. The score card is the audit's
+    own, and so is the binary glossary; its group sizes are the slicing tables'.
     """
-    undecided = [f"{r.metric_label} on {r.slicing_label}" for r in verdict["undecided"]]
-    if actions:
-        steps = [f"{a.title} for {a.metric_label}" for a in actions]
-        what_to_do = "What to do: " + "; ".join(steps) + "."
-    else:
-        what_to_do = NOTHING_JUDGED if verdict["verdict"] == "insufficient" else NOTHING_TO_DO
     return ReportFrame(
         decision=verdict["verdict_text"],
         why=[verdict["verdict_sentence"]],
-        what_to_do=what_to_do,
-        not_judged=not_judged_text(undecided, "Every result was judged."),
+        what_to_do=audit_what_to_do(verdict["verdict"], actions),
+        not_judged=audit_not_judged(verdict["undecided"]),
         size_columns=[],
         size_rows=[],
         size_note="",
         model_card=card,
-        command=command,
-        glossary=[],
-        run_id=run_id,
+        command=run[0],
+        glossary=list(glossary),
+        run_id=run[1],
     )
