@@ -26,12 +26,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.columns import PERSON_WEIGHT, ROWS
-from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells
+from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells, unit_weight_sums
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from tasks.inputs.align import id_buckets, join_report, matched_relation, restrict_to_bucket, sort_group_sizes
 from tasks.inputs.io import first_line
-from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.sql import load_sql, quote_identifier, render_sql
 from tasks.inputs.staged import Aligned, Staged
 from tasks.inputs.weights import check_streamed_weights_joined
 
@@ -83,11 +83,16 @@ def cube_from_relation(
         "score_value": score,
         "weight_value": weight_value,
     }
-    sql = render_sql("cube_cells", y_pred_value=y_pred, person_weight_value=person, **fragments)
+    weighted = bool(weight) or PERSON_WEIGHT in present
+    weight_sums = load_sql("cube_weight_sums").rstrip() if weighted else ""
+    sql = render_sql(
+        "cube_cells", y_pred_value=y_pred, person_weight_value=person, weight_sums=weight_sums, **fragments
+    )
     params: dict[str, object] = {"flip": policy.favorable_label == 0, "bins": bins, "tolerance": BIN_EDGE_TOLERANCE}
     if columns.y_pred not in present:  # predictions from the score, as the engine derives them
         params["threshold"] = columns.decision_threshold
     raw_cells = con.sql(sql, params=params).pl()
+    raw_cells = raw_cells if weighted else unit_weight_sums(raw_cells)  # every weight 1: the sums are the rows
     cube = cube_from_raw_cells(raw_cells, policy, source=source, has_scores=has_scores, bins=bins)
     if not histogram_bins:
         return cube
