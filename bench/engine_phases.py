@@ -61,6 +61,7 @@ def once():
     timed(times, "audit", lambda: fairgate.audit(pl.scan_parquet({path!r}), policy, exact_auc={auc}))
     if counted is not None:  # this checkout: the cube counted in DuckDB, then the engine on it
         con = duckdb.connect()
+        con.execute("set enable_progress_bar = false")  # its bar would mix into these lines
         con.read_parquet({path!r}).create_view("bench_rows")
         sql = "select * from bench_rows"
         count = lambda: cube_from_relation(con, sql, policy, score_histogram=False)

@@ -119,6 +119,7 @@ def fairgate_engine_duckdb(path: Path) -> float:
 
     start = time.perf_counter()
     with duckdb.connect() as con:
+        con.execute("set enable_progress_bar = false")
         con.read_parquet(str(path)).create_view("bench_rows")
         judged_by = policy(triples=True)
         cube = cube_from_relation(con, "select * from bench_rows", judged_by, score_histogram=False)
