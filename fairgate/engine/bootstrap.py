@@ -43,9 +43,9 @@ def draw_counts(rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence
     rng = np.random.default_rng(seed)
     width = math.isqrt(max(rows.size - 1, 0)) + 1  # cells per block: about the square root of their number
     blocks = -(-rows.size // width)
-    shares = np.zeros(blocks * width)
-    shares[: rows.size] = rows
-    shares = shares.reshape(blocks, width)
+    padded = np.zeros(blocks * width)
+    padded[: rows.size] = rows
+    shares = padded.reshape(blocks, width)
     left = np.full((1, n_bootstrap), total, dtype=np.int64)
     per_block = _split(left, shares.sum(axis=1)[None, :], rng)[0]
     per_cell = _split(per_block, shares, rng).reshape(blocks * width, n_bootstrap)[: rows.size]
