@@ -58,14 +58,7 @@ def cube_from_relation(
     columns = policy.columns
     attributes = policy.attribute_names
     weight = columns.weight
-    for name in [columns.y_true, *attributes, *([weight] if weight else [])]:
-        if name not in present:
-            fix = "rename the column in the data or set its name in the policy"
-            raise DataError(MISSING_COLUMN.format(column=name, source=source, present=present, fix=fix))
-    has_scores = columns.score in present
-    if columns.y_pred not in present and not has_scores:
-        fix = f"give predictions in {columns.y_pred!r}, or scores in {columns.score!r} to threshold"
-        raise DataError(MISSING_COLUMN.format(column=columns.y_pred, source=source, present=present, fix=fix))
+    has_scores = _check_columns(present, policy, source)
     bins = policy.statistics.calibration_bins if has_scores else 1
     histogram_bins = policy.execution.auc_bins if (score_histogram and has_scores) else 0
     quoted = [quote_identifier(a) for a in attributes]
@@ -102,6 +95,21 @@ def cube_from_relation(
         _add_into(con, histogram_table, sql, params)
         return cube
     return with_histogram(cube, con.sql(sql, params=params).pl(), histogram_bins)
+
+
+def _check_columns(present: list[str], policy: Policy, source: str) -> bool:
+    """Check that the relation has the columns the policy names; whether it has scores."""
+    columns = policy.columns
+    weight = columns.weight
+    for name in [columns.y_true, *policy.attribute_names, *([weight] if weight else [])]:
+        if name not in present:
+            fix = "rename the column in the data or set its name in the policy"
+            raise DataError(MISSING_COLUMN.format(column=name, source=source, present=present, fix=fix))
+    has_scores = columns.score in present
+    if columns.y_pred not in present and not has_scores:
+        fix = f"give predictions in {columns.y_pred!r}, or scores in {columns.score!r} to threshold"
+        raise DataError(MISSING_COLUMN.format(column=columns.y_pred, source=source, present=present, fix=fix))
+    return has_scores
 
 
 def with_histogram(cube: Cube, histogram: pl.DataFrame, histogram_bins: int) -> Cube:
