@@ -12,6 +12,8 @@ same label, whatever the reason.
 
 from __future__ import annotations
 
+import importlib
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,11 +21,15 @@ from dataclasses import dataclass, field
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.multiclass import MulticlassBlock
+from fairgate.engine.kinds import kind_of
 from fairgate.engine.labels import WITHHELD, group_key, withheld_label
+from fairgate.engine.multiclass.catalogue import binary_name
 from fairgate.policy.outcomes import RATE_DEFINITIONS
-from fairgate.report.disclosure import CellKey, Counts, Gap, Tables, suppress
+from fairgate.report.disclosure import CellKey, Counts, Gap, Pattern, Tables, suppress
 from fairgate.report.format import base_metrics, fmt_count, group_label
 from fairgate.report.model import SUPPRESSED
+from fairgate.report.release import release
+from fairgate.report.tables import count_cell, group_of, order
 
 GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever its attribute order
 SlicingKey = tuple[str, ...]
@@ -82,6 +88,10 @@ class Suppression:
     size_hidden: dict[SlicingKey, set[GroupKey]] = field(default_factory=dict)
     #: The hidden counts (by name: tp, fp, ...) of each hidden group whose counts the document states.
     counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = field(default_factory=dict)
+    #: What a report shows of a group, each with the counts it states (:class:`CountCells`; empty: all or none).
+    units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Units withheld beyond their counts (the shown side of a judged gap whose other side's unit is withheld).
+    units_withheld: dict[tuple[SlicingKey, GroupKey], set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -92,8 +102,11 @@ class Suppression:
         counts: Counts | None = None,
         pairs: Iterable[tuple[CellKey, CellKey]] = (),
         gaps: Iterable[Gap] = (),
+        cells: CountCells | None = None,
     ) -> Suppression:
         """The suppression of a document's groups at ``min_cell_size``; ``n_rows`` is the published total.
+
+        ``cells`` (instead of ``counts``): counts with derived sums and units (:class:`CountCells`).
 
         Without ``n_rows`` the total is taken as the sum of the first slicing's groups (what it is, since rows
         with a missing attribute are left out of every slicing). ``counts`` (see :func:`document_counts`) are
@@ -104,8 +117,14 @@ class Suppression:
         if n_rows is None:
             first = next(iter(groups_by_slicing(groups).values()), [])
             n_rows = sum(g.n or 0.0 for g in first)
-        tables = Tables.of(((g.slicing, g.group, g.n) for g in groups if g.slicing), n_rows, counts)
+        if cells is not None:
+            counts = cells.counts
+        rows = [(g.slicing, g.group, g.n) for g in groups if g.slicing]
+        tables = Tables.of(rows, n_rows, counts)
         pattern = suppress(tables, min_cell_size, pairs, gaps)
+        if cells is not None and cells.derived:  # rates shown by parts: publish the parts that are safe
+            tables = Tables.of(rows, n_rows, counts, cells.derived)
+            pattern = _released(tables, pattern, cells, min_cell_size)
         hidden: dict[SlicingKey, set[GroupKey]] = {}
         size_hidden: dict[SlicingKey, set[GroupKey]] = {}
         counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = {}
@@ -125,6 +144,7 @@ class Suppression:
             sizes={(tuple(g.slicing), group_key(g.group)): g.n for g in groups if g.n is not None},
             size_hidden=size_hidden,
             counts_hidden=counts_hidden,
+            units=dict(cells.units) if cells is not None else {},
         )
 
     @classmethod
@@ -137,14 +157,66 @@ class Suppression:
         and protects its counts, withholds more groups on COMPAS at ten times the CPU
         (``bench/suppression.py``), so reports use this rule.
         """
+        cells = document_count_cells(document)
+        if cells.units:  # the counts' units (a multiclass class's rates): each gap closes its own unit
+            out = cls.of(document.groups, min_cell_size, document.n_rows, cells=cells)
+            out.withhold_unit_partners(cells.gaps)
+            return out
         pairs = [
             ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
             for r in document.results
             if r.slicing and r.worst_group and r.best_group
         ]
-        out = cls.of(document.groups, min_cell_size, document.n_rows, document_counts(document), pairs)
+        out = cls.of(document.groups, min_cell_size, document.n_rows, cells.counts, pairs)
         out.withhold_partners(document, covered=set())
         return out
+
+    def withhold_unit_partners(self, gaps: Iterable[UnitGap]) -> None:
+        """Withhold the shown side's unit of each printed gap whose other side's unit is withheld (rule 3, per unit).
+
+        A gap between two named groups in one unit's rate (a class's one-vs-rest rate) with one side shown gives
+        the other side's rate: so only a gap between two withheld rates is published.
+        """
+        gaps = list(gaps)
+        changed = True
+        while changed:
+            changed = False
+            for slicing, sides, unit in gaps:
+                hidden = [self.hides_unit(slicing, g, unit) for g in sides]
+                if any(hidden) and not all(hidden):
+                    self.withhold_unit(slicing, sides[hidden.index(False)], unit)
+                    changed = True
+
+    def withhold_unit(self, slicing: Sequence[str], group: Mapping[str, object], unit: str) -> None:
+        """Withhold one unit of a group (its other units stay as they are); safe as :meth:`withhold` is."""
+        key = next((s for s in self.hidden if sorted(s) == sorted(slicing)), tuple(slicing))
+        gk = group_key(group)
+        if gk not in self.hidden.setdefault(key, set()):
+            self.hidden[key].add(gk)
+            self.counts_hidden[(key, gk)] = set()  # no count hidden: only the unit withheld
+        self.units_withheld.setdefault((key, gk), set()).add(unit)
+
+    def hides_unit(self, slicing: Sequence[str], group: Mapping[str, object] | None, unit: str) -> bool:
+        """Whether a unit of a group (``class:<i>``, ``matrix``, ``adverse``, ``accuracy``) is withheld.
+
+        It is when the group's size is, when one of the counts it states is, or when a judged gap withholds it;
+        a unit the document does not list is withheld with any count of the group.
+        """
+        if not group or not self.hides(slicing, group):
+            return False
+        if self.hides_size(slicing, group):
+            return True
+        key = next((s for s in self.hidden if sorted(s) == sorted(slicing)), tuple(slicing))
+        if unit in self.units_withheld.get((key, group_key(group)), set()):
+            return True
+        names = self.counts_hidden.get((key, group_key(group)))
+        return names is None or unit not in self.units or bool(names & set(self.units[unit]))
+
+    def n_units_hidden(self, unit: str) -> int:
+        """How many groups have ``unit`` withheld, over every slicing."""
+        return sum(
+            self.hides_unit(key, dict(json.loads(gk)), unit) for key, groups in self.hidden.items() for gk in groups
+        )
 
     def withhold_partners(self, document: AuditDocument, covered: set[int]) -> None:
         """Withhold the shown side of each judged result (but those in ``covered``) whose other side is withheld.
@@ -243,15 +315,132 @@ class Suppression:
         return self.sizes.get((tuple(slicing), group_key(group)))
 
 
+#: A printed gap of one unit's rate between two named groups: (slicing, (one side, the other), unit).
+UnitGap = tuple[list[str], tuple[Mapping[str, object], Mapping[str, object]], str]
+
+
+@dataclass(frozen=True)
+class CountCells:
+    """A document's confusion counts as the small-cell rule sees them, from its kind's registry entry.
+
+    ``counts``: each group's cells (TP, FP, TN, FN; a multiclass group's K x K cells). ``derived``: counts that
+    are sums of cells (a class's one-vs-rest TP, FP, FN, TN), published and protected like the cells.
+    ``units``: what a report shows of a group, each with the counts it states (a class's rates state its
+    one-vs-rest counts; the matrix its cells); empty: a group's rates are shown or withheld as one.
+    ``gaps``: the printed gaps, each of one unit's rate (:data:`UnitGap`).
+    """
+
+    counts: Counts
+    derived: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    gaps: tuple[UnitGap, ...] = ()
+
+    @property
+    def rates(self) -> dict[str, tuple[str, ...]]:
+        """The units that state rates (a class's, the adverse decision's), each with the sums it states."""
+        return {u: names for u, names in self.units.items() if u not in ("matrix", "accuracy")}
+
+
+def _released(tables: Tables, pattern: Pattern, cells: CountCells, k: int) -> Pattern:
+    """The pattern with each withheld group's derived sums hidden but those of the parts safe to publish."""
+    parts = [
+        (group, tuple(count_cell(group, name) for name in names))
+        for group in sorted(tables.counts_of, key=order)
+        for names in cells.rates.values()
+    ]
+    kept = release(tables, pattern.suppressed, parts, k)
+    hidden = {c for i, (group, part) in enumerate(parts) if i not in kept for c in part if _any_hidden(group, pattern)}
+    return Pattern(frozenset(pattern.suppressed | hidden), pattern.primary)
+
+
+def _any_hidden(group: CellKey, pattern: Pattern) -> bool:
+    return any(group_of(c) == group for c in pattern.suppressed)
+
+
+def document_count_cells(document: AuditDocument) -> CountCells:
+    """The document's :class:`CountCells`, as its kind's registry entry gives them (none for a kind without)."""
+    where = kind_of(document.task).count_cells
+    if where is None:
+        return CountCells({})
+    module, function = where.split(":")
+    cells: CountCells = getattr(importlib.import_module(module), function)(document)
+    return cells
+
+
 def document_counts(document: AuditDocument) -> Counts:
     """Each group's confusion counts, keyed by its cell.
 
     TP, FP, TN, FN of a binary audit, the K x K cells of a multiclass one; empty when the document states none
     (regression and ranking).
     """
-    if document.multiclass is not None:
-        return multiclass_counts(document.multiclass)
-    return binary_counts(document.groups)
+    return document_count_cells(document).counts
+
+
+def binary_count_cells(document: AuditDocument) -> CountCells:
+    """A binary document's TP, FP, TN, FN per group: its rates are shown or withheld as one."""
+    return CountCells(binary_counts(document.groups))
+
+
+def class_unit(index: int) -> str:
+    """The unit of a multiclass group's one-vs-rest rates of the class at ``index``."""
+    return f"class:{index}"
+
+
+def multiclass_count_cells(document: AuditDocument) -> CountCells:
+    """A multiclass document's K x K cells, each class's one-vs-rest counts, and the units a report shows.
+
+    Class c's rates (predicted share, recall, FPR, ...) with the group's size state its one-vs-rest TP
+    (cell c>c), FN (row c but the diagonal), FP (column c but the diagonal) and TN (the rest): those four are
+    its unit. The matrix states every cell, the accuracy every class's TP, and the decision "adverse or not"
+    (``adverse_classes``) its own four sums.
+    """
+    block = document.multiclass
+    if block is None:
+        raise ValueError("a multiclass document needs its multiclass block")
+    k = len(block.classes)
+    cells = [(i, j) for i in range(k) for j in range(k)]
+    derived: dict[str, tuple[str, ...]] = {}
+    units: dict[str, tuple[str, ...]] = {"matrix": tuple(f"{i}>{j}" for i, j in cells)}
+    for c in range(k):
+        kinds = {"tp": (True, True), "fp": (False, True), "tn": (False, False), "fn": (True, False)}
+        for name, (truth, decision) in kinds.items():
+            derived[f"c{c}:{name}"] = tuple(f"{i}>{j}" for i, j in cells if (i == c) == truth and (j == c) == decision)
+        units[class_unit(c)] = tuple(f"c{c}:{name}" for name in COUNT_NAMES)
+    units["accuracy"] = tuple(f"c{c}:tp" for c in range(k))
+    if block.adverse_classes:
+        favourable = {i for i, name in enumerate(block.classes) if name not in block.adverse_classes}
+        for name, (truth, decision) in {"tp": (True, True), "fp": (False, True), "tn": (False, False)}.items():
+            derived[f"fav:{name}"] = tuple(
+                f"{i}>{j}" for i, j in cells if (i in favourable) == truth and (j in favourable) == decision
+            )
+        derived["fav:fn"] = tuple(f"{i}>{j}" for i, j in cells if i in favourable and j not in favourable)
+        units["adverse"] = tuple(f"fav:{name}" for name in COUNT_NAMES)
+    return CountCells(multiclass_counts(block), derived, units, tuple(_class_gaps(document)))
+
+
+def _class_gaps(document: AuditDocument) -> list[UnitGap]:
+    """The gaps a multiclass document prints: each summary's per class, and each adverse result's."""
+    block = document.multiclass
+    assert block is not None
+    out: list[UnitGap] = []
+    for summary in block.summaries:
+        for name, value in summary.by_class.items():
+            if summary.slicing and value.max_group and value.min_group and name in block.classes:
+                sides = (value.max_group, value.min_group)
+                out.append((list(summary.slicing), sides, class_unit(block.classes.index(name))))
+    every_class = [class_unit(i) for i in range(len(block.classes))]
+    for r in document.results:
+        if not (r.slicing and r.worst_group and r.best_group):
+            continue
+        worst = next((s.worst_class for s in block.summaries if s.metric == r.metric and s.slicing == r.slicing), None)
+        if binary_name(r.metric) is not None:
+            units = ["adverse"]
+        elif worst in block.classes:
+            units = [class_unit(block.classes.index(worst))]
+        else:  # a gap of a class not stated: every class's rates, as a judged side's
+            units = every_class
+        out += [(list(r.slicing), (r.worst_group, r.best_group), unit) for unit in units]
+    return out
 
 
 def binary_counts(groups: Iterable[GroupEntry]) -> Counts:
