@@ -151,10 +151,14 @@ def test_an_intersection_table_keeps_the_withheld_groups_a_failure_names_and_the
 
 
 def test_the_rate_charts_legend_names_only_the_groups_drawn(document: dict[str, Any]) -> None:
-    """A withheld group has no bars: the legend does not list it as if it had."""
+    """A group with every class withheld has no bars: the legend does not list it as if it had. A shown group
+    has a bar for each class whose rates its table prints, and none for a class it withholds."""
     view = build_view(document, min_cell_size=10)
     race = next(p for p in view.kind_pages.pages if p.key == "race")
     withheld = [row.group_label for row in race.tables[0].rows if row.suppressed]
     assert withheld  # at k = 10 some race groups' rates are withheld (the test can fail)
     assert not set(withheld) & set(race.chart.groups)
-    assert all(v is not None for per_group in race.chart.values[0] for v in per_group[:1])
+    rows = {row.group_label: row for row in race.tables[0].rows}
+    for label, values in zip(race.chart.groups, race.chart.values[0], strict=True):
+        assert any(v is not None for v in values)
+        assert [v is None for v in values] == [c == "–" for c in rows[label].cells]
