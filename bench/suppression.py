@@ -12,9 +12,11 @@ For each audit it prints, per rule, how many groups have their rates withheld by
 
 COMPAS (7,214 people; race, sex, age_cat, pairs and the triple: 75 groups) is ``fairgate demo``'s audit; the
 multiclass demo (``fairgate demo --task multiclass``, COMPAS's three tiers) has 3 x 3 confusion matrices; the
-census-like audit is tests/report/test_suppression_attack.py's (3,000 seeded rows, skewed race and age).
+census-like audit is tests/report/test_suppression_attack.py's (3,000 seeded rows, skewed race and age);
+``mcsmall`` is tests/report/test_suppression_multiclass.py's multiclass audit with many small intersections. A
+multiclass audit is measured per class (what reports use) and with every rate of a group withheld at once.
 
-    .venv/bin/python bench/suppression.py [--repeat 3] [--audits COMPAS,multiclass,census]
+    .venv/bin/python bench/suppression.py [--repeat 3] [--audits COMPAS,multiclass,mcsmall,census]
 """
 
 from __future__ import annotations
@@ -37,13 +39,15 @@ sys.path.insert(0, str(ROOT / "tests" / "report"))
 
 from conftest import COMPAS_CSV, compas_frame, demo_policy  # noqa: E402
 from test_suppression_attack import CENSUS, _audit, _frame  # noqa: E402
+from test_suppression_multiclass import many_small_doc, withheld_figures  # noqa: E402
 
 import fairgate  # noqa: E402
 from fairgate.document import AuditDocument  # noqa: E402
+from fairgate.engine.labels import group_key  # noqa: E402
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
 from fairgate.report.disclosure import clear_patterns  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
-from fairgate.report.suppress import Suppression, gap_rates_protected  # noqa: E402
+from fairgate.report.suppress import Suppression, gap_rates_protected, multiclass_counts  # noqa: E402
 
 
 def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, list[float], list[float]]:
@@ -80,6 +84,10 @@ def multiclass() -> AuditDocument:
     )
 
 
+def mcsmall() -> AuditDocument:
+    return AuditDocument.model_validate(many_small_doc())
+
+
 def census() -> AuditDocument:
     frame = _frame(np.random.default_rng(11), 3000, CENSUS)
     return AuditDocument.model_validate(_audit(frame, {a: v for a, (v, _) in CENSUS.items()}, "null", 30))
@@ -110,13 +118,35 @@ def bench(name: str, doc: AuditDocument, repeat: int, k: int) -> None:
         "partners withheld    ": lambda: Suppression.of_document(doc, k),
         "gaps' rates protected": lambda: gap_rates_protected(doc, k),
     }
+    if doc.multiclass is not None:  # per class (what reports use) against every rate of a group at once
+        runs = {
+            "every rate of a group ": lambda: whole_groups(doc, k),
+            "per class (reports)   ": runs["partners withheld    "],
+        }
     for label, run in runs.items():
         s, cpu, wall = timed(run, repeat)
         n_size = sum(len(v) for v in s.size_hidden.values())
+        by_class = ""
+        if doc.multiclass is not None:
+            every, classes = withheld_figures(doc, s)
+            by_class = f" {every} with every class withheld, {classes} group-classes withheld;"
         print(
-            f"  {label}: {withheld_by_size(doc, s)}; {n_size} sizes; "
+            f"  {label}: {withheld_by_size(doc, s)};{by_class} {n_size} sizes; "
             f"CPU median {statistics.median(cpu):.3f} s, wall median {statistics.median(wall):.3f} s, n={repeat}"
         )
+
+
+def whole_groups(doc: AuditDocument, k: int) -> Suppression:
+    """The multiclass rule before classes: any hidden cell withholds every rate of the group."""
+    assert doc.multiclass is not None
+    pairs = [
+        ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
+        for r in doc.results
+        if r.slicing and r.worst_group and r.best_group
+    ]
+    out = Suppression.of(doc.groups, k, doc.n_rows, multiclass_counts(doc.multiclass), pairs)
+    out.withhold_partners(doc, covered=set())
+    return out
 
 
 def _small_own(g: Any, k: int) -> bool:
@@ -135,7 +165,7 @@ def main() -> None:
     with open("/proc/loadavg") as f:
         print(f"load average: {' '.join(f.read().split()[:3])}")
     wanted = args.audits.split(",")
-    for name, make in (("COMPAS", compas), ("multiclass", multiclass), ("census", census)):
+    for name, make in (("COMPAS", compas), ("multiclass", multiclass), ("mcsmall", mcsmall), ("census", census)):
         if name in wanted:
             bench(name, make(), args.repeat, args.min_cell_size)
     with open("/proc/loadavg") as f:

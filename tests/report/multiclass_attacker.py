@@ -78,30 +78,10 @@ def publication(view: Any, doc: Any, marked: Any = None) -> Publication:
     pub.rate_defs = rate_defs(k, favourable)
     pages = {p.key: p for p in view.kind_pages.pages}
     for g in block.groups:
-        cell = cell_of(g.slicing, g.group)
-        if not g.slicing:
-            pub.counts |= {(cell, f"{i}>{j}"): float(v) for i, row in enumerate(g.confusion) for j, v in enumerate(row)}
-            continue
-        pub.groups[cell] = dict(g.group)
-        page = pages[slicing_key(list(g.slicing))]
-        label = group_label(g.group, list(g.slicing))
-        rows = [next(r for r in table.rows if r.group_label == label) for table in page.tables]
-        if re.fullmatch(r"[0-9,]+", rows[0].n_text):
-            assert float(rows[0].n_text.replace(",", "")) == g.n
-            pub.visible[cell] = float(g.n)
-        for confusion in page.confusions:
-            if confusion.group_label == label and confusion.rows:
-                pub.counts |= {
-                    (cell, f"{i}>{j}"): float(v) for i, row in enumerate(g.confusion) for j, v in enumerate(row)
-                }
-                if confusion.accuracy_text != "–":
-                    pub.rates[(cell, "accuracy")] = g.accuracy.value
-        for c in range(k):
-            if any(row.cells[c] != "–" for row in rows):
-                for rate in RATE_NAMES:
-                    value = g.rates[rate][c].value
-                    if value is not None:
-                        pub.rates[(cell, f"{rate}[{c}]")] = value
+        if g.slicing:
+            _read_group(pub, g, pages[slicing_key(list(g.slicing))], k)
+        else:
+            pub.counts |= _cells(cell_of([], {}), g)
     if marked is not None:
         for entry in doc.groups:
             if entry.slicing and not marked(entry.slicing, entry.group):
@@ -109,6 +89,31 @@ def publication(view: Any, doc: Any, marked: Any = None) -> Publication:
                     if rate in entry.metrics and entry.metrics[rate].value is not None:
                         pub.rates[(cell_of(entry.slicing, entry.group), rate)] = entry.metrics[rate].value
     return pub
+
+
+def _cells(cell: Any, g: Any) -> dict[Any, float]:
+    return {(cell, f"{i}>{j}"): float(v) for i, row in enumerate(g.confusion) for j, v in enumerate(row)}
+
+
+def _read_group(pub: Publication, g: Any, page: Any, k: int) -> None:
+    """One group's printed size, matrix, accuracy and classes' rates (each class printed in any rate table)."""
+    cell = cell_of(g.slicing, g.group)
+    pub.groups[cell] = dict(g.group)
+    label = group_label(g.group, list(g.slicing))
+    rows = [next(r for r in table.rows if r.group_label == label) for table in page.tables]
+    if re.fullmatch(r"[0-9,]+", rows[0].n_text):
+        assert float(rows[0].n_text.replace(",", "")) == g.n
+        pub.visible[cell] = float(g.n)
+    for confusion in page.confusions:
+        if confusion.group_label == label and confusion.rows:
+            pub.counts |= _cells(cell, g)
+            if confusion.accuracy_text != "–":
+                pub.rates[(cell, "accuracy")] = g.accuracy.value
+    for c in range(k):
+        if any(row.cells[c] != "–" for row in rows):
+            for rate in RATE_NAMES:
+                if g.rates[rate][c].value is not None:
+                    pub.rates[(cell, f"{rate}[{c}]")] = g.rates[rate][c].value
 
 
 def with_class_gaps(pub: Publication, doc: Any) -> Publication:

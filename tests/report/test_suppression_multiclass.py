@@ -138,12 +138,15 @@ def withheld_figures(doc: AuditDocument, suppression: Suppression) -> tuple[int,
 def test_demo_no_small_count_or_hidden_size_can_be_recovered(document: dict[str, Any]) -> None:  # noqa: F811
     doc = AuditDocument.model_validate(document)
     suppression, pub = report_publication(doc)
-    assert pub.hidden_counts and pub.rates, "the report should print rates and hide cells, or this proves nothing"
+    assert pub.hidden_counts, "the report should hide cells, or this proves nothing"
+    assert pub.rates
     assert recovered(doc, pub) == {}
     # Per class: a large group keeps the rates of its classes without a small count (Caucasian's High,
     # both sexes' every class), while Asian (32) and Native American (18) withhold every class.
     assert not suppression.hides_unit(["race"], {"race": "Caucasian"}, class_unit(2))
-    assert not any(suppression.hides_unit(["sex"], {"sex": s}, class_unit(c)) for s in ("Male", "Female") for c in (0, 1, 2))
+    assert not any(
+        suppression.hides_unit(["sex"], {"sex": s}, class_unit(c)) for s in ("Male", "Female") for c in (0, 1, 2)
+    )
     assert all(suppression.hides_unit(["race"], {"race": "Asian"}, class_unit(c)) for c in (0, 1, 2))
 
 
@@ -169,14 +172,17 @@ def test_the_suppressed_json_nulls_each_withheld_class(document: dict[str, Any])
             continue
         for c in range(3):
             hidden = suppression.hides_unit(g["slicing"], g["group"], class_unit(c))
-            assert all((r[c]["value"] is None) == hidden for r in g["rates"].values() if r[c]["value"] is not None or hidden)
+            assert all(
+                (r[c]["value"] is None) == hidden for r in g["rates"].values() if r[c]["value"] is not None or hidden
+            )
         if suppression.hides_unit(g["slicing"], g["group"], "matrix"):
             assert g["confusion"] is None
         if suppression.hides_size(g["slicing"], g["group"]):
             assert g["n"] is None
     text = json.dumps(out["multiclass"]["groups"])
     asian_female = next(g for g in out["multiclass"]["groups"] if g["group"] == {"race": "Asian", "sex": "Female"})
-    assert asian_female["n"] is None and asian_female["confusion"] is None
+    assert asian_female["n"] is None
+    assert asian_female["confusion"] is None
     assert '"n": 2.0' not in text
 
 
@@ -192,6 +198,11 @@ MANY_SMALL = {
 
 @pytest.fixture(scope="module")
 def small_doc() -> dict[str, Any]:
+    return many_small_doc()
+
+
+def many_small_doc() -> dict[str, Any]:
+    """2,500 seeded rows, three classes, a skewed region and a rare sex: two pairs, many small intersections."""
     rng = np.random.default_rng(7)
     n = 2500
     frame = {a: rng.choice(v, size=n, p=p) for a, (v, p) in MANY_SMALL.items()}
