@@ -45,9 +45,10 @@ import fairgate  # noqa: E402
 from fairgate.document import AuditDocument  # noqa: E402
 from fairgate.engine.labels import group_key  # noqa: E402
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
+from fairgate.report.count_cells import multiclass_counts  # noqa: E402
 from fairgate.report.disclosure import clear_patterns  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
-from fairgate.report.suppress import Suppression, gap_rates_protected, multiclass_counts  # noqa: E402
+from fairgate.report.suppress import Suppression, gap_rates_protected  # noqa: E402
 
 
 def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, list[float], list[float]]:

@@ -153,7 +153,7 @@ KINDS: dict[str, Kind] = {
             "fairgate.engine.multiclass",
             options_required="declaring the classes, e.g. multiclass: {classes: [low, medium, high]}",
             report_pages="fairgate.report.multiclass:multiclass_pages",
-            count_cells="fairgate.report.suppress:multiclass_count_cells",
+            count_cells="fairgate.report.count_cells:multiclass_count_cells",
         ),
         _kind(
             "regression",

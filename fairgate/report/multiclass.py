@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.multiclass import ClassSummaryValue, MulticlassBlock, MulticlassGroup
+from fairgate.report.count_cells import class_unit
 from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
 from fairgate.report.selection import failure_labels, select_groups
-from fairgate.report.suppress import Suppression, class_unit
+from fairgate.report.suppress import Suppression
 
 #: The rates the report shows per class (the document holds more), with their short names.
 SHOWN_RATES = {

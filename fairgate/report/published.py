@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from fairgate.document.document import AuditDocument
-from fairgate.report.suppress import Suppression, class_unit
+from fairgate.report.count_cells import class_unit
+from fairgate.report.suppress import Suppression
 
 JsonContent = Literal["full", "suppressed"]
 

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from fairgate.report.bounds import Programme, below
+from fairgate.report.disclosure import _known
 from fairgate.report.tables import TOL, CellKey, Line, Tables, blocks, derivable, equations, group_of, order
 
 #: One part of a group's rates: the group's size cell and the cells of the sums it states.
@@ -95,10 +96,3 @@ def _bounded_below(
                 return True
             safe.update(c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= k - TOL)
     return False
-
-
-def _known(line: Line, unknown: set[CellKey], values: Mapping[CellKey, float | None]) -> float:
-    """The published part of an equation, total minus parts."""
-    return sum(
-        w * float(values[m] or 0.0) for m, w in zip(line.members, line.coefficients, strict=True) if m not in unknown
-    )

@@ -12,7 +12,6 @@ same label, whatever the reason.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,11 +19,10 @@ from dataclasses import dataclass, field
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
-from fairgate.document.multiclass import MulticlassBlock
-from fairgate.engine.kinds import kind_of
 from fairgate.engine.labels import WITHHELD, group_key, withheld_label
-from fairgate.engine.multiclass.catalogue import binary_name
 from fairgate.policy.outcomes import RATE_DEFINITIONS
+from fairgate.report.count_cells import COUNT_NAMES as COUNT_NAMES  # re-exported: the binary tables' counts
+from fairgate.report.count_cells import CountCells, UnitGap, document_count_cells
 from fairgate.report.disclosure import CellKey, Counts, Gap, Pattern, Tables, suppress
 from fairgate.report.format import base_metrics, fmt_count, group_label
 from fairgate.report.model import SUPPRESSED
@@ -301,44 +299,24 @@ class Suppression:
         """The rule, stated once for every report, e-mail and page that lists groups."""
         k = self.min_cell_size
         here = f" ({self.n_hidden} groups here)" if self.n_hidden else ""
+        by_class = (
+            " Of a multiclass group, each class's rates are withheld on their own: a class keeps them when they "
+            "state no such count and let none be worked out."
+            if any(u.startswith("class:") for u in self.units)
+            else ""
+        )
         return (
             f"Small-cell rule: a group's rates are withheld when a count in it (its size, or one of its confusion "
             f"counts: true or false positives or negatives, a cell of a multiclass matrix) is from 1 to {k - 1}, "
             f"and for as few other groups as needed so that no such count can be worked out, or bounded under {k}, "
             f"from everything published, a judged gap included; a size that would reveal one is withheld "
-            f'too{here}. Every such group is still named, marked "{WITHHELD}", '
+            f'too{here}.{by_class} Every such group is still named, marked "{WITHHELD}", '
             f"whatever the reason; the full JSON (reporting.json: full) holds its figures for authorised readers."
         )
 
     def size(self, slicing: Sequence[str], group: Mapping[str, object]) -> float | None:
         """A group's size as the document states it (None when the group is not in the document)."""
         return self.sizes.get((tuple(slicing), group_key(group)))
-
-
-#: A printed gap of one unit's rate between two named groups: (slicing, (one side, the other), unit).
-UnitGap = tuple[list[str], tuple[Mapping[str, object], Mapping[str, object]], str]
-
-
-@dataclass(frozen=True)
-class CountCells:
-    """A document's confusion counts as the small-cell rule sees them, from its kind's registry entry.
-
-    ``counts``: each group's cells (TP, FP, TN, FN; a multiclass group's K x K cells). ``derived``: counts that
-    are sums of cells (a class's one-vs-rest TP, FP, FN, TN), published and protected like the cells.
-    ``units``: what a report shows of a group, each with the counts it states (a class's rates state its
-    one-vs-rest counts; the matrix its cells); empty: a group's rates are shown or withheld as one.
-    ``gaps``: the printed gaps, each of one unit's rate (:data:`UnitGap`).
-    """
-
-    counts: Counts
-    derived: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    gaps: tuple[UnitGap, ...] = ()
-
-    @property
-    def rates(self) -> dict[str, tuple[str, ...]]:
-        """The units that state rates (a class's, the adverse decision's), each with the sums it states."""
-        return {u: names for u, names in self.units.items() if u not in ("matrix", "accuracy")}
 
 
 def _released(tables: Tables, pattern: Pattern, cells: CountCells, k: int) -> Pattern:
@@ -357,16 +335,6 @@ def _any_hidden(group: CellKey, pattern: Pattern) -> bool:
     return any(group_of(c) == group for c in pattern.suppressed)
 
 
-def document_count_cells(document: AuditDocument) -> CountCells:
-    """The document's :class:`CountCells`, as its kind's registry entry gives them (none for a kind without)."""
-    where = kind_of(document.task).count_cells
-    if where is None:
-        return CountCells({})
-    module, function = where.split(":")
-    cells: CountCells = getattr(importlib.import_module(module), function)(document)
-    return cells
-
-
 def document_counts(document: AuditDocument) -> Counts:
     """Each group's confusion counts, keyed by its cell.
 
@@ -374,73 +342,6 @@ def document_counts(document: AuditDocument) -> Counts:
     (regression and ranking).
     """
     return document_count_cells(document).counts
-
-
-def binary_count_cells(document: AuditDocument) -> CountCells:
-    """A binary document's TP, FP, TN, FN per group: its rates are shown or withheld as one."""
-    return CountCells(binary_counts(document.groups))
-
-
-def class_unit(index: int) -> str:
-    """The unit of a multiclass group's one-vs-rest rates of the class at ``index``."""
-    return f"class:{index}"
-
-
-def multiclass_count_cells(document: AuditDocument) -> CountCells:
-    """A multiclass document's K x K cells, each class's one-vs-rest counts, and the units a report shows.
-
-    Class c's rates (predicted share, recall, FPR, ...) with the group's size state its one-vs-rest TP
-    (cell c>c), FN (row c but the diagonal), FP (column c but the diagonal) and TN (the rest): those four are
-    its unit. The matrix states every cell, the accuracy every class's TP, and the decision "adverse or not"
-    (``adverse_classes``) its own four sums.
-    """
-    block = document.multiclass
-    if block is None:
-        raise ValueError("a multiclass document needs its multiclass block")
-    k = len(block.classes)
-    cells = [(i, j) for i in range(k) for j in range(k)]
-    derived: dict[str, tuple[str, ...]] = {}
-    units: dict[str, tuple[str, ...]] = {"matrix": tuple(f"{i}>{j}" for i, j in cells)}
-    for c in range(k):
-        kinds = {"tp": (True, True), "fp": (False, True), "tn": (False, False), "fn": (True, False)}
-        for name, (truth, decision) in kinds.items():
-            derived[f"c{c}:{name}"] = tuple(f"{i}>{j}" for i, j in cells if (i == c) == truth and (j == c) == decision)
-        units[class_unit(c)] = tuple(f"c{c}:{name}" for name in COUNT_NAMES)
-    units["accuracy"] = tuple(f"c{c}:tp" for c in range(k))
-    if block.adverse_classes:
-        favourable = {i for i, name in enumerate(block.classes) if name not in block.adverse_classes}
-        for name, (truth, decision) in {"tp": (True, True), "fp": (False, True), "tn": (False, False)}.items():
-            derived[f"fav:{name}"] = tuple(
-                f"{i}>{j}" for i, j in cells if (i in favourable) == truth and (j in favourable) == decision
-            )
-        derived["fav:fn"] = tuple(f"{i}>{j}" for i, j in cells if i in favourable and j not in favourable)
-        units["adverse"] = tuple(f"fav:{name}" for name in COUNT_NAMES)
-    return CountCells(multiclass_counts(block), derived, units, tuple(_class_gaps(document)))
-
-
-def _class_gaps(document: AuditDocument) -> list[UnitGap]:
-    """The gaps a multiclass document prints: each summary's per class, and each adverse result's."""
-    block = document.multiclass
-    assert block is not None
-    out: list[UnitGap] = []
-    for summary in block.summaries:
-        for name, value in summary.by_class.items():
-            if summary.slicing and value.max_group and value.min_group and name in block.classes:
-                sides = (value.max_group, value.min_group)
-                out.append((list(summary.slicing), sides, class_unit(block.classes.index(name))))
-    every_class = [class_unit(i) for i in range(len(block.classes))]
-    for r in document.results:
-        if not (r.slicing and r.worst_group and r.best_group):
-            continue
-        worst = next((s.worst_class for s in block.summaries if s.metric == r.metric and s.slicing == r.slicing), None)
-        if binary_name(r.metric) is not None:
-            units = ["adverse"]
-        elif worst in block.classes:
-            units = [class_unit(block.classes.index(worst))]
-        else:  # a gap of a class not stated: every class's rates, as a judged side's
-            units = every_class
-        out += [(list(r.slicing), (r.worst_group, r.best_group), unit) for unit in units]
-    return out
 
 
 def binary_counts(groups: Iterable[GroupEntry]) -> Counts:
@@ -458,20 +359,11 @@ def binary_counts(groups: Iterable[GroupEntry]) -> Counts:
     return out
 
 
-def multiclass_counts(block: MulticlassBlock) -> Counts:
-    """Each multiclass group's confusion cells (true class i predicted j), None where the block hides them."""
-    out: dict[CellKey, dict[str, float | None]] = {}
-    k = len(block.classes)
-    for g in block.groups:
-        if not g.slicing:
-            continue
-        matrix = g.confusion or [[None] * k for _ in range(k)]
-        out[(frozenset(g.slicing), group_key(g.group))] = {f"{i}>{j}": matrix[i][j] for i in range(k) for j in range(k)}
-    return out
+def binary_count_cells(document: AuditDocument) -> CountCells:
+    """A binary document's TP, FP, TN, FN per group: its rates are shown or withheld as one."""
+    return CountCells(binary_counts(document.groups))
 
 
-#: The confusion counts of a binary group, favourable outcome = positive.
-COUNT_NAMES = ("tp", "fp", "tn", "fn")
 #: What each count is: the decision (favourable = positive) and the truth.
 _COUNT_KINDS = {
     "tp": {"decision": True, "truth": True},

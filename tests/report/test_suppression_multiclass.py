@@ -24,7 +24,8 @@ from test_multiclass_report import document  # noqa: F401  (the COMPAS tiers dem
 import fairgate
 from fairgate.document import AuditDocument
 from fairgate.report import build_view
-from fairgate.report.suppress import Suppression, class_unit
+from fairgate.report.count_cells import class_unit
+from fairgate.report.suppress import Suppression
 
 K = 10
 
