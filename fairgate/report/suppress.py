@@ -192,7 +192,8 @@ class Suppression:
         if gk not in self.hidden.setdefault(key, set()):
             self.hidden[key].add(gk)
             self.counts_hidden[(key, gk)] = set()  # no count hidden: only the unit withheld
-        self.units_withheld.setdefault((key, gk), set()).add(unit)
+        # The matrix and the accuracy state every class's counts: they go with any class.
+        self.units_withheld.setdefault((key, gk), set()).update((unit, "matrix", "accuracy"))
 
     def hides_unit(self, slicing: Sequence[str], group: Mapping[str, object] | None, unit: str) -> bool:
         """Whether a unit of a group (``class:<i>``, ``matrix``, ``adverse``, ``accuracy``) is withheld.

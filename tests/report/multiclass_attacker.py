@@ -109,8 +109,9 @@ def _read_group(pub: Publication, g: Any, page: Any, k: int) -> None:
             pub.counts |= _cells(cell, g)
             if confusion.accuracy_text != "–":
                 pub.rates[(cell, "accuracy")] = g.accuracy.value
+    printed = (cell, "0>0") in pub.counts  # a printed matrix states every class's rates
     for c in range(k):
-        if any(row.cells[c] != "–" for row in rows):
+        if printed or any(row.cells[c] != "–" for row in rows):
             for rate in RATE_NAMES:
                 if g.rates[rate][c].value is not None:
                     pub.rates[(cell, f"{rate}[{c}]")] = g.rates[rate][c].value
