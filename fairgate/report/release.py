@@ -14,7 +14,8 @@ sums, with everything published so far, let no protected cell be worked out, nor
 - a protected cell under k (a withheld part's zero included) keeps an upper bound of at least k over the
   non-negative solutions, as in the pattern.
 
-A part with a sum from 1 to k-1 is never published (the primary rule). Publishing only ever adds equations,
+A part with a sum from 1 to k-1 is never published (the primary rule); the parts of the largest groups are
+tried first, at most :data:`TRIES` of them. Publishing only ever adds equations,
 so each check is against the final publication of everything released before it, and the result is safe.
 """
 
@@ -28,6 +29,10 @@ from scipy.sparse import csr_matrix
 from fairgate.report.bounds import Programme, below
 from fairgate.report.disclosure import _known
 from fairgate.report.tables import TOL, CellKey, Line, Tables, blocks, derivable, equations, group_of, order
+
+#: How many withheld parts are tried (the largest groups' first): each try is a rank test and bounds over the
+#: linked tables, so an audit with many withheld groups would otherwise take minutes.
+TRIES = 24
 
 #: One part of a group's rates: the group's size cell and the cells of the sums it states.
 Part = tuple[CellKey, tuple[CellKey, ...]]
@@ -52,10 +57,15 @@ def release(tables: Tables, hidden: Iterable[CellKey], parts: Sequence[Part], k:
     released = _determined(withheld, parts, derivable(unknown, lines))
     unknown -= {c for i in released for c in parts[i][1]}
     by_size = sorted(withheld, key=lambda i: (-(tables.values.get(parts[i][0]) or 0.0), order(parts[i][0])))
-    for i in by_size:
-        group, cells = parts[i]
-        if i in released or group in unknown or any(c in small for c in cells):
-            continue  # a hidden size, or a sum from 1 to k-1: the primary rule
+    candidates = [
+        i
+        for i in by_size
+        if i not in released and parts[i][0] not in unknown and not any(c in small for c in parts[i][1])
+    ]  # not a hidden size, nor a sum from 1 to k-1 (the primary rule)
+    for i in candidates[:TRIES]:
+        cells = parts[i][1]
+        if i in released:
+            continue
         trial = unknown - set(cells)
         found = derivable(trial, lines)
         if found & protected or _bounded_below(lines, trial, targets & trial, tables.values, k):

@@ -222,7 +222,8 @@ fairness_checker:
     - {{name: demographic_parity_difference, threshold: 0.10}}
     - {{name: equal_opportunity_difference, threshold: 0.10}}
     - {{name: adverse.disparate_impact_ratio, threshold: 0.80}}
-  intersectional_analysis: {{enabled: true, min_group_size: 30, attribute_pairs: [[region, sex], [sex, age]]}}
+  intersectional_analysis:
+    {{enabled: true, min_group_size: 30, attribute_pairs: [[region, sex], [sex, age]], include_triples: false}}
   statistics: {{n_bootstrap: 20, seed: 0}}
 """,
         source="generated policy",
