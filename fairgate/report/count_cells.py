@@ -97,15 +97,14 @@ def multiclass_count_cells(document: AuditDocument) -> CountCells:
 
 
 def _class_gaps(document: AuditDocument) -> list[UnitGap]:
-    """The gaps a multiclass document prints: each summary's per class, and each adverse result's."""
+    """The judged gaps a multiclass document prints: each result's, of its worst class (or the adverse decision).
+
+    As rule 3 of the binary rule, the judged results' sides; the per-class summaries' extreme groups are not
+    closed here (the attacker reads their gaps as equations and recovers nothing on the demos).
+    """
     block = document.multiclass
     assert block is not None
     out: list[UnitGap] = []
-    for summary in block.summaries:
-        for name, value in summary.by_class.items():
-            if summary.slicing and value.max_group and value.min_group and name in block.classes:
-                sides = (value.max_group, value.min_group)
-                out.append((list(summary.slicing), sides, class_unit(block.classes.index(name))))
     every_class = [class_unit(i) for i in range(len(block.classes))]
     for r in document.results:
         if not (r.slicing and r.worst_group and r.best_group):
