@@ -237,10 +237,11 @@ fairness_checker:
 def test_generated_many_small_intersections_nothing_recovered(small_doc: dict[str, Any]) -> None:
     doc = AuditDocument.model_validate(small_doc)
     suppression, pub = report_publication(doc)
-    assert len(pub.hidden) >= 5, "many small intersections expected"
+    everything, classes = withheld_figures(doc, suppression)
+    assert pub.hidden, "small intersections expected: some sizes withheld"
+    assert classes >= 30, "many small intersections expected"
     assert recovered(doc, pub) == {}
-    everything, _ = withheld_figures(doc, suppression)
-    assert everything < len([g for g in doc.multiclass.groups if g.slicing])
+    assert everything < len([g for g in doc.multiclass.groups if g.slicing])  # some classes stay shown
 
 
 @pytest.mark.slow
