@@ -327,9 +327,18 @@ def _released(tables: Tables, pattern: Pattern, cells: CountCells, k: int) -> Pa
         for group in sorted(tables.counts_of, key=order)
         for names in cells.rates.values()
     ]
-    kept = release(tables, pattern.suppressed, parts, k)
+    key = (tuple(tables.values.items()), tables.lines, pattern.suppressed, k, tuple(parts))
+    kept = _RELEASED.get(key)
+    if kept is None:  # a run asks twice (the JSON document and the report): the second ask is free
+        kept = _RELEASED[key] = frozenset(release(tables, pattern.suppressed, parts, k))
+        while len(_RELEASED) > 8:
+            del _RELEASED[next(iter(_RELEASED))]
     hidden = {c for i, (group, part) in enumerate(parts) if i not in kept for c in part if _any_hidden(group, pattern)}
     return Pattern(frozenset(pattern.suppressed | hidden), pattern.primary)
+
+
+#: The parts last released, by their full input (see :func:`_released`).
+_RELEASED: dict[tuple[object, ...], frozenset[int]] = {}
 
 
 def _any_hidden(group: CellKey, pattern: Pattern) -> bool:
