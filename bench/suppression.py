@@ -42,11 +42,11 @@ from test_suppression_attack import CENSUS, _audit, _frame  # noqa: E402
 from test_suppression_multiclass import many_small_doc, withheld_figures  # noqa: E402
 
 import fairgate  # noqa: E402
+import fairgate.report.suppress as suppress_module  # noqa: E402
 from fairgate.document import AuditDocument  # noqa: E402
 from fairgate.engine.labels import group_key  # noqa: E402
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
 from fairgate.report.count_cells import multiclass_counts  # noqa: E402
-import fairgate.report.suppress as suppress_module  # noqa: E402
 from fairgate.report.disclosure import clear_patterns  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
 from fairgate.report.suppress import Suppression, gap_rates_protected  # noqa: E402
