@@ -9,9 +9,11 @@ For each audit it prints, per rule, how many groups have their rates withheld by
 
 COMPAS (7,214 people; race, sex, age_cat, pairs and the triple: 75 groups) is ``fairgate demo``'s audit; the
 multiclass demo (``fairgate demo --task multiclass``, COMPAS's three tiers) has 3 x 3 confusion matrices; the
-census-like audit is tests/report/test_suppression_attack.py's (3,000 seeded rows, skewed race and age).
+census-like audit is tests/report/test_suppression_attack.py's (3,000 seeded rows, skewed race and age);
+``mcsmall`` is tests/report/test_suppression_multiclass.py's multiclass audit with many small intersections. A
+multiclass audit is measured per class (what reports use) and with every rate of a group withheld at once.
 
-    .venv/bin/python bench/suppression.py [--repeat 3] [--audits COMPAS,multiclass,census] [--k 10,20,40]
+    .venv/bin/python bench/suppression.py [--repeat 3] [--audits COMPAS,multiclass,mcsmall,census] [--k 10,20,40]
 """
 
 from __future__ import annotations
@@ -34,10 +36,14 @@ sys.path.insert(0, str(ROOT / "tests" / "report"))
 
 from conftest import COMPAS_CSV, compas_frame, demo_policy  # noqa: E402
 from test_suppression_attack import CENSUS, _audit, _frame  # noqa: E402
+from test_suppression_multiclass import many_small_doc, withheld_figures  # noqa: E402
 
 import fairgate  # noqa: E402
+import fairgate.report.suppress as suppress_module  # noqa: E402
 from fairgate.document import AuditDocument  # noqa: E402
+from fairgate.engine.labels import group_key  # noqa: E402
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
+from fairgate.report.count_cells import multiclass_counts  # noqa: E402
 from fairgate.report.disclosure import clear_patterns  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
 from fairgate.report.suppress import Suppression  # noqa: E402
@@ -48,6 +54,7 @@ def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, lis
     cpu, wall, out = [], [], None
     for _ in range(repeat):
         clear_patterns()  # a fresh computation each run, not the pattern kept from the last
+        suppress_module._RELEASED.clear()  # nor the multiclass classes released last
         c, w = time.process_time(), time.perf_counter()
         out = run()
         cpu.append(time.process_time() - c)
@@ -75,6 +82,10 @@ def multiclass() -> AuditDocument:
     return AuditDocument.model_validate(
         adjudicate_multiclass(cube, slicings_multiclass(cube, policy), policy).to_dict()
     )
+
+
+def mcsmall() -> AuditDocument:
+    return AuditDocument.model_validate(many_small_doc())
 
 
 def census() -> AuditDocument:
@@ -106,13 +117,35 @@ def bench(name: str, doc: AuditDocument, repeat: int, k: int) -> None:
         "sizes only        ": lambda: Suppression.of(doc.groups, k, doc.n_rows),
         "what reports use  ": lambda: Suppression.of_document(doc, k),
     }
+    if doc.multiclass is not None:  # per class (what reports use) against every rate of a group at once
+        runs = {
+            "every rate of a group ": lambda: whole_groups(doc, k),
+            "per class (reports)   ": runs["partners withheld    "],
+        }
     for label, run in runs.items():
         s, cpu, wall = timed(run, repeat)
         n_size = sum(len(v) for v in s.size_hidden.values())
+        by_class = ""
+        if doc.multiclass is not None:
+            every, classes = withheld_figures(doc, s)
+            by_class = f" {every} with every class withheld, {classes} group-classes withheld;"
         print(
-            f"  {label}: {withheld_by_size(doc, s)}; {n_size} sizes; "
+            f"  {label}: {withheld_by_size(doc, s)};{by_class} {n_size} sizes; "
             f"CPU median {statistics.median(cpu):.3f} s, wall median {statistics.median(wall):.3f} s, n={repeat}"
         )
+
+
+def whole_groups(doc: AuditDocument, k: int) -> Suppression:
+    """The multiclass rule before classes: any hidden cell withholds every rate of the group."""
+    assert doc.multiclass is not None
+    pairs = [
+        ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
+        for r in doc.results
+        if r.slicing and r.worst_group and r.best_group
+    ]
+    out = Suppression.of(doc.groups, k, doc.n_rows, multiclass_counts(doc.multiclass), pairs)
+    out.withhold_partners(doc, covered=set())
+    return out
 
 
 def _small_own(g: Any, k: int) -> bool:
@@ -131,7 +164,7 @@ def main() -> None:
     with open("/proc/loadavg") as f:
         print(f"load average: {' '.join(f.read().split()[:3])}")
     wanted = args.audits.split(",")
-    for name, make in (("COMPAS", compas), ("multiclass", multiclass), ("census", census)):
+    for name, make in (("COMPAS", compas), ("multiclass", multiclass), ("mcsmall", mcsmall), ("census", census)):
         if name in wanted:
             doc = make()
             for k in (int(v) for v in args.k.split(",")):

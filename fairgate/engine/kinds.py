@@ -102,6 +102,9 @@ class Kind:
     # The group value standing for the base rate in the base-rate note, and its words, for a kind whose outcome
     # is not a 0/1 label (the binary kinds use the base rate itself; multiclass, one class against the rest).
     outcome_level: tuple[str, str] | None = None
+    # "module:function" giving a document's confusion counts as the small-cell rule sees them (its cells, the
+    # counts derived from them, and which counts each part of a report states); None: the kind states none.
+    count_cells: str | None = None
 
     @property
     def level_words(self) -> str:
@@ -143,12 +146,14 @@ KINDS: dict[str, Kind] = {
             catalogue="binary_catalogue",
             capabilities=ALL_CAPABILITIES,
             binary_outcomes=True,
+            count_cells="fairgate.report.suppress:binary_count_cells",
         ),
         _kind(
             "multiclass",
             "fairgate.engine.multiclass",
             options_required="declaring the classes, e.g. multiclass: {classes: [low, medium, high]}",
             report_pages="fairgate.report.multiclass:multiclass_pages",
+            count_cells="fairgate.report.count_cells:multiclass_count_cells",
         ),
         _kind(
             "regression",

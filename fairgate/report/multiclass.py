@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.multiclass import ClassSummaryValue, MulticlassBlock, MulticlassGroup
+from fairgate.report.count_cells import class_unit
 from fairgate.report.format import estimate_text, fmt, fmt_count, fmt_share, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
 from fairgate.report.selection import failure_labels, select_groups
@@ -200,9 +201,14 @@ def _size_text(group: MulticlassGroup, suppression: Suppression) -> str:
     return suppression.size_text(list(group.slicing), group.group, None if group.suppressed else group.n)
 
 
+def _withholds(group: MulticlassGroup, suppression: Suppression, unit: str) -> bool:
+    """Whether a part of a group's figures (a class's rates, its matrix, its accuracy) is withheld."""
+    return bool(group.suppressed) or suppression.hides_unit(list(group.slicing), group.group, unit)
+
+
 def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppression) -> ConfusionView:
     label = group_label(group.group, list(group.slicing))
-    if _hidden(group, suppression) or group.confusion is None:
+    if _withholds(group, suppression, "matrix") or group.confusion is None:
         return ConfusionView(label, _size_text(group, suppression), "–", [], True)
     rows = []
     peak = max((v or 0.0 for row in group.confusion for v in row), default=0.0) or 1.0
@@ -219,17 +225,19 @@ def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppress
                 for j, value in enumerate(row)
             ]
         )
-    return ConfusionView(label, fmt_count(group.n or 0), fmt(group.accuracy.value), rows, False)
+    accuracy = "–" if _withholds(group, suppression, "accuracy") else fmt(group.accuracy.value)
+    return ConfusionView(label, fmt_count(group.n or 0), accuracy, rows, False)
 
 
 def _rate_row(group: MulticlassGroup, rate: str, suppression: Suppression) -> RateRow:
+    """A group's rate per class: a class whose rates are withheld reads "–" (a small cell withholds its classes)."""
     label = group_label(group.group, list(group.slicing))
-    if _hidden(group, suppression):
-        return RateRow(label, _size_text(group, suppression), ["–" for _ in group.rates[rate]], True, group.sufficient)
-    cells = []
-    for estimate in group.rates[rate]:
-        cells.append(estimate_text(estimate.value, estimate.ci_low, estimate.ci_high))
-    return RateRow(label, fmt_count(group.n or 0), cells, False, group.sufficient)
+    withheld = [_withholds(group, suppression, class_unit(c)) for c in range(len(group.rates[rate]))]
+    cells = [
+        "–" if hidden else estimate_text(e.value, e.ci_low, e.ci_high)
+        for e, hidden in zip(group.rates[rate], withheld, strict=True)
+    ]
+    return RateRow(label, _size_text(group, suppression), cells, all(withheld), group.sufficient)
 
 
 def _chart(
@@ -237,20 +245,20 @@ def _chart(
 ) -> RateChart:
     """The per-class rate bars of the groups whose rates are shown.
 
-    A withheld group has no bars, nor a legend entry: the tables list it with its rates "–".
+    A group with every class withheld has no bars, nor a legend entry: the tables list it with its rates "–";
+    a withheld class of a shown group has no bar.
     """
-    groups = [g for g in groups if not _hidden(g, suppression)]
+    groups = [g for g in groups if not all(_withholds(g, suppression, class_unit(c)) for c in range(len(classes)))]
     values = []
     for rate in SHOWN_RATES:
         per_group = []
         for group in groups:
-            hidden = _hidden(group, suppression)
             per_group.append(
                 [
                     None
-                    if hidden or e.value is None
+                    if _withholds(group, suppression, class_unit(c)) or e.value is None
                     else (e.value, e.ci_low if e.ci_low is not None else e.value, e.ci_high or e.value)
-                    for e in group.rates[rate]
+                    for c, e in enumerate(group.rates[rate])
                 ]
             )
         values.append(per_group)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from fairgate.document.document import AuditDocument
+from fairgate.report.count_cells import class_unit
 from fairgate.report.suppress import Suppression
 
 JsonContent = Literal["full", "suppressed"]
@@ -86,6 +87,7 @@ def _hide(out: dict[str, Any], suppression: Suppression) -> None:
         if hidden(item):  # a small group's exposure curve (ranking audits)
             item.update(share_at_position=[], cumulative_exposure_share=[], items=[], suppressed=True)
     _hide_regression(out.get("regression") or {}, suppression)
+    _hide_multiclass(out.get("multiclass") or {}, suppression)
 
 
 def _hide_groups(groups: list[dict[str, Any]], suppression: Suppression) -> None:
@@ -97,6 +99,26 @@ def _hide_groups(groups: list[dict[str, Any]], suppression: Suppression) -> None
                 entry.update(n=None, rows=None)
             entry.update(suppressed=True)
             entry["metrics"] = {name: {"value": None, "ci_low": None, "ci_high": None} for name in entry["metrics"]}
+
+
+def _hide_multiclass(block: Mapping[str, Any], suppression: Suppression) -> None:
+    """A multiclass document's matrices and per-class rates of hidden groups: each part withheld goes null."""
+    null = {"value": None, "ci_low": None, "ci_high": None}
+    for item in block.get("groups", []):
+        slicing, group = item.get("slicing") or [], item.get("group")
+        if not suppression.hides(slicing, group):
+            continue
+        if suppression.hides_size(slicing, group):
+            item.update(n=None, rows=None)
+        if suppression.hides_unit(slicing, group, "matrix"):
+            item["confusion"] = None
+        if suppression.hides_unit(slicing, group, "accuracy"):
+            item["accuracy"] = dict(null)
+        for estimates in item.get("rates", {}).values():
+            for c, _ in enumerate(estimates):
+                if suppression.hides_unit(slicing, group, class_unit(c)):
+                    estimates[c] = dict(null)
+        item.update(suppressed=True)
 
 
 def _hide_regression(block: Mapping[str, Any], suppression: Suppression) -> None:

@@ -13,19 +13,22 @@ same label, whatever the reason.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
-from fairgate.document.multiclass import MulticlassBlock
 from fairgate.engine.labels import WITHHELD, group_key, withheld_label
 from fairgate.policy.outcomes import RATE_DEFINITIONS
-from fairgate.report.disclosure import CellKey, Counts, Line, Tables, suppress
+from fairgate.report.count_cells import COUNT_NAMES as COUNT_NAMES  # re-exported: the binary tables' counts
+from fairgate.report.count_cells import CountCells, UnitGap, document_count_cells
+from fairgate.report.disclosure import CellKey, Counts, Line, Pattern, Tables, suppress
 from fairgate.report.format import base_metrics, fmt_count, group_label
 from fairgate.report.model import SUPPRESSED
-from fairgate.report.tables import count_cell
+from fairgate.report.release import release
+from fairgate.report.tables import count_cell, group_of, order
 
 GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever its attribute order
 SlicingKey = tuple[str, ...]
@@ -84,6 +87,10 @@ class Suppression:
     size_hidden: dict[SlicingKey, set[GroupKey]] = field(default_factory=dict)
     #: The hidden counts (by name: tp, fp, ...) of each hidden group whose counts the document states.
     counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = field(default_factory=dict)
+    #: What a report shows of a group, each with the counts it states (:class:`CountCells`; empty: all or none).
+    units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Units withheld beyond their counts (the shown side of a judged gap whose other side's unit is withheld).
+    units_withheld: dict[tuple[SlicingKey, GroupKey], set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -95,8 +102,11 @@ class Suppression:
         pairs: Iterable[tuple[CellKey, CellKey]] = (),
         revealed: Iterable[Line] = (),
         named: Iterable[CellKey] = (),
+        cells: CountCells | None = None,
     ) -> Suppression:
         """The suppression of a document's groups at ``min_cell_size``; ``n_rows`` is the published total.
+
+        ``cells`` (instead of ``counts``): counts with derived sums and units (:class:`CountCells`).
 
         Without ``n_rows`` the total is taken as the sum of the first slicing's groups (what it is, since rows
         with a missing attribute are left out of every slicing). ``counts`` (see :func:`document_counts`) are
@@ -108,11 +118,15 @@ class Suppression:
         if n_rows is None:
             first = next(iter(groups_by_slicing(groups).values()), [])
             n_rows = sum(g.n or 0.0 for g in first)
-        tables = Tables.of(((g.slicing, g.group, g.n) for g in groups if g.slicing), n_rows, counts)
-        extra = tuple(line for line in revealed if all(m in tables.values for m in line.members))
-        if extra:
-            tables = dataclasses.replace(tables, lines=tables.lines + extra)
+        if cells is not None:
+            counts = cells.counts
+        rows = [(g.slicing, g.group, g.n) for g in groups if g.slicing]
+        revealed = tuple(revealed)
+        tables = _with_lines(Tables.of(rows, n_rows, counts), revealed)
         pattern = suppress(tables, min_cell_size, pairs, named)
+        if cells is not None and cells.derived:  # rates shown by parts: publish the parts that are safe
+            tables = _with_lines(Tables.of(rows, n_rows, counts, cells.derived), revealed)
+            pattern = _released(tables, pattern, cells, min_cell_size)
         hidden: dict[SlicingKey, set[GroupKey]] = {}
         size_hidden: dict[SlicingKey, set[GroupKey]] = {}
         counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = {}
@@ -132,6 +146,7 @@ class Suppression:
             sizes={(tuple(g.slicing), group_key(g.group)): g.n for g in groups if g.n is not None},
             size_hidden=size_hidden,
             counts_hidden=counts_hidden,
+            units=dict(cells.units) if cells is not None else {},
         )
 
     @classmethod
@@ -144,13 +159,18 @@ class Suppression:
         (:func:`revealed_rates`): they are lines of the tables. The groups a failing result names are withheld
         last of all.
         """
+        cells = document_count_cells(document)
+        if cells.units:  # the counts' units (a multiclass class's rates): each gap closes its own unit
+            out = cls.of(document.groups, min_cell_size, document.n_rows, cells=cells)
+            out.withhold_unit_partners(cells.gaps)
+            return out
         pairs = [
             ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
             for r in document.results
             if r.slicing and r.worst_group and r.best_group
         ]
-        counts = document_counts(document)
-        revealed = revealed_rates(document) if counts and document.multiclass is None else []
+        counts = cells.counts
+        revealed = revealed_rates(document) if counts else []
         named = [
             (frozenset(r.slicing), group_key(g))
             for r in document.results
@@ -161,6 +181,54 @@ class Suppression:
         out = cls.of(document.groups, min_cell_size, document.n_rows, counts, pairs, revealed=revealed, named=named)
         out.withhold_partners(document, covered=set())
         return out
+
+    def withhold_unit_partners(self, gaps: Iterable[UnitGap]) -> None:
+        """Withhold the shown side's unit of each printed gap whose other side's unit is withheld (rule 3, per unit).
+
+        A gap between two named groups in one unit's rate (a class's one-vs-rest rate) with one side shown gives
+        the other side's rate: so only a gap between two withheld rates is published.
+        """
+        gaps = list(gaps)
+        changed = True
+        while changed:
+            changed = False
+            for slicing, sides, unit in gaps:
+                hidden = [self.hides_unit(slicing, g, unit) for g in sides]
+                if any(hidden) and not all(hidden):
+                    self.withhold_unit(slicing, sides[hidden.index(False)], unit)
+                    changed = True
+
+    def withhold_unit(self, slicing: Sequence[str], group: Mapping[str, object], unit: str) -> None:
+        """Withhold one unit of a group (its other units stay as they are); safe as :meth:`withhold` is."""
+        key = next((s for s in self.hidden if sorted(s) == sorted(slicing)), tuple(slicing))
+        gk = group_key(group)
+        if gk not in self.hidden.setdefault(key, set()):
+            self.hidden[key].add(gk)
+            self.counts_hidden[(key, gk)] = set()  # no count hidden: only the unit withheld
+        # The matrix and the accuracy state every class's counts: they go with any class.
+        self.units_withheld.setdefault((key, gk), set()).update((unit, "matrix", "accuracy"))
+
+    def hides_unit(self, slicing: Sequence[str], group: Mapping[str, object] | None, unit: str) -> bool:
+        """Whether a unit of a group (``class:<i>``, ``matrix``, ``adverse``, ``accuracy``) is withheld.
+
+        It is when the group's size is, when one of the counts it states is, or when a judged gap withholds it;
+        a unit the document does not list is withheld with any count of the group.
+        """
+        if not group or not self.hides(slicing, group):
+            return False
+        if self.hides_size(slicing, group):
+            return True
+        key = next((s for s in self.hidden if sorted(s) == sorted(slicing)), tuple(slicing))
+        if unit in self.units_withheld.get((key, group_key(group)), set()):
+            return True
+        names = self.counts_hidden.get((key, group_key(group)))
+        return names is None or unit not in self.units or bool(names & set(self.units[unit]))
+
+    def n_units_hidden(self, unit: str) -> int:
+        """How many groups have ``unit`` withheld, over every slicing."""
+        return sum(
+            self.hides_unit(key, dict(json.loads(gk)), unit) for key, groups in self.hidden.items() for gk in groups
+        )
 
     def withhold_partners(self, document: AuditDocument, covered: set[int]) -> None:
         """Withhold the shown side of each judged result (but those in ``covered``) whose other side is withheld.
@@ -257,12 +325,18 @@ class Suppression:
         """The rule, stated once for every report, e-mail and page that lists groups."""
         k = self.min_cell_size
         here = f" ({self.n_hidden} groups here)" if self.n_hidden else ""
+        by_class = (
+            " Of a multiclass group, each class's rates are withheld on their own: a class keeps them when they "
+            "state no such count and let none be worked out."
+            if any(u.startswith("class:") for u in self.units)
+            else ""
+        )
         return (
             f"Small-cell rule: a group's rates are withheld when a count in it (its size, or one of its confusion "
             f"counts: true or false positives or negatives, a cell of a multiclass matrix) is from 1 to {k - 1}, "
             f"and for as few other groups as needed so that no such count can be worked out, or bounded under {k}, "
             f"from everything published, a judged gap included; a size that would reveal one is withheld "
-            f'too{here}. Every such group is still named, marked "{WITHHELD}", '
+            f'too{here}.{by_class} Every such group is still named, marked "{WITHHELD}", '
             f"whatever the reason; the full JSON (reporting.json: full) holds its figures for authorised readers."
         )
 
@@ -271,15 +345,38 @@ class Suppression:
         return self.sizes.get((tuple(slicing), group_key(group)))
 
 
+def _released(tables: Tables, pattern: Pattern, cells: CountCells, k: int) -> Pattern:
+    """The pattern with each withheld group's derived sums hidden but those of the parts safe to publish."""
+    parts = [
+        (group, tuple(count_cell(group, name) for name in names))
+        for group in sorted(tables.counts_of, key=order)
+        for names in cells.rates.values()
+    ]
+    key = (tuple(tables.values.items()), tables.lines, pattern.suppressed, k, tuple(parts))
+    kept = _RELEASED.get(key)
+    if kept is None:  # a run asks twice (the JSON document and the report): the second ask is free
+        kept = _RELEASED[key] = frozenset(release(tables, pattern.suppressed, parts, k))
+        while len(_RELEASED) > 8:
+            del _RELEASED[next(iter(_RELEASED))]
+    hidden = {c for i, (group, part) in enumerate(parts) if i not in kept for c in part if _any_hidden(group, pattern)}
+    return Pattern(frozenset(pattern.suppressed | hidden), pattern.primary)
+
+
+#: The parts last released, by their full input (see :func:`_released`).
+_RELEASED: dict[tuple[object, ...], frozenset[int]] = {}
+
+
+def _any_hidden(group: CellKey, pattern: Pattern) -> bool:
+    return any(group_of(c) == group for c in pattern.suppressed)
+
+
 def document_counts(document: AuditDocument) -> Counts:
     """Each group's confusion counts, keyed by its cell.
 
     TP, FP, TN, FN of a binary audit, the K x K cells of a multiclass one; empty when the document states none
     (regression and ranking).
     """
-    if document.multiclass is not None:
-        return multiclass_counts(document.multiclass)
-    return binary_counts(document.groups)
+    return document_count_cells(document).counts
 
 
 def binary_counts(groups: Iterable[GroupEntry]) -> Counts:
@@ -297,20 +394,11 @@ def binary_counts(groups: Iterable[GroupEntry]) -> Counts:
     return out
 
 
-def multiclass_counts(block: MulticlassBlock) -> Counts:
-    """Each multiclass group's confusion cells (true class i predicted j), None where the block hides them."""
-    out: dict[CellKey, dict[str, float | None]] = {}
-    k = len(block.classes)
-    for g in block.groups:
-        if not g.slicing:
-            continue
-        matrix = g.confusion or [[None] * k for _ in range(k)]
-        out[(frozenset(g.slicing), group_key(g.group))] = {f"{i}>{j}": matrix[i][j] for i in range(k) for j in range(k)}
-    return out
+def binary_count_cells(document: AuditDocument) -> CountCells:
+    """A binary document's TP, FP, TN, FN per group: its rates are shown or withheld as one."""
+    return CountCells(binary_counts(document.groups))
 
 
-#: The confusion counts of a binary group, favourable outcome = positive.
-COUNT_NAMES = ("tp", "fp", "tn", "fn")
 #: What each count is: the decision (favourable = positive) and the truth.
 _COUNT_KINDS = {
     "tp": {"decision": True, "truth": True},
@@ -396,3 +484,9 @@ def confusion_counts(entry: GroupEntry) -> list[float]:
     tp = positives * float(values["true_positive_rate"] or 0.0)
     fp = negatives * float(values["false_positive_rate"] or 0.0)
     return [round(x, 6) for x in (tp, fp, negatives - fp, positives - tp)]
+
+
+def _with_lines(tables: Tables, lines: tuple[Line, ...]) -> Tables:
+    """The tables with more equations known whatever is withheld (those whose members are all in the tables)."""
+    extra = tuple(line for line in lines if all(m in tables.values for m in line.members))
+    return dataclasses.replace(tables, lines=tables.lines + extra) if extra else tables

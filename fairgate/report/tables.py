@@ -79,10 +79,14 @@ class Tables:
         groups: Iterable[tuple[Iterable[str], Mapping[str, object], float | None]],
         n_rows: float,
         counts: Counts | None = None,
+        derived: Mapping[str, tuple[str, ...]] | None = None,
     ) -> Tables:
         """The linked tables of ``(slicing, group, n)`` triples, the population size and the groups' counts.
 
         ``counts`` is keyed by the group's cell; every group needs the same count names, or none are used.
+        ``derived`` names counts that are sums of those (a multiclass class's one-vs-rest TP, FP, FN, TN over
+        the K x K cells): each published group and the population publish them too, one sum each, and they
+        are not parts of the group's size.
 
         >>> t = Tables.of([(["a"], {"a": "x"}, 3), (["a"], {"a": "y"}, 40)], 43)
         >>> [(sorted(line.total[0]), len(line.parts)) for line in t.lines]
@@ -113,13 +117,50 @@ class Tables:
                 for size in range(len(attributes)):
                     for subset in itertools.combinations(sorted(attributes), size):
                         lines += _margin_lines(frozenset(subset), attributes, members, values, name)
-        counts_of: dict[CellKey, tuple[CellKey, ...]] = {}
-        for cell in size_cells if names else []:
-            parts = tuple(count_cell(cell, name) for name in names)
-            lines.append(Line(cell, parts))
-            if cell in published and cell != POPULATION:
-                counts_of[cell] = parts
+        counts_of = _count_lines(size_cells if names else [], names, derived or {}, values, published, lines)
         return cls(values, frozenset(published), tuple(lines), counts_of)
+
+
+def _count_lines(
+    size_cells: Iterable[CellKey],
+    names: list[str],
+    derived: Mapping[str, tuple[str, ...]],
+    values: dict[CellKey, float | None],
+    published: set[CellKey],
+    lines: list[Line],
+) -> dict[CellKey, tuple[CellKey, ...]]:
+    """Each size as the sum of its counts, and each published group's derived counts (added to ``lines``).
+
+    Returns each published group's count cells, derived ones included.
+    """
+    counts_of: dict[CellKey, tuple[CellKey, ...]] = {}
+    for cell in size_cells:
+        parts = tuple(count_cell(cell, name) for name in names)
+        lines.append(Line(cell, parts))
+        if cell in published:
+            sums = _derived_lines(cell, derived, values, published)
+            lines += sums
+            if cell != POPULATION:
+                counts_of[cell] = parts + tuple(line.total for line in sums)
+    return counts_of
+
+
+def _derived_lines(
+    cell: CellKey,
+    derived: Mapping[str, tuple[str, ...]],
+    values: dict[CellKey, float | None],
+    published: set[CellKey],
+) -> list[Line]:
+    """A published group's derived counts (see :meth:`Tables.of`): published, each the sum of its parts."""
+    lines = []
+    for name, parts in derived.items():
+        members = tuple(count_cell(cell, p) for p in parts)
+        known = [values[m] for m in members]
+        total = count_cell(cell, name)
+        values[total] = None if any(v is None for v in known) else round(sum(v or 0.0 for v in known), 6)
+        published.add(total)
+        lines.append(Line(total, members))
+    return lines
 
 
 def _count_names(counts: Counts, cells: set[CellKey]) -> list[str]:

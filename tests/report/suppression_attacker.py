@@ -72,6 +72,9 @@ class Publication:
     small: set[Cell] = field(default_factory=set)  # hidden groups a label says hold fewer than k
     #: More linear equations over counts: (weight of each (cell, outcome), right-hand side).
     equations: list[tuple[dict[Target, float], float]] = field(default_factory=list)
+    #: What each count names (a multiclass report's K x K cells "i>j") and each printed rate as counts.
+    outcomes: tuple[str, ...] = OUTCOMES
+    rate_defs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=lambda: dict(RATES))
 
     @property
     def hidden(self) -> set[Cell]:
@@ -81,7 +84,7 @@ class Publication:
     def hidden_counts(self) -> set[Target]:
         if not self.with_counts:
             return set()
-        return {(c, o) for c in self.groups for o in OUTCOMES if (c, o) not in self.counts}
+        return {(c, o) for c in self.groups for o in self.outcomes if (c, o) not in self.counts}
 
     def targets(self) -> set[Target]:
         return {(c, SIZE) for c in self.hidden} | self.hidden_counts
@@ -97,7 +100,7 @@ def count_subtraction(pub: Publication) -> dict[Target, float]:
     found: dict[Target, float] = {}
     if not pub.with_counts:
         return found
-    for outcome in OUTCOMES:
+    for outcome in pub.outcomes:
         visible = {c: v for (c, o), v in pub.counts.items() if o == outcome}
         hidden = {c for c, o in pub.hidden_counts if o == outcome}
         found |= {(c, outcome): v for c, v in _subtract(pub.groups, visible, hidden).items()}
@@ -143,7 +146,7 @@ class _Atoms:
 
     def __init__(self, pub: Publication, levels: Mapping[str, Sequence[str]]) -> None:
         self.names = sorted(levels)
-        self.outcomes = OUTCOMES if pub.with_counts else (SIZE,)
+        self.outcomes = pub.outcomes if pub.with_counts else (SIZE,)
         self.atoms = [
             (*combo, o) for combo in itertools.product(*(levels[a] for a in self.names)) for o in self.outcomes
         ]
@@ -156,7 +159,7 @@ class _Atoms:
             rows.append(self.vector(c, o))
             rhs.append(value)
         for (c, metric), rate in sorted(pub.rates.items(), key=str):
-            numerator, denominator = RATES[metric]
+            numerator, denominator = pub.rate_defs[metric]
             rows.append(self.vector(c, numerator) - rate * self.vector(c, denominator))
             rhs.append(0.0)
         for weights, value in pub.equations:
@@ -258,10 +261,10 @@ def integer(pub: Publication, levels: Mapping[str, Sequence[str]], k: int) -> di
     denominator minus it) from 1 to k-1 while a hidden count is part of it.
     """
     atoms = _Atoms(pub, levels)
-    hidden = pub.hidden_counts | {(c, o) for c in pub.hidden for o in OUTCOMES}
+    hidden = pub.hidden_counts | {(c, o) for c in pub.hidden for o in pub.outcomes}
     out: dict[tuple[Cell, str], list[int]] = {}
     for (c, metric), rate in sorted(pub.rates.items(), key=str):
-        numerator, denominator = RATES[metric]
+        numerator, denominator = pub.rate_defs[metric]
         if not any((c, o) in hidden for o in denominator) or not math.isfinite(rate):
             continue
         fraction = Fraction(rate).limit_denominator(1_000_000)

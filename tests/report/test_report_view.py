@@ -60,7 +60,6 @@ def test_secondary_suppression_hides_the_next_smallest_group(doc: dict[str, Any]
     # One primary (tiny) is recoverable as total minus the rest, so one more group's size is hidden with it
     # (other groups may have their rates withheld, a result's partner or a small count, their sizes shown).
     assert len(hidden) == 2
-    visible = [g.n for g in race.groups if g.n is not None]  # sizes shown (rates may be withheld)
     secondary = next(g for g in hidden if g.group != {"race": "tiny"})
     n_secondary = next(x["n"] for x in doc["groups"] if x["slicing"] == ["race"] and x["group"] == secondary.group)
     # The complement is the smallest shown group that is not a side of a judged race result (withholding a
@@ -69,7 +68,8 @@ def test_secondary_suppression_hides_the_next_smallest_group(doc: dict[str, Any]
         g for r in doc["results"] if r["slicing"] == ["race"] for g in (r.get("worst_group"), r.get("best_group")) if g
     ]
     others = [x["n"] for x in doc["groups"] if x["slicing"] == ["race"] and x["group"] not in sides and x["n"] >= 10]
-    assert sides and n_secondary == min(others)
+    assert sides
+    assert n_secondary == min(others)
     assert secondary.n_text == "suppressed"
 
 
