@@ -7,7 +7,9 @@ Writes ``bench/engine_vs_fairlearn.py``'s data to a Parquet file once, then each
 and each ``--baseline`` directory (an export of another commit: ``git archive REV | tar -x -C DIR``), a fresh
 process that audits ``pl.scan_parquet(file)`` once (warm-up) and ``--repeats`` more times, timing each phase
 with the slicings one after the other: the cube (the scan), planning, the slicings, adjudication, and with
-``--exact-auc`` the score table and the slicings that read it; then the whole ``fairgate.audit`` (two threads).
+``--exact-auc`` the score table and the slicings that read it; then the whole ``fairgate.audit`` (two threads);
+then, where the checkout has them, the cube counted inside DuckDB (``tasks/inputs/cube_sql.py``, the streaming
+path's cube) and the whole audit from that cube (``fairgate.engine.audit.audit_counted``).
 It prints the median CPU and wall seconds per phase and the load average: on a shared machine CPU time is the
 figure to compare.
 """
@@ -34,6 +36,12 @@ import fairgate, polars as pl
 from fairgate.engine.adjudicate import adjudicate
 from fairgate.engine.cube import add_score_table, build_cube
 from fairgate.engine.slicing import compute_slicing, plan_slicings, wants_auc
+import duckdb
+try:  # an export of an older commit may have neither
+    from fairgate.engine.audit import audit_counted as counted
+    from tasks.inputs.cube_sql import cube_from_relation
+except ImportError:
+    counted = None
 policy = bench.policy(triples={triples})
 def timed(times, name, step):
     cpu, wall = time.process_time(), time.perf_counter()
@@ -51,6 +59,15 @@ def once():
         auc_plan = [s for s in plan if wants_auc(s, policy)]
         timed(times, "auc slicings", lambda: [compute_slicing(scored, s, policy) for s in auc_plan])
     timed(times, "audit", lambda: fairgate.audit(pl.scan_parquet({path!r}), policy, exact_auc={auc}))
+    if counted is not None:  # this checkout: the cube counted in DuckDB, then the engine on it
+        con = duckdb.connect()
+        con.execute("set enable_progress_bar = false")  # its bar would mix into these lines
+        con.read_parquet({path!r}).create_view("bench_rows")
+        sql = "select * from bench_rows"
+        count = lambda: cube_from_relation(con, sql, policy, score_histogram=False)
+        timed(times, "cube (DuckDB)", count)
+        timed(times, "audit (DuckDB)", lambda: counted(count(), policy))
+        con.close()
     return times
 once()
 runs = [once() for _ in range({repeats})]

@@ -19,7 +19,9 @@ predictions, labels, attributes; 7,214 rows), alternating run by run so that bot
 its own output folder.
 
 Prints the median wall and CPU time (user + system of the process and its children) of each side, their ratio
-and the load average before and after; the machine is shared, so quote the figures with the load.
+and the load average before and after; the machine is shared, so quote the figures with the load. With the
+server on this machine, also the server's CPU during each run (the process listening on the API's port, with
+its children: the flow run, task runs, logs and events it records), which shares the same cores.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -95,6 +99,25 @@ def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, fl
     return wall, cpu, done.returncode
 
 
+def server_process(api_url: str) -> Any:
+    """The local process listening on the API's port (a ``psutil.Process``), or None (a remote server)."""
+    import psutil
+
+    port = urlsplit(api_url).port
+    for connection in psutil.net_connections(kind="tcp"):
+        if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port and connection.pid:
+            return psutil.Process(connection.pid)
+    return None
+
+
+def server_cpu(server: Any) -> float:
+    """CPU seconds (user + system) the server process and its children have used so far; 0 without one."""
+    if server is None:
+        return 0.0
+    processes = [server, *server.children(recursive=True)]
+    return sum(sum(p.cpu_times()[:2]) for p in processes if p.is_running())
+
+
 def gate_policy(folder: Path) -> Path:
     """The demo policy with JSON output only (what a CI gate reads)."""
     text = (REPO / "fairgate" / "policies" / "compas_demo.yaml").read_text(encoding="utf-8")
@@ -141,21 +164,30 @@ def main() -> None:
                 sides["baseline demo"] = [*baseline, "demo", "--json", "--out", str(folder / "baseline-demo")]
         with prefect_server(Path(tmp)) as api_url:
             env = {**os.environ, "PREFECT_API_URL": api_url}
+            server = server_process(api_url)
             print(f"start: load average {_load()}")
             timed(fairgate_cmd, env, folder)  # warm-up: the server's first flow run, the page cache
             times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+            served: dict[str, list[float]] = {side: [] for side in sides}
             for run in range(args.runs):
                 for side, command in sides.items():
+                    before = server_cpu(server)
                     wall, cpu, code = timed(command, env, folder)
+                    served[side].append(server_cpu(server) - before)
                     times[side].append((wall, cpu))
-                    print(f"run {run + 1} {side}: {wall:.2f} s wall, {cpu:.2f} s CPU, exit {code}", flush=True)
+                    print(
+                        f"run {run + 1} {side}: {wall:.2f} s wall, {cpu:.2f} s CPU, exit {code}, "
+                        f"server {served[side][-1]:.2f} s CPU",
+                        flush=True,
+                    )
             print(f"end: load average {_load()}")
     medians = {
         side: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
         for side, runs in times.items()
     }
     for side, (wall, cpu) in medians.items():
-        print(f"{side}: median {wall:.2f} s wall, {cpu:.2f} s CPU ({args.runs} runs)")
+        server_median = statistics.median(served[side])
+        print(f"{side}: median {wall:.2f} s wall, {cpu:.2f} s CPU, server {server_median:.2f} s CPU ({args.runs} runs)")
     for side in ("fairgate", "baseline"):
         if side in medians:
             wall_ratio = medians[side][0] / medians["fairlearn"][0]

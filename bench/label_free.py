@@ -106,7 +106,10 @@ def run(seed: int, broken: bool = False, rows: int = ROWS) -> dict[str, Any]:
     }
 
 
-def _rate(hits: int, runs: int) -> str:
+def rate_text(hits: int, runs: int) -> str:
+    """``hits`` of ``runs`` as a share with its Wilson 95% interval ("none" without runs)."""
+    if not runs:
+        return "none"
     low, high = wilson_interval(np.array([hits]), np.array([runs]), 1.959964)
     share = hits / runs if runs else float("nan")
     return f"{hits}/{runs} = {share:.3f} [{float(low[0]):.3f}, {float(high[0]):.3f}]"
@@ -122,12 +125,12 @@ def main() -> None:
         estimated = [o for o in outcomes if o["estimated"]]
         name = "calibration broken in group b" if broken else "calibrated"
         print(f"{name} ({args.runs} runs, {ROWS:,} people per audit, {time.perf_counter() - started:.0f} s)")
-        print(f"  EO difference estimated:        {_rate(len(estimated), args.runs)}")
-        print(f"  its interval covers the truth:  {_rate(sum(o['covered'] for o in estimated), len(estimated))}")
-        print(f"  group b refused (calibration):  {_rate(sum(o['refused_b'] for o in outcomes), args.runs)}")
+        print(f"  EO difference estimated:        {rate_text(len(estimated), args.runs)}")
+        print(f"  its interval covers the truth:  {rate_text(sum(o['covered'] for o in estimated), len(estimated))}")
+        print(f"  group b refused (calibration):  {rate_text(sum(o['refused_b'] for o in outcomes), args.runs)}")
         for other in ("equalized_odds_difference", "predictive_parity_difference"):
             hits = sum(o["covers"][other] for o in estimated)
-            print(f"  {other} interval covers:  {_rate(hits, len(estimated))}")
+            print(f"  {other} interval covers:  {rate_text(hits, len(estimated))}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ then its labels are drawn and the estimates are checked against the measured val
 (``checked_estimates``, as a night with late labels does). Coverage is counted over every estimate with an interval
 (equal opportunity, equalized odds and predictive parity differences), per run and over all runs.
 
-Setting (run ``i`` draws with seed ``i``): group a (60%) with favourable scores Beta(2, 3), group b (40%) with
+Setting (bench/label_free.py's people and reference, imported from it; run ``i`` draws with seed ``i``): group
+a (60%) with favourable scores Beta(2, 3), group b (40%) with
 Beta(3, 2); the decision is score >= 0.5; the truth is Bernoulli(score) in both groups (calibrated) or, with
 calibration broken in group b, Bernoulli(score - 0.08) there (reference and nights alike: then group b must be
 refused every night). 95% intervals; ``labels.calibration_alpha`` 0.01.
@@ -19,7 +20,9 @@ refused every night). 95% intervals; ``labels.calibration_alpha`` 0.01.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,14 +30,13 @@ import polars as pl
 
 import fairgate
 from fairgate.engine.cube import build_cube
-from fairgate.engine.label_free import Reference
-from fairgate.engine.slicing import compute_slicing
-from fairgate.engine.stats import wilson_interval
 from fairgate.monitoring.estimates import checked_estimates, coverage, estimated_results, period_estimates
 from fairgate.monitoring.windowed import judged_results
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from label_free import people, rate_text, reference_of
+
 REFERENCE_ROWS = 20_000
-BREAK = 0.08
 METRICS = ("equal_opportunity_difference", "equalized_odds_difference", "predictive_parity_difference")
 
 
@@ -46,21 +48,6 @@ def policy(seed: int = 0) -> fairgate.Policy:
         "statistics": {"n_bootstrap": 20, "seed": seed},
     }
     return fairgate.Policy.from_mapping({"fairness_checker": document}, source="monitor_label_free bench")
-
-
-def people(rng: np.random.Generator, rows: int, broken: bool) -> pl.DataFrame:
-    """Scores, decisions and drawn truths of ``rows`` people in groups a and b."""
-    group = np.where(rng.random(rows) < 0.6, "a", "b")
-    score = np.where(group == "a", rng.beta(2.0, 3.0, rows), rng.beta(3.0, 2.0, rows))
-    truth_p = np.where(group == "b", np.clip(score - BREAK, 0.0, 1.0) if broken else score, score)
-    y_true = (rng.random(rows) < truth_p).astype(np.int8)
-    return pl.DataFrame({"g": group, "score": score, "y_pred": (score >= 0.5).astype(np.int8), "y_true": y_true})
-
-
-def reference_of(frame: pl.DataFrame, chosen: fairgate.Policy) -> Reference:
-    """The labelled deployment audit's reliability bins per group (its document's ``curves.calibration``)."""
-    part = compute_slicing(build_cube(frame, chosen, exact_auc=False), ("g",), chosen)
-    return Reference.of({"run_id": "deployment", "curves": {"calibration": part.calibration}})
 
 
 def run(seed: int, nights: int, rows: int, broken: bool = False) -> dict[str, Any]:
@@ -80,14 +67,6 @@ def run(seed: int, nights: int, rows: int, broken: bool = False) -> dict[str, An
     return {"checks": checks, "refused_nights": refused, "nights": nights}
 
 
-def _rate(hits: int, runs: int) -> str:
-    if not runs:
-        return "none"
-    low, high = wilson_interval(np.array([hits]), np.array([runs]), 1.959964)
-    share = hits / runs if runs else float("nan")
-    return f"{hits}/{runs} = {share:.3f} [{float(low[0]):.3f}, {float(high[0]):.3f}]"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -104,16 +83,14 @@ def main() -> None:
             f"{name} ({args.runs} runs x {args.nights} nights of {args.rows:,} people, "
             f"{time.perf_counter() - started:.0f} s)"
         )
-        print(
-            f"  estimates checked, interval covers the measured value: {_rate(total['n_covered'], total['n_compared'])}"
-        )
+        covered = rate_text(total["n_covered"], total["n_compared"])
+        print(f"  estimates checked, interval covers the measured value: {covered}")
         for metric in METRICS:
             rows = [r for c in checks for r in c["results"] if r["metric"] == metric]
-            print(f"    {metric}: {_rate(sum(r['covered'] for r in rows), len(rows))}")
+            print(f"    {metric}: {rate_text(sum(r['covered'] for r in rows), len(rows))}")
         nights = sum(o["nights"] for o in outcomes)
-        print(
-            f"  nights with group b refused (calibration): {_rate(sum(o['refused_nights'] for o in outcomes), nights)}"
-        )
+        refused = rate_text(sum(o["refused_nights"] for o in outcomes), nights)
+        print(f"  nights with group b refused (calibration): {refused}")
 
 
 if __name__ == "__main__":

@@ -4,17 +4,14 @@ For each audit it prints, per rule, how many groups have their rates withheld by
 999, 1,000 or more, naming the last), how many sizes are withheld, and the CPU and wall time:
 
 - ``sizes only``: the sizes' complementary suppression, no counts (the rule before counts were protected);
-- ``partners withheld``: what every report uses: sizes and confusion counts, and when one side of a judged gap is
-  withheld the other side's rates too;
-- ``gaps' rates protected``: the alternative: the withheld side's rate, which a judged gap reveals, is
-  one more equation whose counts the complements protect (whole-number candidates included), unless that
-  withholds a group larger than the shown side.
+- ``what reports use``: sizes and confusion counts; when one side of a judged gap is withheld the other side's
+  rates too; the rates a judged gap of selection rates reveals whatever is withheld taken as published.
 
 COMPAS (7,214 people; race, sex, age_cat, pairs and the triple: 75 groups) is ``fairgate demo``'s audit; the
 multiclass demo (``fairgate demo --task multiclass``, COMPAS's three tiers) has 3 x 3 confusion matrices; the
 census-like audit is tests/report/test_suppression_attack.py's (3,000 seeded rows, skewed race and age).
 
-    .venv/bin/python bench/suppression.py [--repeat 3] [--audits COMPAS,multiclass,census]
+    .venv/bin/python bench/suppression.py [--repeat 3] [--audits COMPAS,multiclass,census] [--k 10,20,40]
 """
 
 from __future__ import annotations
@@ -43,7 +40,7 @@ from fairgate.document import AuditDocument  # noqa: E402
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass  # noqa: E402
 from fairgate.report.disclosure import clear_patterns  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
-from fairgate.report.suppress import Suppression, gap_rates_protected  # noqa: E402
+from fairgate.report.suppress import Suppression  # noqa: E402
 
 
 def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, list[float], list[float]]:
@@ -106,9 +103,8 @@ def bench(name: str, doc: AuditDocument, repeat: int, k: int) -> None:
     own = sum(1 for g in groups if g.slicing and _small_own(g, k))
     print(f"{name}: {n_groups} groups, {own} holding a count from 1 to {k - 1} of their own")
     runs = {
-        "sizes only           ": lambda: Suppression.of(doc.groups, k, doc.n_rows),
-        "partners withheld    ": lambda: Suppression.of_document(doc, k),
-        "gaps' rates protected": lambda: gap_rates_protected(doc, k),
+        "sizes only        ": lambda: Suppression.of(doc.groups, k, doc.n_rows),
+        "what reports use  ": lambda: Suppression.of_document(doc, k),
     }
     for label, run in runs.items():
         s, cpu, wall = timed(run, repeat)
@@ -129,7 +125,7 @@ def _small_own(g: Any, k: int) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--min-cell-size", type=int, default=10)
+    parser.add_argument("--k", default="10", help="min_cell_size values, comma-separated (e.g. 10,20,40)")
     parser.add_argument("--audits", default="COMPAS,multiclass,census", help="which audits, comma-separated")
     args = parser.parse_args()
     with open("/proc/loadavg") as f:
@@ -137,7 +133,10 @@ def main() -> None:
     wanted = args.audits.split(",")
     for name, make in (("COMPAS", compas), ("multiclass", multiclass), ("census", census)):
         if name in wanted:
-            bench(name, make(), args.repeat, args.min_cell_size)
+            doc = make()
+            for k in (int(v) for v in args.k.split(",")):
+                print(f"k = {k}")
+                bench(name, doc, args.repeat, k)
     with open("/proc/loadavg") as f:
         print(f"load average: {' '.join(f.read().split()[:3])}")
 

@@ -24,6 +24,7 @@ from cli.checks import check_path_name, check_writing
 from cli.exits import refusing, run_flow
 from cli.invocation import command_line
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.text import bracket_text
 from fairgate.errors import FairgateError
 
 _out = console.stdout()
@@ -176,10 +177,10 @@ def _print_candidate(entry: dict[str, Any]) -> None:
         table.add_row(
             row["metric"],
             slicing_label(row["slicing"]),
-            _number(row["baseline"]),
-            _number(row["candidate"]),
-            _number(row["change"], signed=True),
-            "" if row["ci_low"] is None else f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]",
+            console.number(row["baseline"]),
+            console.number(row["candidate"]),
+            console.number(row["change"], signed=True),
+            bracket_text(row["ci_low"], row["ci_high"], signed=True),
             f"[{_COLOURS.get(status, 'default')}]{status.replace('_', ' ')}[/]",
         )
     _out.print(table)
@@ -188,9 +189,3 @@ def _print_candidate(entry: dict[str, Any]) -> None:
     _out.print(f"its own audit against the policy: {verdict}", highlight=False)
     for failed in audit["failed"]:
         _out.print(f"  fails: {escape(failed)}", highlight=False)
-
-
-def _number(value: float | None, *, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"

@@ -12,6 +12,8 @@ from typing import TextIO
 
 from rich.console import Console
 
+from fairgate.engine.text import fmt, fmt_signed
+
 #: The width a piped console lays lines out in: wider than any table the commands print, so none wraps.
 PIPED_WIDTH = 10_000
 
@@ -36,3 +38,14 @@ def stdout() -> Console:
 def stderr() -> Console:
     """The console for errors and warnings."""
     return _console(sys.stderr, stderr=True)
+
+
+def number(value: float | None, *, signed: bool = False) -> str:
+    """A number as a command's table prints it: the core's one rounding rule, "n/a" when there is none.
+
+    >>> number(0.12345), number(-0.0342, signed=True), number(None)
+    ('0.123', '−0.034', 'n/a')
+    """
+    if value is None:
+        return "n/a"
+    return fmt_signed(value) if signed else fmt(value)

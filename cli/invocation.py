@@ -38,6 +38,9 @@ def _rebuilt(context: typer.Context) -> list[str]:
             words.append(str(value))
         elif getattr(param, "is_flag", False):
             words.append(_long(param.opts if value else _secondary(param) or param.opts))
+        elif isinstance(value, list | tuple):  # a repeatable option: given once per value
+            for item in value:
+                words += [_long(param.opts), str(item)]
         else:
             words += [_long(param.opts), str(value)]
     return words

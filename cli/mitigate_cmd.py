@@ -21,6 +21,7 @@ import typer
 from cli import console, options
 from cli.exits import debug_hint, fail, refusing, run_flow
 from cli.invocation import command_line
+from fairgate.engine.text import fmt, fmt_signed
 
 _out = console.stdout()
 
@@ -142,7 +143,8 @@ def mitigate(
     from flows.mitigation import fairgate_retrain, fairgate_reweigh
 
     if method is Method.reweighing:
-        _finish(_run(fairgate_reweigh, parameters | {"file_format": file_format, "base_weight": base_weight}), as_json)
+        reweighing = {"file_format": file_format, "base_weight": base_weight, "command_line": command_line(context)}
+        _finish(_run(fairgate_reweigh, parameters | reweighing), as_json)
     retrain = {
         "evaluation": evaluation,
         "estimator": str(estimator),
@@ -219,12 +221,12 @@ def _print(summary: dict[str, Any]) -> None:
         _out.print(f"reweighing by {' x '.join(summary['attributes'])}: {summary['rows']} rows", highlight=False)
         for cell in summary["cells"]:
             group = ", ".join(str(cell[a]) for a in summary["attributes"])
-            _out.print(f"  {group} / {summary['label']}={cell[summary['label']]}: weight {cell['weight']:.4f}")
+            _out.print(f"  {group} / {summary['label']}={cell[summary['label']]}: weight {fmt(cell['weight'], 4)}")
     else:
         c, acc = summary["constraint"], summary["accuracy"]["overall"]
         bound = c["difference_bound"] if c["ratio_bound"] is None else c["ratio_bound"]
         _out.print(f"constraint: {c['family']} (from {c['metric']}, bound {bound})", highlight=False)
-        _out.print(f"accuracy: {acc['before']:.4f} -> {acc['after']:.4f} ({acc['change']:+.4f})", highlight=False)
+        _out.print(f"accuracy: {_change(acc)}", highlight=False)
         audits = summary["audits"]
         _out.print(f"verdict: {audits['before']['verdict']} -> {audits['after']['verdict']}", highlight=False)
         for stage in ("before", "after"):
@@ -248,7 +250,8 @@ def _print_frontier(frontier: dict[str, Any]) -> None:
     )
     for point in pareto:
         _out.print(
-            f"  {point['name']}: accuracy {point['accuracy']:.4f}, {frontier['metric']} {point['disparity']:.4f}",
+            f"  {point['name']}: accuracy {fmt(point['accuracy'], 4)}, "
+            f"{frontier['metric']} {fmt(point['disparity'], 4)}",
             highlight=False,
         )
     comparison = frontier["comparison"]
@@ -259,6 +262,8 @@ def _print_frontier(frontier: dict[str, Any]) -> None:
 
 
 def _print_thresholds(summary: dict[str, Any]) -> None:
+    from fairgate.report.mitigation import rule_text  # the report's words for a rule (loaded once it has run)
+
     by = " x ".join(summary["attributes"])
     _out.print(
         f"group thresholds by {by}: {summary['constraint']} (from {summary['metric']}), "
@@ -266,7 +271,7 @@ def _print_thresholds(summary: dict[str, Any]) -> None:
         highlight=False,
     )
     for group, rule in summary["groups"].items():
-        _out.print(f"  {group}: {_rule_text(rule)}", highlight=False)
+        _out.print(f"  {group}: {rule_text(rule)}", highlight=False)
     for where in ("in_sample", "held_out"):
         cost = summary[where]
         if cost is None:
@@ -275,17 +280,19 @@ def _print_thresholds(summary: dict[str, Any]) -> None:
         label = "in sample" if where == "in_sample" else f"held out ({cost['rows_measured']} rows)"
         acc, gap = cost["overall"], cost["gap"]
         _out.print(
-            f"{label}: gap {gap['before']:.3f} -> {gap['after']:.3f}; accuracy {acc['before']:.4f} -> "
-            f"{acc['after']:.4f} ({acc['change']:+.4f})",
+            f"{label}: gap {fmt(gap['before'])} -> {fmt(gap['after'])}; accuracy {_change(acc)}",
             highlight=False,
         )
         for group, g in cost["groups"].items():
-            _out.print(f"    {group} (n={g['n']}): accuracy {g['before']:.4f} -> {g['after']:.4f}", highlight=False)
+            accuracy = f"{fmt(g['before'], 4)} -> {fmt(g['after'], 4)}"
+            _out.print(f"    {group} (n={g['n']}): accuracy {accuracy}", highlight=False)
     audits = summary["audits"]
     _out.print(f"verdict: {audits['before']['verdict']} -> {audits['after']['verdict']}", highlight=False)
     for stage in ("before", "after"):
         _out.print(f"audit {stage}: {audits[stage]['outputs']['json']}", highlight=False)
 
 
-def _rule_text(rule: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in rule.items())
+def _change(accuracy: dict[str, Any]) -> str:
+    """Accuracy before -> after (change), at 4 decimals by the one rounding rule."""
+    before, after = fmt(accuracy["before"], 4), fmt(accuracy["after"], 4)
+    return f"{before} -> {after} ({fmt_signed(accuracy['change'], 4)})"

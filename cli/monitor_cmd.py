@@ -27,6 +27,7 @@ from cli.checks import check_audit_arguments
 from cli.exits import debug_hint, fail, print_error, refusing, run_flow
 from cli.invocation import command_line
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.text import bracket_text, fmt
 from fairgate.errors import FairgateError
 
 if TYPE_CHECKING:
@@ -228,8 +229,8 @@ def _print_estimates(document: dict[str, Any]) -> None:
     cover = checks["coverage"]
     if cover["n_compared"]:
         _out.print(
-            f"running coverage of the estimates: {cover['n_covered']}/{cover['n_compared']} = {cover['rate']:.3f} "
-            f"[{cover['ci_low']:.3f}, {cover['ci_high']:.3f}] over {checks['n_checks']} period(s)",
+            f"running coverage of the estimates: {cover['n_covered']}/{cover['n_compared']} = {fmt(cover['rate'])} "
+            f"{_band(cover)} over {checks['n_checks']} period(s)",
             highlight=False,
         )
 
@@ -248,12 +249,12 @@ def _window_table(window: dict[str, Any]) -> Table:
         table.add_row(
             r["metric"],
             slicing_label(r["slicing"]),
-            _num(r.get("value")),
+            console.number(r.get("value")),
             _band(r),
             _band(r, "decision_"),
-            _num(r.get("threshold")),
-            _num(r.get("baseline_value")),
-            (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
+            console.number(r.get("threshold")),
+            console.number(r.get("baseline_value")),
+            (console.number(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
             _status(r),
         )
     table.caption = (
@@ -354,12 +355,12 @@ def _series_table(
         mark = " [bold red]*[/]" if r.get("significant") else ""
         table.add_row(
             f"{night} [yellow]no labels yet[/]" if r["estimated_window"] else night,
-            _num(r.get("value")),
+            console.number(r.get("value")),
             _band(r),
             _band(r, "decision_"),
-            _num(r.get("threshold")),
-            _num(r.get("baseline_value")),
-            (_num(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
+            console.number(r.get("threshold")),
+            console.number(r.get("baseline_value")),
+            (console.number(r.get("change"), signed=True) + mark) if r.get("change") is not None else "",
             _status(r),
             alert,
         )
@@ -377,14 +378,5 @@ def _status(result: dict[str, Any]) -> str:
     return f"{status} (estimated)" if result.get("estimated") else status
 
 
-def _num(value: Any, *, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
 def _band(result: dict[str, Any], prefix: str = "") -> str:
-    low, high = result.get(f"{prefix}ci_low"), result.get(f"{prefix}ci_high")
-    if low is None or high is None:
-        return ""
-    return f"[{low:.3f}, {high:.3f}]"
+    return bracket_text(result.get(f"{prefix}ci_low"), result.get(f"{prefix}ci_high"))

@@ -164,17 +164,13 @@ def _audit_table(path: Path, as_json: bool) -> None:
         table.add_row(
             row["metric"],
             slicing_label(row["slicing"]),
-            _num(row["value"]),
-            _num(row["threshold"]),
+            console.number(row["value"]),
+            console.number(row["threshold"]),
             str(row["status"] or ""),
-            _num(row["detectable_disparity"]),
+            console.number(row["detectable_disparity"]),
         )
     table.caption = (
         "detectable: the disparity each result would fail with 80% power at the audit's Holm level; a pass whose "
         "detectable disparity lies far beyond the threshold says little"
     )
     _out.print(table)
-
-
-def _num(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.3f}"

@@ -509,13 +509,15 @@ def _publish_report(
         return None
     from flows.report_flow import publish_report
     from tasks.render.explorer import write_explorer
+    from tasks.render.report import report_suppression
 
     explorer = None
+    k = policy.reporting.min_cell_size
+    suppression = report_suppression(document, k)  # once: the explorer, the report and its e-mail withhold alike
     if "html" in policy.reporting.format:  # written first: the HTML report links to it
-        explorer = write_explorer(as_is(document), as_is(cube), policy, output, policy.reporting.min_cell_size)
-    report = publish_report(
-        document, policy, output, trail_path, final_dir, explorer=explorer.name if explorer is not None else None
-    )
+        explorer = write_explorer(as_is(document), as_is(cube), policy, output, k, as_is(suppression))
+    name = explorer.name if explorer is not None else None
+    report = publish_report(document, policy, output, trail_path, final_dir, explorer=name, suppression=suppression)
     report["explorer"] = explorer
     return report
 

@@ -23,6 +23,18 @@ AUDIT_OPTIONS = {
     "model_version": "--model-version",
 }
 MONITOR_OPTIONS = {**AUDIT_OPTIONS, "model_name": "--model-name"}
+#: ``fairgate mitigate --method reweighing``'s options (a list given as the option repeated).
+REWEIGH_OPTIONS = {
+    "policy": "--policy",
+    "training": "--training",
+    "out_dir": "--out",
+    "attributes": "--attribute",
+    "file_format": "--format",
+    "base_weight": "--base-weight",
+    "answers": "--answers",
+    "trail": "--trail",
+}
+_OPTIONS = {"monitor run": MONITOR_OPTIONS, "mitigate --method reweighing": REWEIGH_OPTIONS}
 
 
 def equivalent_command(command: str, parameters: Mapping[str, Any]) -> str:
@@ -30,10 +42,13 @@ def equivalent_command(command: str, parameters: Mapping[str, Any]) -> str:
 
     >>> equivalent_command("audit", {"policy": "/p.yaml", "predictions": "/d/p.csv", "model_name": "m 1"})
     "fairgate audit --policy /p.yaml --predictions /d/p.csv --model 'm 1'"
+    >>> equivalent_command("mitigate --method reweighing", {"policy": "p.yaml", "attributes": ["race", "sex"]})
+    'fairgate mitigate --method reweighing --policy p.yaml --attribute race --attribute sex'
     """
-    options = MONITOR_OPTIONS if command == "monitor run" else AUDIT_OPTIONS
+    options = _OPTIONS.get(command, AUDIT_OPTIONS)
     words = ["fairgate", *command.split()]
     for name, option in options.items():
-        if parameters.get(name) is not None:
-            words += [option, str(parameters[name])]
+        value = parameters.get(name)
+        for item in value if isinstance(value, list | tuple) else [] if value is None else [value]:
+            words += [option, str(item)]
     return shlex.join(words)

@@ -25,6 +25,7 @@ from fairgate.mitigation.proposal import slim_results
 from fairgate.mitigation.retraining import Family, choose_constraint
 from fairgate.mitigation.reweighing import reweigh
 from flows.audit import fairness_audit
+from flows.commands import equivalent_command
 from flows.grid_frontier import fit_frontier_grid, write_frontier
 from flows.plain_flow import plain_flow
 from flows.runtime import INVALID_INPUT, Inputs, persisted, read_inputs
@@ -69,15 +70,24 @@ def fairgate_reweigh(
     answers: str | None = None,
     trail: str | None = None,
     base_weight: str | None = None,
+    command_line: str | None = None,
 ) -> State:
     """Kamiran-Calders weights for a training set: one weights file (id, group, label, weight) and a summary.
 
     ``base_weight`` names a column of existing (sampling) weights: each row's weight is then its base weight
     times its cell's factor, with the probabilities taken as weighted shares (as AIF360 does). ``answers`` names
-    the audit run (id or seq in the trail) this mitigation answers; the summary points to it.
+    the audit run (id or seq in the trail) this mitigation answers; the summary points to it. ``command_line``:
+    the command run (the summary records it, and with it the trail's hash of the summary); without one, the
+    equivalent ``fairgate mitigate`` command of the parameters.
     """
+    if command_line is None:
+        given = {"policy": policy, "training": training, "out_dir": out_dir, "attributes": attributes}
+        given |= {"file_format": file_format, "base_weight": base_weight, "answers": answers, "trail": trail}
+        command_line = equivalent_command("mitigate --method reweighing", given)
     try:
-        summary = _reweigh(policy, training, out_dir, attributes, file_format, answers, trail, base_weight)
+        summary = _reweigh(
+            policy, training, out_dir, attributes, file_format, answers, trail, base_weight, command_line
+        )
         return persisted(Completed(message="weights written", data=summary))
     except FairgateError as exc:
         return Failed(name=INVALID_INPUT, message=exc.message)
@@ -92,6 +102,7 @@ def _reweigh(
     answers: str | None,
     trail: str | None,
     base_weight: str | None,
+    command_line: str,
 ) -> dict[str, Any]:
     if file_format not in WEIGHT_FORMATS:
         raise FairgateError(f"--format {file_format!r}: choose one of {', '.join(WEIGHT_FORMATS)}")
@@ -110,6 +121,7 @@ def _reweigh(
     summary: dict[str, Any] = {
         "method": "reweighing",
         "run_id": run_id,
+        "command_line": command_line,
         "answers": answered,
         "training": training,
         "attributes": list(result.attributes),

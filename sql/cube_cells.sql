@@ -2,6 +2,8 @@
 -- relation with the policy's column names, so the rows never leave DuckDB. Each row: the attributes (as text),
 -- the raw label and prediction, the calibration score bin (the engine's edge rule: floor(score * $bins +
 -- $tolerance), clipped), the sums the cube keeps and the counts of bad scores and weights the engine checks.
+-- The weight sums (sql/cube_weight_sums.sql) are summed only when the rows carry weights: without them every
+-- weight is 1 and the engine takes the sums from the row counts (fairgate/engine/cube.py, unit_weight_sums).
 with source as (
 
     {{ relation }}
@@ -58,13 +60,9 @@ final as (
         __raw_y_pred,
         __score_bin,
         count(*) as __rows,
-        coalesce(sum(__weight), 0.0) as __weight,
-        coalesce(sum(__weight * __weight), 0.0) as __weight_sq,
-        coalesce(sum(__weight * __person_weight), 0.0) as __person_sq,
         coalesce(sum(__score * __weight), 0.0) as __score_sum,
         count(*) filter (where __bad_score) as __bad_scores,
-        first(__raw_score) filter (where __bad_score) as __bad_score_example,
-        count(*) filter (where __weight is null or not isfinite(__weight) or __weight < 0) as __bad_weights
+        first(__raw_score) filter (where __bad_score) as __bad_score_example{{ weight_sums }}
     from binned
     group by all
 

@@ -19,6 +19,7 @@ import fairgate
 from fairgate.document.comparison import COMPARISON_SCHEMA_VERSION, ComparisonDocument
 from fairgate.document.result import fairgate_version
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.text import fmt_signed
 from fairgate.errors import DataError, FairgateError
 from fairgate.mitigation.compare import JointCube, compare_candidates, group_sizes, joint_cube
 from fairgate.mitigation.promotion import ModelAudit, model_audit
@@ -267,4 +268,4 @@ def _rounded(value: float | None) -> float | None:
 
 
 def _signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.4f}"
+    return "n/a" if value is None else fmt_signed(value, 4)

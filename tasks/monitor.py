@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.document.monitoring import MonitoringDocument
+from fairgate.engine.text import fmt, fmt_signed
 from fairgate.errors import DataError
 from fairgate.monitoring.drift import DriftScan, Observation, drift_rules, night_contrasts, scan
 from fairgate.monitoring.power import rule_powers, underpowered
@@ -294,8 +295,9 @@ def alert_message(document: Mapping[str, Any]) -> str:
     ]
     for alert in document["alerts"]:
         lines.append(
-            f"- {alert['metric']} on {alert['slicing']}, group {alert['group']}: change {alert['change']:+.4f} "
-            f"against the baseline (statistic {alert['statistic']:.2f} >= threshold {alert['threshold']:.2f})"
+            f"- {alert['metric']} on {alert['slicing']}, group {alert['group']}: "
+            f"change {fmt_signed(alert['change'], 4)} against the baseline "
+            f"(statistic {fmt(alert['statistic'], 2)} >= threshold {fmt(alert['threshold'], 2)})"
         )
         lines.append(f"  {alert['detail']}")
     baseline_text = document["baseline"]["label"] if document.get("baseline") else "none"

@@ -38,6 +38,24 @@ def audit(
             data, policy, model=model, run_id=run_id, context=context, source=source, exact_auc=exact_auc
         )
     cube = steps.count(data, policy, source=source)
+    return audit_counted(cube, policy, model=model, run_id=run_id, context=context)
+
+
+@paused_collection
+def audit_counted(
+    cube: Any,
+    policy: Policy,
+    *,
+    model: ModelInfo | None = None,
+    run_id: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> AuditResult:
+    """Audit a cube already counted, of the policy's kind: every planned slicing, then adjudication.
+
+    The second half of :func:`audit`, for a cube counted elsewhere (e.g. inside DuckDB by
+    tasks/inputs/cube_sql.py, so that no row reaches Python). The same cube gives the same result.
+    """
+    steps = kind_of(policy.task).steps()
     parts = steps.slicings(cube, policy)
     result: AuditResult = steps.adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
     return result

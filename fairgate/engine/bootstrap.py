@@ -11,6 +11,7 @@ are independent draws; nothing in an audit combines them.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,7 +30,8 @@ def draw_counts(rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence
     """Row counts per cell for ``n_bootstrap`` resamples of ``rows.sum()`` rows.
 
     An (n_bootstrap x cells) float matrix whose rows are multinomial with cell probabilities proportional
-    to ``rows``.
+    to ``rows``: a transposed view of a (cells x n_bootstrap) array, which is the layout the slicings' sparse
+    products read (see :func:`_split`).
 
     >>> counts = draw_counts(np.array([2.0, 3.0, 5.0]), 4, np.random.SeedSequence(0))
     >>> counts.shape, counts.sum(axis=1).tolist()
@@ -38,5 +40,41 @@ def draw_counts(rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence
     total = round(float(rows.sum()))
     if n_bootstrap == 0 or total == 0:
         return np.zeros((n_bootstrap, rows.size))
-    draws = np.random.default_rng(seed).multinomial(total, rows / rows.sum(), size=n_bootstrap)
-    return draws.astype(np.float64)
+    rng = np.random.default_rng(seed)
+    width = math.isqrt(max(rows.size - 1, 0)) + 1  # cells per block: about the square root of their number
+    blocks = -(-rows.size // width)
+    padded = np.zeros(blocks * width)
+    padded[: rows.size] = rows
+    shares = padded.reshape(blocks, width)
+    left = np.full((1, n_bootstrap), total, dtype=np.int64)
+    per_block = _split(left, shares.sum(axis=1)[None, :], rng)[0]
+    per_cell = _split(per_block, shares, rng).reshape(blocks * width, n_bootstrap)[: rows.size]
+    return per_cell.astype(np.float64).T
+
+
+def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Multinomial splits of the counts ``left`` (parts x replicates) over each part's ``shares`` (parts x k).
+
+    An array (parts x k x replicates) whose column ``[p, :, r]`` is multinomial(``left[p, r]``, ``shares[p]``
+    normalised).
+
+    Drawn as conditional binomials, one share at a time, vectorised over the parts and replicates: share j
+    takes Binomial(what is left, share j / the shares from j on), exactly the multinomial's law (its chain
+    rule). :func:`draw_counts` splits the rows over blocks of cells first and then each block's count over its
+    cells: the same multinomial over the cells (a multinomial's sums over blocks are multinomial, and given
+    them the blocks' cells are independent multinomials), with a Python loop of about twice the square root of
+    the cells instead of one per cell. numpy's own ``multinomial`` draws the same chain in C, one replicate at
+    a time, at about 1.3 times the CPU.
+    """
+    remaining = np.cumsum(shares[:, ::-1], axis=1)[:, ::-1]  # the shares from j on
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # a share over a sum that includes it is at most 1 in floating point too; empty tails draw nothing
+        chances = np.where(remaining > 0, shares / remaining, 0.0)
+    out = np.empty((shares.shape[0], shares.shape[1], left.shape[1]), dtype=np.int64)
+    left = left.copy()
+    for j in range(shares.shape[1] - 1):
+        drawn = rng.binomial(left, chances[:, j, None])
+        out[:, j] = drawn
+        left -= drawn
+    out[:, -1] = left
+    return out

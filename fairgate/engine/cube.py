@@ -251,7 +251,7 @@ def build_cube(data: Any, policy: Policy, *, source: str = "the audited data", e
     keys = [*policy.attribute_names, _RAW_TRUE, _RAW_PRED, BIN]
     weighted = bool(policy.columns.weight) or PERSON_WEIGHT in data.collect_schema().names()
     raw_cells = rows.group_by(keys).agg(_cell_sums(weighted)).collect()
-    raw_cells = raw_cells if weighted else _unit_weight_sums(raw_cells)
+    raw_cells = raw_cells if weighted else unit_weight_sums(raw_cells)
     cube = cube_from_raw_cells(raw_cells, policy, source=source, has_scores=has_scores, bins=bins)
     return add_score_table(cube, data, policy, source=source) if exact_auc and has_scores else cube
 
@@ -260,7 +260,7 @@ def _cell_sums(weighted: bool) -> list[pl.Expr]:
     """The raw cell's sums: rows, score sums, bad scores (with an example), and with weights their sums.
 
     Without weights (every weight 1) the weight sums are not computed: they follow from the rows
-    (:func:`_unit_weight_sums`). The example (an order-dependent ``first``) also keeps the group-by on the path
+    (:func:`unit_weight_sums`). The example (an order-dependent ``first``) also keeps the group-by on the path
     whose float sums do not depend on the run, so unit weights give bit for bit the counts of no weights.
     """
     weight = pl.col(WEIGHT)
@@ -280,7 +280,7 @@ def _cell_sums(weighted: bool) -> list[pl.Expr]:
     return sums
 
 
-def _unit_weight_sums(raw_cells: pl.DataFrame) -> pl.DataFrame:
+def unit_weight_sums(raw_cells: pl.DataFrame) -> pl.DataFrame:
     """Raw cells summed without weights, with the weight sums every weight 1 gives (each the cell's rows)."""
     weight = pl.col(ROWS).cast(pl.Float64)
     return raw_cells.with_columns(

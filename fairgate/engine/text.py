@@ -122,6 +122,24 @@ def interval_text(low: float | None, high: float | None, digits: int | None = 3)
     return f"{lo}{joint}{hi}"
 
 
+def bracket_text(low: float | None, high: float | None, digits: int = 3, *, signed: bool = False) -> str:
+    """An interval in the command line's and a reason's bracket form, its ends rounded outward as :func:`interval_text`.
+
+    ``signed``: a change's interval, each end with its sign ("+0.012"); "" when an end is undefined.
+
+    >>> bracket_text(0.42252, 0.8989), bracket_text(-0.3312, 0.0121, signed=True), bracket_text(None, 1.0)
+    ('[0.422, 0.899]', '[−0.332, +0.013]', '')
+    >>> bracket_text(0.00421, 0.01049, 4)
+    '[0.0042, 0.0105]'
+    """
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    ends = [fmt_bound(low, digits, upper=False), fmt_bound(high, digits, upper=True)]
+    if signed:
+        ends = [end if end.startswith(MINUS) or end.strip("0.") == "" else f"+{end}" for end in ends]
+    return f"[{ends[0]}, {ends[1]}]"
+
+
 def estimate_text(value: float | None, low: float | None, high: float | None, brackets: str = "[]") -> str:
     """A value with its interval beside it, as a table cell prints it ("undefined" without a value).
 

@@ -24,6 +24,7 @@ import polars as pl
 from fairgate.engine.audit import audit
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metric_labels import in_sentence, metric_label, metric_words
+from fairgate.engine.text import bracket_text, fmt, fmt_signed
 from fairgate.policy.core import Policy
 from fairgate.verdicts import passed
 
@@ -60,10 +61,10 @@ def model_audit(rows: Any, policy: Policy, *, source: str = OWN_AUDIT) -> ModelA
 def _brief(result: Mapping[str, Any]) -> str:
     """'Disparate impact ratio (race) 0.601 [0.55, 0.65], limit 0.8' for a failing result."""
     value, low, high = (result.get(k) for k in ("value", "ci_low", "ci_high"))
-    shown = "n/a" if value is None else f"{value:.3f}"
-    interval = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+    shown = "n/a" if value is None else fmt(value)
+    interval = bracket_text(low, high)
     name = f"{metric_label(result['metric'])} ({slicing_label(result['slicing'])})"
-    return f"{name} {shown}{interval}, limit {result['threshold']:g}"
+    return f"{name} {shown}{' ' + interval if interval else ''}, limit {result['threshold']:g}"
 
 
 def joint_rows(cells: pl.DataFrame, attributes: Sequence[str], policy: Policy, prediction: str) -> pl.DataFrame:
@@ -126,9 +127,14 @@ def _failing_text(verdict: ModelAudit) -> str:
 
 def _evidence(row: Mapping[str, Any]) -> str:
     return (
-        f"{metric_words(row['metric'])} ({slicing_label(row['slicing'])}): change {row['change']:+.3f}, "
-        f"deciding interval [{row['decision_ci_low']:+.3f}, {row['decision_ci_high']:+.3f}]"
+        f"{metric_words(row['metric'])} ({slicing_label(row['slicing'])}): change {fmt_signed(row['change'])}, "
+        f"deciding interval {_deciding(row)}"
     )
+
+
+def _deciding(row: Mapping[str, Any]) -> str:
+    """A change's deciding interval, ends rounded outward by the one rule."""
+    return bracket_text(row["decision_ci_low"], row["decision_ci_high"], signed=True)
 
 
 def choose(entries: Sequence[dict[str, Any]], decision_level: float) -> tuple[str | None, list[str]]:
@@ -146,8 +152,8 @@ def choose(entries: Sequence[dict[str, Any]], decision_level: float) -> tuple[st
         best = max(gains, key=lambda e: e["accuracy"]["change"])
         accuracy = best["accuracy"]
         why = (
-            f"{best['name']} is chosen for a significant accuracy gain of {accuracy['change']:+.3f} (deciding "
-            f"interval [{accuracy['decision_ci_low']:+.3f}, {accuracy['decision_ci_high']:+.3f}] at level "
+            f"{best['name']} is chosen for a significant accuracy gain of {fmt_signed(accuracy['change'])} (deciding "
+            f"interval {_deciding(accuracy)} at level "
             f"{decision_level:.4g}, wholly above the accuracy margin)"
         )
         if len(gains) > 1:

@@ -33,6 +33,7 @@ from fairgate.engine.labels import slicing_label, spelled
 from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.metrics import GroupCounts, Rate, SummaryOf, count_metrics, policy_metric
 from fairgate.engine.slicing import GROUP, plan_slicings, reference_group_index
+from fairgate.engine.text import fmt
 from fairgate.policy.core import Policy
 
 _SQUARES = "__squares"
@@ -301,6 +302,6 @@ def _problem(
             few = "no people" if trials == 0 else "too few people"
             return (
                 f"{who} has {few} tonight for {spelled(rate.name)} (needs {math.ceil(needed)}: at least "
-                f"{MIN_EXPECTED_EVENTS} expected events of each kind at the baseline rate {p:.3f})"
+                f"{MIN_EXPECTED_EVENTS} expected events of each kind at the baseline rate {fmt(p)})"
             )
     return None

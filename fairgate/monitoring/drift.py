@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from fairgate.engine.labels import slicing_label, spelled
+from fairgate.engine.text import fmt
 from fairgate.monitoring import cusum
 from fairgate.monitoring.contrasts import (
     MIN_EXPECTED_EVENTS,
@@ -400,6 +401,6 @@ def _detail(first: Observation, direction: str, change: float, nights: int, stat
     reference = f" vs {first.reference}" if first.reference else ""
     return (
         f"{spelled(str(first.component))} gap of {first.group}{reference} ({first.slicing}) {verb} by "
-        f"{abs(change):.3f} against the baseline, on average over the last {nights} night(s); "
-        f"CUSUM {statistic:.2f} >= threshold {h:.2f}"
+        f"{fmt(abs(change))} against the baseline, on average over the last {nights} night(s); "
+        f"CUSUM {fmt(statistic, 2)} >= threshold {fmt(h, 2)}"
     )

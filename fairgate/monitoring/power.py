@@ -29,6 +29,7 @@ import polars as pl
 from fairgate.engine.cube import Cube
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metric_labels import metric_label
+from fairgate.engine.text import fmt
 from fairgate.monitoring import cusum
 from fairgate.monitoring.contrasts import stream_label
 from fairgate.monitoring.drift import (
@@ -80,12 +81,12 @@ class RulePower:
                 f"so it cannot alert at about {rows_per_period:,.0f} labelled rows a {period}. Monitor more rows a "
                 f"{period} (a longer period), or watch a slicing with larger groups."
             )
-        delay = "beyond the horizon" if not math.isfinite(self.predicted_delay) else f"{self.predicted_delay:.0f}"
+        delay = "beyond the horizon" if not math.isfinite(self.predicted_delay) else fmt(self.predicted_delay, 0)
         head = (
             f"Under-powered drift rule: {where} cannot be expected to catch a change of {self.min_change:g} within "
             f"{self.horizon_nights} {period}s at about {rows_per_period:,.0f} labelled rows a {period} (weakest "
-            f"stream {stream_label(self.stream)}: threshold {self.threshold:.1f}, statistic so far at most "
-            f"{self.peak:.1f}, "
+            f"stream {stream_label(self.stream)}: threshold {fmt(self.threshold, 1)}, statistic so far at most "
+            f"{fmt(self.peak, 1)}, "
             f"predicted delay {delay}, {self.detection_probability:.0%} chance to detect within the horizon)"
         )
         if self.volume_factor is None:

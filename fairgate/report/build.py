@@ -25,10 +25,19 @@ from fairgate.report.format import (
     roc_axes,
     value_labels,
 )
+from fairgate.report.frame import audit_frame
 from fairgate.report.individual import individual_view
 from fairgate.report.labels import counted_rows, labels_view
 from fairgate.report.mitigation import mitigation_view
-from fairgate.report.model import PDF_ROW_LIMIT, GlossaryRow, KeyValue, ReportView, ResultRow
+from fairgate.report.model import (
+    PDF_ROW_LIMIT,
+    SUPPRESSED_ROW,
+    GlossaryRow,
+    KeyValue,
+    ReportFrame,
+    ReportView,
+    ResultRow,
+)
 from fairgate.report.model_card import model_card_view
 from fairgate.report.published import json_content, json_note
 from fairgate.report.results import result_row, with_units
@@ -43,7 +52,11 @@ def as_document(doc: AuditDocument | Mapping[str, Any]) -> AuditDocument:
 
 
 def build_view(
-    doc: AuditDocument | Mapping[str, Any], *, min_cell_size: int = 10, use_case: str | None = None
+    doc: AuditDocument | Mapping[str, Any],
+    *,
+    min_cell_size: int = 10,
+    use_case: str | None = None,
+    suppression: Suppression | None = None,
 ) -> ReportView:
     """The view model of one audit result document.
 
@@ -56,19 +69,23 @@ def build_view(
     use_case
         Overrides the document's use case for the advice; recommendations come from
         :func:`fairgate.mitigation.advice.recommend` with this ``min_cell_size``.
+    suppression
+        The document's suppression at ``min_cell_size`` when the caller already has it (the what-if explorer
+        written beside the report withholds the same groups); computed here otherwise.
     """
     document = as_document(doc)
+    if suppression is None:
+        suppression = Suppression.of_document(document, min_cell_size)
     if use_case is None:
         use_case = document.use_case or document.policy.get("use_case")
     with value_labels(labels_of(document.policy)):  # coded group values read as the policy's labels: say
-        return _build(document, min_cell_size, use_case)
+        return _build(document, min_cell_size, use_case, suppression)
 
 
-def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) -> ReportView:
+def _build(document: AuditDocument, min_cell_size: int, use_case: str | None, suppression: Suppression) -> ReportView:
     pages = kind_of(document.task).report_pages
     if pages is not None:  # a kind with its own pages (the shared ones are built below)
-        return _kind_view(document, pages, min_cell_size, use_case)
-    suppression = Suppression.of_document(document, min_cell_size)
+        return _kind_view(document, pages, min_cell_size, use_case, suppression)
     words = words_of(document)
     results = [result_row(r, suppression, words) for r in document.results]
     counted = counted_rows(document, results)
@@ -78,15 +95,18 @@ def _build(document: AuditDocument, min_cell_size: int, use_case: str | None) ->
         document.curves.calibration, suppression, calibration_axes(words, document.favorable_label), results
     )
     maps = heatmaps(slicing_sections, counted)  # page 1's table: what the verdict rests on
+    verdict, trace = _verdict_part(document, counted), _provenance_part(document)
+    advice = _advice_part(document, use_case, min_cell_size, words, suppression)
     return ReportView(
-        **_verdict_part(document, counted),
+        **verdict,
         **_facts_part(document, min_cell_size, use_case, words),
-        **_advice_part(document, use_case, min_cell_size, words, suppression),
+        **advice,
+        frame=_frame(document, verdict, advice, trace),
         sections=slicing_sections,
         **_notes_part(document, suppression, words),
         few_events=notes.few_events(results),
         pdf_row_limit=PDF_ROW_LIMIT,
-        **_provenance_part(document),
+        **trace,
         **_words_part(document, results, words),
         roc=roc,
         calibration=calibration,
@@ -116,13 +136,14 @@ KIND_WEIGHTED_NOTE = (
 )
 
 
-def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_case: str | None) -> ReportView:
+def _kind_view(
+    document: AuditDocument, pages_of: str, min_cell_size: int, use_case: str | None, suppression: Suppression
+) -> ReportView:
     """The common frame of a non-binary report around the kind's own pages.
 
     The frame: verdict and judged results, what to do (the recommendations of every kind), data quality, trace,
     the judged metrics' glossary. The binary sections (ROC, calibration, slicing tables) are left empty.
     """
-    suppression = Suppression.of_document(document, min_cell_size)
     words = words_of(document)
     adverse = _adverse_words(document)
     results = with_units([_kind_row(result_row(r, suppression, words), adverse) for r in document.results], document)
@@ -130,10 +151,14 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
     pages = getattr(importlib.import_module(module), function)(document, suppression)
     facts = _facts_part(document, min_cell_size, use_case, words)
     facts["favorable_note"] = ""
+    verdict, trace = _verdict_part(document, results), _provenance_part(document)
+    advice = _advice_part(document, use_case, min_cell_size, adverse or words, suppression)  # binary's advice
+    terms = [*_kind_glossary(document.task, results), *getattr(pages, "glossary", []), SUPPRESSED_ROW]
     return ReportView(
-        **_verdict_part(document, results),
+        **verdict,
         **facts,
-        **_advice_part(document, use_case, min_cell_size, adverse or words, suppression),  # binary's advice
+        **advice,
+        frame=_frame(document, verdict, advice, trace, terms),
         sections=[],
         base_rates=notes.base_rates(document.diagnostics, suppression),  # the kinds whose engine states them
         impossibility=notes.impossibility(document.diagnostics, suppression),
@@ -143,14 +168,14 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         individual_fairness=[],
         few_events=notes.few_events(results),
         pdf_row_limit=PDF_ROW_LIMIT,
-        **_provenance_part(document),
+        **trace,
         outcome_words=[],
         outcomes_named=False,
         rate_phrases={},
         rate_abbreviations={},
         glossary_cells=[],
-        glossary_rates=getattr(pages, "glossary", []),
-        glossary_metrics=_kind_glossary(document.task, results),
+        glossary_rates=[],  # the kind's glossary is the frame's
+        glossary_metrics=[],
         reference_note="",
         output_dir=document.output_dir or "",
         roc=[],
@@ -170,6 +195,22 @@ def _kind_view(document: AuditDocument, pages_of: str, min_cell_size: int, use_c
         kind_pages=pages,
         kind_weighted_note=KIND_WEIGHTED_NOTE if document.weighted else "",
     )
+
+
+def _frame(
+    document: AuditDocument,
+    verdict: Mapping[str, Any],
+    advice: Mapping[str, Any],
+    trace: Mapping[str, Any],
+    terms: list[GlossaryRow] | None = None,
+) -> ReportFrame:
+    """The frame every report type shows, for this audit (fairgate/report/frame.py).
+
+    ``terms``: the glossary in the frame's words (a kind with its own pages); the binary report has its own.
+    """
+    card = model_card_view(document)
+    command = trace["reproduce_command"] if trace["reproduce_recorded"] else ""  # a rebuilt one is not "the" command
+    return audit_frame(verdict, advice["actions"], card, (command, document.run_id), terms or [])
 
 
 def levels_heading(kind: Kind) -> str:
@@ -264,7 +305,6 @@ def _facts_part(document: AuditDocument, min_cell_size: int, use_case: str | Non
         "confidence_level_text": f"{document.confidence_level:.0%}",
         "min_cell_size": min_cell_size,
         "use_case": str(use_case or "not stated"),
-        "model_card": model_card_view(document),
     }
 
 

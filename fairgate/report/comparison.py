@@ -17,9 +17,9 @@ from typing import Any
 
 from fairgate.engine.labels import slicing_label
 from fairgate.engine.metric_labels import metric_label
-from fairgate.report.comparison_frame import ComparisonFrame, comparison_frame
+from fairgate.report.comparison_frame import comparison_frame
 from fairgate.report.format import fmt, fmt_count, fmt_signed, interval_text
-from fairgate.report.model import SUPPRESSED, KeyValue
+from fairgate.report.model import SUPPRESSED, KeyValue, ReportFrame
 from fairgate.report.provenance import run_record
 from fairgate.report.suppress import small_count
 
@@ -132,7 +132,7 @@ class ComparisonView:
     record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
     n_rows_text: str = ""  # the people compared, as a count
     baseline_x: str = ""  # the baseline's worst value of the plane's metric
-    frame: ComparisonFrame | None = None  # what to do, not judged, group sizes, model card, command, glossary
+    frame: ReportFrame | None = None  # what to do, not judged, group sizes, model card, command, glossary
 
 
 def comparison_view(document: Mapping[str, Any], min_cell_size: int = 10) -> ComparisonView:
@@ -142,6 +142,7 @@ def comparison_view(document: Mapping[str, Any], min_cell_size: int = 10) -> Com
     statistics, rule = document["statistics"], document["rule"]
     baseline = document["baseline"]
     decision = document["decision"]
+    frame = comparison_frame(document)
     return ComparisonView(
         title=f"Model comparison: {len(document['candidates'])} candidate(s) against {_name(baseline)}",
         run_id=str(document["run_id"]),
@@ -149,7 +150,7 @@ def comparison_view(document: Mapping[str, Any], min_cell_size: int = 10) -> Com
         fairgate_version=str(document["fairgate_version"]),
         policy_sha256=str(document["policy_sha256"])[:16],
         decision=decision,
-        decision_text=decision.replace("_", " ").upper(),
+        decision_text=frame.decision,
         chosen=document.get("chosen"),
         chosen_fails_policy=bool(document.get("chosen_fails_policy")),
         reasons=list(document["reasons"]),
@@ -173,7 +174,7 @@ def comparison_view(document: Mapping[str, Any], min_cell_size: int = 10) -> Com
         record=run_record(document),
         n_rows_text=fmt_count(document["n_rows"]),
         baseline_x=next((plain(p["x"]) for p in plane["points"] if p["role"] == "baseline"), "n/a"),
-        frame=comparison_frame(document),
+        frame=frame,
     )
 
 

@@ -1,23 +1,20 @@
-"""The comparison report's frame, as every report type has it.
+"""The comparison report's frame (:class:`~fairgate.report.model.ReportFrame`, as every report type has it).
 
 What to do, what was not judged, the compared groups' sizes under the small-cell rule, the model card, the
-command to reproduce the comparison and the glossary in words. The view carries it as ``ComparisonView.frame``.
+command to reproduce the comparison and the glossary in words, in a comparison's terms; the shared words are
+:mod:`fairgate.report.frame`'s. The view carries it as ``ComparisonView.frame``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from fairgate.engine.labels import slicing_label
-from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt_count, metric_label
-from fairgate.report.glossary import policy_metrics
-from fairgate.report.model import SUPPRESSED, SUPPRESSED_ROW, GlossaryRow, ModelCardView
-from fairgate.report.model_card import card_block
-from fairgate.report.provenance import command_text
-from fairgate.report.sizes import size_note, withheld
+from fairgate.report.frame import group_text, not_judged_text, report_frame, size_text
+from fairgate.report.model import GlossaryRow, ReportFrame, SizeRow
+from fairgate.report.sizes import withheld
 
 #: The comparison report's own words, after the judged metrics in the glossary.
 TERMS = [
@@ -38,53 +35,30 @@ TERMS = [
         "no model both fairer and more accurate",
         "the models no other compared model beats on one of fairness and accuracy without losing on the other",
     ),
-    SUPPRESSED_ROW,
 ]
 
 
-@dataclass(frozen=True)
-class GroupSizeRow:
-    """One compared group's size ("suppressed" where withheld)."""
-
-    slicing: str
-    group: str
-    n: str
-
-
-@dataclass(frozen=True)
-class ComparisonFrame:
-    """The parts every report type shows, for a comparison."""
-
-    what_to_do: str
-    not_judged: str
-    size_rows: list[GroupSizeRow]
-    size_note: str  # the small-cell rule when it withholds a size here, "" otherwise
-    model_card: ModelCardView
-    command: str  # the command that ran the comparison, one option a line ("" when not recorded)
-    glossary: list[GlossaryRow]
-
-
-def comparison_frame(document: Mapping[str, Any]) -> ComparisonFrame:
+def comparison_frame(document: Mapping[str, Any]) -> ReportFrame:
     """The frame of a comparison document."""
     groups = list(document.get("groups") or [])
-    hidden = withheld(groups)
-    metrics = dict.fromkeys(c["metric"] for e in document.get("candidates") or [] for c in e.get("changes") or [])
-    command = document.get("command_line")
-    return ComparisonFrame(
+    decision = str(document.get("decision", ""))
+    return report_frame(
+        document,
+        decision=decision.replace("_", " ").upper(),
+        why=list(document.get("reasons") or []),
         what_to_do=_what_to_do(document),
         not_judged=_not_judged(document),
-        size_rows=[
-            GroupSizeRow(
-                slicing_label(g["slicing"]),
-                " · ".join(str(g["group"][a]) for a in g["slicing"]),
-                SUPPRESSED if g.get("n") is None else fmt_count(g["n"]),
-            )
-            for g in groups
-        ],
-        size_note=size_note(int(document.get("min_cell_size") or 10), hidden) if hidden else "",
-        model_card=card_block(document.get("model_card"), [], _facts_line(document), "this comparison"),
-        command=command_text(str(command)) if command else "",
-        glossary=policy_metrics(metrics, Outcomes()) + TERMS,
+        sizes=(
+            ["people"],
+            [
+                SizeRow(slicing_label(g["slicing"]), group_text(g["slicing"], g["group"]), [size_text(g.get("n"))])
+                for g in groups
+            ],
+            withheld(groups),
+        ),
+        card=(_facts_line(document), "this comparison"),
+        metrics=(c["metric"] for e in document.get("candidates") or [] for c in e.get("changes") or []),
+        terms=TERMS,
     )
 
 
@@ -124,4 +98,4 @@ def _not_judged(document: Mapping[str, Any]) -> str:
         undecided += sum(c.get("status") in ("undefined", "insufficient_data") for c in entry.get("changes") or [])
     if undecided:
         parts.append(f"{undecided} change(s) could not be judged (undefined, or too few people)")
-    return ("Not judged: " + "; ".join(parts) + ".") if parts else "Every judged metric's change was judged."
+    return not_judged_text(parts, "Every judged metric's change was judged.")

@@ -31,10 +31,10 @@ of a hidden group included) must keep an upper bound of at least k over the non-
 sums that bind it.
 
 A judged result prints the gap between two named groups: with one side withheld and the other shown, the
-withheld side's rate is known to full precision, one more (weighted) equation over its counts (:class:`Gap`).
-Either the complements protect its counts with it in the equations (and, counts being whole, its denominator
-keeps a second multiple of the rate's reduced denominator in range), or the shown side is withheld too,
-whichever withholds fewer people.
+withheld side's rate would follow, so the shown side is withheld too (``pairs``). A rate a judged gap reveals
+whatever is withheld is a weighted line of the tables (``rate * size - numerator = 0``): counts being whole, the
+rate p/q in lowest terms leaves the size a multiple of q, so a withheld size with such a rate must keep a second
+multiple in range (:func:`_multiple`), one that puts the numerator and the rest at k or more.
 
 Choosing which cell to add hides the least (:meth:`_Run.cost`): a cell of a group already withheld, then a count
 of a shown group, the fewest people whose rates go (the group's, and a judged side's shown partners') and then
@@ -63,7 +63,6 @@ from fairgate.report.tables import (
     Line,
     Tables,
     blocks,
-    count_cell,
     derivable,
     equations,
     group_of,
@@ -76,7 +75,6 @@ __all__ = [
     "POPULATION",
     "CellKey",
     "Counts",
-    "Gap",
     "Line",
     "Pattern",
     "Tables",
@@ -94,49 +92,10 @@ class Pattern:
     primary: frozenset[CellKey]
 
 
-@dataclass(frozen=True)
-class Gap:
-    """A judged result's two sides and one rate it compares, as counts.
-
-    With one side's rate shown and the gap printed, the other side's rate is known to full precision
-    (``rate * denominator = numerator``).
-    """
-
-    sides: tuple[CellKey, CellKey]
-    numerator: tuple[str, ...]  # count names (tp, fp, ...)
-    denominator: tuple[str, ...]
-    rates: tuple[float | None, float | None]  # each side's rate
-
-    def lines(
-        self, side: int, tag: int, values: Mapping[CellKey, float | None], k: int
-    ) -> tuple[CellKey, float, tuple[Line, Line]] | None:
-        """What one side's revealed rate adds (None: its rate is undefined).
-
-        A cell for its denominator (the sum of its denominator's counts), and ``rate * denominator - numerator
-        = 0``; with the denominator's threshold: the counts are whole, so the rate p/q in lowest terms leaves the
-        denominator m * q and the numerator m * p for whole m. Its range must hold a second m, and one putting
-        the numerator and the denominator's rest at k or more (the true counts being one, that is a larger m).
-        """
-        rate = self.rates[side]
-        if rate is None or not np.isfinite(rate):
-            return None
-        cell = self.sides[side]
-        denominator = (cell[0], f"{cell[1]}#rate{tag}")
-        parts = tuple(count_cell(cell, name) for name in self.denominator)
-        numerator = tuple(count_cell(cell, name) for name in self.numerator)
-        line = Line(denominator, numerator, (rate, *(-1.0 for _ in numerator)))
-        return denominator, _multiple(numerator, parts, values, k), (Line(denominator, parts), line)
-
-    def degenerate(self, side: int) -> bool:
-        """A rate of 0 or 1 pins counts at 0 whatever the denominator: no complement can hide them."""
-        rate = self.rates[side]
-        return rate is not None and (abs(rate) < TOL or abs(rate - 1.0) < TOL)
-
-
 def _multiple(
     numerator: tuple[CellKey, ...], denominator: tuple[CellKey, ...], values: Mapping[CellKey, float | None], k: int
 ) -> float:
-    """The value a revealed rate's denominator must be able to reach (see :meth:`Gap.lines`).
+    """The value a revealed rate's denominator must be able to reach.
 
     (m + 1) * q at least, with m * q the true denominator, and enough that the numerator m * p and the rest
     m * (q - p) can each reach k.
@@ -160,21 +119,23 @@ def suppress(
     tables: Tables,
     min_cell_size: int,
     pairs: Iterable[tuple[CellKey, CellKey]] = (),
-    gaps: Iterable[Gap] = (),
+    named: Iterable[CellKey] = (),
 ) -> Pattern:
     """The suppression pattern (see :func:`_suppress`), its small dense algebra on one BLAS thread.
+
+    ``named`` are the groups a failing judged result names: their cells are hidden last of all.
 
     The matrices have a few hundred rows: threads only contend (ten times slower on a loaded machine).
     A run asks for the same pattern more than once (the JSON document and the report each suppress the
     document's groups): the last few patterns are kept by their full input, so the second ask is free.
     """
-    frozen_pairs, gap_list = frozenset(pairs), tuple(gaps)
-    key = (*_tables_key(tables), min_cell_size, frozen_pairs, gap_list)
+    frozen_pairs, frozen_named = frozenset(pairs), frozenset(named)
+    key = (*_tables_key(tables), min_cell_size, frozen_pairs, frozen_named)
     with _PATTERNS_LOCK:
         pattern = _PATTERNS.get(key)
     if pattern is None:
         with threadpool_limits(limits=1, user_api="blas"):
-            pattern = _suppress(tables, min_cell_size, frozen_pairs, gap_list)
+            pattern = _suppress(tables, min_cell_size, frozen_pairs, frozen_named)
         with _PATTERNS_LOCK:
             _PATTERNS[key] = pattern
             while len(_PATTERNS) > _KEPT_PATTERNS:
@@ -202,7 +163,7 @@ def _suppress(
     tables: Tables,
     min_cell_size: int,
     pairs: frozenset[tuple[CellKey, CellKey]] = frozenset(),
-    gaps: tuple[Gap, ...] = (),
+    named: frozenset[CellKey] = frozenset(),
 ) -> Pattern:
     """Primary suppression under ``min_cell_size``, then complementary suppression to a fixed point.
 
@@ -211,9 +172,9 @@ def _suppress(
     Cells whose value is unknown (already suppressed in a suppressed JSON) stay suppressed; empty groups (n = 0)
     and zero counts of published groups are published.
     """
-    run = _Run(tables, min_cell_size, pairs, gaps)
+    run = _Run(tables, min_cell_size, pairs, named)
     # The exact (linear) part of the tables first, pruned of what later complements made redundant; then the
-    # bounds and the judged gaps' rates, which only ever add complements (each bound a warm-started programme).
+    # bounds and the judged results' partners, which only ever add complements (each bound a warm-started programme).
     run.grow_once(tables.lines, dict)
     complements = {c for c in run.unknown if c in tables.published and c not in run.primary}
     _prune(tables.lines, run.unknown, run.protected, complements, run.cost)
@@ -226,9 +187,13 @@ class _Run:
     """The pattern while it grows: the hidden (unknown) cells, the protected ones, the equations."""
 
     def __init__(
-        self, tables: Tables, k: int, pairs: frozenset[tuple[CellKey, CellKey]], gaps: tuple[Gap, ...]
+        self,
+        tables: Tables,
+        k: int,
+        pairs: frozenset[tuple[CellKey, CellKey]],
+        named: frozenset[CellKey] = frozenset(),
     ) -> None:
-        self.tables, self.k, self.pairs, self.gaps = tables, k, pairs, gaps
+        self.tables, self.k, self.pairs, self.named = tables, k, pairs, named
         self.values = dict(tables.values)
         self.thresholds: dict[CellKey, float] = {}
         self.primary = {c for c in tables.published if c[0] and _small(self.values[c], k, unknown=True)}
@@ -236,13 +201,21 @@ class _Run:
         self.protected = {c for c in virtual if _small(self.values[c], k, unknown=False)}
         self.unknown = set(virtual)
         self.lines = list(tables.lines)
-        self.revealed: set[tuple[int, int]] = set()
         #: The sides of judged results: withholding one reveals or withholds the other (hidden last).
-        self.sides = {side for pair in pairs for side in pair} | {side for gap in gaps for side in gap.sides}
+        self.sides = {side for pair in pairs for side in pair}
         self.partners: dict[CellKey, set[CellKey]] = {}
         for a, b in pairs:
             self.partners.setdefault(a, set()).add(b)
             self.partners.setdefault(b, set()).add(a)
+        #: Sizes whose group has a rate published whatever is withheld (a judged gap's, see
+        #: ``suppress.revealed_rates``): withheld last, and then with a second whole-number candidate in range.
+        self.rated = {line.total for line in tables.lines if line.weights and line.total in tables.counts_of}
+        for line in tables.lines:
+            if line.total in self.rated:
+                rest = tuple(c for c in tables.counts_of[line.total] if c not in line.parts)
+                self.thresholds[line.total] = max(
+                    self.thresholds.get(line.total, 0.0), _multiple(line.parts, (*line.parts, *rest), self.values, k)
+                )
         for cell in sorted(self.primary, key=order):
             self.hide(cell)
 
@@ -251,11 +224,13 @@ class _Run:
             self.unknown.add(c)
             self.protected.add(c)
 
-    def cost(self, cell: CellKey) -> tuple[bool, bool, bool, float, float, int, list[str], str]:
+    def cost(self, cell: CellKey) -> tuple[bool, bool, bool, bool, float, float, int, list[str], str]:
         """What a reader loses by hiding a published cell (the cheapest is hidden first).
 
-        A cell of a group already withheld first (its rates are gone already), then a count of a shown group (its
-        rates go, its size stays), a shown group's size last (it takes the counts with it). Then a cell of at
+        A cell of a shown group a failing result names (or of its shown partners) last of all. Then a cell of a
+        group already withheld first (its rates are gone already), then a count of a shown group (its
+        rates go, its size stays); within each, a size after the counts (a reader keeps a printed size, and a
+        shown group's takes its counts with it). Then a cell of at
         least k (a zero widens no bound); of a shown group, the fewest people whose rates go: the group's own and,
         for a side of a judged result, its shown partners' (withheld with it);
         then the smallest cell; on a tie the finest slicing (it carries the least), then by key: deterministic.
@@ -264,20 +239,23 @@ class _Run:
         group = group_of(cell)
         withheld = _withheld(group, self.unknown, self.tables.counts_of)
         size = 0.0 if withheld else self.values.get(group) or 0.0
-        shown_size = cell == group and not withheld
+        is_size = cell == group
         # People whose rates go: the group's, and a judged side's shown partners' (withheld with it).
         people = size + sum(
             self.values.get(p) or 0.0
             for p in self.partners.get(group, ())
             if not withheld and not _withheld(p, self.unknown, self.tables.counts_of)
         )
-        return (not withheld, shown_size, value < self.k, people, value, -len(cell[0]), sorted(cell[0]), cell[1])
+        partners = {p for p in self.partners.get(group, ()) if not _withheld(p, self.unknown, self.tables.counts_of)}
+        named = not withheld and bool({group, *partners} & self.named)
+        key = (named, not withheld, is_size, value < self.k, people, value, -len(cell[0]), sorted(cell[0]))
+        return (*key, cell[1])
 
     def bounded(self) -> dict[CellKey, float]:
         """The hidden cells whose upper bound must reach a threshold, with it.
 
-        Hidden cells under k (zero counts of hidden groups included) and small virtual margins: k. A revealed
-        rate's denominator: its own (:meth:`Gap.lines`).
+        Hidden cells under k (zero counts of hidden groups included) and small virtual margins: k. A withheld
+        size with a revealed rate: a second whole-number candidate (:func:`_multiple`).
         """
         small = {c: float(self.k) for c in self.unknown & self.protected if (self.values[c] or 0.0) < self.k}
         return small | self.thresholds
@@ -286,86 +264,22 @@ class _Run:
         _grow(tuple(lines), self.unknown, self.protected, self.values, self.hide, self.cost, bounds, self.k)
 
     def grow(self, bounds: Callable[[], Mapping[CellKey, float]]) -> None:
-        """Complements until nothing protected is exposed, the judged gaps' rates included (only grows)."""
+        """Complements until nothing protected is exposed, the judged results' partners included (only grows)."""
         self.grow_once(self.lines, bounds)
-        while self.reveal(bounds):
+        while self.withhold_partners():
             self.grow_once(self.lines, bounds)
 
-    def reveal(self, bounds: Callable[[], Mapping[CellKey, float]]) -> bool:
-        """Protect the rates the judged gaps reveal; whether any was new.
-
-        A judged gap with one side withheld and the other shown publishes the withheld side's rate: one more
-        equation over its counts, which are protected with it. Unless that withholds a group larger than the
-        shown side (or no complement can protect it: a rate of 0 or 1): then the shown side is withheld, so the
-        largest group withheld is the smaller of the two ways.
-        """
-        counts_of = self.tables.counts_of
-        partners = _partners(self.pairs, self.unknown, counts_of)
-        added = _revealed(self.gaps, self.unknown, counts_of, self.revealed)
-        for i, side in added:
-            self.revealed.add((i, side))
-            gap = self.gaps[i]
-            found = gap.lines(side, len(self.lines), self.values, self.k)
-            if found is not None and (gap.degenerate(side) or not self.protect(found, bounds, gap, side)):
-                partners |= _partners([gap.sides], self.unknown, counts_of)
+    def withhold_partners(self) -> bool:
+        """Withhold the shown side of each judged pair whose other side is withheld; whether any was."""
+        partners = _partners(self.pairs, self.unknown, self.tables.counts_of)
         for c in sorted(partners, key=order):
             self.hide(c)
-        return bool(partners or added)
-
-    def protect(
-        self,
-        found: tuple[CellKey, float, tuple[Line, Line]],
-        bounds: Callable[[], Mapping[CellKey, float]],
-        gap: Gap,
-        side: int,
-    ) -> bool:
-        """Add a revealed rate's equations and grow; undone (False) when that withholds a larger group."""
-        before = (set(self.unknown), set(self.protected), dict(self.thresholds), len(self.lines))
-        denominator, threshold, new = found
-        self.values[denominator] = sum(float(self.values[c] or 0.0) for c in new[0].parts)
-        self.unknown.add(denominator)
-        self.protected.add(denominator)
-        self.thresholds[denominator] = threshold
-        self.lines.extend(new)
-        self.grow_once(self.lines, bounds)
-        if _newly_withheld(self.tables, self.unknown, before[0]) <= (self.values.get(gap.sides[1 - side]) or 0.0):
-            return True
-        self.unknown, self.protected, self.thresholds = before[0], before[1], before[2]
-        del self.lines[before[3] :]
-        return False
-
-
-def _newly_withheld(tables: Tables, unknown: set[CellKey], before: set[CellKey]) -> float:
-    """How many people's figures are newly withheld.
-
-    The sizes of the groups whose rates now are, and again of those whose size now is (a second loss).
-    """
-    groups = [g for g in tables.counts_of if not _withheld(g, before, tables.counts_of)]
-    rates = sum(float(tables.values[g] or 0.0) for g in groups if _withheld(g, unknown, tables.counts_of))
-    sizes = sum(float(tables.values[g] or 0.0) for g in tables.counts_of if g in unknown and g not in before)
-    return rates + sizes
+        return bool(partners)
 
 
 def _withheld(cell: CellKey, unknown: set[CellKey], counts_of: Mapping[CellKey, tuple[CellKey, ...]]) -> bool:
     """Whether a group's rates are withheld: its size or one of its counts is hidden."""
     return cell in unknown or any(c in unknown for c in counts_of.get(cell, ()))
-
-
-def _revealed(
-    gaps: tuple[Gap, ...],
-    unknown: set[CellKey],
-    counts_of: Mapping[CellKey, tuple[CellKey, ...]],
-    done: set[tuple[int, int]],
-) -> list[tuple[int, int]]:
-    """The gaps (index, side) whose side is withheld and whose other side shows its rate, not seen before."""
-    return [
-        (i, side)
-        for i, gap in enumerate(gaps)
-        for side in (0, 1)
-        if (i, side) not in done
-        and _withheld(gap.sides[side], unknown, counts_of)
-        and not _withheld(gap.sides[1 - side], unknown, counts_of)
-    ]
 
 
 def _partners(
@@ -383,7 +297,7 @@ def _partners(
     return out
 
 
-Cost = Callable[[CellKey], tuple[bool, bool, bool, float, float, int, list[str], str]]
+Cost = Callable[[CellKey], tuple[bool, bool, bool, bool, float, float, int, list[str], str]]
 
 
 def _grow(

@@ -14,6 +14,7 @@ from fairgate.engine.metric_labels import METRIC_LABELS as METRIC_LABELS
 from fairgate.engine.metric_labels import metric_label as metric_label
 from fairgate.engine.metrics import policy_metric
 from fairgate.engine.text import MINUS as MINUS
+from fairgate.engine.text import bracket_text as bracket_text
 from fairgate.engine.text import estimate_text as estimate_text
 from fairgate.engine.text import fmt as fmt
 from fairgate.engine.text import fmt_bound as fmt_bound

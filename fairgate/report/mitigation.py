@@ -18,6 +18,8 @@ from fairgate.report.format import (
     STATUS_MARKS,
     fmt,
     fmt_count,
+    fmt_signed,
+    group_label,
     interval_text,
     metric_label,
     policy_metric_label,
@@ -125,7 +127,7 @@ def _interval(low: float | None, high: float | None) -> str:
 
 
 def _points(change: float | None) -> str:
-    return "–" if change is None else f"{100 * change:+.1f} pts"
+    return "–" if change is None else f"{fmt_signed(100 * change, 1)} pts"
 
 
 def _accuracy_row(label: str, change: Any, min_cell_size: int) -> AccuracyRow:
@@ -154,7 +156,7 @@ def _fitted_facts(block: MitigationBlock, min_cell_size: int) -> list[Fact]:
             Fact("scores", str(fitted["score_scale"])),
         ]
         left = ", ".join(  # their sizes under the one small-count rule: 1 to k-1 never printed
-            f"{_group_text(g['group'])} (n = {count_text(g['n'], min_cell_size)})"
+            f"{group_label(g['group'])} (n = {count_text(g['n'], min_cell_size)})"
             for g in fitted.get("unchanged_groups", [])
         )
         if left:
@@ -180,20 +182,16 @@ def _fitted_facts(block: MitigationBlock, min_cell_size: int) -> list[Fact]:
     return facts
 
 
-def _group_text(group: Mapping[str, Any]) -> str:
-    return " & ".join(f"{k}={v}" for k, v in group.items())
-
-
-def _rule_text(rule: Mapping[str, Any]) -> str:
+def rule_text(rule: Mapping[str, Any]) -> str:
     """A group's rule in words: one threshold, or a random choice between two (or more)."""
     if "threshold" in rule:
         return f"favourable above {_threshold(rule['threshold'])}"
     if "t_low" in rule:
         return (
-            f"favourable above {_threshold(rule['t_high'])} with probability {rule['p_high']:.3f}, "
+            f"favourable above {_threshold(rule['t_high'])} with probability {fmt(rule['p_high'])}, "
             f"else above {_threshold(rule['t_low'])}"
         )
-    parts = [f"{_threshold(p['threshold'])} (p {p['probability']:.3f})" for p in rule["mixture"]]
+    parts = [f"{_threshold(p['threshold'])} (p {fmt(p['probability'])})" for p in rule["mixture"]]
     return "favourable above a threshold drawn from " + ", ".join(parts)
 
 
@@ -202,27 +200,27 @@ def _threshold(value: Any) -> str:
         return "nothing (never favourable)"
     if value == "-inf":
         return "any score (always favourable)"
-    return f"{float(value):.4f}"
+    return fmt(float(value), 4)
 
 
 def _fitted_table(block: MitigationBlock, min_cell_size: int) -> tuple[list[str], list[list[str]]]:
     fitted = block.fitted
     if block.method == "thresholds" and fitted:
         return ["Group", "Rule on the favourable score"], [
-            [name, _rule_text(rule)] for name, rule in fitted["groups"].items()
+            [name, rule_text(rule)] for name, rule in fitted["groups"].items()
         ]
     if block.method == "reweighing" and fitted:
         label = fitted["label"]
         rows = []
         for cell in fitted["cells"]:
-            group = ", ".join(str(cell[a]) for a in fitted["attributes"])
+            group = group_label({a: cell[a] for a in fitted["attributes"]})
             small = cell["rows"] < min_cell_size  # an empty cell has no weight either
             rows.append(
                 [
                     group,
                     str(cell[label]),
                     count_text(cell["rows"], min_cell_size),
-                    SUPPRESSED if small else f"{cell['weight']:.4f}",  # a weight with the margins gives the count
+                    SUPPRESSED if small else fmt(cell["weight"], 4),  # a weight with the margins gives the count
                 ]
             )
         return ["Group", label, "Training rows", "Weight"], rows
@@ -235,8 +233,8 @@ def _frontier_caption(frontier: Mapping[str, Any] | None) -> str:
     current, chosen = frontier["current"], frontier["chosen"]
     return (
         f"Best accuracy at each allowed {frontier['metric'].replace('_', ' ')} (tolerance swept from 0 to the audited "
-        f"model's gap, on the rows the thresholds were fitted on). The audited model: gap {current['gap']:.3f}, "
-        f"accuracy {current['accuracy']:.3f}; the chosen thresholds (tolerance {chosen['tolerance']:g}): gap "
-        f"{chosen['gap']:.3f}, accuracy {chosen['accuracy']:.3f}. The dotted line is the policy threshold "
+        f"model's gap, on the rows the thresholds were fitted on). The audited model: gap {fmt(current['gap'])}, "
+        f"accuracy {fmt(current['accuracy'])}; the chosen thresholds (tolerance {chosen['tolerance']:g}): gap "
+        f"{fmt(chosen['gap'])}, accuracy {fmt(chosen['accuracy'])}. The dotted line is the policy threshold "
         f"{frontier['threshold']:g}."
     )

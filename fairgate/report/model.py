@@ -80,6 +80,8 @@ class ResultRow:
     )
     # The disparity the result would have caught with 80% power, in words ("0.159 or more"; "" without one).
     detectable_text: str = ""
+    # A failure whose worst-off group's rates are withheld: why, in words ("" otherwise).
+    withheld_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -316,6 +318,39 @@ class ModelCardView:
 
 
 @dataclass(frozen=True)
+class SizeRow:
+    """One group's size in each of the frame's size columns, and whether a failure or alert names it."""
+
+    slicing: str
+    group: str
+    sizes: list[str]  # a count, "suppressed" where withheld, "–" where the group is absent from the column
+    named: bool = False
+
+
+@dataclass(frozen=True)
+class ReportFrame:
+    """The parts every report type shows around its own pages (fairgate/report/frame.py builds their words).
+
+    Page 1: the decision and why, what to do, what was not judged, the groups' sizes under the small-cell rule
+    and the model card; the closing pages: the command that ran it, the glossary in words and the sign-off of
+    the run. Audit, monitoring and comparison reports each build one from their own document; the templates
+    show it through ``reports/partials/frame.html.j2``.
+    """
+
+    decision: str  # the badge: PASS, FAIL, PROMOTE, ...
+    why: list[str]  # the sentences that say why
+    what_to_do: str
+    not_judged: str
+    size_columns: list[str]  # the size table's columns: the windows, or "people"
+    size_rows: list[SizeRow]
+    size_note: str  # the small-cell rule when it withholds a size here, "" otherwise
+    model_card: ModelCardView | None
+    command: str  # the command that ran it, one option a line ("" when not recorded)
+    glossary: list[GlossaryRow]
+    run_id: str  # the run the sign-off names
+
+
+@dataclass(frozen=True)
 class ReportView:
     """Everything the report templates read, already formatted and suppressed."""
 
@@ -409,8 +444,9 @@ class ReportView:
     kind_weighted_note: str = ""
     # Consistency and counterfactual flips (a features input); None without (fairgate.report.individual).
     individual: IndividualView | None = None
-    # The model card: the policy's model_card fields, the missing ones, the audit's facts (report/model_card.py).
-    model_card: ModelCardView | None = None
+    # What every report type shows (fairgate/report/frame.py): the decision in its words, the model card (the
+    # policy's model_card fields, the missing ones, the audit's facts), the command and the run signed off.
+    frame: ReportFrame | None = None
     # Estimated results (no labels) and the label-bias finding (external labels); None without (report/labels.py).
     labels: Any = None
     # The worst-off table's rows: one per rate, but one for all the rates of a withheld group (notes.worst_table).

@@ -21,9 +21,9 @@ from typing import Any
 from fairgate.engine.stats import z_value
 from fairgate.monitoring.headline import headline
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS
-from fairgate.report.format import fmt, fmt_count, fmt_p, fmt_signed, interval_text, metric_label
-from fairgate.report.model import KeyValue
-from fairgate.report.monitoring_frame import MonitoringFrame, monitoring_frame
+from fairgate.report.format import fmt, fmt_count, fmt_p, fmt_share, fmt_signed, interval_text, metric_label
+from fairgate.report.model import KeyValue, ReportFrame
+from fairgate.report.monitoring_frame import monitoring_frame
 from fairgate.report.monitoring_skipped import SkippedStreams, skipped_streams
 from fairgate.report.provenance import run_record
 
@@ -174,7 +174,7 @@ class MonitoringView:
     notes: list[str]
     stored: list[str]
     record: list[KeyValue]  # the run's identity and the policy's hash, above the sign-off
-    frame: MonitoringFrame | None = None  # what to do, not judged, group sizes, model card, command, glossary
+    frame: ReportFrame | None = None  # what to do, not judged, group sizes, model card, command, glossary
 
 
 def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
@@ -192,15 +192,16 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
     night_panels = _night_panels(detector.get("streams") or [], level, {a["stream"]: a for a in alerts}, alerts)
     streams = _stream_rows(detector.get("streams") or [], {a["stream"] for a in alerts})
     listed = [r for r in streams if r.alerted or r.peak >= 0.5][:MAX_STREAMS_LISTED]
+    badge, sentence = str(head["badge"]), f"Night {document.get('night', '')}. {head['text']}"
     return MonitoringView(
         title=f"Fairness monitoring: {model.get('name', 'model')} {model.get('version', '')}".strip(),
         model_text=f"{model.get('name', '')} version {model.get('version', '')}",
         night=str(document.get("night", "")),
         run_id=str(document.get("run_id", "")),
         created_at=str(document.get("created_at", "")),
-        sentence=f"Night {document.get('night', '')}. {head['text']}",
-        badge=str(head["badge"]),
-        badge_class="pass" if head["badge"] == "PASS" else ("note" if head["badge"] == "NO EVIDENCE" else "fail"),
+        sentence=sentence,
+        badge=badge,
+        badge_class="pass" if badge == "PASS" else ("note" if badge == "NO EVIDENCE" else "fail"),
         episodes=[_episode_text(e) for e in document.get("episodes") or []],
         underpowered=[str(rule["detail"]) for rule in document.get("underpowered") or []],
         baseline_text=_baseline_text(document.get("baseline")),
@@ -218,7 +219,7 @@ def build_monitoring_view(document: Mapping[str, Any]) -> MonitoringView:
         notes=list(document.get("notes") or []),
         stored=[_stored_text(p) for p in document.get("stored") or []],
         record=run_record(document),
-        frame=monitoring_frame(document, [window_label(str(w.get("window"))) for w in windows]),
+        frame=monitoring_frame(document, [window_label(str(w.get("window"))) for w in windows], badge, sentence),
     )
 
 
@@ -409,10 +410,10 @@ def _stream_rows(streams: Sequence[Mapping[str, Any]], alerted: set[str]) -> lis
                 metric_label=metric_label(stream["metric"]),
                 slicing_label=str(stream["slicing"]),
                 group=_group_text(stream),
-                threshold_text=f"{threshold:.2f}",
+                threshold_text=fmt(threshold, 2),
                 peak=peak,
-                peak_text=f"{peak:.0%}",
-                delay_text="beyond the horizon" if delay is None else f"{float(delay):.0f} nights",
+                peak_text=fmt_share(peak),
+                delay_text="beyond the horizon" if delay is None else f"{fmt(float(delay), 0)} nights",
                 alerted=stream["stream"] in alerted,
             )
         )
@@ -434,7 +435,7 @@ def _alert_row(alert: Mapping[str, Any]) -> AlertRow:
         slicing_label=str(alert["slicing"]),
         group=str(alert["group"]),
         change_text=_signed(alert.get("change")),
-        statistic_text=f"{float(alert['statistic']):.2f} ≥ {float(alert['threshold']):.2f}",
+        statistic_text=f"{fmt(float(alert['statistic']), 2)} ≥ {fmt(float(alert['threshold']), 2)}",
         detail=str(alert.get("detail", "")),
     )
 

@@ -1,26 +1,20 @@
-"""The monitoring report's frame, as every report type has it.
+"""The monitoring report's frame (:class:`~fairgate.report.model.ReportFrame`, as every report type has it).
 
-What to do, what was not judged, the groups' sizes under the small-cell rule, the model card, the command to
-reproduce the night and the glossary in words.
-
-Kept apart from :mod:`fairgate.report.monitoring` (the windows and the detector) so each reads on its own; the
-view carries it as ``MonitoringView.frame``.
+What to do, what was not judged, the groups' sizes per window under the small-cell rule, the model card, the
+command to reproduce the night and the glossary in words, in a monitoring night's terms; the shared words are
+:mod:`fairgate.report.frame`'s. Kept apart from :mod:`fairgate.report.monitoring` (the windows and the detector)
+so each reads on its own; the view carries it as ``MonitoringView.frame``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from fairgate.engine.labels import group_key, slicing_label
-from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import fmt_count, metric_label
-from fairgate.report.glossary import policy_metrics
-from fairgate.report.model import SUPPRESSED, SUPPRESSED_ROW, GlossaryRow, ModelCardView
-from fairgate.report.model_card import card_block
-from fairgate.report.provenance import command_text
-from fairgate.report.sizes import size_note
+from fairgate.report.frame import ABSENT, group_text, not_judged_text, report_frame, size_text
+from fairgate.report.model import GlossaryRow, ReportFrame, SizeRow
 
 #: The monitoring report's own words, after the judged metrics in the glossary.
 TERMS = [
@@ -42,51 +36,27 @@ TERMS = [
         "adds up each night's change of a group's gap to the "
         "reference group, and alerts when the sum passes a threshold set for few false alarms",
     ),
-    SUPPRESSED_ROW,
 ]
 
 
-@dataclass(frozen=True)
-class SizeRow:
-    """One group's size in each window ("suppressed" where withheld), and whether a result or alert names it."""
+def monitoring_frame(document: Mapping[str, Any], window_labels: Sequence[str], decision: str, why: str) -> ReportFrame:
+    """The frame of a monitoring document.
 
-    slicing: str
-    group: str
-    sizes: list[str]
-    named: bool
-
-
-@dataclass(frozen=True)
-class MonitoringFrame:
-    """The parts every report type shows, for a monitoring night."""
-
-    what_to_do: str
-    not_judged: str
-    size_windows: list[str]  # the size table's columns: the windows
-    size_rows: list[SizeRow]
-    size_note: str  # the small-cell rule when it withholds a size here, "" otherwise
-    model_card: ModelCardView
-    command: str  # the command that ran the night, one option a line ("" when not recorded)
-    glossary: list[GlossaryRow]
-
-
-def monitoring_frame(document: Mapping[str, Any], window_labels: Sequence[str]) -> MonitoringFrame:
-    """The frame of a monitoring document (``window_labels``: its windows as the report names them)."""
+    ``window_labels``: its windows as the report names them; ``decision`` and ``why``: the night's badge and
+    headline sentence.
+    """
     windows = list(document.get("windows") or [])
     named = {part for a in document.get("alerts") or [] for part in str(a.get("group", "")).split(" vs ")}
-    rows, withheld = _size_rows(windows, named)
-    k = int(document.get("min_cell_size") or 10)
-    metrics = dict.fromkeys(r["metric"] for w in windows for r in w.get("results") or [])
-    command = document.get("command_line")
-    return MonitoringFrame(
+    return report_frame(
+        document,
+        decision=decision,
+        why=[why],
         what_to_do=_what_to_do(document.get("headline") or {}),
         not_judged=_not_judged(windows, window_labels, document),
-        size_windows=list(window_labels),
-        size_rows=rows,
-        size_note=size_note(k, withheld) if withheld else "",
-        model_card=card_block(document.get("model_card"), [], _facts_line(document), "this monitoring run"),
-        command=command_text(str(command)) if command else "",
-        glossary=policy_metrics(metrics, Outcomes()) + TERMS,
+        sizes=(window_labels, *_size_rows(windows, named)),
+        card=(_facts_line(document), "this monitoring run"),
+        metrics=(r["metric"] for w in windows for r in w.get("results") or []),
+        terms=TERMS,
     )
 
 
@@ -139,7 +109,7 @@ def _not_judged(windows: Sequence[Mapping[str, Any]], labels: Sequence[str], doc
         )
     if document.get("detector") is None:
         parts.append("no drift detector ran (the policy sets no alert rule, or there is no baseline)")
-    return ("Not judged: " + "; ".join(parts) + ".") if parts else "Every window result was judged."
+    return not_judged_text(parts, "Every window result was judged.")
 
 
 def _size_rows(windows: Sequence[Mapping[str, Any]], alerted: set[str]) -> tuple[list[SizeRow], int]:
@@ -157,14 +127,11 @@ def _size_rows(windows: Sequence[Mapping[str, Any]], alerted: set[str]) -> tuple
     widest = max(windows, key=lambda w: len(w.get("groups") or []), default={})  # its order: every group
     rank = {(slicing_label(e["slicing"]), group_key(e["group"])): i for i, e in enumerate(widest.get("groups") or [])}
     for key, (slicing, group) in sorted(order.items(), key=lambda item: rank.get(item[0], len(rank))):
-        label = " · ".join(str(group[a]) for a in slicing)
+        label = group_text(slicing, group)
         texts = [_size_text(sizes[key], i) for i in range(len(windows))]
         rows.append(SizeRow(key[0], label, texts, label in alerted))
     return rows, withheld
 
 
 def _size_text(sizes: Mapping[int, Any], index: int) -> str:
-    if index not in sizes:
-        return "–"
-    n = sizes[index]
-    return SUPPRESSED if n is None else fmt_count(n)
+    return size_text(sizes[index]) if index in sizes else ABSENT

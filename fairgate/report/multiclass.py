@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.multiclass import ClassSummaryValue, MulticlassBlock, MulticlassGroup
-from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, fmt_share, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
 from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
@@ -212,7 +212,7 @@ def _confusion(group: MulticlassGroup, classes: list[str], suppression: Suppress
             [
                 HeatCell(
                     text=fmt_count(value or 0.0),
-                    share_text=f"{(value or 0.0) / total:.0%}" if total else "–",
+                    share_text=fmt_share((value or 0.0) / total) if total else "–",
                     shade=round((value or 0.0) / peak, 3),
                     diagonal=i == j,
                 )

@@ -18,11 +18,15 @@ from fairgate.document.common import Estimate
 from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.ranking import RankingBlock, RankingSummary
-from fairgate.report.format import estimate_text, fmt, fmt_count, group_label, metric_label, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_count, fmt_share, group_label, metric_label, slicing_key
 from fairgate.report.model import GlossaryRow
 from fairgate.report.results import redact
 from fairgate.report.selection import failure_labels, select_groups
 from fairgate.report.suppress import Suppression
+
+#: A group under this share of the items is small: its curves and bars are drawn again on their own scale (on the
+#: large groups' 0-to-1 scale a group of 2% of the items lies flat on the axis, whatever its ranking).
+SMALL_SHARE = 0.1
 
 _DISCOUNTS = {
     "log2": "1 / log2(1 + rank) (DCG's discount, Singh & Joachims 2018)",
@@ -87,6 +91,7 @@ class SlicingPage:
     share_chart: ShareChart | None
     n_groups: int
     n_hidden_in_pdf: int
+    chart_note: str = ""  # what the charts draw, and which groups are drawn again on their own scale
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,35 @@ def _page(document: AuditDocument, block: RankingBlock, slicing: list[str], supp
         share_chart=_share_chart(key, block, slicing, shown),
         n_groups=len(groups),
         n_hidden_in_pdf=len(groups) - len(shown) if intersection else 0,
+        chart_note=_chart_note(shown, slicing),
+    )
+
+
+def small_groups(population_share: list[float | None]) -> tuple[list[int], list[int]]:
+    """The large and the small groups' indexes (under :data:`SMALL_SHARE` of the items).
+
+    All large when either part would be empty (a second panel of every group, or of none, says nothing more).
+
+    >>> small_groups([0.5, 0.4, 0.02, None]), small_groups([0.05, 0.03])
+    (([0, 1, 3], [2]), ([0, 1], []))
+    """
+    small = [g for g, share in enumerate(population_share) if share is not None and share < SMALL_SHARE]
+    large = [g for g in range(len(population_share)) if g not in small]
+    return (large, small) if large and small else (list(range(len(population_share))), [])
+
+
+def _chart_note(shown: list[GroupEntry], slicing: list[str]) -> str:
+    """The charts' caption: the dotted levels, and the small groups drawn again on their own scale."""
+    if len(shown) < 2:
+        return ""
+    _, small = small_groups([g.metrics["population_share"].value for g in shown])
+    note = "Dotted lines: each group's share of all items (a group ranked as often as it appears follows its line)."
+    if not small:
+        return note
+    names = ", ".join(group_label(shown[g].group, slicing) for g in small)
+    return (
+        f"{note} The groups under {fmt_share(SMALL_SHARE)} of the items ({names}) are drawn again on their own "
+        "scale, the top of which each panel's axis shows: the second row of curves and the right-hand bars."
     )
 
 

@@ -16,7 +16,7 @@ from fairgate.document.document import AuditDocument
 from fairgate.document.groups import GroupEntry
 from fairgate.document.regression import DistanceEntry, RegressionBlock, RegressionGroup
 from fairgate.policy.outcomes import Outcomes
-from fairgate.report.format import estimate_text, fmt, group_label, metric_label, round_number, slicing_key
+from fairgate.report.format import estimate_text, fmt, fmt_p, group_label, metric_label, round_number, slicing_key
 from fairgate.report.model import Cell, GlossaryRow, ResultRow
 from fairgate.report.results import result_row, with_units
 from fairgate.report.sections import cell
@@ -220,7 +220,7 @@ def _distance_row(d: DistanceEntry, slicing: list[str]) -> DistanceRow:
         against="everyone else",
         ks_text=fmt(d.ks_distance),
         ks_bound_text=f"± {fmt(d.ks_error_bound, 4)}",
-        ks_p_text=_p_text(d.ks_p_value),
+        ks_p_text=fmt_p(d.ks_p_value),
         w1_text=fmt(d.wasserstein_distance),
         w1_bound_text=f"± {fmt(d.wasserstein_error_bound, 4)}",
         sufficient=d.sufficient,
@@ -324,9 +324,3 @@ def _cdf_series(
 def _r(value: float | None) -> float:
     rounded = round_number(value, 5)
     return 0.0 if rounded is None else rounded
-
-
-def _p_text(p: float | None) -> str:
-    if p is None:
-        return "–"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"

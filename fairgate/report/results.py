@@ -62,6 +62,9 @@ def result_row(result: PolicyResult, suppression: Suppression, words: Outcomes |
         judged_note=estimated_note(result) or judged_note(result),
         estimated=bool(result.estimated),
         detectable_text=detectable_text(result.detectable_disparity, higher),
+        withheld_why=suppression.why_withheld(slicing, result.worst_group, result.best_group)
+        if result.status == "fail"
+        else "",
     )
 
 
@@ -104,7 +107,7 @@ def judged_note(result: PolicyResult) -> str:
 
 
 def with_units(rows: list[ResultRow], document: AuditDocument) -> list[ResultRow]:
-    """The rows with the unit each threshold and gap is in (none for a rate, a share or a ratio).
+    """The rows with the unit each threshold, gap and detectable disparity is in (none for a rate, share or ratio).
 
     The kind's catalogue says which power of the outcome's unit a metric is in (``TaskMetric.unit_power``); the
     policy's options section of the kind names the unit (``regression.outcome_unit``), else "outcome units".
@@ -117,7 +120,10 @@ def with_units(rows: list[ResultRow], document: AuditDocument) -> list[ResultRow
         suffix = units.get(row.metric)
         if suffix and row.threshold is not None:
             gap = row.gap_text and f"{row.gap_text} {suffix}"
-            row = replace(row, threshold_text=f"{row.threshold_text} {suffix}", gap_text=gap)
+            detectable = row.detectable_text.replace(" or ", f" {suffix} or ", 1)  # "1.733 SD of ZFYA or more"
+            row = replace(
+                row, threshold_text=f"{row.threshold_text} {suffix}", gap_text=gap, detectable_text=detectable
+            )
         out.append(row)
     return out
 
@@ -168,7 +174,7 @@ def _severity_text(severity: float, threshold: float | None) -> str:
     """
     if severity <= 0 or not threshold:
         return ""
-    return f"{severity:.2f} × the threshold"
+    return f"{fmt(severity, 2)} × the threshold"
 
 
 def _gap(value: float | None, threshold: float | None, higher: bool) -> tuple[str, float]:

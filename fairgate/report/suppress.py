@@ -12,6 +12,7 @@ same label, whatever the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ from fairgate.document.groups import GroupEntry
 from fairgate.document.multiclass import MulticlassBlock
 from fairgate.engine.labels import WITHHELD, group_key, withheld_label
 from fairgate.policy.outcomes import RATE_DEFINITIONS
-from fairgate.report.disclosure import CellKey, Counts, Gap, Tables, suppress
+from fairgate.report.disclosure import CellKey, Counts, Line, Tables, suppress
 from fairgate.report.format import base_metrics, fmt_count, group_label
 from fairgate.report.model import SUPPRESSED
+from fairgate.report.tables import count_cell
 
 GroupKey = str  # fairgate.engine.labels.group_key: one key per group, whatever its attribute order
 SlicingKey = tuple[str, ...]
@@ -91,21 +93,26 @@ class Suppression:
         n_rows: float | None = None,
         counts: Counts | None = None,
         pairs: Iterable[tuple[CellKey, CellKey]] = (),
-        gaps: Iterable[Gap] = (),
+        revealed: Iterable[Line] = (),
+        named: Iterable[CellKey] = (),
     ) -> Suppression:
         """The suppression of a document's groups at ``min_cell_size``; ``n_rows`` is the published total.
 
         Without ``n_rows`` the total is taken as the sum of the first slicing's groups (what it is, since rows
         with a missing attribute are left out of every slicing). ``counts`` (see :func:`document_counts`) are
         suppressed with the sizes; without them only sizes are. Of each of ``pairs`` of groups (cells), when
-        one is withheld the other is too, its counts protected like small ones. Of each of ``gaps``, when one
-        side is withheld and the other shown, the withheld side's rate is taken as published.
+        one is withheld the other is too, its counts protected like small ones. ``revealed`` are
+        more equations known whatever is withheld (:func:`revealed_rates`); ``named`` the groups a failing
+        result names, withheld last.
         """
         if n_rows is None:
             first = next(iter(groups_by_slicing(groups).values()), [])
             n_rows = sum(g.n or 0.0 for g in first)
         tables = Tables.of(((g.slicing, g.group, g.n) for g in groups if g.slicing), n_rows, counts)
-        pattern = suppress(tables, min_cell_size, pairs, gaps)
+        extra = tuple(line for line in revealed if all(m in tables.values for m in line.members))
+        if extra:
+            tables = dataclasses.replace(tables, lines=tables.lines + extra)
+        pattern = suppress(tables, min_cell_size, pairs, named)
         hidden: dict[SlicingKey, set[GroupKey]] = {}
         size_hidden: dict[SlicingKey, set[GroupKey]] = {}
         counts_hidden: dict[tuple[SlicingKey, GroupKey], set[str]] = {}
@@ -133,16 +140,25 @@ class Suppression:
 
         A result states the gap between its worst-off and best-off groups and names both: with one's rate
         shown, the other's follows to full precision. So when one side is withheld, the other is too (its size
-        stays printed). :func:`gap_rates_protected`, which instead takes the withheld side's rate as published
-        and protects its counts, withholds more groups on COMPAS at ten times the CPU
-        (``bench/suppression.py``), so reports use this rule.
+        stays printed). A gap of a rate over the whole group reveals both sides' rates whatever is withheld
+        (:func:`revealed_rates`): they are lines of the tables. The groups a failing result names are withheld
+        last of all.
         """
         pairs = [
             ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
             for r in document.results
             if r.slicing and r.worst_group and r.best_group
         ]
-        out = cls.of(document.groups, min_cell_size, document.n_rows, document_counts(document), pairs)
+        counts = document_counts(document)
+        revealed = revealed_rates(document) if counts and document.multiclass is None else []
+        named = [
+            (frozenset(r.slicing), group_key(g))
+            for r in document.results
+            if r.slicing and r.status == "fail"
+            for g in (r.worst_group, r.best_group)
+            if g
+        ]
+        out = cls.of(document.groups, min_cell_size, document.n_rows, counts, pairs, revealed=revealed, named=named)
         out.withhold_partners(document, covered=set())
         return out
 
@@ -218,6 +234,18 @@ class Suppression:
             return "–"
         label = group_label(group, slicing)
         return withheld_label(label) if self.hides(slicing, group) else label
+
+    def why_withheld(
+        self, slicing: Sequence[str], group: Mapping[str, object] | None, partner: Mapping[str, object] | None
+    ) -> str:
+        """Why a result's named group shows no rates, when its partner's are withheld too ("" otherwise).
+
+        The printed gap with the group's rates would give its partner's: rule 3 withholds them whatever else
+        holds, so the words tell nothing about the group's own counts (every such pair reads the same).
+        """
+        if not group or not partner or not self.hides(slicing, group) or not self.hides(slicing, partner):
+            return ""
+        return f"withheld: with the gap, its rates would reveal {group_label(partner, slicing)}'s counts"
 
     def size_text(self, slicing: Sequence[str], group: Mapping[str, object], n: float | None) -> str:
         """A group's size as a table prints it: the one label when the size is hidden."""
@@ -305,62 +333,32 @@ def rate_counts(rate: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     return tuple(n for n in denominator if _COUNT_KINDS[n][counted] == favourable), denominator
 
 
-def gap_rates_protected(document: AuditDocument, min_cell_size: int) -> Suppression:
-    """The alternative rule for judged gaps, kept to show what it costs (bench, tests).
+def revealed_rates(document: AuditDocument) -> list[Line]:
+    """The rates a judged result reveals whatever is withheld, as equations over counts.
 
-    For a rate of confusion counts (binary), the withheld side's rate a judged gap reveals is taken as published
-    and its counts are protected among the equations (whole-number candidates included), so the shown side
-    keeps its rates; otherwise (multiclass, regression, a rate of 0 or 1) the shown side is withheld too.
-    :meth:`Suppression.of_document` does not use it.
-    """
-    counts = document_counts(document)
-    gaps = result_gaps(document) if counts and document.multiclass is None else []
-    covered = {id(r) for r, _ in gaps}
-    pairs = [
-        ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
-        for r in document.results
-        if r.slicing and r.worst_group and r.best_group and id(r) not in covered
-    ]
-    out = Suppression.of(document.groups, min_cell_size, document.n_rows, counts, pairs, [g for _, g in gaps])
-    out.withhold_partners(document, covered)
-    return out
-
-
-def result_gaps(document: AuditDocument) -> list[tuple[object, Gap]]:
-    """Each judged result's gap per rate it compares (both of equalized odds'), with the result it is of.
-
-    A result none of whose rates is a rate of confusion counts has none (its partners are withheld instead).
+    A result over a rate of the whole group (the selection rate: favourable decisions over the size) prints
+    the gap between its two named sides. With both sides' rates withheld and both sizes printed, the gap is
+    one linear equation between their counts (``a / n_a - b / n_b = gap``); a difference and a ratio of the
+    same two rates (demographic parity and disparate impact) give both rates outright, and whole numbers
+    often leave one pair of counts for a single gap. So each side's rate is taken as published:
+    ``rate * size - numerator = 0``, one line per side (redundant for a group whose counts are printed).
     """
     entries = {(frozenset(g.slicing), group_key(g.group)): g for g in document.groups if g.slicing}
-    out: list[tuple[object, Gap]] = []
+    lines: dict[tuple[CellKey, str], Line] = {}
     for r in document.results:
         if not (r.slicing and r.worst_group and r.best_group):
             continue
-        sides = ((frozenset(r.slicing), group_key(r.worst_group)), (frozenset(r.slicing), group_key(r.best_group)))
-        bases = [(b, rate_counts(b)) for b in base_metrics(r.metric)]
-        if not bases or any(c is None or any(s not in entries for s in sides) for _, c in bases):
-            continue
-        gaps = []
-        for base, definition in bases:
-            assert definition is not None
-            rates = tuple(_rate(entries[s], base) for s in sides)
-            gaps.append(Gap(sides, definition[0], definition[1], (rates[0], rates[1])))
-        # A result over several rates (equalized odds: the larger of two gaps) states the gap of the rate it
-        # equals; every rate when none matches (taken as known all the same: more protection, never less).
-        stated = [g for g in gaps if r.value is not None and _states(g, r.value)]
-        out += [(r, g) for g in stated or gaps]
-    return out
-
-
-def _states(gap: Gap, value: float) -> bool:
-    """Whether a result's value is this gap's difference or ratio of the two sides' rates."""
-    a, b = gap.rates
-    if a is None or b is None:
-        return False
-    ratio = min(a, b) / max(a, b) if max(a, b) > 0 else None
-    return math.isclose(abs(a - b), abs(value), abs_tol=1e-9) or (
-        ratio is not None and math.isclose(ratio, value, abs_tol=1e-9)
-    )
+        for base in base_metrics(r.metric):
+            definition = rate_counts(base)
+            if definition is None or definition[1] != COUNT_NAMES:
+                continue  # a rate over part of the group: its denominator is not a printed size
+            for group in (r.worst_group, r.best_group):
+                cell = (frozenset(r.slicing), group_key(group))
+                rate = _rate(entries[cell], base) if cell in entries else None
+                if rate is not None and math.isfinite(rate):
+                    parts = tuple(count_cell(cell, n) for n in definition[0])
+                    lines[(cell, base)] = Line(cell, parts, (rate, *(-1.0 for _ in parts)))
+    return [lines[key] for key in sorted(lines, key=lambda key: (sorted(key[0][0]), key[0][1], key[1]))]
 
 
 def _rate(entry: GroupEntry, rate: str) -> float | None:

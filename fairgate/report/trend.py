@@ -10,7 +10,16 @@ import dataclasses
 
 from fairgate.document.trend import Trend, TrendChange, TrendRun, TrendSeries
 from fairgate.monitoring.trend import FIRST_RUN
-from fairgate.report.format import STATUS_MARKS, fmt, metric_label, round_number, slicing_key
+from fairgate.report.format import (
+    STATUS_MARKS,
+    fmt,
+    fmt_p,
+    fmt_signed,
+    interval_text,
+    metric_label,
+    round_number,
+    slicing_key,
+)
 from fairgate.report.trend_model import ChangeRow, TrendLine, TrendMark, TrendPanel, TrendRunRow, TrendView
 
 #: Slicings drawn in one metric's chart; the table lists every change.
@@ -134,11 +143,9 @@ def _change_row(series: TrendSeries, change: TrendChange) -> ChangeRow:
         slicing_label=slicing_key(series.slicing),
         previous_text=fmt(change.previous_value),
         value_text=fmt(change.value),
-        delta_text="–" if delta is None else f"{delta:+.3f}",
-        ci_text=f"{change.ci_low:+.3f} to {change.ci_high:+.3f}"
-        if change.ci_low is not None and change.ci_high is not None
-        else "",
-        p_text=_p(change.p_value_adjusted),
+        delta_text=fmt_signed(delta),
+        ci_text=interval_text(change.ci_low, change.ci_high),
+        p_text=fmt_p(change.p_value_adjusted),
         tested=change.tested,
         significant=change.significant,
         worse=worse,
@@ -150,14 +157,3 @@ def _change_row(series: TrendSeries, change: TrendChange) -> ChangeRow:
 
 def _mark(status: str | None) -> str:
     return STATUS_MARKS.get(status or "", "–")
-
-
-def _p(p: float | None) -> str:
-    """An adjusted p-value for the table.
-
-    >>> _p(0.00001), _p(0.0312), _p(None)
-    ('< 0.001', '0.031', '–')
-    """
-    if p is None:
-        return "–"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"

@@ -26,12 +26,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.columns import PERSON_WEIGHT, ROWS
-from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells
+from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells, unit_weight_sums
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from tasks.inputs.align import id_buckets, join_report, matched_relation, restrict_to_bucket, sort_group_sizes
 from tasks.inputs.io import first_line
-from tasks.inputs.sql import quote_identifier, render_sql
+from tasks.inputs.sql import load_sql, quote_identifier, render_sql
 from tasks.inputs.staged import Aligned, Staged
 from tasks.inputs.weights import check_streamed_weights_joined
 
@@ -58,14 +58,7 @@ def cube_from_relation(
     columns = policy.columns
     attributes = policy.attribute_names
     weight = columns.weight
-    for name in [columns.y_true, *attributes, *([weight] if weight else [])]:
-        if name not in present:
-            fix = "rename the column in the data or set its name in the policy"
-            raise DataError(MISSING_COLUMN.format(column=name, source=source, present=present, fix=fix))
-    has_scores = columns.score in present
-    if columns.y_pred not in present and not has_scores:
-        fix = f"give predictions in {columns.y_pred!r}, or scores in {columns.score!r} to threshold"
-        raise DataError(MISSING_COLUMN.format(column=columns.y_pred, source=source, present=present, fix=fix))
+    has_scores = _check_columns(present, policy, source)
     bins = policy.statistics.calibration_bins if has_scores else 1
     histogram_bins = policy.execution.auc_bins if (score_histogram and has_scores) else 0
     quoted = [quote_identifier(a) for a in attributes]
@@ -83,11 +76,16 @@ def cube_from_relation(
         "score_value": score,
         "weight_value": weight_value,
     }
-    sql = render_sql("cube_cells", y_pred_value=y_pred, person_weight_value=person, **fragments)
+    weighted = bool(weight) or PERSON_WEIGHT in present
+    weight_sums = load_sql("cube_weight_sums").rstrip() if weighted else ""
+    sql = render_sql(
+        "cube_cells", y_pred_value=y_pred, person_weight_value=person, weight_sums=weight_sums, **fragments
+    )
     params: dict[str, object] = {"flip": policy.favorable_label == 0, "bins": bins, "tolerance": BIN_EDGE_TOLERANCE}
     if columns.y_pred not in present:  # predictions from the score, as the engine derives them
         params["threshold"] = columns.decision_threshold
     raw_cells = con.sql(sql, params=params).pl()
+    raw_cells = raw_cells if weighted else unit_weight_sums(raw_cells)  # every weight 1: the sums are the rows
     cube = cube_from_raw_cells(raw_cells, policy, source=source, has_scores=has_scores, bins=bins)
     if not histogram_bins:
         return cube
@@ -97,6 +95,21 @@ def cube_from_relation(
         _add_into(con, histogram_table, sql, params)
         return cube
     return with_histogram(cube, con.sql(sql, params=params).pl(), histogram_bins)
+
+
+def _check_columns(present: list[str], policy: Policy, source: str) -> bool:
+    """Check that the relation has the columns the policy names; whether it has scores."""
+    columns = policy.columns
+    weight = columns.weight
+    for name in [columns.y_true, *policy.attribute_names, *([weight] if weight else [])]:
+        if name not in present:
+            fix = "rename the column in the data or set its name in the policy"
+            raise DataError(MISSING_COLUMN.format(column=name, source=source, present=present, fix=fix))
+    has_scores = columns.score in present
+    if columns.y_pred not in present and not has_scores:
+        fix = f"give predictions in {columns.y_pred!r}, or scores in {columns.score!r} to threshold"
+        raise DataError(MISSING_COLUMN.format(column=columns.y_pred, source=source, present=present, fix=fix))
+    return has_scores
 
 
 def with_histogram(cube: Cube, histogram: pl.DataFrame, histogram_bins: int) -> Cube:

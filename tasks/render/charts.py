@@ -63,12 +63,14 @@ CHART_STYLE: dict[str, Any] = {
 
 
 @contextmanager
-def chart_figure(width: float, height: float, ncols: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
-    """A figure of ``ncols`` axes side by side in the report's style, closed when the block ends."""
+def chart_figure(
+    width: float, height: float, ncols: int = 1, *, nrows: int = 1, width_ratios: list[float] | None = None
+) -> Iterator[tuple[Figure, list[Axes]]]:
+    """A figure of ``nrows`` × ``ncols`` axes in the report's style (row by row), closed when the block ends."""
     with plt.rc_context(CHART_STYLE):  # type: ignore[arg-type]
-        fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, width_ratios=width_ratios)
         try:
-            yield fig, list(axes[0])
+            yield fig, [ax for row in axes for ax in row]
         finally:
             plt.close(fig)
 
@@ -133,6 +135,7 @@ def set_margins(
     top: float = 0.3,
     right: float = 0.12,
     wspace: float | None = None,
+    hspace: float | None = None,
 ) -> None:
     """Margins in inches (labels need absolute room, whatever the figure's size)."""
     width, height = fig.get_size_inches()
@@ -142,6 +145,7 @@ def set_margins(
         bottom=min(0.6, bottom / height),
         top=1 - top / height,
         wspace=wspace,
+        hspace=hspace,
     )
 
 

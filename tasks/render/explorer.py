@@ -18,11 +18,10 @@ from prefect.cache_policies import NO_CACHE
 
 import fairgate
 from fairgate.engine.labels import slicing_label
-from fairgate.report.build import as_document
 from fairgate.report.explorer import explorer_data
 from fairgate.report.suppress import Suppression
 from tasks.outputs import output_stem, write_atomic
-from tasks.render.report import TEMPLATE_DIR, template_environment
+from tasks.render.report import TEMPLATE_DIR, report_suppression, template_environment
 
 EXPLORER_SUFFIX = ".explorer.html"
 log = logging.getLogger(__name__)
@@ -49,14 +48,23 @@ def page_title(document: Mapping[str, Any]) -> str:
 
 
 def build_explorer_file(
-    document: Mapping[str, Any], cube: Any, policy: fairgate.Policy, out_dir: Path, min_cell_size: int
+    document: Mapping[str, Any],
+    cube: Any,
+    policy: fairgate.Policy,
+    out_dir: Path,
+    min_cell_size: int,
+    suppression: Suppression | None = None,
 ) -> Path | None:
-    """Write ``<stem>.explorer.html`` into ``out_dir`` for a binary audit with scores; None otherwise."""
+    """Write ``<stem>.explorer.html`` into ``out_dir`` for a binary audit with scores; None otherwise.
+
+    ``suppression``: the report's (:func:`~tasks.render.report.report_suppression`), computed here when not given.
+    """
     if not isinstance(cube, fairgate.Cube) or not cube.has_scores:  # the binary cube only: other kinds have none
         return None
     if document.get("label_free"):  # an audit without labels: its cube's labels are placeholders
         return None
-    suppression = Suppression.of_document(as_document(document), min_cell_size)  # the report's
+    if suppression is None:
+        suppression = report_suppression(document, min_cell_size)
     data = explorer_data(cube, document["groups"], policy, min_cell_size, suppression)
     if not data["slicings"]:
         return None
@@ -70,7 +78,12 @@ def build_explorer_file(
 
 @task(name="write-explorer", cache_policy=NO_CACHE)
 def write_explorer(
-    document: dict[str, Any], cube: Any, policy: fairgate.Policy, out_dir: Path, min_cell_size: int
+    document: dict[str, Any],
+    cube: Any,
+    policy: fairgate.Policy,
+    out_dir: Path,
+    min_cell_size: int,
+    suppression: Suppression | None = None,
 ) -> Path | None:
     """Prefect task: the what-if explorer beside the HTML report (deterministic, no retries)."""
-    return build_explorer_file(document, cube, policy, out_dir, min_cell_size)
+    return build_explorer_file(document, cube, policy, out_dir, min_cell_size, suppression)

@@ -48,7 +48,7 @@ def residual_chart(section: RegressionSection) -> str | None:
             set_margins(fig, left=0.5, bottom=0.4, top=top)
         else:  # many groups: the legend beside the axes, never over the lines
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=5.0, frameon=False)
-            set_margins(fig, left=0.5, bottom=0.4, top=top, right=1.25)
+            set_margins(fig, left=0.5, bottom=0.4, top=top, right=1.45)
         return to_svg(fig)
 
 
@@ -66,18 +66,6 @@ def cdf_chart(section: RegressionSection) -> str | None:
                 linewidth=1.1,
                 label=f"{shorten(series.label, 20)} (n={series.n:,})",
             )
-        if section.ks_mark is not None:
-            at, whose = section.ks_mark
-            ax.axvline(at, color=FAIL, linestyle="--", linewidth=0.9)
-            ax.annotate(
-                f"largest KS gap: {shorten(whose, 18)} vs rest",
-                xy=(at, 0.02),
-                xycoords=("data", "axes fraction"),
-                xytext=(3, 0),
-                textcoords="offset points",
-                fontsize=5.8,
-                color=FAIL,
-            )
         # Only where some group's CDF moves: the grid also spans the outcomes, often far wider.
         lows = [x for s in section.cdfs for x, y in zip(s.x, s.y, strict=True) if y > 0.0]
         highs = [next((x for x, y in zip(s.x, s.y, strict=True) if y >= 1.0), s.x[-1]) for s in section.cdfs if s.x]
@@ -85,11 +73,20 @@ def cdf_chart(section: RegressionSection) -> str | None:
             pad = 0.03 * (max(highs) - min(lows))
             ax.set_xlim(min(lows) - pad, max(highs) + pad)
         ax.set_ylim(0, 1.01)
+        if section.ks_mark is not None:
+            at, whose = section.ks_mark
+            # Named in the legend, not beside the line: there the text ran past the axes or over the curves.
+            label = f"largest KS gap:\n{shorten(whose, 24)} vs rest"
+            ax.axvline(at, color=FAIL, linestyle="--", linewidth=0.9, label=label)
         ax.set_xlabel("Prediction", fontsize=6.5)
         ax.set_ylabel("Share of the group predicted at most x", fontsize=6.5)
         top = set_wrapped_title(ax, f"Distribution of predictions, {section.key}", SIZE[0])
-        ax.legend(loc="upper left", fontsize=5.8)
-        set_margins(fig, left=0.5, bottom=0.4, top=top)
+        if len(section.cdfs) <= 3:  # a CDF starts at 0 on the left: a short legend fits the upper left
+            ax.legend(loc="upper left", fontsize=5.8)
+            set_margins(fig, left=0.5, bottom=0.4, top=top)
+        else:  # many groups: beside the axes, never over the curves (as the residual chart's)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=5.0, frameon=False)
+            set_margins(fig, left=0.5, bottom=0.4, top=top, right=1.45)
         return to_svg(fig)
 
 

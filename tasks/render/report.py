@@ -19,6 +19,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.report import ReportView, build_view, email_summary
+from fairgate.report.build import as_document
+from fairgate.report.suppress import Suppression
 from tasks.outputs import output_stem, write_atomic
 from tasks.render import charts as chart_lib
 from tasks.render.frontier_chart import frontier_svg
@@ -149,15 +151,17 @@ def build_report_files(
     min_cell_size: int = 10,
     use_case: str | None = None,
     explorer: str | None = None,
+    suppression: Suppression | None = None,
 ) -> dict[str, Path | None]:
     """Render the requested formats ("html", "pdf") into ``out_dir``; JSON is written by the audit flow.
 
-    ``explorer``: the file name of the what-if explorer written beside the report (the HTML links to it)."""
+    ``explorer``: the file name of the what-if explorer written beside the report (the HTML links to it);
+    ``suppression``: the document's (:func:`report_suppression`) when the caller already has it."""
     wanted = set(formats)
     paths: dict[str, Path | None] = {"html": None, "pdf": None}
     if not wanted & {"html", "pdf"}:
         return paths
-    view = build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case)
+    view = build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case, suppression=suppression)
     charts = render_charts(view)
     html = render_html(view, charts, explorer=explorer) if "html" in wanted else ""
     stem = output_stem(result_doc)
@@ -179,6 +183,7 @@ def render_report(
     min_cell_size: int = 10,
     use_case: str | None = None,
     explorer: str | None = None,
+    suppression: Suppression | None = None,
 ) -> dict[str, Path | None]:
     """Prefect task: render the HTML/PDF report files (no retries: rendering is deterministic)."""
     return build_report_files(
@@ -188,9 +193,23 @@ def render_report(
         min_cell_size=min_cell_size,
         use_case=use_case,
         explorer=explorer,
+        suppression=suppression,
     )
 
 
-def email_body(result_doc: Mapping[str, Any], *, min_cell_size: int = 10, use_case: str | None = None) -> str:
+def report_suppression(result_doc: Mapping[str, Any], min_cell_size: int) -> Suppression:
+    """The small-cell suppression of an audit document: computed once per audit and handed to every artefact
+    built from it (the report, its e-mail, the what-if explorer), so each withholds the same groups."""
+    return Suppression.of_document(as_document(result_doc), min_cell_size)
+
+
+def email_body(
+    result_doc: Mapping[str, Any],
+    *,
+    min_cell_size: int = 10,
+    use_case: str | None = None,
+    suppression: Suppression | None = None,
+) -> str:
     """The plain-text email body: verdict and top failures (same suppression as the report)."""
-    return email_summary(build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case))
+    view = build_view(result_doc, min_cell_size=min_cell_size, use_case=use_case, suppression=suppression)
+    return email_summary(view)

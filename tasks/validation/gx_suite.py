@@ -14,12 +14,15 @@ from typing import Any
 
 import pandas as pd
 
+from tasks.validation.deferred import deferred
+
 
 @lru_cache(maxsize=1)
 def load_great_expectations() -> Any:
     """The ``great_expectations`` module, imported on first use with analytics off and its logging quietened."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no phoning home from an audit
-    import great_expectations as gx
+    with deferred("altair"):  # one expectation's chart library, never drawn by our suites (deferred.py)
+        import great_expectations as gx
 
     _quiet_great_expectations()
     return gx

@@ -79,3 +79,61 @@ def test_each_replicate_resamples_all_rows() -> None:
     assert (counts.sum(axis=1) == rows.sum()).all()
     assert counts.std(axis=0).min() > 0  # resampled, not copied
     assert draw_counts(rows, 0, np.random.SeedSequence(1)).shape == (0, 4)
+
+
+def _multinomial_fit(counts: np.ndarray, probabilities: np.ndarray) -> float:
+    """The chi-square goodness-of-fit p-value of replicates (rows of ``counts``) against the multinomial law of
+    their total over ``probabilities``: every outcome enumerated, those expected fewer than 5 times pooled."""
+    from scipy import stats
+
+    total = int(counts[0].sum())
+    outcomes = [np.array(o) for o in _compositions(total, probabilities.size)]
+    expected = stats.multinomial.pmf(np.array(outcomes), total, probabilities) * counts.shape[0]
+    seen: dict[tuple[int, ...], int] = {}
+    for row in counts.astype(int).tolist():
+        seen[tuple(row)] = seen.get(tuple(row), 0) + 1
+    observed = np.array([seen.get(tuple(o.tolist()), 0) for o in outcomes], dtype=float)
+    assert observed.sum() == counts.shape[0]  # no replicate outside the multinomial's support
+    small = expected < 5
+    observed = np.append(observed[~small], observed[small].sum())
+    expected = np.append(expected[~small], expected[small].sum())
+    return float(stats.chisquare(observed, expected).pvalue)
+
+
+def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
+    if parts == 1:
+        return [(total,)]
+    return [(first, *rest) for first in range(total + 1) for rest in _compositions(total - first, parts - 1)]
+
+
+def test_draws_follow_the_multinomial_law() -> None:
+    """The conditional binomials over blocks of cells draw exactly the multinomial: a chi-square test over all
+    462 outcomes of 6 rows in 7 cells (one empty, so three blocks of three with padding) accepts them, and
+    rejects numpy's multinomial with two cells' probabilities swapped, so the test can tell laws apart."""
+    rows = np.array([1.0, 0.0, 2.0, 1.0, 1.0, 0.5, 0.5])
+    probabilities = rows / rows.sum()
+    drawn = draw_counts(rows, 100_000, np.random.SeedSequence(11))
+    assert drawn.shape == (100_000, 7)
+    assert (drawn[:, 1] == 0).all()  # an empty cell never draws a row
+    kept = np.flatnonzero(rows)
+    assert _multinomial_fit(drawn[:, kept], probabilities[kept]) > 1e-3
+    swapped = probabilities[kept][[0, 2, 1, 3, 4, 5]]
+    other = np.random.default_rng(11).multinomial(6, swapped, size=100_000)
+    assert _multinomial_fit(other, probabilities[kept]) < 1e-6
+
+
+def test_draws_at_scale_have_the_multinomial_moments() -> None:
+    """Millions of rows over 50 cells: the means, variances and covariances of the draws are the multinomial's
+    (n p, n p (1 - p), -n p_i p_j) within a few standard errors of 20,000 replicates."""
+    rng = np.random.default_rng(5)
+    rows = np.round(rng.gamma(0.7, 1.0, 50) * 1e5)
+    n, p = rows.sum(), rows / rows.sum()
+    drawn = draw_counts(rows, 20_000, np.random.SeedSequence(2))
+    assert (drawn.sum(axis=1) == n).all()
+    standard_errors = np.sqrt(n * p * (1 - p) / drawn.shape[0])
+    assert (np.abs(drawn.mean(axis=0) - n * p) < 5 * standard_errors).all()
+    covariance = np.cov(drawn, rowvar=False)
+    law = n * (np.diag(p) - np.outer(p, p))
+    scale = np.sqrt(np.outer(np.diag(law), np.diag(law)))
+    assert np.abs(covariance - law).max() < 0.05 * scale.max()
+    assert np.abs((covariance - law) / scale).max() < 0.05  # correlations within 0.05 (se about 0.007)

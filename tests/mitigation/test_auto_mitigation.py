@@ -31,7 +31,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from cli import DEMO_DATA, app
-from fairgate.report.format import fmt, interval_text
+from fairgate.report.format import fmt, fmt_signed, interval_text
 from tasks.inputs.io import write_demo_inputs
 from tasks.store import list_mitigations, show_run, verify
 
@@ -212,7 +212,7 @@ def test_one_pdf_carries_the_section_with_the_documents_numbers(auto_run: dict) 
     overall = block["accuracy"]["overall"]
     assert f"{overall['before']:.3f}" in text
     assert f"{overall['after']:.3f}" in text
-    assert f"{100 * overall['change']:+.1f} pts" in text
+    assert f"{fmt_signed(100 * overall['change'], 1)} pts" in text  # the one rule: a true minus sign
     for group, change in block["accuracy"]["groups"].items():
         assert f"{group} {change['n']:,} {change['before']:.3f} {change['after']:.3f}" in text
     assert "Fairness-accuracy frontier" in text

@@ -216,8 +216,10 @@ def test_paired_interval_is_narrower_than_two_independent_ones() -> None:
     accuracy = result["accuracy"]
     width = accuracy["ci_high"] - accuracy["ci_low"]
     # Two independent accuracies of ~0.78 on 3,000 people: the difference's 95% half-width is ~0.021.
+    # The paired width is about 0.6 of that (0.53-0.64 over data seeds 0-7 and two bootstrap streams), so the
+    # bound leaves room for the bootstrap's own noise.
     unpaired = 2 * 1.96 * np.sqrt(2 * 0.78 * 0.22 / 3000)
-    assert width < 0.6 * unpaired
+    assert width < 0.7 * unpaired
 
 
 # ------------------------------------------------------------------------------------- promotion decisions

@@ -124,13 +124,28 @@ def test_the_choice_takes_a_significant_gain_and_prefers_a_passing_candidate() -
     chosen, reasons = choose([_entry("a", "no_evidence_of_change", 0.02), _entry("b", "better", 0.015)], 0.99)
     assert chosen == "b"
     assert reasons[0].startswith("b is chosen for a significant accuracy gain of +0.015")
-    assert "deciding interval [+0.005, +0.025] at level 0.99" in reasons[0]
+    # 0.015 - 0.01 is 0.00499999... in binary: the one rule rounds the lower end down, never to +0.005
+    assert "deciding interval [+0.004, +0.025] at level 0.99" in reasons[0]
     chosen, reasons = choose([_entry("a", "better", 0.03, passes=False), _entry("b", "no_evidence_of_change", 0)], 0.99)
     assert chosen == "b"
     assert "no evidence of a difference" in reasons[0]
     chosen, reasons = choose([_entry("a", "better", 0.03, passes=False)], 0.99)
     assert chosen == "a"
     assert reasons[-1].startswith("a is promoted although it FAILS the policy")
+
+
+def test_a_failing_result_reads_by_the_one_rounding_rule() -> None:
+    """A failing result's brief rounds its value once and its interval outward, as every report does."""
+    from fairgate.engine.text import bracket_text
+    from fairgate.mitigation.promotion import _brief
+
+    result = {"metric": "disparate_impact_ratio", "slicing": ["race"], "threshold": 0.8}
+    brief = _brief({**result, "value": 0.60151, "ci_low": 0.55049, "ci_high": 0.65001})
+    assert brief == "Disparate impact ratio (race) 0.602 [0.550, 0.651], limit 0.8"
+    assert bracket_text(0.55049, 0.65001) in brief
+    assert _brief({**result, "value": -0.0004, "ci_low": None, "ci_high": 0.1}) == (
+        "Disparate impact ratio (race) 0.000, limit 0.8"
+    )
 
 
 def test_no_promotable_candidate_exits_1_and_names_each_reason(several: dict[str, Any]) -> None:

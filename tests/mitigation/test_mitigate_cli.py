@@ -59,6 +59,15 @@ def test_weights_file_holds_each_row_weight(
     (row,) = list_mitigations(out / "audit_trail.duckdb")
     assert (row["mitigation_id"], row["method"], row["answers"]) == (summary["run_id"], "reweighing", None)
     assert row["outputs"]["weights"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    # The command run is recorded as the audits of the other methods record it, and the trail's row holds the
+    # hash of the summary that carries it.
+    recorded = json.loads(Path(summary["outputs"]["json"]).read_text())["command_line"]
+    assert recorded == summary["command_line"]
+    assert recorded.startswith("fairgate mitigate --method reweighing --policy ")
+    assert f"--format {file_format}" in recorded
+    assert f"--training {compas_files['training']}" in recorded
+    summary_bytes = Path(summary["outputs"]["json"]).read_bytes()
+    assert row["outputs"]["json"]["sha256"] == hashlib.sha256(summary_bytes).hexdigest()
 
 
 def test_one_attribute_chosen(runner: InProcessRunner, compas_files: dict[str, Path], tmp_path: Path) -> None:
@@ -69,6 +78,8 @@ def test_one_attribute_chosen(runner: InProcessRunner, compas_files: dict[str, P
     written = pl.read_csv(json.loads(result.stdout)["outputs"]["weights"])
     assert written.columns == ["id", "sex", "two_year_recid", "weight"]
     assert written.select("sex", "two_year_recid", "weight").unique().height == 4
+    # A repeatable option is recorded as given, once per value (not as a Python list).
+    assert "--attribute sex" in json.loads(result.stdout)["command_line"]
 
 
 def test_missing_label_column_is_refused(

@@ -112,7 +112,7 @@ def test_groups_under_the_minimum_cell_size_are_suppressed() -> None:
     view = mitigation_view(_block(), Outcomes(), min_cell_size=10)
     assert view is not None
     rows = {g.label: g for g in view.groups}
-    assert rows["A"].change_text == "-1.0 pts"
+    assert rows["A"].change_text == "\u22121.0 pts"  # the one rule: a true minus sign
     assert rows["B"].suppressed
     assert (rows["B"].n_text, rows["B"].before_text, rows["B"].after_text) == ("suppressed", "suppressed", "suppressed")
 

@@ -19,10 +19,7 @@ import numpy as np
 import polars as pl
 import pytest
 from bench_scripts import load_bench
-
-import fairgate
-from cli import app
-from tasks.store import append_audit_run
+from monitor_helpers import monitor_command, record_deployment_audit, run_night, write_night
 
 NIGHT = date(2026, 11, 30)  # a Monday: the night's rows are one weekly period
 POLICY = """\
@@ -46,19 +43,11 @@ def bench() -> ModuleType:
 def _deployment(folder: Path, bench: ModuleType, rule: str) -> tuple[Path, Path]:
     """The policy and a trail holding the labelled deployment audit (its reliability bins: the reference)."""
     folder.mkdir(parents=True)
-    text = POLICY % rule
-    (folder / "policy.yaml").write_text(text)
-    policy = fairgate.Policy.from_yaml(text)
-    rows = bench.people(np.random.default_rng(11), 20_000, False)
-    cube = fairgate.build_cube(rows, policy)
-    parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
-    model = fairgate.ModelInfo(name="credit", version="1")
-    document = fairgate.adjudicate(cube, parts, policy, model=model, run_id="deployment").to_dict()
-    assert document["curves"]["calibration"]
+    (folder / "policy.yaml").write_text(POLICY % rule)
     trail = folder / "trail.duckdb"
-    append_audit_run(
-        trail, document, policy_text=text, inputs={}, validation={}, join_report={}, cube_cells=cube.cells.to_dicts()
-    )
+    rows = bench.people(np.random.default_rng(11), 20_000, False)
+    document = record_deployment_audit(rows, folder / "policy.yaml", trail, model="credit")
+    assert document["curves"]["calibration"]
     return folder / "policy.yaml", trail
 
 
@@ -67,22 +56,13 @@ def _night(folder: Path, bench: ModuleType, labels: bool) -> list[str]:
     rows = bench.people(np.random.default_rng(12), 4_000, False).with_row_index("id")
     start = datetime.combine(NIGHT, datetime.min.time())
     rows = rows.with_columns(pl.lit(start + timedelta(hours=12)).alias("timestamp"))
-    files = {"predictions": rows.select("id", "score", "y_pred", "timestamp"), "attributes": rows.select("id", "g")}
-    if labels:
-        files["labels"] = rows.select("id", "y_true")
-    args = []
-    for role, frame in files.items():
-        frame.write_parquet(folder / f"{role}.parquet")
-        args += [f"--{role}", str(folder / f"{role}.parquet")]
-    return args
+    return write_night(rows, folder, ["g"], labels)
 
 
 def _monitor(runner: Any, folder: Path, bench: ModuleType, rule: str, labels: bool) -> tuple[Any, dict[str, Any]]:
     policy, trail = _deployment(folder, bench, rule)
-    args = ["monitor", "run", "--policy", str(policy), "--model-name", "credit", "--model-version", "1"]
-    args += ["--out", str(folder / "out"), "--trail", str(trail), *_night(folder, bench, labels)]
-    result = runner.invoke(app, args, env={"COLUMNS": "220"})
-    (path,) = (folder / "out").glob("monitoring_*.json")
+    command = monitor_command(policy, folder / "out", trail, model="credit")
+    result, path = run_night(runner, [*command, *_night(folder, bench, labels)], folder / "out")
     return result, json.loads(path.read_text())
 
 

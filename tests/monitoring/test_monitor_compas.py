@@ -10,13 +10,21 @@ import os
 import re
 import subprocess
 import sys
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 import pytest
+from monitor_helpers import (
+    COMPAS_CSV,
+    FIRST_NIGHT,
+    monitor_command,
+    record_deployment_audit,
+    run_weeks,
+    write_night,
+)
 from pdf_words import (
     code_form_metric_names,
     document_numbers,
@@ -26,12 +34,8 @@ from pdf_words import (
     unexplained_numbers,
 )
 
-import fairgate
 from cli import app
-from tasks.store import append_audit_run
 
-COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
-FIRST_NIGHT = date(2013, 12, 30)  # a Monday: the deployment audit holds every person screened before it
 NIGHTS = 4
 POLICY = """\
 fairness_checker:
@@ -67,33 +71,6 @@ def _compas() -> pl.DataFrame:
     return frame
 
 
-def _record_deployment_audit(rows: pl.DataFrame, policy_path: Path, trail: Path) -> None:
-    """The deployment audit of everyone screened before the first night, recorded as ``fairgate audit`` does."""
-    text = policy_path.read_text()
-    policy = fairgate.Policy.from_yaml(text)
-    cube = fairgate.build_cube(rows.select("y_true", "y_pred", "score", "race", "sex"), policy)
-    parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
-    model = fairgate.ModelInfo(name="compas", version="1")
-    document = fairgate.adjudicate(cube, parts, policy, model=model, run_id="deployment").to_dict()
-    append_audit_run(
-        trail, document, policy_text=text, inputs={}, validation={}, join_report={}, cube_cells=cube.cells.to_dicts()
-    )
-
-
-def _write_night(rows: pl.DataFrame, folder: Path) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {
-        "predictions": rows.select("id", "score", "y_pred", "timestamp"),
-        "labels": rows.select("id", "y_true"),
-        "attributes": rows.select("id", "race", "sex"),
-    }
-    args = []
-    for role, frame in files.items():
-        frame.write_parquet(folder / f"{role}.parquet")
-        args += [f"--{role}", str(folder / f"{role}.parquet")]
-    return args
-
-
 @pytest.fixture(scope="module")
 def compas_nights(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server: str) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("compas_monitor")
@@ -101,23 +78,18 @@ def compas_nights(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect
     trail = folder / "trail.duckdb"
     rows = _compas()
     start = datetime.combine(FIRST_NIGHT, datetime.min.time())
-    _record_deployment_audit(rows.filter(pl.col("timestamp") < start), folder / "policy.yaml", trail)
-    base = ["monitor", "run", "--policy", str(folder / "policy.yaml"), "--model-name", "compas"]
-    base += ["--model-version", "1", "--out", str(folder / "out"), "--trail", str(trail)]
-    runs = []
-    for week in range(NIGHTS):
-        first = start + timedelta(days=7 * week)
-        night = rows.filter((pl.col("timestamp") >= first) & (pl.col("timestamp") < first + timedelta(days=7)))
+    deployed = rows.filter(pl.col("timestamp") < start).select("y_true", "y_pred", "score", "race", "sex")
+    record_deployment_audit(deployed, folder / "policy.yaml", trail)
+    base = monitor_command(folder / "policy.yaml", folder / "out", trail)
+
+    def write(night: pl.DataFrame, week: int) -> list[str]:
         if week == NIGHTS - 1:  # the model flags every African-American person this week
             night = night.with_columns(
                 pl.when(pl.col("race") == "African-American").then(1).otherwise(pl.col("y_pred")).alias("y_pred")
             )
-        args = _write_night(night, folder / f"week{week + 1}")
-        result = runner.invoke(app, [*base, *args], env={"COLUMNS": "220"})
-        day = first.date().isoformat()
-        (path,) = (folder / "out").glob(f"monitoring_*_{day}.json")
-        runs.append({"result": result, "document": json.loads(path.read_text()), "args": args, "rows": night.height})
-    return {"folder": folder, "runs": runs, "base": base}
+        return write_night(night, folder / f"week{week + 1}", ["race", "sex"])
+
+    return {"folder": folder, "runs": run_weeks(runner, base, rows, NIGHTS, write), "base": base}
 
 
 def test_the_flagged_week_fails_its_windows_and_exits_1(compas_nights: dict[str, Any]) -> None:

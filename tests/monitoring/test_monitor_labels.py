@@ -12,21 +12,29 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 import pytest
+from monitor_helpers import (
+    COMPAS_CSV,
+    FIRST_NIGHT,
+    WIDE,
+    monitor_command,
+    record_deployment_audit,
+    run_night,
+    run_weeks,
+    week_rows,
+    write_night,
+)
 
-import fairgate
 from cli import app
-from tasks.store import append_audit_run, verify
+from tasks.store import verify
 from tasks.store.monitor import label_estimate_rows
 
-COMPAS_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "compas" / "compas-scores-two-years.csv"
-FIRST_NIGHT = date(2013, 12, 30)  # a Monday: the deployment sample holds every person screened before it
 WEEKS = 4
 POLICY = """\
 fairness_checker:
@@ -64,32 +72,6 @@ def _compas() -> pl.DataFrame:
     return frame.with_columns(pl.coalesce("cell", "decile").clip(0.01, 0.99).alias("score"))
 
 
-def _record_deployment_audit(rows: pl.DataFrame, policy_path: Path, trail: Path) -> dict[str, Any]:
-    """The labelled deployment audit, recorded as ``fairgate audit`` records it (its reliability bins included)."""
-    text = policy_path.read_text()
-    policy = fairgate.Policy.from_yaml(text)
-    cube = fairgate.build_cube(rows.select("y_true", "y_pred", "score", "race"), policy)
-    parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
-    model = fairgate.ModelInfo(name="compas", version="1")
-    document = fairgate.adjudicate(cube, parts, policy, model=model, run_id="deployment").to_dict()
-    append_audit_run(
-        trail, document, policy_text=text, inputs={}, validation={}, join_report={}, cube_cells=cube.cells.to_dicts()
-    )
-    return dict(document)
-
-
-def _write(rows: pl.DataFrame, folder: Path, labels: bool) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {"predictions": rows.select("id", "score", "y_pred", "timestamp"), "attributes": rows.select("id", "race")}
-    if labels:
-        files["labels"] = rows.select("id", "y_true")
-    args = []
-    for role, frame in files.items():
-        frame.write_parquet(folder / f"{role}.parquet")
-        args += [f"--{role}", str(folder / f"{role}.parquet")]
-    return args
-
-
 @pytest.fixture(scope="module")
 def weeks(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server: str) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("compas_labels")
@@ -97,34 +79,23 @@ def weeks(tmp_path_factory: pytest.TempPathFactory, runner: Any, prefect_server:
     trail = folder / "trail.duckdb"
     rows = _compas()
     start = datetime.combine(FIRST_NIGHT, datetime.min.time())
-    deployment = _record_deployment_audit(rows.filter(pl.col("timestamp") < start), folder / "policy.yaml", trail)
-    base = ["monitor", "run", "--policy", str(folder / "policy.yaml"), "--model-name", "compas"]
-    base += ["--model-version", "1", "--out", str(folder / "out"), "--trail", str(trail)]
-    runs = []
-    for week in range(WEEKS):
-        first = start + timedelta(days=7 * week)
-        night = rows.filter((pl.col("timestamp") >= first) & (pl.col("timestamp") < first + timedelta(days=7)))
-        result = runner.invoke(app, [*base, *_write(night, folder / f"week{week + 1}", False)], env={"COLUMNS": "220"})
-        (path,) = (folder / "out").glob(f"monitoring_*_{first.date().isoformat()}.json")
-        runs.append({"result": result, "document": json.loads(path.read_text())})
+    deployed = rows.filter(pl.col("timestamp") < start).select("y_true", "y_pred", "score", "race")
+    deployment = record_deployment_audit(deployed, folder / "policy.yaml", trail)
+    base = monitor_command(folder / "policy.yaml", folder / "out", trail)
+    runs = run_weeks(
+        runner, base, rows, WEEKS, lambda night, week: write_night(night, folder / f"week{week + 1}", ["race"], False)
+    )
     show = ["monitor", "show", "--model", "compas", "--trail", str(trail), "--window", "28"]
-    shown = {"text": runner.invoke(app, show, env={"COLUMNS": "220"}), "json": runner.invoke(app, [*show, "--json"])}
-    week_one = rows.filter((pl.col("timestamp") >= start) & (pl.col("timestamp") < start + timedelta(days=7)))
-    partial = _write(week_one, folder / "partial", True)
+    shown = {"text": runner.invoke(app, show, env=WIDE), "json": runner.invoke(app, [*show, "--json"])}
+    week_one = week_rows(rows, start)
+    partial = write_night(week_one, folder / "partial", ["race"])
     week_one.head(week_one.height // 2).select("id", "y_true").write_parquet(folder / "partial" / "labels.parquet")
-    before = set((folder / "out").glob("monitoring_*.json"))
-    result = runner.invoke(app, [*base, *partial, "--night", FIRST_NIGHT.isoformat()], env={"COLUMNS": "220"})
-    (path,) = set((folder / "out").glob("monitoring_*.json")) - before
+    result, path = run_night(runner, [*base, *partial, "--night", FIRST_NIGHT.isoformat()], folder / "out")
     half = {"result": result, "document": json.loads(path.read_text())}
-    late = rows.filter((pl.col("timestamp") >= start) & (pl.col("timestamp") < start + timedelta(days=7 * WEEKS)))
-    args = [
-        *_write(late, folder / "late", True),
-        "--night",
-        (FIRST_NIGHT + timedelta(days=7 * (WEEKS - 1))).isoformat(),
-    ]
-    before = set((folder / "out").glob("monitoring_*.json"))
-    result = runner.invoke(app, [*base, *args], env={"COLUMNS": "220"})
-    (path,) = set((folder / "out").glob("monitoring_*.json")) - before
+    late = week_rows(rows, start, WEEKS)
+    last = (FIRST_NIGHT + timedelta(days=7 * (WEEKS - 1))).isoformat()
+    args = [*write_night(late, folder / "late", ["race"]), "--night", last]
+    result, path = run_night(runner, [*base, *args], folder / "out")
     labelled = {"result": result, "document": json.loads(path.read_text()), "json": path}
     return {
         "folder": folder,

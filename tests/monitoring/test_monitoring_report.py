@@ -146,3 +146,20 @@ def test_left_out_streams_are_grouped_by_reason_with_the_date_once(document: dic
     assert section.count("too few people tonight for true positive rate (") == 1
     for i, group in enumerate(groups):
         assert f"Equal opportunity difference · race · {group} vs White (needs {40 + i})" in section
+
+
+def test_the_night_builds_the_frame_every_report_type_shows(document: dict[str, Any]) -> None:
+    """The monitoring view's frame is the core's ReportFrame: the night's badge and sentence as its decision,
+    a group's size once per window (the simulated document publishes none: tests/monitoring/test_monitor_compas.py
+    checks them on a PDF), the glossary ending on the one word for a withheld size."""
+    from fairgate.report.model import SUPPRESSED_ROW, ReportFrame
+
+    view = build_monitoring_view(document)
+    frame = view.frame
+    assert isinstance(frame, ReportFrame)
+    assert (frame.decision, frame.why) == (view.badge, [view.sentence])
+    assert frame.run_id == document["run_id"]
+    assert len(frame.size_columns) == len(document["windows"])
+    assert all(len(r.sizes) == len(frame.size_columns) for r in frame.size_rows)
+    assert frame.glossary[-1] == SUPPRESSED_ROW
+    assert frame.what_to_do.startswith(("What to do:", "Nothing to act on"))

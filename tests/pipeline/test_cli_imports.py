@@ -165,3 +165,26 @@ def test_the_cli_ends_fast_but_only_after_its_last_logs_reached_the_server(tmp_p
     assert any(m.startswith("verdict fail: ") for m in messages)
     # The flow run's very last line: its final state, with the verdict and the failed metrics.
     assert any(m.startswith("Finished in state Completed('verdict: fail; failed: ") for m in messages), messages[-3:]
+
+
+_THRESHOLDS_IN_A_COMMAND = """
+import gc, json, sys
+import cli
+default = gc.get_threshold()
+cli.run_guarded = lambda app: sys.stderr.write(json.dumps({"default": default, "command": gc.get_threshold()}) + "\\n")
+sys.argv = ["fairgate", "--help"]
+cli.main()
+"""
+
+
+def test_a_command_collects_young_cycles_less_often_and_keeps_the_older_thresholds() -> None:
+    """The start-up's imports are not scanned for garbage every 700 allocations (cli/__init__.py)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _THRESHOLDS_IN_A_COMMAND], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stderr.strip().splitlines()[-1])
+    import cli
+
+    assert seen["command"] == [cli.YOUNG_GENERATION_THRESHOLD, *seen["default"][1:]]
+    assert seen["command"][0] > seen["default"][0]

@@ -70,6 +70,8 @@ class Publication:
     rates: dict[tuple[Cell, str], float] = field(default_factory=dict)  # published rates of groups, by metric
     with_counts: bool = False  # the tables have count columns (every group has TP, FP, TN, FN)
     small: set[Cell] = field(default_factory=set)  # hidden groups a label says hold fewer than k
+    #: More linear equations over counts: (weight of each (cell, outcome), right-hand side).
+    equations: list[tuple[dict[Target, float], float]] = field(default_factory=list)
 
     @property
     def hidden(self) -> set[Cell]:
@@ -157,6 +159,9 @@ class _Atoms:
             numerator, denominator = RATES[metric]
             rows.append(self.vector(c, numerator) - rate * self.vector(c, denominator))
             rhs.append(0.0)
+        for weights, value in pub.equations:
+            rows.append(sum((w * self.vector(c, o) for (c, o), w in weights.items()), np.zeros(len(self.atoms))))
+            rhs.append(value)
         # A combination a table does not list is empty, and the reader knows it: a published zero.
         for attributes in {c[0] for c in pub.groups}:
             ordered = sorted(attributes)
@@ -364,3 +369,98 @@ def with_result_gaps(pub: Publication, document: Any) -> Publication:
             if abs(derived - truth) < 1e-9:  # the gap is exactly the two rates' difference
                 pub.rates[(other, rate)] = derived
     return pub
+
+
+#: A judged result over the selection rate: how its value relates the two sides' rates.
+SELECTION_RESULTS = {"demographic_parity_difference": "difference", "disparate_impact_ratio": "ratio"}
+
+
+def withheld_gap_pairs(pub: Publication, document: Any) -> list[tuple[Any, Cell, Cell]]:
+    """The judged selection-rate results whose two named sides both have their rates withheld and their sizes
+    printed: (result, worst, best)."""
+    out = []
+    for r in document.results:
+        if r.metric not in SELECTION_RESULTS or not r.worst_group or not r.best_group or r.value is None:
+            continue
+        sides = (cell_of(r.slicing, r.worst_group), cell_of(r.slicing, r.best_group))
+        if all((c, "selection_rate") not in pub.rates and c in pub.visible for c in sides):
+            out.append((r, *sides))
+    return out
+
+
+def with_withheld_gaps(pub: Publication, document: Any) -> Publication:
+    """The publication plus what a judged gap between two *withheld* selection rates gives.
+
+    Both sides' sizes printed: rate = (TP + FP) / n with n known, so the printed difference (or ratio) is one
+    linear equation between the two sides' counts. A difference and a ratio of the same two rates give both
+    rates outright, whatever the sizes: a side whose size is withheld then has its rate published (for the
+    whole-number attack on its size). Read at full precision (the suppressed JSON keeps the result's value);
+    the attacker takes the side order the report implies by naming which side is worse."""
+    exact = {cell_of(g.slicing, g.group): g for g in document.groups}
+    both: dict[tuple[Cell, Cell], dict[str, float]] = {}
+    for r in document.results:
+        if r.metric in SELECTION_RESULTS and r.worst_group and r.best_group and r.value is not None:
+            sides = (cell_of(r.slicing, r.worst_group), cell_of(r.slicing, r.best_group))
+            both.setdefault(sides, {})[SELECTION_RESULTS[r.metric]] = float(r.value)
+    for (worst, best), values in both.items():
+        if len(values) < 2 or worst not in exact or best not in exact:
+            continue
+        high_rate = values["difference"] / (1 - values["ratio"])  # high - low = d, low = ratio * high
+        truth = {c: exact[c].metrics["selection_rate"].value for c in (worst, best)}
+        high, low = (worst, best) if truth[worst] > truth[best] else (best, worst)
+        for cell, rate in ((high, high_rate), (low, high_rate * values["ratio"])):
+            if cell not in pub.visible and (cell, "selection_rate") not in pub.rates:
+                pub.rates[(cell, "selection_rate")] = rate
+    for r, worst, best in withheld_gap_pairs(pub, document):
+        rate = {c: exact[c].metrics["selection_rate"].value for c in (worst, best)}
+        n = {c: pub.visible[c] for c in (worst, best)}
+        if SELECTION_RESULTS[r.metric] == "difference":
+            high, low = (worst, best) if rate[worst] > rate[best] else (best, worst)
+            weights = _selection(high, 1 / n[high]) | _selection(low, -1 / n[low])
+            pub.equations.append((weights, abs(r.value)))
+        else:  # the ratio of the lower rate to the higher
+            high, low = (worst, best) if rate[worst] > rate[best] else (best, worst)
+            pub.equations.append((_selection(low, 1 / n[low]) | _selection(high, -r.value / n[high]), 0.0))
+    return pub
+
+
+def _selection(cell: Cell, weight: float) -> dict[Target, float]:
+    return {(cell, "tp"): weight, (cell, "fp"): weight}
+
+
+def gap_integer(
+    pub: Publication, levels: Mapping[str, Sequence[str]], document: Any
+) -> dict[tuple[Cell, Cell], list[tuple[int, int]]]:
+    """Whole-number candidates for the favourable decisions (TP + FP) of two withheld sides of a judged
+    selection-rate gap (the equations of :func:`with_withheld_gaps` already in ``pub``): every pair of whole
+    counts within their ranges over the published equations (linear programmes) that satisfies each of the
+    pair's equations. A pair with one candidate left is pinned: its two counts are added to ``pub`` as
+    published, so the other attacks use them. Returns the pairs with their candidates (at most 10 listed)."""
+    atoms = _Atoms(pub, levels)
+    out: dict[tuple[Cell, Cell], list[tuple[int, int]]] = {}
+    pairs = {(worst, best) for _, worst, best in withheld_gap_pairs(pub, document)}
+    for a, b in sorted(pairs, key=str):
+        va, vb = atoms.vector(a, ("tp", "fp")), atoms.vector(b, ("tp", "fp"))
+        mine = [(w, v) for w, v in pub.equations if {c for c, _ in w} == {a, b}]
+        ranges = []
+        for vector in (va, vb):
+            high_x, low_x = atoms.solve(-vector, {}), atoms.solve(vector, {})
+            assert high_x is not None
+            assert low_x is not None
+            ranges.append((math.ceil(float(vector @ low_x) - 1e-6), math.floor(float(vector @ high_x) + 1e-6)))
+        candidates = []
+        first, value = mine[0]
+        for cb in range(ranges[1][0], ranges[1][1] + 1):  # each b, the a its first equation leaves
+            ca = round((value - first[(b, "tp")] * cb) / first[(a, "tp")])
+            if ranges[0][0] <= ca <= ranges[0][1] and all(abs(_weighted(w, a, b, ca, cb) - v) < 1e-9 for w, v in mine):
+                candidates.append((ca, cb))
+        out[(a, b)] = candidates[:10]
+        if len(candidates) == 1:
+            ((ca, cb),) = candidates
+            pub.equations += [(_selection(a, 1.0), float(ca)), (_selection(b, 1.0), float(cb))]
+    return out
+
+
+def _weighted(weights: Mapping[Target, float], a: Cell, b: Cell, ca: int, cb: int) -> float:
+    """An equation's left side with each side's TP + FP at the given counts (its two weights per side equal)."""
+    return weights[(a, "tp")] * ca + weights[(b, "tp")] * cb

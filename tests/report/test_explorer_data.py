@@ -171,3 +171,17 @@ def test_the_page_shows_exactly_the_groups_the_report_shows(
     }
     assert shown(page) == report
     assert shown(own) != report  # the test can fail: the groups' own rule differs on COMPAS
+
+
+def test_the_report_is_built_with_the_suppression_the_explorer_was_given(compas_doc: dict[str, Any]) -> None:
+    """The audit computes the suppression once (tasks.render.report.report_suppression) and hands it to the
+    explorer and the report: the view built with it is the view that computes its own, and the one handed over
+    is the one used (a pattern withholding nothing shows the groups the report's own rule withholds)."""
+    from fairgate.report.build import build_view
+    from tasks.render.report import report_suppression
+
+    suppression = report_suppression(compas_doc, 10)
+    assert build_view(compas_doc, min_cell_size=10, suppression=suppression) == build_view(compas_doc, min_cell_size=10)
+    nothing = Suppression.of_document(as_document(compas_doc), 1)
+    given = build_view(compas_doc, min_cell_size=10, suppression=nothing)
+    assert given.n_suppressed_total == 0 < build_view(compas_doc, min_cell_size=10).n_suppressed_total

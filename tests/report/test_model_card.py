@@ -77,7 +77,9 @@ def test_toolkit_card_without_the_section_validates_and_names_every_field(compas
 
 
 def test_the_view_shows_the_stated_fields_and_names_the_missing(compas_doc: dict[str, Any]) -> None:
-    view = build_view(compas_doc).model_card
+    frame = build_view(compas_doc).frame  # the model card is part of the frame every report type shows
+    assert frame is not None
+    view = frame.model_card
     assert view is not None
     assert [kv.key for kv in view.stated] == [
         "Intended use",

@@ -57,7 +57,7 @@ def test_view_has_the_frame_and_the_multiclass_pages(document: dict[str, Any]) -
 
 
 def test_the_frame_has_the_model_card_and_names_what_the_policy_leaves_out(document: dict[str, Any]) -> None:
-    card = build_view(document, min_cell_size=10).model_card  # the common frame of every kind but binary
+    card = build_view(document, min_cell_size=10).frame.model_card  # the core frame every kind carries
     assert card is not None
     assert card.stated == []
     assert card.missing_note.startswith("The policy has no model_card section")

@@ -70,6 +70,43 @@ def test_pages_per_slicing_with_group_rows_and_charts(document: dict[str, Any]) 
     assert all(svg is not None and svg.startswith("<svg") for svg in charts.values())
 
 
+def test_small_groups_are_drawn_again_on_a_scale_that_shows_them(document: dict[str, Any]) -> None:
+    """On the 0-to-1 scale of White's 83% a group of 2% of the items lies flat on the axis: the groups under
+    10% of the items get a second row of curves and a second panel of bars whose top fits their largest value."""
+    import re
+    from html import unescape
+
+    from tasks.render.ranking_charts import scale_top
+
+    typed, suppression = _typed(document, 10)
+    pages = ranking_pages(typed, suppression)
+    race, sex = pages.pages[0], pages.pages[1]
+    charts = ranking_charts(pages)
+    axes = {key: len(re.findall(r'<g id="axes_\d+"', svg or "")) for key, svg in charts.items()}
+    assert (axes["rank-exposure:race"], axes["rank-share:race"]) == (4, 2)  # large groups, then the small ones
+    assert (axes["rank-exposure:sex"], axes["rank-share:sex"]) == (2, 1)  # 44% and 56%: one scale shows both
+    assert race.exposure_chart is not None
+    small = [
+        g
+        for g, share in zip(race.exposure_chart.groups, race.exposure_chart.population_share, strict=True)
+        if share is not None and share < 0.1
+    ]
+    assert "Black" in small
+    assert "White" not in small
+    assert all(name in race.chart_note for name in small)
+    assert "own scale" in race.chart_note
+    assert "own scale" not in sex.chart_note
+    cumulative = [
+        v
+        for g, name in enumerate(race.exposure_chart.groups)
+        if name in small
+        for v in race.exposure_chart.cumulative_exposure[g]
+    ]
+    assert scale_top(cumulative) <= 0.1  # the small groups' exposure (at most about 6%) fills a tenth, not the axis
+    html = render_html(build_view(document), charts)
+    assert race.chart_note.split(" (")[0] in unescape(html)
+
+
 def test_small_groups_are_suppressed_in_tables_and_charts(document: dict[str, Any]) -> None:
     typed, suppression = _typed(document, 60)  # Amerindian: under 60 applicants in the audited half
     pages = ranking_pages(typed, suppression)
@@ -134,3 +171,24 @@ def test_summary_notes_name_groups_in_words_and_never_a_suppressed_one(document:
     cells = [c for row in hidden.summaries for c in row.cells]
     named = [name for c in cells for name in (c.worst, c.best) if "Puertorican" in name]
     assert all(name.endswith("(rates withheld)") for name in named), named  # named, its figures withheld
+
+
+def test_a_failed_warning_check_is_badged_as_a_warning_not_a_failure(document: dict[str, Any]) -> None:
+    """A check of warning severity that did not pass (groups under min_group_size) must not read FAIL beside
+    the verdict; a critical one still does."""
+    import dataclasses
+
+    from fairgate.report.model import CheckRow
+
+    warning = CheckRow(
+        "aligned rows", "sensitive attribute groups", "column values to be between", "warning", False, ""
+    )
+    critical = dataclasses.replace(warning, column="id", expectation="column values to be unique", severity="critical")
+    view = dataclasses.replace(build_view(document), validation_failures=[warning, critical])
+    html = render_html(view)
+    rows = html[html.index('<table class="checks') :].split("</tr>")
+    (warned,) = [r for r in rows if "sensitive attribute groups" in r]
+    (failed,) = [r for r in rows if "to be unique" in r]
+    assert "WARNING</span>" in warned
+    assert "FAIL</span>" not in warned
+    assert "FAIL</span>" in failed

@@ -125,6 +125,16 @@ def test_coded_sex_reads_as_the_policys_labels_in_every_table_and_chart(document
     assert {g.label for g in next(s for s in outside.sections if s.key == "sex").groups} == {"1", "2"}
 
 
+def test_the_mean_outcome_rows_name_coded_groups_by_the_policys_labels(document: dict[str, Any]) -> None:
+    """The mean outcome per group beside the impossibility note: "Female (1) 0.052", never the bare code "1"."""
+    from fairgate.report import build_view
+
+    view = build_view(document, min_cell_size=10)
+    (sex,) = [row.value for row in view.base_rates if row.key == "sex"]
+    groups = [part.rsplit(" ", 1)[0] for part in re.sub(r" \((?:differ|no) signific[^)]*\)$", "", sex).split("; ")]
+    assert groups == ["Female (1)", "Male (2)"], sex
+
+
 @pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils (pdftotext) not installed")
 def test_every_interval_on_page_one_contains_the_json_interval(document: dict[str, Any], tmp_path: Path) -> None:
     """Regression intervals include negative ends: each printed one contains a JSON interval, widened by at most
@@ -164,6 +174,12 @@ def test_thresholds_and_gaps_carry_the_outcomes_unit_where_the_metric_is_in_it(d
     plain = regression_view(typed, suppression)
     assert plain is not None
     assert plain.sections[0].results[0].threshold_text.endswith(" outcome units")
+    # Page 1's "would catch ... or more" and "what this audit could detect" figures are in the same unit.
+    from fairgate.report import build_view
+
+    page_one = {r.metric: r for r in build_view(document, min_cell_size=10).undecided}
+    wrmse = page_one["worst_group_root_mean_squared_error"].detectable_text
+    assert re.fullmatch(r"\d+\.\d{3} SD of ZFYA or more", wrmse), wrmse
 
 
 def test_the_residual_chart_draws_bands_only_for_a_few_groups(document: dict[str, Any]) -> None:

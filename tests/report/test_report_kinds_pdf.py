@@ -131,6 +131,9 @@ def _without_known_context(text: str, pdf: Path, document: dict[str, Any]) -> st
     more = re.findall(r"(\d+) more action\(s\) are listed", text)
     assert all(n == str(len(actions) - 3) for n in more)  # when page 1 reaches it
     text = re.sub(r"\d+ more action\(s\) are listed", "", text)
+    lead = re.findall(r"(\d+) mitigations? for the failed metrics?", text)  # the frame's "What to do"
+    assert lead == ([str(len(actions))] if actions else [])
+    text = re.sub(r"\d+ mitigations? for the failed", "", text)
     text = re.sub(r"\((\d+) groups? here\)", "", text)  # the suppressed count: checked by the suppression tests
     undecided = [r for r in document["results"] if r["status"] in ("inconclusive", "insufficient_data")]
     found = re.findall(r"(\d+) result\(s\) are neither pass nor fail", text)

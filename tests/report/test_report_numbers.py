@@ -134,3 +134,63 @@ def test_every_page_names_the_worst_off_group_by_the_cores_one_definition(compas
     for worst in view.worst_subgroups:
         name = rates[worst.rate.split(" – ")[0]]
         assert worst.adverse == ("lowest" if GroupMetric.registry[name].higher_is_better else "highest"), name
+
+
+#: Where a number is formatted by hand in a user-facing text (an f-string's ``:.3f``, ``:+.4f``): the one rule is
+#: ``fairgate.engine.text`` (fmt, fmt_signed, fmt_p, interval_text, bracket_text). Charts' coordinates and the
+#: validation messages' templates (counts written ``:.0f`` by Great Expectations' own renderer) are not texts.
+_HAND_FORMATTED = re.compile(r"\{[^{}\n]*:\+?\.\d+f\}")
+_NOT_TEXT = ("tasks/render/", "tasks/serve/", "tasks/validation/")
+
+
+def test_no_number_reaches_a_reader_formatted_by_hand() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    found = [
+        f"{path.relative_to(root)}:{n}: {line.strip()}"
+        for folder in ("fairgate", "tasks", "flows", "cli")
+        for path in sorted((root / folder).rglob("*.py"))
+        if not str(path.relative_to(root)).startswith(_NOT_TEXT)
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if _HAND_FORMATTED.search(line)
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_a_promotion_reason_and_the_cli_use_the_cores_interval() -> None:
+    from cli.console import number
+    from fairgate.engine.text import bracket_text
+    from fairgate.mitigation.promotion import _brief
+
+    low, high = 0.42252, 0.89899
+    brief = _brief(
+        {
+            "metric": "accuracy_difference",
+            "slicing": ["race"],
+            "threshold": 0.1,
+            "value": 0.66,
+            "ci_low": low,
+            "ci_high": high,
+        }
+    )
+    assert "[0.422, 0.899]" in brief  # not 0.423: the lower end rounded down, as interval_text does
+    assert bracket_text(low, high) == f"[{interval_text(low, high).replace('–', ', ')}]"
+    assert number(-0.0342, signed=True) == f"{MINUS}0.034"
+
+
+def test_intervals_sit_beneath_their_values_when_the_counts_take_four_columns(compas_doc: dict[str, Any]) -> None:
+    """The HTML gives TP, FP, TN and FN a column each: an interval printed beside its value there ran into the
+    next column ("0.666 0.64–0.70.788"). The PDF, with the counts in one column, keeps intervals beside values."""
+    from tasks.render.report import render_html
+
+    view = build_view(compas_doc)
+    for full_tables in (True, False):
+        html = render_html(view, {}, full_tables=full_tables)
+        tables = re.findall(r'<table class="(groups[^"]*)">(.*?)</table>', html, flags=re.S)
+        counted = [(cls, body) for cls, body in tables if "Caucasian · Male" in body and "TP" in body]
+        assert counted, full_tables
+        for cls, body in counted:
+            four_columns = all(f'class="num count">{c}</th>' in body for c in ("TP", "FP", "TN", "FN"))
+            assert four_columns == full_tables
+            assert ("inline-ci" in cls) != full_tables, (full_tables, cls)

@@ -105,13 +105,15 @@ def test_every_number_on_page_one_comes_from_the_json(
     undecided = [r for r in compas_doc["results"] if r["status"] in ("inconclusive", "insufficient_data")]
     assert re.findall(r"(\d+) result\(s\) are neither pass nor fail", text) == [str(len(undecided))]
     text = re.sub(r"\d+ result\(s\) are neither", "", text)
+    actions = {(r["metric"], r["title"]) for r in compas_doc["recommendations"] if r["kind"] == "mitigation"}
+    assert re.findall(r"(\d+) mitigations? for the failed metrics?", text) == [str(len(actions))]
+    text = re.sub(r"\d+ mitigations? for the failed", "", text)
     text = text.replace("80% power", "")  # the engine's power statement in the recorded reasons
     ordinals = [int(n) for n in re.findall(r"(?:^| )(\d)\. (?=[A-Z])", text)]
     assert ordinals == list(range(1, len(ordinals) + 1))
     assert len(ordinals) <= 3
     text = re.sub(r"(?:^| )\d\. (?=[A-Z])", " ", text)
     if m := re.search(r"(\d+) more action\(s\) are listed under Recommendations \(page (\d+)\)", text):
-        actions = {(r["metric"], r["title"]) for r in compas_doc["recommendations"] if r["kind"] == "mitigation"}
         assert int(m.group(1)) == len(actions) - 3
         target = int(m.group(2))
         assert re.search(r"^\s*Recommendations\s*$", _page_text(pdf, target), re.M), "page pointer is wrong"

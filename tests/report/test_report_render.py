@@ -197,8 +197,13 @@ def test_inconclusive_and_insufficient_results_have_their_own_badge_and_reason()
     first.update(status="inconclusive", reason="the interval straddles the threshold")
     second.update(status="insufficient_data", value=None, ci_low=None, ci_high=None, reason="fewer than 50 people")
     html = render_html(build_view(doc), charts={})
-    assert html.count('class="mark mark-inconclusive">INCONCLUSIVE</span>') == 2  # results table and summary
-    assert html.count('class="mark mark-insufficient_data">NO DATA</span>') == 2
+    assert html.count('class="mark mark-inconclusive">INCONCLUSIVE</span>') == 1  # the results table
+    assert html.count('class="mark mark-insufficient_data">NO DATA</span>') == 1
+    view = build_view(doc)
+    assert view.frame is not None  # page 1 names both, with their marks, in the frame's "Not judged" sentence
+    assert "<strong>Not judged:</strong> 2 result(s) are neither pass nor fail: " in html
+    assert " INCONCLUSIVE" in view.frame.not_judged
+    assert " NO DATA" in view.frame.not_judged
     assert 'class="status-reason">the interval straddles the threshold</div>' in html
     assert 'class="status-reason">fewer than 50 people</div>' in html
     assert 'sc-inconclusive" title="the interval straddles the threshold"' in html
