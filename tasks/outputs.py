@@ -38,6 +38,7 @@ from fairgate.verdicts import insufficient_sentence
 if TYPE_CHECKING:  # polars is imported where a CSV is written: `fairgate trail` needs none of it
     import polars as pl
 
+    from fairgate.document.document import AuditDocument
     from fairgate.document.result import AuditResult
 
 
@@ -297,8 +298,9 @@ def write_outputs(document: dict[str, Any], out_dir: Path) -> dict[str, str]:
     return written
 
 
-def model_card_json(document: Mapping[str, Any]) -> str:
-    """The model card in the Model Card Toolkit's JSON schema (fairgate/report/model_card.py), as text."""
+def model_card_json(document: Mapping[str, Any] | AuditDocument) -> str:
+    """The model card in the Model Card Toolkit's JSON schema (fairgate/report/model_card.py), as text; the
+    document as a dict or already typed."""
     from fairgate.report.build import as_document  # imported when a card is written (the report's models)
     from fairgate.report.model_card import toolkit_card
 
@@ -310,8 +312,9 @@ def write_model_card(document: Mapping[str, Any], stem: Path) -> dict[str, str]:
     from fairgate.report.build import as_document
     from fairgate.report.model_card import card_markdown
 
-    card = write_atomic(stem.with_name(f"{stem.name}.model_card.json"), model_card_json(document).encode())
-    markdown = card_markdown(as_document(document)).encode()
+    typed = as_document(document)  # validated once for both files
+    card = write_atomic(stem.with_name(f"{stem.name}.model_card.json"), model_card_json(typed).encode())
+    markdown = card_markdown(typed).encode()
     return {
         "model_card": str(card),
         "model_card_md": str(write_atomic(stem.with_name(f"{stem.name}.model_card.md"), markdown)),

@@ -35,8 +35,11 @@ class OfflineFetchError(ValueError):
     """The report tried to load a resource from outside the document; reports must render offline."""
 
 
+@functools.cache
 def template_environment() -> Environment:
-    """The Jinja environment of every report template in reports/ (autoescaped; an undefined field is an error)."""
+    """The Jinja environment of every report template in reports/ (autoescaped; an undefined field is an error).
+
+    One per process: a template is compiled once, so the HTML report and the PDF's variant share the work."""
     return Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
         autoescape=select_autoescape(["html", "j2", "html.j2"], default_for_string=True, default=True),
