@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from fairgate.engine.kinds import KINDS, kind_of
 from fairgate.engine.metrics import PolicyMetric, SummaryOf
+from fairgate.engine.text import unit_text
 
 Direction = Literal["lower_is_better", "higher_is_better"]
 SummaryKind = Literal["difference", "ratio"]
@@ -97,3 +99,14 @@ def unknown_metric_message(name: str, task: str) -> str:
     if not known:
         return f"metric {name!r}: task {task!r} has no metric catalogue in this installation"
     return f"unknown metric {name!r} for task: {task}; a {task} policy may judge: {', '.join(known)}"
+
+
+def metric_units(task: str, policy: Mapping[str, Any] | None) -> dict[str, str]:
+    """The unit each of the kind's metrics is printed in ("" for a rate, share or ratio).
+
+    The kind's catalogue says which power of the outcome's unit a metric is in (``TaskMetric.unit_power``); the
+    policy's options section of the kind names the unit (``regression.outcome_unit``), else "outcome units".
+    """
+    options = policy.get(task) if isinstance(policy, Mapping) else None
+    unit = str((options or {}).get("outcome_unit") or "outcome units")
+    return {name: unit_text(m.unit_power, unit) for name, m in metric_catalogue(task).items()}

@@ -161,6 +161,17 @@ def _signed(number: Decimal, digits: int) -> str:
     return MINUS + text if number < 0 else text
 
 
+def unit_text(power: int, unit: str) -> str:
+    """A unit as printed after a number: none, the unit, or its square.
+
+    >>> unit_text(0, "rupees"), unit_text(1, "SD of ZFYA"), unit_text(2, "SD of ZFYA")
+    ('', 'SD of ZFYA', '(SD of ZFYA)²')
+    """
+    if power <= 0:
+        return ""
+    return unit if power == 1 else f"({unit})²"
+
+
 def visible_text(text: str) -> str:
     r"""``text`` with invisible or reordering characters shown as escapes.
 

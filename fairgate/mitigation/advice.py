@@ -16,7 +16,7 @@ read once from the package.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -27,6 +27,7 @@ from fairgate.engine.kinds import DEFAULT_KIND, Kind, kind_of
 from fairgate.engine.labels import group_key, slicing_label, withheld_label
 from fairgate.engine.metric_labels import metric_label
 from fairgate.engine.multiclass.catalogue import adverse_label, binary_name
+from fairgate.engine.tasks import metric_units
 from fairgate.engine.text import ValueLabels, fmt, group_name, policy_labels
 from fairgate.policy.labels import LABEL_DISAGREEMENT
 from fairgate.policy.outcomes import Outcomes, fill, wrong_decision_metrics
@@ -70,6 +71,7 @@ class _Context:
     words: Outcomes
     labels: ValueLabels
     kind: Kind
+    units: Mapping[str, str]
 
 
 def _kind_of_doc(result_doc: dict[str, Any]) -> Kind:
@@ -158,7 +160,9 @@ def recommend(
     sizes: GroupSizes = {
         (tuple(g.get("slicing", [])), group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
     }
-    context = _Context(words, policy_labels(result_doc.get("policy") or {}), _kind_of_doc(result_doc))
+    policy = result_doc.get("policy") or {}
+    kind = _kind_of_doc(result_doc)
+    context = _Context(words, policy_labels(policy), kind, metric_units(kind.name, policy))
     recs = [
         _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, context, hidden)
         for result in result_doc.get("results", [])
@@ -230,7 +234,14 @@ def _mitigation(
         "title": info["title"],
         "constraint": constraint,
         "summary": why[0].upper() + why[1:] + ".",
-        "reason": _reason(result, slicing, why, worst, levels_differ if technique != "reweighing" else ""),
+        "reason": _reason(
+            result,
+            slicing,
+            why,
+            worst,
+            levels_differ if technique != "reweighing" else "",
+            context.units.get(metric, ""),
+        ),
         "how": info["how"],
         "critical": bool(result.get("critical")),
         "prioritised_for_use_case": metric in prioritised,
@@ -238,16 +249,20 @@ def _mitigation(
     }
 
 
-def _reason(result: dict[str, Any], slicing: list[str], why: str, worst: str | None, levels_differ: str) -> str:
+def _reason(
+    result: dict[str, Any], slicing: list[str], why: str, worst: str | None, levels_differ: str, unit: str = ""
+) -> str:
     """Why this mitigation: the failure, what it means, who is worst off, and the cautions that apply.
 
-    ``levels_differ``: "" when no trade-off warning applies, else the kind's words ("Base rates differ").
+    ``levels_differ``: "" when no trade-off warning applies, else the kind's words ("Base rates differ");
+    ``unit``: the metric's unit ("" for a rate, share or ratio), after the value and the threshold.
     """
     inner = binary_name(result["metric"])
     label = metric_label(result["metric"]) if inner is None else adverse_label(metric_label(inner))
     reason = f"{label} fails on {slicing_label(slicing)}"
     if result.get("value") is not None and result.get("threshold") is not None:
-        reason += f" ({fmt(result['value'])} against a threshold of {result['threshold']:g})"
+        suffix = f" {unit}" if unit else ""
+        reason += f" ({fmt(result['value'])}{suffix} against a threshold of {result['threshold']:g}{suffix})"
     reason += f": {why}."
     if worst:
         reason += f" The worst-off group is {worst}."

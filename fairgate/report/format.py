@@ -24,6 +24,7 @@ from fairgate.engine.text import fmt_share as fmt_share
 from fairgate.engine.text import fmt_signed as fmt_signed
 from fairgate.engine.text import group_name, policy_labels, value_name
 from fairgate.engine.text import interval_text as interval_text
+from fairgate.engine.text import unit_text as unit_text
 from fairgate.engine.text import visible_text as visible_text
 from fairgate.policy.outcomes import RATE_ABBREVIATIONS, Outcomes, rate_phrase
 from fairgate.report.model import KeyValue
@@ -120,17 +121,6 @@ def round_number(value: Any, digits: int = 4) -> float | None:
     if value is None or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return round(float(value), digits)
-
-
-def unit_text(power: int, unit: str) -> str:
-    """A unit as printed after a number: none, the unit, or its square.
-
-    >>> unit_text(0, "rupees"), unit_text(1, "SD of ZFYA"), unit_text(2, "SD of ZFYA")
-    ('', 'SD of ZFYA', '(SD of ZFYA)²')
-    """
-    if power <= 0:
-        return ""
-    return unit if power == 1 else f"({unit})²"
 
 
 def slicing_key(slicing: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from fairgate.document.document import AuditDocument
 from fairgate.document.results import PolicyResult
-from fairgate.engine.tasks import metric_catalogue
+from fairgate.engine.tasks import metric_units
 from fairgate.policy.outcomes import Outcomes
 from fairgate.report.format import (
     STATUS_MARKS,
@@ -20,7 +20,6 @@ from fairgate.report.format import (
     policy_metric_label,
     round_number,
     slicing_key,
-    unit_text,
 )
 from fairgate.report.model import ResultRow
 from fairgate.report.suppress import Suppression
@@ -109,12 +108,9 @@ def judged_note(result: PolicyResult) -> str:
 def with_units(rows: list[ResultRow], document: AuditDocument) -> list[ResultRow]:
     """The rows with the unit each threshold, gap and detectable disparity is in (none for a rate, share or ratio).
 
-    The kind's catalogue says which power of the outcome's unit a metric is in (``TaskMetric.unit_power``); the
-    policy's options section of the kind names the unit (``regression.outcome_unit``), else "outcome units".
+    The units are the core's (:func:`~fairgate.engine.tasks.metric_units`).
     """
-    options = document.policy.get(document.task) if isinstance(document.policy, Mapping) else None
-    unit = str((options or {}).get("outcome_unit") or "outcome units")
-    units = {name: unit_text(m.unit_power, unit) for name, m in metric_catalogue(document.task).items()}
+    units = metric_units(document.task, document.policy if isinstance(document.policy, Mapping) else None)
     out = []
     for row in rows:
         suffix = units.get(row.metric)
