@@ -82,7 +82,8 @@ def test_recommendations_name_the_worst_off_group_by_the_policy_labels_and_the_k
     }
     reason = next(r for r in recommend(doc, None) if r["kind"] == "mitigation")["reason"]
     assert "The worst-off group is Black · Male." in reason
-    assert "(0.703 against a threshold of 0.2)" in reason
+    # The policy names no outcome_unit: the generic words.
+    assert "(0.703 outcome units against a threshold of 0.2 outcome units)" in reason
     assert "The mean outcome differs between groups here" in reason
     assert "Base rates" not in reason  # a regression has no base rates
 
