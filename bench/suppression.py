@@ -27,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +46,7 @@ from fairgate.report.count_cells import multiclass_counts  # noqa: E402
 from fairgate.report.disclosure import clear_patterns  # noqa: E402
 from fairgate.report.format import group_label  # noqa: E402
 from fairgate.report.suppress import Suppression  # noqa: E402
+from tasks.inputs.io import demo_rows  # noqa: E402
 
 
 def timed(run: Callable[[], Suppression], repeat: int) -> tuple[Suppression, list[float], list[float]]:
@@ -70,12 +70,7 @@ def compas() -> AuditDocument:
 
 
 def multiclass() -> AuditDocument:
-    con = duckdb.connect()
-    con.read_csv(str(COMPAS_CSV), header=True, sep=",").create_view("compas_raw")
-    for role in ("predictions", "labels", "attributes"):
-        con.sql((ROOT / "sql" / f"demo_multiclass_{role}.sql").read_text()).create_view(role)
-    rows = con.sql("select * from predictions join labels using (id) join attributes using (id)").pl()
-    con.close()
+    rows = demo_rows(COMPAS_CSV, "demo_multiclass")
     text = (ROOT / "fairgate" / "policies" / "compas_multiclass.yaml").read_text()
     policy = fairgate.Policy.from_yaml(text.replace("n_bootstrap: 1000", "n_bootstrap: 50"))
     cube = count_multiclass(rows, policy)

@@ -9,6 +9,7 @@ names the source and the fix.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import gzip
@@ -16,7 +17,7 @@ import hashlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from tasks.inputs.sql import quote_identifier, render_sql
 from tasks.inputs.wide_csv import narrowed_copy
 
 if TYPE_CHECKING:  # imported where used (SQLite inputs): `fairgate trail` imports this module and needs no Arrow
+    import polars as pl
     import pyarrow as pa
 
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db"}
@@ -380,14 +382,31 @@ def explain_scan_error(sources: list[Source], exc: duckdb.Error) -> DataError:
 def write_demo_inputs(compas_csv: Path, workdir: Path, sql_prefix: str = "demo") -> dict[str, Path]:
     """Split the bundled COMPAS file into predictions, labels and attributes Parquet files
     (``sql/<sql_prefix>_<role>.sql``: ``demo_*`` for the binary demo, ``demo_multiclass_*`` for the tiers)."""
+    files = {role: workdir / f"compas_{role}.parquet" for role in DEMO_ROLES}
+    with _demo_views(compas_csv, sql_prefix) as con:
+        for role, path in files.items():
+            con.sql(f"select * from {role}").to_parquet(str(path))
+    return files
+
+
+def demo_rows(compas_csv: Path, sql_prefix: str = "demo") -> pl.DataFrame:
+    """The demo's three inputs joined on id, as one frame (what the engine audits; for tests and benches)."""
+    with _demo_views(compas_csv, sql_prefix) as con:
+        rows: pl.DataFrame = con.sql("select * from predictions join labels using (id) join attributes using (id)").pl()
+        return rows
+
+
+DEMO_ROLES = ("predictions", "labels", "attributes")
+
+
+@contextlib.contextmanager
+def _demo_views(compas_csv: Path, sql_prefix: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection with the COMPAS file as ``compas_raw`` and each demo role's SQL as a view of its name."""
     con = duckdb.connect()
     try:
         con.read_csv(str(compas_csv), header=True, sep=",").create_view("compas_raw")
-        files = {}
-        for role in ("predictions", "labels", "attributes"):
-            path = workdir / f"compas_{role}.parquet"
-            con.sql(render_sql(f"{sql_prefix}_{role}")).to_parquet(str(path))
-            files[role] = path
+        for role in DEMO_ROLES:
+            con.sql(render_sql(f"{sql_prefix}_{role}")).create_view(role)
+        yield con
     finally:
         con.close()
-    return files

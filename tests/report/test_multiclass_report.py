@@ -8,12 +8,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 import fairgate
 from fairgate.engine.multiclass.audit import adjudicate_multiclass, count_multiclass, slicings_multiclass
 from fairgate.report import build_view
+from tasks.inputs.io import demo_rows
 from tasks.render.report import build_report_files, render_charts, render_html
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,12 +25,7 @@ COMPAS_CSV = REPO / ".." / "shared" / "data" / "compas" / "compas-scores-two-yea
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
     """The demo's audit document, computed by the engine from the demo's own SQL over the real file."""
-    con = duckdb.connect()
-    con.read_csv(str(COMPAS_CSV), header=True, sep=",").create_view("compas_raw")
-    for role in ("predictions", "labels", "attributes"):
-        con.sql((SQL / f"demo_multiclass_{role}.sql").read_text()).create_view(role)
-    rows = con.sql("select * from predictions join labels using (id) join attributes using (id)").pl()
-    con.close()
+    rows = demo_rows(COMPAS_CSV, "demo_multiclass")
     policy = fairgate.Policy.from_yaml(POLICY.read_text().replace("n_bootstrap: 1000", "n_bootstrap: 200"))
     cube = count_multiclass(rows, policy)
     return adjudicate_multiclass(cube, slicings_multiclass(cube, policy), policy).to_dict()

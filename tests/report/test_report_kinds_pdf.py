@@ -16,7 +16,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import polars as pl
 import pytest
 from pdf_words import code_form_metric_names, pdf_text
@@ -30,6 +29,7 @@ from fairgate.policy.core import Policy
 from fairgate.report import build_view
 from tasks.inputs.demo_law import fit_and_predict, law_rows
 from tasks.inputs.demo_ranking import write_ranking_demo_inputs
+from tasks.inputs.io import demo_rows
 from tasks.render.report import build_report_files
 
 pytestmark = pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils (pdftotext) not installed")
@@ -42,12 +42,7 @@ MIN_CELL = 10
 
 
 def _multiclass(_: Path) -> dict[str, Any]:
-    con = duckdb.connect()
-    con.read_csv(str(COMPAS_CSV), header=True, sep=",").create_view("compas_raw")
-    for role in ("predictions", "labels", "attributes"):
-        con.sql((REPO / "sql" / f"demo_multiclass_{role}.sql").read_text()).create_view(role)
-    rows = con.sql("select * from predictions join labels using (id) join attributes using (id)").pl()
-    con.close()
+    rows = demo_rows(COMPAS_CSV, "demo_multiclass")
     text = (
         (PACKAGE / "policies" / "compas_multiclass.yaml").read_text().replace("n_bootstrap: 1000", "n_bootstrap: 200")
     )
