@@ -18,7 +18,7 @@ from typing import Any
 from fairgate.document.document import AuditDocument
 from fairgate.engine.labels import slicing_label
 from fairgate.policy.model_card import CARD_FIELDS, ModelCard
-from fairgate.report.format import fmt, fmt_count, interval_text, metric_label
+from fairgate.report.format import fmt, fmt_count, interval_text, metric_label, visible_text
 from fairgate.report.model import KeyValue, ModelCardView
 from fairgate.report.provenance import NO_WINDOW, data_window
 
@@ -34,9 +34,13 @@ def policy_card(document: AuditDocument) -> ModelCard | None:
 
 
 def _text(value: str | list[str] | None) -> str:
-    if isinstance(value, list):  # entries joined as sentences: "Not for bail. Not outside Florida."
-        return " ".join(entry if entry.rstrip().endswith((".", "!", "?")) else f"{entry.rstrip()}." for entry in value)
-    return str(value or "")
+    """An owner's field as shown, invisible or reordering characters made visible (as a group name's are).
+
+    List entries are joined as sentences: "Not for bail. Not outside Florida."
+    """
+    if isinstance(value, list):
+        value = " ".join(entry if entry.rstrip().endswith((".", "!", "?")) else f"{entry.rstrip()}." for entry in value)
+    return visible_text(" ".join(str(value or "").split()))  # line breaks are spaces, as HTML shows them
 
 
 def model_card_view(document: AuditDocument) -> ModelCardView:
@@ -196,7 +200,7 @@ def _performance(document: AuditDocument) -> list[dict[str, Any]]:
 def card_markdown(document: AuditDocument) -> str:
     """The model card as Markdown: the owner's fields, what is missing, the audit's facts, the judged results."""
     view = model_card_view(document)
-    lines = [f"# Model card: {document.model.name} {document.model.version}", ""]
+    lines = [f"# Model card: {_md(document.model.name)} {_md(document.model.version)}", ""]
     lines += [f"- **{kv.key}:** {_md(kv.value)}" for kv in view.stated]
     if view.missing_note:
         lines += ["", f"_{_md(view.missing_note)}_"]
@@ -215,5 +219,9 @@ def card_markdown(document: AuditDocument) -> str:
 
 
 def _md(text: str) -> str:
-    """Text safe inside a Markdown list item or table cell (pipes, emphasis and line breaks neutralised)."""
-    return " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+    """Text safe inside a Markdown list item or table cell: pipes, emphasis, line breaks and HTML neutralised.
+
+    A Markdown viewer renders inline HTML: a policy's "<script>" must not run in a registry's UI.
+    """
+    text = visible_text(" ".join(text.split())).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")

@@ -146,6 +146,22 @@ def test_markdown_lists_the_fields_facts_and_results(compas_doc: dict[str, Any])
     assert "- **Intended use:** a \\| b \\*c\\* d" in card_markdown(as_document(hostile))
 
 
+def test_an_owners_markup_and_hidden_characters_are_shown_as_text(compas_doc: dict[str, Any]) -> None:
+    """A policy's "<script>" must not run where the Markdown card is rendered (a registry's UI), and a bidi
+    override must not turn the rest of a line around, in the card file or on the report's page."""
+    hostile = copy.deepcopy(compas_doc)
+    hostile["policy"]["model_card"]["intended_use"] = "<script>alert(1)</script> & Black\u202eetihW"
+    hostile["model"]["name"] = "<img src=x onerror=alert(1)>"
+    document = as_document(hostile)
+    text = card_markdown(document)
+    assert "<script" not in text
+    assert "<img" not in text
+    assert "- **Intended use:** &lt;script&gt;alert(1)&lt;/script&gt; &amp; Black\\\\u202eetihW" in text
+    assert "\u202e" not in text
+    (stated,) = [kv.value for kv in model_card_view(document).stated if kv.key == "Intended use"]
+    assert stated == "<script>alert(1)</script> & Black\\u202eetihW"  # the HTML template escapes the markup
+
+
 @pytest.mark.parametrize("asked", [True, False])
 def test_the_card_files_are_written_when_the_policy_asks(
     compas_doc: dict[str, Any], tmp_path: Path, asked: bool
