@@ -8,26 +8,28 @@ inference).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.adjudicate import ModelInfo
 from fairgate.engine.kinds import Capability, KindSteps, kind_of, refusal
-from fairgate.engine.multiclass.cube import MulticlassCube
-from fairgate.engine.ranking.cube import RankingCube
-from fairgate.engine.regression.audit import RegressionCounts
 from fairgate.errors import PolicyError
 from fairgate.policy.core import Policy
 from tasks.audit import cube_cells as binary_cells
 from tasks.inputs.staged import Staged
 from tasks.validation.validate import Validation
-from tasks.validation.validate_multiclass import validate_multiclass
-from tasks.validation.validate_ranking import validate_ranking
-from tasks.validation.validate_regression import validate_regression
+
+if TYPE_CHECKING:  # a binary gate loads no other kind's modules: their cubes are annotations here
+    from fairgate.engine.multiclass.cube import MulticlassCube
+    from fairgate.engine.ranking.cube import RankingCube
+    from fairgate.engine.regression.audit import RegressionCounts
+
+Suites = Callable[[Staged, Validation, tuple[str, ...]], None]
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class KindTasks:
     """
 
     cube_cells: Callable[[Any], list[dict[str, Any]]]
-    validate: Callable[[Staged, Validation, tuple[str, ...]], None]
+    validate: Suites
 
 
 def multiclass_cells(cube: MulticlassCube) -> list[dict[str, Any]]:
@@ -62,15 +64,24 @@ def ranking_cells(cube: RankingCube) -> list[dict[str, Any]]:
     return rows
 
 
+def _suites_in(module: str) -> Suites:
+    """A kind's suites (``validate_<kind>`` in ``tasks.validation.<module>``), imported when first run."""
+
+    def run(staged: Staged, validation: Validation, roles: tuple[str, ...]) -> None:
+        getattr(importlib.import_module(f"tasks.validation.{module}"), module)(staged, validation, roles)
+
+    return run
+
+
 def _binary_suites_run_with_the_shared_ones(staged: Staged, validation: Validation, roles: tuple[str, ...]) -> None:
     """Binary labels and predictions are checked by tasks/validate.validate_inputs, which every flow runs."""
 
 
 KIND_TASKS: dict[str, KindTasks] = {
     "binary": KindTasks(cube_cells=binary_cells, validate=_binary_suites_run_with_the_shared_ones),
-    "multiclass": KindTasks(cube_cells=multiclass_cells, validate=validate_multiclass),
-    "regression": KindTasks(cube_cells=regression_cells, validate=validate_regression),
-    "ranking": KindTasks(cube_cells=ranking_cells, validate=validate_ranking),
+    "multiclass": KindTasks(cube_cells=multiclass_cells, validate=_suites_in("validate_multiclass")),
+    "regression": KindTasks(cube_cells=regression_cells, validate=_suites_in("validate_regression")),
+    "ranking": KindTasks(cube_cells=ranking_cells, validate=_suites_in("validate_ranking")),
 }
 
 
