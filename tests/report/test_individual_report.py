@@ -11,8 +11,10 @@ import pytest
 from pypdf import PdfReader
 
 import fairgate
+from fairgate.document import AuditDocument
 from fairgate.engine.individual import IndividualInputs, assess_individual
 from fairgate.report.build import build_view
+from fairgate.report.suppress import Suppression
 from tasks.render.report import html_to_pdf, render_charts, render_html
 
 DATA = fairgate.__file__.rsplit("/", 2)[0] + "/../shared/data/compas/compas-scores-two-years.csv"
@@ -69,9 +71,17 @@ def test_page_shows_the_documents_numbers_and_hides_small_groups(document: dict[
     rows = {r.group: r for r in page.consistency_rows}
     assert rows["Native American"].n == "suppressed"  # 18 people < min_cell_size 20
     assert rows["Native American"].value == ""
-    # A group shows its value exactly when its figures are not withheld; some groups keep theirs.
-    assert all(r.value == "" for r in page.consistency_rows if r.n == "suppressed")
-    assert [r for r in page.consistency_rows if r.value != ""]
+    # A group shows its value exactly when the document's suppression leaves it (the rule is the report's, not
+    # this page's), and a shown value is the document's own number.
+    suppression = Suppression.of_document(AuditDocument.model_validate(document), min_cell_size=20)
+    groups = {g["group"]["race"]: g for g in document["individual_fairness"]["consistency"]["groups"]}
+    for row in page.consistency_rows:
+        hidden = suppression.hides(["race"], groups[row.group]["group"])
+        assert (row.value == "") == hidden, row
+        if not hidden:
+            assert row.value == f"{groups[row.group]['value']:.3f}"
+            assert row.n == f"{groups[row.group]['n']:,}"
+    assert any(row.value != "" for row in page.consistency_rows)  # the check above ran on a shown row
     flips = {r.group: r for r in page.flip_rows}
     assert flips["Native American"].rate == ""
     assert page.flip_rate == f"{document['individual_fairness']['counterfactual']['flip_rate']:.3f}"
