@@ -76,7 +76,10 @@ class _LockedLazyModule(types.ModuleType):
                 if state["running"]:  # this thread is running it: what is there so far
                     return types.ModuleType.__getattribute__(self, attr)
                 state["running"] = True
-                _run(self, spec)
+                try:
+                    _run(self, spec)
+                finally:  # a module whose code failed is run again on its next use, as a failed import is
+                    state["running"] = False
                 object.__setattr__(self, "__class__", state["__class__"])
         return getattr(self, attr)
 
