@@ -24,10 +24,12 @@ no decision could change).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
-from scipy import stats as _scipy_stats
+from scipy.special import _ufuncs  # binom.ppf / binom.isf's own functions (scipy.stats is not imported)
 
 #: A pair is tested exactly when its smaller group expects fewer events (or non-events) than this at the pair's
 #: pooled rate.
@@ -100,6 +102,7 @@ def needs_exact_pairs(counts: np.ndarray) -> np.ndarray:
     return needs
 
 
+@functools.lru_cache(maxsize=4096)
 def exact_pair_tail(
     x1: float, n1: float, x2: float, n2: float, observed: float, threshold: float, *, log: bool
 ) -> float:
@@ -109,6 +112,7 @@ def exact_pair_tail(
     difference of rates, or of log rates); ``log`` for the log scale. The nuisance (the larger group's rate) ranges
     over its 1 - ``GAMMA`` Clopper-Pearson interval and ``GAMMA`` is added; the larger group's outcomes are cut to
     the outcomes that carry all but 1e-12 of the probability at every rate of that interval (1e-12 is added too).
+    Kept by its arguments: an audit's test and deciding interval ask for some tails twice.
 
     >>> bool(exact_pair_tail(0, 60, 130, 2000, 4.0, 0.0, log=False) > 100 * normal_pair_tail(4.0, 0.0, 1.0))
     True
@@ -143,13 +147,33 @@ def _larger_group(successes: int, trials: int) -> tuple[np.ndarray, int, int, np
     nuisance = np.linspace(low, high, _NUISANCE_POINTS)
     # Below ``first`` at the lowest rate, above ``last`` at the highest: at most _TRUNCATED / 2 each (and less at
     # every rate between, the binomial being stochastically increasing in its rate).
-    first = int(_scipy_stats.binom.ppf(_TRUNCATED / 2, trials, low)) if low > 0 else 0
-    last = int(_scipy_stats.binom.isf(_TRUNCATED / 2, trials, high)) + 1 if high < 1 else trials
+    first = int(binomial_ppf(_TRUNCATED / 2, trials, low)) if low > 0 else 0
+    last = int(binomial_isf(_TRUNCATED / 2, trials, high)) + 1 if high < 1 else trials
     first, last = max(0, first - 1), min(trials, last)
     cumulative = cumulative_of(binomial_pmf(np.arange(first, last + 1.0), trials, np.concatenate([nuisance] * 2)))
     for array in (nuisance, cumulative):
         array.setflags(write=False)
     return nuisance, first, last, cumulative
+
+
+def binomial_ppf(q: float, trials: int, rate: float) -> float:
+    """``scipy.stats.binom.ppf(q, trials, rate)`` for 0 < q < 1 and 0 <= rate <= 1, without importing scipy.stats.
+
+    The same ufunc scipy.stats calls there (Boost's discrete quantile, rounded up).
+
+    >>> binomial_ppf(0.5, 10, 0.5), binomial_ppf(1e-12, 100, 0.3)
+    (5.0, 3.0)
+    """
+    return float(_ufuncs._binom_ppf(q, trials, rate))
+
+
+def binomial_isf(q: float, trials: int, rate: float) -> float:
+    """``scipy.stats.binom.isf(q, trials, rate)`` for 0 < q < 1 and 0 <= rate <= 1 (as :func:`binomial_ppf`).
+
+    >>> binomial_isf(0.5, 10, 0.5), binomial_isf(1e-12, 100, 0.3)
+    (5.0, 64.0)
+    """
+    return float(_ufuncs._binom_isf(q, trials, rate))
 
 
 def _clopper_pearson(successes: int, trials: int) -> tuple[float, float]:
@@ -196,8 +220,16 @@ def _beyond(ns: int, nl: int, first: int, last: int, threshold: float, log: bool
     """
     value_a, variance_a = _scale(ns, log)
     value_b, variance_b = (a[first : last + 1] for a in _scale(nl, log))
-    excess = np.abs(value_a[:, None] - value_b[None, :]) - threshold
-    beyond: np.ndarray = (excess >= 0) & (excess * excess >= observed * observed * (variance_a[:, None] + variance_b))
+    # In place (the grid has thousands of cells and an audit asks for thousands of tails): the same operations as
+    # excess = |a - b| - threshold; (excess >= 0) & (excess * excess >= observed * observed * (var_a + var_b)).
+    excess = np.subtract.outer(value_a, value_b)
+    np.abs(excess, out=excess)
+    excess -= threshold
+    bound = np.add.outer(variance_a, variance_b)
+    bound *= observed * observed
+    beyond: np.ndarray = excess >= 0
+    np.multiply(excess, excess, out=excess)
+    beyond &= excess >= bound
     return beyond
 
 
@@ -225,10 +257,13 @@ def tail_from_grid(beyond: np.ndarray, first: np.ndarray, cumulative: np.ndarray
     beyond form a few runs of columns (two tails, typically): the probability is summed run by run, so the cost is
     (runs x points), not (cells x points).
     """
-    edges = np.diff(beyond.view(np.int8), axis=1, prepend=0, append=0)
-    where_rows, where_columns = np.nonzero(edges)  # row-major: each run's start (+1), then its end (-1)
-    if where_rows.size == 0:
+    height, width = beyond.shape
+    padded = np.zeros((height, width + 2), dtype=bool)  # a column of False either side: every run starts and ends
+    padded[:, 1:-1] = beyond
+    edges = np.flatnonzero(padded[:, 1:] != padded[:, :-1])  # row-major: each run's start, then its end
+    if edges.size == 0:
         return 0.0
+    where_rows, where_columns = np.divmod(edges, width + 1)
     rows, starts, ends = where_rows[::2], where_columns[::2], where_columns[1::2]
     mass = cumulative[:, ends] - cumulative[:, starts]  # (points, runs)
     per_point = np.einsum("kr,kr->k", first[:, rows], mass)
@@ -247,3 +282,93 @@ def normal_pair_tail(observed: float, threshold: float, se: np.ndarray | float) 
     # special.ndtr(-x) is what norm.sf computes, without its per-call argument checks
     far = special.ndtr(-(observed + 2.0 * threshold / np.asarray(se, dtype=float)))
     return np.asarray(special.ndtr(-observed) + far)
+
+
+# ----------------------------------------------------------------------------------------------- Fisher's exact test
+def fisher_exact_p(table: np.ndarray) -> float:
+    """Two-sided p-value of Fisher's exact test of a 2 x 2 table of counts, without importing scipy.stats.
+
+    ``scipy.stats.fisher_exact(table).pvalue``, step by step as scipy computes it (the hypergeometric
+    probabilities from the same functions, the same tolerance for ties with the observed table's probability), so
+    the same value to the last bit. A table scipy would refuse (not 2 x 2, a negative count) is handed to scipy.
+
+    >>> fisher_exact_p(np.array([[8, 2], [1, 5]])) < 0.05
+    True
+    """
+    c = np.asarray(table, dtype=np.int64)
+    if c.shape != (2, 2) or (c < 0).any():
+        from scipy.stats import fisher_exact  # its error, as before
+
+        return float(fisher_exact(c).pvalue)
+    if 0 in c.sum(axis=0) or 0 in c.sum(axis=1):
+        return 1.0
+    good, draws = c[0, 0] + c[0, 1], c[0, 0] + c[1, 0]
+    total = good + c[1, 0] + c[1, 1]
+    law = _Hypergeometric(int(total), int(good), int(draws))
+    mode = int((draws + 1) * (good + 1) / (total + 2))
+    observed, at_mode = law.pmf(int(c[0, 0])), law.pmf(mode)
+    gamma = 1 + 1e-14  # probabilities within this factor of the observed one count as "as extreme"
+    if np.abs(observed - at_mode) / np.maximum(observed, at_mode) <= 1e-14:
+        return 1.0
+    if c[0, 0] < mode:
+        p = law.cdf(int(c[0, 0]))
+        if law.pmf(int(draws)) > observed * gamma:
+            return float(p)
+        other = _step_search(lambda x: -law.pmf(x), -observed * gamma, mode, int(draws))
+        p = p + law.sf(other)
+    else:
+        p = law.sf(int(c[0, 0]) - 1)
+        if law.pmf(0) > observed * gamma:
+            return float(p)
+        other = _step_search(law.pmf, observed * gamma, 0, mode)
+        p = p + law.cdf(other)
+    return float(min(p, 1.0))
+
+
+@dataclass(frozen=True)
+class _Hypergeometric:
+    """The hypergeometric law of the good items among ``draws`` of ``total`` items (``good`` of them good).
+
+    As ``scipy.stats.hypergeom(total, good, draws)`` computes it: the same (Boost) functions, 0 and 1 outside the
+    support.
+    """
+
+    total: int
+    good: int
+    draws: int
+
+    @property
+    def support(self) -> tuple[int, int]:
+        return max(self.draws - (self.total - self.good), 0), min(self.good, self.draws)
+
+    def pmf(self, k: int) -> np.float64:
+        low, high = self.support
+        if not low <= k <= high:
+            return np.float64(0.0)
+        return np.float64(np.clip(_ufuncs._hypergeom_pmf(k, self.good, self.draws, self.total), 0, 1))
+
+    def cdf(self, k: int) -> np.float64:
+        low, high = self.support
+        if k >= high or k < low:
+            return np.float64(1.0 if k >= high else 0.0)
+        return np.float64(np.clip(_ufuncs._hypergeom_cdf(k, self.good, self.draws, self.total), 0, 1))
+
+    def sf(self, k: int) -> np.float64:
+        low, high = self.support
+        if k >= high or k < low:
+            return np.float64(0.0 if k >= high else 1.0)
+        return np.float64(np.clip(_ufuncs._hypergeom_sf(k, self.good, self.draws, self.total), 0, 1))
+
+
+def _step_search(f: Callable[[int], np.float64], level: float, low: int, high: int) -> int:
+    """The i in [low, high] with f(i) <= level < f(i + 1), for f ascending there (scipy's binary search)."""
+    while low < high:
+        middle = low + (high - low) // 2
+        value = f(middle)
+        if value < level:
+            low = middle + 1
+        elif value > level:
+            high = middle - 1
+        else:
+            return middle
+    return low if f(low) <= level else low - 1

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
-from scipy import stats as _scipy_stats
+from scipy import special
 
-from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, needs_exact_pairs, normal_pair_tail
+from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, fisher_exact_p, needs_exact_pairs, normal_pair_tail
+from fairgate.engine.roots import brentq
 
 
 @functools.lru_cache(maxsize=256)
@@ -26,7 +26,7 @@ def z_value(confidence_level: float) -> float:
     >>> round(z_value(0.95), 4)
     1.96
     """
-    return float(_scipy_stats.norm.ppf(0.5 + confidence_level / 2.0))
+    return float(special.ndtri(0.5 + confidence_level / 2.0))  # norm.ppf's own function
 
 
 def wilson_interval(successes: np.ndarray, trials: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -103,10 +103,9 @@ def two_proportion_p_value(x1: np.ndarray, n1: np.ndarray, x2: np.ndarray, n2: n
         se = np.sqrt(pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2))
         z = np.where(se > 0, (x1 / n1 - x2 / n2) / se, 0.0)
         smallest_expected = np.minimum(np.minimum(n1, n2) * pooled, np.minimum(n1, n2) * (1.0 - pooled))
-    out = np.where(defined, 2.0 * _scipy_stats.norm.sf(np.abs(z)), np.nan)
+    out = np.where(defined, 2.0 * special.ndtr(-np.abs(z)), np.nan)  # norm.sf(|z|), as scipy computes it
     for i in np.flatnonzero(defined & (smallest_expected < 5.0)):
-        table = np.rint([[x1[i], n1[i] - x1[i]], [x2[i], n2[i] - x2[i]]]).astype(int)
-        out[i] = _scipy_stats.fisher_exact(table).pvalue
+        out[i] = fisher_exact_p(np.rint([[x1[i], n1[i] - x1[i]], [x2[i], n2[i] - x2[i]]]).astype(int))
     return out
 
 
@@ -140,8 +139,12 @@ def _step_up_bh(p_values: np.ndarray) -> np.ndarray:
     Step by step as scipy computes it, without its per-call input handling, which cost more than the step-up
     itself: an audit adjusts one family per metric and slicing (114 on the 1M-row bench).
     """
-    if p_values.size <= 1 or p_values.min() < 0.0 or p_values.max() > 1.0:  # scipy's own answer, or its error
-        return np.asarray(_scipy_stats.false_discovery_control(p_values, method="bh"), dtype=float)
+    if p_values.size == 0 or p_values.min() < 0.0 or p_values.max() > 1.0:  # scipy's error
+        from scipy.stats import false_discovery_control
+
+        return np.asarray(false_discovery_control(p_values, method="bh"), dtype=float)
+    if p_values.size == 1:  # scipy returns a single p-value as it is
+        return np.array(p_values, dtype=float)
     m = p_values.size
     order = np.argsort(p_values, kind="stable")
     ordered = p_values[order] * (m / np.arange(1, m + 1, dtype=float))
@@ -301,13 +304,13 @@ class PairFamily:
         """The Student-t (``df``) quantile with the normal tail of ``z``: z itself without ``df``."""
         if self.df is None:
             return z
-        return float(_scipy_stats.t.isf(_scipy_stats.norm.sf(z), self.df))
+        return float(-special.stdtrit(self.df, special.ndtr(-z)))  # t.isf(norm.sf(z), df), as scipy computes it
 
     def _on_normal_scale(self, t: float) -> float:
         """The normal quantile with the Student-t (``df``) tail of ``t``: t itself without ``df``."""
         if self.df is None:
             return t
-        return float(_scipy_stats.norm.isf(_scipy_stats.t.sf(t, self.df)))
+        return float(-special.ndtri(special.stdtr(self.df, -t)))  # norm.isf(t.sf(t, df)), as scipy computes it
 
     def _studentized_range_critical(self, level: float) -> float:
         # Tukey-Kramer (conservative for unequal variances, Hayter 1984), Bonferroni over the components.
@@ -438,12 +441,12 @@ class PairFamily:
 
         That is threshold + (c + z_power) * the largest pair standard error.
         """
-        return threshold + (self.critical(level) + float(_scipy_stats.norm.ppf(power))) * float(np.max(self.se))
+        return threshold + (self.critical(level) + float(special.ndtri(power))) * float(np.max(self.se))
 
 
 _GRID = np.linspace(-9.0, 9.0, 3601)
-_GRID_DENSITY = _scipy_stats.norm.pdf(_GRID)
-_GRID_CDF = _scipy_stats.norm.cdf(_GRID)
+_GRID_DENSITY = np.exp(-(_GRID**2) / 2.0) / np.sqrt(2 * np.pi)  # norm.pdf and norm.cdf, as scipy.stats computes them
+_GRID_CDF = special.ndtr(_GRID)
 
 
 def studentized_range_sf(q: float, groups: int) -> float:
@@ -505,7 +508,7 @@ def _studentized_range_root(sizes: tuple[int, ...], p: float) -> float:
     high = 2.0 * low
     while excess(high) > 0 and high < 1e3:
         high *= 2.0
-    return float(optimize.brentq(excess, low, high, xtol=1e-9))
+    return brentq(excess, low, high, xtol=1e-9)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -513,7 +516,7 @@ def _tukey_kramer(level: float, groups: int) -> float:
     """The Tukey-Kramer critical value q(level, groups, inf) / sqrt(2) for standardised pair differences."""
     if groups < 2:
         return 0.0
-    q = optimize.brentq(lambda x: studentized_range_sf(x, groups) - (1.0 - level), 1e-6, 40.0, xtol=1e-10)
+    q = brentq(lambda x: studentized_range_sf(x, groups) - (1.0 - level), 1e-6, 40.0, xtol=1e-10)
     return float(q / np.sqrt(2.0))
 
 

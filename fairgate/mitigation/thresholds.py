@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, sparse, spatial
+from scipy import sparse
 
 from fairgate.mitigation.rates import (
     CONSTRAINTS,
@@ -126,9 +126,11 @@ def _hull_of(
     # Midpoints between adjacent scores: a held-out score between two fitted ones is decided as its neighbours.
     thresholds = np.concatenate([[np.inf], (descending[:-1] + descending[1:]) / 2, [-np.inf]])
     points = np.column_stack([fpr, tpr])
+    from scipy.spatial import ConvexHull, QhullError  # when fitting only: an audit imports this module
+
     try:
-        vertices = spatial.ConvexHull(points).vertices
-    except spatial.QhullError:  # collinear: every point on the diagonal, the hull is its two ends
+        vertices = ConvexHull(points).vertices
+    except QhullError:  # collinear: every point on the diagonal, the hull is its two ends
         vertices = np.array([0, len(points) - 1])
     return fpr[vertices], tpr[vertices], thresholds[vertices]
 
@@ -242,7 +244,9 @@ class ThresholdProblem:
             (np.concatenate(ub_values), (np.concatenate(ub_rows), np.concatenate(ub_cols))),
             shape=(len(bounds_ub), width),
         )
-        result = optimize.linprog(
+        from scipy.optimize import linprog  # when fitting only: an audit imports this module
+
+        result = linprog(
             cost,
             A_ub=a_ub,
             b_ub=np.array(bounds_ub),

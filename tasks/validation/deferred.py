@@ -10,9 +10,14 @@ put in ``sys.modules`` as usual, and its code runs on the first access to any of
 would load the whole of Altair then, as a plain import would have). Nothing is faked or replaced: the package
 is the installed one, only its execution is moved to its first use.
 
+The same holds for a submodule named in full (``scipy.stats``: three expectations fairgate never runs do ``from
+scipy import stats`` at their top and use it only when they run) and for Mistune (GE's HTML rendering of
+Markdown, ``import mistune`` at the top of ``great_expectations.render.view.view``).
+
 Only the first import inside the block is deferred (a package already imported stays as it is); outside the
-block nothing changes. A deferred module must not be first used from two threads at once (Python 3.11's
-LazyLoader takes no lock): GE uses Altair only in its rendering code, which the suites do not call.
+block nothing changes. The first use runs the module under one lock (Python 3.11's ``LazyLoader`` takes none):
+a second thread that uses it meanwhile waits for the whole module instead of seeing it half run (the engine asks
+scipy.stats for Fisher's exact test from the metric threads).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import contextlib
 import importlib.machinery
 import importlib.util
 import sys
+import threading
+import types
 from collections.abc import Iterator, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
@@ -40,13 +47,58 @@ class _DeferringFinder:
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:
             return spec  # not installed (or a namespace package): the import goes on as without this finder
-        spec.loader = importlib.util.LazyLoader(spec.loader)
+        spec.loader = _LockedLazyLoader(spec.loader)
         return spec
+
+
+class _LockedLazyLoader(importlib.util.LazyLoader):
+    """The standard library's lazy loader, the module's first use run under a lock of its own."""
+
+    def exec_module(self, module: ModuleType) -> None:
+        super().exec_module(module)  # the standard lazy module: its state kept in its spec's loader_state
+        spec = object.__getattribute__(module, "__spec__")  # (module.__spec__ would run the module now)
+        spec.loader_state.update(lock=threading.RLock(), running=False)
+        object.__setattr__(module, "__class__", _LockedLazyModule)
+
+
+class _LockedLazyModule(types.ModuleType):
+    """A deferred module not run yet: its first attribute access runs it (as Python 3.13's lazy module does).
+
+    The module keeps this class while it runs, so another thread waits on the lock for the whole module; the
+    running thread's own accesses (a submodule's ``from . import x``) read the module as it stands.
+    """
+
+    def __getattribute__(self, attr: str) -> object:
+        spec = object.__getattribute__(self, "__spec__")
+        state = spec.loader_state
+        with state["lock"]:
+            if object.__getattribute__(self, "__class__") is _LockedLazyModule:
+                if state["running"]:  # this thread is running it: what is there so far
+                    return types.ModuleType.__getattribute__(self, attr)
+                state["running"] = True
+                try:
+                    _run(self, spec)
+                finally:  # a module whose code failed is run again on its next use, as a failed import is
+                    state["running"] = False
+                object.__setattr__(self, "__class__", state["__class__"])
+        return getattr(self, attr)
+
+
+def _run(module: ModuleType, spec: ModuleSpec) -> None:
+    """Run a deferred module's code, keeping what was set on it before (as the standard lazy module does)."""
+    before = spec.loader_state["__dict__"]
+    now = object.__getattribute__(module, "__dict__")
+    updated = {key: value for key, value in now.items() if key not in before or now[key] is not before[key]}
+    spec.loader.exec_module(module)  # type: ignore[union-attr]  # the real loader (LazyLoader put it back)
+    if spec.name in sys.modules and sys.modules[spec.name] is not module:
+        raise ValueError(f"module object for {spec.name!r} substituted in sys.modules during a lazy load")
+    now.update(updated)
 
 
 @contextlib.contextmanager
 def deferred(*names: str) -> Iterator[None]:
-    """Within the block, the first import of each of ``names`` (top-level packages) runs its code on first use."""
+    """Within the block, the first import of each of ``names`` (packages or modules, named in full) runs its code
+    on first use."""
     finder = _DeferringFinder([name for name in names if name not in sys.modules])
     sys.meta_path.insert(0, finder)
     try:

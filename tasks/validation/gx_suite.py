@@ -21,7 +21,8 @@ from tasks.validation.deferred import deferred
 def load_great_expectations() -> Any:
     """The ``great_expectations`` module, imported on first use with analytics off and its logging quietened."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no phoning home from an audit
-    with deferred("altair"):  # one expectation's chart library, never drawn by our suites (deferred.py)
+    # what GE imports for expectations, renderings and charts our suites never run (deferred.py)
+    with deferred("altair", "mistune", "scipy.stats"):
         import great_expectations as gx
 
     _quiet_great_expectations()

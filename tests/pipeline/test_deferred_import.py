@@ -68,3 +68,38 @@ def test_deferred_leaves_imported_and_missing_packages_alone_and_removes_its_fin
         "same": True,
         "finder_gone": True,
     }
+
+
+_SCIPY_STATS_AND_MISTUNE = """
+import json, sys, threading
+from tasks.validation.gx_suite import load_great_expectations
+load_great_expectations()
+before = {"stats_ran": "scipy.stats._stats_py" in sys.modules, "mistune_ran": "mistune.markdown" in sys.modules}
+from great_expectations.expectations.core import expect_column_kl_divergence_to_be_less_than as kl
+from great_expectations.render.view import view
+start = threading.Barrier(8)
+seen = []
+def first_use():
+    start.wait()  # eight threads use scipy.stats at once: each waits for the whole module, none sees it half run
+    from scipy.stats import fisher_exact
+    seen.append(float(fisher_exact([[8, 2], [1, 5]]).pvalue))
+threads = [threading.Thread(target=first_use) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+import scipy.stats
+print(json.dumps(before | {"entropy": float(kl.stats.entropy([0.5, 0.5], [0.9, 0.1])), "threads": seen,
+                           "same": kl.stats is scipy.stats and type(scipy.stats).__name__ == "module",
+                           "markdown": view.mistune.markdown("*a*").strip()}))
+"""
+
+
+def test_scipy_stats_and_mistune_run_on_first_use_once_even_from_many_threads() -> None:
+    seen = _run(_SCIPY_STATS_AND_MISTUNE)
+    assert seen["stats_ran"] is False
+    assert seen["mistune_ran"] is False
+    assert abs(float(seen["entropy"]) - 0.5108256237659906) < 1e-12  # type: ignore[arg-type]
+    assert seen["threads"] == [0.034965034965034975] * 8
+    assert seen["same"] is True
+    assert seen["markdown"] == "<p><em>a</em></p>"

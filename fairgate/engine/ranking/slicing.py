@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 import polars as pl
-from scipy import stats as scipy_stats
+from scipy import special
 
 from fairgate.engine.bootstrap import slicing_seed
 from fairgate.engine.labels import reason_labels
@@ -189,7 +189,7 @@ def _comparisons(
         low, high = percentile_interval(rep_difference, level)
         se = replicate_se(rep_difference)
         with np.errstate(divide="ignore", invalid="ignore"):
-            p_value = np.where(se > 0, 2.0 * scipy_stats.norm.sf(np.abs(difference) / se), np.nan)
+            p_value = np.where(se > 0, 2.0 * special.ndtr(-np.abs(difference) / se), np.nan)
             ratio = np.where(values[name][ref] > 0, values[name] / values[name][ref], np.nan)
             rep_ratio = reps[name] / reps[name][:, ref : ref + 1]
         ratio_low, ratio_high = percentile_interval(np.where(np.isfinite(rep_ratio), rep_ratio, np.nan), level)

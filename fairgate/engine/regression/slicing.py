@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats as scipy_stats
+from scipy import special
 
 from fairgate.engine.bootstrap import slicing_seed
 from fairgate.engine.reference import reference_index
@@ -227,7 +227,7 @@ def _comparisons(
         low, high = percentile_interval(rep_difference, level)
         se = replicate_se(rep_difference)
         with np.errstate(divide="ignore", invalid="ignore"):
-            p_value = np.where(se > 0, 2.0 * scipy_stats.norm.sf(np.abs(difference) / se), np.nan)
+            p_value = np.where(se > 0, 2.0 * special.ndtr(-np.abs(difference) / se), np.nan)
             ratio, rep_ratio = _ratios(values[name], reps[name], ref, name in RATIO_METRICS)
         ratio_low, ratio_high = percentile_interval(rep_ratio, level)
         for g, group in enumerate(groups):
