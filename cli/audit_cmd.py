@@ -232,14 +232,17 @@ def _run_audit(
 
 
 def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> dict[str, Any]:
-    """The ``fairness-audit`` run's summary (its ``outputs`` name the document's file). PolicyFailed and DeliveryFailed carry a verdict
-    (the exit code stays the gate's); any other failure exits 2 (invalid input) or 3 (cli/exits.py)."""
+    """The ``fairness-audit`` run's summary (its ``outputs`` name the document's file). PolicyFailed and
+    DeliveryFailed carry a verdict (the exit code stays the gate's); any other failure exits 2 (invalid input) or
+    3 (cli/exits.py)."""
     from flows.audit import DELIVERY_FAILED, POLICY_FAILED, fairness_audit
+    from flows.heartbeat import beating_here
 
     status = "running the fairness-audit flow (align, validate, cube, metrics, verdict)" if show_progress else None
-    return run_flow(
-        fairness_audit, parameters, what="the audit", status=status, verdicts={POLICY_FAILED, DELIVERY_FAILED}
-    )
+    with beating_here():  # the flow's body sends the heartbeat: no wait of up to 1 s at the run's end
+        return run_flow(
+            fairness_audit, parameters, what="the audit", status=status, verdicts={POLICY_FAILED, DELIVERY_FAILED}
+        )
 
 
 def _warn_undelivered(summary: dict[str, Any]) -> None:

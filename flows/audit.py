@@ -31,6 +31,7 @@ from fairgate.monitoring import trend_of
 from fairgate.proxy import judged_on_correction, with_weight_column
 from fairgate.verdicts import verdict_word
 from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_execution
+from flows.heartbeat import heartbeat
 from flows.plain_flow import plain_flow
 from flows.runtime import (
     INVALID_INPUT,
@@ -113,7 +114,8 @@ def fairness_audit(
         command_line=command_line,
     )
     try:
-        summary, gate = _audit(request)
+        with heartbeat():  # the run's heartbeat, when the CLI runs it (flows/heartbeat.py)
+            summary, gate = _audit(request)
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     summary["registry"] = registry
