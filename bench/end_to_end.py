@@ -153,13 +153,11 @@ def cli_run(paths: dict[str, Path], policy: Path, out: Path) -> dict[str, Any]:
 
 # The flow's task names, grouped into the stages the report shows (others keep their own name).
 STAGES = {
-    "read policy": "policy",
     "stage inputs": "stage",
     "validate inputs": "validate",
     "align": "align",
     "validate aligned": "validate",
     "build cube": "cube",
-    "plan slicings": "metrics",
     "metrics": "metrics",
     "adjudicate": "adjudicate",
     "write outputs": "write",

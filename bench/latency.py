@@ -53,10 +53,10 @@ FAIRGATE = [str(BIN / "fairgate")]
 
 # Stage -> the flow's task names (tasks/*.py); a stage's time is the time during which any of its tasks ran.
 STAGES = {
-    "align": ["read policy", "stage inputs", "align"],
+    "align": ["stage inputs", "align"],
     "validate": ["validate inputs", "validate aligned"],
-    "cube + metrics": ["build cube", "plan slicings", "metrics", "adjudicate"],
-    "outputs": ["write outputs", "publish artifacts", "promote outputs"],
+    "cube + metrics": ["build cube", "metrics", "adjudicate"],
+    "outputs": ["write outputs"],
     "report (HTML + PDF)": ["render-report"],
     "trail": ["record run"],
 }

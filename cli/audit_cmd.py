@@ -224,25 +224,25 @@ def _run_audit(
     with audit_guard():  # Ctrl-C / SIGTERM: stop at once, nothing recorded, no server left (cli/signals.py)
         summary = _run_flow(parameters, show_progress=not (quiet or as_json))
     _warn_undelivered(summary)
-    if as_json:
-        sys.stdout.write(json.dumps(summary["document"], indent=2) + "\n")
+    if as_json:  # the file's text is the document as json.dumps(..., indent=2) wrote it: printed, not re-encoded
+        sys.stdout.write(Path(summary["outputs"]["json"]).read_text(encoding="utf-8") + "\n")
     elif not quiet:
         _print_summary(summary)
     raise typer.Exit(summary["exit_code"])
 
 
 def _run_flow(parameters: dict[str, Any], *, show_progress: bool) -> dict[str, Any]:
-    """The ``fairness-audit`` run's summary, with its document. PolicyFailed and DeliveryFailed carry a verdict
-    (the exit code stays the gate's); any other failure exits 2 (invalid input) or 3 (cli/exits.py)."""
+    """The ``fairness-audit`` run's summary (its ``outputs`` name the document's file). PolicyFailed and
+    DeliveryFailed carry a verdict (the exit code stays the gate's); any other failure exits 2 (invalid input) or
+    3 (cli/exits.py)."""
     from flows.audit import DELIVERY_FAILED, POLICY_FAILED, fairness_audit
+    from flows.heartbeat import beating_here
 
     status = "running the fairness-audit flow (align, validate, cube, metrics, verdict)" if show_progress else None
-    summary = run_flow(
-        fairness_audit, parameters, what="the audit", status=status, verdicts={POLICY_FAILED, DELIVERY_FAILED}
-    )
-    # The persisted result is the small summary; the document is the run's JSON output.
-    summary["document"] = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
-    return summary
+    with beating_here():  # the flow's body sends the heartbeat: no wait of up to 1 s at the run's end
+        return run_flow(
+            fairness_audit, parameters, what="the audit", status=status, verdicts={POLICY_FAILED, DELIVERY_FAILED}
+        )
 
 
 def _warn_undelivered(summary: dict[str, Any]) -> None:
@@ -276,7 +276,7 @@ def _estimate_texts(estimate: dict[str, Any]) -> tuple[str, str]:
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    document = summary["document"]
+    document = json.loads(Path(summary["outputs"]["json"]).read_text(encoding="utf-8"))
     # One section per slicing (its name on a row of its own) keeps the table readable in 80 columns.
     table = Table(title="fairness results", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("metric", overflow="fold")

@@ -304,7 +304,7 @@ def _with_demo_inputs(settings: DeploySettings, out: Path) -> DeploySettings:
     staging = staging_dir(folder, uuid.uuid4().hex[:12])  # written whole, then moved into place
     try:
         written = write_demo_inputs(DEMO_DATA, make_folder(staging))
-        moved = promote_outputs.fn(staging, folder)
+        moved = promote_outputs(staging, folder)
     finally:
         discard_staging(staging)
     files = {role: moved[str(path)] for role, path in written.items()}

@@ -31,6 +31,7 @@ from fairgate.monitoring import trend_of
 from fairgate.proxy import judged_on_correction, with_weight_column
 from fairgate.verdicts import verdict_word
 from flows.audit_dask import PartitionedInputs, audit_on_dask, requested_execution
+from flows.heartbeat import heartbeat
 from flows.plain_flow import plain_flow
 from flows.runtime import (
     INVALID_INPUT,
@@ -44,14 +45,7 @@ from flows.runtime import (
     read_staged,
     signals_held,
 )
-from tasks.audit import (
-    adjudicate,
-    build_cube,
-    compute_slicing,
-    plan_slicings,
-    publish_artifacts,
-    read_policy,
-)
+from tasks.audit import adjudicate, build_cube, compute_slicing, load_policy, publish_artifacts
 from tasks.inputs.align import release, release_rows, stage_inputs
 from tasks.inputs.cube_sql import configure, stream_cube
 from tasks.inputs.individual import IndividualRun, assess_individual_fairness, check_individual_request
@@ -60,7 +54,7 @@ from tasks.labels import check_estimates, check_label_request, external_label_ev
 from tasks.mitigation.proposed_mitigation import check_mitigation_policy, record_proposed_mitigation, wants_mitigation
 from tasks.outbound.events import emit_audit_completed, emit_delivery_failed, failed_metrics
 from tasks.outputs import discard_staging, promote_outputs, staging_dir, write_outputs
-from tasks.store import default_trail_path, read_history, record_run
+from tasks.store import default_trail_path, model_history, record_run
 from tasks.task_kinds import adjudicate_kind, count_kind, slicings_kind, tasks_of
 from tasks.validation.validate import validate_aligned, validate_inputs
 
@@ -120,7 +114,8 @@ def fairness_audit(
         command_line=command_line,
     )
     try:
-        summary, gate = _audit(request)
+        with heartbeat():  # the run's heartbeat, when the CLI runs it (flows/heartbeat.py)
+            summary, gate = _audit(request)
     except FairgateError as exc:  # the one place where invalid input becomes the run's state
         return Failed(name=INVALID_INPUT, message=exc.message)
     summary["registry"] = registry
@@ -131,7 +126,7 @@ def fairness_audit(
 def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     """The recipe: each line one step of the audit."""
     run_id = request.run_id or uuid.uuid4().hex[:12]
-    policy, policy_text = read_policy(Path(request.policy_path))
+    policy, policy_text = load_policy(Path(request.policy_path))
     _require_report_support(policy)
     check_individual_request(policy, *request.individual_sources)  # features and counterfactual, before any computing
     check_mitigation_policy(policy, request.policy_path)  # mitigation.auto's inputs, before any computing
@@ -156,7 +151,7 @@ def _audit(request: AuditRequest) -> tuple[dict[str, Any], Gate]:
     if request.labels is not None and kind_of(policy.task).binary_outcomes:  # estimates of these people, checked
         document["label_free_check"] = check_estimates(document, trail_path, model.name)
     # The run is recorded after its report renders: its trend is the trail's earlier runs plus this one.
-    history = read_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
+    history = model_history(trail_path, model.name, policy.reporting.trend_runs - 1, exclude_run=run_id)
     measured = [r for r in document["results"] if not r.get("estimated")]  # estimates never join the trend
     document["trend"] = trend_of(document | {"results": measured}, history, policy)
     predictions, labels_source, attributes = request.sources
@@ -258,7 +253,7 @@ def _counted_here(
                 inputs.validation.checks += individual.validation.checks
                 inputs.validation.ge_results += individual.validation.ge_results
             release_rows(inputs.aligned)  # the cube is all the metrics need
-    parts = compute_slicing.map(unmapped(cube), plan_slicings(cube, policy), unmapped(policy)).result()
+    parts = compute_slicing.map(unmapped(cube), fairgate.plan_slicings(cube, policy), unmapped(policy)).result()
     return inputs, policy, proxy_summary, cube, parts, individual
 
 
@@ -430,17 +425,17 @@ def _publish(
     staging = staging_dir(output, document["run_id"])
     try:
         written = write_outputs(as_is(document), staging)
-        publish_artifacts(as_is(document))
+        publish_artifacts(document)
         report = _publish_report(document, policy, staging, trail_path, output, cube)
         with signals_held():  # recorded with its outputs in place, or neither
-            record = record_run(
+            record = record_run(  # the large values quoted: Prefect walks no futures through them
                 trail_path,
                 as_is(document),
                 policy_text=policy_text,
-                inputs=inputs.summary(),
-                validation=inputs.validation.to_dict(),
-                join_report=inputs.aligned.join_report,
-                cube_cells=tasks_of(policy.task).cube_cells(cube),
+                inputs=as_is(inputs.summary()),
+                validation=as_is(inputs.validation.to_dict()),
+                join_report=as_is(inputs.aligned.join_report),
+                cube_cells=as_is(tasks_of(policy.task).cube_cells(cube)),
             )
             record_proposed_mitigation(trail_path, document.get("mitigation"), document["run_id"])
             moved = promote_outputs(staging, output)

@@ -32,7 +32,7 @@ import fairgate
 from fairgate.engine.columns import ROWS
 from fairgate.errors import DataError, PolicyError
 from fairgate.policy.execution import Execution
-from tasks.audit import compute_slicing, plan_slicings
+from tasks.audit import compute_slicing
 from tasks.inputs.partitions import (
     ROLES,
     Partition,
@@ -189,7 +189,7 @@ def audit_partitions(policy: fairgate.Policy, predictions: str, labels: str, att
     histogram = policy.execution.histogram_auc(matched)
     summed = cube_in_lanes(partitions, policy, histogram)
     cube = summed.result()
-    parts = compute_slicing.map(unmapped(summed), plan_slicings(cube, policy), unmapped(policy)).result()
+    parts = compute_slicing.map(unmapped(summed), fairgate.plan_slicings(cube, policy), unmapped(policy)).result()
     given = {"predictions": predictions, "labels": labels, "attributes": attributes}
     inputs = partitioned_inputs(policy, given, checks, cross_checks, cube)
     for warning in inputs.validation.warnings:

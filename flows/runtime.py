@@ -25,7 +25,7 @@ from fairgate.errors import FairgateError
 from flows.audit_dask import PartitionedSources
 from tasks.inputs.align import align_inputs, release, stage_inputs
 from tasks.inputs.staged import Aligned, Staged
-from tasks.task_kinds import validate_kind
+from tasks.task_kinds import has_own_suites, validate_kind
 from tasks.validation.validate import Validation, validate_aligned, validate_inputs
 
 INVALID_INPUT = "InvalidInput"
@@ -170,7 +170,8 @@ def read_staged(staged: Staged) -> Inputs:
     """Validate the staged inputs, align them into Arrow and validate again; then free the connection."""
     policy = staged.policy
     validation = validate_inputs(staged)
-    validation = validate_kind(staged, validation)  # the kind's own suites (classes, numbers, ranks)
+    if has_own_suites(policy.task):  # the kind's own suites (classes, numbers, ranks)
+        validation = validate_kind(staged, validation)
     aligned = align_inputs(staged)
     # An id-like attribute is refused before validation warns about each of its thousands of small groups.
     check_cardinality(aligned.table, policy, source=staged.sources["attributes"].label)

@@ -1,6 +1,9 @@
 """Engine adapters: load the policy, hand the aligned rows to the engine step by step, publish artifacts.
 
-Each task is a thin call into ``fairgate``; the metric task is mapped once per slicing by the flow.
+Each task is a thin call into ``fairgate``; the metric task is mapped once per slicing by the flow. Steps that
+take a few milliseconds and mean nothing to an operator on their own (parsing the policy, planning the
+slicings, publishing the artifacts) are plain functions in the audit flow: a task run costs the Prefect server
+tens of milliseconds of CPU and three events (docs/benchmarks/speed.md).
 """
 
 from __future__ import annotations
@@ -28,8 +31,7 @@ if TYPE_CHECKING:  # the individual engine loads scikit-learn (seconds): only au
 Slicing = tuple[str, ...]
 
 
-@task(name="read policy", cache_policy=NO_CACHE)
-def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
+def load_policy(path: Path) -> tuple[fairgate.Policy, str]:
     """Read and parse the policy file; return the policy and its text (recorded verbatim in the trail)."""
     if not path.exists():
         raise PolicyError(f"policy file {str(path)!r} does not exist; pass --policy with a fairgate policy YAML")
@@ -47,6 +49,10 @@ def read_policy(path: Path) -> tuple[fairgate.Policy, str]:
     return fairgate.Policy.from_yaml(text, source=str(path)), text
 
 
+# The other flows' first step (monitor, compare, mitigation): the same reading, as a task run of their own.
+read_policy = task(name="read policy", cache_policy=NO_CACHE)(load_policy)
+
+
 @task(name="build cube", cache_policy=NO_CACHE)
 def build_cube(frame: pa.Table, policy: fairgate.Policy) -> fairgate.Cube:
     """The cube of the aligned rows, which carry the policy's column names (``sql/matched.sql``).
@@ -58,12 +64,6 @@ def build_cube(frame: pa.Table, policy: fairgate.Policy) -> fairgate.Cube:
         return fairgate.build_cube(frame, policy, source=source)
     cube = fairgate.build_cube(frame, policy, source=source, exact_auc=False)
     return add_score_histogram(cube, frame, policy, policy.execution.auc_bins, source=source)
-
-
-@task(name="plan slicings", cache_policy=NO_CACHE)
-def plan_slicings(cube: fairgate.Cube, policy: fairgate.Policy) -> list[Slicing]:
-    """The slicings to audit: the population, each attribute, the pairs and the comparable triples."""
-    return fairgate.plan_slicings(cube, policy)
 
 
 @task(name="metrics", task_run_name="metrics {slicing}", cache_policy=NO_CACHE)
@@ -107,9 +107,9 @@ def artifact_slug(model_name: str) -> str:
 _MAX_SLUG = 80  # artifact keys stay readable in the UI's list
 
 
-@task(name="publish artifacts", cache_policy=NO_CACHE)
 def publish_artifacts(document: dict[str, Any]) -> None:
-    """The verdict (markdown) and the metric table as Prefect artifacts of the flow run."""
+    """The verdict (markdown) and the metric table as Prefect artifacts of the flow run (called in the flow: two
+    requests, no task run of its own)."""
     detail = document.get("verdict_detail") or {}
     model = document.get("model") or {}
     lines = [

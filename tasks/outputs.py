@@ -355,9 +355,10 @@ def staging_dir(out_dir: Path, run_id: str) -> Path:
     return staging
 
 
-@task(name="promote outputs", cache_policy=NO_CACHE)
 def promote_outputs(staging: Path, out_dir: Path) -> dict[str, str]:
-    """Move a finished run's files from its staging folder into ``out_dir`` (renames, same file system)."""
+    """Move a finished run's files from its staging folder into ``out_dir`` (renames, same file system).
+
+    A plain call in the flows, not a task run: a few renames, inside the step that records the run."""
     moved: dict[str, str] = {}
     for path in sorted(p for p in staging.rglob("*") if p.is_file()):
         target = out_dir / path.relative_to(staging)

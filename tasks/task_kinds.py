@@ -37,11 +37,12 @@ class KindTasks:
     """What the tasks side adds to a kind's engine steps.
 
     ``cube_cells(cube)`` the rows the trail's ``cubes`` table stores; ``validate(staged, validation, roles)``
-    the kind's Great Expectations suites on the staged inputs (raises DataError).
+    the kind's Great Expectations suites on the staged inputs (raises DataError); None for a kind whose inputs
+    the shared suites check whole (binary), which then has no task run for it.
     """
 
     cube_cells: Callable[[Any], list[dict[str, Any]]]
-    validate: Suites
+    validate: Suites | None
 
 
 def multiclass_cells(cube: MulticlassCube) -> list[dict[str, Any]]:
@@ -73,12 +74,9 @@ def _suites_in(module: str) -> Suites:
     return run
 
 
-def _binary_suites_run_with_the_shared_ones(staged: Staged, validation: Validation, roles: tuple[str, ...]) -> None:
-    """Binary labels and predictions are checked by tasks/validate.validate_inputs, which every flow runs."""
-
-
 KIND_TASKS: dict[str, KindTasks] = {
-    "binary": KindTasks(cube_cells=binary_cells, validate=_binary_suites_run_with_the_shared_ones),
+    # Binary labels and predictions are checked by tasks/validate.validate_inputs, which every flow runs.
+    "binary": KindTasks(cube_cells=binary_cells, validate=None),
     "multiclass": KindTasks(cube_cells=multiclass_cells, validate=_suites_in("validate_multiclass")),
     "regression": KindTasks(cube_cells=regression_cells, validate=_suites_in("validate_regression")),
     "ranking": KindTasks(cube_cells=ranking_cells, validate=_suites_in("validate_ranking")),
@@ -111,8 +109,15 @@ def validate_kind(
     staged: Staged, validation: Validation, roles: tuple[str, ...] = ("predictions", "labels", "attributes")
 ) -> Validation:
     """The kind's own Great Expectations suites on the staged inputs, after the shared ones (ids, attributes)."""
-    tasks_of(staged.policy.task).validate(staged, validation, roles)
+    suites = tasks_of(staged.policy.task).validate
+    if suites is not None:
+        suites(staged, validation, roles)
     return validation
+
+
+def has_own_suites(task: str) -> bool:
+    """Whether a kind has validation suites beyond the shared ones (a ``validate_kind`` task run to make)."""
+    return tasks_of(task).validate is not None
 
 
 @task(name="build cube", task_run_name="build {policy.task} cube", cache_policy=NO_CACHE)

@@ -55,10 +55,7 @@ from tasks.store.verification import verify
 if TYPE_CHECKING:
     from prefect import Task
 
-    from fairgate.monitoring import History
-
     record_run: Task[..., dict[str, Any]]
-    read_history: Task[..., History]
 
 __all__ = [
     "ALERT_COLUMNS",
@@ -99,7 +96,6 @@ __all__ = [
     "locked_trail",
     "metric_series",
     "model_history",
-    "read_history",
     "record_delivery",
     "record_mitigation",
     "record_registration",
@@ -112,9 +108,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The Prefect tasks ``record_run`` and ``read_history``, made on first use (PEP 562): ``fairgate trail`` reads
-    and verifies the trail without importing Prefect (tasks/store/prefect_tasks.py)."""
-    if name not in ("record_run", "read_history"):
+    """The Prefect task ``record_run``, made on first use (PEP 562): ``fairgate trail`` reads and verifies the
+    trail without importing Prefect (tasks/store/prefect_tasks.py)."""
+    if name != "record_run":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from tasks.store.prefect_tasks import make_task
 

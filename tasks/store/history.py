@@ -105,11 +105,6 @@ def _past_run(row: Any, results: list[PastResult]) -> PastRun:
     )
 
 
-def _read_history(trail_path: Path, model_name: str, limit: int, exclude_run: str | None = None) -> History:
-    """The body of the ``read_history`` task: :func:`model_history`."""
-    return model_history(trail_path, model_name, limit, exclude_run=exclude_run)
-
-
 def show_run(trail_path: Path, run: str) -> dict[str, Any]:
     """One run in full: its row, its metric results and its audit document. ``run`` is a run id or a seq."""
     with locked_trail(Path(trail_path), write=False) as con:

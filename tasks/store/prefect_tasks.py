@@ -1,4 +1,4 @@
-"""The trail's Prefect tasks (``record_run``, ``read_history``), made on first use.
+"""The trail's Prefect task ``record_run``, made on first use.
 
 ``fairgate trail`` reads and verifies the trail without importing Prefect (~2 s of a command that should start at
 once), so Prefect is imported only when a task is asked for (``tasks.store.__getattr__``, PEP 562).
@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from tasks.store.errors import TrailError
-from tasks.store.history import _read_history
 from tasks.store.runs import append_audit_run
 
 
@@ -25,17 +24,16 @@ def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
 
 
 def make_task(name: str) -> Any:
-    """The Prefect task ``name``: ``record_run`` (retried unless refused) or ``read_history`` (no retries: it never
-    fails, an unreadable trail gives a note)."""
+    """The Prefect task ``name``: ``record_run`` (retried unless refused). The model's history is read by a plain
+    call (``model_history``): a few milliseconds that never fail (an unreadable trail gives a note)."""
     from prefect import task
     from prefect.cache_policies import NO_CACHE
 
-    if name == "record_run":
-        return task(
-            name="record run",
-            cache_policy=NO_CACHE,
-            retries=2,
-            retry_delay_seconds=1,
-            retry_condition_fn=_retry_unless_refused,
-        )(append_audit_run)
-    return task(name="read model history", cache_policy=NO_CACHE)(_read_history)
+    assert name == "record_run"
+    return task(
+        name="record run",
+        cache_policy=NO_CACHE,
+        retries=2,
+        retry_delay_seconds=1,
+        retry_condition_fn=_retry_unless_refused,
+    )(append_audit_run)
