@@ -30,7 +30,8 @@ def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """Numerator / denominator, NaN (undefined) where the denominator is zero."""
     quotient = np.full(np.broadcast_shapes(np.shape(numerator), np.shape(denominator)), np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.divide(numerator, denominator, out=quotient, where=np.asarray(denominator) > 0)
+        np.divide(numerator, denominator, out=quotient, where=np.asarray(denominator) > 0)
+    return quotient
 
 
 # ------------------------------------------------------------------------------------------ group metrics
