@@ -9,7 +9,9 @@ process that audits ``pl.scan_parquet(file)`` once (warm-up) and ``--repeats`` m
 with the slicings one after the other: the cube (the scan), planning, the slicings, adjudication, and with
 ``--exact-auc`` the score table and the slicings that read it; then the whole ``fairgate.audit`` (two threads);
 then, where the checkout has them, the cube counted inside DuckDB (``tasks/inputs/cube_sql.py``, the streaming
-path's cube) and the whole audit from that cube (``fairgate.engine.audit.audit_counted``).
+path's cube) and the whole audit from that cube (``fairgate.engine.audit.audit_counted``), and the bare DuckDB
+``count(*) group by`` of the four attributes on the same file (``bench/engine_vs_fairlearn.py``'s yardstick), with
+the ratio of the two.
 It prints the median CPU and wall seconds per phase and the load average: on a shared machine CPU time is the
 figure to compare.
 """
@@ -67,6 +69,9 @@ def once():
         count = lambda: cube_from_relation(con, sql, policy, score_histogram=False)
         timed(times, "cube (DuckDB)", count)
         timed(times, "audit (DuckDB)", lambda: counted(count(), policy))
+        keys = ", ".join(bench.ATTRIBUTES)
+        bare = f"select {{keys}}, count(*) from bench_rows group by {{keys}}"
+        timed(times, "bare group-by", lambda: con.execute(bare).fetchall())
         con.close()
     return times
 once()
@@ -114,6 +119,9 @@ def main() -> None:
                 print(f"round {round_} {side} (load {load}):", flush=True)
                 for name, (cpu, wall) in phases.items():
                     print(f"  {name:14s} {cpu:7.3f} s CPU {wall:7.3f} s wall", flush=True)
+                if "bare group-by" in phases:  # the issue's yardstick: the engine on the file over the bare group-by
+                    engine, bare = phases["audit (DuckDB)"], phases["bare group-by"]
+                    print(f"  engine / bare group-by: {engine[1] / bare[1]:.2f}x wall, {engine[0] / bare[0]:.2f}x CPU")
 
 
 if __name__ == "__main__":

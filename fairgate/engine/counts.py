@@ -48,14 +48,14 @@ class GroupCounts:
         return self.tp_sq is not None
 
     def total(self, names: tuple[str, ...]) -> np.ndarray:
-        """The sum of some of the confusion cells, named as in ``("tp", "fn")``."""
-        return sum((getattr(self, name) for name in names), start=np.zeros_like(self.tp))
+        """The sum of some of the confusion cells, named as in ``("tp", "fn")`` (a new array)."""
+        return _summed([getattr(self, name) for name in names], self.tp)
 
     def total_sq(self, names: tuple[str, ...]) -> np.ndarray:
         """The sum of squared weights over some of the confusion cells (the counts when unweighted)."""
         if not self.weighted:
             return self.total(names)
-        return sum((getattr(self, f"{name}_sq") for name in names), start=np.zeros_like(self.tp))
+        return _summed([getattr(self, f"{name}_sq") for name in names], self.tp)
 
     @property
     def n_effective(self) -> np.ndarray:
@@ -127,6 +127,19 @@ class GroupCounts:
 
 
 CONFUSION = ("tp", "fp", "tn", "fn")
+
+
+def _summed(arrays: list[np.ndarray], like: np.ndarray) -> np.ndarray:
+    """``arrays`` added in order into a new array (zeros like ``like`` when there are none).
+
+    The same values, bit for bit, as ``0 + a + b + ...``: counts are never -0.
+    """
+    if not arrays:
+        return np.zeros_like(like)
+    total = np.array(arrays[0], dtype=np.result_type(like, *arrays), copy=True)
+    for array in arrays[1:]:
+        total = total + array if np.shape(array) != total.shape else np.add(total, array, out=total)
+    return total
 
 
 def effective_size(weight_sum: np.ndarray, weight_sq_sum: np.ndarray) -> np.ndarray:

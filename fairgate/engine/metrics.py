@@ -28,8 +28,10 @@ Summary = Literal["difference", "ratio"]
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """Numerator / denominator, NaN (undefined) where the denominator is zero."""
+    quotient = np.full(np.broadcast_shapes(np.shape(numerator), np.shape(denominator)), np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
+        np.divide(numerator, denominator, out=quotient, where=np.asarray(denominator) > 0)
+    return quotient
 
 
 # ------------------------------------------------------------------------------------------ group metrics
