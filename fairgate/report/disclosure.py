@@ -315,14 +315,27 @@ def _grow(
     while True:
         _close_singletons(lines, unknown, protected, hide, cost)
         exposed = sorted(derivable(unknown, lines) & protected, key=order)
+        costed = _kept_cost(cost)  # nothing is hidden while the complements are chosen
         if exposed:
-            chosen = _complements(exposed, unknown, lines, cost)
+            chosen = _complements(exposed, unknown, lines, costed)
         else:
-            chosen = _bound_complements(lines, unknown, values, bounded(), k, cost, safe)
+            chosen = _bound_complements(lines, unknown, values, bounded(), k, costed, safe)
         if not chosen:  # none exposed (or nothing left to hide: cannot happen while a sum has a published part)
             return
         for cell in sorted(chosen, key=order):
             hide(cell)
+
+
+def _kept_cost(cost: Cost) -> Cost:
+    """``cost``, each cell's computed once (while nothing is hidden, a cell's cost does not change)."""
+    kept: dict[CellKey, tuple[bool, bool, bool, bool, float, float, int, list[str], str]] = {}
+
+    def costed(cell: CellKey) -> tuple[bool, bool, bool, bool, float, float, int, list[str], str]:
+        if cell not in kept:
+            kept[cell] = cost(cell)
+        return kept[cell]
+
+    return costed
 
 
 def _complements(exposed: list[CellKey], unknown: set[CellKey], lines: tuple[Line, ...], cost: Cost) -> set[CellKey]:

@@ -10,8 +10,10 @@ complementary suppression of :mod:`fairgate.report.disclosure`.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -38,12 +40,12 @@ class Line:
     parts: tuple[CellKey, ...]
     weights: tuple[float, ...] = ()
 
-    @property
+    @cached_property
     def members(self) -> tuple[CellKey, ...]:
         """Every cell of the equation, its total first."""
         return (self.total, *self.parts)
 
-    @property
+    @cached_property
     def coefficients(self) -> tuple[float, ...]:
         """Each member's coefficient: +1 for the total and -1 for each part of a sum."""
         return self.weights or (1.0, *(-1.0 for _ in self.parts))
@@ -226,6 +228,9 @@ def order(cell: CellKey) -> tuple[int, list[str], str]:
 def derivable(unknown: Iterable[CellKey], lines: Iterable[Line]) -> set[CellKey]:
     """The unknown cells whose value follows from the published ones through the sums (exact, by rank).
 
+    A block of unknowns answers the same whatever else is hidden, so each block's answer is kept
+    (:func:`_block_determined`): a pattern that grows, or a trial that changes one block, recomputes that block only.
+
     >>> a, b, t = (frozenset("a"), "x"), (frozenset("a"), "y"), (frozenset(), "{}")
     >>> sorted(derivable({a}, [Line(t, (a, b))]))
     [(frozenset({'a'}), 'x')]
@@ -236,9 +241,36 @@ def derivable(unknown: Iterable[CellKey], lines: Iterable[Line]) -> set[CellKey]
     rows = [line for line in lines if any(m in unknown for m in line.members)]
     out: set[CellKey] = set()
     for block_unknown, block_rows in blocks(unknown, rows):
-        matrix = equations(block_unknown, block_rows)
-        out |= {block_unknown[j] for j in determined_columns(matrix)}
+        out |= {block_unknown[j] for j in _block_determined(block_unknown, block_rows)}
     return out
+
+
+#: The determined columns of the blocks last ranked, by the block's unknowns and sums (the sums themselves kept
+#: in the entry, so their ids stay theirs).
+_DETERMINED: dict[tuple[tuple[CellKey, ...], tuple[int, ...]], tuple[list[Line], tuple[int, ...]]] = {}
+_KEPT_BLOCKS = 1024
+_DETERMINED_LOCK = threading.Lock()  # a run's tasks may suppress from several threads
+
+
+def _block_determined(block_unknown: list[CellKey], block_rows: list[Line]) -> tuple[int, ...]:
+    """The determined columns of one block (:func:`determined_columns`), kept by the block's full input."""
+    key = (tuple(block_unknown), tuple(map(id, block_rows)))
+    with _DETERMINED_LOCK:
+        kept = _DETERMINED.get(key)
+    if kept is not None:
+        return kept[1]
+    found = tuple(determined_columns(equations(block_unknown, block_rows)))
+    with _DETERMINED_LOCK:
+        _DETERMINED[key] = (block_rows, found)
+        while len(_DETERMINED) > _KEPT_BLOCKS:
+            del _DETERMINED[next(iter(_DETERMINED))]
+    return found
+
+
+def clear_blocks() -> None:
+    """Forget the blocks kept by :func:`derivable` (benches time a fresh computation)."""
+    with _DETERMINED_LOCK:
+        _DETERMINED.clear()
 
 
 def equations(unknown: list[CellKey], rows: list[Line]) -> np.ndarray:
@@ -267,14 +299,69 @@ def witness(cell: CellKey, unknown: Iterable[CellKey], lines: Iterable[Line]) ->
 
 
 def determined_columns(matrix: np.ndarray) -> list[int]:
-    """Columns j whose unit vector lies in the row space: every null-space vector is zero at j."""
+    """Columns j whose unit vector lies in the row space: every null-space vector is zero at j.
+
+    >>> determined_columns(np.array([[1.0, -1.0, -1.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0]]))
+    [0]
+    >>> determined_columns(np.array([[1.0, -1.0, -1.0, -1.0], [0.0, 1.0, 1.0, 0.0]]))
+    []
+    """
     if matrix.shape[0] == 0:
         return []
-    null = null_space(matrix)
+    null = _peeled_null_space(matrix)
     if null.shape[1] == 0:
         return list(range(matrix.shape[1]))
     norms = np.sqrt((null**2).sum(axis=1))
     return [j for j, norm in enumerate(norms) if norm < TOL]
+
+
+def _peeled_null_space(matrix: np.ndarray) -> np.ndarray:
+    """A basis of the null space (columns; one row per unknown), with the SVD on the core of the matrix only.
+
+    Peeled first, until neither is left: a sum with one unknown determines it (zero in every null vector; the
+    sum goes, the unknown leaves the other sums), and an unknown in one sum only is that sum's slack (any values
+    of the others solve it: the sum goes, and the unknown's null-space value follows from the others'). The
+    SVD of what is left gives the others; the slacks are filled in backwards.
+    """
+    nonzero = np.abs(matrix) > 1e-12 * float(np.abs(matrix).max(initial=0.0))
+    row_cols = [set(np.flatnonzero(row).tolist()) for row in nonzero]
+    col_rows = [set(np.flatnonzero(col).tolist()) for col in nonzero.T]
+    determined: set[int] = set()
+    slacks: list[tuple[int, int, list[int]]] = []
+    pending = list(range(len(row_cols)))
+    while pending:
+        r = pending.pop()
+        cols = row_cols[r]
+        if len(cols) == 1:
+            (j,) = cols
+            determined.add(j)
+            _drop_row(r, row_cols, col_rows, pending)
+            for other in list(col_rows[j]):
+                row_cols[other].discard(j)
+                pending.append(other)
+            col_rows[j].clear()
+            continue
+        leaf = next((j for j in sorted(cols) if len(col_rows[j]) == 1), None)
+        if leaf is not None and len(cols) > 1:
+            slacks.append((leaf, r, sorted(cols - {leaf})))
+            _drop_row(r, row_cols, col_rows, pending)
+    rows = [r for r, cols in enumerate(row_cols) if cols]
+    peeled = determined | {j for j, _, _ in slacks}
+    core = [j for j in range(matrix.shape[1]) if j not in peeled]
+    null_core = null_space(matrix[np.ix_(rows, core)]) if core else np.zeros((0, 0))
+    null = np.zeros((matrix.shape[1], null_core.shape[1]))
+    null[core] = null_core
+    for leaf, r, others in reversed(slacks):
+        null[leaf] = -(matrix[r, others] @ null[others]) / matrix[r, leaf]
+    return null
+
+
+def _drop_row(r: int, row_cols: list[set[int]], col_rows: list[set[int]], pending: list[int]) -> None:
+    """Take sum ``r`` out of the peeling; the sums of its unknowns are looked at again."""
+    for j in row_cols[r]:
+        col_rows[j].discard(r)
+        pending.extend(col_rows[j])
+    row_cols[r] = set()
 
 
 def blocks(unknown: set[CellKey], rows: list[Line]) -> list[tuple[list[CellKey], list[Line]]]:
