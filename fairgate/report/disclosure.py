@@ -446,8 +446,25 @@ def _prune(
             continue  # publishing it would expose a protected cell
         unknown.discard(cell)
         protected.discard(cell)
-        basis, singular, _ = np.linalg.svd(residual, full_matrices=False)
-        null = basis[:, : max(int(np.sum(singular > TOL)), 0)]
+        null = _without(null, direction)
+
+
+def _without(null: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """The orthonormal basis ``null`` with the unit ``direction`` (in its coordinates) taken out of its span.
+
+    A Householder reflection swaps the direction with the first coordinate; the other columns span the rest.
+
+    >>> null = np.eye(3)[:, :2]
+    >>> np.abs(_without(null, np.array([1.0, 0.0]))).tolist()
+    [[0.0], [1.0], [0.0]]
+    """
+    reflector = direction.copy()
+    reflector[0] -= 1.0
+    norm = float(np.linalg.norm(reflector))
+    if norm < TOL:  # the direction is the first coordinate already
+        return null[:, 1:]
+    reflector /= norm
+    return (null - 2.0 * np.outer(null @ reflector, reflector))[:, 1:]
 
 
 def _small(value: float | None, k: int, *, unknown: bool) -> bool:

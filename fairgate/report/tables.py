@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import scipy.linalg
 
 from fairgate.engine.labels import group_key
 
@@ -308,60 +309,11 @@ def determined_columns(matrix: np.ndarray) -> list[int]:
     """
     if matrix.shape[0] == 0:
         return []
-    null = _peeled_null_space(matrix)
+    null = null_space(matrix)
     if null.shape[1] == 0:
         return list(range(matrix.shape[1]))
     norms = np.sqrt((null**2).sum(axis=1))
     return [j for j, norm in enumerate(norms) if norm < TOL]
-
-
-def _peeled_null_space(matrix: np.ndarray) -> np.ndarray:
-    """A basis of the null space (columns; one row per unknown), with the SVD on the core of the matrix only.
-
-    Peeled first, until neither is left: a sum with one unknown determines it (zero in every null vector; the
-    sum goes, the unknown leaves the other sums), and an unknown in one sum only is that sum's slack (any values
-    of the others solve it: the sum goes, and the unknown's null-space value follows from the others'). The
-    SVD of what is left gives the others; the slacks are filled in backwards.
-    """
-    nonzero = np.abs(matrix) > 1e-12 * float(np.abs(matrix).max(initial=0.0))
-    row_cols = [set(np.flatnonzero(row).tolist()) for row in nonzero]
-    col_rows = [set(np.flatnonzero(col).tolist()) for col in nonzero.T]
-    determined: set[int] = set()
-    slacks: list[tuple[int, int, list[int]]] = []
-    pending = list(range(len(row_cols)))
-    while pending:
-        r = pending.pop()
-        cols = row_cols[r]
-        if len(cols) == 1:
-            (j,) = cols
-            determined.add(j)
-            _drop_row(r, row_cols, col_rows, pending)
-            for other in list(col_rows[j]):
-                row_cols[other].discard(j)
-                pending.append(other)
-            col_rows[j].clear()
-            continue
-        leaf = next((j for j in sorted(cols) if len(col_rows[j]) == 1), None)
-        if leaf is not None and len(cols) > 1:
-            slacks.append((leaf, r, sorted(cols - {leaf})))
-            _drop_row(r, row_cols, col_rows, pending)
-    rows = [r for r, cols in enumerate(row_cols) if cols]
-    peeled = determined | {j for j, _, _ in slacks}
-    core = [j for j in range(matrix.shape[1]) if j not in peeled]
-    null_core = null_space(matrix[np.ix_(rows, core)]) if core else np.zeros((0, 0))
-    null = np.zeros((matrix.shape[1], null_core.shape[1]))
-    null[core] = null_core
-    for leaf, r, others in reversed(slacks):
-        null[leaf] = -(matrix[r, others] @ null[others]) / matrix[r, leaf]
-    return null
-
-
-def _drop_row(r: int, row_cols: list[set[int]], col_rows: list[set[int]], pending: list[int]) -> None:
-    """Take sum ``r`` out of the peeling; the sums of its unknowns are looked at again."""
-    for j in row_cols[r]:
-        col_rows[j].discard(r)
-        pending.extend(col_rows[j])
-    row_cols[r] = set()
 
 
 def blocks(unknown: set[CellKey], rows: list[Line]) -> list[tuple[list[CellKey], list[Line]]]:
@@ -389,10 +341,17 @@ def blocks(unknown: set[CellKey], rows: list[Line]) -> list[tuple[list[CellKey],
 
 
 def null_space(matrix: np.ndarray) -> np.ndarray:
-    """An orthonormal basis of the null space, as columns (one row per unknown cell)."""
+    """An orthonormal basis of the null space, as columns (one row per unknown cell).
+
+    The trailing columns of Q in a rank-revealing QR of the transpose (column pivoting): the orthogonal
+    complement of the row space, a third of an SVD's work on these matrices.
+
+    >>> np.abs(null_space(np.array([[1.0, -1.0, -1.0], [0.0, 1.0, 1.0]]))).round(6).tolist()
+    [[0.0], [0.707107], [0.707107]]
+    """
     if matrix.shape[0] == 0:
         return np.eye(matrix.shape[1])
-    # Every right-singular vector is needed; U only in part when there are more rows than unknowns.
-    _, singular, vt = np.linalg.svd(matrix, full_matrices=matrix.shape[0] < matrix.shape[1])
-    tol = max(matrix.shape) * (singular[0] if singular.size else 0.0) * np.finfo(float).eps * 10
-    return np.asarray(vt[int(np.sum(singular > tol)) :].T)
+    q, r, _ = scipy.linalg.qr(matrix.T, pivoting=True, mode="full")
+    diagonal = np.abs(np.diag(r))
+    tol = max(matrix.shape) * (diagonal[0] if diagonal.size else 0.0) * np.finfo(float).eps * 10
+    return np.asarray(q[:, int(np.sum(diagonal > tol)) :])
