@@ -389,20 +389,19 @@ def _bound_complements(
         matrix = csr_matrix(equations(block_unknown, block_rows))
         rhs = np.array([-_known(line, unknown, values) for line in block_rows])
         programme = Programme(matrix, rhs)
+        index = {c: j for j, c in enumerate(block_unknown)}
+        floors = np.array([cells.get(c, k) - TOL for c in block_unknown])
+        shown = [{m for m in line.members if m not in unknown and m[0]} for line in block_rows]
         for cell in targets:
             if cell in safe:
                 continue
-            bound = programme.upper(block_unknown.index(cell))
+            bound = programme.upper(index[cell])
             if not below(bound, cells[cell]):
                 safe.add(cell)
-                safe.update(
-                    c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= cells.get(c, k) - TOL
-                )
+                safe.update(block_unknown[j] for j in np.flatnonzero(np.asarray(bound.solution) >= floors))
                 continue
-            binding = [block_rows[i] for i in bound.binding] or [r for r in block_rows if cell in r.members]
-            candidates = {m for line in binding for m in line.members if m not in unknown and m[0]}
-            if not candidates:
-                candidates = {m for r in block_rows for m in r.members if m not in unknown and m[0]}
+            binding = bound.binding or [i for i, r in enumerate(block_rows) if cell in r.members]
+            candidates = set().union(*(shown[i] for i in binding)) or set().union(*shown)
             if candidates:
                 chosen.add(min(candidates, key=cost))
     return chosen
