@@ -17,6 +17,8 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from fairgate.engine.labels import group_key
 
@@ -317,27 +319,31 @@ def determined_columns(matrix: np.ndarray) -> list[int]:
 
 
 def blocks(unknown: set[CellKey], rows: list[Line]) -> list[tuple[list[CellKey], list[Line]]]:
-    """Unknowns split into independent blocks (connected through shared sums), each with its sums."""
-    parent: dict[CellKey, CellKey] = {cell: cell for cell in unknown}
+    """Unknowns split into independent blocks (connected through shared sums), each with its sums.
 
-    def find(cell: CellKey) -> CellKey:
-        while parent[cell] != cell:
-            parent[cell] = parent[parent[cell]]
-            cell = parent[cell]
-        return cell
+    Blocks in the order of their first cell, cells in :func:`order`, sums in the order given.
 
+    >>> a, b, c, t = (frozenset("a"), "x"), (frozenset("a"), "y"), (frozenset("a"), "z"), (frozenset(), "{}")
+    >>> [(len(cells), len(sums)) for cells, sums in blocks({a, b, c}, [Line(t, (a, b))])]
+    [(2, 1), (1, 0)]
+    """
+    cells = sorted(unknown, key=order)
+    index = {cell: i for i, cell in enumerate(cells)}
+    firsts, heads, tails = [], [], []
     for line in rows:
-        cells = [m for m in line.members if m in unknown]
-        for other in cells[1:]:
-            parent[find(other)] = find(cells[0])
-    members: dict[CellKey, list[CellKey]] = {}
-    for cell in sorted(unknown, key=order):
-        members.setdefault(find(cell), []).append(cell)
-    block_rows: dict[CellKey, list[Line]] = {}
-    for line in rows:
-        root = find(next(m for m in line.members if m in unknown))
-        block_rows.setdefault(root, []).append(line)
-    return [(cells, block_rows.get(root, [])) for root, cells in members.items()]
+        members = [index[m] for m in line.members if m in index]
+        firsts.append(members[0])
+        heads += [members[0]] * (len(members) - 1)
+        tails += members[1:]
+    links = coo_matrix((np.ones(len(heads)), (heads, tails)), shape=(len(cells), len(cells)))
+    labels = connected_components(links, directed=False)[1].tolist()
+    members_of: dict[int, list[CellKey]] = {}
+    for cell, label in zip(cells, labels, strict=True):
+        members_of.setdefault(label, []).append(cell)
+    block_rows: dict[int, list[Line]] = {}
+    for line, first in zip(rows, firsts, strict=True):
+        block_rows.setdefault(labels[first], []).append(line)
+    return [(block, block_rows.get(label, [])) for label, block in members_of.items()]
 
 
 def null_space(matrix: np.ndarray) -> np.ndarray:
