@@ -79,7 +79,7 @@ class Programme:
         solution = highs.getSolution()
         duals = np.asarray(solution.row_dual)
         binding = tuple(int(i) for i in np.flatnonzero(np.abs(duals) > _TOL))
-        values = tuple(float(x) for x in solution.col_value)
+        values = tuple(solution.col_value)  # a list of floats
         return Bound(values[column], binding, values)
 
 

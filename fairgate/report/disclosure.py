@@ -315,14 +315,27 @@ def _grow(
     while True:
         _close_singletons(lines, unknown, protected, hide, cost)
         exposed = sorted(derivable(unknown, lines) & protected, key=order)
+        costed = _kept_cost(cost)  # nothing is hidden while the complements are chosen
         if exposed:
-            chosen = _complements(exposed, unknown, lines, cost)
+            chosen = _complements(exposed, unknown, lines, costed)
         else:
-            chosen = _bound_complements(lines, unknown, values, bounded(), k, cost, safe)
+            chosen = _bound_complements(lines, unknown, values, bounded(), k, costed, safe)
         if not chosen:  # none exposed (or nothing left to hide: cannot happen while a sum has a published part)
             return
         for cell in sorted(chosen, key=order):
             hide(cell)
+
+
+def _kept_cost(cost: Cost) -> Cost:
+    """``cost``, each cell's computed once (while nothing is hidden, a cell's cost does not change)."""
+    kept: dict[CellKey, tuple[bool, bool, bool, bool, float, float, int, list[str], str]] = {}
+
+    def costed(cell: CellKey) -> tuple[bool, bool, bool, bool, float, float, int, list[str], str]:
+        if cell not in kept:
+            kept[cell] = cost(cell)
+        return kept[cell]
+
+    return costed
 
 
 def _complements(exposed: list[CellKey], unknown: set[CellKey], lines: tuple[Line, ...], cost: Cost) -> set[CellKey]:
@@ -376,20 +389,19 @@ def _bound_complements(
         matrix = csr_matrix(equations(block_unknown, block_rows))
         rhs = np.array([-_known(line, unknown, values) for line in block_rows])
         programme = Programme(matrix, rhs)
+        index = {c: j for j, c in enumerate(block_unknown)}
+        floors = np.array([cells.get(c, k) - TOL for c in block_unknown])
+        shown = [{m for m in line.members if m not in unknown and m[0]} for line in block_rows]
         for cell in targets:
             if cell in safe:
                 continue
-            bound = programme.upper(block_unknown.index(cell))
+            bound = programme.upper(index[cell])
             if not below(bound, cells[cell]):
                 safe.add(cell)
-                safe.update(
-                    c for c, x in zip(block_unknown, bound.solution, strict=False) if x >= cells.get(c, k) - TOL
-                )
+                safe.update(block_unknown[j] for j in np.flatnonzero(np.asarray(bound.solution) >= floors))
                 continue
-            binding = [block_rows[i] for i in bound.binding] or [r for r in block_rows if cell in r.members]
-            candidates = {m for line in binding for m in line.members if m not in unknown and m[0]}
-            if not candidates:
-                candidates = {m for r in block_rows for m in r.members if m not in unknown and m[0]}
+            binding = bound.binding or [i for i, r in enumerate(block_rows) if cell in r.members]
+            candidates = set().union(*(shown[i] for i in binding)) or set().union(*shown)
             if candidates:
                 chosen.add(min(candidates, key=cost))
     return chosen
@@ -433,8 +445,25 @@ def _prune(
             continue  # publishing it would expose a protected cell
         unknown.discard(cell)
         protected.discard(cell)
-        basis, singular, _ = np.linalg.svd(residual, full_matrices=False)
-        null = basis[:, : max(int(np.sum(singular > TOL)), 0)]
+        null = _without(null, direction)
+
+
+def _without(null: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """The orthonormal basis ``null`` with the unit ``direction`` (in its coordinates) taken out of its span.
+
+    A Householder reflection swaps the direction with the first coordinate; the other columns span the rest.
+
+    >>> null = np.eye(3)[:, :2]
+    >>> np.abs(_without(null, np.array([1.0, 0.0]))).tolist()
+    [[0.0], [1.0], [0.0]]
+    """
+    reflector = direction.copy()
+    reflector[0] -= 1.0
+    norm = float(np.linalg.norm(reflector))
+    if norm < TOL:  # the direction is the first coordinate already
+        return null[:, 1:]
+    reflector /= norm
+    return (null - 2.0 * np.outer(null @ reflector, reflector))[:, 1:]
 
 
 def _small(value: float | None, k: int, *, unknown: bool) -> bool:

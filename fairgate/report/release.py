@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy.sparse import csr_matrix
+from threadpoolctl import threadpool_limits
 
 from fairgate.report.bounds import Programme, below
 from fairgate.report.disclosure import _known
@@ -45,8 +46,15 @@ def release(tables: Tables, hidden: Iterable[CellKey], parts: Sequence[Part], k:
     A part is withheld when its group has a hidden cell. A withheld part is published when that lets no cell
     from 1 to k-1 nor hidden size be worked out, and no hidden cell under k be bounded under k; with it, every
     withheld part its sums (and those published before) determine (it states nothing more).
+
+    Its small dense algebra runs on one BLAS thread, as the pattern's (threads only contend on these matrices).
     """
-    hidden = set(hidden)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _release(tables, set(hidden), parts, k)
+
+
+def _release(tables: Tables, hidden: set[CellKey], parts: Sequence[Part], k: int) -> set[int]:
+    """:func:`release`'s trials, largest group first."""
     withheld = [i for i, (group, _) in enumerate(parts) if any(group_of(c) == group for c in hidden)]
     unknown = hidden | (set(tables.values) - tables.published)
     unknown |= {c for i in withheld for c in parts[i][1] if c in tables.published}
