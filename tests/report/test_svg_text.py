@@ -107,3 +107,31 @@ def test_the_collector_is_paused_for_the_pdf_and_restored() -> None:
     with pytest.raises(RuntimeError), collector_paused():
         raise RuntimeError("a failed rendering")
     assert gc.isenabled()
+
+
+def test_the_lean_chart_draws_the_same_pixels(tmp_path: Path) -> None:
+    """Dropping matplotlib's bare groups, identity rotations and style attributes changes no pixel of a chart."""
+    import io
+
+    from tasks.render.charts import chart_figure, lean_svg
+
+    with chart_figure(4, 2.5) as (fig, (ax,)):
+        ax.bar(["a", "b", "c"], [0.3, 0.7, 0.5], color="#0072B2")
+        ax.plot([0, 1, 2], [0.2, 0.6, 0.4], marker="o")
+        ax.set_title("Selection rate")
+        ax.set_ylabel("share")
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    raw = buffer.getvalue()
+    raw = raw[raw.index("<svg") :]
+    lean = lean_svg(raw)
+    assert lean.count("<g") < raw.count("<g") / 3
+    assert "rotate(-0 " not in lean
+    assert 'id="axes_1"' in lean
+    pages = []
+    for name, svg in (("raw", raw), ("lean", lean)):
+        (tmp_path / f"{name}.pdf").write_bytes(html_to_pdf(f'<img style="width:120mm" src="{svg_data_uri(svg)}">'))
+        render = ["pdftoppm", "-r", "80", "-gray", "-png", str(tmp_path / f"{name}.pdf"), str(tmp_path / name)]
+        subprocess.run(render, check=True)
+        pages.append((tmp_path / f"{name}-1.png").read_bytes())
+    assert pages[0] == pages[1]
