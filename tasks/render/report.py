@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import base64
 import functools
-import gc
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,25 +138,7 @@ def html_to_pdf(html: str, fetcher: Any = None) -> bytes:
     svg_text.install()  # chart labels drawn as one run each, not letter by letter
     # base_url=None: relative links cannot resolve to local files either.
     document = HTML(string=html, base_url=None, url_fetcher=fetcher or _offline_url_fetcher()())
-    with collector_paused():
-        return document.write_pdf(pdf_identifier=b"fairgate") or b""
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, back as it was after it.
-
-    WeasyPrint makes some 10^5 short-lived objects for a nine-page report; each time their count crosses the
-    collector's threshold it walks its generations, and the oldest holds everything the process has imported
-    (Prefect, Great Expectations, pandas): a sixth of the PDF's CPU in the demo. The objects the rendering leaves
-    behind are collected by the next automatic collection after the block."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    return document.write_pdf(pdf_identifier=b"fairgate") or b""
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

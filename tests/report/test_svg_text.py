@@ -3,7 +3,6 @@ drawing puts them, stay searchable, and every label that places letters one by o
 
 from __future__ import annotations
 
-import gc
 import re
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from tasks.render import svg_text
-from tasks.render.report import collector_paused, html_to_pdf, svg_data_uri
+from tasks.render.report import html_to_pdf, svg_data_uri
 
 FONT = 'font-family="\'DejaVu Sans\'" font-size="7.5"'
 SVG = f"""<svg xmlns="http://www.w3.org/2000/svg" width="300pt" height="200pt" viewBox="0 0 300 200" font-size="16">
@@ -90,23 +89,6 @@ def test_a_label_placing_letters_one_by_one_is_not_a_single_run() -> None:
         assert not svg_text.is_single_run(Node(attrib)), attrib
     assert not svg_text.is_single_run(Node({"x": "1"}, tag="tspan"))
     assert not svg_text.is_single_run(Node({"x": "1"}, text=""))
-
-
-def test_the_collector_is_paused_for_the_pdf_and_restored() -> None:
-    assert gc.isenabled()
-    with collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with collector_paused():
-            pass
-        assert not gc.isenabled()  # a caller's own setting is left as it was
-    finally:
-        gc.enable()
-    with pytest.raises(RuntimeError), collector_paused():
-        raise RuntimeError("a failed rendering")
-    assert gc.isenabled()
 
 
 def test_the_lean_chart_draws_the_same_pixels(tmp_path: Path) -> None:
