@@ -7,7 +7,8 @@ PDF HTML is built once (view, charts, template), then rendered ``--repeats`` tim
 (chart labels as one run, the collector paused), timing WeasyPrint's stages by wrapping its functions: the
 styles (CSS cascade), the boxes, each page's layout (a page laid out again counts again), the SVG charts'
 drawing, and the drawing and writing of the PDF (the charts included). Prints the CPU of each stage, the count
-of calls, the PDF's total and the load average; the first repeat pays the fonts' first use.
+of calls, the PDF's total and the load average; the first repeat pays the fonts' first use. The collector's
+young generation runs at the CLI's threshold (``cli.YOUNG_GENERATION_THRESHOLD``), as in ``fairgate demo``.
 """
 
 from __future__ import annotations
@@ -58,8 +59,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
+    import gc
     import json
 
+    from cli import YOUNG_GENERATION_THRESHOLD
+
+    gc.set_threshold(YOUNG_GENERATION_THRESHOLD, *gc.get_threshold()[1:])
     import weasyprint.document as document
     import weasyprint.layout.page as page
     import weasyprint.svg as svg
