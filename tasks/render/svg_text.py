@@ -5,9 +5,8 @@ on its own, so that per-letter positions (``x="1 2 3"``, ``dx``, ``rotate``, ``l
 ``textLength``) can apply. matplotlib's labels use none of them: one ``x``, one ``y``, plain text. For such a
 label :func:`text` draws the string it has already laid out, at the same place and with the same font, which is
 what the SVG specification asks (a text chunk is shaped as one run, with its font's kerning); every other
-``<text>``, ``<tspan>`` or ``<textPath>`` goes to WeasyPrint's own drawing. On the demo's sixteen charts this
-is a third of the PDF's drawing time and half of its bytes (one text object per label instead of one per
-letter).
+``<text>``, ``<tspan>`` or ``<textPath>`` goes to WeasyPrint's own drawing. On the demo's PDF the charts are
+drawn in 0.22 s of CPU instead of 0.39 s (one text object per label instead of one per letter).
 
 :func:`install` puts it in WeasyPrint's table of SVG tags once per process, and only for the WeasyPrint
 versions it was checked against (:data:`CHECKED_MAJOR_VERSIONS`); with any other the charts are drawn by
