@@ -124,7 +124,42 @@ def lean_svg(svg: str) -> str:
     # Font sizes as plain numbers (user units are pixels), and the initial 16 px said on the root: WeasyPrint
     # reads a number at once, where "7.5px" or its default "1em" costs it a failed float() on every node.
     svg = _PIXEL_FONT_SIZE.sub(r'font-size="\1"', svg)
-    return svg.replace("<svg ", '<svg font-size="16" ', 1)
+    svg = _IDENTITY_ROTATION.sub("", svg)
+    return _unwrap_groups(svg).replace("<svg ", '<svg font-size="16" ', 1)
+
+
+_IDENTITY_ROTATION = re.compile(r' transform="rotate\(-?0 [-0-9.e]+ [-0-9.e]+\)"')
+_GROUP_TAG = re.compile(r'\s*<g((?: id="[^"]*")?)>|\s*<g\b[^>]*>|\s*</g>')
+
+
+def _unwrap_groups(svg: str) -> str:
+    """The same drawing without matplotlib's bare groups: every artist sits in a ``<g id="...">`` (a tick in
+    three), which draws nothing of its own but costs a renderer a graphics state per group. A group whose only
+    attribute is an id nobody refers to gives its children its place; an axes keeps its group (its id names the
+    axes), and so does every group with another attribute (a clip, a transform).
+
+    >>> _unwrap_groups('<svg><g id="a"><g id="axes_1"><g><path/></g></g></g><g clip-path="x"><path/></g></svg>')
+    '<svg><g id="axes_1"><path/></g><g clip-path="x"><path/></g></svg>'
+    """
+    kept: list[bool] = []
+    parts: list[str] = []
+    start = 0
+    for match in _GROUP_TAG.finditer(svg):
+        tag = match.group(0)
+        if tag.endswith("</g>"):
+            keep = kept.pop()
+        elif tag.endswith("/>"):
+            continue
+        else:
+            name = (match.group(1) or "")[5:-1]
+            keep = match.group(1) is None or name.startswith("axes_") or (bool(name) and f"#{name}" in svg)
+            kept.append(keep)
+        parts.append(svg[start : match.start()])
+        if keep:
+            parts.append(tag)
+        start = match.end()
+    parts.append(svg[start:])
+    return "".join(parts)
 
 
 def set_margins(

@@ -23,6 +23,7 @@ from fairgate.report.build import as_document
 from fairgate.report.suppress import Suppression
 from tasks.outputs import output_stem, write_atomic
 from tasks.render import charts as chart_lib
+from tasks.render import svg_text
 from tasks.render.frontier_chart import frontier_svg
 from tasks.render.kind_charts import kind_charts
 from tasks.render.trend_charts import trend_charts
@@ -134,6 +135,7 @@ def html_to_pdf(html: str, fetcher: Any = None) -> bytes:
     """The PDF of a self-contained HTML page (WeasyPrint, offline: only inline ``data:`` URLs are fetched)."""
     from weasyprint import HTML  # imported here: an HTML-only report never loads WeasyPrint
 
+    svg_text.install()  # chart labels drawn as one run each, not letter by letter
     # base_url=None: relative links cannot resolve to local files either.
     document = HTML(string=html, base_url=None, url_fetcher=fetcher or _offline_url_fetcher()())
     return document.write_pdf(pdf_identifier=b"fairgate") or b""
