@@ -17,13 +17,14 @@ rest of the audit (adjudicate, trend, outputs, report, trail) runs in the parent
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
-from prefect import flow, get_run_logger, unmapped
+from prefect import Flow, flow, get_run_logger, unmapped
 from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from pydantic import ValidationError
@@ -161,14 +162,14 @@ class PartitionedAudit:
 def audit_on_dask(
     policy: fairgate.Policy, execution: Execution, predictions: str, labels: str, attributes: str
 ) -> PartitionedAudit:
-    """Run :func:`audit_partitions` on a Dask task runner for ``execution``."""
+    """Run :func:`audit_partitions` (as its flow) on a Dask task runner for ``execution``."""
     if policy.proxy is not None:
         raise PolicyError(
             "execution.runner dask does not run proxy inference (it needs the rows in one place); remove the "
             "proxy section, or set execution.runner: local"
         )
     runner = dask_task_runner(execution)
-    counted = audit_partitions.with_options(task_runner=runner)(policy, predictions, labels, attributes)
+    counted = partitions_flow().with_options(task_runner=runner)(policy, predictions, labels, attributes)
     counted.inputs.execution = {
         "path": "dask",
         "scheduler": execution.address or "a temporary local cluster",
@@ -178,7 +179,14 @@ def audit_on_dask(
     return counted
 
 
-@flow(name="fairness-audit-partitions")
+@functools.cache
+def partitions_flow() -> Flow[..., PartitionedAudit]:
+    """The ``fairness-audit-partitions`` flow, made when a Dask audit first needs it: Prefect builds a flow's
+    parameter schema (here the policy's whole JSON schema, about 0.1 s) when the flow is made, which an audit on
+    one machine, importing this module, never needs."""
+    return flow(name="fairness-audit-partitions")(audit_partitions)
+
+
 def audit_partitions(policy: fairgate.Policy, predictions: str, labels: str, attributes: str) -> PartitionedAudit:
     """Check and cube each partition on the workers, sum the cubes, fan the metrics out: the recipe."""
     partitions = plan_partitions(predictions, labels, attributes)

@@ -169,27 +169,30 @@ def last_estimated_document(
 ) -> dict[str, Any] | None:
     """The newest audit of the model without labels on the same predictions (same sha256), or None: what a
     labelled audit of those people compares its measured results with."""
-    for document in _recent_documents(trail_path, model_name, look_back):
-        predictions = (document.get("inputs") or {}).get("predictions") or {}
-        if document.get("label_free") and predictions.get("sha256") == predictions_sha256:
-            return document
-    return None
+    from tasks.inputs.sql import load_sql
+
+    parameters = {"model": model_name, "look_back": look_back, "sha": predictions_sha256}
+    rows = _trail_rows(trail_path, load_sql("store/estimated_run"), parameters)
+    return dict(json.loads(rows[0][0])) if rows and rows[0][0] else None
 
 
 def _recent_documents(trail_path: Path, model_name: str, look_back: int) -> list[dict[str, Any]]:
     """The model's newest recorded documents, newest first; none when the trail is absent or unreadable."""
+    query = "select document from runs where model_name = $model order by seq desc limit $limit"
+    rows = _trail_rows(trail_path, query, {"model": model_name, "limit": look_back})
+    return [dict(json.loads(text)) for (text,) in rows if text]
+
+
+def _trail_rows(trail_path: Path, query: str, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """A read-only query's rows; none when the trail is absent or unreadable (no history is no error here)."""
     path = Path(trail_path)
     if not path.exists():
         return []
     try:
         with locked_trail(path, write=False) as con:
-            rows = con.execute(
-                "select document from runs where model_name = $model order by seq desc limit $limit",
-                {"model": model_name, "limit": look_back},
-            ).fetchall()
+            return con.execute(query, parameters).fetchall()
     except (TrailError, duckdb.Error):
         return []
-    return [dict(json.loads(text)) for (text,) in rows if text]
 
 
 def metric_series(trail_path: Path, model_name: str, metric: str) -> list[dict[str, Any]]:
