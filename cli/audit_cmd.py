@@ -26,6 +26,7 @@ from cli.checks import check_audit_arguments
 from cli.exits import fail, refusing, run_flow
 from cli.invocation import command_line
 from cli.signals import audit_guard
+from fairgate.engine.collection import long_lived
 from fairgate.engine.labels import slicing_label
 from fairgate.verdicts import insufficient_sentence, passed
 
@@ -199,9 +200,11 @@ def _run_audit(
     inputs = {"predictions": predictions, "attributes": attributes}
     optional = (("labels", labels), ("features", features), ("counterfactual", counterfactual))
     inputs |= {role: text for role, text in (*optional, ("external-labels", external_labels)) if text}
-    with refusing():
-        check_audit_arguments(policy, inputs, out, trail, {"model": model, "model-version": model_version})
-    _precheck(policy, predictions, labels, attributes, (runner, dask_address), (features, counterfactual))
+    with long_lived():  # these checks import the engine, Prefect and the audit flow
+        with refusing():
+            check_audit_arguments(policy, inputs, out, trail, {"model": model, "model-version": model_version})
+        _precheck(policy, predictions, labels, attributes, (runner, dask_address), (features, counterfactual))
+        import flows.audit  # noqa: F401  # imported here, with the collector paused
     if external_labels is not None:
         with refusing():
             _check_external_labels(labels, external_labels)

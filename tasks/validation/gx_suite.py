@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from fairgate.engine.collection import long_lived
 from tasks.validation.deferred import deferred
 
 
@@ -22,7 +23,8 @@ def load_great_expectations() -> Any:
     """The ``great_expectations`` module, imported on first use with analytics off and its logging quietened."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # no phoning home from an audit
     # what GE imports for expectations, renderings and charts our suites never run (deferred.py)
-    with deferred("altair", "mistune", "scipy.stats"):
+    # GE's modules live as long as the process: made with the collector paused, then frozen (collection.py)
+    with long_lived(), deferred("altair", "mistune", "scipy.stats"):
         import great_expectations as gx
 
     _quiet_great_expectations()
