@@ -69,4 +69,4 @@ def long_lived() -> Iterator[None]:
     """
     with collection_paused():
         yield
-    gc.freeze()
+        gc.freeze()  # before the collector resumes: its first pass would otherwise walk all of it once
