@@ -398,7 +398,8 @@ def _bound_complements(
             bound = programme.upper(index[cell])
             if not below(bound, cells[cell]):
                 safe.add(cell)
-                safe.update(block_unknown[j] for j in np.flatnonzero(np.asarray(bound.solution) >= floors))
+                if bound.solution:  # an unbounded cell comes without a solution: it vouches for no other
+                    safe.update(block_unknown[j] for j in np.flatnonzero(np.asarray(bound.solution) >= floors))
                 continue
             binding = bound.binding or [i for i, r in enumerate(block_rows) if cell in r.members]
             candidates = set().union(*(shown[i] for i in binding)) or set().union(*shown)

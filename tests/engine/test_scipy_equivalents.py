@@ -151,8 +151,8 @@ frame = load_compas().rename({"y_true": "two_year_recid"})  # the demo policy's 
 cube = fairgate.build_cube(frame, policy)
 parts = [fairgate.compute_slicing(cube, s, policy) for s in fairgate.plan_slicings(cube, policy)]
 document = fairgate.adjudicate(cube, parts, policy).to_dict()
-ran = [m for m in ("scipy.stats._stats_py", "scipy.optimize._optimize", "scipy.spatial", "scipy.linalg")
-       if m in sys.modules]
+# scipy.linalg is not listed: the published document's suppression pattern takes its pivoted QR (about 0.02 s)
+ran = [m for m in ("scipy.stats._stats_py", "scipy.optimize._optimize", "scipy.spatial") if m in sys.modules]
 print(json.dumps({"results": len(document["results"]), "ran": ran}))
 """
 
