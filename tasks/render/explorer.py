@@ -76,14 +76,5 @@ def build_explorer_file(
     return path
 
 
-@task(name="write-explorer", cache_policy=NO_CACHE)
-def write_explorer(
-    document: dict[str, Any],
-    cube: Any,
-    policy: fairgate.Policy,
-    out_dir: Path,
-    min_cell_size: int,
-    suppression: Suppression | None = None,
-) -> Path | None:
-    """Prefect task: the what-if explorer beside the HTML report (deterministic, no retries)."""
-    return build_explorer_file(document, cube, policy, out_dir, min_cell_size, suppression)
+# The Prefect task: the what-if explorer beside the HTML report (deterministic, no retries).
+write_explorer = task(name="write-explorer", cache_policy=NO_CACHE)(build_explorer_file)

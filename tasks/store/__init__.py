@@ -112,7 +112,7 @@ def __getattr__(name: str) -> Any:
     trail without importing Prefect (tasks/store/prefect_tasks.py)."""
     if name != "record_run":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from tasks.store.prefect_tasks import make_task
+    from tasks.store.prefect_tasks import make_record_run
 
-    made = globals()[name] = make_task(name)
+    made = globals()[name] = make_record_run()
     return made

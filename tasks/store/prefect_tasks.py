@@ -23,13 +23,12 @@ def _retry_unless_refused(task: Any, task_run: Any, state: Any) -> bool:
     return True
 
 
-def make_task(name: str) -> Any:
-    """The Prefect task ``name``: ``record_run`` (retried unless refused). The model's history is read by a plain
-    call (``model_history``): a few milliseconds that never fail (an unreadable trail gives a note)."""
+def make_record_run() -> Any:
+    """The Prefect task ``record_run``, retried unless refused. (The model's history is read by a plain call,
+    ``model_history``: a few milliseconds that never fail; an unreadable trail gives a note.)"""
     from prefect import task
     from prefect.cache_policies import NO_CACHE
 
-    assert name == "record_run"
     return task(
         name="record run",
         cache_policy=NO_CACHE,
