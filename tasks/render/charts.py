@@ -129,6 +129,7 @@ def lean_svg(svg: str) -> str:
 
 
 _IDENTITY_ROTATION = re.compile(r' transform="rotate\(-?0 [-0-9.e]+ [-0-9.e]+\)"')
+_REFERENCE = re.compile(r"#([^\"'()\s]+)")
 _GROUP_TAG = re.compile(r'\s*<g((?: id="[^"]*")?)>|\s*<g\b[^>]*>|\s*</g>')
 
 
@@ -141,6 +142,7 @@ def _unwrap_groups(svg: str) -> str:
     >>> _unwrap_groups('<svg><g id="a"><g id="axes_1"><g><path/></g></g></g><g clip-path="x"><path/></g></svg>')
     '<svg><g id="axes_1"><path/></g><g clip-path="x"><path/></g></svg>'
     """
+    referenced = set(_REFERENCE.findall(svg))  # ids named elsewhere (url(#...), href="#...")
     kept: list[bool] = []
     parts: list[str] = []
     start = 0
@@ -152,7 +154,7 @@ def _unwrap_groups(svg: str) -> str:
             continue
         else:
             name = (match.group(1) or "")[5:-1]
-            keep = match.group(1) is None or name.startswith("axes_") or (bool(name) and f"#{name}" in svg)
+            keep = match.group(1) is None or name.startswith("axes_") or name in referenced
             kept.append(keep)
         parts.append(svg[start : match.start()])
         if keep:

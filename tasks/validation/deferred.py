@@ -16,8 +16,8 @@ Markdown, ``import mistune`` at the top of ``great_expectations.render.view.view
 
 Only the first import inside the block is deferred (a package already imported stays as it is); outside the
 block nothing changes. The first use runs the module under one lock (Python 3.11's ``LazyLoader`` takes none):
-a second thread that uses it meanwhile waits for the whole module instead of seeing it half run (the engine asks
-scipy.stats for Fisher's exact test from the metric threads).
+a second thread that uses it meanwhile waits for the whole module instead of seeing it half run (the engine's
+metric threads may reach scipy.stats: a table its own Fisher's test refuses is handed to scipy for the error).
 """
 
 from __future__ import annotations
