@@ -9,8 +9,8 @@ complementary suppression of :mod:`fairgate.report.disclosure`.
 
 from __future__ import annotations
 
+import functools
 import itertools
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -248,32 +248,19 @@ def derivable(unknown: Iterable[CellKey], lines: Iterable[Line]) -> set[CellKey]
     return out
 
 
-#: The determined columns of the blocks last ranked, by the block's unknowns and sums (the sums themselves kept
-#: in the entry, so their ids stay theirs).
-_DETERMINED: dict[tuple[tuple[CellKey, ...], tuple[int, ...]], tuple[list[Line], tuple[int, ...]]] = {}
-_KEPT_BLOCKS = 1024
-_DETERMINED_LOCK = threading.Lock()  # a run's tasks may suppress from several threads
-
-
 def _block_determined(block_unknown: list[CellKey], block_rows: list[Line]) -> tuple[int, ...]:
     """The determined columns of one block (:func:`determined_columns`), kept by the block's full input."""
-    key = (tuple(block_unknown), tuple(map(id, block_rows)))
-    with _DETERMINED_LOCK:
-        kept = _DETERMINED.get(key)
-    if kept is not None:
-        return kept[1]
-    found = tuple(determined_columns(equations(block_unknown, block_rows)))
-    with _DETERMINED_LOCK:
-        _DETERMINED[key] = (block_rows, found)
-        while len(_DETERMINED) > _KEPT_BLOCKS:
-            del _DETERMINED[next(iter(_DETERMINED))]
-    return found
+    return _determined(tuple(block_unknown), tuple(block_rows))
+
+
+@functools.lru_cache(maxsize=1024)  # the blocks ranked last (thread-safe; Lines are frozen, compared by value)
+def _determined(block_unknown: tuple[CellKey, ...], block_rows: tuple[Line, ...]) -> tuple[int, ...]:
+    return tuple(determined_columns(equations(list(block_unknown), list(block_rows))))
 
 
 def clear_blocks() -> None:
     """Forget the blocks kept by :func:`derivable` (benches time a fresh computation)."""
-    with _DETERMINED_LOCK:
-        _DETERMINED.clear()
+    _determined.cache_clear()
 
 
 def equations(unknown: list[CellKey], rows: list[Line]) -> np.ndarray:
