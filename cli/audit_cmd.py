@@ -29,6 +29,7 @@ from cli.signals import audit_guard
 from fairgate.engine.collection import long_lived
 from fairgate.engine.labels import slicing_label
 from fairgate.verdicts import insufficient_sentence, passed
+from tasks.validation import warm
 
 _out = console.stdout()
 _err = console.stderr()
@@ -68,6 +69,7 @@ def audit(
     On Dask, each input may be a directory or a glob of partition files (the k-th files hold the same people).
     With --features (and --counterfactual), the policy's individual_fairness section is checked too.
     """
+    warm.start()  # Great Expectations loads in a second process meanwhile (tasks/validation/warm.py)
     _run_audit(
         command=command_line(context),
         policy=policy,
@@ -99,6 +101,7 @@ def demo(
     ] = "binary",
 ) -> None:
     """Audit a bundled real data set with its demo policy (binary: COMPAS risk scores, ProPublica data)."""
+    warm.start()  # Great Expectations loads in a second process meanwhile (tasks/validation/warm.py)
     from cli.demos import DEMOS
 
     if task not in DEMOS:

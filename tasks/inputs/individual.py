@@ -26,7 +26,7 @@ from fairgate.policy.core import Policy
 from fairgate.policy.individual import ALL_NUMERIC
 from tasks.inputs.io import Source, parse_source, register_source, sha256_of
 from tasks.inputs.sql import quote_identifier, render_sql
-from tasks.validation.gx_suite import load_great_expectations, run_suite
+from tasks.validation.gx_suite import expect, run_suite
 from tasks.validation.validate import BINARY_TEXT, Validation, critical_check
 
 if TYPE_CHECKING:
@@ -160,9 +160,7 @@ def _numeric(column_type: str) -> bool:
 
 def _expect_numeric(names: list[str], types: dict[str, str], source: Source, validation: Validation) -> None:
     frame = pd.DataFrame({"feature": names, "type": ["number" if _numeric(types[n]) else types[n] for n in names]})
-    expectation = load_great_expectations().expectations.ExpectColumnValuesToBeInSet(
-        column="type", value_set=["number"]
-    )
+    expectation = expect.ColumnValuesToBeInSet(column="type", value_set=["number"])
     failing = frame[frame["type"] != "number"]
     _judge(
         validation,
@@ -188,10 +186,9 @@ def _expect_finite(con: duckdb.DuckDBPyConnection, names: list[str], source: Sou
     frame = pd.DataFrame(
         {"feature": names, "nulls": counts[0::2], "non_finite": counts[1::2]},
     )
-    gx = load_great_expectations()
     expectations = [
-        gx.expectations.ExpectColumnValuesToBeBetween(column="nulls", max_value=0),
-        gx.expectations.ExpectColumnValuesToBeBetween(column="non_finite", max_value=0),
+        expect.ColumnValuesToBeBetween(column="nulls", max_value=0),
+        expect.ColumnValuesToBeBetween(column="non_finite", max_value=0),
     ]
 
     def message() -> str:
@@ -217,10 +214,9 @@ def _stage_counterfactual(
         decision = quote_identifier(cols.y_pred)
         counts = con.sql(render_sql("value_counts", column=decision, relation="src_counterfactual")).to_df()
         counts["value"] = counts["value"].str.lower()
-        gx = load_great_expectations()
         expectations = [
-            gx.expectations.ExpectColumnValuesToNotBeNull(column="value"),
-            gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=BINARY_TEXT),
+            expect.ColumnValuesToNotBeNull(column="value"),
+            expect.ColumnValuesToBeInSet(column="value", value_set=BINARY_TEXT),
         ]
 
         def message() -> str:
@@ -261,10 +257,9 @@ def _check_id_type(con: duckdb.DuckDBPyConnection, view: str, source: Source) ->
 
 def _expect_unique_ids(con: duckdb.DuckDBPyConnection, view: str, source: Source, validation: Validation) -> None:
     duplicates = con.sql(render_sql("id_duplicates", relation=view), params={"max_rows": 10_000}).to_df()
-    gx = load_great_expectations()
     expectations = [
-        gx.expectations.ExpectColumnValuesToNotBeNull(column="id"),
-        gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
+        expect.ColumnValuesToNotBeNull(column="id"),
+        expect.ColumnValuesToBeBetween(column="occurrences", max_value=1),
     ]
 
     def message() -> str:
@@ -282,10 +277,9 @@ def _expect_coverage(
 ) -> None:
     """Every audited id has a row (and, ``exact``, no other id appears)."""
     coverage = con.sql(render_sql("id_coverage", relation=view)).to_df()
-    gx = load_great_expectations()
-    expectations = [gx.expectations.ExpectColumnValuesToBeBetween(column="missing", max_value=0)]
+    expectations = [expect.ColumnValuesToBeBetween(column="missing", max_value=0)]
     if exact:
-        expectations.append(gx.expectations.ExpectColumnValuesToBeBetween(column="extra", max_value=0))
+        expectations.append(expect.ColumnValuesToBeBetween(column="extra", max_value=0))
     row = coverage.iloc[0]
 
     def message() -> str:

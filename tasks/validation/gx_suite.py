@@ -1,21 +1,137 @@
 """Great Expectations plumbing shared by every validation suite (binary inputs, each task kind, features).
 
-GE is imported lazily (it takes seconds, and only validation needs it) and quietly (no analytics, no INFO lines
-of its own housekeeping); every suite runs in one ephemeral context on one in-memory frame.
+A suite is written as plain specifications (:data:`expect`: GE's class name and its arguments) and its result
+read through :class:`SuiteResult`, a read-only view of GE's own result document (``to_json_dict()``). So the
+process that asks for a suite need not import GE: the CLI's warm validation process (tasks/validation/warm.py)
+runs the suites when there is one; otherwise :func:`suite_document` runs them here, GE imported lazily (it takes
+about a second) and quietly (no analytics, no INFO lines of its own housekeeping). Either way the caller reads the
+same document through the same view; every suite runs in one ephemeral context on one in-memory frame.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from importlib.metadata import version
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
 
 from fairgate.engine.collection import long_lived
+from tasks.validation import warm
 from tasks.validation.deferred import deferred
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One expectation as a specification: GE's class name (``ExpectColumnValuesToBeBetween``) and its arguments."""
+
+    name: str
+    kwargs: Mapping[str, Any]
+
+
+def _spec(name: str) -> Callable[..., Expectation]:
+    def make(**kwargs: Any) -> Expectation:
+        return Expectation(name, dict(kwargs))
+
+    make.__name__ = name
+    return make
+
+
+class expect:  # a namespace, read as a phrase: expect.ColumnValuesToBeBetween(column="n", ...)
+    """The expectations fairgate's suites use, by GE's class names without ``Expect``."""
+
+    ColumnValuesToNotBeNull = staticmethod(_spec("ExpectColumnValuesToNotBeNull"))
+    ColumnValuesToBeBetween = staticmethod(_spec("ExpectColumnValuesToBeBetween"))
+    ColumnValuesToBeInSet = staticmethod(_spec("ExpectColumnValuesToBeInSet"))
+    ColumnPairValuesToBeEqual = staticmethod(_spec("ExpectColumnPairValuesToBeEqual"))
+
+
+class _View:
+    """Attribute access to one mapping of GE's result document (read-only)."""
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        self._document = document
+
+    def _get(self, key: str) -> Any:
+        value = self._document[key]
+        return MappingProxyType(value) if isinstance(value, dict) else value
+
+
+class ExpectationConfig(_View):
+    @property
+    def type(self) -> str:
+        return str(self._document["type"])
+
+    @property
+    def kwargs(self) -> Mapping[str, Any]:
+        return self._get("kwargs")  # type: ignore[no-any-return]
+
+
+class ExpectationOutcome(_View):
+    """One expectation's outcome: ``success``, ``expectation_config`` (type, kwargs) and GE's ``result``."""
+
+    @property
+    def success(self) -> bool:
+        return bool(self._document["success"])
+
+    @property
+    def expectation_config(self) -> ExpectationConfig:
+        return ExpectationConfig(self._document["expectation_config"])
+
+    @property
+    def result(self) -> Mapping[str, Any]:
+        return self._get("result")  # type: ignore[no-any-return]
+
+
+class SuiteResult(_View):
+    """A suite's result as GE's ``to_json_dict()`` gave it, wherever the suite ran: ``success``, ``results``
+    (one :class:`ExpectationOutcome` per expectation) and the document itself (``to_json_dict()``, a copy)."""
+
+    @property
+    def success(self) -> bool:
+        return bool(self._document["success"])
+
+    @property
+    def results(self) -> list[ExpectationOutcome]:
+        return [ExpectationOutcome(outcome) for outcome in self._document["results"]]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(dict(self._document))
+
+
+def run_suite(name: str, frame: pd.DataFrame, expectations: list[Expectation], result_format: str) -> SuiteResult:
+    """Run one GE suite on one in-memory frame: in the warm validation process when the command started one
+    (tasks/validation/warm.py), else here. An error GE raises is raised here with its message either way."""
+    request = (name, frame, expectations, result_format)
+    document = warm.ask(request)
+    if document is None:  # no warm process (or it ended): the same suite in this process
+        document = suite_document(*request)
+    return SuiteResult(document)
+
+
+def suite_document(name: str, frame: pd.DataFrame, expectations: list[Expectation], result_format: str) -> Any:
+    """GE's result document of one suite run here (a pandas datasource, one whole-frame batch)."""
+    gx, context = load_great_expectations(), _context()
+    datasource = context.data_sources.add_or_update_pandas(name=f"fairgate_{name}")
+    asset = datasource.add_dataframe_asset(name=name)
+    batch_definition = asset.add_batch_definition_whole_dataframe(name)
+    made = [getattr(gx.expectations, e.name)(**e.kwargs) for e in expectations]
+    suite = gx.ExpectationSuite(name=f"fairgate_{name}", expectations=made)
+    batch = batch_definition.get_batch(batch_parameters={"dataframe": frame})
+    return batch.validate(suite, result_format=result_format).to_json_dict()
+
+
+@lru_cache(maxsize=1)
+def great_expectations_version() -> str:
+    """The installed Great Expectations' version, read from its metadata (without importing it)."""
+    return version("great_expectations")
 
 
 @lru_cache(maxsize=1)
@@ -52,15 +168,9 @@ def _context() -> Any:
     return context
 
 
-def run_suite(name: str, frame: pd.DataFrame, expectations: list[Any], result_format: str) -> Any:
-    """Run one GE suite on one in-memory frame (a pandas datasource, one whole-frame batch)."""
-    gx, context = load_great_expectations(), _context()
-    datasource = context.data_sources.add_or_update_pandas(name=f"fairgate_{name}")
-    asset = datasource.add_dataframe_asset(name=name)
-    batch_definition = asset.add_batch_definition_whole_dataframe(name)
-    suite = gx.ExpectationSuite(name=f"fairgate_{name}", expectations=expectations)
-    batch = batch_definition.get_batch(batch_parameters={"dataframe": frame})
-    return batch.validate(suite, result_format=result_format)
+def warm_up() -> None:
+    """GE loaded and its ephemeral context made (what a warm validation process does before its first suite)."""
+    _context()
 
 
 def suite_name(name: str) -> str:

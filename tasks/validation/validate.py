@@ -30,7 +30,7 @@ from fairgate.engine.text import ValueLabels, group_name, policy_labels
 from fairgate.errors import VALIDATION_FAILED, DataError
 from tasks.inputs.sql import quote_identifier, render_sql
 from tasks.inputs.staged import Aligned, Staged
-from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
+from tasks.validation.gx_suite import expect, great_expectations_version, plain_value, run_suite, suite_name
 
 # Binary labels and predictions as text, lower-cased ("True" and "1.0" are binary too).
 BINARY_TEXT = ["0", "1", "0.0", "1.0", "true", "false"]
@@ -56,7 +56,7 @@ class Validation:
     def to_dict(self) -> dict[str, Any]:
         return {
             "engine": "great_expectations",
-            "great_expectations_version": load_great_expectations().__version__,
+            "great_expectations_version": great_expectations_version(),
             "success": self.success,
             "n_expectations": len(self.checks),
             "checks": self.checks,
@@ -73,23 +73,22 @@ def validate_inputs(
     expectation. ``fairgate compare`` validates the shared labels and attributes once, then each further
     predictions input alone (``roles=("predictions",)``). ``id_buckets`` > 1 groups the ids for the uniqueness
     check one hash bucket at a time (a Dask partition task: DuckDB's hash table holds one bucket's ids)."""
-    gx = load_great_expectations()
     policy = staged.policy
     cols = policy.columns
     validation = Validation()
     for role in roles:
         duplicates = _id_duplicates(staged, role, id_buckets)
         expectations = [
-            gx.expectations.ExpectColumnValuesToNotBeNull(column="id"),
-            gx.expectations.ExpectColumnValuesToBeBetween(column="occurrences", max_value=1),
+            expect.ColumnValuesToNotBeNull(column="id"),
+            expect.ColumnValuesToBeBetween(column="occurrences", max_value=1),
         ]
         result = run_suite(f"{role}_ids", duplicates, expectations, "COMPLETE")
         _collect(validation, staged, role, result, counts=None, frame=duplicates, column=cols.id)
     if staged.has_score and "predictions" in roles:
         scores = violation_sample(staged, render_sql("score_violations", score_column=quote_identifier(cols.score)))
         expectations = [
-            gx.expectations.ExpectColumnValuesToNotBeNull(column="score"),
-            gx.expectations.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0),
+            expect.ColumnValuesToNotBeNull(column="score"),
+            expect.ColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0),
         ]
         result = run_suite("predictions_scores", scores, expectations, "COMPLETE")
         _collect(validation, staged, "predictions", result, counts=None, frame=scores, column=cols.score)
@@ -112,9 +111,9 @@ def validate_inputs(
         counts = value_counts(staged, f"stg_{role}", column, lowercase=allowed is BINARY_TEXT)
         expectations = []
         if required:
-            expectations.append(gx.expectations.ExpectColumnValuesToNotBeNull(column="value"))
+            expectations.append(expect.ColumnValuesToNotBeNull(column="value"))
         if allowed is not None:
-            expectations.append(gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=allowed))
+            expectations.append(expect.ColumnValuesToBeInSet(column="value", value_set=allowed))
         if not expectations:
             continue
         result = run_suite(f"{role}_{suite_name(suite)}_values", counts, expectations, "COMPLETE")
@@ -163,14 +162,13 @@ def expect_finite_numbers(
     Each expectation's outcome goes into ``validation``; the first failing column raises a DataError with the
     rows of every kind of violation and their fixes.
     """
-    gx = load_great_expectations()
     # The bound is fixed by the caller (0 for weights), never a value from the policy or the data.
     below = "false" if minimum is None else f"value < {float(minimum)!r}"
     sql = render_sql("numeric_violations", column=quote_identifier(column), relation=f"stg_{role}", below=below)
     found = violation_sample(staged, sql)
     expectations = [
-        gx.expectations.ExpectColumnValuesToNotBeNull(column="value"),
-        gx.expectations.ExpectColumnValuesToBeBetween(
+        expect.ColumnValuesToNotBeNull(column="value"),
+        expect.ColumnValuesToBeBetween(
             column="value", min_value=-_LARGEST if minimum is None else minimum, max_value=_LARGEST
         ),
     ]
@@ -219,12 +217,11 @@ def _collect_numbers(
 @task(name="validate aligned", cache_policy=NO_CACHE)
 def validate_aligned(staged: Staged, aligned: Aligned, validation: Validation) -> Validation:
     """Group sizes against min_group_size (severity warning: small groups are reported, not fatal)."""
-    gx = load_great_expectations()
     minimum = staged.policy.intersectional_analysis.min_group_size
     if not aligned.group_sizes:
         return validation
     sizes = pd.DataFrame(aligned.group_sizes)
-    expectation = gx.expectations.ExpectColumnValuesToBeBetween(column="n", min_value=minimum, severity="warning")
+    expectation = expect.ColumnValuesToBeBetween(column="n", min_value=minimum, severity="warning")
     result = run_suite("group_sizes", sizes, [expectation], "COMPLETE")
     validation.ge_results.append(result.to_json_dict())
     small = sizes[sizes["n"] < minimum]

@@ -16,7 +16,7 @@ import pandas as pd
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
 from tasks.inputs.staged import Staged
-from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite, suite_name
+from tasks.validation.gx_suite import expect, plain_value, run_suite, suite_name
 from tasks.validation.validate import Validation, critical_check, value_counts
 
 _INTEGRAL_FLOAT = re.compile(r"^(-?\d+)\.0+$")
@@ -46,14 +46,13 @@ def validate_multiclass(staged: Staged, validation: Validation, roles: tuple[str
             "(set columns.y_pred in the policy to its name)"
         )
     columns.append(("predictions", "y_pred", cols.y_pred))
-    gx = load_great_expectations()
     for role, suite, column in columns:
         if role not in roles:
             continue
         counts = _as_labels(value_counts(staged, f"stg_{role}", column, lowercase=False))
         expectations = [
-            gx.expectations.ExpectColumnValuesToNotBeNull(column="value"),
-            gx.expectations.ExpectColumnValuesToBeInSet(column="value", value_set=classes),
+            expect.ColumnValuesToNotBeNull(column="value"),
+            expect.ColumnValuesToBeInSet(column="value", value_set=classes),
         ]
         result = run_suite(f"{role}_{suite_name(suite)}_classes", counts, expectations, "COMPLETE")
         _collect(validation, staged, role, column, counts, result, classes)

@@ -15,6 +15,7 @@ offending list (or row id), how many there are and the fix.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -22,7 +23,7 @@ import pandas as pd
 from fairgate.errors import DataError
 from tasks.inputs.sql import quote_identifier, render_sql
 from tasks.inputs.staged import Staged
-from tasks.validation.gx_suite import load_great_expectations, plain_value, run_suite
+from tasks.validation.gx_suite import Expectation, expect, plain_value, run_suite
 from tasks.validation.validate import Validation, critical_check
 
 # Per list-shape expectation: (kind, columns, message). Ties are checked before gaps: 1, 1, 2 has both, and the
@@ -99,15 +100,14 @@ def validate_ranking(staged: Staged, validation: Validation, roles: tuple[str, .
         _check_relevance(staged, validation, counts)
 
 
-def _list_expectation(kind: str, columns: tuple[str, ...]) -> Any:
-    gx = load_great_expectations()
+def _list_expectation(kind: str, columns: tuple[str, ...]) -> Expectation:
     if kind == "in_set":
-        return gx.expectations.ExpectColumnValuesToBeInSet(column=columns[0], value_set=[False])
+        return expect.ColumnValuesToBeInSet(column=columns[0], value_set=[False])
     if kind == "zero":
-        return gx.expectations.ExpectColumnValuesToBeBetween(column=columns[0], min_value=0, max_value=0)
+        return expect.ColumnValuesToBeBetween(column=columns[0], min_value=0, max_value=0)
     if kind == "one":
-        return gx.expectations.ExpectColumnValuesToBeBetween(column=columns[0], min_value=1, max_value=1)
-    return gx.expectations.ExpectColumnPairValuesToBeEqual(column_A=columns[0], column_B=columns[1])
+        return expect.ColumnValuesToBeBetween(column=columns[0], min_value=1, max_value=1)
+    return expect.ColumnPairValuesToBeEqual(column_A=columns[0], column_B=columns[1])
 
 
 def _check_lists(staged: Staged, validation: Validation, shapes: pd.DataFrame) -> None:
@@ -148,7 +148,7 @@ def _check_lists(staged: Staged, validation: Validation, shapes: pd.DataFrame) -
     )
 
 
-def _expectation_columns(kwargs: dict[str, Any]) -> tuple[str, ...]:
+def _expectation_columns(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     if "column_A" in kwargs:
         return (kwargs["column_A"], kwargs["column_B"])
     return (kwargs["column"],)
@@ -160,12 +160,10 @@ def _index_of(index: Any) -> Any:
 
 
 def _check_relevance(staged: Staged, validation: Validation, counts: pd.DataFrame) -> None:
-    gx = load_great_expectations()
     cols = staged.policy.columns
     source = staged.sources["labels"].label
     expectations = [
-        gx.expectations.ExpectColumnValuesToBeBetween(column=column, min_value=0, max_value=0)
-        for column in _RELEVANCE_CHECKS
+        expect.ColumnValuesToBeBetween(column=column, min_value=0, max_value=0) for column in _RELEVANCE_CHECKS
     ]
     result = run_suite("labels_relevance", counts, expectations, "COMPLETE")
     validation.ge_results.append(result.to_json_dict())

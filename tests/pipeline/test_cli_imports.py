@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pipeline_helpers import Inputs
 
 import fairgate
 from tasks.store import record_run
@@ -64,6 +65,42 @@ def test_command_help_imports_no_heavy_library(argv: list[str]) -> None:
     assert code == 0
     assert "--" in out
     assert heavy == []
+
+
+_AUDIT_AND_REPORT = """
+import json, os, sys
+import cli
+from tasks.validation import warm
+try:
+    cli.app({argv!r})
+except SystemExit as exc:
+    code = exc.code
+child = warm._child
+alive = child is not None and os.waitpid(child.pid, os.WNOHANG) == (0, 0)
+report = {{"code": code, "ge": "great_expectations" in sys.modules, "warm_alive": alive}}
+warm.stop()
+report["reaped"] = child is not None and warm._child is None
+sys.stderr.write(json.dumps(report) + "\\n")
+"""
+
+
+def test_the_gate_imports_no_great_expectations_when_its_warm_process_validates(inputs: Inputs) -> None:
+    """``fairgate audit --json`` hands its suites to the warm validation process it forked at its start
+    (tasks/validation/warm.py): the command's own process never imports Great Expectations."""
+    done = subprocess.run(
+        [sys.executable, "-c", _AUDIT_AND_REPORT.format(argv=inputs.args("--json"))],
+        cwd=inputs.folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report == {"code": 1, "ge": False, "warm_alive": True, "reaped": True}  # COMPAS fails the policy
+    document = json.loads(done.stdout)
+    assert document["validation"]["success"] is True
+    assert len(document["validation"]["results"]) > 5
 
 
 def _record(path: Path, run_id: str) -> None:

@@ -1,0 +1,194 @@
+"""A warm validation process: Great Expectations imported in a second process while the command starts.
+
+Importing GE costs about a second of CPU (SQLAlchemy, the pydantic models of its fluent data sources, its
+expectations: all run at import time), and an audit's start-up otherwise pays it on the same core as Prefect's
+and the engine's imports, one after the other. ``fairgate audit`` and ``fairgate demo`` call :func:`start` first
+thing: the process forks (no second interpreter start, nothing the command already imported imported again), the
+child imports GE and makes its ephemeral context on the other core, then runs the suites the command asks for
+(:func:`ask`, from tasks/validation/gx_suite.py ``run_suite``) until the command ends. The command's own process
+never imports GE.
+
+The child runs exactly what the command would run itself (``gx_suite.suite_document``) and answers with GE's
+result document; an error GE raises there is raised in the command with the same type and message. Where no
+child runs (the command had threads already, GE was imported already, a Prefect worker, a Dask partition task,
+a test) or the child is gone, ``ask`` answers ``None`` and the suite runs in the asking process, as before.
+
+Protocol: pickled messages, each prefixed by its length, on two pipes. The child ignores SIGINT (the command
+handles Ctrl-C), writes nothing to stdout, is killed by the kernel if the command dies (Linux
+``PR_SET_PDEATHSIG``), ends at the end of its request pipe, and is reaped by the command (:func:`stop`, at exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import signal
+import struct
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+_HEADER = struct.Struct("!Q")  # each message: its length, then the pickle
+_STOP_GRACE_S = 0.05  # an idle child ends at once on the end of its pipe; one still importing GE is killed
+
+
+@dataclass
+class _Child:
+    pid: int
+    requests: int  # the write end of the child's request pipe
+    replies: int  # the read end of its reply pipe
+    owner: int  # the process that forked it (a process forked from the command must not use it)
+    lock: threading.Lock
+
+
+_child: _Child | None = None
+
+
+def start() -> bool:
+    """Fork the warm validation process, if this process may (one thread, GE not imported, fork available)."""
+    global _child
+    if _child is not None or not hasattr(os, "fork") or threading.active_count() != 1:
+        return False  # threads: a forked child could inherit a lock another thread holds
+    if "great_expectations" in sys.modules:
+        return False  # nothing to warm
+    request_read, request_write = os.pipe()
+    reply_read, reply_write = os.pipe()
+    parent = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(request_write)
+        os.close(reply_read)
+        _serve(parent, request_read, reply_write)
+    os.close(request_read)
+    os.close(reply_write)
+    _child = _Child(pid, request_write, reply_read, parent, threading.Lock())
+    atexit.register(stop)
+    return True
+
+
+def ask(request: tuple[Any, ...]) -> Any | None:
+    """The warm process's answer to ``request`` (GE's result document), or None when there is no warm process
+    (or it has gone: the caller then runs the suite itself). An error raised in the child is raised here."""
+    child = _child
+    if child is None or child.owner != os.getpid():
+        return None
+    with child.lock:
+        try:
+            _send(child.requests, request)
+            status, answer = _receive(child.replies)
+        except (OSError, EOFError, pickle.PickleError):
+            _forget(child)  # the child died: the suite runs here
+            return None
+    if status == "error":
+        raise answer
+    return answer
+
+
+def stop() -> None:
+    """End the warm process and reap it (idempotent; registered with ``atexit`` by :func:`start`)."""
+    child = _child
+    if child is not None and child.owner == os.getpid():
+        _forget(child)
+
+
+def _forget(child: _Child) -> None:
+    global _child
+    _child = None
+    for fd in (child.requests, child.replies):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(ChildProcessError):
+        if _ended(child.pid, _STOP_GRACE_S):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGKILL)
+        os.waitpid(child.pid, 0)
+
+
+def _ended(pid: int, within_s: float) -> bool:
+    """Whether the child ended (and was reaped) within ``within_s`` seconds."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+# ----------------------------------------------------------------------------------------------- the child
+def _serve(parent: int, requests: int, replies: int) -> None:
+    """The child's life: detach from the terminal's signals and stdout, load GE, answer until the pipe ends."""
+    code = 0
+    try:
+        _detach(parent)
+        from tasks.validation import gx_suite
+
+        gx_suite.warm_up()
+        while True:
+            try:
+                request = _receive(requests)
+            except EOFError:
+                break
+            _send(replies, _answer(gx_suite.suite_document, request))
+    except BaseException:  # the command falls back to running its suites itself
+        code = 1
+    finally:
+        os._exit(code)  # never the command's atexit handlers, never back into its code
+
+
+def _detach(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command handles Ctrl-C; the pipe's end stops this one
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the command's handler (its clean-up is the command's)
+    if sys.platform.startswith("linux"):  # the kernel kills this process when the command dies, however
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the command died before prctl
+        os._exit(0)
+    devnull = os.open(os.devnull, os.O_WRONLY)  # nothing on the command's stdout (its --json document)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
+def _answer(run: Any, request: tuple[Any, ...]) -> tuple[str, Any]:
+    """``("ok", document)``, or ``("error", exception)`` with the exception as GE raised it when it pickles, else
+    a RuntimeError with its type and message."""
+    try:
+        return "ok", run(*request)
+    except Exception as exc:  # raised in the command, as if the suite had run there
+        try:
+            pickle.loads(pickle.dumps(exc))
+            return "error", exc
+        except Exception:
+            return "error", RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _send(fd: int, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _receive(fd: int) -> Any:
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
+    return pickle.loads(_read_exactly(fd, size))
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts, left = [], size
+    while left:
+        part = os.read(fd, min(left, 1 << 20))
+        if not part:
+            raise EOFError("the other end of the pipe closed")
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)

@@ -1,0 +1,149 @@
+"""The warm validation process (tasks/validation/warm.py): the suites an audit runs give the same validation
+record, the same errors and the same refusals whether they run in the warm process or in the asking one, and a
+warm process that died is replaced by running the suites in the asking process.
+
+Each check runs in a fresh interpreter: the warm process is forked from a process with one thread, and whether
+Great Expectations was imported is a property of the process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from pipeline_helpers import POLICY_FAILING
+
+REPO = Path(__file__).resolve().parents[2]
+
+_BOTH_PATHS = """
+import json, os, signal, sys
+from tasks.validation import warm
+started = warm.start()  # first: one thread, nothing heavy imported yet
+import yaml
+from fairgate.errors import DataError
+from fairgate.policy.core import Policy
+from tasks.inputs.align import stage
+from tasks.validation import gx_suite
+from tasks.validation.validate import validate_inputs
+
+folder, killed = sys.argv[1], sys.argv[2] == "kill"
+policy = Policy.model_validate(yaml.safe_load(open(os.path.join(folder, "policy.yaml")))["fairness_checker"])
+CASES = ["clean", "duplicate_ids", "nan_scores", "labels_not_binary", "undeclared_value"]
+
+def validations():
+    seen = {}
+    for case in CASES:
+        files = {role: os.path.join(folder, case, f"{role}.csv") for role in ("predictions", "labels", "attributes")}
+        staged = stage(policy, files["predictions"], files["labels"], files["attributes"])
+        try:
+            seen[case] = validate_inputs.fn(staged).to_dict()
+        except DataError as exc:
+            seen[case] = {"refused": str(exc)}
+    try:  # an error raised inside GE (here: an expectation it does not have)
+        frame, unknown = staged.con.sql("select 1 as x").to_df(), gx_suite.Expectation("NoSuch", {})
+        gx_suite.run_suite("bad", frame, [unknown], "COMPLETE")
+    except Exception as exc:
+        seen["error"] = f"{type(exc).__name__}: {exc}"
+    return seen
+
+if killed:  # the warm process dies before the first suite: the suites run here
+    pid = warm._child.pid
+    os.kill(pid, signal.SIGKILL)
+first = validations()
+report = {"started": started, "ge_here": "great_expectations" in sys.modules, "alive": warm._child is not None}
+if killed:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+        report["reaped"] = False
+    except ChildProcessError:
+        report["reaped"] = True
+warm.stop()
+second = validations()  # no warm process now: in this process
+report["first"], report["second"] = first, second
+print(json.dumps(report, default=str))
+"""
+
+
+def _without_times(value: object) -> object:
+    """GE's result documents name when each batch was loaded: the one field two runs of a suite differ in."""
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if k != "ge_load_time"}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory, compas_split: dict[str, Path]) -> Path:
+    """The COMPAS split, clean and with one hostile edit per case, under the failing policy."""
+    folder = tmp_path_factory.mktemp("warm")
+    (folder / "policy.yaml").write_text(POLICY_FAILING)
+    edits = {
+        "clean": {},
+        "duplicate_ids": {"labels": "select * from t union all (select * from t order by id limit 2)"},
+        "nan_scores": {
+            "predictions": "select id, case when id % 97 = 0 then 'NaN'::double else score end as score, y_pred from t"
+        },
+        "labels_not_binary": {
+            "labels": "select id, case when id = 7 then 2 else two_year_recid end as two_year_recid from t"
+        },
+        "undeclared_value": {
+            "attributes": "select id, case when id = 9 then 'Martian' else race end as race, sex, age_cat from t"
+        },
+    }
+    con = duckdb.connect()
+    for case, edit in edits.items():
+        (folder / case).mkdir()
+        for role, path in compas_split.items():
+            con.read_csv(str(path)).create_view("t", replace=True)
+            con.sql(edit.get(role, "select * from t")).to_csv(str(folder / case / f"{role}.csv"))
+    con.close()
+    return folder
+
+
+def _run(folder: Path, mode: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _BOTH_PATHS, str(folder), mode],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_warm_process_and_this_one_give_the_same_validations_refusals_and_errors(cases: Path) -> None:
+    seen = _run(cases, "warm")
+    assert seen["started"] is True
+    assert seen["ge_here"] is False  # every suite of the first round ran in the warm process
+    assert seen["alive"] is True
+    first, second = _without_times(seen["first"]), _without_times(seen["second"])
+    assert first == second
+    assert isinstance(first, dict)
+    clean = first["clean"]
+    assert clean["success"] is True
+    assert clean["n_expectations"] == len(clean["checks"]) > 8
+    assert clean["great_expectations_version"] == clean["results"][0]["meta"]["great_expectations_version"]
+    refused = {case: first[case]["refused"] for case in ("duplicate_ids", "nan_scores", "labels_not_binary")}
+    assert "duplicate values" in refused["duplicate_ids"]
+    assert "missing (null or NaN)" in refused["nan_scores"]
+    assert "'2'" in refused["labels_not_binary"]
+    assert "'Martian'" in first["undeclared_value"]["refused"]
+    assert first["error"].startswith("AttributeError: ")
+    assert "NoSuch" in first["error"]
+
+
+def test_a_warm_process_that_died_is_replaced_by_running_the_suites_here(cases: Path) -> None:
+    seen = _run(cases, "kill")
+    assert seen["started"] is True
+    assert seen["alive"] is False  # forgotten at its first suite
+    assert seen["reaped"] is True  # and reaped: no zombie
+    assert seen["ge_here"] is True  # the suites ran in this process
+    assert _without_times(seen["first"]) == _without_times(seen["second"])
+    assert "duplicate values" in seen["first"]["duplicate_ids"]["refused"]  # type: ignore[index]
