@@ -31,6 +31,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from fairgate.engine.collection import long_lived
+
 _HEADER = struct.Struct("!Q")  # each message: its length, then the pickle
 _STOP_GRACE_S = 0.05  # an idle child ends at once on the end of its pipe; one still importing GE is killed
 
@@ -54,6 +56,8 @@ def start() -> bool:
         return False  # threads: a forked child could inherit a lock another thread holds
     if "great_expectations" in sys.modules:
         return False  # nothing to warm
+    with long_lived():  # both processes need pandas (and NumPy): imported once, before the fork
+        import pandas  # noqa: F401
     request_read, request_write = os.pipe()
     reply_read, reply_write = os.pipe()
     parent = os.getpid()
