@@ -29,7 +29,6 @@ from cli.signals import audit_guard
 from fairgate.engine.collection import long_lived
 from fairgate.engine.labels import slicing_label
 from fairgate.verdicts import insufficient_sentence, passed
-from tasks.validation import warm
 
 _out = console.stdout()
 _err = console.stderr()
@@ -69,7 +68,7 @@ def audit(
     On Dask, each input may be a directory or a glob of partition files (the k-th files hold the same people).
     With --features (and --counterfactual), the policy's individual_fairness section is checked too.
     """
-    warm.start()  # Great Expectations loads in a second process meanwhile (tasks/validation/warm.py)
+    _start_warm_validation()
     _run_audit(
         command=command_line(context),
         policy=policy,
@@ -101,7 +100,7 @@ def demo(
     ] = "binary",
 ) -> None:
     """Audit a bundled real data set with its demo policy (binary: COMPAS risk scores, ProPublica data)."""
-    warm.start()  # Great Expectations loads in a second process meanwhile (tasks/validation/warm.py)
+    _start_warm_validation()
     from cli.demos import DEMOS
 
     if task not in DEMOS:
@@ -127,6 +126,15 @@ def demo(
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _start_warm_validation() -> None:
+    """First thing: fork the process that imports Great Expectations on the other core while this one starts,
+    and runs the audit's suites (tasks/validation/warm.py)."""
+    with long_lived():  # pandas, which both processes need, is imported once, before the fork
+        from tasks.validation.gx_suite import start_warm_process
+
+    start_warm_process()
 
 
 def _precheck(

@@ -168,9 +168,15 @@ def _context() -> Any:
     return context
 
 
-def warm_up() -> None:
-    """What a warm validation process does before its first suite: GE loaded, its ephemeral context made and a
-    one-row suite run (GE's first suite loads and builds what later ones reuse)."""
+def start_warm_process() -> bool:
+    """Fork the warm validation process (tasks/validation/warm.py) that runs this process's suites from now on,
+    if this process may; pandas, which both need, is imported already (this module imports it)."""
+    return warm.start(prepare=_warm_up, run=suite_document)
+
+
+def _warm_up() -> None:
+    """What the warm validation process does before its first suite: GE loaded, its ephemeral context made and
+    a one-row suite run (GE's first suite loads and builds what later ones reuse)."""
     frame = pd.DataFrame({"value": [0]})
     suite_document("warm_up", frame, [expect.ColumnValuesToNotBeNull(column="value")], "COMPLETE")
 

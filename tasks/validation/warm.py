@@ -2,11 +2,11 @@
 
 Importing GE costs about a second of CPU (SQLAlchemy, the pydantic models of its fluent data sources, its
 expectations: all run at import time), and an audit's start-up otherwise pays it on the same core as Prefect's
-and the engine's imports, one after the other. ``fairgate audit`` and ``fairgate demo`` call :func:`start` first
-thing: the process forks (no second interpreter start, nothing the command already imported imported again), the
-child imports GE and makes its ephemeral context on the other core, then runs the suites the command asks for
-(:func:`ask`, from tasks/validation/gx_suite.py ``run_suite``) until the command ends. The command's own process
-never imports GE.
+and the engine's imports, one after the other. ``fairgate audit`` and ``fairgate demo`` start this process first
+thing (``gx_suite.start_warm_process``): the command forks (no second interpreter start, nothing the command
+imported already imported again), the child imports GE and makes its ephemeral context on the other core, then
+runs the suites the command asks for (:func:`ask`, from ``gx_suite.run_suite``) until the command ends. The
+command's own process never imports GE.
 
 The child runs exactly what the command would run itself (``gx_suite.suite_document``) and answers with GE's
 result document; an error GE raises there is raised in the command with the same type and message. Where no
@@ -28,10 +28,9 @@ import signal
 import struct
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from fairgate.engine.collection import long_lived
+from typing import Any, NoReturn
 
 _HEADER = struct.Struct("!Q")  # each message: its length, then the pickle
 _STOP_GRACE_S = 0.05  # an idle child ends at once on the end of its pipe; one still importing GE is killed
@@ -49,15 +48,14 @@ class _Child:
 _child: _Child | None = None
 
 
-def start() -> bool:
-    """Fork the warm validation process, if this process may (one thread, GE not imported, fork available)."""
+def start(prepare: Callable[[], object], run: Callable[..., Any]) -> bool:
+    """Fork the warm process, if this process may (one thread, GE not imported, fork available): it calls
+    ``prepare()``, then answers each request with ``run(*request)``."""
     global _child
     if _child is not None or not hasattr(os, "fork") or threading.active_count() != 1:
         return False  # threads: a forked child could inherit a lock another thread holds
     if "great_expectations" in sys.modules:
         return False  # nothing to warm
-    with long_lived():  # both processes need pandas (and NumPy): imported once, before the fork
-        import pandas  # noqa: F401
     request_read, request_write = os.pipe()
     reply_read, reply_write = os.pipe()
     parent = os.getpid()
@@ -67,7 +65,7 @@ def start() -> bool:
     if pid == 0:  # the child: never returns
         os.close(request_write)
         os.close(reply_read)
-        _serve(parent, request_read, reply_write)
+        _serve(parent, request_read, reply_write, prepare, run)
     os.close(request_read)
     os.close(reply_write)
     _child = _Child(pid, request_write, reply_read, parent, threading.Lock())
@@ -127,27 +125,27 @@ def _ended(pid: int, within_s: float) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- the child
-def _serve(parent: int, requests: int, replies: int) -> None:
-    """The child's life: detach from the terminal's signals and stdout, load GE, answer until the pipe ends."""
+def _serve(
+    parent: int, requests: int, replies: int, prepare: Callable[[], object], run: Callable[..., Any]
+) -> NoReturn:
+    """The child's life: detach from the terminal's signals and stdout, prepare, answer until the pipe ends."""
     code = 0
     try:
-        _detach(parent)
-        from tasks.validation import gx_suite
-
-        gx_suite.warm_up()
+        _detach(parent, (requests, replies))
+        prepare()
         while True:
             try:
                 request = _receive(requests)
             except EOFError:
                 break
-            _send(replies, _answer(gx_suite.suite_document, request))
+            _send(replies, _answer(run, request))
     except BaseException:  # the command falls back to running its suites itself
         code = 1
     finally:
         os._exit(code)  # never the command's atexit handlers, never back into its code
 
 
-def _detach(parent: int) -> None:
+def _detach(parent: int, keep: tuple[int, int]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command handles Ctrl-C; the pipe's end stops this one
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the command's handler (its clean-up is the command's)
     if sys.platform.startswith("linux"):  # the kernel kills this process when the command dies, however
@@ -157,12 +155,15 @@ def _detach(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
     if os.getppid() != parent:  # the command died before prctl
         os._exit(0)
+    os.closerange(3, min(keep))  # none of the command's files, sockets or pipes is this process's business
+    os.closerange(min(keep) + 1, max(keep))
+    os.closerange(max(keep) + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
     devnull = os.open(os.devnull, os.O_WRONLY)  # nothing on the command's stdout (its --json document)
     os.dup2(devnull, 1)
     os.close(devnull)
 
 
-def _answer(run: Any, request: tuple[Any, ...]) -> tuple[str, Any]:
+def _answer(run: Callable[..., Any], request: tuple[Any, ...]) -> tuple[str, Any]:
     """``("ok", document)``, or ``("error", exception)`` with the exception as GE raised it when it pickles, else
     a RuntimeError with its type and message."""
     try:

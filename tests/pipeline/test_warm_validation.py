@@ -21,13 +21,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 _BOTH_PATHS = """
 import json, os, signal, sys
-from tasks.validation import warm
-started = warm.start()  # first: one thread, nothing heavy imported yet
+from tasks.validation import gx_suite, warm
+started = gx_suite.start_warm_process()  # first: one thread, nothing but pandas imported yet
 import yaml
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
 from tasks.inputs.align import stage
-from tasks.validation import gx_suite
 from tasks.validation.validate import validate_inputs
 
 folder, killed = sys.argv[1], sys.argv[2] == "kill"
