@@ -64,7 +64,15 @@ class _View:
         return MappingProxyType(value) if isinstance(value, dict) else value
 
 
+class _Judged(_View):
+    @property
+    def success(self) -> bool:
+        return bool(self._document["success"])
+
+
 class ExpectationConfig(_View):
+    """An expectation as GE ran it: ``type`` (``expect_column_values_to_be_between``) and ``kwargs``."""
+
     @property
     def type(self) -> str:
         return str(self._document["type"])
@@ -74,12 +82,8 @@ class ExpectationConfig(_View):
         return self._get("kwargs")  # type: ignore[no-any-return]
 
 
-class ExpectationOutcome(_View):
+class ExpectationOutcome(_Judged):
     """One expectation's outcome: ``success``, ``expectation_config`` (type, kwargs) and GE's ``result``."""
-
-    @property
-    def success(self) -> bool:
-        return bool(self._document["success"])
 
     @property
     def expectation_config(self) -> ExpectationConfig:
@@ -90,13 +94,9 @@ class ExpectationOutcome(_View):
         return self._get("result")  # type: ignore[no-any-return]
 
 
-class SuiteResult(_View):
+class SuiteResult(_Judged):
     """A suite's result as GE's ``to_json_dict()`` gave it, wherever the suite ran: ``success``, ``results``
     (one :class:`ExpectationOutcome` per expectation) and the document itself (``to_json_dict()``, a copy)."""
-
-    @property
-    def success(self) -> bool:
-        return bool(self._document["success"])
 
     @property
     def results(self) -> list[ExpectationOutcome]:

@@ -35,16 +35,16 @@ sys.stderr.write(json.dumps({{"code": code, "heavy": heavy}}) + "\\n")
 """
 
 
+def _fresh(code: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
 def _run_cli(argv: list[str], heavy: list[str]) -> tuple[int, list[str], str]:
     """Run the CLI app in a fresh interpreter; its exit code, the heavy modules it imported, and its stdout."""
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN_AND_REPORT.format(argv=argv, heavy=heavy)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _fresh(_RUN_AND_REPORT.format(argv=argv, heavy=heavy))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return report["code"], report["heavy"], done.stdout
@@ -87,14 +87,7 @@ sys.stderr.write(json.dumps(report) + "\\n")
 def test_the_gate_imports_no_great_expectations_when_its_warm_process_validates(inputs: Inputs) -> None:
     """``fairgate audit --json`` hands its suites to the warm validation process it forked at its start
     (tasks/validation/warm.py): the command's own process never imports Great Expectations."""
-    done = subprocess.run(
-        [sys.executable, "-c", _AUDIT_AND_REPORT.format(argv=inputs.args("--json"))],
-        cwd=inputs.folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = _fresh(_AUDIT_AND_REPORT.format(argv=inputs.args("--json")), cwd=inputs.folder)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report == {"code": 1, "ge": False, "warm_alive": True, "reaped": True}  # COMPAS fails the policy
