@@ -49,13 +49,13 @@ _child: _Child | None = None
 
 
 def start(prepare: Callable[[], object], run: Callable[..., Any]) -> bool:
-    """Fork the warm process, if this process may (one thread, GE not imported, fork available): it calls
-    ``prepare()``, then answers each request with ``run(*request)``."""
+    """Fork the warm process, if this process may and it can help (one thread, GE not imported, fork available,
+    a second CPU to run on): it calls ``prepare()``, then answers each request with ``run(*request)``."""
     global _child
     if _child is not None or not hasattr(os, "fork") or threading.active_count() != 1:
         return False  # threads: a forked child could inherit a lock another thread holds
-    if "great_expectations" in sys.modules:
-        return False  # nothing to warm
+    if "great_expectations" in sys.modules or _usable_cpus() < 2:
+        return False  # nothing to warm, or no other CPU to warm it on (it would only add the child's costs)
     request_read, request_write = os.pipe()
     reply_read, reply_write = os.pipe()
     parent = os.getpid()
@@ -71,6 +71,13 @@ def start(prepare: Callable[[], object], run: Callable[..., Any]) -> bool:
     _child = _Child(pid, request_write, reply_read, parent, threading.Lock())
     atexit.register(stop)
     return True
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (a container's or ``taskset``'s limit, where the system tells)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def ask(request: tuple[Any, ...]) -> Any | None:

@@ -9,6 +9,7 @@ Great Expectations was imported is a property of the process.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,26 @@ def test_a_warm_process_that_died_is_replaced_by_running_the_suites_here(cases: 
     assert seen["ge_here"] is True  # the suites ran in this process
     assert _without_times(seen["first"]) == _without_times(seen["second"])
     assert "duplicate values" in seen["first"]["duplicate_ids"]["refused"]  # type: ignore[index]
+
+
+_ONE_CPU = """
+import json, os, threading
+from tasks.validation import gx_suite, warm
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # as under `taskset -c 0` or a one-CPU container
+one_cpu = gx_suite.start_warm_process()
+os.sched_setaffinity(0, set(range(os.cpu_count())))
+started = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
+started.start()
+with_a_thread = gx_suite.start_warm_process()
+print(json.dumps({"one_cpu": one_cpu, "with_a_thread": with_a_thread, "child": warm._child is not None}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
+def test_no_warm_process_on_one_cpu_or_beside_another_thread() -> None:
+    done = subprocess.run([sys.executable, "-c", _ONE_CPU], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "one_cpu": False,
+        "with_a_thread": False,
+        "child": False,
+    }
