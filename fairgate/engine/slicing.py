@@ -21,6 +21,7 @@ from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
+from fairgate.engine.groups import declared_for, group_values
 from fairgate.engine.metrics import (
     GroupCounts,
     Rate,
@@ -92,7 +93,7 @@ class SlicingResult:
 def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResult:
     """All metrics of one slicing from the cube, with ``statistics.n_bootstrap`` bootstrap replicates."""
     stats = policy.statistics
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     groups_frame, group_index = slicing_groups(cube, slicing, declared)
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
@@ -203,7 +204,7 @@ def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = No
     coded = [cube.cell_codes[key] for key in keys]
     if declared is not None:  # one attribute: its values in the data and the declared ones
         levels, codes = coded[0]
-        values = sorted(set(levels) | set(declared))
+        values = group_values(levels, declared)
         position = {value: i for i, value in enumerate(values)}
         groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
         return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
