@@ -241,9 +241,9 @@ def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndar
     term *= positive
     spread = bin_n - 1.0
     spread *= bin_n
-    np.divide(term, spread, out=term, where=bin_n > 1)
-    term[bin_n <= 1] = 0.0
-    correction = term.sum(axis=-1)
+    variance = np.zeros_like(term)  # 0 where a bin has one row or less
+    np.divide(term, spread, out=variance, where=bin_n > 1)
+    correction = variance.sum(axis=-1)
     total = bin_n.sum(axis=-1)
     return _divide(plugin, total), _divide(correction, total)
 
