@@ -323,11 +323,12 @@ def _replicate_counts(
     replicates = drawn.shape[0]
     confusion = sums[:, :confusion_size].reshape(replicates, n_groups, 2, 2)
     calibration = sums[:, confusion_size:].reshape(replicates, 3, n_groups, bins)
+    # Contiguous copies: every metric reads these many times, and a strided view costs each reading more.
     return GroupCounts(
-        tp=confusion[..., 1, 1],
-        fp=confusion[..., 0, 1],
-        tn=confusion[..., 0, 0],
-        fn=confusion[..., 1, 0],
+        tp=np.ascontiguousarray(confusion[..., 1, 1]),
+        fp=np.ascontiguousarray(confusion[..., 0, 1]),
+        tn=np.ascontiguousarray(confusion[..., 0, 0]),
+        fn=np.ascontiguousarray(confusion[..., 1, 0]),
         bin_n=calibration[:, 0],
         bin_positive=calibration[:, 1],
         bin_score=calibration[:, 2],
