@@ -80,6 +80,13 @@ class Rate(GroupMetric):
         """The sum of the numerator cells over the sum of the denominator cells; NaN where the latter is 0."""
         return _divide(counts.total(self.numerator), counts.total(self.denominator))
 
+    def value_and_fraction(self, counts: GroupCounts) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`compute` and :meth:`fraction` at once: unweighted, both read the same sums, added once."""
+        if counts.weighted:
+            return self.compute(counts), self.fraction(counts)
+        successes, trials = counts.total(self.numerator), counts.total(self.denominator)
+        return _divide(successes, trials), (successes, trials)
+
     def events(self, counts: GroupCounts) -> np.ndarray:
         """The rate's denominator (effective sizes under weights).
 

@@ -143,13 +143,15 @@ def _count_metric_values(
     for name, metric in count_metrics().items():
         if metric.needs_scores and not cube.has_scores:
             continue
-        value = metric.compute(point)
-        reps = metric.compute(boot)
         if isinstance(metric, Rate):
-            fraction = metric.fraction(point)
+            value, fraction = metric.value_and_fraction(point)
+            reps, replicate_fraction = metric.value_and_fraction(boot)
             low, high = wilson_interval(*fraction, z)
-            values[name] = MetricValues(value, low, high, reps, metric.events(point), fraction, metric.fraction(boot))
+            # a rate rests on its trials (Rate.events)
+            values[name] = MetricValues(value, low, high, reps, fraction[1], fraction, replicate_fraction)
         else:
+            value = metric.compute(point)
+            reps = metric.compute(boot)
             low, high = percentile_interval(reps, level, value)
             values[name] = MetricValues(value, low, high, reps, metric.events(point))
     return values
