@@ -105,12 +105,11 @@ def cube_from_relation(
 
 
 def clipped_bins(raw_cells: pl.DataFrame, bins: int) -> pl.DataFrame:
-    """The raw cells with their score bins clipped to ``0 .. bins - 1`` as the engine's edge rule does (a score of
-    exactly 1 joins the top bin); a bad score's bin (NaN or null: the data is refused) reads 0.
+    """The raw cells with their score bins as integers in ``0 .. bins - 1``; a bad score's bin (NaN, null or out
+    of range: the data is refused) reads as a bin like any other.
 
-    sql/cube_cells.sql groups by the unclipped bin: clipping a few thousand cells here costs nothing, clipping
-    every row in the scan about a sixth of the query. Cells that clipping merges are summed by the engine's
-    recoding (fairgate/engine/cube.py, cube_from_raw_cells), which groups the cells again.
+    sql/cube_cells.sql leaves the bin a double: casting every row in the scan costs more than casting the few
+    thousand grouped cells here, and a far-out bad score would fail the cast before the engine names it.
     """
     score_bin = pl.col(BIN).fill_nan(0.0).fill_null(0.0).clip(0, bins - 1).cast(pl.Int16)
     return raw_cells.with_columns(score_bin)
