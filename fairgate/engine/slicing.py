@@ -9,18 +9,18 @@ metrics' values are engine/summaries.py's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
-import polars as pl
 from scipy import sparse
 
 from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.collection import paused_collection
-from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
+from fairgate.engine.cube import ROWS, SCORE_SUM, WEIGHT, Cube
 from fairgate.engine.metrics import (
     GroupCounts,
     Rate,
@@ -36,6 +36,8 @@ from fairgate.engine.planning import (
     within_group_limit,
 )
 from fairgate.engine.reference import configured_reference, reference_index
+from fairgate.engine.replicate_sources import replicate_source
+from fairgate.engine.slicing_cells import flat_cells, slicing_groups
 from fairgate.engine.stats import (
     hanley_mcneil_se,
     katz_ratio_interval,
@@ -97,7 +99,13 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
     point, boot = bootstrap_group_counts(  # [weights] the slicing picks per-row or per-person squared weights
-        cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing), slicing
+        cube,
+        group_index,
+        n_groups,
+        stats.n_bootstrap,
+        slicing_seed(stats.seed, slicing),
+        slicing,
+        source=replicate_source(cube, slicing, policy),
     )
     n = point.n_effective  # [weights] Kish effective group sizes: equal to point.n when unweighted
     rows = np.bincount(group_index, weights=cube.cells[ROWS].to_numpy(), minlength=n_groups)
@@ -199,42 +207,6 @@ def wants_auc(slicing: Slicing, policy: Policy) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- counting
-def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = None) -> tuple[pl.DataFrame, np.ndarray]:
-    """The groups of a slicing (sorted) and, per cube cell, the index of its group.
-
-    A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
-    The groups are found from the cells' attribute codes (``Cube.cell_codes``) packed into one integer per cell.
-    """
-    if not slicing:
-        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
-    keys = list(slicing)
-    coded = [cube.cell_codes[key] for key in keys]
-    if declared is not None:  # one attribute: its values in the data and the declared ones
-        levels, codes = coded[0]
-        values = sorted(set(levels) | set(declared))
-        position = {value: i for i, value in enumerate(values)}
-        groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
-        return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
-    if int(np.prod([float(len(levels)) for levels, _ in coded])) < 2**62:
-        packed = np.zeros(cube.cells.height, dtype=np.int64)
-        for levels, codes in coded:
-            packed = packed * len(levels) + codes
-        present, index = np.unique(packed, return_inverse=True)
-        digits = []
-        for levels, _ in reversed(coded):
-            present, digit = np.divmod(present, len(levels))
-            digits.append(digit)
-        digits.reverse()
-    else:  # too many combinations to pack: the code rows themselves, in the same (lexicographic) order
-        rows, index = np.unique(np.column_stack([codes for _, codes in coded]), axis=0, return_inverse=True)
-        digits = list(rows.T)
-    columns = [
-        pl.Series(key, levels, dtype=pl.String).gather(digit)
-        for key, (levels, _), digit in zip(keys, coded, digits, strict=True)
-    ]
-    return pl.DataFrame(columns).with_row_index(GROUP), index.reshape(-1).astype(np.int64)
-
-
 def bootstrap_group_counts(
     cube: Cube,
     group_index: np.ndarray,
@@ -242,6 +214,8 @@ def bootstrap_group_counts(
     n_bootstrap: int,
     seed: np.random.SeedSequence,
     slicing: Slicing = (),
+    *,
+    source: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> tuple[GroupCounts, GroupCounts]:
     """Group counts for the point estimate and for every bootstrap replicate.
 
@@ -255,11 +229,13 @@ def bootstrap_group_counts(
     groups), so intervals of between-group differences are conservative rather than too narrow. A slicing
     without the probabilistic attribute holds all of a person's rows in one cell: its squared weights are
     per person (``Cube.squares_column``), so a person split in three rows still counts once.
+
+    ``source`` (unweighted cubes: ``fairgate.engine.replicate_sources``) gives the replicates' row counts per
+    occupied cell from a larger slicing's draws, for the cube cells' flat slicing cells and the occupied ones.
     """
     bins = cube.calibration_bins
     cells = cube.cells
-    # The slicing's own cells: (group, y_true, y_pred, score bin), flattened.
-    flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[BIN].to_numpy()
+    flat = flat_cells(cube, group_index)
     size = n_groups * 4 * bins
     weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size)
     score = np.bincount(flat, weights=cells[SCORE_SUM].to_numpy(), minlength=size)
@@ -283,7 +259,7 @@ def bootstrap_group_counts(
         units = np.round(weight[occupied] ** 2 / weight_sq[occupied], 6)
         unit_weight = weight[occupied] / units
         unit_score = score[occupied] / units
-    drawn = draw_counts(units, n_bootstrap, seed)
+    drawn = source(flat, occupied) if source is not None and unit_weights else draw_counts(units, n_bootstrap, seed)
     replicates = _replicate_counts(drawn, occupied, unit_weight, unit_score, n_groups, bins)
     # Replicates in effective units (rates unchanged), so that the interval code reading counts from them
     # (bootstrap-t rate variances, the debiased calibration error) sees people, not sums of weights.
