@@ -1,7 +1,8 @@
 """Per-slicing bootstrap replicates: reproducible wherever a slicing runs, and tied to the policy's seed.
 
-Each slicing draws its own multinomial replicates or sums a larger slicing's (fairgate/engine/bootstrap.py), so a slicing computed alone (as one
-Prefect task) must give exactly the intervals it gets inside ``fairgate.engine.audit`` (threads, other slicings).
+Each slicing draws its own multinomial replicates or sums a larger slicing's (fairgate/engine/bootstrap.py), so a
+slicing computed alone (as one Prefect task) must give exactly the intervals it gets inside
+``fairgate.engine.audit`` (threads, other slicings).
 """
 
 from __future__ import annotations
