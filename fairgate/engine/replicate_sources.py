@@ -39,6 +39,7 @@ def replicate_source(
     sums of finer cells' units); and only while the parents' draws fit in :data:`SHARED_DRAWS_BUDGET`, decided
     from the plan, so the same cube and policy always give the same replicates.
     """
+    slicing = tuple(slicing)  # some kinds pass their slicings as lists
     entry = _sources(cube, policy).get(slicing)
     if entry is None:
         return None
