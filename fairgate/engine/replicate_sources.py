@@ -47,7 +47,7 @@ def replicate_source(
     stats = policy.statistics
 
     def parent_draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        flat, rows = _slicing_cells(cube, parent, policy)
+        flat, rows = slicing_cells(cube, parent, policy)
         occupied = np.flatnonzero(rows)
         drawn = draw_counts(rows[occupied], stats.n_bootstrap, slicing_seed(stats.seed, parent))
         return flat, occupied, drawn.T  # (cells x replicates), contiguous
@@ -70,7 +70,7 @@ def replicate_source(
     return summed
 
 
-def _slicing_cells(cube: Cube, slicing: Slicing, policy: Policy) -> tuple[np.ndarray, np.ndarray]:
+def slicing_cells(cube: Cube, slicing: Slicing, policy: Policy) -> tuple[np.ndarray, np.ndarray]:
     """The cube cells' flat slicing cells and the rows of every slicing cell."""
     declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
     groups, group_index = slicing_groups(cube, slicing, declared)
@@ -103,7 +103,7 @@ def _plan_sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, in
         return {}  # weighted: every slicing draws its own Kish units
     parents = replicate_parents(plan_slicings(cube, policy))
     tops = sorted(set(parents.values()))
-    size = sum(np.count_nonzero(_slicing_cells(cube, top, policy)[1]) for top in tops) * policy.statistics.n_bootstrap
+    size = sum(np.count_nonzero(slicing_cells(cube, top, policy)[1]) for top in tops) * policy.statistics.n_bootstrap
     if size > SHARED_DRAWS_BUDGET:
         return {}
     readers = {top: 1 + sum(1 for p in parents.values() if p == top) for top in tops}
