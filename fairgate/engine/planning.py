@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairgate.engine.cube import Cube
+from fairgate.engine.groups import declared_for
 from fairgate.engine.labels import slicing_label
 from fairgate.policy.core import Policy
 
@@ -74,7 +75,7 @@ def _counter(cube: Cube, policy: Policy) -> Callable[[Slicing], int]:
         weakref.finalize(cube, _GROUP_COUNTS.pop, id(cube), None)
 
     def count(slicing: Slicing) -> int:
-        declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+        declared = declared_for(policy, slicing)
         key = (slicing, None if declared is None else tuple(declared))
         if key not in counts:
             counts[key] = slicing_group_count(cube, slicing, policy)
@@ -111,7 +112,7 @@ def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
     """How many groups a slicing has: its value combinations present in the cube (and declared values)."""
     if not slicing:
         return 1
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     if declared is not None:  # a declared value with no rows is a group too (see slicing_groups)
         return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
     return cube.cells.select(list(slicing)).n_unique()

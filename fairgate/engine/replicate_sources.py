@@ -16,6 +16,7 @@ from scipy import sparse
 
 from fairgate.engine.bootstrap import draw_counts, shared_draws, slicing_seed
 from fairgate.engine.cube import PERSON_SQ, ROWS, WEIGHT, WEIGHT_SQ, Cube
+from fairgate.engine.groups import declared_for
 from fairgate.engine.planning import plan_slicings, replicate_parents
 from fairgate.engine.slicing_cells import flat_cells, slicing_groups
 from fairgate.policy.core import Policy
@@ -72,7 +73,7 @@ def replicate_source(
 
 def slicing_cells(cube: Cube, slicing: Slicing, policy: Policy) -> tuple[np.ndarray, np.ndarray]:
     """The cube cells' flat slicing cells and the rows of every slicing cell."""
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     groups, group_index = slicing_groups(cube, slicing, declared)
     flat = flat_cells(cube, group_index)
     size = groups.height * 4 * cube.calibration_bins

@@ -21,6 +21,7 @@ from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import ROWS, SCORE_SUM, WEIGHT, Cube
+from fairgate.engine.groups import declared_for
 from fairgate.engine.metrics import (
     GroupCounts,
     Rate,
@@ -94,7 +95,7 @@ class SlicingResult:
 def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResult:
     """All metrics of one slicing from the cube, with ``statistics.n_bootstrap`` bootstrap replicates."""
     stats = policy.statistics
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     groups_frame, group_index = slicing_groups(cube, slicing, declared)
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)

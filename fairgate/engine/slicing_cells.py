@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from fairgate.engine.cube import BIN, PRED, TRUE, Cube
+from fairgate.engine.groups import group_values
 from fairgate.engine.planning import GROUP
 
 Slicing = tuple[str, ...]
@@ -27,7 +28,7 @@ def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = No
     coded = [cube.cell_codes[key] for key in keys]
     if declared is not None:  # one attribute: its values in the data and the declared ones
         levels, codes = coded[0]
-        values = sorted(set(levels) | set(declared))
+        values = group_values(levels, declared)
         position = {value: i for i, value in enumerate(values)}
         groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
         return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
