@@ -16,6 +16,7 @@ import numpy as np
 from scipy import special
 
 from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, fisher_exact_p, needs_exact_pairs, normal_pair_tail
+from fairgate.engine.pairs import pair_indices
 from fairgate.engine.roots import brentq
 
 
@@ -196,9 +197,7 @@ def percentile_interval(
     shape = replicates.shape[1:]
     if replicates.shape[0] == 0:
         return np.full(shape, np.nan), np.full(shape, np.nan)
-    # Each column sorted as a contiguous row of the transposed copy: the same sort, without numpy's strided
-    # gather and scatter per column of an axis-0 sort (the same values in the same order, bit for bit).
-    ordered = np.sort(replicates.reshape(replicates.shape[0], -1).T, axis=1).T
+    ordered = np.sort(replicates.reshape(replicates.shape[0], -1).T, axis=1).T  # columns sorted as rows: faster
     defined = np.isfinite(ordered).sum(axis=0)
     tail = (1.0 - confidence_level) / 2.0
     columns = np.arange(ordered.shape[1])
@@ -588,20 +587,6 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
     return PairFamily(
         np.concatenate(gaps), np.concatenate(ses), null, sizes, np.concatenate(counts), np.concatenate(logs), df
     )
-
-
-@functools.lru_cache(maxsize=256)
-def pair_indices(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.triu_indices(size, k=1)``: the pairs (i < j) of ``size`` groups, found once per size (read-only).
-
-    A family is built for every summary of every slicing, most of them over the same few group counts.
-
-    >>> [a.tolist() for a in pair_indices(3)]
-    [[0, 0, 1], [1, 2, 2]]
-    """
-    first, second = np.triu_indices(size, k=1)
-    first.flags.writeable = second.flags.writeable = False
-    return first, second
 
 
 def _nan_variance(replicates: np.ndarray) -> np.ndarray:

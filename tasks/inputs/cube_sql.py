@@ -77,17 +77,7 @@ def cube_from_relation(
         "weight_value": weight_value,
     }
     weighted = bool(weight) or PERSON_WEIGHT in present
-    weight_sums = load_sql("cube_weight_sums").rstrip() if weighted else ""
-    sql = render_sql(
-        "cube_cells",
-        y_pred_value=y_pred,
-        person_weight_value=person,
-        weight_sums=weight_sums,
-        # fixed SQL, not values: no per-row choice in the scan
-        favourable_score="1.0 - __raw_score" if policy.favorable_label == 0 else "__raw_score",
-        weighted_score="__score * __weight" if weighted else "__score",
-        **fragments,
-    )
+    sql = _cells_sql(policy, fragments | {"y_pred_value": y_pred, "person_weight_value": person}, weighted)
     params: dict[str, object] = {"bins": bins, "tolerance": BIN_EDGE_TOLERANCE}
     if columns.y_pred not in present:  # predictions from the score, as the engine derives them
         params["threshold"] = columns.decision_threshold
@@ -102,6 +92,18 @@ def cube_from_relation(
         _add_into(con, histogram_table, sql, params)
         return cube
     return with_histogram(cube, con.sql(sql, params=params).pl(), histogram_bins)
+
+
+def _cells_sql(policy: Policy, fragments: dict[str, str], weighted: bool) -> str:
+    """``sql/cube_cells.sql`` for the policy: the favourable score and the score sum as fixed SQL (no per-row
+    choice in the scan), the weight sums only when the rows carry weights."""
+    return render_sql(
+        "cube_cells",
+        weight_sums=load_sql("cube_weight_sums").rstrip() if weighted else "",
+        favourable_score="1.0 - __raw_score" if policy.favorable_label == 0 else "__raw_score",
+        weighted_score="__score * __weight" if weighted else "__score",
+        **fragments,
+    )
 
 
 def clipped_bins(raw_cells: pl.DataFrame, bins: int) -> pl.DataFrame:
