@@ -33,6 +33,26 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     return planned
 
 
+def replicate_parents(plan: Sequence[Slicing]) -> dict[Slicing, Slicing]:
+    """For each planned slicing inside a larger planned one, the slicing whose drawn replicates it sums.
+
+    The first of the longest planned slicings that contain it, in plan order (fairgate/engine/bootstrap.py): a
+    pair or attribute takes a triple's draws when triples are planned, the population the first longest slicing.
+
+    >>> replicate_parents([(), ("a",), ("b",), ("a", "b")])
+    {(): ('a', 'b'), ('a',): ('a', 'b'), ('b',): ('a', 'b')}
+    """
+    longest = max((len(s) for s in plan), default=0)
+    tops = [s for s in plan if len(s) == longest]
+    parents: dict[Slicing, Slicing] = {}
+    for slicing in plan:
+        if len(slicing) < longest:
+            parent = next((top for top in tops if set(slicing) <= set(top)), None)
+            if parent is not None:
+                parents[slicing] = parent
+    return parents
+
+
 def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
     """The slicings :func:`plan_slicings` leaves out for having more groups than the policy allows.
 

@@ -109,6 +109,9 @@ def test_histogram_equals_the_polars_histogram_and_adds(h: Any) -> None:
     [
         (pl.col("y_true") * 2, "y_true"),
         (pl.col("score") + 1.0, "score"),
+        (pl.col("score") - 1.0, "score"),
+        (pl.when(pl.int_range(pl.len()) % 7 == 3).then(float("nan")).otherwise(pl.col("score")), "score"),
+        (pl.when(pl.int_range(pl.len()) % 5 == 1).then(None).otherwise(pl.col("score")), "score"),
     ],
 )
 def test_bad_values_are_refused_with_the_engine_message(h: Any, change: pl.Expr, message: str) -> None:
