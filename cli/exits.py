@@ -114,13 +114,21 @@ def flow_state(
         fail(f"{what} could not run: {type(exc).__name__}: {exc}{hint}", EXIT_INTERNAL)
 
 
+#: Prefect's client services log this while they deliver what they still hold at the process's end (the events
+#: of a run refused at once, typically): a progress note, not a problem, printed beside the command's own lines.
+_DRAIN_PROGRESS = "Still processing items"
+
+
 class _PrintedByTheCli(logging.Filter):
     """Drops the log records that only repeat an invalid input's message (flows.runtime.INVALID_INPUT_ECHO):
-    the command prints it once, as its ``error:`` line."""
+    the command prints it once, as its ``error:`` line; and Prefect's services' drain progress notes
+    (:data:`_DRAIN_PROGRESS`; their other warnings, such as a dropped item, still show)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from flows.runtime import INVALID_INPUT_ECHO
 
+        if record.levelno == logging.WARNING and str(record.msg).startswith(_DRAIN_PROGRESS):
+            return False
         return not getattr(record, INVALID_INPUT_ECHO, False)
 
 

@@ -1,7 +1,11 @@
 -- cube_cells: the cube's raw cells (fairgate/engine/cube.py, cube_from_raw_cells) as one GROUP BY over a
 -- relation with the policy's column names, so the rows never leave DuckDB. Each row: the attributes (as text),
 -- the raw label and prediction, the calibration score bin (the engine's edge rule: floor(score * $bins +
--- $tolerance), clipped), the sums the cube keeps and the counts of bad scores and weights the engine checks.
+-- $tolerance), a score of 1 in the top bin), the sums the cube keeps and the counts of bad scores and weights
+-- the engine checks. The per-row work is kept to what the grouping needs: a score outside [0, 1], NaN or null
+-- is counted as bad (any bad score refuses the data, so its bin, left as a double, and its sums never reach an
+-- audit; tasks/inputs/cube_sql.py casts the bins), and the favourable score (the score itself, or 1 - score
+-- when 0 is favourable) is fixed SQL chosen by the task.
 -- The weight sums (sql/cube_weight_sums.sql) are summed only when the rows carry weights: without them every
 -- weight is 1 and the engine takes the sums from the row counts (fairgate/engine/cube.py, unit_weight_sums).
 with source as (
@@ -23,32 +27,12 @@ scored as (
 
 ),
 
-checked as (
-
-    select
-        *,
-        coalesce(__raw_score is null or isnan(__raw_score) or __raw_score < 0 or __raw_score > 1, true)
-            as __bad_score
-    from scored
-
-),
-
 favourable as (
 
     select
         *,
-        -- the score of the favourable outcome: P(y = 1) flips to P(y = 0) when 0 is favourable
-        case when __bad_score then 0.0 when $flip then 1.0 - __raw_score else __raw_score end as __score
-    from checked
-
-),
-
-binned as (
-
-    select
-        *,
-        cast(least(greatest(floor(__score * $bins + $tolerance), 0), $bins - 1) as smallint) as __score_bin
-    from favourable
+        {{ favourable_score }} as __score
+    from scored
 
 ),
 
@@ -58,12 +42,13 @@ final as (
         {{ attribute_names }},
         __raw_y_true,
         __raw_y_pred,
-        __score_bin,
+        least(floor(__score * $bins + $tolerance), $bins - 1) as __score_bin,
         count(*) as __rows,
-        coalesce(sum(__score * __weight), 0.0) as __score_sum,
-        count(*) filter (where __bad_score) as __bad_scores,
-        first(__raw_score) filter (where __bad_score) as __bad_score_example{{ weight_sums }}
-    from binned
+        coalesce(sum({{ weighted_score }}), 0.0) as __score_sum,
+        count(*) filter (where not coalesce(__raw_score between 0 and 1, false)) as __bad_scores,
+        first(__raw_score) filter (where not coalesce(__raw_score between 0 and 1, false))
+            as __bad_score_example{{ weight_sums }}
+    from favourable
     group by all
 
 )

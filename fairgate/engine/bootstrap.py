@@ -4,15 +4,25 @@ Resampling the n audited rows with replacement puts a multinomial number of rows
 Summed over the cells that make up one cell of a slicing (group x y_true x y_pred x score bin), those counts
 are again multinomial, with the summed probabilities. So each slicing draws its replicates directly at its own
 resolution: exactly the distribution that aggregating a draw over the whole cube would give, without drawing
-the cube's finer cells or summing a (cells x replicates) matrix per slicing. Replicates of different slicings
-are independent draws; nothing in an audit combines them.
+the cube's finer cells or summing a (cells x replicates) matrix per slicing.
+
+A slicing contained in a larger planned one (a pair in a triple, an attribute in a pair, the population in
+everything) sums its replicates from that parent's drawn cells instead of drawing its own
+(``fairgate.engine.planning.replicate_parents``): the same multinomial law by the same aggregation, with about
+a third fewer draws when triples are audited. Its replicates are then tied to the parent's; nothing in an
+audit combines replicates of different slicings. :func:`shared_draws` keeps a parent's draws while the slicings
+that read them run, wherever each runs (threads, Prefect tasks): each is drawn once, from the parent's stream.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future
+from typing import TypeVar
 
 import numpy as np
 
@@ -78,3 +88,42 @@ def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np
         left -= drawn
     out[:, -1] = left
     return out
+
+
+# Per owner (the cube's cells, by id; dropped with them): draws shared by several slicings, each with the number of
+# reads still expected. Dropped at the last expected read, so at most the parents being read are held.
+_SHARED: dict[int, dict[Hashable, tuple[Future[object], list[int]]]] = {}
+_SHARED_LOCK = threading.Lock()
+Drawn = TypeVar("Drawn")
+
+
+def shared_draws(owner: object, key: Hashable, readers: int, draw: Callable[[], Drawn]) -> Drawn:
+    """``draw()``, computed once for ``readers`` reads of ``key`` while ``owner`` lives, whichever thread asks first.
+
+    The others wait for that result instead of drawing it again. After the ``readers``-th read the draws are
+    dropped; a later read (a slicing computed once more) draws them again, the same values from the same stream.
+    """
+    with _SHARED_LOCK:
+        entries = _SHARED.get(id(owner))
+        if entries is None:
+            entries = _SHARED[id(owner)] = {}
+            weakref.finalize(owner, _SHARED.pop, id(owner), None)
+        entry = entries.get(key)
+        first = entry is None
+        if entry is None:
+            entry = entries[key] = (Future(), [readers])
+        future, left = entry
+        left[0] -= 1
+        if left[0] <= 0:
+            entries.pop(key, None)
+    if first:
+        try:
+            future.set_result(draw())
+        except BaseException as error:
+            future.set_exception(error)
+            with _SHARED_LOCK:
+                if entries.get(key) is entry:
+                    entries.pop(key, None)
+            raise
+    drawn: Drawn = future.result()  # type: ignore[assignment]  # the key's one draw() result
+    return drawn

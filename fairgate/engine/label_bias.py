@@ -25,6 +25,7 @@ import polars as pl
 from fairgate.engine.columns import PRED, TRUE, WEIGHT
 from fairgate.engine.cube import Cube
 from fairgate.engine.exact import rate_variance
+from fairgate.engine.groups import declared_for
 from fairgate.engine.slicing import slicing_groups
 from fairgate.engine.stats import Component, pair_family, wilson_interval, z_value
 from fairgate.engine.summaries import as_number, summary_bounds
@@ -48,7 +49,7 @@ def disagreement_policy(policy: Policy) -> Policy:
 
 def disagreement_groups(cube: Cube, slicing: tuple[str, ...], policy: Policy) -> list[dict[str, Any]]:
     """Per group of the slicing: size, disagreements (each direction apart), rate and Wilson interval."""
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     groups, index = slicing_groups(cube, slicing, declared)
     cells = cube.cells
     n_groups = groups.height

@@ -80,6 +80,13 @@ class Rate(GroupMetric):
         """The sum of the numerator cells over the sum of the denominator cells; NaN where the latter is 0."""
         return _divide(counts.total(self.numerator), counts.total(self.denominator))
 
+    def value_and_fraction(self, counts: GroupCounts) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`compute` and :meth:`fraction` at once: unweighted, both read the same sums, added once."""
+        if counts.weighted:
+            return self.compute(counts), self.fraction(counts)
+        successes, trials = counts.total(self.numerator), counts.total(self.denominator)
+        return _divide(successes, trials), (successes, trials)
+
     def events(self, counts: GroupCounts) -> np.ndarray:
         """The rate's denominator (effective sizes under weights).
 
@@ -241,9 +248,9 @@ def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndar
     term *= positive
     spread = bin_n - 1.0
     spread *= bin_n
-    np.divide(term, spread, out=term, where=bin_n > 1)
-    term[bin_n <= 1] = 0.0
-    correction = term.sum(axis=-1)
+    variance = np.zeros_like(term)  # 0 where a bin has one row or less
+    np.divide(term, spread, out=variance, where=bin_n > 1)
+    correction = variance.sum(axis=-1)
     total = bin_n.sum(axis=-1)
     return _divide(plugin, total), _divide(correction, total)
 

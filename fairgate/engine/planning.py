@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairgate.engine.cube import Cube
+from fairgate.engine.groups import declared_for
 from fairgate.engine.labels import slicing_label
 from fairgate.policy.core import Policy
 
@@ -30,6 +31,26 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     """
     planned, _ = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
     return planned
+
+
+def replicate_parents(plan: Sequence[Slicing]) -> dict[Slicing, Slicing]:
+    """For each planned slicing inside a larger planned one, the slicing whose drawn replicates it sums.
+
+    The first of the longest planned slicings that contain it, in plan order (fairgate/engine/bootstrap.py): a
+    pair or attribute takes a triple's draws when triples are planned, the population the first longest slicing.
+
+    >>> replicate_parents([(), ("a",), ("b",), ("a", "b")])
+    {(): ('a', 'b'), ('a',): ('a', 'b'), ('b',): ('a', 'b')}
+    """
+    longest = max((len(s) for s in plan), default=0)
+    tops = [s for s in plan if len(s) == longest]
+    parents: dict[Slicing, Slicing] = {}
+    for slicing in plan:
+        if len(slicing) < longest:
+            parent = next((top for top in tops if set(slicing) <= set(top)), None)
+            if parent is not None:
+                parents[slicing] = parent
+    return parents
 
 
 def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
@@ -54,7 +75,7 @@ def _counter(cube: Cube, policy: Policy) -> Callable[[Slicing], int]:
         weakref.finalize(cube, _GROUP_COUNTS.pop, id(cube), None)
 
     def count(slicing: Slicing) -> int:
-        declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+        declared = declared_for(policy, slicing)
         key = (slicing, None if declared is None else tuple(declared))
         if key not in counts:
             counts[key] = slicing_group_count(cube, slicing, policy)
@@ -91,7 +112,7 @@ def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
     """How many groups a slicing has: its value combinations present in the cube (and declared values)."""
     if not slicing:
         return 1
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     if declared is not None:  # a declared value with no rows is a group too (see slicing_groups)
         return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
     return cube.cells.select(list(slicing)).n_unique()

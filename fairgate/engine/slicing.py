@@ -9,18 +9,19 @@ metrics' values are engine/summaries.py's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
-import polars as pl
 from scipy import sparse
 
 from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.collection import paused_collection
-from fairgate.engine.cube import BIN, PRED, ROWS, SCORE_SUM, TRUE, WEIGHT, Cube
+from fairgate.engine.cube import ROWS, SCORE_SUM, WEIGHT, Cube
+from fairgate.engine.groups import declared_for
 from fairgate.engine.metrics import (
     GroupCounts,
     Rate,
@@ -36,6 +37,8 @@ from fairgate.engine.planning import (
     within_group_limit,
 )
 from fairgate.engine.reference import configured_reference, reference_index
+from fairgate.engine.replicate_sources import replicate_source
+from fairgate.engine.slicing_cells import flat_cells, slicing_groups
 from fairgate.engine.stats import (
     hanley_mcneil_se,
     katz_ratio_interval,
@@ -92,12 +95,18 @@ class SlicingResult:
 def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResult:
     """All metrics of one slicing from the cube, with ``statistics.n_bootstrap`` bootstrap replicates."""
     stats = policy.statistics
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     groups_frame, group_index = slicing_groups(cube, slicing, declared)
     groups = [{k: str(v) for k, v in row.items() if k != GROUP} for row in groups_frame.iter_rows(named=True)]
     n_groups = len(groups)
     point, boot = bootstrap_group_counts(  # [weights] the slicing picks per-row or per-person squared weights
-        cube, group_index, n_groups, stats.n_bootstrap, slicing_seed(stats.seed, slicing), slicing
+        cube,
+        group_index,
+        n_groups,
+        stats.n_bootstrap,
+        slicing_seed(stats.seed, slicing),
+        slicing,
+        source=replicate_source(cube, slicing, policy),
     )
     n = point.n_effective  # [weights] Kish effective group sizes: equal to point.n when unweighted
     rows = np.bincount(group_index, weights=cube.cells[ROWS].to_numpy(), minlength=n_groups)
@@ -125,7 +134,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
             | ({"error_bound": _list(auc_bound)} if name == "roc_auc" and auc_bound is not None else {})
             for name, v in values.items()
         },
-        comparisons=_comparisons(slicing, groups, values, point, reference_index, eligible, z, level),
+        comparisons=_comparisons(slicing, groups, values, reference_index, eligible, z, level),
         summaries=group_summaries(slicing, groups, values, eligible, level, stats.min_events, policy_labels(policy)),
         results=policy_results(slicing, groups, values, eligible, policy, level),
         counts={k: getattr(point, k).tolist() for k in ("tp", "fp", "tn", "fn")},
@@ -140,18 +149,26 @@ def _count_metric_values(
 ) -> dict[str, MetricValues]:
     """Every group metric computed from counts: value, interval (Wilson for rates, else bootstrap) and replicates."""
     values: dict[str, MetricValues] = {}
+    rates = []
     for name, metric in count_metrics().items():
         if metric.needs_scores and not cube.has_scores:
             continue
-        value = metric.compute(point)
-        reps = metric.compute(boot)
         if isinstance(metric, Rate):
-            fraction = metric.fraction(point)
-            low, high = wilson_interval(*fraction, z)
-            values[name] = MetricValues(value, low, high, reps, metric.events(point), fraction, metric.fraction(boot))
+            value, fraction = metric.value_and_fraction(point)
+            reps, replicate_fraction = metric.value_and_fraction(boot)
+            # a rate rests on its trials (Rate.events); its Wilson interval is set below, with the other rates'
+            values[name] = MetricValues(value, value, value, reps, fraction[1], fraction, replicate_fraction)
+            rates.append(values[name])
         else:
+            value = metric.compute(point)
+            reps = metric.compute(boot)
             low, high = percentile_interval(reps, level, value)
             values[name] = MetricValues(value, low, high, reps, metric.events(point))
+    if rates:  # every rate's Wilson interval in one call on the stacked counts (the same values, elementwise)
+        successes, trials = (np.stack([v.fraction[part] for v in rates if v.fraction is not None]) for part in (0, 1))
+        lows, highs = wilson_interval(successes, trials, z)
+        for v, low, high in zip(rates, lows, highs, strict=True):
+            v.ci_low, v.ci_high = low, high
     return values
 
 
@@ -191,42 +208,6 @@ def wants_auc(slicing: Slicing, policy: Policy) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- counting
-def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = None) -> tuple[pl.DataFrame, np.ndarray]:
-    """The groups of a slicing (sorted) and, per cube cell, the index of its group.
-
-    A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
-    The groups are found from the cells' attribute codes (``Cube.cell_codes``) packed into one integer per cell.
-    """
-    if not slicing:
-        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
-    keys = list(slicing)
-    coded = [cube.cell_codes[key] for key in keys]
-    if declared is not None:  # one attribute: its values in the data and the declared ones
-        levels, codes = coded[0]
-        values = sorted(set(levels) | set(declared))
-        position = {value: i for i, value in enumerate(values)}
-        groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
-        return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
-    if int(np.prod([float(len(levels)) for levels, _ in coded])) < 2**62:
-        packed = np.zeros(cube.cells.height, dtype=np.int64)
-        for levels, codes in coded:
-            packed = packed * len(levels) + codes
-        present, index = np.unique(packed, return_inverse=True)
-        digits = []
-        for levels, _ in reversed(coded):
-            present, digit = np.divmod(present, len(levels))
-            digits.append(digit)
-        digits.reverse()
-    else:  # too many combinations to pack: the code rows themselves, in the same (lexicographic) order
-        rows, index = np.unique(np.column_stack([codes for _, codes in coded]), axis=0, return_inverse=True)
-        digits = list(rows.T)
-    columns = [
-        pl.Series(key, levels, dtype=pl.String).gather(digit)
-        for key, (levels, _), digit in zip(keys, coded, digits, strict=True)
-    ]
-    return pl.DataFrame(columns).with_row_index(GROUP), index.reshape(-1).astype(np.int64)
-
-
 def bootstrap_group_counts(
     cube: Cube,
     group_index: np.ndarray,
@@ -234,6 +215,8 @@ def bootstrap_group_counts(
     n_bootstrap: int,
     seed: np.random.SeedSequence,
     slicing: Slicing = (),
+    *,
+    source: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> tuple[GroupCounts, GroupCounts]:
     """Group counts for the point estimate and for every bootstrap replicate.
 
@@ -247,11 +230,13 @@ def bootstrap_group_counts(
     groups), so intervals of between-group differences are conservative rather than too narrow. A slicing
     without the probabilistic attribute holds all of a person's rows in one cell: its squared weights are
     per person (``Cube.squares_column``), so a person split in three rows still counts once.
+
+    ``source`` (unweighted cubes: ``fairgate.engine.replicate_sources``) gives the replicates' row counts per
+    occupied cell from a larger slicing's draws, for the cube cells' flat slicing cells and the occupied ones.
     """
     bins = cube.calibration_bins
     cells = cube.cells
-    # The slicing's own cells: (group, y_true, y_pred, score bin), flattened.
-    flat = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[BIN].to_numpy()
+    flat = flat_cells(cube, group_index)
     size = n_groups * 4 * bins
     weight = np.bincount(flat, weights=cells[WEIGHT].to_numpy(), minlength=size)
     score = np.bincount(flat, weights=cells[SCORE_SUM].to_numpy(), minlength=size)
@@ -275,7 +260,7 @@ def bootstrap_group_counts(
         units = np.round(weight[occupied] ** 2 / weight_sq[occupied], 6)
         unit_weight = weight[occupied] / units
         unit_score = score[occupied] / units
-    drawn = draw_counts(units, n_bootstrap, seed)
+    drawn = source(flat, occupied) if source is not None and unit_weights else draw_counts(units, n_bootstrap, seed)
     replicates = _replicate_counts(drawn, occupied, unit_weight, unit_score, n_groups, bins)
     # Replicates in effective units (rates unchanged), so that the interval code reading counts from them
     # (bootstrap-t rate variances, the debiased calibration error) sees people, not sums of weights.
@@ -323,11 +308,12 @@ def _replicate_counts(
     replicates = drawn.shape[0]
     confusion = sums[:, :confusion_size].reshape(replicates, n_groups, 2, 2)
     calibration = sums[:, confusion_size:].reshape(replicates, 3, n_groups, bins)
+    # Contiguous copies: every metric reads these many times, and a strided view costs each reading more.
     return GroupCounts(
-        tp=confusion[..., 1, 1],
-        fp=confusion[..., 0, 1],
-        tn=confusion[..., 0, 0],
-        fn=confusion[..., 1, 0],
+        tp=np.ascontiguousarray(confusion[..., 1, 1]),
+        fp=np.ascontiguousarray(confusion[..., 0, 1]),
+        tn=np.ascontiguousarray(confusion[..., 0, 0]),
+        fn=np.ascontiguousarray(confusion[..., 1, 0]),
         bin_n=calibration[:, 0],
         bin_positive=calibration[:, 1],
         bin_score=calibration[:, 2],
@@ -342,11 +328,13 @@ def reference_group_index(groups: list[Group], slicing: Slicing, policy: Policy,
     return reference_index(groups, configured_reference(slicing, policy), n)
 
 
+_Contrasts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 def _comparisons(
     slicing: Slicing,
     groups: list[Group],
     values: dict[str, MetricValues],
-    point: GroupCounts,
     ref: int | None,
     eligible: np.ndarray,
     z: float,
@@ -364,13 +352,13 @@ def _comparisons(
     others = np.array([g for g in range(len(groups)) if g != ref], dtype=np.int64)
     if others.size == 0:
         return []
+    rate_contrasts = _rate_contrasts([n for n in values if isinstance(metrics.get(n), Rate)], values, others, ref, z)
     for name, v in values.items():
-        metric = metrics.get(name)
         with np.errstate(divide="ignore", invalid="ignore"):
             diff = v.value[others] - v.value[ref]
             rat = np.where(v.value[ref] > 0, v.value[others] / v.value[ref], np.nan)
-        if isinstance(metric, Rate):
-            d_low, d_high, r_low, r_high, p_values = _rate_contrasts(metric, point, others, ref, z)
+        if name in rate_contrasts:
+            d_low, d_high, r_low, r_high, p_values = rate_contrasts[name]
             method = "newcombe/katz/two-proportion"
         else:
             d_low, d_high, r_low, r_high, p_values = _bootstrap_contrasts(v, others, ref, diff, rat, level)
@@ -399,19 +387,23 @@ def _comparisons(
     return out
 
 
-_Contrasts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+def _rate_contrasts(
+    names: list[str], values: dict[str, MetricValues], others: np.ndarray, ref: int, z: float
+) -> dict[str, _Contrasts]:
+    """Each group against the reference for the rates ``names``: Newcombe, Katz and the two-proportion test.
 
-
-def _rate_contrasts(metric: Rate, point: GroupCounts, others: np.ndarray, ref: int, z: float) -> _Contrasts:
-    """Each group against the reference for a rate: Newcombe, Katz and the two-proportion test.
-
-    Returns the difference's low and high, the ratio's low and high, and the p-values.
+    Per rate, the difference's low and high, the ratio's low and high, and the p-values; every rate at once on
+    its (successes, trials) stacked (the formulas are elementwise: the same values as one rate at a time).
     """
-    x, m = metric.fraction(point)
-    d_low, d_high = newcombe_interval(x[others], m[others], x[ref], m[ref], z)
-    r_low, r_high = katz_ratio_interval(x[others], m[others], x[ref], m[ref], z)
-    p_values = two_proportion_p_value(x[others], m[others], np.full(others.size, x[ref]), np.full(others.size, m[ref]))
-    return d_low, d_high, r_low, r_high, p_values
+    if not names:
+        return {}
+    x, m = (np.stack([f[part] for f in (values[n].fraction for n in names) if f is not None]) for part in (0, 1))
+    x1, m1, x2, m2 = x[:, others], m[:, others], x[:, [ref]], m[:, [ref]]
+    d_low, d_high = newcombe_interval(x1, m1, x2, m2, z)
+    r_low, r_high = katz_ratio_interval(x1, m1, x2, m2, z)
+    x2, m2 = np.broadcast_to(x2, x1.shape), np.broadcast_to(m2, x1.shape)
+    p_values = two_proportion_p_value(x1.ravel(), m1.ravel(), x2.ravel(), m2.ravel()).reshape(x1.shape)
+    return {n: (d_low[i], d_high[i], r_low[i], r_high[i], p_values[i]) for i, n in enumerate(names)}
 
 
 def _bootstrap_contrasts(

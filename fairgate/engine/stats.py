@@ -16,6 +16,7 @@ import numpy as np
 from scipy import special
 
 from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, fisher_exact_p, needs_exact_pairs, normal_pair_tail
+from fairgate.engine.pairs import pair_indices
 from fairgate.engine.roots import brentq
 
 
@@ -196,7 +197,7 @@ def percentile_interval(
     shape = replicates.shape[1:]
     if replicates.shape[0] == 0:
         return np.full(shape, np.nan), np.full(shape, np.nan)
-    ordered = np.sort(replicates.reshape(replicates.shape[0], -1), axis=0)
+    ordered = np.sort(replicates.reshape(replicates.shape[0], -1).T, axis=1).T  # columns sorted as rows: faster
     defined = np.isfinite(ordered).sum(axis=0)
     tail = (1.0 - confidence_level) / 2.0
     columns = np.arange(ordered.shape[1])
@@ -551,7 +552,7 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
     use_bootstrap = bootstrap and n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
     gaps, ses, nulls, counts, logs = [], [], [], [], []
     for c in components:
-        first, second = np.triu_indices(c.value.size, k=1)
+        first, second = pair_indices(c.value.size)
         d = c.value[first] - c.value[second]
         rep_d = c.replicates[:, first] - c.replicates[:, second] if use_bootstrap else None
         if c.variance is not None:

@@ -152,10 +152,11 @@ def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstra
     Its values, or its log-values for a ratio, with analytic variances for rates (in every replicate too when
     ``bootstrap``).
     """
-    reps = v.replicates[:, index]
     if v.fraction is not None and v.replicate_fraction is not None:
         point = tuple(a[index] for a in v.fraction)
         replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
+        # Without the bootstrap a rate's family reads only its analytic variances: no replicates to select.
+        reps = v.replicates[:, index] if bootstrap else np.empty((0, index.size))
         if summary == "difference":
             return Component(
                 v.value[index],
@@ -166,12 +167,13 @@ def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstra
             )
         return Component(
             log_rate(*point),
-            log_rate(*replicated) if replicated else _log(reps),
+            log_rate(*replicated) if replicated else reps,
             log_rate_variance(*point),
             log_rate_variance(*replicated) if replicated else None,
             counts=point,
             log=True,
         )
+    reps = v.replicates[:, index]
     if summary == "difference":
         return Component(v.value[index], reps)
     return Component(_log(v.value[index]), _log(reps))

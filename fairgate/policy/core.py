@@ -61,8 +61,10 @@ class SensitiveAttribute(_Strict):
     name: str = Field(min_length=1)
     """The attribute's column name in the attributes input."""
     values: list[str] | None = None
-    """The values the data may hold (as text); any other value is an error (exit 2). Without it, at most
-    `limits.max_values_per_attribute` distinct values are accepted."""
+    """The values the data may hold (as text); any other value is an error (exit 2). A declared value without rows
+    is still a group of the attribute's slicing (size 0, reported as insufficient), in every kind of audit; groups
+    are listed in value order. Without it, at most `limits.max_values_per_attribute` distinct values are
+    accepted."""
     reference_group: str | None = None
     """The group others are compared with; default: the group with the most people (largest effective size). Must be
     among `values` when they are declared."""

@@ -62,12 +62,12 @@ from fairgate.report.tables import (
     Counts,
     Line,
     Tables,
-    blocks,
     derivable,
     equations,
     group_of,
     null_space,
     order,
+    split,
     witness,
 )
 
@@ -314,12 +314,13 @@ def _grow(
     safe: set[CellKey] = set()
     while True:
         _close_singletons(lines, unknown, protected, hide, cost)
-        exposed = sorted(derivable(unknown, lines) & protected, key=order)
+        parts = split(unknown, lines)  # the blocks, for the rank test and the bounds alike
+        exposed = sorted(derivable(unknown, lines, parts) & protected, key=order)
         costed = _kept_cost(cost)  # nothing is hidden while the complements are chosen
         if exposed:
             chosen = _complements(exposed, unknown, lines, costed)
         else:
-            chosen = _bound_complements(lines, unknown, values, bounded(), k, costed, safe)
+            chosen = _bound_complements(parts, unknown, values, bounded(), k, costed, safe)
         if not chosen:  # none exposed (or nothing left to hide: cannot happen while a sum has a published part)
             return
         for cell in sorted(chosen, key=order):
@@ -363,7 +364,7 @@ def _complements(exposed: list[CellKey], unknown: set[CellKey], lines: tuple[Lin
 
 
 def _bound_complements(
-    lines: tuple[Line, ...],
+    parts: list[tuple[list[CellKey], list[Line]]],
     unknown: set[CellKey],
     values: Mapping[CellKey, float | None],
     cells: Mapping[CellKey, float],
@@ -373,15 +374,15 @@ def _bound_complements(
 ) -> set[CellKey]:
     """Published cells to hide so that each cell of ``cells`` has an upper bound reaching its threshold.
 
-    Empty when all do (k for a small hidden cell, a revealed rate's denominator its own).
+    Empty when all do (k for a small hidden cell, a revealed rate's denominator its own). ``parts`` are the blocks
+    of the ``unknown`` cells with their sums (:func:`split`).
 
     Hiding more only widens the non-negative solutions, so a cell found ``safe`` (a solution puts it at k or
     more) stays safe while the pattern grows: each is solved for until one solution reaches k. A cell bounded
     under k gets the cheapest published cell of the sums that bind it (non-zero duals).
     """
-    rows = [line for line in lines if any(m in unknown for m in line.members)]
     chosen: set[CellKey] = set()
-    for block_unknown, block_rows in blocks(unknown, rows):
+    for block_unknown, block_rows in parts:
         targets = [c for c in block_unknown if c in cells and c not in safe]
         if not targets or not block_rows:
             safe.update(targets)

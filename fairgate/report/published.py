@@ -52,10 +52,14 @@ def json_note(content: JsonContent, min_cell_size: int) -> str:
 
 
 def published_document(document: Mapping[str, Any], min_cell_size: int, content: JsonContent) -> dict[str, Any]:
-    """The document to write: a copy with its ``suppression`` block, and with hidden numbers null if asked."""
+    """The document to write: a copy with its ``suppression`` block, and with hidden numbers null if asked.
+
+    The full document's copy shares its values with ``document`` (nothing in it changes); a suppressed one is
+    a deep copy.
+    """
     typed = AuditDocument.model_validate(document)
     suppression = Suppression.of_document(typed, min_cell_size)
-    out = copy.deepcopy(dict(document))
+    out = copy.deepcopy(dict(document)) if content == "suppressed" else dict(document)
     out["suppression"] = {
         "content": content,
         "min_cell_size": min_cell_size,

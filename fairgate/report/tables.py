@@ -228,11 +228,20 @@ def order(cell: CellKey) -> tuple[int, list[str], str]:
     return (len(cell[0]), sorted(cell[0]), cell[1])
 
 
-def derivable(unknown: Iterable[CellKey], lines: Iterable[Line]) -> set[CellKey]:
+def split(unknown: Iterable[CellKey], lines: Iterable[Line]) -> list[tuple[list[CellKey], list[Line]]]:
+    """The unknowns' independent :func:`blocks`, each with the sums through it."""
+    unknown = set(unknown)
+    return blocks(unknown, [line for line in lines if any(m in unknown for m in line.members)])
+
+
+def derivable(
+    unknown: Iterable[CellKey], lines: Iterable[Line], parts: list[tuple[list[CellKey], list[Line]]] | None = None
+) -> set[CellKey]:
     """The unknown cells whose value follows from the published ones through the sums (exact, by rank).
 
     A block of unknowns answers the same whatever else is hidden, so each block's answer is kept
     (:func:`_block_determined`): a pattern that grows, or a trial that changes one block, recomputes that block only.
+    ``parts``: the :func:`split` of ``unknown`` and ``lines`` when the caller has it already.
 
     >>> a, b, t = (frozenset("a"), "x"), (frozenset("a"), "y"), (frozenset(), "{}")
     >>> sorted(derivable({a}, [Line(t, (a, b))]))
@@ -240,10 +249,8 @@ def derivable(unknown: Iterable[CellKey], lines: Iterable[Line]) -> set[CellKey]
     >>> sorted(derivable({a, b}, [Line(t, (a, b))]))
     []
     """
-    unknown = set(unknown)
-    rows = [line for line in lines if any(m in unknown for m in line.members)]
     out: set[CellKey] = set()
-    for block_unknown, block_rows in blocks(unknown, rows):
+    for block_unknown, block_rows in split(unknown, lines) if parts is None else parts:
         out |= {block_unknown[j] for j in _block_determined(block_unknown, block_rows)}
     return out
 

@@ -26,7 +26,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairgate.engine.columns import PERSON_WEIGHT, ROWS
-from fairgate.engine.cube import BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells, unit_weight_sums
+from fairgate.engine.cube import BIN, BIN_EDGE_TOLERANCE, Cube, add_score_table, cube_from_raw_cells, unit_weight_sums
 from fairgate.errors import MISSING_COLUMN, DataError
 from fairgate.policy.core import Policy
 from tasks.inputs.align import id_buckets, join_report, matched_relation, restrict_to_bucket, sort_group_sizes
@@ -77,14 +77,11 @@ def cube_from_relation(
         "weight_value": weight_value,
     }
     weighted = bool(weight) or PERSON_WEIGHT in present
-    weight_sums = load_sql("cube_weight_sums").rstrip() if weighted else ""
-    sql = render_sql(
-        "cube_cells", y_pred_value=y_pred, person_weight_value=person, weight_sums=weight_sums, **fragments
-    )
-    params: dict[str, object] = {"flip": policy.favorable_label == 0, "bins": bins, "tolerance": BIN_EDGE_TOLERANCE}
+    sql = _cells_sql(policy, fragments | {"y_pred_value": y_pred, "person_weight_value": person}, weighted)
+    params: dict[str, object] = {"bins": bins, "tolerance": BIN_EDGE_TOLERANCE}
     if columns.y_pred not in present:  # predictions from the score, as the engine derives them
         params["threshold"] = columns.decision_threshold
-    raw_cells = con.sql(sql, params=params).pl()
+    raw_cells = clipped_bins(con.sql(sql, params=params).pl(), bins)
     raw_cells = raw_cells if weighted else unit_weight_sums(raw_cells)  # every weight 1: the sums are the rows
     cube = cube_from_raw_cells(raw_cells, policy, source=source, has_scores=has_scores, bins=bins)
     if not histogram_bins:
@@ -95,6 +92,29 @@ def cube_from_relation(
         _add_into(con, histogram_table, sql, params)
         return cube
     return with_histogram(cube, con.sql(sql, params=params).pl(), histogram_bins)
+
+
+def _cells_sql(policy: Policy, fragments: dict[str, str], weighted: bool) -> str:
+    """``sql/cube_cells.sql`` for the policy: the favourable score and the score sum as fixed SQL (no per-row
+    choice in the scan), the weight sums only when the rows carry weights."""
+    return render_sql(
+        "cube_cells",
+        weight_sums=load_sql("cube_weight_sums").rstrip() if weighted else "",
+        favourable_score="1.0 - __raw_score" if policy.favorable_label == 0 else "__raw_score",
+        weighted_score="__score * __weight" if weighted else "__score",
+        **fragments,
+    )
+
+
+def clipped_bins(raw_cells: pl.DataFrame, bins: int) -> pl.DataFrame:
+    """The raw cells with their score bins as integers in ``0 .. bins - 1``; a bad score's bin (NaN, null or out
+    of range: the data is refused) reads as a bin like any other.
+
+    sql/cube_cells.sql leaves the bin a double: casting every row in the scan costs more than casting the few
+    thousand grouped cells here, and a far-out bad score would fail the cast before the engine names it.
+    """
+    score_bin = pl.col(BIN).fill_nan(0.0).fill_null(0.0).clip(0, bins - 1).cast(pl.Int16)
+    return raw_cells.with_columns(score_bin)
 
 
 def _check_columns(present: list[str], policy: Policy, source: str) -> bool:

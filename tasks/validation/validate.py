@@ -347,14 +347,14 @@ def _unexpected(result: dict[str, Any], frame: pd.DataFrame | None, expectation:
         return int(result.get("unexpected_count") or 0), plain_value(examples[0] if examples else None)
     failing = frame.loc[indexes]
     if "n" in frame.columns:
-        return int(failing["n"].sum()), plain_value(failing.iloc[0]["value"])
-    if "occurrences" in frame.columns:
-        example = failing.iloc[0]["id"]
+        return int(failing["n"].sum()), plain_value(failing["value"].iloc[0])
+    if "occurrences" in frame.columns:  # the column first: a row of mixed columns would make an integer id 1.0
+        example = failing["id"].iloc[0]
         return int(failing["occurrences"].sum()), plain_value(None if pd.isna(example) else example)
     count = int(result.get("unexpected_count") or 0)
     if len(frame) >= _MAX_VIOLATIONS and "violating_rows" in frame.columns:
         count = max(count, int(frame["violating_rows"].iloc[0]))
-    return count, plain_value(failing.iloc[0]["score"])
+    return count, plain_value(failing["score"].iloc[0])
 
 
 def _failure_message(source: str, column: str, expectation: str, unexpected: int, example: Any, staged: Staged) -> str:

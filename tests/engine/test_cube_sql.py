@@ -109,6 +109,9 @@ def test_histogram_equals_the_polars_histogram_and_adds(h: Any) -> None:
     [
         (pl.col("y_true") * 2, "y_true"),
         (pl.col("score") + 1.0, "score"),
+        (pl.col("score") - 1.0, "score"),
+        (pl.when(pl.int_range(pl.len()) % 7 == 3).then(float("nan")).otherwise(pl.col("score")), "score"),
+        (pl.when(pl.int_range(pl.len()) % 5 == 1).then(None).otherwise(pl.col("score")), "score"),
     ],
 )
 def test_bad_values_are_refused_with_the_engine_message(h: Any, change: pl.Expr, message: str) -> None:
@@ -223,7 +226,7 @@ def test_id_buckets_give_the_whole_partitions_cube_and_checks(
     repeated = _partition_files(compas, tmp_path / "repeated", repeated_label=4321)
     with pytest.raises(DataError, match="duplicate values") as found:
         check_partition.fn(Partition(0, repeated), policy)
-    assert "4321" in found.value.message
+    assert "e.g. 4321 (" in found.value.message  # the id as given, not 4321.0
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -186,3 +186,21 @@ def test_weights_of_one_are_the_unweighted_audit(kind: str) -> None:
     # Equal up to rounding: the weighted sums may add the same numbers in another order (seen: 1 ulp apart).
     assert_same_judgement(with_ones, without, rel=1e-12)
     assert_same(group_values(with_ones), group_values(without))
+
+
+@pytest.mark.parametrize("kind", list(POLICIES))
+def test_every_kind_lists_a_slicings_groups_by_the_binary_rule(kind: str) -> None:
+    """One rule for every kind (fairgate/engine/groups.py): a declared value without rows is a group of size 0,
+    never silently absent, and a slicing's groups are in value order, however the policy lists them."""
+    policy = fairgate.Policy.from_yaml(
+        (POLICIES[kind] + _ATTRIBUTES).replace("values: [a, b, c]", "values: [zz, c, a, b]")
+    )
+    document = audit(kind, generated(kind), policy)
+    listed = [g for g in document["groups"] if g["slicing"] == ["group"]]
+    assert [g["group"]["group"] for g in listed] == ["a", "b", "c", "zz"]
+    empty = listed[-1]
+    assert empty["n"] == 0
+    assert not empty["sufficient"]
+    pairs = [tuple(g["group"].values()) for g in document["groups"] if g["slicing"] == ["group", "sex"]]
+    assert pairs == sorted(pairs)
+    assert ("zz", "F") not in pairs

@@ -1,7 +1,8 @@
 """Per-slicing bootstrap replicates: reproducible wherever a slicing runs, and tied to the policy's seed.
 
-Each slicing draws its own multinomial replicates (fairgate/bootstrap.py), so a slicing computed alone (as one
-Prefect task) must give exactly the intervals it gets inside ``fairgate.engine.audit`` (threads, other slicings).
+Each slicing draws its own multinomial replicates or sums a larger slicing's (fairgate/engine/bootstrap.py), so a
+slicing computed alone (as one Prefect task) must give exactly the intervals it gets inside
+``fairgate.engine.audit`` (threads, other slicings).
 """
 
 from __future__ import annotations
@@ -137,3 +138,78 @@ def test_draws_at_scale_have_the_multinomial_moments() -> None:
     scale = np.sqrt(np.outer(np.diag(law), np.diag(law)))
     assert np.abs(covariance - law).max() < 0.05 * scale.max()
     assert np.abs((covariance - law) / scale).max() < 0.05  # correlations within 0.05 (se about 0.007)
+
+
+def test_a_slicing_inside_a_larger_one_sums_its_draws_with_the_multinomial_law() -> None:
+    """A slicing inside a larger planned one sums that parent's drawn cells (fairgate/engine/replicate_sources.py).
+
+    Its replicates are exactly the sums of the parent's (the same draws, not new ones), and they follow the
+    multinomial law over its own cells: a chi-square test over every outcome of 6 rows in the attribute's 4
+    occupied cells (two of them with 2 rows from two parent cells each) accepts them, and the same test
+    rejects the law with two cells' probabilities swapped.
+    """
+    from fairgate.engine.replicate_sources import replicate_source
+    from fairgate.engine.slicing import bootstrap_group_counts, slicing_groups
+    from fairgate.engine.slicing_cells import flat_cells
+
+    frame = pl.DataFrame(
+        {
+            "sex": ["f", "f", "f", "m", "m", "m"],
+            "band": ["young", "old", "old", "young", "young", "old"],
+            "y_true": [1, 1, 0, 1, 0, 1],
+            "score": [0.91, 0.93, 0.2, 0.81, 0.3, 0.85],
+            "y_pred": [1, 1, 0, 1, 0, 1],
+        }
+    )
+    policy = _policy(seed=5).model_copy(
+        update={"statistics": _policy(5).statistics.model_copy(update={"n_bootstrap": 60_000})}
+    )
+    cube = fairgate.build_cube(frame, policy, exact_auc=False)
+    parent, child = ("sex", "band"), ("sex",)
+    assert fairgate.plan_slicings(cube, policy)[-1] == parent
+    drawn = {}
+    for slicing in (parent, child):
+        groups, index = slicing_groups(cube, slicing)
+        source = replicate_source(cube, slicing, policy)
+        assert source is not None  # unweighted and planned: both read the parent's draws
+        flat = flat_cells(cube, index)
+        rows = np.bincount(flat, weights=cube.cells["__rows"].to_numpy(), minlength=groups.height * 4 * 10)
+        occupied = np.flatnonzero(rows)
+        drawn[slicing] = (source(flat, occupied), flat, occupied, rows[occupied])
+    parent_drawn, parent_flat, parent_occupied, _ = drawn[parent]
+    child_drawn, child_flat, child_occupied, child_rows = drawn[child]
+    # The same draws: each child cell's replicate counts are the sums of its parent cells'.
+    into = np.empty(parent_occupied.size, dtype=np.int64)
+    into[np.searchsorted(parent_occupied, parent_flat)] = np.searchsorted(child_occupied, child_flat)
+    summed = np.zeros_like(child_drawn)
+    np.add.at(summed.T, into, parent_drawn.T)
+    np.testing.assert_array_equal(summed, child_drawn)
+    probabilities = child_rows / child_rows.sum()
+    assert _multinomial_fit(child_drawn, probabilities) > 1e-3
+    assert child_rows.tolist() == [1, 2, 1, 2]
+    assert parent_occupied.size == 6
+    swapped = probabilities[[1, 0, 2, 3]]
+    assert _multinomial_fit(child_drawn, swapped) < 1e-6
+    # The slicing's group counts come from these draws: every replicate resamples all 6 rows.
+    _, boot = bootstrap_group_counts(
+        cube,
+        slicing_groups(cube, child)[1],
+        2,
+        60_000,
+        slicing_seed(5, child),
+        child,
+        source=replicate_source(cube, child, policy),
+    )
+    assert (boot.n.sum(axis=1) == 6).all()
+
+
+def test_weighted_cubes_draw_every_slicing_on_its_own() -> None:
+    """Under weights a slicing draws Kish units of its own cells, which are not sums of a parent's: no sharing."""
+    from fairgate.engine.replicate_sources import replicate_source
+
+    frame = _frame().with_columns(pl.Series("w", np.random.default_rng(1).gamma(2.0, 0.5, 3000)))
+    policy = _policy(seed=7).model_copy(update={"columns": _policy(7).columns.model_copy(update={"weight": "w"})})
+    cube = fairgate.build_cube(frame, policy, exact_auc=False)
+    assert all(replicate_source(cube, s, policy) is None for s in fairgate.plan_slicings(cube, policy))
+    unweighted = fairgate.build_cube(_frame(), _policy(seed=7), exact_auc=False)
+    assert replicate_source(unweighted, ("sex",), _policy(seed=7)) is not None

@@ -127,3 +127,14 @@ def test_report_says_which_json_was_written(compas_doc: dict[str, Any]) -> None:
     assert "reporting.json: full" in full
     assert "is suppressed the same way" in suppressed
     assert "holds every value" not in suppressed
+
+
+def test_writing_leaves_the_document_as_it_was(compas_doc: dict[str, Any]) -> None:
+    """The full JSON shares the document's values, the suppressed one is a deep copy: neither changes it."""
+    before = copy.deepcopy(compas_doc)
+    full = published_document(compas_doc, K, "full")
+    suppressed = published_document(compas_doc, K, "suppressed")
+    assert compas_doc == before
+    assert "suppression" not in compas_doc
+    assert full["groups"] is compas_doc["groups"]
+    assert suppressed["groups"] != compas_doc["groups"]

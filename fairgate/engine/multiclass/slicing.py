@@ -23,6 +23,7 @@ import polars as pl
 
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.columns import PRED, ROWS, TRUE, WEIGHT, WEIGHT_SQ
+from fairgate.engine.groups import declared_for, frame_groups
 from fairgate.engine.metrics import difference, effective_size, ratio
 from fairgate.engine.multiclass.cube import MulticlassCube
 from fairgate.engine.multiclass.metrics import RATES, effective_fraction, rate
@@ -36,7 +37,6 @@ from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
-_GROUP = "__group"
 INTERVAL_METHOD = (
     "simultaneous intervals of all pairwise differences (bootstrap-t max-t critical value; the studentized range "
     "when the family is too large for the bootstrap), folded into the range"
@@ -139,8 +139,8 @@ def compute_multiclass_slicing(cube: MulticlassCube, slicing: Slicing, policy: P
     confidence level and declared attribute values (a declared value without rows is a group with n = 0).
     """
     stats = policy.statistics
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
-    groups, index = _group_index(cube, slicing, declared)
+    declared = declared_for(policy, slicing)
+    groups, index = frame_groups(cube.cells, slicing, declared)
     k = cube.n_classes
     point, point_sq, replicates = _confusions(cube, index, len(groups), stats.n_bootstrap, stats.seed, slicing)
     totals = point.sum(axis=(-1, -2))
@@ -279,20 +279,6 @@ def _extremes(values: MetricValues, groups: list[Group], use: np.ndarray) -> tup
 
 
 # ----------------------------------------------------------------------------------------------- counting
-def _group_index(cube: MulticlassCube, slicing: Slicing, declared: list[str] | None) -> tuple[list[Group], np.ndarray]:
-    """The groups of a slicing (sorted; a declared value without rows too) and each cube cell's group index."""
-    if not slicing:
-        return [{}], np.zeros(cube.cells.height, dtype=np.int64)
-    keys = list(slicing)
-    present = cube.cells.select(keys).unique()
-    if declared is not None:
-        present = pl.concat([present, pl.DataFrame({keys[0]: declared}, schema=present.schema)]).unique()
-    frame = present.sort(keys).with_row_index(_GROUP)
-    index = cube.cells.select(keys).join(frame, on=keys, how="left", maintain_order="left")[_GROUP]
-    groups = [{k: str(v) for k, v in row.items() if k != _GROUP} for row in frame.iter_rows(named=True)]
-    return groups, index.to_numpy().astype(np.int64)
-
-
 def _confusions(
     cube: MulticlassCube, index: np.ndarray, n_groups: int, n_bootstrap: int, seed: int, slicing: Slicing
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:

@@ -29,6 +29,7 @@ from fairgate.engine.adjudicate import (
     with_context,
     without_binary_extras,
 )
+from fairgate.engine.groups import declared_for
 from fairgate.engine.kinds import KindSteps
 from fairgate.engine.planning import candidate_slicings, within_group_limit
 from fairgate.engine.ranking.columns import WEIGHT, WEIGHT_SQ
@@ -98,7 +99,7 @@ def _group_count(cube: RankingCube, slicing: Slicing) -> int:
 def compute_ranking_slicing(cube: RankingCube, slicing: Slicing, policy: Policy) -> RankingSlicing:
     """One slicing with the policy's statistics settings, reference group, declared values and min group size."""
     stats = policy.statistics
-    declared = policy.attribute(slicing[0]).declared_values if len(slicing) == 1 else None
+    declared = declared_for(policy, slicing)
     return ranking_slicing(
         cube,
         slicing,

@@ -19,6 +19,7 @@ import polars as pl
 from scipy import special
 
 from fairgate.engine.bootstrap import slicing_seed
+from fairgate.engine.groups import frame_groups
 from fairgate.engine.labels import reason_labels
 from fairgate.engine.ranking.bootstrap import cluster_replicates
 from fairgate.engine.ranking.columns import BUCKET, EXPOSURE, POSITION, ROWS, WEIGHT, WEIGHT_SQ
@@ -40,7 +41,6 @@ from fairgate.policy.ranking import RankingOptions
 Slicing = tuple[str, ...]
 Group = dict[str, str]
 SummaryKind = Literal["difference", "ratio"]
-_GROUP = "__group"
 
 #: The judged summaries: name -> (per-group metric, summary kind). ``top_k_rate`` is the top-k rate at the
 #: policy's judged k (the document also carries every other k, with its ``k``).
@@ -109,7 +109,7 @@ def ranking_slicing(
     [1.0, 0.631]
     """
     options = cube.options
-    groups, cell_group = _group_index(cube.cells, slicing, declared)
+    groups, cell_group = frame_groups(cube.cells, slicing, declared)
     n_groups = len(groups)
     bucket_sums, bucket_rows, group_buckets = _bucket_sums(cube, cell_group, n_groups)
     point = bucket_sums.sum(axis=0)
@@ -142,20 +142,6 @@ def ranking_slicing(
         else [],
         curves=_curves(cube, slicing, groups),
     )
-
-
-def _group_index(frame: pl.DataFrame, slicing: Slicing, declared: list[str] | None) -> tuple[list[Group], np.ndarray]:
-    """The slicing's groups (sorted; declared values first for one attribute) and each cell's group index."""
-    if not slicing:
-        return [{}], np.zeros(frame.height, dtype=np.int64)
-    keys = list(slicing)
-    present = frame.select(keys).unique().sort(keys)
-    if declared is not None and len(keys) == 1:
-        extra = sorted(set(present[keys[0]].to_list()) - set(declared))
-        present = pl.DataFrame({keys[0]: [*declared, *extra]}, schema={keys[0]: pl.String})
-    indexed = present.with_row_index(_GROUP)
-    index = frame.select(keys).join(indexed, on=keys, how="left", maintain_order="left")[_GROUP].to_numpy()
-    return [{k: str(v) for k, v in row.items()} for row in present.iter_rows(named=True)], index.astype(np.int64)
 
 
 def _bucket_sums(cube: RankingCube, cell_group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -33,6 +33,7 @@ from fairgate.engine.adjudicate import (
     without_binary_extras,
 )
 from fairgate.engine.cube import apply_missing_attribute_rules, as_lazy, check_cardinality
+from fairgate.engine.groups import declared_for
 from fairgate.engine.kinds import KindSteps
 from fairgate.engine.planning import candidate_slicings, within_group_limit
 from fairgate.engine.reference import attribute_entries, configured_reference
@@ -212,6 +213,7 @@ def slicings_regression(counts: RegressionCounts, policy: Policy) -> RegressionP
             confidence_level=policy.reporting.confidence_level,
             reference=configured_reference(slicing, policy),
             min_group_size=policy.intersectional_analysis.min_group_size,
+            declared=declared_for(policy, slicing),
         )
 
     # Slicings are independent (each draws its own replicates) and numpy releases the GIL: two threads.
@@ -389,7 +391,7 @@ def _support_length(counts: RegressionCounts, policy: Policy) -> float:
 def _distances(counts: RegressionCounts, part: RegressionSlicing) -> list[dict[str, Any]]:
     """The engine's distances with the slicing, where KS is reached, and each side's effective size."""
     cube = counts.cube
-    _, histograms = prediction_histograms(cube, part.slicing)
+    _, histograms = prediction_histograms(cube, part.slicing, part.groups)
     cdf = cdf_at_edges(histograms.weight)
     totals = histograms.weight.sum(axis=0)
     weight, weight_sq = _group_weights(cube, part)
@@ -524,7 +526,7 @@ def _block_groups(
     counts: RegressionCounts, part: RegressionSlicing, points: np.ndarray, z: float
 ) -> list[dict[str, Any]]:
     """Per group: the residual by prediction decile (mean and normal interval) and the prediction CDF."""
-    _, histograms = prediction_histograms(counts.cube, part.slicing)
+    _, histograms = prediction_histograms(counts.cube, part.slicing, part.groups)
     cdf = cdf_at_edges(histograms.weight)[:, points]
     keys = list(part.slicing)
     binned = counts.binned

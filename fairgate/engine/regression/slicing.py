@@ -11,6 +11,7 @@ Judging these against a policy is adjudication's job, not this module's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ import polars as pl
 from scipy import special
 
 from fairgate.engine.bootstrap import slicing_seed
+from fairgate.engine.groups import frame_groups, group_rows
 from fairgate.engine.reference import reference_index
 from fairgate.engine.regression.bootstrap import bucket_replicates, cluster_covariance
 from fairgate.engine.regression.columns import BIN_HIGH, BIN_LOW, BUCKET, ROWS, SUMS, VALUE_BIN, WEIGHT, WEIGHT_SQ
@@ -37,7 +39,6 @@ from fairgate.engine.stats import (
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
-_GROUP = "__group"
 #: Metrics whose ratio between groups is read: the losses, and the mean prediction and label where every value
 #: is positive (salaries, credit limits: the regression analogue of disparate impact). A mean residual or R^2
 #: changes sign, so a ratio of them means nothing.
@@ -70,12 +71,14 @@ def regression_slicing(
     confidence_level: float = 0.95,
     reference: Group | None = None,
     min_group_size: float = 30,
+    declared: Sequence[str] | None = None,
 ) -> RegressionSlicing:
     """All regression metrics of one slicing, with ``n_bootstrap`` replicates at ``confidence_level``.
 
     ``reference`` is the reference group (every attribute of the slicing given); absent or not present, the
     largest group (by effective size) is the reference. Groups under ``min_group_size`` (effective size) are
-    reported but left out of comparisons and summaries.
+    reported but left out of comparisons and summaries. ``declared`` (one-attribute slicings) adds declared values
+    without rows as groups of size 0.
 
     >>> from fairgate.engine.regression.cube import build_regression_cube
     >>> rng = np.random.default_rng(0)
@@ -86,7 +89,7 @@ def regression_slicing(
     >>> [round(v, 2) for v in result.metrics["mean_residual"]["value"]], result.reference
     ([0.0, 0.5], {'g': 'a'})
     """
-    groups, cell_group = _group_index(cube.cells, slicing)
+    groups, cell_group = frame_groups(cube.cells, slicing, declared)
     n_groups = len(groups)
     bucket_sums, bucket_rows = _bucket_sums(cube, cell_group, n_groups)
     point = Sums(bucket_sums.sum(axis=1), cube.grid.shift)
@@ -177,28 +180,18 @@ def _component(value: np.ndarray, rep: np.ndarray, variance: np.ndarray, rep_var
 
 
 def prediction_histograms(
-    cube: RegressionCube, slicing: Slicing, *, labels: bool = False
+    cube: RegressionCube, slicing: Slicing, groups: list[Group] | None = None, *, labels: bool = False
 ) -> tuple[list[Group], Histogram]:
-    """The groups of a slicing and their prediction (or label) histograms on the cube's grid, ``(G, bins)``."""
-    groups, _ = _group_index(cube.cells, slicing)
+    """A slicing's groups and their prediction (or label) histograms on the cube's grid, ``(G, bins)``.
+
+    ``groups``: the slicing's groups as its part has them (declared values without rows included); without them,
+    the groups found in the cells.
+    """
+    if groups is None:
+        groups, _ = frame_groups(cube.cells, slicing)
     table = cube.labels if labels else cube.predictions
-    _, index = _group_index(table, slicing, groups)
+    index = group_rows(table, slicing, groups)
     return groups, _histograms(table, index, len(groups), cube.grid.edges)
-
-
-def _group_index(
-    frame: pl.DataFrame, slicing: Slicing, groups: list[Group] | None = None
-) -> tuple[list[Group], np.ndarray]:
-    """The slicing's groups (sorted) and each row's group index."""
-    if not slicing:
-        return [{}], np.zeros(frame.height, dtype=np.int64)
-    keys = list(slicing)
-    frame_groups = frame.select(keys).unique().sort(keys)
-    if groups is not None:
-        frame_groups = pl.DataFrame(groups, schema=dict.fromkeys(keys, pl.String))
-    indexed = frame_groups.with_row_index(_GROUP)
-    index = frame.select(keys).join(indexed, on=keys, how="left", maintain_order="left")[_GROUP].to_numpy()
-    return [{k: str(v) for k, v in row.items()} for row in frame_groups.iter_rows(named=True)], index.astype(np.int64)
 
 
 def _bucket_sums(cube: RegressionCube, cell_group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -362,7 +355,7 @@ def _distribution(
     eligible: np.ndarray,
 ) -> list[dict[str, Any]]:
     """Per group: KS and Wasserstein-1 distances of its predictions to the rest's and to the reference's."""
-    _, histograms = prediction_histograms(cube, tuple(groups[0]))
+    _, histograms = prediction_histograms(cube, tuple(groups[0]), groups)
     rest = _rest(histograms)
     reference = Histogram(histograms.weight[[ref]], histograms.low[[ref]], histograms.high[[ref]], histograms.edges)
     rest_weight, rest_sq = weight.sum() - weight, weight_sq.sum() - weight_sq

@@ -1,0 +1,113 @@
+"""Where a binary slicing's bootstrap replicates come from: its own draws, or sums of a larger slicing's.
+
+A slicing contained in a larger planned one sums its replicates from that parent's drawn cells
+(engine/planning.py, ``replicate_parents``; the law: engine/bootstrap.py). The parents' draws are shared through
+``fairgate.engine.bootstrap.shared_draws`` by every slicing that reads them, wherever it runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+from scipy import sparse
+
+from fairgate.engine.bootstrap import draw_counts, shared_draws, slicing_seed
+from fairgate.engine.cube import PERSON_SQ, ROWS, WEIGHT, WEIGHT_SQ, Cube
+from fairgate.engine.groups import declared_for
+from fairgate.engine.planning import plan_slicings, replicate_parents
+from fairgate.engine.slicing_cells import flat_cells, slicing_groups
+from fairgate.policy.core import Policy
+
+Slicing = tuple[str, ...]
+
+# Per cube (by the id of its cells, dropped with them) and policy: each planned slicing's replicate parent and
+# how many slicings read that parent's draws (engine/planning.py, replicate_parents); empty when not shared.
+_SOURCES: dict[int, list[tuple[Policy, dict[Slicing, tuple[Slicing, int]]]]] = {}
+_SOURCES_LOCK = threading.Lock()
+#: The most cell replicates (occupied cells x replicates, 8 bytes each) the parents' draws may hold at once.
+SHARED_DRAWS_BUDGET = 2**25
+
+
+def replicate_source(
+    cube: Cube, slicing: Slicing, policy: Policy
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """How the slicing gets its replicates' row counts: summed from its parent's shared draws, or None (its own).
+
+    Only unweighted cubes share draws (a weighted slicing draws Kish units of its own cells, which are not
+    sums of finer cells' units); and only while the parents' draws fit in :data:`SHARED_DRAWS_BUDGET`, decided
+    from the plan, so the same cube and policy always give the same replicates.
+    """
+    slicing = tuple(slicing)  # some kinds pass their slicings as lists
+    entry = _sources(cube, policy).get(slicing)
+    if entry is None:
+        return None
+    parent, readers = entry
+    stats = policy.statistics
+
+    def parent_draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        flat, rows = slicing_cells(cube, parent, policy)
+        occupied = np.flatnonzero(rows)
+        drawn = draw_counts(rows[occupied], stats.n_bootstrap, slicing_seed(stats.seed, parent))
+        return flat, occupied, drawn.T  # (cells x replicates), contiguous
+
+    def summed(flat: np.ndarray, occupied: np.ndarray) -> np.ndarray:
+        key = (parent, stats.seed, stats.n_bootstrap)
+        parent_flat, parent_occupied, drawn = shared_draws(cube.cells, key, readers, parent_draws)
+        if slicing == parent:
+            return drawn.T
+        # Each parent cell lies in one of this slicing's cells: found through the cube cells in it.
+        live = cube.cells[ROWS].to_numpy() > 0
+        mapping = np.empty(parent_occupied.size, dtype=np.int64)
+        mapping[np.searchsorted(parent_occupied, parent_flat[live])] = np.searchsorted(occupied, flat[live])
+        into = sparse.csr_matrix(
+            (np.ones(mapping.size), (mapping, np.arange(mapping.size))), shape=(occupied.size, mapping.size)
+        )
+        summed_drawn: np.ndarray = np.asarray(into @ drawn)
+        return summed_drawn.T
+
+    return summed
+
+
+def slicing_cells(cube: Cube, slicing: Slicing, policy: Policy) -> tuple[np.ndarray, np.ndarray]:
+    """The cube cells' flat slicing cells and the rows of every slicing cell."""
+    declared = declared_for(policy, slicing)
+    groups, group_index = slicing_groups(cube, slicing, declared)
+    flat = flat_cells(cube, group_index)
+    size = groups.height * 4 * cube.calibration_bins
+    return flat, np.bincount(flat, weights=cube.cells[ROWS].to_numpy(), minlength=size)
+
+
+def _sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, int]]:
+    """The planned slicings' replicate parents and their readers, worked out once per cube and policy."""
+    with _SOURCES_LOCK:
+        known = _SOURCES.get(id(cube.cells))
+        if known is None:
+            known = _SOURCES[id(cube.cells)] = []
+            weakref.finalize(cube.cells, _SOURCES.pop, id(cube.cells), None)
+        for planned_for, sources in known:
+            if planned_for is policy:
+                return sources
+    sources = _plan_sources(cube, policy)
+    with _SOURCES_LOCK:
+        known.append((policy, sources))
+    return sources
+
+
+def _plan_sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, int]]:
+    cells = cube.cells
+    squares = [c for c in (WEIGHT_SQ, PERSON_SQ) if c in cells.columns]
+    rows = cells[ROWS].to_numpy()
+    if any(not np.array_equal(cells[c].to_numpy(), rows) for c in [WEIGHT, *squares]):
+        return {}  # weighted: every slicing draws its own Kish units
+    parents = replicate_parents(plan_slicings(cube, policy))
+    tops = sorted(set(parents.values()))
+    size = sum(np.count_nonzero(slicing_cells(cube, top, policy)[1]) for top in tops) * policy.statistics.n_bootstrap
+    if size > SHARED_DRAWS_BUDGET:
+        return {}
+    readers = {top: 1 + sum(1 for p in parents.values() if p == top) for top in tops}
+    return {child: (parent, readers[parent]) for child, parent in parents.items()} | {
+        top: (top, readers[top]) for top in tops
+    }

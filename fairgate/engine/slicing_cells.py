@@ -1,0 +1,64 @@
+"""A binary slicing's groups and cells within the cube.
+
+Shared by its statistics (engine/slicing.py) and the replicates it may sum from a larger slicing's draws
+(engine/replicate_sources.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from fairgate.engine.cube import BIN, PRED, TRUE, Cube
+from fairgate.engine.groups import group_values
+from fairgate.engine.planning import GROUP
+
+Slicing = tuple[str, ...]
+
+
+def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = None) -> tuple[pl.DataFrame, np.ndarray]:
+    """The groups of a slicing (sorted) and, per cube cell, the index of its group.
+
+    A declared value with no rows is a group too (n = 0, reported as insufficient), never silently absent.
+    The groups are found from the cells' attribute codes (``Cube.cell_codes``) packed into one integer per cell.
+    """
+    if not slicing:
+        return pl.DataFrame({GROUP: [0]}, schema={GROUP: pl.UInt32}), np.zeros(cube.cells.height, dtype=np.int64)
+    keys = list(slicing)
+    coded = [cube.cell_codes[key] for key in keys]
+    if declared is not None:  # one attribute: its values in the data and the declared ones
+        levels, codes = coded[0]
+        values = group_values(levels, declared)
+        position = {value: i for i, value in enumerate(values)}
+        groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
+        return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
+    if int(np.prod([float(len(levels)) for levels, _ in coded])) < 2**62:
+        packed = np.zeros(cube.cells.height, dtype=np.int64)
+        for levels, codes in coded:
+            packed = packed * len(levels) + codes
+        present, index = np.unique(packed, return_inverse=True)
+        digits = []
+        for levels, _ in reversed(coded):
+            present, digit = np.divmod(present, len(levels))
+            digits.append(digit)
+        digits.reverse()
+    else:  # too many combinations to pack: the code rows themselves, in the same (lexicographic) order
+        rows, index = np.unique(np.column_stack([codes for _, codes in coded]), axis=0, return_inverse=True)
+        digits = list(rows.T)
+    columns = [
+        pl.Series(key, levels, dtype=pl.String).gather(digit)
+        for key, (levels, _), digit in zip(keys, coded, digits, strict=True)
+    ]
+    return pl.DataFrame(columns).with_row_index(GROUP), index.reshape(-1).astype(np.int64)
+
+
+def flat_cells(cube: Cube, group_index: np.ndarray) -> np.ndarray:
+    """Each cube cell's cell of the slicing whose groups ``group_index`` gives.
+
+    The slicing's cells are (group, y_true, y_pred, score bin), flattened.
+    """
+    cells, bins = cube.cells, cube.calibration_bins
+    flat: np.ndarray = ((group_index * 2 + cells[TRUE].to_numpy()) * 2 + cells[PRED].to_numpy()) * bins + cells[
+        BIN
+    ].to_numpy()
+    return flat
