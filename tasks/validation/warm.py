@@ -90,9 +90,12 @@ def ask(request: tuple[Any, ...]) -> Any | None:
         try:
             _send(child.requests, request)
             status, answer = _receive(child.replies)
-        except (OSError, EOFError, pickle.PickleError):
-            _forget(child)  # the child died: the suite runs here
+        except Exception:  # the child died, or its answer cannot be read here: the suite runs here
+            _forget(child)
             return None
+        except BaseException:  # interrupted mid-exchange: an answer may be left in the pipe, so no more asking
+            _forget(child)
+            raise
     if status == "error":
         raise answer
     return answer
