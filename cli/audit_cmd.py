@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,9 @@ from cli.signals import audit_guard
 from fairgate.engine.collection import long_lived
 from fairgate.engine.labels import slicing_label
 from fairgate.verdicts import insufficient_sentence, passed
+
+#: auto (default: when a CPU is idle), on or off: whether audit and demo validate in a warm second process.
+WARM_VARIABLE = "FAIRGATE_WARM_VALIDATION"
 
 _out = console.stdout()
 _err = console.stderr()
@@ -131,10 +135,15 @@ def demo(
 def _start_warm_validation() -> None:
     """First thing: fork the process that imports Great Expectations on the other core while this one starts,
     and runs the audit's suites (tasks/validation/warm.py)."""
+    when = os.environ.get(WARM_VARIABLE, "auto").strip().lower() or "auto"
+    if when not in ("auto", "on", "off"):  # tasks.validation.warm.WHEN, without importing it before the check
+        fail(f"{WARM_VARIABLE}={os.environ[WARM_VARIABLE]!r} is not a choice: set it to auto, on or off, or unset it")
+    if when == "off":
+        return
     with long_lived():  # pandas, which both processes need, is imported once, before the fork
         from tasks.validation.gx_suite import start_warm_process
 
-    start_warm_process()
+    start_warm_process(when)
 
 
 def _precheck(

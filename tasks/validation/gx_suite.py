@@ -168,10 +168,11 @@ def _context() -> Any:
     return context
 
 
-def start_warm_process() -> bool:
+def start_warm_process(when: str = "auto") -> bool:
     """Fork the warm validation process (tasks/validation/warm.py) that runs this process's suites from now on,
-    if this process may; pandas, which both need, is imported already (this module imports it)."""
-    return warm.start(prepare=_warm_up, run=suite_document)
+    if this process may (``when``: :data:`warm.WHEN`); pandas, which both need, is imported already (this module
+    imports it)."""
+    return warm.start(prepare=_warm_up, run=suite_document, when=when)
 
 
 def _warm_up() -> None:

@@ -8,6 +8,7 @@ a fresh interpreter, which then reports which of the heavy modules (Prefect ~2 s
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,10 +36,16 @@ sys.stderr.write(json.dumps({{"code": code, "heavy": heavy}}) + "\\n")
 """
 
 
-def _fresh(code: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """``code`` run by a fresh interpreter."""
+def _fresh(code: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter (``env``: added to this environment)."""
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -87,7 +94,9 @@ sys.stderr.write(json.dumps(report) + "\\n")
 def test_the_gate_imports_no_great_expectations_when_its_warm_process_validates(inputs: Inputs) -> None:
     """``fairgate audit --json`` hands its suites to the warm validation process it forked at its start
     (tasks/validation/warm.py): the command's own process never imports Great Expectations."""
-    done = _fresh(_AUDIT_AND_REPORT.format(argv=inputs.args("--json")), cwd=inputs.folder)
+    # on: whatever the machine's load (by default the warm process starts only when a CPU is idle)
+    env = {"FAIRGATE_WARM_VALIDATION": "on"}
+    done = _fresh(_AUDIT_AND_REPORT.format(argv=inputs.args("--json")), cwd=inputs.folder, env=env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report == {"code": 1, "ge": False, "warm_alive": True, "reaped": True}  # COMPAS fails the policy

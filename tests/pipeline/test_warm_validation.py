@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 _BOTH_PATHS = """
 import json, os, signal, sys
 from tasks.validation import gx_suite, warm
-started = gx_suite.start_warm_process()  # first: one thread, nothing but pandas imported yet
+started = gx_suite.start_warm_process("on")  # first: one thread, nothing but pandas imported yet
 import yaml
 from fairgate.errors import DataError
 from fairgate.policy.core import Policy
@@ -153,11 +153,11 @@ _ONE_CPU = """
 import json, os, threading
 from tasks.validation import gx_suite, warm
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # as under `taskset -c 0` or a one-CPU container
-one_cpu = gx_suite.start_warm_process()
+one_cpu = gx_suite.start_warm_process("on")
 os.sched_setaffinity(0, set(range(os.cpu_count())))
 started = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
 started.start()
-with_a_thread = gx_suite.start_warm_process()
+with_a_thread = gx_suite.start_warm_process("on")
 print(json.dumps({"one_cpu": one_cpu, "with_a_thread": with_a_thread, "child": warm._child is not None}))
 """
 
@@ -170,3 +170,36 @@ def test_no_warm_process_on_one_cpu_or_beside_another_thread() -> None:
         "with_a_thread": False,
         "child": False,
     }
+
+
+_WHEN = """
+import json, os
+from tasks.validation import gx_suite, warm
+off = gx_suite.start_warm_process("off")
+os.getloadavg = lambda: (float(len(os.sched_getaffinity(0))), 0.0, 0.0)  # every CPU busy over the last minute
+busy = gx_suite.start_warm_process("auto")
+os.getloadavg = lambda: (0.0, 0.0, 0.0)
+idle = gx_suite.start_warm_process("auto")
+warm.stop()
+print(json.dumps({"off": off, "busy": busy, "idle": idle}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or (os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
+def test_the_warm_process_is_started_by_default_only_when_a_cpu_is_idle() -> None:
+    """On a busy machine the child competes with the command (its start took 2.6 s instead of 1.4 s, the gate
+    ran slower): ``auto`` forks only when the load leaves a CPU idle; ``off`` never."""
+    done = subprocess.run([sys.executable, "-c", _WHEN], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"off": False, "busy": False, "idle": True}
+
+
+def test_an_unknown_warm_validation_setting_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    args = ["audit", "--policy", str(tmp_path / "p.yaml"), "--predictions", "p.csv", "--labels", "l.csv"]
+    done = CliRunner().invoke(app, [*args, "--attributes", "a.csv"], env={"FAIRGATE_WARM_VALIDATION": "sometimes"})
+    assert done.exit_code == 2
+    assert "FAIRGATE_WARM_VALIDATION='sometimes' is not a choice: set it to auto, on or off" in done.output
+    assert list(tmp_path.iterdir()) == []
