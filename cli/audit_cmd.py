@@ -31,7 +31,8 @@ from fairgate.engine.collection import long_lived
 from fairgate.engine.labels import slicing_label
 from fairgate.verdicts import insufficient_sentence, passed
 
-#: auto (default: when a CPU is idle), on or off: whether audit and demo validate in a warm second process.
+#: auto (default: when the machine is not saturated), on or off: whether audit and demo validate in a warm
+#: second process (tasks/validation/warm.py).
 WARM_VARIABLE = "FAIRGATE_WARM_VALIDATION"
 
 _out = console.stdout()
