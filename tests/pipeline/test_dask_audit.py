@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -158,17 +159,9 @@ def test_every_partition_was_validated_and_ids_checked_across_partitions(
 def test_partition_tasks_ran_as_prefect_task_runs(both_audits: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """The nested flow and its per-partition tasks are recorded by the real Prefect server (the workers
     reported to it: none started an ephemeral server of its own)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
-
-    with get_client(sync_client=True) as client:
-        flow_runs = client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=["fairness-audit-partitions"]))
-        )
-        assert flow_runs
-        assert all(run.state and run.state.is_completed() for run in flow_runs)
-        task_runs = client.read_task_runs(limit=200)
-    names = {run.name for run in task_runs if run.flow_run_id == flow_runs[0].id}
+    flow_runs, task_runs = _partitions_flow_runs()
+    assert all(run.state and run.state.is_completed() for run in flow_runs)
+    names = {run.name for run in task_runs}
     assert {f"cube partition {k}" for k in range(N_PARTS)} <= names
     assert {f"check partition {k}" for k in range(N_PARTS)} <= names
     assert any(name.startswith("metrics ") for name in names)
@@ -178,14 +171,7 @@ def test_cubes_are_summed_in_one_lane_per_worker(both_audits: tuple[dict[str, An
     """No worker gathers every partition's cube: with two single-threaded workers, partition k's cube task adds
     its cube to the running sum of partition k - 2 (lanes 0, 2 and 1, 3, as the real Prefect server recorded
     the tasks' inputs), and one ``add cubes`` task adds the two lanes' sums."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
-
-    with get_client(sync_client=True) as client:
-        (flow_run, *_) = client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=["fairness-audit-partitions"]))
-        )
-        runs = [run for run in client.read_task_runs(limit=200) if run.flow_run_id == flow_run.id]
+    _, runs = _partitions_flow_runs()
     by_id = {run.id: run.name for run in runs}
     running = {
         run.name: [by_id[i.id] for i in run.task_inputs.get("running", []) if hasattr(i, "id")]
@@ -201,6 +187,27 @@ def test_cubes_are_summed_in_one_lane_per_worker(both_audits: tuple[dict[str, An
     (added,) = [run for run in runs if run.name.startswith("add cubes")]
     inputs = {name: [by_id[i.id] for i in added.task_inputs[name] if hasattr(i, "id")] for name in ("left", "right")}
     assert inputs == {"left": ["cube partition 2"], "right": ["cube partition 3"]}
+
+
+def _partitions_flow_runs(wait_s: float = 60.0) -> tuple[list[Any], list[Any]]:
+    """The partitions' flow runs as the Prefect server recorded them, and the first one's task runs once every
+    partition's cube and check task run is there: the Dask workers report their task runs as events, which
+    the server records asynchronously (after the audit's command has returned, on a loaded machine)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    expected = {f"{step} partition {k}" for k in range(N_PARTS) for step in ("cube", "check")}
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while True:
+            flow_runs = client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["fairness-audit-partitions"]))
+            )
+            assert flow_runs
+            runs = [run for run in client.read_task_runs(limit=200) if run.flow_run_id == flow_runs[0].id]
+            if expected <= {run.name for run in runs} or time.monotonic() > deadline:
+                return flow_runs, runs
+            time.sleep(0.5)
 
 
 def _assert_refused(result: Any, fragments: list[str], out: Path) -> None:
