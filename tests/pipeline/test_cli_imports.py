@@ -8,12 +8,12 @@ a fresh interpreter, which then reports which of the heavy modules (Prefect ~2 s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fresh_python import fresh_python
 from pipeline_helpers import Inputs
 
 import fairgate
@@ -38,15 +38,7 @@ sys.stderr.write(json.dumps({{"code": code, "heavy": heavy}}) + "\\n")
 
 def _fresh(code: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``code`` run by a fresh interpreter (``env``: added to this environment)."""
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+    return fresh_python(code, cwd=cwd, env=env)
 
 
 def _run_cli(argv: list[str], heavy: list[str]) -> tuple[int, list[str], str]:

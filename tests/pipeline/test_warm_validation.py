@@ -8,14 +8,12 @@ Great Expectations was imported is a property of the process.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
+from fresh_python import fresh_python, last_json
 from pipeline_helpers import POLICY_FAILING
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,16 +104,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory, compas_split: dict[str, Path
 
 
 def _run(folder: Path, mode: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", _BOTH_PATHS, str(folder), mode],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return last_json(fresh_python(_BOTH_PATHS, str(folder), mode))
 
 
 def test_the_warm_process_and_this_one_give_the_same_validations_refusals_and_errors(cases: Path) -> None:
@@ -164,8 +153,7 @@ print(json.dumps({"one_cpu": one_cpu, "with_a_thread": with_a_thread, "child": w
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
 def test_no_warm_process_on_one_cpu_or_beside_another_thread() -> None:
-    done = subprocess.run([sys.executable, "-c", _ONE_CPU], cwd=REPO, capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert last_json(fresh_python(_ONE_CPU)) == {
         "one_cpu": False,
         "with_a_thread": False,
         "child": False,
@@ -189,8 +177,7 @@ print(json.dumps({"off": off, "busy": busy, "idle": idle}))
 def test_the_warm_process_is_started_by_default_only_when_a_cpu_is_idle() -> None:
     """On a saturated machine the child competes with the command (its start took 2.6 s instead of 1.4 s, the
     gate ran slower): ``auto`` forks only when the load is below the usable CPUs; ``off`` never."""
-    done = subprocess.run([sys.executable, "-c", _WHEN], cwd=REPO, capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"off": False, "busy": False, "idle": True}
+    assert last_json(fresh_python(_WHEN)) == {"off": False, "busy": False, "idle": True}
 
 
 def test_an_unknown_warm_validation_setting_is_refused_before_anything_runs(tmp_path: Path) -> None:

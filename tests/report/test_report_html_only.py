@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from fresh_python import fresh_python, last_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,16 +25,7 @@ def _render(document: dict[str, Any], tmp_path: Path, formats: str) -> dict[str,
     source.write_text(json.dumps(document), encoding="utf-8")
     out = tmp_path / formats.replace(",", "_")
     out.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-c", _RENDER, str(source), str(out), formats],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return last_json(fresh_python(_RENDER, str(source), str(out), formats))
 
 
 def test_html_only_report_imports_no_weasyprint(compas_doc: dict[str, Any], tmp_path: Path) -> None:
