@@ -136,9 +136,11 @@ def demo(
 def _start_warm_validation() -> None:
     """First thing: fork the process that imports Great Expectations on the other core while this one starts,
     and runs the audit's suites (tasks/validation/warm.py)."""
+    from tasks.validation.warm import WHEN  # the standard library only: checked before anything is imported
+
     when = os.environ.get(WARM_VARIABLE, "auto").strip().lower() or "auto"
-    if when not in ("auto", "on", "off"):  # tasks.validation.warm.WHEN, without importing it before the check
-        fail(f"{WARM_VARIABLE}={os.environ[WARM_VARIABLE]!r} is not a choice: set it to auto, on or off, or unset it")
+    if when not in WHEN:
+        fail(f"{WARM_VARIABLE}={os.environ[WARM_VARIABLE]!r} is not a choice: set it to {', '.join(WHEN)}, or unset it")
     if when == "off":
         return
     with long_lived():  # pandas, which both processes need, is imported once, before the fork

@@ -188,5 +188,5 @@ def test_an_unknown_warm_validation_setting_is_refused_before_anything_runs(tmp_
     args = ["audit", "--policy", str(tmp_path / "p.yaml"), "--predictions", "p.csv", "--labels", "l.csv"]
     done = CliRunner().invoke(app, [*args, "--attributes", "a.csv"], env={"FAIRGATE_WARM_VALIDATION": "sometimes"})
     assert done.exit_code == 2
-    assert "FAIRGATE_WARM_VALIDATION='sometimes' is not a choice: set it to auto, on or off" in done.output
+    assert "FAIRGATE_WARM_VALIDATION='sometimes' is not a choice: set it to auto, on, off" in done.output
     assert list(tmp_path.iterdir()) == []
