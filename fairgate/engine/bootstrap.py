@@ -19,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-import weakref
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from typing import TypeVar
 
 import numpy as np
+
+from fairgate.engine.kept import PerObject
 
 
 def slicing_seed(seed: int, slicing: Sequence[str]) -> np.random.SeedSequence:
@@ -92,7 +93,7 @@ def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np
 
 # Per owner (the cube's cells, by id; dropped with them): draws shared by several slicings, each with the number of
 # reads still expected. Dropped at the last expected read, so at most the parents being read are held.
-_SHARED: dict[int, dict[Hashable, tuple[Future[object], list[int]]]] = {}
+_SHARED: PerObject[dict[Hashable, tuple[Future[object], list[int]]]] = PerObject(dict)
 _SHARED_LOCK = threading.Lock()
 Drawn = TypeVar("Drawn")
 
@@ -104,10 +105,7 @@ def shared_draws(owner: object, key: Hashable, readers: int, draw: Callable[[], 
     dropped; a later read (a slicing computed once more) draws them again, the same values from the same stream.
     """
     with _SHARED_LOCK:
-        entries = _SHARED.get(id(owner))
-        if entries is None:
-            entries = _SHARED[id(owner)] = {}
-            weakref.finalize(owner, _SHARED.pop, id(owner), None)
+        entries = _SHARED.of(owner)
         entry = entries.get(key)
         first = entry is None
         if entry is None:

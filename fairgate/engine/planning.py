@@ -7,12 +7,12 @@ cube's counter is here too (``plan_slicings``).
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairgate.engine.cube import Cube
 from fairgate.engine.groups import declared_for
+from fairgate.engine.kept import PerObject
 from fairgate.engine.labels import slicing_label
 from fairgate.policy.core import Policy
 
@@ -65,14 +65,11 @@ def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
 
 # Per cube (by id, dropped with the cube): the group count of each slicing, as its declared values extend it.
 # plan_slicings and skipped_slicings both count every candidate; each count is a pass over the cube's cells.
-_GROUP_COUNTS: dict[int, dict[tuple[Slicing, tuple[str, ...] | None], int]] = {}
+_GROUP_COUNTS: PerObject[dict[tuple[Slicing, tuple[str, ...] | None], int]] = PerObject(dict)
 
 
 def _counter(cube: Cube, policy: Policy) -> Callable[[Slicing], int]:
-    counts = _GROUP_COUNTS.get(id(cube))
-    if counts is None:
-        counts = _GROUP_COUNTS.setdefault(id(cube), {})
-        weakref.finalize(cube, _GROUP_COUNTS.pop, id(cube), None)
+    counts = _GROUP_COUNTS.of(cube)
 
     def count(slicing: Slicing) -> int:
         declared = declared_for(policy, slicing)

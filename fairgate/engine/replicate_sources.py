@@ -8,7 +8,6 @@ A slicing contained in a larger planned one sums its replicates from that parent
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -17,6 +16,7 @@ from scipy import sparse
 from fairgate.engine.bootstrap import draw_counts, shared_draws, slicing_seed
 from fairgate.engine.cube import PERSON_SQ, ROWS, WEIGHT, WEIGHT_SQ, Cube
 from fairgate.engine.groups import declared_for
+from fairgate.engine.kept import PerObject
 from fairgate.engine.planning import plan_slicings, replicate_parents
 from fairgate.engine.slicing_cells import flat_cells, slicing_groups
 from fairgate.policy.core import Policy
@@ -25,7 +25,7 @@ Slicing = tuple[str, ...]
 
 # Per cube (by the id of its cells, dropped with them) and policy: each planned slicing's replicate parent and
 # how many slicings read that parent's draws (engine/planning.py, replicate_parents); empty when not shared.
-_SOURCES: dict[int, list[tuple[Policy, dict[Slicing, tuple[Slicing, int]]]]] = {}
+_SOURCES: PerObject[list[tuple[Policy, dict[Slicing, tuple[Slicing, int]]]]] = PerObject(list)
 _SOURCES_LOCK = threading.Lock()
 #: The most cell replicates (occupied cells x replicates, 8 bytes each) the parents' draws may hold at once.
 SHARED_DRAWS_BUDGET = 2**25
@@ -83,10 +83,7 @@ def slicing_cells(cube: Cube, slicing: Slicing, policy: Policy) -> tuple[np.ndar
 def _sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, int]]:
     """The planned slicings' replicate parents and their readers, worked out once per cube and policy."""
     with _SOURCES_LOCK:
-        known = _SOURCES.get(id(cube.cells))
-        if known is None:
-            known = _SOURCES[id(cube.cells)] = []
-            weakref.finalize(cube.cells, _SOURCES.pop, id(cube.cells), None)
+        known = _SOURCES.of(cube.cells)
         for planned_for, sources in known:
             if planned_for is policy:
                 return sources
