@@ -28,8 +28,10 @@ import signal
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 _HEADER = struct.Struct("!Q")  # each message: its length, then the pickle
@@ -49,7 +51,8 @@ _child: _Child | None = None
 
 
 #: When the command forks the warm process (``FAIRGATE_WARM_VALIDATION``): ``auto`` (default) when the machine is
-#: not saturated (the 1-minute load average below the usable CPUs), ``on`` whenever it may, ``off`` never.
+#: not saturated (fewer other runnable tasks than usable CPUs, :func:`_cpu_idle`), ``on`` whenever it may, ``off``
+#: never.
 WHEN = ("auto", "on", "off")
 
 
@@ -82,16 +85,38 @@ def start(prepare: Callable[[], object], run: Callable[..., Any], when: str = "a
 
 
 def _cpu_idle() -> bool:
-    """Whether the machine was not saturated over the last minute: a load average below the usable CPUs.
+    """Whether a CPU is free now: fewer other runnable tasks than usable CPUs.
 
-    Measured on 2 CPUs: at load 2.4-4.2 (other work on both) the gate ran slower with the warm process than
-    without it; at load 1.5-2.2 (the benchmark's own runs alternating) 0.6-0.8 s faster.
+    Measured on 2 CPUs: with other work on both (load 2.4-4.2) the gate ran slower with the warm process than
+    without it; with the benchmark's own runs alternating (load 1.5-2.2) 0.6-0.8 s faster. The runnable count is
+    read now, not averaged: the 1-minute load average still counts a run that has just ended, and misses one that
+    has just begun.
     """
+    return _others_running() < _usable_cpus()
+
+
+#: The kernel's load figures; the fourth field is "runnable/total" tasks at the time of reading (Linux).
+_LOADAVG = Path("/proc/loadavg")
+_SAMPLES = 3  # the fewest of a few readings a millisecond apart: a task waking for an instant is not a busy CPU
+
+
+def _others_running() -> float:
+    """Tasks other than this one running or waiting for a CPU: the fewest of a few readings of the runnable count
+    (this process is one of them), or the 1-minute load average where the system does not tell (not Linux)."""
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average here: assume the machine is as it usually is, idle
-        return True
-    return load < _usable_cpus()
+        readings = []
+        for sample in range(_SAMPLES):
+            if sample:
+                time.sleep(0.001)
+            runnable = _LOADAVG.read_text().split()[3].split("/")[0]
+            readings.append(int(runnable) - 1)
+        return float(min(readings))
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load figures at all: assume the machine is as it usually is, idle
+        return 0.0
 
 
 def _usable_cpus() -> int:
@@ -145,8 +170,6 @@ def _forget(child: _Child) -> None:
 
 def _ended(pid: int, within_s: float) -> bool:
     """Whether the child ended (and was reaped) within ``within_s`` seconds."""
-    import time
-
     deadline = time.monotonic() + within_s
     while os.waitpid(pid, os.WNOHANG) == (0, 0):
         if time.monotonic() > deadline:

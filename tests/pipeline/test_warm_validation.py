@@ -161,23 +161,41 @@ def test_no_warm_process_on_one_cpu_or_beside_another_thread() -> None:
 
 
 _WHEN = """
-import json, os
+import json, os, pathlib, sys, tempfile
 from tasks.validation import gx_suite, warm
+cpus = len(os.sched_getaffinity(0))
+loadavg = pathlib.Path(tempfile.mkdtemp()) / "loadavg"
+warm._LOADAVG = loadavg
+def runnable(n):  # /proc/loadavg as the kernel writes it; the 1-minute average says the opposite
+    loadavg.write_text(f"{0.0 if n > cpus else 9.0} 0.0 0.0 {n}/300 4242\\n")
 off = gx_suite.start_warm_process("off")
-os.getloadavg = lambda: (float(len(os.sched_getaffinity(0))), 0.0, 0.0)  # every CPU busy over the last minute
+runnable(cpus + 1)  # this process and one other per CPU
 busy = gx_suite.start_warm_process("auto")
-os.getloadavg = lambda: (len(os.sched_getaffinity(0)) - 0.1, 0.0, 0.0)  # not quite saturated
+runnable(cpus)  # one CPU without another task
 idle = gx_suite.start_warm_process("auto")
 warm.stop()
-print(json.dumps({"off": off, "busy": busy, "idle": idle}))
+loadavg.unlink()  # no such file (not Linux): the 1-minute load average decides
+os.getloadavg = lambda: (float(cpus), 0.0, 0.0)
+busy_average = gx_suite.start_warm_process("auto")
+os.getloadavg = lambda: (cpus - 0.1, 0.0, 0.0)
+idle_average = gx_suite.start_warm_process("auto")
+warm.stop()
+print(json.dumps({"off": off, "busy": busy, "idle": idle, "busy_average": busy_average, "idle_average": idle_average}))
 """
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or (os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
 def test_the_warm_process_is_started_by_default_only_when_a_cpu_is_idle() -> None:
     """On a saturated machine the child competes with the command (its start took 2.6 s instead of 1.4 s, the
-    gate ran slower): ``auto`` forks only when the load is below the usable CPUs; ``off`` never."""
-    assert last_json(fresh_python(_WHEN)) == {"off": False, "busy": False, "idle": True}
+    gate ran slower): ``auto`` forks only when fewer other tasks are runnable than there are usable CPUs (read
+    from /proc/loadavg now, else the 1-minute load average); ``off`` never."""
+    assert last_json(fresh_python(_WHEN)) == {
+        "off": False,
+        "busy": False,
+        "idle": True,
+        "busy_average": False,
+        "idle_average": True,
+    }
 
 
 def test_an_unknown_warm_validation_setting_is_refused_before_anything_runs(tmp_path: Path) -> None:
