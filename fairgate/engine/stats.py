@@ -341,14 +341,29 @@ class PairFamily:
         has few trials, also the sum over pairs of each pair's tail, exact for those pairs
         (``fairgate.engine.exact``): the normal tail is too small there in the far tail Holm reads.
         """
+        t, p = self._normal_p_beyond(threshold)
+        return p if t <= 0 or p >= EXACT_WHEN_BELOW else min(1.0, max(p, self.exact_tail(t, threshold)))
+
+    def _normal_p_beyond(self, threshold: float) -> tuple[float, float]:
+        """The largest pair statistic t and :meth:`p_beyond` without the exact tails (1 when t <= 0)."""
         t = float(np.max((self.gap - threshold) / self.se))
         if t <= 0:
-            return 1.0
+            return t, 1.0
         z = self._on_normal_scale(t)
         bound = studentized_range_sfs(z * np.sqrt(2.0), self.sizes)
         boot = self._bootstrap_tail(t)
-        p = min(1.0, max(bound, boot, 2.0 * float(special.ndtr(-z))))  # the normal sf, as norm.sf computes it
-        return p if p >= EXACT_WHEN_BELOW else min(1.0, max(p, self.exact_tail(t, threshold)))
+        return t, min(1.0, max(bound, boot, 2.0 * float(special.ndtr(-z))))  # the normal sf, as norm.sf computes it
+
+    def _p_beyond_exceeds(self, threshold: float, p: float) -> bool:
+        """Whether :meth:`p_beyond` (``threshold``) > ``p``, for 0 < p < 1, with less work.
+
+        The exact tails only add to the p-value: they are summed only as far as the answer needs.
+        """
+        t, normal = self._normal_p_beyond(threshold)
+        if t <= 0 or normal >= EXACT_WHEN_BELOW or normal > p:
+            return normal > p  # the exact tails, if any, cannot lower it
+        stop = p if normal <= p else 1.0  # (a NaN: every tail summed, as p_beyond does)
+        return min(1.0, max(normal, self.exact_tail(t, threshold, stop_above=stop))) > p
 
     def _bootstrap_tail(self, t: float) -> float:
         """The bootstrap max-t tail at t: the Monte Carlo p-value (k + 1) / (B + 1) of k replicates of B at or beyond.
@@ -363,10 +378,11 @@ class PairFamily:
         beyond = int(self.null.size - np.searchsorted(self.null, t, side="left"))
         return 0.0 if beyond == 0 else (beyond + 1) / (self.null.size + 1)
 
-    def exact_tail(self, t: float, threshold: float) -> float:
+    def exact_tail(self, t: float, threshold: float, stop_above: float = 1.0) -> float:
         """Union bound of P(max_ij T_ij >= t): exact tails for pairs of rates with few trials, normal for the rest.
 
-        0 when no pair needs an exact tail (the studentized range is then the family's tail).
+        0 when no pair needs an exact tail (the studentized range is then the family's tail). ``stop_above``: the
+        sum so far as soon as it exceeds this (the pairs' tails only add to it).
         """
         if self.counts is None or self.log is None:
             return 0.0
@@ -378,6 +394,8 @@ class PairFamily:
         for i in sorted(small):
             if total >= 1.0:
                 return 1.0
+            if total > stop_above:
+                return total
             x1, n1, x2, n2 = (float(c) for c in self.counts[i])
             total += exact_pair_tail(x1, n1, x2, n2, t, threshold, log=bool(self.log[i]))
         return min(1.0, total)
@@ -434,7 +452,7 @@ class PairFamily:
         low, high = 0.0, threshold  # p_beyond(low) <= p < p_beyond(high): the test did not reject at the threshold
         for _ in range(4):
             middle = 0.5 * (low + high)
-            low, high = (middle, high) if self.p_beyond(middle) <= p else (low, middle)
+            low, high = (low, middle) if self._p_beyond_exceeds(middle, p) else (middle, high)
         return low
 
     def detectable(self, threshold: float, level: float, power: float = 0.8) -> float:
