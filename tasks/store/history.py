@@ -7,6 +7,7 @@ its report renders); it never fails the audit: an unreadable trail gives no hist
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,25 +173,38 @@ def last_estimated_document(
     from tasks.inputs.sql import load_sql
 
     parameters = {"model": model_name, "look_back": look_back, "sha": predictions_sha256}
-    rows = _trail_rows(trail_path, load_sql("store/estimated_run"), parameters)
+    candidates = load_sql("store/estimated_candidates"), parameters
+    rows = _trail_rows(trail_path, candidates, lambda seqs: (load_sql("store/estimated_run"), {"seqs": seqs}))
     return dict(json.loads(rows[0][0])) if rows and rows[0][0] else None
 
 
 def _recent_documents(trail_path: Path, model_name: str, look_back: int) -> list[dict[str, Any]]:
     """The model's newest recorded documents, newest first; none when the trail is absent or unreadable."""
     query = "select document from runs where model_name = $model order by seq desc limit $limit"
-    rows = _trail_rows(trail_path, query, {"model": model_name, "limit": look_back})
+    rows = _trail_rows(trail_path, (query, {"model": model_name, "limit": look_back}))
     return [dict(json.loads(text)) for (text,) in rows if text]
 
 
-def _trail_rows(trail_path: Path, query: str, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """A read-only query's rows; none when the trail is absent or unreadable (no history is no error here)."""
+Query = tuple[str, dict[str, Any]]
+
+
+def _trail_rows(
+    trail_path: Path, query: Query, then: Callable[[list[Any]], Query] | None = None
+) -> list[tuple[Any, ...]]:
+    """A read-only query's rows; none when the trail is absent or unreadable (no history is no error here).
+
+    ``then``: a second query, made from the first one's values (its rows' first column) and run on the same
+    connection when there are any; its rows are returned (none when the first query found none).
+    """
     path = Path(trail_path)
     if not path.exists():
         return []
     try:
         with locked_trail(path, write=False) as con:
-            return con.execute(query, parameters).fetchall()
+            rows = con.execute(*query).fetchall()
+            if then is None or not rows:
+                return rows if then is None else []
+            return con.execute(*then([row[0] for row in rows])).fetchall()
     except (TrailError, duckdb.Error):
         return []
 
