@@ -131,7 +131,7 @@ def _smaller_group(ns: int, xl: int, nl: int, threshold: float, log: bool) -> tu
     """Which nuisance points are on the null's boundary, and the smaller group's outcome probabilities there."""
     nuisance, _, _, _ = _larger_group(xl, nl)
     _, small, valid = _boundary(nuisance, threshold, log)
-    pmf = binomial_pmf(np.arange(ns + 1.0), ns, small)
+    pmf = _binomial_pmf_all(ns, small)
     for array in (valid, pmf):
         array.setflags(write=False)
     return valid, pmf
@@ -196,6 +196,31 @@ def binomial_pmf(successes: np.ndarray, trials: int, rates: np.ndarray) -> np.nd
         log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(trials - k, -p)  # 0 log 0 = 0 at rates 0, 1
     pmf: np.ndarray = np.exp(log_pmf)
     return pmf
+
+
+def _binomial_pmf_all(trials: int, rates: np.ndarray) -> np.ndarray:
+    """:func:`binomial_pmf` of every outcome 0..trials, the same values.
+
+    The binomial coefficients' logarithms are kept per ``trials``: a group's probabilities are asked for at many
+    rates.
+    """
+    k, rest, log_choose = _log_choose_all(trials)
+    p = rates[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(rest, -p)  # as binomial_pmf computes it
+    pmf: np.ndarray = np.exp(log_pmf)
+    return pmf
+
+
+@functools.lru_cache(maxsize=1024)
+def _log_choose_all(trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outcomes k = 0..trials (as a row), trials - k, and log C(trials, k), as :func:`binomial_pmf` has them."""
+    k = np.arange(trials + 1.0)[None, :]
+    log_choose = special.gammaln(trials + 1.0) - special.gammaln(k + 1.0) - special.gammaln(trials - k + 1.0)
+    rest = trials - k
+    for array in (k, rest, log_choose):
+        array.setflags(write=False)
+    return k, rest, log_choose
 
 
 def _boundary(large: np.ndarray, threshold: float, log: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
