@@ -219,8 +219,8 @@ def _adjudicated(
     if kind_of(policy.task).binary_outcomes:
         checks = individual.result if individual else None
         parts = judged_on_correction(parts, context.get("proxy"), policy)
-        return adjudicate(cube, as_is(parts), policy, model, run_id, context, checks, labels)
-    return adjudicate_kind(cube, as_is(parts), policy, model, run_id, context)
+        return adjudicate(cube, as_is(parts), as_is(policy), model, run_id, as_is(context), checks, labels)
+    return adjudicate_kind(cube, as_is(parts), as_is(policy), model, run_id, as_is(context))
 
 
 def _counted_here(
@@ -234,7 +234,7 @@ def _counted_here(
 ]:
     """Read and validate the inputs, cube them (streaming through DuckDB, or rows in memory) and fan the metrics
     out, in this process; with a features input, the individual-fairness checks on the aligned rows."""
-    staged = stage_inputs(policy, predictions, labels, attributes)
+    staged = stage_inputs(as_is(policy), predictions, labels, attributes)  # the policy quoted: no futures in it
     features, counterfactual = individual_sources
     individual = None
     with _spill_directory() as spill:
@@ -245,7 +245,7 @@ def _counted_here(
         else:
             inputs = read_staged(staged)
             rows, policy, proxy_summary = _with_proxy(inputs.aligned.table, policy)
-            cube = build_cube(rows, policy)
+            cube = build_cube(rows, as_is(policy))
             del rows
             if features is not None:  # neighbours need the rows: before they are released
                 individual = assess_individual_fairness(inputs.aligned.table, policy, features, counterfactual)
@@ -253,7 +253,7 @@ def _counted_here(
                 inputs.validation.checks += individual.validation.checks
                 inputs.validation.ge_results += individual.validation.ge_results
             release_rows(inputs.aligned)  # the cube is all the metrics need
-    parts = compute_slicing.map(unmapped(cube), fairgate.plan_slicings(cube, policy), unmapped(policy)).result()
+    parts = compute_slicing.map(unmapped(cube), fairgate.plan_slicings(cube, policy), unmapped(as_is(policy))).result()
     return inputs, policy, proxy_summary, cube, parts, individual
 
 
