@@ -204,3 +204,30 @@ def test_trail_list_piped_into_a_log_keeps_full_run_ids_on_one_line(tmp_path: Pa
     (row,) = [line for line in done.stdout.splitlines() if run_id in line]
     assert "fail" in row
     assert "10" in row
+
+
+def test_the_estimated_run_is_the_newest_label_free_audit_of_the_same_predictions(tmp_path: Path) -> None:
+    """A labelled audit's earlier estimates: the newest audit of the model without labels on the same predictions
+    that kept estimates; labelled runs, other predictions, other models and runs beyond the look-back are passed
+    over, and a trail without any gives None (its documents then are not read at all)."""
+    from tasks.store import append_audit_run
+    from tasks.store.history import last_estimated_document
+
+    trail = tmp_path / "trail.duckdb"
+
+    def add(run_id: str, sha: str, label_rows: int, label_free: object, model: str = "m") -> None:
+        document = _document(run_id) | {"model": {"name": model, "version": "1"}, "label_free": label_free}
+        inputs = {"predictions": {"sha256": sha}, "labels": {"rows": label_rows}}
+        append_audit_run(trail, document, policy_text="", inputs=inputs, validation={}, join_report={}, cube_cells=[])
+
+    assert last_estimated_document(trail, "m", "s1") is None  # no trail yet
+    add("old", "s1", 0, {"estimated_results": "judge"})
+    add("newer", "s1", 0, {"estimated_results": "report"})
+    add("labelled", "s1", 100, {"estimated_results": "judge"})  # had labels: not an estimate
+    add("other-predictions", "s2", 0, {"estimated_results": "judge"})
+    add("no-estimates", "s1", 0, None)  # without labels but kept no estimates
+    add("other-model", "s1", 0, {"estimated_results": "judge"}, model="n")
+    assert (last_estimated_document(trail, "m", "s1") or {}).get("run_id") == "newer"
+    assert last_estimated_document(trail, "m", "s3") is None
+    assert last_estimated_document(trail, "m", "s1", look_back=3) is None  # "newer" is the 4th newest run of m
+    assert (last_estimated_document(trail, "m", "s1", look_back=4) or {}).get("run_id") == "newer"
