@@ -60,17 +60,11 @@ def _history_rows(
 ) -> tuple[list[Any], dict[str, list[PastResult]]]:
     """The newest ``limit`` run rows of the model and their metric results by run id."""
     from fairgate.monitoring import PastResult
+    from tasks.inputs.sql import load_sql
 
-    # The standard errors are read from the stored document (hashed with the run), by result position: the
-    # metric_results table keeps its hashed columns unchanged, so older trails still verify.
-    runs = con.execute(
-        "select seq, run_id, recorded_at, model_version, verdict, inputs, "
-        "json_extract_string(document, '$.confidence_level'), "
-        "list_transform(json_extract(document, '$.results[*]'), "
-        "lambda r: json_extract_string(r, '$.standard_error')) from runs "
-        "where model_name = $model and run_id is distinct from $exclude order by seq desc limit $limit",
-        {"model": model_name, "exclude": exclude_run, "limit": limit},
-    ).fetchall()
+    # The standard errors are read from the stored document (hashed with the run), by result position.
+    parameters = {"model": model_name, "exclude": exclude_run, "limit": limit}
+    runs = con.execute(load_sql("store/history_runs"), parameters).fetchall()
     errors = {run[1]: run[7] or [] for run in runs}
     results: dict[str, list[PastResult]] = {}
     for row in con.execute(
