@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -10,6 +11,7 @@ from fairgate.engine.adjudicate import ModelInfo, adjudicate
 from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import Cube, add_score_table, as_lazy, build_cube
 from fairgate.engine.kinds import KindSteps, kind_of
+from fairgate.engine.replicate_sources import draw_parents_ahead, replicate_parent, shared_parents
 from fairgate.engine.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
 from fairgate.policy.core import Policy
 
@@ -77,11 +79,11 @@ def audit_binary(
     rows = as_lazy(data)  # once: converting an Arrow table or a pandas frame copies it
     cube = build_cube(rows, policy, source=source, exact_auc=False)
     plan = plan_slicings(cube, policy)
-    # Slicings are independent (each draws its own bootstrap replicates) and their heavy steps release the
-    # GIL, so two threads keep both cores busy. The second pass for exact AUC (the scored rows, sorted) runs
-    # beside the slicings that do not need it; those that do are queued after them.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        scored = pool.submit(add_score_table, cube, rows, policy, source=source) if exact_auc else None
+    # Slicings are independent and their heavy steps release the GIL, so two threads keep both cores busy. The
+    # second pass for exact AUC (the scored rows, sorted) runs beside the slicings that do not need it; those
+    # that do are queued after them.
+    with ThreadPoolExecutor(max_workers=1) as side:
+        scored = side.submit(add_score_table, cube, rows, policy, source=source) if exact_auc else None
 
         def needs_scores(slicing: Slicing) -> bool:
             return scored is not None and wants_auc(slicing, policy)
@@ -90,8 +92,7 @@ def audit_binary(
             source_cube: Cube = scored.result() if scored is not None and needs_scores(slicing) else cube
             return compute_slicing(source_cube, slicing, policy)
 
-        futures = {s: pool.submit(run, s) for s in sorted(largest_first(plan), key=needs_scores)}
-        parts = [futures[s].result() for s in plan]
+        parts = run_slicings(cube, plan, policy, run, last=needs_scores)
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
 
 
@@ -102,10 +103,47 @@ def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows")
 
 def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
     """Every planned slicing of the binary cube (two threads: the heavy steps release the GIL)."""
-    plan = plan_slicings(cube, policy)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {s: pool.submit(compute_slicing, cube, s, policy) for s in largest_first(plan)}
+    return run_slicings(cube, plan_slicings(cube, policy), policy, lambda s: compute_slicing(cube, s, policy))
+
+
+def run_slicings(
+    cube: Cube,
+    plan: list[Slicing],
+    policy: Policy,
+    run: Callable[[Slicing], SlicingResult],
+    *,
+    last: Callable[[Slicing], bool] | None = None,
+) -> list[SlicingResult]:
+    """``run`` of every planned slicing on two threads, in :func:`thread_order` (``last``: queued at the end).
+
+    A third thread draws the shared parents' replicates ahead of their readers
+    (``fairgate.engine.replicate_sources.draw_parents_ahead``): drawing releases the GIL and the statistics
+    mostly hold it, so one core draws while the other computes. The parts come back in the plan's order; the
+    order they are computed in changes no result (every draw comes from its slicing's own stream).
+    """
+    order = thread_order(cube, plan, policy)
+    if last is not None:
+        order.sort(key=last)
+    with ThreadPoolExecutor(max_workers=1) as drawer, ThreadPoolExecutor(max_workers=2) as pool:
+        if shared_parents(cube, policy):
+            drawer.submit(draw_parents_ahead, cube, policy)  # an error reaches the readers of that parent
+        futures = {s: pool.submit(run, s) for s in order}
         return [futures[s].result() for s in plan]
+
+
+def thread_order(cube: Cube, plan: list[Slicing], policy: Policy) -> list[Slicing]:
+    """The slicings in the order the threads take them.
+
+    First those that draw their own replicates (their draws run beside the first parent's), then the readers
+    of each shared parent in the order the parents are drawn ahead; each part :func:`largest_first`.
+    """
+    rank = {parent: i for i, parent in enumerate(shared_parents(cube, policy))}
+
+    def drawn_after(slicing: Slicing) -> int:
+        parent = replicate_parent(cube, slicing, policy)
+        return -1 if parent is None else rank[parent]
+
+    return sorted(largest_first(plan), key=drawn_after)
 
 
 def largest_first(plan: list[Slicing]) -> list[Slicing]:

@@ -92,8 +92,9 @@ def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np
 
 
 # Per owner (the cube's cells, by id; dropped with them): draws shared by several slicings, each with the number of
-# reads still expected. Dropped at the last expected read, so at most the parents being read are held.
-_SHARED: PerObject[dict[Hashable, tuple[Future[object], list[int]]]] = PerObject(dict)
+# reads still expected; None once read out. Dropped at the last expected read, so at most the parents being read
+# (and those drawn ahead of their readers) are held.
+_SHARED: PerObject[dict[Hashable, tuple[Future[object], list[int]] | None]] = PerObject(dict)
 _SHARED_LOCK = threading.Lock()
 Drawn = TypeVar("Drawn")
 
@@ -113,15 +114,40 @@ def shared_draws(owner: object, key: Hashable, readers: int, draw: Callable[[], 
         future, left = entry
         left[0] -= 1
         if left[0] <= 0:
-            entries.pop(key, None)
+            entries[key] = None  # read out
     if first:
-        try:
-            future.set_result(draw())
-        except BaseException as error:
-            future.set_exception(error)
-            with _SHARED_LOCK:
-                if entries.get(key) is entry:
-                    entries.pop(key, None)
-            raise
+        _fill(entries, key, entry, draw)
     drawn: Drawn = future.result()  # type: ignore[assignment]  # the key's one draw() result
     return drawn
+
+
+def draw_ahead(owner: object, key: Hashable, readers: int, draw: Callable[[], object]) -> None:
+    """``draw()`` now, kept for the ``readers`` reads of ``key`` (:func:`shared_draws`) still to come.
+
+    Nothing when a reader has already started, or finished, reading ``key``. A thread that draws the shared
+    parents one after another ahead of the slicings keeps one core drawing (numpy releases the GIL) while the
+    slicings' statistics, which mostly hold it, run on the other. The values are the same whoever draws them.
+    """
+    with _SHARED_LOCK:
+        entries = _SHARED.of(owner)
+        if key in entries:
+            return
+        entry = entries[key] = (Future(), [readers])
+    _fill(entries, key, entry, draw)
+
+
+def _fill(
+    entries: dict[Hashable, tuple[Future[object], list[int]] | None],
+    key: Hashable,
+    entry: tuple[Future[object], list[int]],
+    draw: Callable[[], object],
+) -> None:
+    """Set the entry's draws; on an error, hand it to the waiting readers and forget the entry."""
+    try:
+        entry[0].set_result(draw())
+    except BaseException as error:
+        entry[0].set_exception(error)
+        with _SHARED_LOCK:
+            if entries.get(key) is entry:
+                entries.pop(key, None)
+        raise
