@@ -287,27 +287,41 @@ def adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: fl
     Each comparison records its family (``p_value_family``) and whether it was counted as a test (``tested``).
     """
     families: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
+    labels: dict[tuple[str, ...], str] = {}
     for i, c in enumerate(comparisons):
-        tested_as = COMPLEMENT_OF.get(c["metric"], c["metric"])
-        c["p_value_family"] = f"{tested_as} within {slicing_label(c['slicing'])}"
-        if c["metric"] in DESCRIPTIVE:
+        metric, slicing = c["metric"], tuple(c["slicing"])
+        label = labels.get(slicing)
+        if label is None:
+            label = labels[slicing] = slicing_label(slicing)
+        c["p_value_family"] = f"{COMPLEMENT_OF.get(metric, metric)} within {label}"
+        if metric in DESCRIPTIVE:
             c["p_value_family"] += " (descriptive: a property of the data, not a test of the model)"
         c["p_value_adjusted"], c["significant"], c["tested"] = None, False, False
-        if c["metric"] not in COMPLEMENT_OF and c.get("sufficient", True) and c["p_value"] is not None:
-            families[(c["metric"], tuple(c["slicing"]))].append(i)
+        if metric not in COMPLEMENT_OF and c.get("sufficient", True) and c["p_value"] is not None:
+            families[(metric, slicing)].append(i)
+    keys: dict[int, tuple[tuple[str, str], ...]] = {}  # per group dict (shared by a slicing's comparisons)
+
+    def group_key(group: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        key = keys.get(id(group))
+        if key is None:
+            key = keys[id(group)] = tuple(sorted(group.items()))
+        return key
+
     adjusted_of: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], float] = {}
     for (metric, slicing), members in families.items():
         adjusted = benjamini_hochberg(np.array([comparisons[i]["p_value"] for i in members], dtype=float))
-        for i, p in zip(members, adjusted, strict=True):
+        for i, p in zip(members, adjusted.tolist(), strict=True):
             c = comparisons[i]
-            c["p_value_adjusted"], c["significant"] = float(p), bool(p < significance_level)
+            c["p_value_adjusted"], c["significant"] = p, p < significance_level
             c["tested"] = metric not in DESCRIPTIVE
             c["p_value_family_size"] = len(members)
-            adjusted_of[(metric, slicing, tuple(sorted(c["group"].items())))] = float(p)
+            adjusted_of[(metric, slicing, group_key(c["group"]))] = p
     for c in comparisons:
         partner = COMPLEMENT_OF.get(c["metric"])
-        key = (partner or "", tuple(c["slicing"]), tuple(sorted(c["group"].items())))
-        if partner is not None and key in adjusted_of:
+        if partner is None:
+            continue
+        key = (partner, tuple(c["slicing"]), group_key(c["group"]))
+        if key in adjusted_of:
             c["p_value_adjusted"] = adjusted_of[key]
             c["significant"] = adjusted_of[key] < significance_level
             c["p_value_family"] += f" (the same test as {partner}'s, counted once)"

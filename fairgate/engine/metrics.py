@@ -80,11 +80,21 @@ class Rate(GroupMetric):
         """The sum of the numerator cells over the sum of the denominator cells; NaN where the latter is 0."""
         return _divide(counts.total(self.numerator), counts.total(self.denominator))
 
-    def value_and_fraction(self, counts: GroupCounts) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-        """:meth:`compute` and :meth:`fraction` at once: unweighted, both read the same sums, added once."""
+    def value_and_fraction(
+        self, counts: GroupCounts, totals: dict[tuple[str, ...], np.ndarray] | None = None
+    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`compute` and :meth:`fraction` at once: unweighted, both read the same sums, added once.
+
+        ``totals``: the sums of ``counts`` already added (by the cells they add, shared by every rate of one
+        ``counts``; filled here); the arrays returned may be shared with other rates', so are read-only by use.
+        """
         if counts.weighted:
             return self.compute(counts), self.fraction(counts)
-        successes, trials = counts.total(self.numerator), counts.total(self.denominator)
+        known = {} if totals is None else totals
+        for names in (self.numerator, self.denominator):
+            if names not in known:
+                known[names] = counts.total(names)
+        successes, trials = known[self.numerator], known[self.denominator]
         return _divide(successes, trials), (successes, trials)
 
     def events(self, counts: GroupCounts) -> np.ndarray:

@@ -73,9 +73,8 @@ def replicate_parent(cube: Cube, slicing: Slicing, policy: Policy) -> Slicing | 
 
 
 def shared_parents(cube: Cube, policy: Policy) -> list[Slicing]:
-    """The slicings whose draws others sum (each once, in plan order); empty when no draws are shared."""
-    sources = _sources(cube, policy)
-    return [s for s in plan_slicings(cube, policy) if sources.get(s, (None,))[0] == s]
+    """The slicings whose draws others sum, the most read first; empty when no draws are shared."""
+    return [slicing for slicing, (parent, _) in _sources(cube, policy).items() if parent == slicing]
 
 
 def draw_parents_ahead(cube: Cube, policy: Policy) -> None:
@@ -138,11 +137,11 @@ def _plan_sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, in
     if any(not np.array_equal(cells[c].to_numpy(), rows) for c in [WEIGHT, *squares]):
         return {}  # weighted: every slicing draws its own Kish units
     parents = replicate_parents(plan_slicings(cube, policy))
-    tops = sorted(set(parents.values()))
+    tops = list(dict.fromkeys(parents.values()))  # in the order they are first read: the most read first
     size = sum(np.count_nonzero(slicing_cells(cube, top, policy)[1]) for top in tops) * policy.statistics.n_bootstrap
     if size > SHARED_DRAWS_BUDGET:
         return {}
     readers = {top: 1 + sum(1 for p in parents.values() if p == top) for top in tops}
-    return {child: (parent, readers[parent]) for child, parent in parents.items()} | {
-        top: (top, readers[top]) for top in tops
+    return {top: (top, readers[top]) for top in tops} | {
+        child: (parent, readers[parent]) for child, parent in parents.items()
     }

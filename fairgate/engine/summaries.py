@@ -165,10 +165,11 @@ def interval_obstacle(
     """
     if int(use.sum()) < 2:
         return f"fewer than 2 groups can be compared ({int(use.sum())} judged)"
+    judged = np.flatnonzero(use)
     for name, v in values.items():
         if v.events is None:
             continue
-        short = [i for i in np.flatnonzero(use) if v.events[i] < min_events]
+        short = judged[v.events[judged] < min_events].tolist()
         if short:
             listed = ", ".join(f"{reason_label(groups[i], labels)} ({fmt_count(v.events[i])})" for i in short[:5])
             more = f" and {len(short) - 5} more" if len(short) > 5 else ""
@@ -176,7 +177,7 @@ def interval_obstacle(
                 f"{spelled(name)} rests on fewer than min_events={min_events} people in {listed}{more}: "
                 "its interval would be unreliable"
             )
-        undefined = [i for i in np.flatnonzero(use) if not np.isfinite(v.value[i])]
+        undefined = judged[~np.isfinite(v.value[judged])].tolist()
         if undefined:
             return f"{spelled(name)} is undefined in {reason_label(groups[undefined[0]], labels)}"
     return None
