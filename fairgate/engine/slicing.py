@@ -20,6 +20,7 @@ from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.collection import paused_collection
+from fairgate.engine.comparison_families import adjust_comparisons
 from fairgate.engine.cube import ROWS, SCORE_SUM, WEIGHT, Cube
 from fairgate.engine.groups import declared_for
 from fairgate.engine.metrics import (
@@ -89,6 +90,8 @@ class SlicingResult:
     counts: dict[str, list[float]]  # tp/fp/tn/fn per group, for diagnostics
     roc: list[dict[str, Any]] = field(default_factory=list)
     calibration: list[dict[str, Any]] = field(default_factory=list)
+    # The significance level the comparisons' Benjamini-Hochberg families were adjusted at (None: not adjusted).
+    adjusted_at: float | None = None
 
 
 @paused_collection
@@ -140,7 +143,9 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
         counts={k: getattr(point, k).tolist() for k in ("tp", "fp", "tn", "fn")},
         roc=roc_curves,
         calibration=_calibration_curves(slicing, groups, point, cube) if len(slicing) <= 1 else [],
+        adjusted_at=stats.significance_level,
     )
+    adjust_comparisons(result.comparisons, stats.significance_level)  # here, beside the other slicings
     return result
 
 
