@@ -59,11 +59,13 @@ def draw_counts(rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence
     shares = padded.reshape(blocks, width)
     left = np.full((1, n_bootstrap), total, dtype=np.int64)
     per_block = _split(left, shares.sum(axis=1)[None, :], rng)[0]
-    per_cell = _split(per_block, shares, rng).reshape(blocks * width, n_bootstrap)[: rows.size]
-    return per_cell.astype(np.float64).T
+    per_cell = _split(per_block, shares, rng, dtype=np.float64).reshape(blocks * width, n_bootstrap)[: rows.size]
+    return per_cell.T
 
 
-def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _split(
+    left: np.ndarray, shares: np.ndarray, rng: np.random.Generator, dtype: type[np.generic] = np.int64
+) -> np.ndarray:
     """Multinomial splits of the counts ``left`` (parts x replicates) over each part's ``shares`` (parts x k).
 
     An array (parts x k x replicates) whose column ``[p, :, r]`` is multinomial(``left[p, r]``, ``shares[p]``
@@ -81,7 +83,8 @@ def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np
     with np.errstate(divide="ignore", invalid="ignore"):
         # a share over a sum that includes it is at most 1 in floating point too; empty tails draw nothing
         chances = np.where(remaining > 0, shares / remaining, 0.0)
-    out = np.empty((shares.shape[0], shares.shape[1], left.shape[1]), dtype=np.int64)
+    # ``dtype``: float64 holds every count exactly (far below 2**53) and is what the sparse products read.
+    out = np.empty((shares.shape[0], shares.shape[1], left.shape[1]), dtype=dtype)
     left = left.copy()
     for j in range(shares.shape[1] - 1):
         drawn = rng.binomial(left, chances[:, j, None])
