@@ -362,11 +362,22 @@ def difference(values: np.ndarray) -> np.ndarray:
     >>> float(difference(np.array([0.2, np.nan, 0.5])))
     0.3
     """
-    defined = np.isfinite(values)
-    enough = defined.sum(axis=-1) >= 2
-    high = np.where(defined, values, -np.inf).max(axis=-1)
-    low = np.where(defined, values, np.inf).min(axis=-1)
+    enough, high, low = _defined_extremes(values)
     return np.where(enough, high - low, np.nan)
+
+
+def _defined_extremes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Whether at least 2 values are defined (finite), and the largest and smallest defined value, over the last axis.
+
+    Every value defined (the usual case, and every bootstrap replicate of it): the plain maximum and minimum,
+    which are the same numbers.
+    """
+    defined = np.isfinite(values)
+    if defined.all():
+        count = values.shape[-1] if np.ndim(values) else 1
+        return np.full(np.shape(values)[:-1], count >= 2), values.max(axis=-1), values.min(axis=-1)
+    enough = defined.sum(axis=-1) >= 2
+    return enough, np.where(defined, values, -np.inf).max(axis=-1), np.where(defined, values, np.inf).min(axis=-1)
 
 
 def ratio(values: np.ndarray) -> np.ndarray:
@@ -375,10 +386,7 @@ def ratio(values: np.ndarray) -> np.ndarray:
     >>> float(ratio(np.array([0.2, 0.5])))
     0.4
     """
-    defined = np.isfinite(values)
-    enough = defined.sum(axis=-1) >= 2
-    high = np.where(defined, values, -np.inf).max(axis=-1)
-    low = np.where(defined, values, np.inf).min(axis=-1)
+    enough, high, low = _defined_extremes(values)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(enough & (high > 0), low / np.where(high > 0, high, 1.0), np.nan)
 

@@ -414,7 +414,9 @@ def _population_family(v: MetricValues) -> PairFamily | None:
 
 
 def eligible_only(values: np.ndarray, eligible: np.ndarray) -> np.ndarray:
-    """The values of the eligible groups; NaN for the others."""
+    """The values of the eligible groups; NaN for the others (the values themselves, not a copy, when all are)."""
+    if np.all(eligible):
+        return values
     return np.where(eligible, values, np.nan)
 
 
