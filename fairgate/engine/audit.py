@@ -134,14 +134,16 @@ def run_slicings(
 def thread_order(cube: Cube, plan: list[Slicing], policy: Policy) -> list[Slicing]:
     """The slicings in the order the threads take them.
 
-    First those that draw their own replicates (their draws run beside the first parent's), then the readers
-    of each shared parent in the order the parents are drawn ahead; each part :func:`largest_first`.
+    First those that draw their own replicates, and the readers of the parent drawn ahead last (the first of
+    them draws it, beside the drawing thread's first parent); then the readers of each other shared parent in the
+    order the parents are drawn ahead; each part :func:`largest_first`.
     """
-    rank = {parent: i for i, parent in enumerate(shared_parents(cube, policy))}
+    parents = shared_parents(cube, policy)
+    rank = {parent: i for i, parent in enumerate(parents[:-1])}
 
     def drawn_after(slicing: Slicing) -> int:
         parent = replicate_parent(cube, slicing, policy)
-        return -1 if parent is None else rank[parent]
+        return rank.get(parent, -1) if parent is not None else -1
 
     return sorted(largest_first(plan), key=drawn_after)
 

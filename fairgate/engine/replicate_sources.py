@@ -136,11 +136,18 @@ def _plan_sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, in
     rows = cells[ROWS].to_numpy()
     if any(not np.array_equal(cells[c].to_numpy(), rows) for c in [WEIGHT, *squares]):
         return {}  # weighted: every slicing draws its own Kish units
-    parents = replicate_parents(plan_slicings(cube, policy))
+    plan = plan_slicings(cube, policy)
+    parents = replicate_parents(plan)
     tops = list(dict.fromkeys(parents.values()))  # in the order they are first read: the most read first
-    size = sum(np.count_nonzero(slicing_cells(cube, top, policy)[1]) for top in tops) * policy.statistics.n_bootstrap
-    if size > SHARED_DRAWS_BUDGET:
+    cells_of = {top: np.count_nonzero(slicing_cells(cube, top, policy)[1]) for top in tops}
+    if sum(cells_of.values()) * policy.statistics.n_bootstrap > SHARED_DRAWS_BUDGET:
         return {}
+    # The longest slicings no other reads are their own readers (the same draws as drawing alone) when they fit
+    # too, so that they are drawn ahead with the parents (draw_parents_ahead).
+    alone = [s for s in plan if parents and len(s) == len(tops[0]) and s not in cells_of]
+    cells_of |= {s: np.count_nonzero(slicing_cells(cube, s, policy)[1]) for s in alone}
+    if sum(cells_of.values()) * policy.statistics.n_bootstrap <= SHARED_DRAWS_BUDGET:
+        tops += alone
     readers = {top: 1 + sum(1 for p in parents.values() if p == top) for top in tops}
     return {top: (top, readers[top]) for top in tops} | {
         child: (parent, readers[parent]) for child, parent in parents.items()
