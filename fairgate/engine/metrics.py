@@ -202,7 +202,8 @@ class ExpectedCalibrationError(GroupMetric):
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
         """The ECE per group; NaN for an empty group."""
-        gap = np.abs(counts.bin_score - counts.bin_positive).sum(axis=-1)
+        gap = counts.bin_score - counts.bin_positive
+        gap = np.abs(gap, out=gap).sum(axis=-1)
         return _divide(gap, counts.bin_n.sum(axis=-1))
 
 
@@ -254,12 +255,13 @@ def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndar
     np.square(term, out=term)
     np.divide(term, bin_n, out=term, where=bin_n > 0)
     plugin = term.sum(axis=-1)
-    term = bin_n - positive
-    term *= positive
+    variance = np.subtract(bin_n, positive, out=term)  # the same buffer: a fresh one costs its page faults
+    variance *= positive
     spread = bin_n - 1.0
     spread *= bin_n
-    variance = np.zeros_like(term)  # 0 where a bin has one row or less
-    np.divide(term, spread, out=variance, where=bin_n > 1)
+    many = bin_n > 1
+    np.divide(variance, spread, out=variance, where=many)
+    np.copyto(variance, 0.0, where=~many)  # 0 where a bin has one row or less
     correction = variance.sum(axis=-1)
     total = bin_n.sum(axis=-1)
     return _divide(plugin, total), _divide(correction, total)
