@@ -364,18 +364,13 @@ def _comparisons(
     with np.errstate(divide="ignore", invalid="ignore"):
         diff = value[:, others] - value[:, [ref]]
         rat = np.where(value[:, [ref]] > 0, value[:, others] / value[:, [ref]], np.nan)
-    rows, methods = [], []
-    for m, name in enumerate(names):
-        if name in rate_contrasts:
-            d_low, d_high, r_low, r_high, p_values = rate_contrasts[name]
-            methods.append("newcombe/katz/two-proportion")
-        else:
-            d_low, d_high, r_low, r_high, p_values = _bootstrap_contrasts(
-                values[name], others, ref, diff[m], rat[m], level
-            )
-            methods.append("bootstrap")
-        p_values = np.where(np.isfinite(diff[m]), p_values, np.nan)
-        rows.append(np.stack([diff[m], d_low, d_high, rat[m], r_low, r_high, p_values]).astype(float, copy=False))
+    methods, rows = zip(
+        *(
+            _contrast_rows(values[n], rate_contrasts.get(n), others, ref, d, r, level)
+            for n, d, r in zip(names, diff, rat, strict=True)
+        ),
+        strict=True,
+    )
     table = _list(np.stack(rows))  # (metrics, 7, others), None where not finite
     reference, compared = groups[ref], [groups[g] for g in others]
     sufficient = (eligible[others] & eligible[ref]).tolist()
@@ -398,6 +393,28 @@ def _comparisons(
         for name, method, (d, dl, dh, r, rl, rh, p) in zip(names, methods, table, strict=True)
         for i, group in enumerate(compared)
     ]
+
+
+def _contrast_rows(
+    v: MetricValues,
+    rate: _Contrasts | None,
+    others: np.ndarray,
+    ref: int,
+    diff: np.ndarray,
+    rat: np.ndarray,
+    level: float,
+) -> tuple[str, np.ndarray]:
+    """One metric's comparisons as rows (difference, its interval, ratio, its interval, p-value), and the method.
+
+    ``rate``: the rate's analytic contrasts (:func:`_rate_contrasts`); None for a metric compared by the bootstrap.
+    """
+    if rate is not None:
+        method, (d_low, d_high, r_low, r_high, p_values) = "newcombe/katz/two-proportion", rate
+    else:
+        method = "bootstrap"
+        d_low, d_high, r_low, r_high, p_values = _bootstrap_contrasts(v, others, ref, diff, rat, level)
+    p_values = np.where(np.isfinite(diff), p_values, np.nan)
+    return method, np.stack([diff, d_low, d_high, rat, r_low, r_high, p_values]).astype(float, copy=False)
 
 
 def _rate_contrasts(
