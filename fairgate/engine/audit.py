@@ -114,18 +114,21 @@ def run_slicings(
     *,
     last: Callable[[Slicing], bool] | None = None,
 ) -> list[SlicingResult]:
-    """``run`` of every planned slicing on two threads, in :func:`thread_order` (``last``: queued at the end).
+    """``run`` of every planned slicing, in :func:`thread_order` (``last``: queued at the end).
 
-    A third thread draws the shared parents' replicates ahead of their readers
-    (``fairgate.engine.replicate_sources.draw_parents_ahead``): drawing releases the GIL and the statistics
-    mostly hold it, so one core draws while the other computes. The parts come back in the plan's order; the
-    order they are computed in changes no result (every draw comes from its slicing's own stream).
+    Where slicings share drawn replicates, one thread draws the shared parents' replicates ahead of their readers
+    (``fairgate.engine.replicate_sources.draw_parents_ahead``: drawing releases the GIL) while one other computes
+    the slicings, whose statistics mostly hold the GIL: a second statistics thread would mostly wait for it, and
+    handing it back and forth costs CPU time. Without shared draws, two threads compute the slicings. The parts
+    come back in the plan's order; the order they are computed in changes no result (every draw comes from its
+    slicing's own stream).
     """
     order = thread_order(cube, plan, policy)
     if last is not None:
         order.sort(key=last)
-    with ThreadPoolExecutor(max_workers=1) as drawer, ThreadPoolExecutor(max_workers=2) as pool:
-        if shared_parents(cube, policy):
+    ahead = bool(shared_parents(cube, policy))
+    with ThreadPoolExecutor(max_workers=1) as drawer, ThreadPoolExecutor(max_workers=1 if ahead else 2) as pool:
+        if ahead:
             drawer.submit(draw_parents_ahead, cube, policy)  # an error reaches the readers of that parent
         futures = {s: pool.submit(run, s) for s in order}
         return [futures[s].result() for s in plan]
