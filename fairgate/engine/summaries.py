@@ -120,8 +120,11 @@ def _descriptive_bounds(
         by_groups.setdefault(use[m].tobytes(), []).append(m)
     for members in by_groups.values():
         index = np.flatnonzero(use[members[0]])
-        scales = [_scale_of(values[names[m]], index, summary) for m in members]
-        centre, variance = np.stack([c for c, _ in scales]), np.stack([v for _, v in scales])
+        rates = [m for m in members if _is_rate(values[names[m]])]
+        rate_centre, rate_variance = _rate_scales([values[names[m]] for m in rates], index, summary)
+        scales = {m: (rate_centre[row], rate_variance[row]) for row, m in enumerate(rates)}
+        scales |= {m: _scale_of(values[names[m]], index, summary) for m in members if m not in scales}
+        centre, variance = np.stack([scales[m][0] for m in members]), np.stack([scales[m][1] for m in members])
         first, second = pair_indices(index.size)
         d = centre[:, first] - centre[:, second]
         se = np.sqrt(variance[:, first] + variance[:, second])
@@ -133,6 +136,26 @@ def _descriptive_bounds(
             if valid[row]:
                 found[m] = max(0.0, float(lows[row])), float(highs[row])
     return found
+
+
+def _is_rate(v: MetricValues) -> bool:
+    """Whether a metric's values are a rate's, with successes and trials (:func:`summary_component`'s analytic case)."""
+    return v.fraction is not None and v.replicate_fraction is not None
+
+
+def _rate_scales(rates: list[MetricValues], index: np.ndarray, summary: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_scale_of` of several rates at once: (rates x groups) values and variances (empty without rates).
+
+    The rates side by side as the columns of one rate (the scale's formulas are elementwise: the same values).
+    """
+    if not rates:
+        return np.empty((0, index.size)), np.empty((0, index.size))
+    value = np.stack([v.value for v in rates], axis=1)
+    fraction = tuple(np.stack([v.fraction[part] for v in rates if v.fraction is not None], axis=1) for part in (0, 1))
+    together = MetricValues(value, value, value, np.empty((0, value.shape[0])), None, fraction, fraction)  # type: ignore[arg-type]
+    component = summary_component(together, index, summary, bootstrap=False)
+    assert component.variance is not None  # a rate's scale has its analytic variance
+    return component.value.T, component.variance.T
 
 
 def _scale_of(v: MetricValues, index: np.ndarray, summary: str) -> tuple[np.ndarray, np.ndarray]:
@@ -204,7 +227,7 @@ def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstra
     Its values, or its log-values for a ratio, with analytic variances for rates (in every replicate too when
     ``bootstrap``).
     """
-    if v.fraction is not None and v.replicate_fraction is not None:
+    if v.fraction is not None and v.replicate_fraction is not None:  # a rate (_is_rate)
         point = tuple(a[index] for a in v.fraction)
         replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
         # Without the bootstrap a rate's family reads only its analytic variances: no replicates to select.
