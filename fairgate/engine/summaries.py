@@ -342,7 +342,8 @@ def policy_results(
         if metric.population_level != (not slicing):
             continue
         resolved = policy.rule_for(rule.name, slicing)
-        excluded = np.array([matches_any(g, resolved.excluded_groups) for g in groups], dtype=bool)
+        patterns = resolved.excluded_groups
+        excluded = np.array([bool(patterns) and matches_any(g, patterns) for g in groups], dtype=bool)
         use = eligible & ~excluded
         missing = [b for b in metric.bases if b not in values]
         entry: dict[str, Any] = {
