@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -79,11 +78,11 @@ def audit_binary(
     rows = as_lazy(data)  # once: converting an Arrow table or a pandas frame copies it
     cube = build_cube(rows, policy, source=source, exact_auc=False)
     plan = plan_slicings(cube, policy)
-    # Slicings are independent and their heavy steps release the GIL, so two threads keep both cores busy. The
-    # second pass for exact AUC (the scored rows, sorted) runs beside the slicings that do not need it; those
-    # that do are queued after them.
-    with ThreadPoolExecutor(max_workers=1) as side:
-        scored = side.submit(add_score_table, cube, rows, policy, source=source) if exact_auc else None
+    # Slicings are independent (each draws its own bootstrap replicates) and their heavy steps release the
+    # GIL, so two threads keep both cores busy. The second pass for exact AUC (the scored rows, sorted) runs
+    # beside the slicings that do not need it; those that do are queued after them.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        scored = pool.submit(add_score_table, cube, rows, policy, source=source) if exact_auc else None
 
         def needs_scores(slicing: Slicing) -> bool:
             return scored is not None and wants_auc(slicing, policy)
@@ -92,7 +91,8 @@ def audit_binary(
             source_cube: Cube = scored.result() if scored is not None and needs_scores(slicing) else cube
             return compute_slicing(source_cube, slicing, policy)
 
-        parts = run_slicings(cube, plan, policy, run, last=needs_scores)
+        futures = {s: pool.submit(run, s) for s in sorted(largest_first(plan), key=needs_scores)}
+        parts = [futures[s].result() for s in plan]
     return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
 
 
@@ -102,35 +102,19 @@ def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows")
 
 
 def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
-    """Every planned slicing of the binary cube (two threads: the heavy steps release the GIL)."""
-    return run_slicings(cube, plan_slicings(cube, policy), policy, lambda s: compute_slicing(cube, s, policy))
+    """Every planned slicing of the binary cube, on two threads.
 
-
-def run_slicings(
-    cube: Cube,
-    plan: list[Slicing],
-    policy: Policy,
-    run: Callable[[Slicing], SlicingResult],
-    *,
-    last: Callable[[Slicing], bool] | None = None,
-) -> list[SlicingResult]:
-    """``run`` of every planned slicing, in :func:`thread_order` (``last``: queued at the end).
-
-    Where slicings share drawn replicates, one thread draws the shared parents' replicates ahead of their readers
-    (``fairgate.engine.replicate_sources.draw_parents_ahead``: drawing releases the GIL) while one other computes
-    the slicings, whose statistics mostly hold the GIL: a second statistics thread would mostly wait for it, and
-    handing it back and forth costs CPU time. Without shared draws, two threads compute the slicings. The parts
-    come back in the plan's order; the order they are computed in changes no result (every draw comes from its
-    slicing's own stream).
+    Where slicings share drawn replicates, the first task draws the shared parents' replicates ahead of their
+    readers, one after another (``fairgate.engine.replicate_sources.draw_parents_ahead``: drawing releases the
+    GIL), while the other thread computes the slicings, whose statistics mostly hold it; the drawing thread
+    then computes slicings too. The parts come back in the plan's order; the order they are computed in
+    changes no result (every draw comes from its slicing's own stream).
     """
-    order = thread_order(cube, plan, policy)
-    if last is not None:
-        order.sort(key=last)
-    ahead = bool(shared_parents(cube, policy))
-    with ThreadPoolExecutor(max_workers=1) as drawer, ThreadPoolExecutor(max_workers=1 if ahead else 2) as pool:
-        if ahead:
-            drawer.submit(draw_parents_ahead, cube, policy)  # an error reaches the readers of that parent
-        futures = {s: pool.submit(run, s) for s in order}
+    plan = plan_slicings(cube, policy)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        if shared_parents(cube, policy):
+            pool.submit(draw_parents_ahead, cube, policy)  # an error reaches the readers of that parent
+        futures = {s: pool.submit(compute_slicing, cube, s, policy) for s in thread_order(cube, plan, policy)}
         return [futures[s].result() for s in plan]
 
 
