@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,14 +14,14 @@ import numpy as np
 from fairgate.document.result import SCHEMA_VERSION, AuditResult, fairgate_version
 from fairgate.engine import diagnostics
 from fairgate.engine.collection import paused_collection
+from fairgate.engine.comparison_families import adjust_comparisons as adjust_comparisons
 from fairgate.engine.cube import Cube
 from fairgate.engine.kinds import kind_of
 from fairgate.engine.label_checks import LabelEvidence, without_label_numbers
-from fairgate.engine.labels import slicing_label
 from fairgate.engine.metrics import GroupMetric, policy_metric
 from fairgate.engine.reference import attribute_entries
 from fairgate.engine.slicing import SlicingResult, skipped_slicings
-from fairgate.engine.stats import PairFamily, benjamini_hochberg, holm, holm_multipliers
+from fairgate.engine.stats import PairFamily, holm, holm_multipliers
 from fairgate.engine.summaries import within_range
 from fairgate.engine.text import fmt, interval_text, p_is, policy_labels
 from fairgate.mitigation import advice as mitigation
@@ -63,8 +62,11 @@ def adjudicate(
     """
     model = model or ModelInfo()
     parts = in_slicing_order(parts)
+    level = policy.statistics.significance_level
+    for part in parts:  # each slicing's families, where compute_slicing did not adjust them at this level
+        if getattr(part, "adjusted_at", None) != level:
+            adjust_comparisons(part.comparisons, level)
     comparisons = [c for part in parts for c in part.comparisons]
-    adjust_comparisons(comparisons, policy.statistics.significance_level)
 
     entries = [entry for part in parts for entry in part.results] + (individual.entries if individual else [])
     labels = labels or LabelEvidence()
@@ -269,50 +271,6 @@ def _individual_fairness(population: SlicingResult) -> dict[str, float | None]:
 
 
 # ----------------------------------------------------------------------------------------------- comparisons
-#: A rate and its complement (FNR = 1 - TPR, ...) give the same test: only the first of each pair is counted.
-COMPLEMENT_OF = {
-    "false_negative_rate": "true_positive_rate",
-    "true_negative_rate": "false_positive_rate",
-    "false_discovery_rate": "positive_predictive_value",
-    "false_omission_rate": "negative_predictive_value",
-}
-#: Properties of the data, not of the model: adjusted within their own family, never counted as model tests.
-DESCRIPTIVE = frozenset({"base_rate"})
-
-
-def adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: float) -> None:
-    """Benjamini-Hochberg within each (metric, slicing) family over the judged (sufficient) groups.
-
-    A complement shares its rate's adjusted p-value (counted once); base rates form descriptive families.
-    Each comparison records its family (``p_value_family``) and whether it was counted as a test (``tested``).
-    """
-    families: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
-    for i, c in enumerate(comparisons):
-        tested_as = COMPLEMENT_OF.get(c["metric"], c["metric"])
-        c["p_value_family"] = f"{tested_as} within {slicing_label(c['slicing'])}"
-        if c["metric"] in DESCRIPTIVE:
-            c["p_value_family"] += " (descriptive: a property of the data, not a test of the model)"
-        c["p_value_adjusted"], c["significant"], c["tested"] = None, False, False
-        if c["metric"] not in COMPLEMENT_OF and c.get("sufficient", True) and c["p_value"] is not None:
-            families[(c["metric"], tuple(c["slicing"]))].append(i)
-    adjusted_of: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], float] = {}
-    for (metric, slicing), members in families.items():
-        adjusted = benjamini_hochberg(np.array([comparisons[i]["p_value"] for i in members], dtype=float))
-        for i, p in zip(members, adjusted, strict=True):
-            c = comparisons[i]
-            c["p_value_adjusted"], c["significant"] = float(p), bool(p < significance_level)
-            c["tested"] = metric not in DESCRIPTIVE
-            c["p_value_family_size"] = len(members)
-            adjusted_of[(metric, slicing, tuple(sorted(c["group"].items())))] = float(p)
-    for c in comparisons:
-        partner = COMPLEMENT_OF.get(c["metric"])
-        key = (partner or "", tuple(c["slicing"]), tuple(sorted(c["group"].items())))
-        if partner is not None and key in adjusted_of:
-            c["p_value_adjusted"] = adjusted_of[key]
-            c["significant"] = adjusted_of[key] < significance_level
-            c["p_value_family"] += f" (the same test as {partner}'s, counted once)"
-
-
 # ----------------------------------------------------------------------------------------------- judging
 def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[str, Any]]:
     """Judge every result; the gate's family-wise error over the whole audit is at most ``statistics.alpha``.

@@ -10,6 +10,7 @@ from fairgate.engine.adjudicate import ModelInfo, adjudicate
 from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import Cube, add_score_table, as_lazy, build_cube
 from fairgate.engine.kinds import KindSteps, kind_of
+from fairgate.engine.replicate_sources import draw_parents_ahead, replicate_parent, shared_parents
 from fairgate.engine.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
 from fairgate.policy.core import Policy
 
@@ -101,11 +102,37 @@ def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows")
 
 
 def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
-    """Every planned slicing of the binary cube (two threads: the heavy steps release the GIL)."""
+    """Every planned slicing of the binary cube, on two threads.
+
+    Where slicings share drawn replicates, the first task draws the shared parents' replicates ahead of their
+    readers, one after another (``fairgate.engine.replicate_sources.draw_parents_ahead``: drawing releases the
+    GIL), while the other thread computes the slicings, whose statistics mostly hold it; the drawing thread
+    then computes slicings too. The parts come back in the plan's order; the order they are computed in
+    changes no result (every draw comes from its slicing's own stream).
+    """
     plan = plan_slicings(cube, policy)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {s: pool.submit(compute_slicing, cube, s, policy) for s in largest_first(plan)}
+        if shared_parents(cube, policy):
+            pool.submit(draw_parents_ahead, cube, policy)  # an error reaches the readers of that parent
+        futures = {s: pool.submit(compute_slicing, cube, s, policy) for s in thread_order(cube, plan, policy)}
         return [futures[s].result() for s in plan]
+
+
+def thread_order(cube: Cube, plan: list[Slicing], policy: Policy) -> list[Slicing]:
+    """The slicings in the order the threads take them.
+
+    First those that draw their own replicates, and the readers of the parent drawn ahead last (the first of
+    them draws it, beside the drawing thread's first parent); then the readers of each other shared parent in the
+    order the parents are drawn ahead; each part :func:`largest_first`.
+    """
+    parents = shared_parents(cube, policy)
+    rank = {parent: i for i, parent in enumerate(parents[:-1])}
+
+    def drawn_after(slicing: Slicing) -> int:
+        parent = replicate_parent(cube, slicing, policy)
+        return rank.get(parent, -1) if parent is not None else -1
+
+    return sorted(largest_first(plan), key=drawn_after)
 
 
 def largest_first(plan: list[Slicing]) -> list[Slicing]:

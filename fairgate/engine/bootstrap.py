@@ -59,11 +59,13 @@ def draw_counts(rows: np.ndarray, n_bootstrap: int, seed: np.random.SeedSequence
     shares = padded.reshape(blocks, width)
     left = np.full((1, n_bootstrap), total, dtype=np.int64)
     per_block = _split(left, shares.sum(axis=1)[None, :], rng)[0]
-    per_cell = _split(per_block, shares, rng).reshape(blocks * width, n_bootstrap)[: rows.size]
-    return per_cell.astype(np.float64).T
+    per_cell = _split(per_block, shares, rng, dtype=np.float64).reshape(blocks * width, n_bootstrap)[: rows.size]
+    return per_cell.T
 
 
-def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _split(
+    left: np.ndarray, shares: np.ndarray, rng: np.random.Generator, dtype: type[np.generic] = np.int64
+) -> np.ndarray:
     """Multinomial splits of the counts ``left`` (parts x replicates) over each part's ``shares`` (parts x k).
 
     An array (parts x k x replicates) whose column ``[p, :, r]`` is multinomial(``left[p, r]``, ``shares[p]``
@@ -81,7 +83,8 @@ def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np
     with np.errstate(divide="ignore", invalid="ignore"):
         # a share over a sum that includes it is at most 1 in floating point too; empty tails draw nothing
         chances = np.where(remaining > 0, shares / remaining, 0.0)
-    out = np.empty((shares.shape[0], shares.shape[1], left.shape[1]), dtype=np.int64)
+    # ``dtype``: float64 holds every count exactly (far below 2**53) and is what the sparse products read.
+    out = np.empty((shares.shape[0], shares.shape[1], left.shape[1]), dtype=dtype)
     left = left.copy()
     for j in range(shares.shape[1] - 1):
         drawn = rng.binomial(left, chances[:, j, None])
@@ -92,8 +95,9 @@ def _split(left: np.ndarray, shares: np.ndarray, rng: np.random.Generator) -> np
 
 
 # Per owner (the cube's cells, by id; dropped with them): draws shared by several slicings, each with the number of
-# reads still expected. Dropped at the last expected read, so at most the parents being read are held.
-_SHARED: PerObject[dict[Hashable, tuple[Future[object], list[int]]]] = PerObject(dict)
+# reads still expected; None once read out. Dropped at the last expected read, so at most the parents being read
+# (and those drawn ahead of their readers) are held.
+_SHARED: PerObject[dict[Hashable, tuple[Future[object], list[int]] | None]] = PerObject(dict)
 _SHARED_LOCK = threading.Lock()
 Drawn = TypeVar("Drawn")
 
@@ -113,15 +117,40 @@ def shared_draws(owner: object, key: Hashable, readers: int, draw: Callable[[], 
         future, left = entry
         left[0] -= 1
         if left[0] <= 0:
-            entries.pop(key, None)
+            entries[key] = None  # read out
     if first:
-        try:
-            future.set_result(draw())
-        except BaseException as error:
-            future.set_exception(error)
-            with _SHARED_LOCK:
-                if entries.get(key) is entry:
-                    entries.pop(key, None)
-            raise
+        _fill(entries, key, entry, draw)
     drawn: Drawn = future.result()  # type: ignore[assignment]  # the key's one draw() result
     return drawn
+
+
+def draw_ahead(owner: object, key: Hashable, readers: int, draw: Callable[[], object]) -> None:
+    """``draw()`` now, kept for the ``readers`` reads of ``key`` (:func:`shared_draws`) still to come.
+
+    Nothing when a reader has already started, or finished, reading ``key``. A thread that draws the shared
+    parents one after another ahead of the slicings keeps one core drawing (numpy releases the GIL) while the
+    slicings' statistics, which mostly hold it, run on the other. The values are the same whoever draws them.
+    """
+    with _SHARED_LOCK:
+        entries = _SHARED.of(owner)
+        if key in entries:
+            return
+        entry = entries[key] = (Future(), [readers])
+    _fill(entries, key, entry, draw)
+
+
+def _fill(
+    entries: dict[Hashable, tuple[Future[object], list[int]] | None],
+    key: Hashable,
+    entry: tuple[Future[object], list[int]],
+    draw: Callable[[], object],
+) -> None:
+    """Set the entry's draws; on an error, hand it to the waiting readers and forget the entry."""
+    try:
+        entry[0].set_result(draw())
+    except BaseException as error:
+        entry[0].set_exception(error)
+        with _SHARED_LOCK:
+            if entries.get(key) is entry:
+                entries.pop(key, None)
+        raise

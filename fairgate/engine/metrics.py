@@ -80,11 +80,21 @@ class Rate(GroupMetric):
         """The sum of the numerator cells over the sum of the denominator cells; NaN where the latter is 0."""
         return _divide(counts.total(self.numerator), counts.total(self.denominator))
 
-    def value_and_fraction(self, counts: GroupCounts) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-        """:meth:`compute` and :meth:`fraction` at once: unweighted, both read the same sums, added once."""
+    def value_and_fraction(
+        self, counts: GroupCounts, totals: dict[tuple[str, ...], np.ndarray] | None = None
+    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`compute` and :meth:`fraction` at once: unweighted, both read the same sums, added once.
+
+        ``totals``: the sums of ``counts`` already added (by the cells they add, shared by every rate of one
+        ``counts``; filled here); the arrays returned may be shared with other rates', so are read-only by use.
+        """
         if counts.weighted:
             return self.compute(counts), self.fraction(counts)
-        successes, trials = counts.total(self.numerator), counts.total(self.denominator)
+        known = {} if totals is None else totals
+        for names in (self.numerator, self.denominator):
+            if names not in known:
+                known[names] = counts.total(names)
+        successes, trials = known[self.numerator], known[self.denominator]
         return _divide(successes, trials), (successes, trials)
 
     def events(self, counts: GroupCounts) -> np.ndarray:
@@ -192,7 +202,8 @@ class ExpectedCalibrationError(GroupMetric):
 
     def compute(self, counts: GroupCounts) -> np.ndarray:
         """The ECE per group; NaN for an empty group."""
-        gap = np.abs(counts.bin_score - counts.bin_positive).sum(axis=-1)
+        gap = counts.bin_score - counts.bin_positive
+        gap = np.abs(gap, out=gap).sum(axis=-1)
         return _divide(gap, counts.bin_n.sum(axis=-1))
 
 
@@ -244,12 +255,13 @@ def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndar
     np.square(term, out=term)
     np.divide(term, bin_n, out=term, where=bin_n > 0)
     plugin = term.sum(axis=-1)
-    term = bin_n - positive
-    term *= positive
+    variance = np.subtract(bin_n, positive, out=term)  # the same buffer: a fresh one costs its page faults
+    variance *= positive
     spread = bin_n - 1.0
     spread *= bin_n
-    variance = np.zeros_like(term)  # 0 where a bin has one row or less
-    np.divide(term, spread, out=variance, where=bin_n > 1)
+    many = bin_n > 1
+    np.divide(variance, spread, out=variance, where=many)
+    np.copyto(variance, 0.0, where=~many)  # 0 where a bin has one row or less
     correction = variance.sum(axis=-1)
     total = bin_n.sum(axis=-1)
     return _divide(plugin, total), _divide(correction, total)
@@ -352,11 +364,22 @@ def difference(values: np.ndarray) -> np.ndarray:
     >>> float(difference(np.array([0.2, np.nan, 0.5])))
     0.3
     """
-    defined = np.isfinite(values)
-    enough = defined.sum(axis=-1) >= 2
-    high = np.where(defined, values, -np.inf).max(axis=-1)
-    low = np.where(defined, values, np.inf).min(axis=-1)
+    enough, high, low = _defined_extremes(values)
     return np.where(enough, high - low, np.nan)
+
+
+def _defined_extremes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Whether at least 2 values are defined (finite), and the largest and smallest defined value, over the last axis.
+
+    Every value defined (the usual case, and every bootstrap replicate of it): the plain maximum and minimum,
+    which are the same numbers.
+    """
+    defined = np.isfinite(values)
+    if defined.all():
+        count = values.shape[-1] if np.ndim(values) else 1
+        return np.full(np.shape(values)[:-1], count >= 2), values.max(axis=-1), values.min(axis=-1)
+    enough = defined.sum(axis=-1) >= 2
+    return enough, np.where(defined, values, -np.inf).max(axis=-1), np.where(defined, values, np.inf).min(axis=-1)
 
 
 def ratio(values: np.ndarray) -> np.ndarray:
@@ -365,10 +388,7 @@ def ratio(values: np.ndarray) -> np.ndarray:
     >>> float(ratio(np.array([0.2, 0.5])))
     0.4
     """
-    defined = np.isfinite(values)
-    enough = defined.sum(axis=-1) >= 2
-    high = np.where(defined, values, -np.inf).max(axis=-1)
-    low = np.where(defined, values, np.inf).min(axis=-1)
+    enough, high, low = _defined_extremes(values)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(enough & (high > 0), low / np.where(high > 0, high, 1.0), np.nan)
 

@@ -29,8 +29,8 @@ def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
     at least two of its groups reach ``min_group_size``, so a comparison inside it is possible. A slicing with
     more groups than ``limits.max_groups_per_slicing`` is left out (see :func:`skipped_slicings`).
     """
-    planned, _ = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
-    return planned
+    planned, _ = _planned(cube, policy)
+    return list(planned)
 
 
 def replicate_parents(plan: Sequence[Slicing]) -> dict[Slicing, Slicing]:
@@ -59,8 +59,24 @@ def skipped_slicings(cube: Cube, policy: Policy) -> list[dict[str, Any]]:
     Each as ``{"slicing", "groups", "max_groups_per_slicing", "reason"}`` (the document's
     ``diagnostics.skipped_slicings``).
     """
-    _, skipped = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
-    return skipped
+    _, skipped = _planned(cube, policy)
+    return [{**entry, "slicing": list(entry["slicing"])} for entry in skipped]
+
+
+# Per cube (by id, dropped with the cube) and policy (frozen: the same object plans the same): the planned and
+# the skipped slicings. An audit plans several times (the slicings, the shared draws, the diagnostics); the
+# candidate triples' effective sizes are a group-by of the cube's cells each.
+_PLANS: PerObject[list[tuple[Policy, tuple[list[Slicing], list[dict[str, Any]]]]]] = PerObject(list)
+
+
+def _planned(cube: Cube, policy: Policy) -> tuple[list[Slicing], list[dict[str, Any]]]:
+    known = _PLANS.of(cube)
+    for planned_for, plan in list(known):
+        if planned_for is policy:
+            return plan
+    plan = within_group_limit(_candidate_slicings(cube, policy), policy, _counter(cube, policy))
+    known.append((policy, plan))
+    return plan
 
 
 # Per cube (by id, dropped with the cube): the group count of each slicing, as its declared values extend it.

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import sparse
 
-from fairgate.engine.bootstrap import draw_counts, shared_draws, slicing_seed
+from fairgate.engine.bootstrap import draw_ahead, draw_counts, shared_draws, slicing_seed
 from fairgate.engine.cube import PERSON_SQ, ROWS, WEIGHT, WEIGHT_SQ, Cube
 from fairgate.engine.groups import declared_for
 from fairgate.engine.kept import PerObject
@@ -45,17 +45,12 @@ def replicate_source(
     if entry is None:
         return None
     parent, readers = entry
-    stats = policy.statistics
-
-    def parent_draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        flat, rows = slicing_cells(cube, parent, policy)
-        occupied = np.flatnonzero(rows)
-        drawn = draw_counts(rows[occupied], stats.n_bootstrap, slicing_seed(stats.seed, parent))
-        return flat, occupied, drawn.T  # (cells x replicates), contiguous
 
     def summed(flat: np.ndarray, occupied: np.ndarray) -> np.ndarray:
-        key = (parent, stats.seed, stats.n_bootstrap)
-        parent_flat, parent_occupied, drawn = shared_draws(cube.cells, key, readers, parent_draws)
+        key = _draws_key(parent, policy)
+        parent_flat, parent_occupied, drawn = shared_draws(
+            cube.cells, key, readers, _parent_draws(cube, parent, policy)
+        )
         if slicing == parent:
             return drawn.T
         # Each parent cell lies in one of this slicing's cells: found through the cube cells in it.
@@ -69,6 +64,48 @@ def replicate_source(
         return summed_drawn.T
 
     return summed
+
+
+def replicate_parent(cube: Cube, slicing: Slicing, policy: Policy) -> Slicing | None:
+    """The slicing whose draws this one's replicates are (or are summed from); None when it draws its own."""
+    entry = _sources(cube, policy).get(tuple(slicing))
+    return None if entry is None else entry[0]
+
+
+def shared_parents(cube: Cube, policy: Policy) -> list[Slicing]:
+    """The slicings whose draws others sum, the most read first; empty when no draws are shared."""
+    return [slicing for slicing, (parent, _) in _sources(cube, policy).items() if parent == slicing]
+
+
+def draw_parents_ahead(cube: Cube, policy: Policy) -> None:
+    """Draw every shared parent's replicates, one after another, before (or while) its readers ask for them.
+
+    Run on a thread of its own beside the slicings (``fairgate.engine.audit``): the draws release the GIL, the
+    slicings' statistics mostly hold it, so the two overlap. The same draws as the readers' own
+    (``fairgate.engine.bootstrap.draw_ahead``).
+    """
+    sources = _sources(cube, policy)
+    for parent in shared_parents(cube, policy):
+        draw_ahead(cube.cells, _draws_key(parent, policy), sources[parent][1], _parent_draws(cube, parent, policy))
+
+
+def _draws_key(parent: Slicing, policy: Policy) -> tuple[Slicing, int, int]:
+    return parent, policy.statistics.seed, policy.statistics.n_bootstrap
+
+
+def _parent_draws(
+    cube: Cube, parent: Slicing, policy: Policy
+) -> Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """How to draw a parent's replicates: its cube cells' flat cells, its occupied cells and the draws."""
+
+    def draw() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        stats = policy.statistics
+        flat, rows = slicing_cells(cube, parent, policy)
+        occupied = np.flatnonzero(rows)
+        drawn = draw_counts(rows[occupied], stats.n_bootstrap, slicing_seed(stats.seed, parent))
+        return flat, occupied, drawn.T  # (cells x replicates), contiguous
+
+    return draw
 
 
 def slicing_cells(cube: Cube, slicing: Slicing, policy: Policy) -> tuple[np.ndarray, np.ndarray]:
@@ -99,12 +136,19 @@ def _plan_sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, in
     rows = cells[ROWS].to_numpy()
     if any(not np.array_equal(cells[c].to_numpy(), rows) for c in [WEIGHT, *squares]):
         return {}  # weighted: every slicing draws its own Kish units
-    parents = replicate_parents(plan_slicings(cube, policy))
-    tops = sorted(set(parents.values()))
-    size = sum(np.count_nonzero(slicing_cells(cube, top, policy)[1]) for top in tops) * policy.statistics.n_bootstrap
-    if size > SHARED_DRAWS_BUDGET:
+    plan = plan_slicings(cube, policy)
+    parents = replicate_parents(plan)
+    tops = list(dict.fromkeys(parents.values()))  # in the order they are first read: the most read first
+    cells_of = {top: np.count_nonzero(slicing_cells(cube, top, policy)[1]) for top in tops}
+    if sum(cells_of.values()) * policy.statistics.n_bootstrap > SHARED_DRAWS_BUDGET:
         return {}
+    # The longest slicings no other reads are their own readers (the same draws as drawing alone) when they fit
+    # too, so that they are drawn ahead with the parents (draw_parents_ahead).
+    alone = [s for s in plan if parents and len(s) == len(tops[0]) and s not in cells_of]
+    cells_of |= {s: np.count_nonzero(slicing_cells(cube, s, policy)[1]) for s in alone}
+    if sum(cells_of.values()) * policy.statistics.n_bootstrap <= SHARED_DRAWS_BUDGET:
+        tops += alone
     readers = {top: 1 + sum(1 for p in parents.values() if p == top) for top in tops}
-    return {child: (parent, readers[parent]) for child, parent in parents.items()} | {
-        top: (top, readers[top]) for top in tops
+    return {top: (top, readers[top]) for top in tops} | {
+        child: (parent, readers[parent]) for child, parent in parents.items()
     }

@@ -20,6 +20,7 @@ from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
 from fairgate.engine.bootstrap import draw_counts, slicing_seed
 from fairgate.engine.collection import paused_collection
+from fairgate.engine.comparison_families import adjust_comparisons
 from fairgate.engine.cube import ROWS, SCORE_SUM, WEIGHT, Cube
 from fairgate.engine.groups import declared_for
 from fairgate.engine.metrics import (
@@ -89,6 +90,8 @@ class SlicingResult:
     counts: dict[str, list[float]]  # tp/fp/tn/fn per group, for diagnostics
     roc: list[dict[str, Any]] = field(default_factory=list)
     calibration: list[dict[str, Any]] = field(default_factory=list)
+    # The significance level the comparisons' Benjamini-Hochberg families were adjusted at (None: not adjusted).
+    adjusted_at: float | None = None
 
 
 @paused_collection
@@ -140,7 +143,9 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
         counts={k: getattr(point, k).tolist() for k in ("tp", "fp", "tn", "fn")},
         roc=roc_curves,
         calibration=_calibration_curves(slicing, groups, point, cube) if len(slicing) <= 1 else [],
+        adjusted_at=stats.significance_level,
     )
+    adjust_comparisons(result.comparisons, stats.significance_level)  # here, beside the other slicings
     return result
 
 
@@ -150,12 +155,14 @@ def _count_metric_values(
     """Every group metric computed from counts: value, interval (Wilson for rates, else bootstrap) and replicates."""
     values: dict[str, MetricValues] = {}
     rates = []
+    point_totals: dict[tuple[str, ...], np.ndarray] = {}  # sums of counts shared by the rates (added once)
+    replicate_totals: dict[tuple[str, ...], np.ndarray] = {}
     for name, metric in count_metrics().items():
         if metric.needs_scores and not cube.has_scores:
             continue
         if isinstance(metric, Rate):
-            value, fraction = metric.value_and_fraction(point)
-            reps, replicate_fraction = metric.value_and_fraction(boot)
+            value, fraction = metric.value_and_fraction(point, point_totals)
+            reps, replicate_fraction = metric.value_and_fraction(boot, replicate_totals)
             # a rate rests on its trials (Rate.events); its Wilson interval is set below, with the other rates'
             values[name] = MetricValues(value, value, value, reps, fraction[1], fraction, replicate_fraction)
             rates.append(values[name])
@@ -347,44 +354,67 @@ def _comparisons(
     """
     if ref is None:
         return []
-    out: list[dict[str, Any]] = []
     metrics = count_metrics()
     others = np.array([g for g in range(len(groups)) if g != ref], dtype=np.int64)
     if others.size == 0:
         return []
-    rate_contrasts = _rate_contrasts([n for n in values if isinstance(metrics.get(n), Rate)], values, others, ref, z)
-    for name, v in values.items():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            diff = v.value[others] - v.value[ref]
-            rat = np.where(v.value[ref] > 0, v.value[others] / v.value[ref], np.nan)
-        if name in rate_contrasts:
-            d_low, d_high, r_low, r_high, p_values = rate_contrasts[name]
-            method = "newcombe/katz/two-proportion"
-        else:
-            d_low, d_high, r_low, r_high, p_values = _bootstrap_contrasts(v, others, ref, diff, rat, level)
-            method = "bootstrap"
-        p_values = np.where(np.isfinite(diff), p_values, np.nan)
-        arrays = (diff, d_low, d_high, rat, r_low, r_high, p_values)
-        columns = zip(*(_list(np.asarray(a, dtype=float)) for a in arrays), strict=True)
-        for g, (d, dl, dh, r, rl, rh, p) in zip(others, columns, strict=True):
-            out.append(
-                {
-                    "metric": name,
-                    "slicing": list(slicing),
-                    "group": groups[g],
-                    "reference": groups[ref],
-                    "difference": d,
-                    "difference_ci_low": dl,
-                    "difference_ci_high": dh,
-                    "ratio": r,
-                    "ratio_ci_low": rl,
-                    "ratio_ci_high": rh,
-                    "p_value": p,
-                    "method": method,
-                    "sufficient": bool(eligible[g] and eligible[ref]),
-                }
-            )
-    return out
+    names = list(values)
+    rate_contrasts = _rate_contrasts([n for n in names if isinstance(metrics.get(n), Rate)], values, others, ref, z)
+    value = np.stack([values[name].value for name in names])  # every metric's difference and ratio at once
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = value[:, others] - value[:, [ref]]
+        rat = np.where(value[:, [ref]] > 0, value[:, others] / value[:, [ref]], np.nan)
+    methods, rows = zip(
+        *(
+            _contrast_rows(values[n], rate_contrasts.get(n), others, ref, d, r, level)
+            for n, d, r in zip(names, diff, rat, strict=True)
+        ),
+        strict=True,
+    )
+    table = _list(np.stack(rows))  # (metrics, 7, others), None where not finite
+    reference, compared = groups[ref], [groups[g] for g in others]
+    sufficient = (eligible[others] & eligible[ref]).tolist()
+    return [
+        {
+            "metric": name,
+            "slicing": list(slicing),
+            "group": group,
+            "reference": reference,
+            "difference": d[i],
+            "difference_ci_low": dl[i],
+            "difference_ci_high": dh[i],
+            "ratio": r[i],
+            "ratio_ci_low": rl[i],
+            "ratio_ci_high": rh[i],
+            "p_value": p[i],
+            "method": method,
+            "sufficient": sufficient[i],
+        }
+        for name, method, (d, dl, dh, r, rl, rh, p) in zip(names, methods, table, strict=True)
+        for i, group in enumerate(compared)
+    ]
+
+
+def _contrast_rows(
+    v: MetricValues,
+    rate: _Contrasts | None,
+    others: np.ndarray,
+    ref: int,
+    diff: np.ndarray,
+    rat: np.ndarray,
+    level: float,
+) -> tuple[str, np.ndarray]:
+    """One metric's comparisons as rows (difference, its interval, ratio, its interval, p-value), and the method.
+
+    ``rate``: the rate's analytic contrasts (:func:`_rate_contrasts`); None for a metric compared by the bootstrap.
+    """
+    if rate is not None:
+        method, (d_low, d_high, r_low, r_high, p_values) = "newcombe/katz/two-proportion", rate
+    else:
+        method = "bootstrap"
+        d_low, d_high, r_low, r_high, p_values = _bootstrap_contrasts(v, others, ref, diff, rat, level)
+    p_values = np.where(np.isfinite(diff), p_values, np.nan)
+    return method, np.stack([diff, d_low, d_high, rat, r_low, r_high, p_values]).astype(float, copy=False)
 
 
 def _rate_contrasts(
@@ -451,11 +481,19 @@ def _calibration_curves(slicing: Slicing, groups: list[Group], point: GroupCount
     return curves
 
 
-def _list(values: np.ndarray) -> list[float | None]:
-    """The values as Python floats, None where not finite (checked once for the whole array)."""
+def _list(values: np.ndarray) -> Any:
+    """The values as (nested) lists of Python floats, None where not finite (checked once for the whole array)."""
     values = np.asarray(values, dtype=float)
-    listed: list[float | None] = values.tolist()
+    listed = values.tolist()
     finite = np.isfinite(values)
     if finite.all():
         return listed
-    return [v if ok else None for v, ok in zip(listed, finite.tolist(), strict=True)]
+    if values.ndim == 1:
+        return [v if ok else None for v, ok in zip(listed, finite.tolist(), strict=True)]
+    for index in zip(*np.nonzero(~finite), strict=True):
+        *outer, last = (int(i) for i in index)
+        row = listed
+        for i in outer:
+            row = row[i]
+        row[last] = None
+    return listed

@@ -576,9 +576,9 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
         if c.variance is not None:
             se = np.sqrt(c.variance[first] + c.variance[second])
         elif rep_d is not None:
-            se = np.sqrt(_nan_variance(rep_d))
+            se = np.sqrt(nan_variance(rep_d))
         else:
-            group_variance = _nan_variance(c.replicates)
+            group_variance = nan_variance(c.replicates)
             se = np.sqrt(group_variance[first] + group_variance[second])
         if not (np.isfinite(d).all() and np.isfinite(se).all() and (se > 0).all()):
             return None
@@ -607,7 +607,7 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
     )
 
 
-def _nan_variance(replicates: np.ndarray) -> np.ndarray:
+def nan_variance(replicates: np.ndarray) -> np.ndarray:
     """Sample variance per column over the defined (finite) replicates; NaN with fewer than two."""
     defined = np.isfinite(replicates)
     count = defined.sum(axis=0)

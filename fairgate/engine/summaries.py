@@ -23,9 +23,11 @@ from fairgate.engine.metrics import (
     policy_metric,
     ratio,
 )
+from fairgate.engine.pairs import pair_indices
 from fairgate.engine.stats import (
     Component,
     PairFamily,
+    nan_variance,
     pair_family,
 )
 from fairgate.engine.text import ValueLabels, fmt_count, policy_labels
@@ -62,38 +64,110 @@ def group_summaries(
     """Difference (max - min) and ratio (min / max) of every group metric over eligible groups.
 
     Each comes with a simultaneous (max-t) interval folded into the range; no interval where a group has too
-    few events.
+    few events. The critical value is the studentized range's (``bootstrap=False`` in :func:`summary_pair_family`),
+    and every metric's family is found at once (:func:`_descriptive_bounds`: the same values as one family at a time).
     """
     if len(groups) < 2:
         return []
+    names = list(values)
+    value = np.stack([values[name].value for name in names])
+    masked = eligible_only(value, eligible)
+    use = eligible & np.isfinite(value)
+    points = {"difference": difference(masked), "ratio": ratio(masked)}
+    obstacles = [interval_obstacle(groups, {n: values[n]}, use[m], min_events, labels) for m, n in enumerate(names)]
+    todo = [m for m, reason in enumerate(obstacles) if reason is None]
+    bounds = {s: _descriptive_bounds(values, names, use, todo, s, level) for s in points}
+    shown = np.isfinite(masked).any(axis=1)
     out = []
-    for name, v in values.items():
+    for m, name in enumerate(names):
         entry: dict[str, Any] = {"metric": name, "slicing": list(slicing)}
-        masked = eligible_only(v.value, eligible)
-        use = eligible & np.isfinite(v.value)
-        reason = interval_obstacle(groups, {name: v}, use, min_events, labels)
-        for summary in ("difference", "ratio"):
-            point = (difference if summary == "difference" else ratio)(masked)
+        reason = obstacles[m]
+        for summary, point in ((s, float(points[s][m])) for s in ("difference", "ratio")):
             low = high = None
             if reason is None and np.isfinite(point):
-                family = summary_pair_family([v], use, summary, bootstrap=False)
-                if family is None:
+                found = bounds[summary].get(m)
+                if found is None:
                     reason = "the bootstrap replicates are degenerate (no spread), so no interval is given"
                 else:
-                    low, high = summary_bounds(family, family.critical(level), summary, (name,), float(point))
+                    low, high = fold_bounds(*found, summary, (name,), point)
             elif reason is None:
                 reason = f"the {summary} is undefined (fewer than 2 groups with a value, or a largest value of 0)"
             entry[summary] = as_number(point)
             entry[f"{summary}_ci_low"], entry[f"{summary}_ci_high"] = low, high
-        entry["n_groups_judged"] = int(use.sum())
+        entry["n_groups_judged"] = int(use[m].sum())
         entry["interval_method"] = _method(None)
         if reason is not None:
             entry["interval_reason"] = reason
-        if np.isfinite(masked).any():
-            entry["max_group"] = groups[int(np.nanargmax(masked))]
-            entry["min_group"] = groups[int(np.nanargmin(masked))]
+        if shown[m]:
+            entry["max_group"] = groups[int(np.nanargmax(masked[m]))]
+            entry["min_group"] = groups[int(np.nanargmin(masked[m]))]
         out.append(entry)
     return out
+
+
+def _descriptive_bounds(
+    values: dict[str, MetricValues], names: list[str], use: np.ndarray, todo: list[int], summary: str, level: float
+) -> dict[int, tuple[float, float]]:
+    """The family bounds (before folding) of each metric ``todo`` over its groups in ``use``, at the studentized range.
+
+    What ``summary_pair_family([v], use[m], summary, bootstrap=False)`` and ``PairFamily.bounds`` give, metric by
+    metric (absent where that family is None), with the elementwise steps done for all metrics over the same
+    groups at once: the same values.
+    """
+    found: dict[int, tuple[float, float]] = {}
+    by_groups: dict[bytes, list[int]] = {}
+    for m in todo:
+        by_groups.setdefault(use[m].tobytes(), []).append(m)
+    for members in by_groups.values():
+        index = np.flatnonzero(use[members[0]])
+        rates = [m for m in members if _is_rate(values[names[m]])]
+        rate_centre, rate_variance = _rate_scales([values[names[m]] for m in rates], index, summary)
+        scales = {m: (rate_centre[row], rate_variance[row]) for row, m in enumerate(rates)}
+        scales |= {m: _scale_of(values[names[m]], index, summary) for m in members if m not in scales}
+        centre, variance = np.stack([scales[m][0] for m in members]), np.stack([scales[m][1] for m in members])
+        first, second = pair_indices(index.size)
+        d = centre[:, first] - centre[:, second]
+        se = np.sqrt(variance[:, first] + variance[:, second])
+        valid = np.isfinite(d).all(axis=1) & np.isfinite(se).all(axis=1) & (se > 0).all(axis=1)
+        gap = np.abs(d)
+        critical = PairFamily(gap[0], se[0], None, (index.size,)).critical(level)
+        lows, highs = np.max(gap - critical * se, axis=1), np.max(gap + critical * se, axis=1)
+        for row, m in enumerate(members):
+            if valid[row]:
+                found[m] = max(0.0, float(lows[row])), float(highs[row])
+    return found
+
+
+def _is_rate(v: MetricValues) -> bool:
+    """Whether a metric's values are a rate's, with successes and trials (:func:`summary_component`'s analytic case)."""
+    return v.fraction is not None and v.replicate_fraction is not None
+
+
+def _rate_scales(rates: list[MetricValues], index: np.ndarray, summary: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_scale_of` of several rates at once: (rates x groups) values and variances (empty without rates).
+
+    The rates side by side as the columns of one rate (the scale's formulas are elementwise: the same values).
+    """
+    if not rates:
+        return np.empty((0, index.size)), np.empty((0, index.size))
+    value = np.stack([v.value for v in rates], axis=1)
+    fraction = tuple(np.stack([v.fraction[part] for v in rates if v.fraction is not None], axis=1) for part in (0, 1))
+    together = MetricValues(value, value, value, np.empty((0, value.shape[0])), None, fraction, fraction)  # type: ignore[arg-type]
+    component = summary_component(together, index, summary, bootstrap=False)
+    assert component.variance is not None  # a rate's scale has its analytic variance
+    return component.value.T, component.variance.T
+
+
+def _scale_of(v: MetricValues, index: np.ndarray, summary: str) -> tuple[np.ndarray, np.ndarray]:
+    """A metric's values over the groups ``index`` on the summary's scale and their variances, without replicates.
+
+    As :func:`summary_component` builds them with ``bootstrap=False`` (and ``pair_family`` reads a component
+    without variances: the bootstrap variance of each group).
+    """
+    component = summary_component(v, index, summary, bootstrap=False)
+    if component.variance is not None:
+        return component.value, component.variance
+    return component.value, nan_variance(component.replicates)
 
 
 def _method(family: PairFamily | None) -> str:
@@ -114,10 +188,11 @@ def interval_obstacle(
     """
     if int(use.sum()) < 2:
         return f"fewer than 2 groups can be compared ({int(use.sum())} judged)"
+    judged = np.flatnonzero(use)
     for name, v in values.items():
         if v.events is None:
             continue
-        short = [i for i in np.flatnonzero(use) if v.events[i] < min_events]
+        short = judged[v.events[judged] < min_events].tolist()
         if short:
             listed = ", ".join(f"{reason_label(groups[i], labels)} ({fmt_count(v.events[i])})" for i in short[:5])
             more = f" and {len(short) - 5} more" if len(short) > 5 else ""
@@ -125,7 +200,7 @@ def interval_obstacle(
                 f"{spelled(name)} rests on fewer than min_events={min_events} people in {listed}{more}: "
                 "its interval would be unreliable"
             )
-        undefined = [i for i in np.flatnonzero(use) if not np.isfinite(v.value[i])]
+        undefined = judged[~np.isfinite(v.value[judged])].tolist()
         if undefined:
             return f"{spelled(name)} is undefined in {reason_label(groups[undefined[0]], labels)}"
     return None
@@ -152,7 +227,7 @@ def summary_component(v: MetricValues, index: np.ndarray, summary: str, bootstra
     Its values, or its log-values for a ratio, with analytic variances for rates (in every replicate too when
     ``bootstrap``).
     """
-    if v.fraction is not None and v.replicate_fraction is not None:
+    if v.fraction is not None and v.replicate_fraction is not None:  # a rate (_is_rate)
         point = tuple(a[index] for a in v.fraction)
         replicated = tuple(a[:, index] for a in v.replicate_fraction) if bootstrap else None
         # Without the bootstrap a rate's family reads only its analytic variances: no replicates to select.
@@ -230,6 +305,16 @@ def summary_bounds(
     0 would otherwise get an interval such as [0.03, 1.00]. ``members``: of those components of the family only.
     """
     low, high = family.bounds(critical) if members is None else family.member_bounds(critical, members)
+    return fold_bounds(low, high, summary, bases, value)
+
+
+def fold_bounds(
+    low: float, high: float, summary: str, bases: Sequence[str] = (), value: float | None = None
+) -> tuple[float, float]:
+    """A family's bounds of the range as the summary's interval (:func:`summary_bounds`).
+
+    A ratio's from the bounds of its log range; cut to the range the value lies in and widened to hold the value.
+    """
     if summary != "difference":
         low, high = float(np.exp(-high)), float(np.exp(-low))
     low, high = within_range(low, high, value_range(summary, bases))
@@ -257,7 +342,8 @@ def policy_results(
         if metric.population_level != (not slicing):
             continue
         resolved = policy.rule_for(rule.name, slicing)
-        excluded = np.array([matches_any(g, resolved.excluded_groups) for g in groups], dtype=bool)
+        patterns = resolved.excluded_groups
+        excluded = np.array([bool(patterns) and matches_any(g, patterns) for g in groups], dtype=bool)
         use = eligible & ~excluded
         missing = [b for b in metric.bases if b not in values]
         entry: dict[str, Any] = {
@@ -352,7 +438,9 @@ def _population_family(v: MetricValues) -> PairFamily | None:
 
 
 def eligible_only(values: np.ndarray, eligible: np.ndarray) -> np.ndarray:
-    """The values of the eligible groups; NaN for the others."""
+    """The values of the eligible groups; NaN for the others (the values themselves, not a copy, when all are)."""
+    if np.all(eligible):
+        return values
     return np.where(eligible, values, np.nan)
 
 
