@@ -16,8 +16,8 @@ import numpy as np
 from scipy import special
 
 from fairgate.engine.exact import EXACT_WHEN_BELOW, exact_pair_tail, fisher_exact_p, needs_exact_pairs, normal_pair_tail
-from fairgate.engine.pairs import pair_indices
-from fairgate.engine.roots import brentq
+from fairgate.engine.pairs import pair_differences, pair_indices, pair_se, range_ends, studentizable
+from fairgate.engine.studentized_range import studentized_range_root, studentized_range_sfs, tukey_kramer
 
 
 @functools.lru_cache(maxsize=256)
@@ -316,11 +316,12 @@ class PairFamily:
     def _studentized_range_critical(self, level: float) -> float:
         # Tukey-Kramer (conservative for unequal variances, Hayter 1984), Bonferroni over the components.
         tail = (1.0 - level) / len(self.sizes)
-        return max(_tukey_kramer(1.0 - tail, g) for g in self.sizes)
+        return max(tukey_kramer(1.0 - tail, g) for g in self.sizes)
 
     def bounds(self, critical: float) -> tuple[float, float]:
         """The folded interval of the range: [max(0, max(|d| - c se)), max(|d| + c se)]."""
-        return max(0.0, float(np.max(self.gap - critical * self.se))), float(np.max(self.gap + critical * self.se))
+        low, high = range_ends(self.gap, self.se, critical)
+        return max(0.0, float(low)), float(high)
 
     def member_bounds(self, critical: float, members: Sequence[int]) -> tuple[float, float]:
         """The folded interval of the range over some components only (indices into ``sizes``).
@@ -330,8 +331,8 @@ class PairFamily:
         """
         ends = np.cumsum([0, *(g * (g - 1) // 2 for g in self.sizes)])
         index = np.concatenate([np.arange(ends[m], ends[m + 1]) for m in members])
-        gap, se = self.gap[index], self.se[index]
-        return max(0.0, float(np.max(gap - critical * se))), float(np.max(gap + critical * se))
+        low, high = range_ends(self.gap[index], self.se[index], critical)
+        return max(0.0, float(low)), float(high)
 
     def p_beyond(self, threshold: float) -> float:
         """One-sided p-value of "the range exceeds ``threshold``" (the lower bound at level 1 - p is the threshold).
@@ -431,7 +432,7 @@ class PairFamily:
             allowed = max(0, int(np.floor(p * (self.null.size + 1) - 1.0 + 1e-9)))
             if allowed < self.null.size:
                 t = max(t, float(np.nextafter(self.null[self.null.size - allowed - 1], np.inf)))
-        t = max(t, _studentized_range_root(tuple(int(g) for g in self.sizes), p))
+        t = max(t, studentized_range_root(tuple(int(g) for g in self.sizes), p))
         return max(0.0, float(np.max(self.gap - t * self.se)))
 
     def exact_beyond_bound(self, bound: float, p: float, threshold: float, fails: bool) -> float:
@@ -461,82 +462,6 @@ class PairFamily:
         That is threshold + (c + z_power) * the largest pair standard error.
         """
         return threshold + (self.critical(level) + float(special.ndtri(power))) * float(np.max(self.se))
-
-
-_GRID = np.linspace(-9.0, 9.0, 3601)
-_GRID_DENSITY = np.exp(-(_GRID**2) / 2.0) / np.sqrt(2 * np.pi)  # norm.pdf and norm.cdf, as scipy.stats computes them
-_GRID_CDF = special.ndtr(_GRID)
-
-
-def studentized_range_sf(q: float, groups: int) -> float:
-    """P(range of ``groups`` independent standard normals > q).
-
-    The studentized range with infinite degrees of freedom, by quadrature of
-    k * integral phi(z) (Phi(z) - Phi(z - q))^(k-1) dz (scipy's own is ~100x slower).
-
-    >>> round(studentized_range_sf(3.314, 3), 3), round(studentized_range_sf(2.772, 2), 3)
-    (0.05, 0.05)
-    """
-    if groups < 2 or q <= 0:
-        return 1.0
-    return _range_sf(_within(q), groups)
-
-
-def studentized_range_sfs(q: float, sizes: Sequence[int]) -> float:
-    """The sum over ``sizes`` of :func:`studentized_range_sf` (q, g), term by term the same values.
-
-    The integrand's Phi(z) - Phi(z - q) is computed once for all of them.
-
-    >>> studentized_range_sfs(3.0, (3, 4, 3)) == sum(studentized_range_sf(3.0, g) for g in (3, 4, 3))
-    True
-    """
-    within = _within(q) if q > 0 else None
-    return sum(1.0 if g < 2 or within is None else _range_sf(within, g) for g in sizes)
-
-
-def _within(q: float) -> np.ndarray:
-    # special.ndtr is what norm.cdf computes, without its per-call argument checks (most of the tail's time)
-    within: np.ndarray = np.clip(_GRID_CDF - special.ndtr(_GRID - q), 0.0, 1.0)
-    return within
-
-
-def _range_sf(within: np.ndarray, groups: int) -> float:
-    cdf = groups * np.trapezoid(_GRID_DENSITY * within ** (groups - 1), _GRID)
-    return float(min(1.0, max(0.0, 1.0 - cdf)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _studentized_range_root(sizes: tuple[int, ...], p: float) -> float:
-    """The t whose union of studentized-range tails, sum over ``sizes`` of P(range > t sqrt 2), is ``p`` (to 1e-9).
-
-    Depends on the family's sizes and ``p`` only, so an audit's results that share both (every metric of one
-    slicing at one Holm step) find it once. The normal tail's own t when the range's tails are already within
-    ``p`` there (a family of one group).
-
-    >>> t = _studentized_range_root((3,), 0.05)
-    >>> round(float(t * np.sqrt(2.0)), 3), round(studentized_range_sf(t * np.sqrt(2.0), 3), 4)
-    (3.314, 0.05)
-    """
-
-    def excess(x: float) -> float:
-        return studentized_range_sfs(x * np.sqrt(2.0), sizes) - p
-
-    low = float(-special.ndtri(p / 2.0))  # the normal tail's t: never beyond the range's (one pair, two sides)
-    if excess(low) <= 0:
-        return low
-    high = 2.0 * low
-    while excess(high) > 0 and high < 1e3:
-        high *= 2.0
-    return brentq(excess, low, high, xtol=1e-9)
-
-
-@functools.lru_cache(maxsize=1024)
-def _tukey_kramer(level: float, groups: int) -> float:
-    """The Tukey-Kramer critical value q(level, groups, inf) / sqrt(2) for standardised pair differences."""
-    if groups < 2:
-        return 0.0
-    q = brentq(lambda x: studentized_range_sf(x, groups) - (1.0 - level), 1e-6, 40.0, xtol=1e-10)
-    return float(q / np.sqrt(2.0))
 
 
 @dataclass(frozen=True)
@@ -571,16 +496,15 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
     gaps, ses, nulls, counts, logs = [], [], [], [], []
     for c in components:
         first, second = pair_indices(c.value.size)
-        d = c.value[first] - c.value[second]
+        d = pair_differences(c.value)
         rep_d = c.replicates[:, first] - c.replicates[:, second] if use_bootstrap else None
         if c.variance is not None:
-            se = np.sqrt(c.variance[first] + c.variance[second])
+            se = pair_se(c.variance)
         elif rep_d is not None:
             se = np.sqrt(nan_variance(rep_d))
         else:
-            group_variance = nan_variance(c.replicates)
-            se = np.sqrt(group_variance[first] + group_variance[second])
-        if not (np.isfinite(d).all() and np.isfinite(se).all() and (se > 0).all()):
+            se = pair_se(nan_variance(c.replicates))
+        if not studentizable(d, se):
             return None
         gaps.append(np.abs(d))
         ses.append(se)

@@ -23,7 +23,7 @@ from fairgate.engine.metrics import (
     policy_metric,
     ratio,
 )
-from fairgate.engine.pairs import pair_indices
+from fairgate.engine.pairs import pair_differences, pair_se, range_ends, studentizable
 from fairgate.engine.stats import (
     Component,
     PairFamily,
@@ -125,13 +125,11 @@ def _descriptive_bounds(
         scales = {m: (rate_centre[row], rate_variance[row]) for row, m in enumerate(rates)}
         scales |= {m: _scale_of(values[names[m]], index, summary) for m in members if m not in scales}
         centre, variance = np.stack([scales[m][0] for m in members]), np.stack([scales[m][1] for m in members])
-        first, second = pair_indices(index.size)
-        d = centre[:, first] - centre[:, second]
-        se = np.sqrt(variance[:, first] + variance[:, second])
-        valid = np.isfinite(d).all(axis=1) & np.isfinite(se).all(axis=1) & (se > 0).all(axis=1)
+        d, se = pair_differences(centre), pair_se(variance)
+        valid = studentizable(d, se)
         gap = np.abs(d)
         critical = PairFamily(gap[0], se[0], None, (index.size,)).critical(level)
-        lows, highs = np.max(gap - critical * se, axis=1), np.max(gap + critical * se, axis=1)
+        lows, highs = range_ends(gap, se, critical)
         for row, m in enumerate(members):
             if valid[row]:
                 found[m] = max(0.0, float(lows[row])), float(highs[row])

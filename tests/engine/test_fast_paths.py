@@ -9,8 +9,9 @@ import pytest
 from scipy import optimize
 from scipy import stats as scipy_stats
 
-from fairgate.engine import stats
-from fairgate.engine.stats import PairFamily, benjamini_hochberg, studentized_range_sf, studentized_range_sfs
+from fairgate.engine import studentized_range
+from fairgate.engine.stats import PairFamily, benjamini_hochberg
+from fairgate.engine.studentized_range import studentized_range_sf, studentized_range_sfs
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 40, 300])
@@ -71,7 +72,7 @@ def test_beyond_bound_equals_the_root_search_it_replaces(seed: int) -> None:
     n_pairs = sum(g * (g - 1) // 2 for g in sizes)
     null = np.sort(np.abs(rng.normal(0.0, 1.6, 1000))) if seed % 2 else None
     family = PairFamily(rng.uniform(0.0, 0.4, n_pairs), rng.uniform(0.01, 0.08, n_pairs), null, sizes)
-    stats._studentized_range_root.cache_clear()
+    studentized_range.studentized_range_root.cache_clear()
     for p in [0.2, 0.05, 0.01, 0.0013, 1e-5]:
         assert family.beyond_bound(p) == pytest.approx(_beyond_bound_by_search(family, p), abs=1e-9)
         assert family.beyond_bound(p) == pytest.approx(_beyond_bound_by_search(family, p), abs=1e-9)  # cached

@@ -20,9 +20,9 @@ from fairgate.engine.stats import (
     holm,
     katz_ratio_interval,
     pair_family,
-    studentized_range_sf,
     z_value,
 )
+from fairgate.engine.studentized_range import studentized_range_sf
 
 DP = {"name": "demographic_parity_difference", "threshold": 0.1}
 DI = {"name": "disparate_impact_ratio", "threshold": 0.8}

@@ -19,15 +19,17 @@ from fairgate.engine import exact
 from fairgate.engine.diagnostics import contingency_p_value
 from fairgate.engine.roots import brentq
 from fairgate.engine.stats import (
+    PairFamily,
+    benjamini_hochberg,
+    two_proportion_p_value,
+    z_value,
+)
+from fairgate.engine.studentized_range import (
     _GRID,
     _GRID_CDF,
     _GRID_DENSITY,
-    PairFamily,
-    benjamini_hochberg,
     studentized_range_sf,
     studentized_range_sfs,
-    two_proportion_p_value,
-    z_value,
 )
 
 REPO = Path(__file__).resolve().parents[2]
