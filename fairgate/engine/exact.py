@@ -190,37 +190,42 @@ def binomial_pmf(successes: np.ndarray, trials: int, rates: np.ndarray) -> np.nd
     True
     """
     k = successes[None, :]
-    p = rates[:, None]
-    log_choose = special.gammaln(trials + 1.0) - special.gammaln(k + 1.0) - special.gammaln(trials - k + 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(trials - k, -p)  # 0 log 0 = 0 at rates 0, 1
-    pmf: np.ndarray = np.exp(log_pmf)
-    return pmf
+    return _pmf(k, trials - k, _log_choose(trials, k), rates)
 
 
 def _binomial_pmf_all(trials: int, rates: np.ndarray) -> np.ndarray:
-    """:func:`binomial_pmf` of every outcome 0..trials, the same values.
+    """:func:`binomial_pmf` of every outcome 0..trials.
 
-    The binomial coefficients' logarithms are kept per ``trials``: a group's probabilities are asked for at many
-    rates.
+    The outcomes' log-coefficients are kept per ``trials``: a group's probabilities are asked for at many rates.
     """
-    k, rest, log_choose = _log_choose_all(trials)
-    p = rates[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(rest, -p)  # as binomial_pmf computes it
-    pmf: np.ndarray = np.exp(log_pmf)
-    return pmf
+    return _pmf(*_log_choose_all(trials), rates)
 
 
 @functools.lru_cache(maxsize=1024)
 def _log_choose_all(trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The outcomes k = 0..trials (as a row), trials - k, and log C(trials, k), as :func:`binomial_pmf` has them."""
+    """The outcomes k = 0..trials (as a row), trials - k, and log C(trials, k) (read-only)."""
     k = np.arange(trials + 1.0)[None, :]
-    log_choose = special.gammaln(trials + 1.0) - special.gammaln(k + 1.0) - special.gammaln(trials - k + 1.0)
     rest = trials - k
+    log_choose = _log_choose(trials, k)
     for array in (k, rest, log_choose):
         array.setflags(write=False)
     return k, rest, log_choose
+
+
+def _log_choose(trials: int, k: np.ndarray) -> np.ndarray:
+    log_choose: np.ndarray = (
+        special.gammaln(trials + 1.0) - special.gammaln(k + 1.0) - special.gammaln(trials - k + 1.0)
+    )
+    return log_choose
+
+
+def _pmf(k: np.ndarray, rest: np.ndarray, log_choose: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """The probabilities of the outcomes ``k`` (``rest`` = trials - k) at each rate: (rates, outcomes)."""
+    p = rates[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pmf = log_choose + special.xlogy(k, p) + special.xlog1py(rest, -p)  # 0 log 0 = 0 at rates 0, 1
+    pmf: np.ndarray = np.exp(log_pmf)
+    return pmf
 
 
 def _boundary(large: np.ndarray, threshold: float, log: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -196,9 +196,9 @@ def _trail_rows(
     try:
         with locked_trail(path, write=False) as con:
             rows = con.execute(*query).fetchall()
-            if then is None or not rows:
-                return rows if then is None else []
-            return con.execute(*then([row[0] for row in rows])).fetchall()
+            if then is not None and rows:
+                rows = con.execute(*then([row[0] for row in rows])).fetchall()
+            return rows
     except (TrailError, duckdb.Error):
         return []
 
