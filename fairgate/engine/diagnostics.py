@@ -6,7 +6,7 @@ too small to judge.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -319,13 +319,31 @@ class _Contrast:
     stratifier: str
     groups: tuple[str, str]
     strata: list[str]
-    crude: tuple[float, float, float, float]  # x_a, n_a, x_b, n_b over the whole population
-    cells: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # the same per stratum
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # x_a, n_a, x_b, n_b per stratum
 
-    def defined(self) -> bool:
-        """Both groups have a denominator overall, and some stratum holds both."""
-        _, n_a, _, n_b = self.cells
-        return self.crude[1] > 0 and self.crude[3] > 0 and bool(np.any((n_a > 0) & (n_b > 0)))
+
+@dataclass(frozen=True)
+class _Block:
+    """One rate of one attribute's sufficient levels against each other within a stratifier's values.
+
+    ``overall``: (numerator, denominator) per level over the whole population; ``table``: the same per level
+    (rows) and stratum (columns), zeros where a cell has no rows.
+    """
+
+    metric: str
+    attribute: str
+    stratifier: str
+    levels: list[str]
+    strata: list[str]
+    overall: np.ndarray  # (2, levels)
+    table: np.ndarray  # (2, levels, strata)
+
+    def contrast(self, a: int, b: int) -> _Contrast:
+        x, n = self.table
+        cells = (x[a], n[a], x[b], n[b])
+        return _Contrast(
+            self.metric, self.attribute, self.stratifier, (self.levels[a], self.levels[b]), self.strata, cells
+        )
 
 
 def simpson_reversals(
@@ -341,24 +359,42 @@ def simpson_reversals(
     (every stratum where both groups have rows, however small; Sato's variance, valid for sparse strata).
     A reversal is flagged only when both intervals exclude 0 with opposite signs. Both intervals are at the
     Bonferroni level 1 - alpha / k over the k contrasts examined, so an audit without any within-stratum
-    disparity flags one with probability at most about alpha / 2.
+    disparity flags one with probability at most about alpha / 2. Every contrast is computed at once, as arrays.
     """
-    contrasts = list(_contrasts(parts, metrics))
-    if not contrasts:
+    blocks = _blocks(parts, metrics)
+    pairs = [
+        (block, a, b) for block in blocks for a in range(len(block.levels)) for b in range(a + 1, len(block.levels))
+    ]
+    if not pairs:
         return []
-    level = 1.0 - alpha / len(contrasts)
+    crude_counts = np.array([[*block.overall[:, a], *block.overall[:, b]] for block, a, b in pairs]).T
+    cells = np.zeros((4, len(pairs), max(len(block.strata) for block in blocks)))  # zeros: no rows
+    for row, (block, a, b) in enumerate(pairs):
+        cells[:, row, : len(block.strata)] = block.contrast(a, b).cells
+    defined = (crude_counts[1] > 0) & (crude_counts[3] > 0) & np.any((cells[1] > 0) & (cells[3] > 0), axis=1)
+    if not defined.any():
+        return []
+    x_a, n_a, x_b, n_b = crude_counts[:, defined]
+    level = 1.0 - alpha / int(defined.sum())
     z = z_value(level)
-    out = []
-    for contrast in contrasts:
-        x_a, n_a, x_b, n_b = (np.array(v) for v in contrast.crude)
-        crude = float(x_a / n_a - x_b / n_b)
-        crude_low, crude_high = (float(v) for v in newcombe_interval(x_a, n_a, x_b, n_b, z))
-        stratified, se = mantel_haenszel_difference(*contrast.cells)
-        low, high = stratified - z * se, stratified + z * se
-        reversed_with_evidence = (crude_low > 0 and high < 0) or (crude_high < 0 and low > 0)
-        if reversed_with_evidence:
-            out.append(_simpson_entry(contrast, crude, (crude_low, crude_high), stratified, (low, high), level, labels))
-    return out
+    crude = x_a / n_a - x_b / n_b
+    crude_low, crude_high = newcombe_interval(x_a, n_a, x_b, n_b, z)
+    stratified, se = mantel_haenszel_differences(*cells[:, defined])
+    low, high = stratified - z * se, stratified + z * se
+    flagged = ((crude_low > 0) & (high < 0)) | ((crude_high < 0) & (low > 0))
+    kept = [pair for pair, ok in zip(pairs, defined, strict=True) if ok]
+    return [
+        _simpson_entry(
+            kept[i][0].contrast(kept[i][1], kept[i][2]),
+            float(crude[i]),
+            (float(crude_low[i]), float(crude_high[i])),
+            float(stratified[i]),
+            (float(low[i]), float(high[i])),
+            level,
+            labels,
+        )
+        for i in np.flatnonzero(flagged)
+    ]
 
 
 def mantel_haenszel_difference(
@@ -373,22 +409,58 @@ def mantel_haenszel_difference(
     >>> round(rd, 3)
     -0.1
     """
-    total = n_a + n_b
+    difference, se = mantel_haenszel_differences(*(np.asarray(v, dtype=float)[None, :] for v in (x_a, n_a, x_b, n_b)))
+    return float(difference[0]), float(se[0])
+
+
+def mantel_haenszel_differences(
+    x_a: np.ndarray, n_a: np.ndarray, x_b: np.ndarray, n_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mantel_haenszel_difference` of each row (a contrast; columns are its strata), as arrays.
+
+    Each row's sums run over its strata with both groups, in order, as a row of their own: the same value to the
+    last bit as the contrast computed alone.
+    """
     keep = (n_a > 0) & (n_b > 0)
-    x_a, n_a, x_b, n_b, total = (v[keep] for v in (x_a, n_a, x_b, n_b, total))
-    weight = (n_a * n_b / total).sum()
-    if weight <= 0:
-        return float("nan"), float("nan")
-    difference = float(((x_a * n_b - x_b * n_a) / total).sum() / weight)
-    p_term = ((n_a**2 * x_b - n_b**2 * x_a + n_a * n_b * (n_b - n_a) / 2.0) / total**2).sum()
-    q_term = ((x_a * (n_b - x_b) + x_b * (n_a - x_a)) / (2.0 * total)).sum()
-    return difference, float(np.sqrt(max(difference * p_term + q_term, 0.0)) / weight)
+    used = keep.sum(axis=1)
+    difference, se = np.full(len(used), np.nan), np.full(len(used), np.nan)
+    for k in np.unique(used[used > 0]):
+        rows = np.flatnonzero(used == k)
+        mask = keep[rows]
+        d, s = _mantel_haenszel_rows(*(v[rows][mask].reshape(len(rows), k) for v in (x_a, n_a, x_b, n_b)))
+        difference[rows], se[rows] = d, s
+    return difference, se
 
 
-def _contrasts(parts: list[SlicingResult], metrics: tuple[str, ...]) -> Iterator[_Contrast]:
-    """Every (metric, attribute, stratifier, pair of sufficient groups) with a defined crude and MH difference."""
+def _mantel_haenszel_rows(
+    x_a: np.ndarray, n_a: np.ndarray, x_b: np.ndarray, n_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sato's risk difference and standard error per row, every column a stratum with both groups."""
+    total = n_a + n_b
+    weight = (n_a * n_b / total).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        difference = ((x_a * n_b - x_b * n_a) / total).sum(axis=1) / weight
+        p_term = ((n_a**2 * x_b - n_b**2 * x_a + n_a * n_b * (n_b - n_a) / 2.0) / total**2).sum(axis=1)
+        q_term = ((x_a * (n_b - x_b) + x_b * (n_a - x_a)) / (2.0 * total)).sum(axis=1)
+        se = np.sqrt(np.maximum(difference * p_term + q_term, 0.0)) / weight
+    undefined = ~(weight > 0)
+    difference[undefined], se[undefined] = np.nan, np.nan
+    return difference, se
+
+
+def _blocks(parts: list[SlicingResult], metrics: tuple[str, ...]) -> list[_Block]:
+    """Every (attribute, stratifier, rate) of the pairs: the sufficient levels' counts overall and per stratum."""
     singles = {part.slicing[0]: part for part in parts if len(part.slicing) == 1}
     rates = {name: cls() for name, cls in GroupMetric.registry.items() if name in metrics and issubclass(cls, Rate)}
+    fractions: dict[tuple[int, str], np.ndarray] = {}
+
+    def fraction(part: SlicingResult, name: str) -> np.ndarray:
+        key = (id(part), name)
+        if key not in fractions:
+            fractions[key] = _fractions(part, rates[name])
+        return fractions[key]
+
+    blocks = []
     for pair in (p for p in parts if len(p.slicing) == 2):
         for position in (0, 1):
             attribute, stratifier = pair.slicing[position], pair.slicing[1 - position]
@@ -396,44 +468,28 @@ def _contrasts(parts: list[SlicingResult], metrics: tuple[str, ...]) -> Iterator
             if single is None:
                 continue
             strata = sorted({g[stratifier] for g in pair.groups})
-            levels = [g[attribute] for g, ok in zip(single.groups, single.sufficient, strict=True) if ok]
-            for name, rate in rates.items():
-                overall = _fractions(single, rate, attribute)
-                within = _fractions(pair, rate, attribute, stratifier)
-                for i, a in enumerate(levels):
-                    for b in levels[i + 1 :]:
-                        contrast = _Contrast(
-                            name,
-                            attribute,
-                            stratifier,
-                            (a, b),
-                            strata,
-                            (*overall[a], *overall[b]),
-                            _stratum_fractions(within, a, b, strata),
-                        )
-                        if contrast.defined():
-                            yield contrast
+            chosen = [i for i, ok in enumerate(single.sufficient) if ok]
+            levels = [single.groups[i][attribute] for i in chosen]
+            row = {level: r for r, level in enumerate(levels)}
+            column = {stratum: c for c, stratum in enumerate(strata)}
+            for name in rates:
+                within = fraction(pair, name)
+                table = np.zeros((2, len(levels), len(strata)))
+                for g, group in enumerate(pair.groups):
+                    if group[attribute] in row:
+                        table[:, row[group[attribute]], column[group[stratifier]]] = within[:, g]
+                blocks.append(
+                    _Block(name, attribute, stratifier, levels, strata, fraction(single, name)[:, chosen], table)
+                )
+    return blocks
 
 
-def _stratum_fractions(
-    within: dict[Any, tuple[float, float]], a: str, b: str, strata: list[str]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """x_a, n_a, x_b, n_b per stratum (zeros where a cell has no rows)."""
-    x_a, n_a = (np.array(v) for v in zip(*(within.get((a, s), (0.0, 0.0)) for s in strata), strict=True))
-    x_b, n_b = (np.array(v) for v in zip(*(within.get((b, s), (0.0, 0.0)) for s in strata), strict=True))
-    return x_a, n_a, x_b, n_b
-
-
-def _fractions(part: SlicingResult, rate: Rate, *attributes: str) -> dict[Any, tuple[float, float]]:
-    """(numerator, denominator) of a rate per group of a slicing, keyed by the attributes' values."""
+def _fractions(part: SlicingResult, rate: Rate) -> np.ndarray:
+    """(numerator, denominator) of a rate per group of a slicing, as rows of one array."""
     counts = _effective_counts(part)
     empty = np.zeros((len(part.groups), 1))
     numerator, denominator = rate.fraction(GroupCounts(**counts, bin_n=empty, bin_positive=empty, bin_score=empty))
-    out: dict[Any, tuple[float, float]] = {}
-    for group, x, m in zip(part.groups, numerator, denominator, strict=True):
-        key = tuple(group[a] for a in attributes)
-        out[key[0] if len(key) == 1 else key] = (float(x), float(m))
-    return out
+    return np.array([numerator, denominator], dtype=float)
 
 
 def _simpson_entry(
