@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from importlib import metadata
@@ -19,6 +20,7 @@ __all__ = ["SCHEMA_VERSION", "AuditResult", "fairgate_version"]
 _NESTED_RESULT_KEYS = ("worst_group", "best_group", "excluded_groups", "insufficient_groups", "override_reasons")
 
 
+@functools.cache  # the package metadata is read once per process (a millisecond a document otherwise)
 def fairgate_version() -> str:
     """The installed fairgate version (``0.0.0+checkout`` when running from a checkout that was not installed)."""
     try:

@@ -234,18 +234,36 @@ def group_entries(parts: Sequence[Any]) -> list[dict[str, Any]]:
 
     Any task's slicing results with ``slicing``, ``groups``, ``n``, ``rows``, ``sufficient`` and ``metrics``.
     """
-    return [
-        {
-            "slicing": list(part.slicing),
-            "group": group,
-            "n": part.n[i],
-            "rows": part.rows[i],
-            "sufficient": part.sufficient[i],
-            "metrics": {name: {k: v[i] for k, v in values.items()} for name, values in part.metrics.items()},
-        }
-        for part in parts
-        for i, group in enumerate(part.groups)
-    ]
+    entries = []
+    for part in parts:
+        columns = [(name, _estimates(values, len(part.groups))) for name, values in part.metrics.items()]
+        for i, group in enumerate(part.groups):
+            entries.append(
+                {
+                    "slicing": list(part.slicing),
+                    "group": group,
+                    "n": part.n[i],
+                    "rows": part.rows[i],
+                    "sufficient": part.sufficient[i],
+                    "metrics": {name: estimates[i] for name, estimates in columns},
+                }
+            )
+    return entries
+
+
+def _estimates(values: dict[str, Sequence[Any]], n_groups: int) -> list[dict[str, Any]]:
+    """One group metric's ``{key: values}`` as one ``{key: value}`` per group (value, ci_low, ci_high, ...)."""
+    if tuple(values) == ("value", "ci_low", "ci_high"):  # the usual keys: the dicts written out are built fastest
+        return [
+            {"value": v, "ci_low": low, "ci_high": high}
+            for v, low, high in zip(values["value"], values["ci_low"], values["ci_high"], strict=True)
+        ]
+    keys = tuple(values)
+    return (
+        [dict(zip(keys, row, strict=True)) for row in zip(*values.values(), strict=True)]
+        if keys
+        else [{} for _ in range(n_groups)]
+    )
 
 
 def _diagnostics(

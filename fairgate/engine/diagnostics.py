@@ -250,23 +250,30 @@ def worst_subgroups(parts: list[SlicingResult], labels: ValueLabels | None = Non
     labels, for its name.
     """
     population = next((p for p in parts if not p.slicing), None)
+    intersections = [part for part in parts if len(part.slicing) >= 2]
+    sufficient = [np.asarray(part.sufficient, dtype=bool) for part in intersections]
     out = []
     for name, cls in GroupMetric.registry.items():
         if cls.higher_is_better is None:
             continue
         bound = "ci_high" if cls.higher_is_better else "ci_low"
-        candidates = [
-            (part, i)
-            for part in parts
-            if len(part.slicing) >= 2 and name in part.metrics
-            for i in range(len(part.groups))
-            if part.sufficient[i] and part.metrics[name][bound][i] is not None
-        ]
-        if not candidates:
-            continue
         sign = 1.0 if cls.higher_is_better else -1.0
-        part, i = min(candidates, key=lambda c: sign * float(c[0].metrics[name][bound][c[1]] or 0.0))
-        out.append(_worst_entry(name, cls.higher_is_better, part, i, len(candidates), population, labels))
+        best: tuple[float, SlicingResult, int] | None = None
+        n_candidates = 0
+        for part, ok in zip(intersections, sufficient, strict=True):
+            if name not in part.metrics:
+                continue
+            # The sufficient groups with a bound (None is undefined), the first most adverse one of each part.
+            keys = sign * np.array(part.metrics[name][bound], dtype=float)
+            candidate = ok & ~np.isnan(keys)
+            if not candidate.any():
+                continue
+            n_candidates += int(candidate.sum())
+            i = int(np.flatnonzero(candidate)[np.argmin(keys[candidate])])
+            if best is None or keys[i] < best[0]:
+                best = (float(keys[i]), part, i)
+        if best is not None:
+            out.append(_worst_entry(name, cls.higher_is_better, best[1], best[2], n_candidates, population, labels))
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from fairgate.engine.text import ValueLabels, group_name
 
 SLICING_SEPARATOR = " × "
+_KEY_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
 WHOLE_POPULATION = "whole population"
 
 
@@ -48,7 +49,7 @@ def group_key(group: Mapping[str, Any] | None) -> str:
     '{"race": "Black"}'
     """
     pairs = sorted((str(k), str(v)) for k, v in (group or {}).items())
-    return json.dumps(dict(pairs), ensure_ascii=False)
+    return _KEY_ENCODER.encode(dict(pairs))
 
 
 def reason_label(group: Mapping[str, Any], labels: ValueLabels | None = None) -> str:
