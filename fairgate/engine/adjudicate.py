@@ -25,7 +25,7 @@ from fairgate.engine.stats import PairFamily, holm, holm_multipliers
 from fairgate.engine.summaries import within_range
 from fairgate.engine.text import fmt, interval_text, p_is, policy_labels
 from fairgate.mitigation import advice as mitigation
-from fairgate.policy.core import Policy
+from fairgate.policy.core import Policy, ResolvedRule
 from fairgate.verdicts import exit_code_for
 
 if TYPE_CHECKING:  # the individual engine loads scikit-learn: only audits with features import it
@@ -303,17 +303,21 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
     ``excluded_groups``. Every task's results are judged by these same rules.
     """
     alpha = policy.statistics.alpha
-    tests = [_violation_test(entry, policy) for entry in entries]
+    point = policy.ci_cd_gate.decision == "point_estimate"
+    rules = [policy.rule_for(entry["metric"], tuple(entry["slicing"])) for entry in entries]
+    tests = [_violation_test(entry, rule) for entry, rule in zip(entries, rules, strict=True)]
     raw = np.array([np.nan if t is None else t[0] for t in tests])
     adjusted = holm(raw)
     multipliers = holm_multipliers(raw)
     n_tests = int(np.isfinite(raw).sum())
     judged = []
-    for entry, test, p, p_adj, multiplier in zip(entries, tests, raw, adjusted, multipliers, strict=True):
-        result = _judge(entry, policy)
+    for entry, rule, test, p, p_adj, multiplier in zip(entries, rules, tests, raw, adjusted, multipliers, strict=True):
+        result = _judge(entry, rule)
         family: PairFamily | None = entry.get("_family")
         if test is not None and family is not None:
             _, threshold = test
+            # The simultaneous interval at 1 - alpha, which a pass needs within the threshold (none for the point).
+            simultaneous = None if point else family.bounds(family.critical(1.0 - alpha))
             result["p_value_violation"] = float(p)
             result["p_value_violation_adjusted"] = float(p_adj)
             fails = float(p_adj) <= alpha
@@ -325,12 +329,15 @@ def judge_results(entries: list[dict[str, Any]], policy: Policy) -> list[dict[st
                     policy,
                     (threshold, fails),
                     entry.get("_range", default_range(entry["_summary"])),
+                    simultaneous,
                 )
             )
             level = 1.0 - alpha / max(n_tests, 1)
             detectable = family.detectable(threshold, level)
             result["detectable_disparity"] = _on_value_scale(detectable, entry["_summary"])
-            status, reason = _status(result, family, entry["_summary"], threshold, float(p_adj), policy)
+            status, reason = _status(
+                result, None if simultaneous is None else simultaneous[1], threshold, float(p_adj), policy
+            )
             if status == "pass" and entry.get("pass_withheld"):  # evidence that can fail but never pass (proxy)
                 status, reason = "inconclusive", f"{reason}; but {entry['pass_withheld']}"
         else:
@@ -347,6 +354,7 @@ def decision_interval(
     policy: Policy,
     decided: tuple[float, bool] | None = None,
     limits: tuple[float, float] | None = None,
+    simultaneous: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The interval the gate decides a result on, on the result's own scale (``decision_ci_low/high``).
 
@@ -359,14 +367,15 @@ def decision_interval(
     the threshold on the family's scale and whether the result fails, so that exact small-count tails lower the
     end on the right side of it (``PairFamily.exact_beyond_bound``). ``limits``: the value's range
     (``summaries.value_range``), which the ends never pass (a gap of rates beyond 1 is no bound at all); the test
-    is unchanged by the cut, as the threshold lies inside the range.
+    is unchanged by the cut, as the threshold lies inside the range. ``simultaneous``: the family's bounds at
+    1 - alpha, when already found.
     """
     if policy.ci_cd_gate.decision == "point_estimate" or not hasattr(family, "beyond_bound"):
         return {"decision_ci_low": None, "decision_ci_high": None, "decision_level": None}
     lower = float(family.beyond_bound(violation_level))  # the family's scale: larger is worse
     if decided is not None and hasattr(family, "exact_beyond_bound"):
         lower = float(family.exact_beyond_bound(lower, violation_level, *decided))
-    _, upper = family.bounds(family.critical(1.0 - policy.statistics.alpha))
+    _, upper = simultaneous or family.bounds(family.critical(1.0 - policy.statistics.alpha))
     if summary == "ratio":
         low, high = math.exp(-upper), math.exp(-lower)
     elif summary == "minimum":
@@ -386,12 +395,12 @@ def default_range(summary: str) -> tuple[float, float] | None:
     return (0.0, 1.0) if summary == "ratio" else None
 
 
-def _violation_test(entry: dict[str, Any], policy: Policy) -> tuple[float, float] | None:
+def _violation_test(entry: dict[str, Any], rule: ResolvedRule) -> tuple[float, float] | None:
     """(one-sided p-value, threshold on the family's scale) of "the disparity is beyond the threshold"."""
     family: PairFamily | None = entry.get("_family")
     if family is None:
         return None
-    threshold = policy.rule_for(entry["metric"], tuple(entry["slicing"])).threshold
+    threshold = rule.threshold
     if entry["_summary"] == "ratio":
         if threshold <= 0:
             return 1.0, math.inf  # a ratio is never below 0
@@ -409,9 +418,13 @@ def _on_value_scale(value: float, summary: str) -> float:
 
 
 def _status(
-    result: dict[str, Any], family: PairFamily, summary: str, threshold: float, p_adjusted: float, policy: Policy
+    result: dict[str, Any], upper: float | None, threshold: float, p_adjusted: float, policy: Policy
 ) -> tuple[str, str]:
-    """Status and its reason from the interval (or, for ``point_estimate``, the point) against the threshold."""
+    """Status and its reason from the interval (or, for ``point_estimate``, the point) against the threshold.
+
+    ``upper``: the upper end of the family's simultaneous interval at 1 - alpha (on the family's scale; None
+    under ``point_estimate``).
+    """
     alpha = policy.statistics.alpha
     # Numbers as every report prints them (the one formatter: rounded once, interval ends outward).
     shown = f"{fmt(result['value'])} (interval {interval_text(result['ci_low'], result['ci_high'])})"
@@ -429,8 +442,7 @@ def _status(
             f"{shown}: the disparity is beyond the threshold {result['threshold']:g} with audit-wide "
             f"confidence {1 - alpha:g} ({_p_reading(p_adjusted, alpha)})"
         )
-    _, upper = family.bounds(family.critical(1.0 - alpha))
-    if upper <= threshold + _TOLERANCE:
+    if upper is not None and upper <= threshold + _TOLERANCE:
         return "pass", (
             f"{shown}: the disparity is within the threshold {result['threshold']:g} with confidence {1 - alpha:g}"
         )
@@ -450,9 +462,7 @@ def _p_reading(p_adjusted: float, alpha: float) -> str:
     return f"Holm-adjusted {p_is(p_adjusted)}; under {alpha:g} would show the disparity beyond the threshold"
 
 
-def _judge(entry: dict[str, Any], policy: Policy) -> dict[str, Any]:
-    slicing = tuple(entry["slicing"])
-    rule = policy.rule_for(entry["metric"], slicing)
+def _judge(entry: dict[str, Any], rule: ResolvedRule) -> dict[str, Any]:
     value, low, high = entry["value"], entry["ci_low"], entry["ci_high"]
     judged = {
         "metric": entry["metric"],

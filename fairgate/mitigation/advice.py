@@ -157,16 +157,22 @@ def recommend(
     priority = priority_note(use_case, words)
     prioritised = set(priority["priority_metrics"])
     base_rates_differ = _base_rates_differ(result_doc)
+    failed = [
+        result
+        for result in result_doc.get("results", [])
+        if result.get("status") == "fail" and _advised(result, result_doc)
+    ]
+    advised = {tuple(result.get("slicing", [])) for result in failed}  # only their groups' sizes are read
     sizes: GroupSizes = {
-        (tuple(g.get("slicing", [])), group_key(g.get("group"))): g.get("n") for g in result_doc.get("groups", [])
+        (slicing, group_key(g.get("group"))): g.get("n")
+        for g in result_doc.get("groups", [])
+        if (slicing := tuple(g.get("slicing", []))) in advised
     }
     policy = result_doc.get("policy") or {}
     kind = _kind_of_doc(result_doc)
     context = _Context(words, policy_labels(policy), kind, metric_units(kind.name, policy))
     recs = [
-        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, context, hidden)
-        for result in result_doc.get("results", [])
-        if result.get("status") == "fail" and _advised(result, result_doc)
+        _mitigation(result, sizes, base_rates_differ, prioritised, min_cell_size, context, hidden) for result in failed
     ]
     recs.sort(key=lambda r: (not r["critical"], not r["prioritised_for_use_case"], -r["_severity"]))
     for rec in recs:
