@@ -251,29 +251,24 @@ def worst_subgroups(parts: list[SlicingResult], labels: ValueLabels | None = Non
     """
     population = next((p for p in parts if not p.slicing), None)
     intersections = [part for part in parts if len(part.slicing) >= 2]
-    sufficient = [np.asarray(part.sufficient, dtype=bool) for part in intersections]
     out = []
     for name, cls in GroupMetric.registry.items():
         if cls.higher_is_better is None:
             continue
         bound = "ci_high" if cls.higher_is_better else "ci_low"
-        sign = 1.0 if cls.higher_is_better else -1.0
-        best: tuple[float, SlicingResult, int] | None = None
-        n_candidates = 0
-        for part, ok in zip(intersections, sufficient, strict=True):
-            if name not in part.metrics:
-                continue
-            # The sufficient groups with a bound (None is undefined), the first most adverse one of each part.
-            keys = sign * np.array(part.metrics[name][bound], dtype=float)
-            candidate = ok & ~np.isnan(keys)
-            if not candidate.any():
-                continue
-            n_candidates += int(candidate.sum())
-            i = int(np.flatnonzero(candidate)[np.argmin(keys[candidate])])
-            if best is None or keys[i] < best[0]:
-                best = (float(keys[i]), part, i)
-        if best is not None:
-            out.append(_worst_entry(name, cls.higher_is_better, best[1], best[2], n_candidates, population, labels))
+        having = [part for part in intersections if name in part.metrics]
+        # Every sufficient intersectional group with a bound (None is undefined), in order: the first most adverse.
+        keys = np.array([b for part in having for b in part.metrics[name][bound]], dtype=float)
+        keys *= 1.0 if cls.higher_is_better else -1.0
+        candidate = np.array([ok for part in having for ok in part.sufficient], dtype=bool) & ~np.isnan(keys)
+        if not candidate.any():
+            continue
+        at = int(np.flatnonzero(candidate)[np.argmin(keys[candidate])])
+        for part in having:  # back to the part and its group
+            if at < len(part.groups):
+                break
+            at -= len(part.groups)
+        out.append(_worst_entry(name, cls.higher_is_better, part, at, int(candidate.sum()), population, labels))
     return out
 
 
@@ -345,6 +340,16 @@ class _Block:
     overall: np.ndarray  # (2, levels)
     table: np.ndarray  # (2, levels, strata)
 
+    def counts(self, a: np.ndarray, b: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Contrasts of levels ``a`` against ``b``: x_a, n_a, x_b, n_b overall (4, pairs) and per stratum.
+
+        Per stratum as (4, pairs, ``width``), zeros past the block's strata as where a cell has no rows.
+        """
+        x, n = self.table
+        cells = np.zeros((4, len(a), width))
+        cells[:, :, : len(self.strata)] = (x[a], n[a], x[b], n[b])
+        return np.vstack([self.overall[:, a], self.overall[:, b]]), cells
+
     def contrast(self, a: int, b: int) -> _Contrast:
         x, n = self.table
         cells = (x[a], n[a], x[b], n[b])
@@ -369,15 +374,14 @@ def simpson_reversals(
     disparity flags one with probability at most about alpha / 2. Every contrast is computed at once, as arrays.
     """
     blocks = _blocks(parts, metrics)
-    pairs = [
-        (block, a, b) for block in blocks for a in range(len(block.levels)) for b in range(a + 1, len(block.levels))
-    ]
-    if not pairs:
+    pairs = [(block, *np.triu_indices(len(block.levels), 1)) for block in blocks]  # a < b, a's row by row
+    if not any(len(a) for _, a, _ in pairs):
         return []
-    crude_counts = np.array([[*block.overall[:, a], *block.overall[:, b]] for block, a, b in pairs]).T
-    cells = np.zeros((4, len(pairs), max(len(block.strata) for block in blocks)))  # zeros: no rows
-    for row, (block, a, b) in enumerate(pairs):
-        cells[:, row, : len(block.strata)] = block.contrast(a, b).cells
+    width = max(len(block.strata) for block in blocks)
+    crude_counts, cells = (
+        np.concatenate(arrays, axis=1)
+        for arrays in zip(*(block.counts(a, b, width) for block, a, b in pairs), strict=True)
+    )
     defined = (crude_counts[1] > 0) & (crude_counts[3] > 0) & np.any((cells[1] > 0) & (cells[3] > 0), axis=1)
     if not defined.any():
         return []
@@ -389,10 +393,11 @@ def simpson_reversals(
     stratified, se = mantel_haenszel_differences(*cells[:, defined])
     low, high = stratified - z * se, stratified + z * se
     flagged = ((crude_low > 0) & (high < 0)) | ((crude_high < 0) & (low > 0))
-    kept = [pair for pair, ok in zip(pairs, defined, strict=True) if ok]
+    every = [(block, a, b) for block, first, second in pairs for a, b in zip(first, second, strict=True)]
+    kept = [contrast for contrast, ok in zip(every, defined, strict=True) if ok]
     return [
         _simpson_entry(
-            kept[i][0].contrast(kept[i][1], kept[i][2]),
+            kept[i][0].contrast(int(kept[i][1]), int(kept[i][2])),
             float(crude[i]),
             (float(crude_low[i]), float(crude_high[i])),
             float(stratified[i]),
