@@ -16,7 +16,7 @@ from bench_scripts import load_bench
 from scipy import stats as scipy_stats
 
 import fairgate
-from fairgate.engine.diagnostics import mantel_haenszel_difference
+from fairgate.engine.diagnostics import mantel_haenszel_difference, mantel_haenszel_differences
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "diagnostics_null.py"
 
@@ -42,6 +42,40 @@ def test_mantel_haenszel_weights_strata_by_harmonic_size_and_ignores_one_sided_s
     assert difference == pytest.approx(expected)
     assert 0 < se < 0.1
     assert np.isnan(mantel_haenszel_difference(x_a[2:], n_a[2:], x_b[2:], n_b[2:])[0])
+
+
+def _one_contrast(x_a: np.ndarray, n_a: np.ndarray, x_b: np.ndarray, n_b: np.ndarray) -> tuple[float, float]:
+    """Sato's difference and standard error of one contrast, written out over its strata with both groups."""
+    keep = (n_a > 0) & (n_b > 0)
+    x_a, n_a, x_b, n_b = x_a[keep], n_a[keep], x_b[keep], n_b[keep]
+    total = n_a + n_b
+    weight = (n_a * n_b / total).sum()
+    if weight <= 0:
+        return float("nan"), float("nan")
+    difference = float(((x_a * n_b - x_b * n_a) / total).sum() / weight)
+    p_term = ((n_a**2 * x_b - n_b**2 * x_a + n_a * n_b * (n_b - n_a) / 2.0) / total**2).sum()
+    q_term = ((x_a * (n_b - x_b) + x_b * (n_a - x_a)) / (2.0 * total)).sum()
+    return difference, float(np.sqrt(max(difference * p_term + q_term, 0.0)) / weight)
+
+
+def test_mantel_haenszel_of_many_contrasts_is_each_contrast_alone_to_the_last_bit() -> None:
+    """Rows with 0 to 300 strata, a quarter of them one-sided: the batched sums are each row's own (seeded)."""
+    rng = np.random.default_rng(4)
+    rows, width = 400, 300
+    n_a, n_b = (rng.integers(1, 500, (rows, width)).astype(float) for _ in range(2))
+    n_a[rng.random((rows, width)) < 0.25] = 0.0
+    n_b[:, :: rng.integers(2, 9)] = 0.0
+    n_b[rng.choice(rows, 20, replace=False)] = 0.0  # rows without a stratum holding both groups
+    used = rng.integers(1, width + 1, rows)  # rows of different lengths: zeros beyond
+    n_a[np.arange(width) >= used[:, None]] = 0.0
+    x_a, x_b = np.floor(n_a * rng.random((rows, width))), np.floor(n_b * rng.random((rows, width)))
+    difference, se = mantel_haenszel_differences(x_a, n_a, x_b, n_b)
+    for row in range(rows):
+        expected = _one_contrast(x_a[row], n_a[row], x_b[row], n_b[row])
+        np.testing.assert_array_equal([difference[row], se[row]], expected)  # equal, NaN where undefined
+        np.testing.assert_array_equal(mantel_haenszel_difference(x_a[row], n_a[row], x_b[row], n_b[row]), expected)
+    assert np.isnan(difference).sum() >= 20
+    assert np.isfinite(difference).sum() >= 300
 
 
 def test_mantel_haenszel_interval_covers_in_sparse_strata() -> None:
