@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -10,7 +11,7 @@ from fairgate.engine.adjudicate import ModelInfo, adjudicate
 from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import Cube, add_score_table, as_lazy, build_cube
 from fairgate.engine.kinds import KindSteps, kind_of
-from fairgate.engine.replicate_sources import draw_parents_ahead, replicate_parent, shared_parents
+from fairgate.engine.replicate_sources import draw_parent_ahead, replicate_parent, shared_parents
 from fairgate.engine.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
 from fairgate.policy.core import Policy
 
@@ -102,37 +103,94 @@ def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows")
 
 
 def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
-    """Every planned slicing of the binary cube, on two threads.
+    """Every planned slicing of the binary cube, on two threads taking the work in order of readiness.
 
-    Where slicings share drawn replicates, the first task draws the shared parents' replicates ahead of their
-    readers, one after another (``fairgate.engine.replicate_sources.draw_parents_ahead``: drawing releases the
-    GIL), while the other thread computes the slicings, whose statistics mostly hold it; the drawing thread
-    then computes slicings too. The parts come back in the plan's order; the order they are computed in
-    changes no result (every draw comes from its slicing's own stream).
+    Where slicings share drawn replicates, one thread at a time draws the shared parents' replicates ahead of
+    their readers, one parent after another (drawing releases the GIL), while the other computes the slicings
+    whose parent is drawn (their statistics mostly hold it), the largest ready one first
+    (:class:`ReadyOrder`). The parts come back in the plan's order; the order they are computed in changes no
+    result (every draw comes from its slicing's own stream).
     """
     plan = plan_slicings(cube, policy)
+    order = ReadyOrder(cube, plan, policy)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        if shared_parents(cube, policy):
-            pool.submit(draw_parents_ahead, cube, policy)  # an error reaches the readers of that parent
-        futures = {s: pool.submit(compute_slicing, cube, s, policy) for s in thread_order(cube, plan, policy)}
-        return [futures[s].result() for s in plan]
+        for worker in [pool.submit(order.work) for _ in range(2)]:
+            worker.result()
+    return order.parts()
 
 
-def thread_order(cube: Cube, plan: list[Slicing], policy: Policy) -> list[Slicing]:
-    """The slicings in the order the threads take them.
+class ReadyOrder:
+    """The slicings' work shared by the threads: draw a parent's replicates ahead, or compute a ready slicing.
 
-    First those that draw their own replicates, and the readers of the parent drawn ahead last (the first of
-    them draws it, beside the drawing thread's first parent); then the readers of each other shared parent in the
-    order the parents are drawn ahead; each part :func:`largest_first`.
+    A thread free for work draws the next shared parent when no other thread is drawing (the parents most read
+    first, ``fairgate.engine.replicate_sources.shared_parents``), so that one core keeps drawing while the other
+    computes; otherwise it computes the largest slicing whose replicates are ready (its own to draw, or its
+    parent drawn), so that a slicing starts as soon as its parent is drawn and both threads end on small
+    slicings; with nothing ready it draws the next parent too, or waits for one.
     """
-    parents = shared_parents(cube, policy)
-    rank = {parent: i for i, parent in enumerate(parents[:-1])}
 
-    def drawn_after(slicing: Slicing) -> int:
-        parent = replicate_parent(cube, slicing, policy)
-        return rank.get(parent, -1) if parent is not None else -1
+    def __init__(self, cube: Cube, plan: list[Slicing], policy: Policy) -> None:
+        self.cube, self.policy = cube, policy
+        self.to_draw = shared_parents(cube, policy)
+        self.parent = {s: replicate_parent(cube, s, policy) for s in plan}
+        self.waiting = largest_first(plan)
+        self.drawn: set[Slicing] = set()
+        self.drawing = 0
+        self.done: dict[Slicing, SlicingResult] = {}
+        self.failed: BaseException | None = None
+        self.changed = threading.Condition()
+        self.plan = plan
 
-    return sorted(largest_first(plan), key=drawn_after)
+    def work(self) -> None:
+        """Take work until none is left (or another thread failed)."""
+        while (task := self._next()) is not None:
+            draw, slicing = task
+            try:
+                if draw:
+                    draw_parent_ahead(self.cube, slicing, self.policy)
+                    self._finish(slicing, None)
+                else:
+                    self._finish(slicing, compute_slicing(self.cube, slicing, self.policy))
+            except BaseException as error:
+                with self.changed:
+                    self.failed = self.failed or error
+                    self.changed.notify_all()
+                raise
+
+    def _finish(self, slicing: Slicing, result: SlicingResult | None) -> None:
+        """Record a task done (a parent drawn: no result; or a slicing's result) and wake a waiting thread."""
+        with self.changed:
+            if result is None:
+                self.drawing -= 1
+                self.drawn.add(slicing)
+            else:
+                self.done[slicing] = result
+            self.changed.notify_all()
+
+    def parts(self) -> list[SlicingResult]:
+        """The slicings' results in the plan's order."""
+        if self.failed is not None:
+            raise self.failed
+        return [self.done[s] for s in self.plan]
+
+    def _next(self) -> tuple[bool, Slicing] | None:
+        """(whether to draw, the slicing): the next task for a free thread; None when nothing is left."""
+        with self.changed:
+            while self.failed is None and (self.waiting or self.to_draw):
+                if self.to_draw and not self.drawing:
+                    return self._draw()
+                ready = next((s for s in self.waiting if self.parent[s] in self.drawn or self.parent[s] is None), None)
+                if ready is not None:
+                    self.waiting.remove(ready)
+                    return False, ready
+                if self.to_draw:
+                    return self._draw()
+                self.changed.wait()
+            return None
+
+    def _draw(self) -> tuple[bool, Slicing]:
+        self.drawing += 1
+        return True, self.to_draw.pop(0)
 
 
 def largest_first(plan: list[Slicing]) -> list[Slicing]:

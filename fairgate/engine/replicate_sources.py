@@ -77,16 +77,15 @@ def shared_parents(cube: Cube, policy: Policy) -> list[Slicing]:
     return [slicing for slicing, (parent, _) in _sources(cube, policy).items() if parent == slicing]
 
 
-def draw_parents_ahead(cube: Cube, policy: Policy) -> None:
-    """Draw every shared parent's replicates, one after another, before (or while) its readers ask for them.
+def draw_parent_ahead(cube: Cube, parent: Slicing, policy: Policy) -> None:
+    """Draw a shared parent's replicates before (or while) its readers ask for them.
 
-    Run on a thread of its own beside the slicings (``fairgate.engine.audit``): the draws release the GIL, the
-    slicings' statistics mostly hold it, so the two overlap. The same draws as the readers' own
+    Run on one thread beside the slicings (``fairgate.engine.audit.ReadyOrder``): the draws release the GIL,
+    the slicings' statistics mostly hold it, so the two overlap. The same draws as the readers' own
     (``fairgate.engine.bootstrap.draw_ahead``).
     """
-    sources = _sources(cube, policy)
-    for parent in shared_parents(cube, policy):
-        draw_ahead(cube.cells, _draws_key(parent, policy), sources[parent][1], _parent_draws(cube, parent, policy))
+    readers = _sources(cube, policy)[parent][1]
+    draw_ahead(cube.cells, _draws_key(parent, policy), readers, _parent_draws(cube, parent, policy))
 
 
 def _draws_key(parent: Slicing, policy: Policy) -> tuple[Slicing, int, int]:
@@ -143,7 +142,7 @@ def _plan_sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, in
     if sum(cells_of.values()) * policy.statistics.n_bootstrap > SHARED_DRAWS_BUDGET:
         return {}
     # The longest slicings no other reads are their own readers (the same draws as drawing alone) when they fit
-    # too, so that they are drawn ahead with the parents (draw_parents_ahead).
+    # too, so that they are drawn ahead with the parents (draw_parent_ahead).
     alone = [s for s in plan if parents and len(s) == len(tops[0]) and s not in cells_of]
     cells_of |= {s: np.count_nonzero(slicing_cells(cube, s, policy)[1]) for s in alone}
     if sum(cells_of.values()) * policy.statistics.n_bootstrap <= SHARED_DRAWS_BUDGET:
