@@ -337,7 +337,7 @@ def policy_results(
     out = []
     for rule in policy.metrics:
         metric = policy_metric(rule.name)
-        if metric.population_level != (not slicing):
+        if not judged_on(metric, slicing):
             continue
         resolved = policy.rule_for(rule.name, slicing)
         patterns = resolved.excluded_groups
@@ -368,6 +368,17 @@ def policy_results(
             entry["min_group"] = groups[int(np.nanargmin(masked))]
         out.append(entry)
     return out
+
+
+def judged_on(metric: PolicyMetric, slicing: Slicing) -> bool:
+    """Whether a policy metric is judged on a slicing: a population index on the population, the others elsewhere."""
+    return metric.population_level == (not slicing)
+
+
+def judged_bases(slicing: Slicing, policy: Policy) -> frozenset[str]:
+    """The group metrics the policy's metrics judged on this slicing are computed from (:func:`policy_results`)."""
+    metrics = (policy_metric(rule.name) for rule in policy.metrics)
+    return frozenset(base for metric in metrics if judged_on(metric, slicing) for base in metric.bases)
 
 
 def _attach_interval(
