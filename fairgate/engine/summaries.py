@@ -28,6 +28,7 @@ from fairgate.engine.stats import (
     Component,
     PairFamily,
     nan_variance,
+    pair_bootstrap_fits,
     pair_family,
 )
 from fairgate.engine.text import ValueLabels, fmt_count, policy_labels
@@ -213,9 +214,13 @@ def summary_pair_family(
     (of the rate with one success and one failure added: never 0, even with no events), in the data and, for
     the bootstrap-t critical value, in every replicate; other metrics use bootstrap standard errors.
     ``bootstrap=False``: the studentized range gives the critical value (the descriptive ``summaries`` of every
-    group metric, to stay fast).
+    group metric, to stay fast). The components' replicates are selected (and a rate's analytic variance found in
+    each) only where the family reads them: with enough replicates for few enough pairs (``pair_bootstrap_fits``).
     """
     index = np.flatnonzero(use)
+    if bootstrap and components:
+        n_pairs = len(components) * (index.size * (index.size - 1) // 2)
+        bootstrap = pair_bootstrap_fits(n_pairs, components[0].replicates.shape[0])
     return pair_family([summary_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
 
 
