@@ -11,7 +11,7 @@ import fairgate
 from fairgate.engine import audit as audit_module
 from fairgate.engine.audit import ReadyOrder, largest_first, slicings_binary
 from fairgate.engine.bootstrap import draw_ahead, shared_draws
-from fairgate.engine.replicate_sources import replicate_parent, shared_parents
+from fairgate.engine.replicate_sources import replicate_parent, shared_parents, slicing_cells
 from fairgate.engine.slicing import compute_slicing, plan_slicings
 
 
@@ -90,6 +90,10 @@ def test_one_thread_draws_ahead_while_the_other_computes_the_largest_ready_slici
     plan = plan_slicings(cube, policy)
     parents = shared_parents(cube, policy)
     assert len(parents) >= 3  # every triple is drawn ahead (the most read first)
+    # second, beside the first while nothing is ready to compute: the longest draw (the most occupied cells)
+    cells = {p: np.count_nonzero(slicing_cells(cube, p, policy)[1]) for p in parents}
+    assert cells[parents[1]] == max(cells[p] for p in parents[1:])
+    assert len(set(cells.values())) > 1  # the order is a choice here
     order = ReadyOrder(cube, plan, policy)
     # Nothing is ready at first: both threads draw (the parents in order).
     assert order._next() == (True, parents[0])
