@@ -160,3 +160,21 @@ def test_a_parent_drawn_ahead_gives_its_readers_the_draws_they_would_draw() -> N
     again = shared_draws(owner, "key", 2, draw)  # a later read draws once more
     assert len(calls) == 2
     assert again is not first
+
+
+def test_an_error_in_one_slicing_reaches_the_caller_and_stops_both_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    cube, policy = _wide_cube(), _wide_policy()
+    parents = shared_parents(cube, policy)
+    started: list[tuple[str, ...]] = []
+    compute = audit_module.compute_slicing
+
+    def failing(cube_: fairgate.Cube, slicing: tuple[str, ...], policy_: fairgate.Policy) -> object:
+        started.append(slicing)
+        if slicing == parents[0]:
+            raise RuntimeError("no")
+        return compute(cube_, slicing, policy_)
+
+    monkeypatch.setattr(audit_module, "compute_slicing", failing)
+    with pytest.raises(RuntimeError, match="no"):
+        slicings_binary(cube, policy)
+    assert len(started) < len(plan_slicings(cube, policy))  # the other thread took no more work after it
