@@ -105,9 +105,9 @@ def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows")
 def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
     """Every planned slicing of the binary cube, on two threads taking the work in order of readiness.
 
-    Where slicings share drawn replicates, one thread at a time draws the shared parents' replicates ahead of
-    their readers, one parent after another (drawing releases the GIL), while the other computes the slicings
-    whose parent is drawn (their statistics mostly hold it), the largest ready one first
+    Where slicings share drawn replicates, a thread draws the shared parents' replicates ahead of their readers,
+    one parent after another (drawing releases the GIL), while the other computes the slicings whose parent is
+    drawn (their statistics mostly hold it), the largest ready one first; both draw while nothing is ready
     (:class:`ReadyOrder`). The parts come back in the plan's order; the order they are computed in changes no
     result (every draw comes from its slicing's own stream).
     """
@@ -122,8 +122,8 @@ def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
 class ReadyOrder:
     """The slicings' work shared by the threads: draw a parent's replicates ahead, or compute a ready slicing.
 
-    A thread free for work draws the next shared parent when no other thread is drawing (the parents most read
-    first, ``fairgate.engine.replicate_sources.shared_parents``), so that one core keeps drawing while the other
+    A thread free for work draws the next shared parent when no other thread is drawing (in the order
+    ``fairgate.engine.replicate_sources.shared_parents`` gives), so that one core keeps drawing while the other
     computes; otherwise it computes the largest slicing whose replicates are ready (its own to draw, or its
     parent drawn), so that a slicing starts as soon as its parent is drawn and both threads end on small
     slicings; with nothing ready it draws the next parent too, or waits for one.

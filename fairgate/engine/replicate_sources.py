@@ -73,7 +73,7 @@ def replicate_parent(cube: Cube, slicing: Slicing, policy: Policy) -> Slicing | 
 
 
 def shared_parents(cube: Cube, policy: Policy) -> list[Slicing]:
-    """The slicings whose draws others sum, the most read first; empty when no draws are shared."""
+    """The slicings whose draws others sum, in the order they are drawn ahead (:func:`_draw_order`); or none."""
     return [slicing for slicing, (parent, _) in _sources(cube, policy).items() if parent == slicing]
 
 
