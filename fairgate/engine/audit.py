@@ -78,23 +78,28 @@ def audit_binary(
         exact_auc = policy.statistics.exact_auc
     rows = as_lazy(data)  # once: converting an Arrow table or a pandas frame copies it
     cube = build_cube(rows, policy, source=source, exact_auc=False)
+    parts = _slicings_beside_scores(cube, rows, policy, source) if exact_auc else slicings_binary(cube, policy)
+    return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
+
+
+def _slicings_beside_scores(cube: Cube, rows: Any, policy: Policy, source: str) -> list[SlicingResult]:
+    """Every planned slicing, with the second pass for exact AUC (the scored rows, sorted) on a thread beside them.
+
+    Slicings are independent (each draws its own bootstrap replicates) and their heavy steps release the GIL,
+    so two threads keep both cores busy; the slicings that need the score table are queued after the others.
+    """
     plan = plan_slicings(cube, policy)
-    # Slicings are independent (each draws its own bootstrap replicates) and their heavy steps release the
-    # GIL, so two threads keep both cores busy. The second pass for exact AUC (the scored rows, sorted) runs
-    # beside the slicings that do not need it; those that do are queued after them.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        scored = pool.submit(add_score_table, cube, rows, policy, source=source) if exact_auc else None
+        scored = pool.submit(add_score_table, cube, rows, policy, source=source)
 
         def needs_scores(slicing: Slicing) -> bool:
-            return scored is not None and wants_auc(slicing, policy)
+            return wants_auc(slicing, policy)
 
         def run(slicing: Slicing) -> SlicingResult:
-            source_cube: Cube = scored.result() if scored is not None and needs_scores(slicing) else cube
-            return compute_slicing(source_cube, slicing, policy)
+            return compute_slicing(scored.result() if needs_scores(slicing) else cube, slicing, policy)
 
         futures = {s: pool.submit(run, s) for s in sorted(largest_first(plan), key=needs_scores)}
-        parts = [futures[s].result() for s in plan]
-    return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
+        return [futures[s].result() for s in plan]
 
 
 def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows") -> Cube:

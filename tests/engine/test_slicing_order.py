@@ -178,3 +178,20 @@ def test_an_error_in_one_slicing_reaches_the_caller_and_stops_both_threads(monke
     with pytest.raises(RuntimeError, match="no"):
         slicings_binary(cube, policy)
     assert len(started) < len(plan_slicings(cube, policy))  # the other thread took no more work after it
+
+
+def test_an_audit_without_exact_auc_takes_the_slicings_in_order_of_readiness(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame, policy = _frame(), _policy()
+    taken: list[int] = []
+    threaded = audit_module.slicings_binary
+
+    def counting(cube: fairgate.Cube, policy_: fairgate.Policy) -> list[fairgate.SlicingResult]:
+        parts = threaded(cube, policy_)
+        taken.append(len(parts))
+        return parts
+
+    monkeypatch.setattr(audit_module, "slicings_binary", counting)
+    document = fairgate.audit(frame, policy, exact_auc=False).to_dict()
+    assert taken == [len(document["slicings"])]
+    fairgate.audit(frame, policy, exact_auc=True)  # the score table's pass: its own threads
+    assert len(taken) == 1
