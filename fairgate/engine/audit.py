@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -10,7 +11,7 @@ from fairgate.engine.adjudicate import ModelInfo, adjudicate
 from fairgate.engine.collection import paused_collection
 from fairgate.engine.cube import Cube, add_score_table, as_lazy, build_cube
 from fairgate.engine.kinds import KindSteps, kind_of
-from fairgate.engine.replicate_sources import draw_parents_ahead, replicate_parent, shared_parents
+from fairgate.engine.replicate_sources import draw_parent_ahead, replicate_parent, shared_parents
 from fairgate.engine.slicing import Slicing, SlicingResult, compute_slicing, plan_slicings, wants_auc
 from fairgate.policy.core import Policy
 
@@ -77,23 +78,28 @@ def audit_binary(
         exact_auc = policy.statistics.exact_auc
     rows = as_lazy(data)  # once: converting an Arrow table or a pandas frame copies it
     cube = build_cube(rows, policy, source=source, exact_auc=False)
+    parts = _slicings_beside_scores(cube, rows, policy, source) if exact_auc else slicings_binary(cube, policy)
+    return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
+
+
+def _slicings_beside_scores(cube: Cube, rows: Any, policy: Policy, source: str) -> list[SlicingResult]:
+    """Every planned slicing, with the second pass for exact AUC (the scored rows, sorted) on a thread beside them.
+
+    Slicings are independent (each draws its own bootstrap replicates) and their heavy steps release the GIL,
+    so two threads keep both cores busy; the slicings that need the score table are queued after the others.
+    """
     plan = plan_slicings(cube, policy)
-    # Slicings are independent (each draws its own bootstrap replicates) and their heavy steps release the
-    # GIL, so two threads keep both cores busy. The second pass for exact AUC (the scored rows, sorted) runs
-    # beside the slicings that do not need it; those that do are queued after them.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        scored = pool.submit(add_score_table, cube, rows, policy, source=source) if exact_auc else None
+        scored = pool.submit(add_score_table, cube, rows, policy, source=source)
 
         def needs_scores(slicing: Slicing) -> bool:
-            return scored is not None and wants_auc(slicing, policy)
+            return wants_auc(slicing, policy)
 
         def run(slicing: Slicing) -> SlicingResult:
-            source_cube: Cube = scored.result() if scored is not None and needs_scores(slicing) else cube
-            return compute_slicing(source_cube, slicing, policy)
+            return compute_slicing(scored.result() if needs_scores(slicing) else cube, slicing, policy)
 
         futures = {s: pool.submit(run, s) for s in sorted(largest_first(plan), key=needs_scores)}
-        parts = [futures[s].result() for s in plan]
-    return adjudicate(cube, parts, policy, model=model, run_id=run_id, context=context)
+        return [futures[s].result() for s in plan]
 
 
 def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows") -> Cube:
@@ -102,37 +108,94 @@ def count_binary(rows: Any, policy: Policy, *, source: str = "the aligned rows")
 
 
 def slicings_binary(cube: Cube, policy: Policy) -> list[SlicingResult]:
-    """Every planned slicing of the binary cube, on two threads.
+    """Every planned slicing of the binary cube, on two threads taking the work in order of readiness.
 
-    Where slicings share drawn replicates, the first task draws the shared parents' replicates ahead of their
-    readers, one after another (``fairgate.engine.replicate_sources.draw_parents_ahead``: drawing releases the
-    GIL), while the other thread computes the slicings, whose statistics mostly hold it; the drawing thread
-    then computes slicings too. The parts come back in the plan's order; the order they are computed in
-    changes no result (every draw comes from its slicing's own stream).
+    Where slicings share drawn replicates, a thread draws the shared parents' replicates ahead of their readers,
+    one parent after another (drawing releases the GIL), while the other computes the slicings whose parent is
+    drawn (their statistics mostly hold it), the largest ready one first; both draw while nothing is ready
+    (:class:`ReadyOrder`). The parts come back in the plan's order; the order they are computed in changes no
+    result (every draw comes from its slicing's own stream).
     """
     plan = plan_slicings(cube, policy)
+    order = ReadyOrder(cube, plan, policy)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        if shared_parents(cube, policy):
-            pool.submit(draw_parents_ahead, cube, policy)  # an error reaches the readers of that parent
-        futures = {s: pool.submit(compute_slicing, cube, s, policy) for s in thread_order(cube, plan, policy)}
-        return [futures[s].result() for s in plan]
+        for worker in [pool.submit(order.work) for _ in range(2)]:
+            worker.result()
+    return order.parts()
 
 
-def thread_order(cube: Cube, plan: list[Slicing], policy: Policy) -> list[Slicing]:
-    """The slicings in the order the threads take them.
+class ReadyOrder:
+    """The slicings' work shared by the threads: draw a parent's replicates ahead, or compute a ready slicing.
 
-    First those that draw their own replicates, and the readers of the parent drawn ahead last (the first of
-    them draws it, beside the drawing thread's first parent); then the readers of each other shared parent in the
-    order the parents are drawn ahead; each part :func:`largest_first`.
+    A thread free for work draws the next shared parent when no other thread is drawing (in the order
+    ``fairgate.engine.replicate_sources.shared_parents`` gives), so that one core keeps drawing while the other
+    computes; otherwise it computes the largest slicing whose replicates are ready (its own to draw, or its
+    parent drawn), so that a slicing starts as soon as its parent is drawn and both threads end on small
+    slicings; with nothing ready it draws the next parent too, or waits for one.
     """
-    parents = shared_parents(cube, policy)
-    rank = {parent: i for i, parent in enumerate(parents[:-1])}
 
-    def drawn_after(slicing: Slicing) -> int:
-        parent = replicate_parent(cube, slicing, policy)
-        return rank.get(parent, -1) if parent is not None else -1
+    def __init__(self, cube: Cube, plan: list[Slicing], policy: Policy) -> None:
+        self.cube, self.policy = cube, policy
+        self.to_draw = shared_parents(cube, policy)
+        self.parent = {s: replicate_parent(cube, s, policy) for s in plan}
+        self.waiting = largest_first(plan)
+        self.drawn: set[Slicing] = set()
+        self.drawing = 0
+        self.done: dict[Slicing, SlicingResult] = {}
+        self.failed: BaseException | None = None
+        self.changed = threading.Condition()
+        self.plan = plan
 
-    return sorted(largest_first(plan), key=drawn_after)
+    def work(self) -> None:
+        """Take work until none is left (or another thread failed)."""
+        while (task := self._next()) is not None:
+            draw, slicing = task
+            try:
+                if draw:
+                    draw_parent_ahead(self.cube, slicing, self.policy)
+                    self._finish(slicing, None)
+                else:
+                    self._finish(slicing, compute_slicing(self.cube, slicing, self.policy))
+            except BaseException as error:
+                with self.changed:
+                    self.failed = self.failed or error
+                    self.changed.notify_all()
+                raise
+
+    def _finish(self, slicing: Slicing, result: SlicingResult | None) -> None:
+        """Record a task done (a parent drawn: no result; or a slicing's result) and wake a waiting thread."""
+        with self.changed:
+            if result is None:
+                self.drawing -= 1
+                self.drawn.add(slicing)
+            else:
+                self.done[slicing] = result
+            self.changed.notify_all()
+
+    def parts(self) -> list[SlicingResult]:
+        """The slicings' results in the plan's order."""
+        if self.failed is not None:
+            raise self.failed
+        return [self.done[s] for s in self.plan]
+
+    def _next(self) -> tuple[bool, Slicing] | None:
+        """(whether to draw, the slicing): the next task for a free thread; None when nothing is left."""
+        with self.changed:
+            while self.failed is None and (self.waiting or self.to_draw):
+                if self.to_draw and not self.drawing:
+                    return self._draw()
+                ready = next((s for s in self.waiting if self.parent[s] in self.drawn or self.parent[s] is None), None)
+                if ready is not None:
+                    self.waiting.remove(ready)
+                    return False, ready
+                if self.to_draw:
+                    return self._draw()
+                self.changed.wait()
+            return None
+
+    def _draw(self) -> tuple[bool, Slicing]:
+        self.drawing += 1
+        return True, self.to_draw.pop(0)
 
 
 def largest_first(plan: list[Slicing]) -> list[Slicing]:

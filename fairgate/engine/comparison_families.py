@@ -32,19 +32,18 @@ def adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: fl
     A complement shares its rate's adjusted p-value (counted once); base rates form descriptive families.
     Each comparison records its family (``p_value_family``) and whether it was counted as a test (``tested``).
     """
-    families: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
-    labels: dict[tuple[str, ...], str] = {}
-    for i, c in enumerate(comparisons):
-        metric, slicing = c["metric"], tuple(c["slicing"])
-        label = labels.get(slicing)
-        if label is None:
-            label = labels[slicing] = slicing_label(slicing)
-        c["p_value_family"] = f"{COMPLEMENT_OF.get(metric, metric)} within {label}"
-        if metric in DESCRIPTIVE:
-            c["p_value_family"] += " (descriptive: a property of the data, not a test of the model)"
+    families: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = defaultdict(list)
+    names: dict[tuple[str, tuple[str, ...]], str] = {}
+    for c in comparisons:
+        metric = c["metric"]
+        family = (metric, tuple(c["slicing"]))
+        name = names.get(family)
+        if name is None:
+            name = names[family] = _family_name(*family)
+        c["p_value_family"] = name
         c["p_value_adjusted"], c["significant"], c["tested"] = None, False, False
         if metric not in COMPLEMENT_OF and c.get("sufficient", True) and c["p_value"] is not None:
-            families[(metric, slicing)].append(i)
+            families[family].append(c)
     keys: dict[int, tuple[tuple[str, str], ...]] = {}  # per group dict (shared by a slicing's comparisons)
 
     def group_key(group: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -55,13 +54,17 @@ def adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: fl
 
     adjusted_of: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], float] = {}
     for (metric, slicing), members in families.items():
-        adjusted = benjamini_hochberg(np.array([comparisons[i]["p_value"] for i in members], dtype=float))
-        for i, p in zip(members, adjusted.tolist(), strict=True):
-            c = comparisons[i]
-            c["p_value_adjusted"], c["significant"] = p, p < significance_level
-            c["tested"] = metric not in DESCRIPTIVE
-            c["p_value_family_size"] = len(members)
-            adjusted_of[(metric, slicing, group_key(c["group"]))] = p
+        adjusted = benjamini_hochberg(np.array([c["p_value"] for c in members], dtype=float)).tolist()
+        tested, size = metric not in DESCRIPTIVE, len(members)
+        for c, p in zip(members, adjusted, strict=True):
+            c["p_value_adjusted"], c["significant"], c["tested"], c["p_value_family_size"] = (
+                p,
+                p < significance_level,
+                tested,
+                size,
+            )
+        if metric in _PARTNERS:  # a complement's comparisons read these
+            adjusted_of |= {(metric, slicing, group_key(c["group"])): p for c, p in zip(members, adjusted, strict=True)}
     for c in comparisons:
         partner = COMPLEMENT_OF.get(c["metric"])
         if partner is None:
@@ -71,3 +74,15 @@ def adjust_comparisons(comparisons: list[dict[str, Any]], significance_level: fl
             c["p_value_adjusted"] = adjusted_of[key]
             c["significant"] = adjusted_of[key] < significance_level
             c["p_value_family"] += f" (the same test as {partner}'s, counted once)"
+
+
+#: The rates whose complements share their adjusted p-values.
+_PARTNERS = frozenset(COMPLEMENT_OF.values())
+
+
+def _family_name(metric: str, slicing: tuple[str, ...]) -> str:
+    """The family a comparison's p-value is adjusted in: its metric (a complement's rate) within its slicing."""
+    name = f"{COMPLEMENT_OF.get(metric, metric)} within {slicing_label(slicing)}"
+    if metric in DESCRIPTIVE:
+        name += " (descriptive: a property of the data, not a test of the model)"
+    return name

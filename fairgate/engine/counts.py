@@ -43,6 +43,18 @@ class GroupCounts:
         return size
 
     @property
+    def bin_total(self) -> np.ndarray:
+        """Each group's calibration-bin counts summed over the bins (found once: both calibration errors read it).
+
+        Kept in the instance's ``__dict__`` (the counts are frozen; ``functools.cached_property`` would lock
+        every instance's first read against the other slicing thread's).
+        """
+        total: np.ndarray | None = self.__dict__.get("_bin_total")
+        if total is None:
+            total = self.__dict__["_bin_total"] = self.bin_n.sum(axis=-1)
+        return total
+
+    @property
     def weighted(self) -> bool:
         """Whether squared-weight sums are present (effective sizes differ from the counts)."""
         return self.tp_sq is not None

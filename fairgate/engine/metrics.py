@@ -204,7 +204,7 @@ class ExpectedCalibrationError(GroupMetric):
         """The ECE per group; NaN for an empty group."""
         gap = counts.bin_score - counts.bin_positive
         gap = np.abs(gap, out=gap).sum(axis=-1)
-        return _divide(gap, counts.bin_n.sum(axis=-1))
+        return _divide(gap, counts.bin_total)
 
 
 class ExpectedCalibrationErrorDebiased(GroupMetric):
@@ -230,7 +230,7 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
     def compute(self, counts: GroupCounts) -> np.ndarray:
         """The debiased calibration error per group (replicates re-centred, see the class docstring)."""
         counts = counts.in_effective_units()  # the bin variance needs counts of people, not sums of weights
-        plugin, correction = _squared_error_terms(counts.bin_n, counts.bin_positive, counts.bin_score)
+        plugin, correction = _squared_error_terms(counts.bin_n, counts.bin_positive, counts.bin_score, counts.bin_total)
         squared = plugin - correction
         if counts.bin_n.ndim > 2 and counts.bin_n.shape[0] > 0:
             # Replicates: re-centre on the estimate (see the class docstring).
@@ -242,12 +242,14 @@ class ExpectedCalibrationErrorDebiased(GroupMetric):
         return error
 
 
-def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _squared_error_terms(
+    bin_n: np.ndarray, positive: np.ndarray, score: np.ndarray, total: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The plug-in squared calibration error and its bias correction, over the bins (last axis).
 
     The first is sum_b (n_b / n) (mean score_b - mean label_b) ** 2, the second the sum of each bin's unbiased
     label-mean variance estimate y_b (1 - y_b) / (n_b - 1) with the same weights; NaN for an empty group. A bin
-    of one row (or less weight) has no variance estimate.
+    of one row (or less weight) has no variance estimate. ``total``: ``bin_n`` summed over the bins, if known.
     """
     # n_b * gap_b ** 2 = (score sum - label sum) ** 2 / n_b; an empty bin has both sums 0. In place: this runs
     # on every bootstrap replicate of every slicing.
@@ -263,7 +265,7 @@ def _squared_error_terms(bin_n: np.ndarray, positive: np.ndarray, score: np.ndar
     np.divide(variance, spread, out=variance, where=many)
     np.copyto(variance, 0.0, where=~many)  # 0 where a bin has one row or less
     correction = variance.sum(axis=-1)
-    total = bin_n.sum(axis=-1)
+    total = bin_n.sum(axis=-1) if total is None else total
     return _divide(plugin, total), _divide(correction, total)
 
 

@@ -10,16 +10,18 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from fairgate.engine.cube import Cube
 from fairgate.engine.groups import declared_for
 from fairgate.engine.kept import PerObject
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.slicing_cells import GROUP as GROUP  # re-exported: the slicings' group column
+from fairgate.engine.slicing_cells import packed_codes
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
 Group = dict[str, str]
-
-GROUP = "__group"  # index of a cell's group within a slicing
 
 
 def plan_slicings(cube: Cube, policy: Policy) -> list[Slicing]:
@@ -128,7 +130,8 @@ def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
     declared = declared_for(policy, slicing)
     if declared is not None:  # a declared value with no rows is a group too (see slicing_groups)
         return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
-    return cube.cells.select(list(slicing)).n_unique()
+    packed = packed_codes(cube, slicing)  # the cells' groups as integers: counted without a Polars query
+    return cube.cells.select(list(slicing)).n_unique() if packed is None else int(np.unique(packed).size)
 
 
 def _candidate_slicings(cube: Cube, policy: Policy) -> list[Slicing]:

@@ -8,7 +8,7 @@ A slicing contained in a larger planned one sums its replicates from that parent
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from scipy import sparse
@@ -73,20 +73,19 @@ def replicate_parent(cube: Cube, slicing: Slicing, policy: Policy) -> Slicing | 
 
 
 def shared_parents(cube: Cube, policy: Policy) -> list[Slicing]:
-    """The slicings whose draws others sum, the most read first; empty when no draws are shared."""
+    """The slicings whose draws others sum, in the order they are drawn ahead (:func:`_draw_order`); or none."""
     return [slicing for slicing, (parent, _) in _sources(cube, policy).items() if parent == slicing]
 
 
-def draw_parents_ahead(cube: Cube, policy: Policy) -> None:
-    """Draw every shared parent's replicates, one after another, before (or while) its readers ask for them.
+def draw_parent_ahead(cube: Cube, parent: Slicing, policy: Policy) -> None:
+    """Draw a shared parent's replicates before (or while) its readers ask for them.
 
-    Run on a thread of its own beside the slicings (``fairgate.engine.audit``): the draws release the GIL, the
-    slicings' statistics mostly hold it, so the two overlap. The same draws as the readers' own
+    Run on one thread beside the slicings (``fairgate.engine.audit.ReadyOrder``): the draws release the GIL,
+    the slicings' statistics mostly hold it, so the two overlap. The same draws as the readers' own
     (``fairgate.engine.bootstrap.draw_ahead``).
     """
-    sources = _sources(cube, policy)
-    for parent in shared_parents(cube, policy):
-        draw_ahead(cube.cells, _draws_key(parent, policy), sources[parent][1], _parent_draws(cube, parent, policy))
+    readers = _sources(cube, policy)[parent][1]
+    draw_ahead(cube.cells, _draws_key(parent, policy), readers, _parent_draws(cube, parent, policy))
 
 
 def _draws_key(parent: Slicing, policy: Policy) -> tuple[Slicing, int, int]:
@@ -143,12 +142,25 @@ def _plan_sources(cube: Cube, policy: Policy) -> dict[Slicing, tuple[Slicing, in
     if sum(cells_of.values()) * policy.statistics.n_bootstrap > SHARED_DRAWS_BUDGET:
         return {}
     # The longest slicings no other reads are their own readers (the same draws as drawing alone) when they fit
-    # too, so that they are drawn ahead with the parents (draw_parents_ahead).
+    # too, so that they are drawn ahead with the parents (draw_parent_ahead).
     alone = [s for s in plan if parents and len(s) == len(tops[0]) and s not in cells_of]
     cells_of |= {s: np.count_nonzero(slicing_cells(cube, s, policy)[1]) for s in alone}
     if sum(cells_of.values()) * policy.statistics.n_bootstrap <= SHARED_DRAWS_BUDGET:
         tops += alone
-    readers = {top: 1 + sum(1 for p in parents.values() if p == top) for top in tops}
-    return {top: (top, readers[top]) for top in tops} | {
+    readers = {top: 1 + sum(1 for p in parents.values() if p == top) for top in _draw_order(tops, cells_of)}
+    return {top: (top, count) for top, count in readers.items()} | {
         child: (parent, readers[parent]) for child, parent in parents.items()
     }
+
+
+def _draw_order(tops: list[Slicing], cells: Mapping[Slicing, int | np.integer]) -> list[Slicing]:
+    """The order the shared parents are drawn ahead in (``fairgate.engine.audit.ReadyOrder``).
+
+    The most read first (``tops``' order), and second the one with the most cells: while no slicing is ready both
+    threads draw, so the longest draw is best drawn then, beside the first, rather than later beside the slicings'
+    statistics; then the others, the most read first. The order changes no draw (each parent has its own stream).
+    """
+    if len(tops) < 3:
+        return tops
+    longest = max(tops[1:], key=lambda top: cells[top])
+    return [tops[0], longest, *(top for top in tops[1:] if top != longest)]

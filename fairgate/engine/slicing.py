@@ -49,7 +49,7 @@ from fairgate.engine.stats import (
     wilson_interval,
     z_value,
 )
-from fairgate.engine.summaries import MetricValues, as_number, group_summaries, policy_results
+from fairgate.engine.summaries import MetricValues, as_number, group_summaries, judged_bases, policy_results
 from fairgate.engine.text import policy_labels
 from fairgate.policy.core import Policy
 
@@ -117,7 +117,7 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
     z = z_value(policy.reporting.confidence_level)
     level = policy.reporting.confidence_level
 
-    values = _count_metric_values(cube, point, boot, z, level)
+    values = _count_metric_values(cube, point, boot, z, level, judged_bases(slicing, policy))
     roc_curves: list[dict[str, Any]] = []
     auc_bound: np.ndarray | None = None
     if cube.auc_method is not None and wants_auc(slicing, policy):
@@ -150,9 +150,13 @@ def compute_slicing(cube: Cube, slicing: Slicing, policy: Policy) -> SlicingResu
 
 
 def _count_metric_values(
-    cube: Cube, point: GroupCounts, boot: GroupCounts, z: float, level: float
+    cube: Cube, point: GroupCounts, boot: GroupCounts, z: float, level: float, judged: frozenset[str]
 ) -> dict[str, MetricValues]:
-    """Every group metric computed from counts: value, interval (Wilson for rates, else bootstrap) and replicates."""
+    """Every group metric computed from counts: value, interval (Wilson for rates, else bootstrap) and replicates.
+
+    A rate's replicates are read only by the families and standard errors of the policy metrics judged on it
+    (``judged``); the other rates get none (an empty replicate axis).
+    """
     values: dict[str, MetricValues] = {}
     rates = []
     point_totals: dict[tuple[str, ...], np.ndarray] = {}  # sums of counts shared by the rates (added once)
@@ -162,7 +166,11 @@ def _count_metric_values(
             continue
         if isinstance(metric, Rate):
             value, fraction = metric.value_and_fraction(point, point_totals)
-            reps, replicate_fraction = metric.value_and_fraction(boot, replicate_totals)
+            if name in judged:
+                reps, replicate_fraction = metric.value_and_fraction(boot, replicate_totals)
+            else:
+                reps = np.empty((0, value.size))
+                replicate_fraction = reps, reps
             # a rate rests on its trials (Rate.events); its Wilson interval is set below, with the other rates'
             values[name] = MetricValues(value, value, value, reps, fraction[1], fraction, replicate_fraction)
             rates.append(values[name])

@@ -11,9 +11,10 @@ import polars as pl
 
 from fairgate.engine.cube import BIN, PRED, TRUE, Cube
 from fairgate.engine.groups import group_values
-from fairgate.engine.planning import GROUP
 
 Slicing = tuple[str, ...]
+
+GROUP = "__group"  # index of a cell's group within a slicing
 
 
 def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = None) -> tuple[pl.DataFrame, np.ndarray]:
@@ -32,10 +33,8 @@ def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = No
         position = {value: i for i, value in enumerate(values)}
         groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
         return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
-    if int(np.prod([float(len(levels)) for levels, _ in coded])) < 2**62:
-        packed = np.zeros(cube.cells.height, dtype=np.int64)
-        for levels, codes in coded:
-            packed = packed * len(levels) + codes
+    packed = packed_codes(cube, slicing)
+    if packed is not None:
         present, index = np.unique(packed, return_inverse=True)
         digits = []
         for levels, _ in reversed(coded):
@@ -45,11 +44,25 @@ def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = No
     else:  # too many combinations to pack: the code rows themselves, in the same (lexicographic) order
         rows, index = np.unique(np.column_stack([codes for _, codes in coded]), axis=0, return_inverse=True)
         digits = list(rows.T)
-    columns = [
-        pl.Series(key, levels, dtype=pl.String).gather(digit)
+    columns = [  # a few dozen groups: picked in Python, cheaper than a Polars gather per attribute
+        pl.Series(key, [levels[i] for i in digit.tolist()], dtype=pl.String)
         for key, (levels, _), digit in zip(keys, coded, digits, strict=True)
     ]
     return pl.DataFrame(columns).with_row_index(GROUP), index.reshape(-1).astype(np.int64)
+
+
+def packed_codes(cube: Cube, slicing: Slicing) -> np.ndarray | None:
+    """Each cube cell's group of the slicing as one integer: its attributes' codes packed (lexicographic order).
+
+    None when the slicing has too many value combinations to pack into 64 bits.
+    """
+    coded = [cube.cell_codes[key] for key in slicing]
+    if int(np.prod([float(len(levels)) for levels, _ in coded])) >= 2**62:
+        return None
+    packed = np.zeros(cube.cells.height, dtype=np.int64)
+    for levels, codes in coded:
+        packed = packed * len(levels) + codes
+    return packed
 
 
 def flat_cells(cube: Cube, group_index: np.ndarray) -> np.ndarray:

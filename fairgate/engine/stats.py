@@ -266,6 +266,14 @@ def holm_multipliers(p_values: np.ndarray) -> np.ndarray:
 PAIR_BUDGET = 120_000
 
 
+def pair_bootstrap_fits(n_pairs: int, n_replicates: int) -> bool:
+    """Whether a pairwise family's max-t critical value comes from its bootstrap replicates (:func:`pair_family`).
+
+    At least 20 replicates, and at most :data:`PAIR_BUDGET` replicates x pairs.
+    """
+    return n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
+
+
 @dataclass(frozen=True)
 class PairFamily:
     """Simultaneous inference on the range (max - min) of one or more group metrics over the same groups.

@@ -28,6 +28,7 @@ from fairgate.engine.stats import (
     Component,
     PairFamily,
     nan_variance,
+    pair_bootstrap_fits,
     pair_family,
 )
 from fairgate.engine.text import ValueLabels, fmt_count, policy_labels
@@ -213,9 +214,13 @@ def summary_pair_family(
     (of the rate with one success and one failure added: never 0, even with no events), in the data and, for
     the bootstrap-t critical value, in every replicate; other metrics use bootstrap standard errors.
     ``bootstrap=False``: the studentized range gives the critical value (the descriptive ``summaries`` of every
-    group metric, to stay fast).
+    group metric, to stay fast). The components' replicates are selected (and a rate's analytic variance found in
+    each) only where the family reads them: with enough replicates for few enough pairs (``pair_bootstrap_fits``).
     """
     index = np.flatnonzero(use)
+    if bootstrap and components:
+        n_pairs = len(components) * (index.size * (index.size - 1) // 2)
+        bootstrap = pair_bootstrap_fits(n_pairs, components[0].replicates.shape[0])
     return pair_family([summary_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
 
 
@@ -337,7 +342,7 @@ def policy_results(
     out = []
     for rule in policy.metrics:
         metric = policy_metric(rule.name)
-        if metric.population_level != (not slicing):
+        if not judged_on(metric, slicing):
             continue
         resolved = policy.rule_for(rule.name, slicing)
         patterns = resolved.excluded_groups
@@ -368,6 +373,17 @@ def policy_results(
             entry["min_group"] = groups[int(np.nanargmin(masked))]
         out.append(entry)
     return out
+
+
+def judged_on(metric: PolicyMetric, slicing: Slicing) -> bool:
+    """Whether a policy metric is judged on a slicing: a population index on the population, the others elsewhere."""
+    return metric.population_level == (not slicing)
+
+
+def judged_bases(slicing: Slicing, policy: Policy) -> frozenset[str]:
+    """The group metrics the policy's metrics judged on this slicing are computed from (:func:`policy_results`)."""
+    metrics = (policy_metric(rule.name) for rule in policy.metrics)
+    return frozenset(base for metric in metrics if judged_on(metric, slicing) for base in metric.bases)
 
 
 def _attach_interval(
