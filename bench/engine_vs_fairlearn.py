@@ -11,7 +11,10 @@ and writes it to Parquet, then in this one process:
    reaches Python) and once from ``pl.scan_parquet`` (the engine's own scan, for a frame given in Python).
 4. A bare DuckDB ``count(*) group by`` of the four attributes on the same file.
 
-Timings are medians of --repeats runs (the machine is shared and noisy). The last line prints the ratios.
+Timings are medians of --repeats runs (the machine is shared and noisy). The group-by and the engine's two
+cube paths run in turn within each round, so that a change in the machine's load falls on every side alike; the
+ratio of each round's engine to its group-by is printed too, with the load average before and after. The last
+line prints the ratios.
 
     .venv/bin/python bench/engine_vs_fairlearn.py --rows 1000000
     .venv/bin/python bench/engine_vs_fairlearn.py --rows 10000000 --skip-fairlearn
@@ -20,6 +23,7 @@ Timings are medians of --repeats runs (the machine is shared and noisy). The las
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import tempfile
@@ -139,6 +143,19 @@ def median_of(run: Callable[[], float], repeats: int) -> float:
     return statistics.median(run() for _ in range(repeats))
 
 
+def in_turn(runs: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
+    """Each run's times over ``repeats`` rounds, the runs taken one after another within every round."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            times[name].append(run())
+    return times
+
+
+def load_average() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -146,6 +163,7 @@ def main() -> None:
     parser.add_argument("--skip-fairlearn", action="store_true", help="skip the (slow) Fairlearn comparison")
     args = parser.parse_args()
 
+    print(f"load average (1/5/15 min) at the start: {load_average()}")
     table = generate(args.rows)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.parquet"
@@ -158,9 +176,17 @@ def main() -> None:
             theirs = fairlearn_slicings(pl.DataFrame(table))
             print(f"Fairlearn MetricFrame, 10 slicings, 4 metrics + difference/ratio: {theirs:.1f} s")
             ratios.append(f"fairlearn/fairgate = {theirs / ours:.0f}x")
-        duck = median_of(lambda: duckdb_group_by(path), args.repeats)
-        engine = median_of(lambda: fairgate_engine_duckdb(path), args.repeats)
-        engine_polars = median_of(lambda: fairgate_engine_on_file(path, exact_auc=False), args.repeats)
+        duckdb_group_by(path), fairgate_engine_duckdb(path)  # warm-up: both sides' first-call costs (imports)
+        times = in_turn(
+            {
+                "duck": lambda: duckdb_group_by(path),
+                "engine": lambda: fairgate_engine_duckdb(path),
+                "polars": lambda: fairgate_engine_on_file(path, exact_auc=False),
+            },
+            args.repeats,
+        )
+        duck, engine, engine_polars = (statistics.median(times[name]) for name in ("duck", "engine", "polars"))
+        paired = statistics.median(e / d for e, d in zip(times["engine"], times["duck"], strict=True))
         # Peak resident memory so far: the data, the cube, replicates and slicings (before the AUC score table).
         peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
         engine_auc = median_of(lambda: fairgate_engine_on_file(path, exact_auc=True), max(1, args.repeats // 2))
@@ -171,6 +197,9 @@ def main() -> None:
         )
         print(f"  ... the same with the cube from pl.scan_parquet: {engine_polars:.3f} s (median)")
         print(f"  ... plus exact per-group AUC from the row-level score table: {engine_auc:.3f} s (median)")
+        rounds = ", ".join(f"{e / d:.2f}x" for e, d in zip(times["engine"], times["duck"], strict=True))
+        print(f"engine/duckdb in each round: {rounds} (median {paired:.2f}x)")
+        print(f"load average (1/5/15 min) at the end: {load_average()}")
         print(f"peak memory of this process: {peak_gb:.2f} GB (engine), {peak_auc_gb:.2f} GB (with exact AUC)")
         ratios.append(f"engine/duckdb = {engine / duck:.2f}x")
         ratios.append(f"engine_polars_scan/duckdb = {engine_polars / duck:.2f}x")

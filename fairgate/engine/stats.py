@@ -500,7 +500,7 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
     """
     n_pairs = sum(c.value.size * (c.value.size - 1) // 2 for c in components)
     n_replicates = components[0].replicates.shape[0] if components else 0
-    use_bootstrap = bootstrap and n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
+    use_bootstrap = bootstrap and pair_bootstrap_fits(n_pairs, n_replicates)
     gaps, ses, nulls, counts, logs = [], [], [], [], []
     for c in components:
         first, second = pair_indices(c.value.size)
