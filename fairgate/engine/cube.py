@@ -90,12 +90,25 @@ class Cube:
         """
         return WEIGHT_SQ if self.membership is None or self.membership in slicing else PERSON_SQ
 
-    def effective_sizes(self, keys: list[str]) -> pl.Series:
-        """Kish's effective size, (sum w)^2 / sum w^2, of each group of ``keys`` (the row count unweighted)."""
+    def effective_sizes(self, keys: list[str]) -> np.ndarray:
+        """Kish's effective size, (sum w)^2 / sum w^2, of each group of ``keys`` (the row count unweighted).
+
+        The groups are found from the cells' packed attribute codes, as a slicing finds them (a Polars group-by
+        per call cost more than the planning's other work together).
+        """
+        from fairgate.engine.slicing_cells import packed_codes  # it reads this module's cube
+
         squares = self.squares_column(keys)
-        sums = self.cells.group_by(keys).agg(pl.col(WEIGHT).sum(), pl.col(squares).sum().alias(WEIGHT_SQ))
-        kish = pl.when(pl.col(WEIGHT_SQ) > 0).then(pl.col(WEIGHT) ** 2 / pl.col(WEIGHT_SQ)).otherwise(0.0)
-        return sums.select(kish.alias("n_effective")).to_series()
+        packed = packed_codes(self, tuple(keys))
+        if packed is None:  # too many value combinations to pack: grouped by the keys themselves
+            frame = self.cells.group_by(keys).agg(pl.col(WEIGHT).sum(), pl.col(squares).sum().alias(WEIGHT_SQ))
+            weight, square = frame[WEIGHT].to_numpy(), frame[WEIGHT_SQ].to_numpy()
+        else:
+            _, group = np.unique(packed, return_inverse=True)
+            weight = np.bincount(group.reshape(-1), weights=self.cells[WEIGHT].to_numpy())
+            square = np.bincount(group.reshape(-1), weights=self.cells[squares].to_numpy())
+        kish: np.ndarray = np.divide(weight**2, square, out=np.zeros_like(weight), where=square > 0)
+        return kish
 
     def levels(self, attribute: str) -> list[str]:
         """The attribute's values present in the data, sorted; score-table codes index into this list."""
@@ -484,12 +497,13 @@ def check_cardinality(data: Any, policy: Policy, source: str) -> None:
     DataError
         Naming the attribute, its count of distinct values and ``limits.max_values_per_attribute``.
     """
-    lazy = as_lazy(data)
-    present = set(lazy.collect_schema().names())
+    frame = data if isinstance(data, pl.DataFrame) else as_lazy(data)  # a frame's few cells: counted eagerly
+    present = set(frame.collect_schema().names())
     undeclared = [a.name for a in policy.sensitive_attributes if a.values is None and a.name in present]
     if not undeclared:
         return
-    counts = lazy.select(pl.col(name).drop_nulls().n_unique() for name in undeclared).collect().row(0)
+    counted = frame.select(pl.col(name).drop_nulls().n_unique() for name in undeclared)
+    counts = (counted if isinstance(counted, pl.DataFrame) else counted.collect()).row(0)
     limit = policy.limits.max_values_per_attribute
     for name, count in zip(undeclared, counts, strict=True):
         if count > limit:
