@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
@@ -39,7 +38,7 @@ from fairgate.engine.planning import (
 )
 from fairgate.engine.reference import configured_reference, reference_index
 from fairgate.engine.replicate_sources import replicate_source
-from fairgate.engine.slicing_cells import flat_cells, slicing_groups
+from fairgate.engine.slicing_cells import flat_cells, slicing_groups, summing_matrix
 from fairgate.engine.stats import (
     hanley_mcneil_se,
     katz_ratio_interval,
@@ -319,8 +318,8 @@ def _replicate_counts(
         ]
     )
     values = np.concatenate([mean_weight, mean_weight, mean_weight * y_true, mean_score])
-    aggregate = sparse.csr_matrix(
-        (values, (columns, np.tile(np.arange(n_cells), 4))), shape=(confusion_size + 3 * bin_size, n_cells)
+    aggregate = summing_matrix(
+        columns, np.tile(np.arange(n_cells), 4), values, (confusion_size + 3 * bin_size, n_cells)
     )
     sums = (aggregate @ np.ascontiguousarray(drawn.T)).T  # (replicates, outputs)
     replicates = drawn.shape[0]
