@@ -9,6 +9,7 @@ All functions are vectorised over numpy arrays and return NaN where a quantity i
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -232,7 +233,7 @@ def percentile_intervals(
     if not replicates:
         return []
     count = replicates[0].shape[0]
-    flat = [np.asarray(r, dtype=float).reshape(count, -1) for r in replicates]
+    flat = [np.asarray(r, dtype=float).reshape(count, math.prod(r.shape[1:])) for r in replicates]
     low, high = percentile_interval(
         np.concatenate(flat, axis=1),
         confidence_level,
