@@ -11,14 +11,13 @@ import threading
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from scipy import sparse
 
 from fairgate.engine.bootstrap import draw_ahead, draw_counts, shared_draws, slicing_seed
 from fairgate.engine.cube import PERSON_SQ, ROWS, WEIGHT, WEIGHT_SQ, Cube
 from fairgate.engine.groups import declared_for
 from fairgate.engine.kept import PerObject
 from fairgate.engine.planning import plan_slicings, replicate_parents
-from fairgate.engine.slicing_cells import flat_cells, slicing_groups
+from fairgate.engine.slicing_cells import flat_cells, slicing_groups, summing_matrix
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
@@ -57,9 +56,7 @@ def replicate_source(
         live = cube.cells[ROWS].to_numpy() > 0
         mapping = np.empty(parent_occupied.size, dtype=np.int64)
         mapping[np.searchsorted(parent_occupied, parent_flat[live])] = np.searchsorted(occupied, flat[live])
-        into = sparse.csr_matrix(
-            (np.ones(mapping.size), (mapping, np.arange(mapping.size))), shape=(occupied.size, mapping.size)
-        )
+        into = summing_matrix(mapping, np.arange(mapping.size), np.ones(mapping.size), (occupied.size, mapping.size))
         summed_drawn: np.ndarray = np.asarray(into @ drawn)
         return summed_drawn.T
 

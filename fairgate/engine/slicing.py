@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from fairgate.engine import auc as auc_module
 from fairgate.engine.auc_histogram import error_bounds
@@ -39,12 +38,12 @@ from fairgate.engine.planning import (
 )
 from fairgate.engine.reference import configured_reference, reference_index
 from fairgate.engine.replicate_sources import replicate_source
-from fairgate.engine.slicing_cells import flat_cells, slicing_groups
+from fairgate.engine.slicing_cells import flat_cells, slicing_groups, summing_matrix
 from fairgate.engine.stats import (
     hanley_mcneil_se,
     katz_ratio_interval,
     newcombe_interval,
-    percentile_interval,
+    percentile_intervals,
     two_proportion_p_value,
     wilson_interval,
     z_value,
@@ -158,7 +157,7 @@ def _count_metric_values(
     (``judged``); the other rates get none (an empty replicate axis).
     """
     values: dict[str, MetricValues] = {}
-    rates = []
+    rates, others = [], []
     point_totals: dict[tuple[str, ...], np.ndarray] = {}  # sums of counts shared by the rates (added once)
     replicate_totals: dict[tuple[str, ...], np.ndarray] = {}
     for name, metric in count_metrics().items():
@@ -176,9 +175,12 @@ def _count_metric_values(
             rates.append(values[name])
         else:
             value = metric.compute(point)
-            reps = metric.compute(boot)
-            low, high = percentile_interval(reps, level, value)
-            values[name] = MetricValues(value, low, high, reps, metric.events(point))
+            values[name] = MetricValues(value, value, value, metric.compute(boot), metric.events(point))
+            others.append(values[name])
+    # every other metric's percentile interval in one call (each column's interval reads only that column)
+    bounds = percentile_intervals([v.replicates for v in others], level, [v.value for v in others])
+    for v, (low, high) in zip(others, bounds, strict=True):
+        v.ci_low, v.ci_high = low, high
     if rates:  # every rate's Wilson interval in one call on the stacked counts (the same values, elementwise)
         successes, trials = (np.stack([v.fraction[part] for v in rates if v.fraction is not None]) for part in (0, 1))
         lows, highs = wilson_interval(successes, trials, z)
@@ -316,8 +318,8 @@ def _replicate_counts(
         ]
     )
     values = np.concatenate([mean_weight, mean_weight, mean_weight * y_true, mean_score])
-    aggregate = sparse.csr_matrix(
-        (values, (columns, np.tile(np.arange(n_cells), 4))), shape=(confusion_size + 3 * bin_size, n_cells)
+    aggregate = summing_matrix(
+        columns, np.tile(np.arange(n_cells), 4), values, (confusion_size + 3 * bin_size, n_cells)
     )
     sums = (aggregate @ np.ascontiguousarray(drawn.T)).T  # (replicates, outputs)
     replicates = drawn.shape[0]
@@ -372,11 +374,13 @@ def _comparisons(
     with np.errstate(divide="ignore", invalid="ignore"):
         diff = value[:, others] - value[:, [ref]]
         rat = np.where(value[:, [ref]] > 0, value[:, others] / value[:, [ref]], np.nan)
+    booted = [n for n in names if n not in rate_contrasts]
+    at = {n: i for i, n in enumerate(names)}
+    contrasts = rate_contrasts | _bootstrap_contrasts(
+        booted, values, others, ref, diff[[at[n] for n in booted]], rat[[at[n] for n in booted]], level
+    )
     methods, rows = zip(
-        *(
-            _contrast_rows(values[n], rate_contrasts.get(n), others, ref, d, r, level)
-            for n, d, r in zip(names, diff, rat, strict=True)
-        ),
+        *(_contrast_rows(n in rate_contrasts, contrasts[n], d, r) for n, d, r in zip(names, diff, rat, strict=True)),
         strict=True,
     )
     table = _list(np.stack(rows))  # (metrics, 7, others), None where not finite
@@ -403,24 +407,14 @@ def _comparisons(
     ]
 
 
-def _contrast_rows(
-    v: MetricValues,
-    rate: _Contrasts | None,
-    others: np.ndarray,
-    ref: int,
-    diff: np.ndarray,
-    rat: np.ndarray,
-    level: float,
-) -> tuple[str, np.ndarray]:
+def _contrast_rows(analytic: bool, contrasts: _Contrasts, diff: np.ndarray, rat: np.ndarray) -> tuple[str, np.ndarray]:
     """One metric's comparisons as rows (difference, its interval, ratio, its interval, p-value), and the method.
 
-    ``rate``: the rate's analytic contrasts (:func:`_rate_contrasts`); None for a metric compared by the bootstrap.
+    ``contrasts``: the rate's analytic ones (``analytic``, :func:`_rate_contrasts`) or the bootstrap's
+    (:func:`_bootstrap_contrasts`).
     """
-    if rate is not None:
-        method, (d_low, d_high, r_low, r_high, p_values) = "newcombe/katz/two-proportion", rate
-    else:
-        method = "bootstrap"
-        d_low, d_high, r_low, r_high, p_values = _bootstrap_contrasts(v, others, ref, diff, rat, level)
+    method = "newcombe/katz/two-proportion" if analytic else "bootstrap"
+    d_low, d_high, r_low, r_high, p_values = contrasts
     p_values = np.where(np.isfinite(diff), p_values, np.nan)
     return method, np.stack([diff, d_low, d_high, rat, r_low, r_high, p_values]).astype(float, copy=False)
 
@@ -445,16 +439,29 @@ def _rate_contrasts(
 
 
 def _bootstrap_contrasts(
-    v: MetricValues, others: np.ndarray, ref: int, diff: np.ndarray, rat: np.ndarray, level: float
-) -> _Contrasts:
-    """Percentile intervals of the difference and ratio to the reference, and bootstrap p-values."""
-    boot_ref = v.replicates[:, [ref]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot_diff = v.replicates[:, others] - boot_ref
-        boot_ratio = np.where(boot_ref > 0, v.replicates[:, others] / boot_ref, np.nan)
-    d_low, d_high = percentile_interval(boot_diff, level, diff)
-    r_low, r_high = percentile_interval(boot_ratio, level, rat)
-    return d_low, d_high, r_low, r_high, _bootstrap_p_values(boot_diff)
+    names: list[str],
+    values: dict[str, MetricValues],
+    others: np.ndarray,
+    ref: int,
+    diff: np.ndarray,
+    rat: np.ndarray,
+    level: float,
+) -> dict[str, _Contrasts]:
+    """Percentile intervals of the difference and ratio to the reference, and bootstrap p-values, per metric.
+
+    ``diff`` and ``rat``: the metrics' point differences and ratios (metrics x others). Every interval is found
+    in one call (each column's interval reads only that column: the same values as one call per metric).
+    """
+    differences, ratios = [], []
+    for name in names:
+        replicates = values[name].replicates
+        boot_ref = replicates[:, [ref]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            differences.append(replicates[:, others] - boot_ref)
+            ratios.append(np.where(boot_ref > 0, replicates[:, others] / boot_ref, np.nan))
+    bounds = percentile_intervals([*differences, *ratios], level, [*diff, *rat])
+    k = len(names)
+    return {name: (*bounds[i], *bounds[k + i], _bootstrap_p_values(differences[i])) for i, name in enumerate(names)}
 
 
 def _bootstrap_p_values(replicate_differences: np.ndarray) -> np.ndarray:

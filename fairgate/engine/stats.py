@@ -9,6 +9,7 @@ All functions are vectorised over numpy arrays and return NaN where a quantity i
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -197,26 +198,57 @@ def percentile_interval(
     shape = replicates.shape[1:]
     if replicates.shape[0] == 0:
         return np.full(shape, np.nan), np.full(shape, np.nan)
-    ordered = np.sort(replicates.reshape(replicates.shape[0], -1).T, axis=1).T  # columns sorted as rows: faster
-    defined = np.isfinite(ordered).sum(axis=0)
+    ordered = np.array(replicates.reshape(replicates.shape[0], -1).T, order="C")  # each column a contiguous row
+    ordered.sort(axis=1)
+    defined = np.isfinite(ordered).sum(axis=1)
+    last = np.maximum(defined - 1, 0)
     tail = (1.0 - confidence_level) / 2.0
-    columns = np.arange(ordered.shape[1])
+    columns = np.arange(ordered.shape[0])
 
     def at(quantile: float) -> np.ndarray:
-        position = quantile * np.maximum(defined - 1, 0)
+        position = quantile * last
         below = np.floor(position).astype(np.int64)
-        above = np.minimum(below + 1, np.maximum(defined - 1, 0))
+        above = np.minimum(below + 1, last)
         fraction = position - below
-        value = ordered[below, columns] * (1.0 - fraction) + ordered[above, columns] * fraction
+        value = ordered[columns, below] * (1.0 - fraction) + ordered[columns, above] * fraction
         return np.where(defined > 0, value, np.nan).reshape(shape)
 
     low, high = at(tail), at(1.0 - tail)
     if estimate is not None:
         estimate = np.asarray(estimate, dtype=float)
-        defined = np.isfinite(estimate) & np.isfinite(low)
-        low = np.where(defined, np.fmin(low, estimate), low)
-        high = np.where(defined, np.fmax(high, estimate), high)
+        defined_both = np.isfinite(estimate) & np.isfinite(low)
+        low = np.where(defined_both, np.fmin(low, estimate), low)
+        high = np.where(defined_both, np.fmax(high, estimate), high)
     return low, high
+
+
+def percentile_intervals(
+    replicates: Sequence[np.ndarray], confidence_level: float, estimates: Sequence[np.ndarray]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`percentile_interval` of several replicate arrays with the same first axis, in one call.
+
+    Each column's interval reads only that column, so the values are those of one call per array; one sort and
+    one set of interpolations instead of one per array.
+    """
+    if not replicates:
+        return []
+    count = replicates[0].shape[0]
+    flat = [np.asarray(r, dtype=float).reshape(count, math.prod(r.shape[1:])) for r in replicates]
+    low, high = percentile_interval(
+        np.concatenate(flat, axis=1),
+        confidence_level,
+        np.concatenate(
+            [
+                np.broadcast_to(np.asarray(e, dtype=float), r.shape[1:]).reshape(-1)
+                for r, e in zip(replicates, estimates, strict=True)
+            ]
+        ),
+    )
+    ends = np.cumsum([0, *(f.shape[1] for f in flat)])
+    return [
+        (low[a:b].reshape(r.shape[1:]), high[a:b].reshape(r.shape[1:]))
+        for r, a, b in zip(replicates, ends[:-1], ends[1:], strict=True)
+    ]
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
@@ -540,9 +572,20 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
 
 
 def nan_variance(replicates: np.ndarray) -> np.ndarray:
-    """Sample variance per column over the defined (finite) replicates; NaN with fewer than two."""
+    """Sample variance per column over the defined (finite) replicates; NaN with fewer than two.
+
+    Every replicate defined in a contiguous array (the usual case): the same sums without masking them, in the
+    same order (a masked copy of a contiguous array keeps its layout, and so the order numpy sums it in).
+    """
     defined = np.isfinite(replicates)
     count = defined.sum(axis=0)
+    contiguous = replicates.flags.c_contiguous or replicates.flags.f_contiguous
+    if replicates.ndim == 2 and replicates.dtype == np.float64 and contiguous and defined.all():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = replicates.sum(axis=0) / count
+            deviation = replicates - mean
+            np.square(deviation, out=deviation)
+            return np.where(count > 1, deviation.sum(axis=0) / (count - 1), np.nan)
     filled = np.where(defined, replicates, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = filled.sum(axis=0) / count
