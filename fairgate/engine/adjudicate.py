@@ -238,17 +238,20 @@ def group_entries(parts: Sequence[Any]) -> list[dict[str, Any]]:
     for part in parts:
         columns = [(name, _estimates(values, len(part.groups))) for name, values in part.metrics.items()]
         for i, group in enumerate(part.groups):
-            entries.append(
-                {
-                    "slicing": list(part.slicing),
-                    "group": group,
-                    "n": part.n[i],
-                    "rows": part.rows[i],
-                    "sufficient": part.sufficient[i],
-                    "metrics": {name: estimates[i] for name, estimates in columns},
-                }
-            )
+            entries.append(group_entry(part, i, group, {name: estimates[i] for name, estimates in columns}))
     return entries
+
+
+def group_entry(part: Any, i: int, group: dict[str, str], metrics: dict[str, Any]) -> dict[str, Any]:
+    """The document's entry of a slicing's ``i``-th group (every kind's ``groups`` shape) with its metrics."""
+    return {
+        "slicing": list(part.slicing),
+        "group": group,
+        "n": part.n[i],
+        "rows": part.rows[i],
+        "sufficient": part.sufficient[i],
+        "metrics": metrics,
+    }
 
 
 def _estimates(values: dict[str, Sequence[Any]], n_groups: int) -> list[dict[str, Any]]:

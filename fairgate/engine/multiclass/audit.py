@@ -21,6 +21,7 @@ from fairgate.engine.adjudicate import (
     ModelInfo,
     adjust_comparisons,
     document_header,
+    group_entry,
     in_slicing_order,
     judge_results,
     verdict_of,
@@ -288,16 +289,7 @@ def _groups(slicings: list[MulticlassSlicingResult], adverse: list[SlicingResult
                 bpart, i = found
                 for name, values in bpart.metrics.items():
                     metrics[ADVERSE_PREFIX + name] = {k: v[i] for k, v in values.items()}
-            entries.append(
-                {
-                    "slicing": list(part.slicing),
-                    "group": group,
-                    "n": part.n[g],
-                    "rows": part.rows[g],
-                    "sufficient": part.sufficient[g],
-                    "metrics": metrics,
-                }
-            )
+            entries.append(group_entry(part, g, group, metrics))
     return entries
 
 
