@@ -36,7 +36,7 @@ from fairgate.engine.columns import SCORE_SUM as SCORE_SUM
 from fairgate.engine.columns import TRUE as TRUE
 from fairgate.engine.columns import WEIGHT as WEIGHT
 from fairgate.engine.columns import WEIGHT_SQ as WEIGHT_SQ
-from fairgate.engine.packing import packed_keys
+from fairgate.engine.packing import packed_codes, packed_keys
 from fairgate.errors import BAD_SCORE, EMPTY_DATA, MISSING_COLUMN, NOT_BINARY, TOO_MANY_VALUES, DataError
 from fairgate.policy.core import Policy
 
@@ -96,10 +96,8 @@ class Cube:
         The groups are found from the cells' packed attribute codes, as a slicing finds them (a Polars group-by
         per call cost more than the planning's other work together).
         """
-        from fairgate.engine.slicing_cells import packed_codes  # it reads this module's cube
-
         squares = self.squares_column(keys)
-        packed = packed_codes(self, tuple(keys))
+        packed = packed_codes(self.cell_codes, keys, self.cells.height)
         if packed is None:  # too many value combinations to pack: grouped by the keys themselves
             frame = self.cells.group_by(keys).agg(pl.col(WEIGHT).sum(), pl.col(squares).sum().alias(WEIGHT_SQ))
             weight, square = frame[WEIGHT].to_numpy(), frame[WEIGHT_SQ].to_numpy()

@@ -6,6 +6,7 @@ several text keys.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,3 +59,24 @@ def packed_keys(frame: pl.DataFrame, keys: list[str]) -> tuple[np.ndarray, list[
         codes = codes * place.radix + digits
         places.append(place)
     return codes, places
+
+
+def packed_codes(
+    cell_codes: Mapping[str, tuple[Sequence[str], np.ndarray]], slicing: Sequence[str], rows: int
+) -> np.ndarray | None:
+    """Each cube cell's group of the slicing as one integer: its attributes' codes packed (lexicographic order).
+
+    ``cell_codes``: the cube's, per attribute its levels and each of the ``rows`` cells' index into them. None when
+    the slicing has too many value combinations to pack into 64 bits.
+
+    >>> codes = {"a": (["x", "y"], np.array([0, 1, 1])), "b": (["p", "q", "r"], np.array([2, 0, 1]))}
+    >>> packed_codes(codes, ("a", "b"), 3).tolist()
+    [2, 3, 4]
+    """
+    coded = [cell_codes[key] for key in slicing]
+    if int(np.prod([float(len(levels)) for levels, _ in coded])) >= 2**62:
+        return None
+    packed = np.zeros(rows, dtype=np.int64)
+    for levels, codes in coded:
+        packed = packed * len(levels) + codes
+    return packed

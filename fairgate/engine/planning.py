@@ -16,8 +16,8 @@ from fairgate.engine.cube import Cube
 from fairgate.engine.groups import declared_for
 from fairgate.engine.kept import PerObject
 from fairgate.engine.labels import slicing_label
+from fairgate.engine.packing import packed_codes
 from fairgate.engine.slicing_cells import GROUP as GROUP  # re-exported: the slicings' group column
-from fairgate.engine.slicing_cells import packed_codes
 from fairgate.policy.core import Policy
 
 Slicing = tuple[str, ...]
@@ -130,7 +130,8 @@ def slicing_group_count(cube: Cube, slicing: Slicing, policy: Policy) -> int:
     declared = declared_for(policy, slicing)
     if declared is not None:  # a declared value with no rows is a group too (see slicing_groups)
         return len(set(declared) | set(cube.cells[slicing[0]].unique().to_list()))
-    packed = packed_codes(cube, slicing)  # the cells' groups as integers: counted without a Polars query
+    # The cells' groups as integers: counted without a Polars query.
+    packed = packed_codes(cube.cell_codes, slicing, cube.cells.height)
     return cube.cells.select(list(slicing)).n_unique() if packed is None else int(np.unique(packed).size)
 
 

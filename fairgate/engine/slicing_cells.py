@@ -12,6 +12,7 @@ from scipy import sparse
 
 from fairgate.engine.cube import BIN, PRED, TRUE, Cube
 from fairgate.engine.groups import group_values
+from fairgate.engine.packing import packed_codes
 
 Slicing = tuple[str, ...]
 
@@ -34,7 +35,7 @@ def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = No
         position = {value: i for i, value in enumerate(values)}
         groups = pl.DataFrame({keys[0]: values}, schema={keys[0]: pl.String}).with_row_index(GROUP)
         return groups, np.array([position[level] for level in levels], dtype=np.int64)[codes]
-    packed = packed_codes(cube, slicing)
+    packed = packed_codes(cube.cell_codes, slicing, cube.cells.height)
     if packed is not None:
         present, index = np.unique(packed, return_inverse=True)
         digits = []
@@ -50,20 +51,6 @@ def slicing_groups(cube: Cube, slicing: Slicing, declared: list[str] | None = No
         for key, (levels, _), digit in zip(keys, coded, digits, strict=True)
     ]
     return pl.DataFrame(columns).with_row_index(GROUP), index.reshape(-1).astype(np.int64)
-
-
-def packed_codes(cube: Cube, slicing: Slicing) -> np.ndarray | None:
-    """Each cube cell's group of the slicing as one integer: its attributes' codes packed (lexicographic order).
-
-    None when the slicing has too many value combinations to pack into 64 bits.
-    """
-    coded = [cube.cell_codes[key] for key in slicing]
-    if int(np.prod([float(len(levels)) for levels, _ in coded])) >= 2**62:
-        return None
-    packed = np.zeros(cube.cells.height, dtype=np.int64)
-    for levels, codes in coded:
-        packed = packed * len(levels) + codes
-    return packed
 
 
 def flat_cells(cube: Cube, group_index: np.ndarray) -> np.ndarray:
