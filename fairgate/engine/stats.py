@@ -298,11 +298,13 @@ def holm_multipliers(p_values: np.ndarray) -> np.ndarray:
 PAIR_BUDGET = 120_000
 
 
-def pair_bootstrap_fits(n_pairs: int, n_replicates: int) -> bool:
+def pair_bootstrap_fits(group_counts: Sequence[int], n_replicates: int) -> bool:
     """Whether a pairwise family's max-t critical value comes from its bootstrap replicates (:func:`pair_family`).
 
-    At least 20 replicates, and at most :data:`PAIR_BUDGET` replicates x pairs.
+    ``group_counts``: each component's number of groups. At least 20 replicates, and at most
+    :data:`PAIR_BUDGET` replicates x pairs.
     """
+    n_pairs = sum(k * (k - 1) // 2 for k in group_counts)
     return n_replicates >= 20 and n_pairs * n_replicates <= PAIR_BUDGET
 
 
@@ -530,9 +532,8 @@ def pair_family(components: list[Component], *, bootstrap: bool = True, df: floa
     (cheaper; conservative). ``df``: the standard errors' degrees of freedom (``PairFamily.df``). Returns None when
     some pair has no positive, finite standard error.
     """
-    n_pairs = sum(c.value.size * (c.value.size - 1) // 2 for c in components)
     n_replicates = components[0].replicates.shape[0] if components else 0
-    use_bootstrap = bootstrap and pair_bootstrap_fits(n_pairs, n_replicates)
+    use_bootstrap = bootstrap and pair_bootstrap_fits([c.value.size for c in components], n_replicates)
     gaps, ses, nulls, counts, logs = [], [], [], [], []
     for c in components:
         first, second = pair_indices(c.value.size)

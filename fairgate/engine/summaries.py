@@ -219,8 +219,7 @@ def summary_pair_family(
     """
     index = np.flatnonzero(use)
     if bootstrap and components:
-        n_pairs = len(components) * (index.size * (index.size - 1) // 2)
-        bootstrap = pair_bootstrap_fits(n_pairs, components[0].replicates.shape[0])
+        bootstrap = pair_bootstrap_fits([index.size] * len(components), components[0].replicates.shape[0])
     return pair_family([summary_component(v, index, summary, bootstrap) for v in components], bootstrap=bootstrap)
 
 
